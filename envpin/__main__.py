@@ -1,0 +1,5 @@
+"""`python -m envpin` runs the CLI."""
+
+from envpin.cli import main
+
+main()

@@ -1,0 +1,361 @@
+"""The NGC TensorFlow catalog: one schema-checked JSON table with per-field provenance.
+
+Every fact is stored once: a field lives either at release level (shared by all flavors of that month)
+or at flavor level, never both. Unknown facts are ``null`` with a reason; nothing is inferred.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from envpin.errors import CatalogError, UsageError
+from envpin.versions import NGCSpec, TFSpec, release_index, tf_tuple
+
+SCHEMA_VERSION = 1
+FIRST_RELEASE = "19.01"
+LAST_RELEASE = "25.02"
+#: The fields every catalog entry carries, in display order.
+FIELDS = (
+    "tf_version",
+    "python",
+    "ubuntu",
+    "cuda",
+    "cublas",
+    "cudnn",
+    "nccl",
+    "tensorrt",
+    "horovod",
+    "driver_min",
+    "driver_compat",
+    "compute_capability_min",
+)
+LIST_FIELDS = frozenset({"driver_compat"})
+FLAVOR_SUFFIX = {"py2": "py2", "py3": "py3", "tf1": "tf1-py3", "tf2": "tf2-py3"}
+#: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with 23.03.
+TF_SPLIT_RELEASE = "19.11"
+LAST_TF1_RELEASE = "23.03"
+_RELEASE_RE = re.compile(r"^\d{2}\.(0[1-9]|1[0-2])$")
+_TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
+_IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One catalog value with where it came from, or why it is unknown."""
+
+    value: Any
+    source: str | None = None
+    reason: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One published image tag (release + flavor) with all fields resolved."""
+
+    release: str
+    flavor: str
+    tag: str
+    image: str
+    facts: dict[str, Fact]
+    sources: dict[str, dict[str, str]] = field(repr=False)
+    verified: dict[str, Any] | None = None
+
+    def value(self, name: str) -> Any:
+        return self.facts[name].value
+
+    @property
+    def tf_version(self) -> str | None:
+        return self.facts["tf_version"].value
+
+    def source_url(self, name: str) -> str | None:
+        src = self.facts[name].source
+        return self.sources[src]["url"] if src else None
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat object for `envpin catalog --json`: values first, provenance alongside."""
+        out: dict[str, Any] = {
+            "release": self.release,
+            "tag": self.tag,
+            "flavor": self.flavor,
+            "image": self.image,
+            "digest": (self.verified or {}).get("digest"),
+        }
+        provenance: dict[str, Any] = {}
+        for name in FIELDS:
+            fact = self.facts[name]
+            out[name] = fact.value
+            prov: dict[str, Any] = {"source": self.source_url(name)}
+            if fact.reason:
+                prov["reason"] = fact.reason
+            provenance[name] = prov
+        out["provenance"] = provenance
+        if self.verified:
+            out["verified_from_image"] = self.verified
+        return out
+
+
+class Catalog:
+    """The loaded, validated catalog with the look-ups the CLI needs."""
+
+    def __init__(self, data: dict[str, Any], origin: str) -> None:
+        validate(data, origin)
+        self.data = data
+        self.origin = origin
+        self.sources: dict[str, dict[str, str]] = data["sources"]
+        self.missing: dict[str, dict[str, Any]] = data["missing_months"]
+        self.repository: str = data["image_repository"]
+        self._entries = list(self._build_entries())
+
+    # -- construction -------------------------------------------------------------------------------
+    def _build_entries(self) -> Iterator[Entry]:
+        for release in sorted(self.data["releases"], key=release_index):
+            rel = self.data["releases"][release]
+            for flavor in sorted(rel["flavors"]):
+                fl = rel["flavors"][flavor]
+                merged = {**rel["fields"], **fl["fields"]}
+                facts = {
+                    name: Fact(merged[name]["value"], merged[name].get("source"), merged[name].get("reason"))
+                    for name in FIELDS
+                }
+                yield Entry(
+                    release=release,
+                    flavor=flavor,
+                    tag=fl["tag"],
+                    image=f"{self.repository}:{fl['tag']}",
+                    facts=facts,
+                    sources=self.sources,
+                    verified=fl.get("image"),
+                )
+
+    # -- queries ------------------------------------------------------------------------------------
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    def releases(self) -> list[str]:
+        return sorted(self.data["releases"], key=release_index)
+
+    def filter(self, tf: TFSpec | None = None, flavor: str | None = None) -> list[Entry]:
+        out = self._entries
+        if flavor:
+            if flavor not in FLAVOR_SUFFIX:
+                raise UsageError(f"unknown flavor '{flavor}'", hint="use one of: py2, py3, tf1, tf2")
+            out = [e for e in out if e.flavor == flavor]
+        if tf:
+            out = [e for e in out if tf.matches(e.tf_version)]
+        return list(out)
+
+    def release_entries(self, release: str) -> list[Entry]:
+        """All tags of one release, or a clear error for unknown and release-less months."""
+        entries = [e for e in self._entries if e.release == release]
+        if entries:
+            return entries
+        if release in self.missing:
+            near = self.nearest_releases(release, self.releases(), 2)
+            raise UsageError(
+                f"NVIDIA published no TensorFlow container in {release}: {self.missing[release]['reason']}",
+                hint=f"nearest releases: {', '.join(near)}",
+            )
+        first, last = self.releases()[0], self.releases()[-1]
+        if release_index(release) < release_index(first) or release_index(release) > release_index(last):
+            raise UsageError(
+                f"release {release} is outside the catalog, which covers {first} to {last}",
+                hint=f"{last} was the last NGC TensorFlow release; see 'envpin catalog'",
+            )
+        raise UsageError(f"release {release} is not in the catalog", hint="see 'envpin catalog'")
+
+    def resolve(self, ngc: NGCSpec, tf: TFSpec | None) -> Entry:
+        """Pick exactly one tag for --ngc/--tf, or explain what the release holds and where TF is."""
+        entries = self.release_entries(ngc.release)
+        if ngc.flavor:
+            tagged = [e for e in entries if e.flavor == ngc.flavor]
+            if not tagged:
+                raise UsageError(
+                    f"NGC {ngc.release} has no {FLAVOR_SUFFIX[ngc.flavor]} image; "
+                    f"it was published as {', '.join(e.tag for e in entries)}",
+                    hint=self._tf1_hint(ngc.release) if ngc.flavor == "tf1" else None,
+                )
+            entries = tagged
+        if tf is not None:
+            matching = [e for e in entries if tf.matches(e.tf_version)]
+            unknown = [e for e in entries if e.tf_version is None and _flavor_major(e.flavor) in (None, tf.major)]
+            if matching:
+                entries = matching
+            elif unknown and len(tf.parts) >= 2:
+                # The catalog does not know this tag's TF version: the user's --tf is taken as their claim.
+                entries = unknown
+            elif tf.major == 1 and all(e.flavor == "tf2" for e in entries):
+                raise UsageError(
+                    f"NGC {ngc.release} ships only TensorFlow 2 ({entries[0].tag}); TensorFlow {tf.text} is not in it",
+                    hint=self._tf1_hint(ngc.release),
+                )
+            else:
+                raise UsageError(self._not_here(ngc.release, entries, tf), hint=self._where_is(tf, ngc.release))
+        if len(entries) > 1:
+            raise UsageError(
+                f"NGC {ngc.release} has {len(entries)} images: "
+                + ", ".join(f"{e.tag} (TF {e.tf_version or 'unknown'})" for e in entries),
+                hint=f"add --tf, or name the tag, e.g. --ngc {entries[-1].tag}",
+            )
+        return entries[0]
+
+    # -- messages -----------------------------------------------------------------------------------
+    def _not_here(self, release: str, entries: Iterable[Entry], tf: TFSpec) -> str:
+        held = ", ".join(f"TF {e.tf_version or 'unknown version'} ({e.flavor})" for e in entries)
+        return f"NGC {release} contains {held}, not TensorFlow {tf.text}"
+
+    def _where_is(self, tf: TFSpec, near: str) -> str:
+        have = sorted({e.release for e in self.filter(tf=tf)}, key=release_index)
+        if not have:
+            return f"no NGC release in the catalog is known to contain TensorFlow {tf.text}; see 'envpin catalog'"
+        ordered = self.nearest_releases(near, have, 6)
+        more = "" if len(have) <= 6 else f" (and {len(have) - 6} more: envpin catalog --tf {tf.text})"
+        return f"TensorFlow {tf.text} is in NGC {', '.join(ordered)}{more}"
+
+    def _tf1_hint(self, release: str) -> str:
+        return f"tf1 images ended with {LAST_TF1_RELEASE}; TF 1.15 is in {', '.join(self._tf1_near(release))}"
+
+    def _tf1_near(self, release: str) -> list[str]:
+        have = sorted({e.release for e in self._entries if e.flavor == "tf1"}, key=release_index)
+        return self.nearest_releases(release, have, 3)
+
+    @staticmethod
+    def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> list[str]:
+        """Candidates ordered by distance in months from `anchor` (later first on ties)."""
+        a = release_index(anchor)
+        ranked = sorted(candidates, key=lambda r: (abs(release_index(r) - a), -release_index(r)))
+        return ranked[:limit]
+
+
+def _flavor_major(flavor: str) -> int | None:
+    return {"tf1": 1, "tf2": 2}.get(flavor)
+
+
+# -- loading ----------------------------------------------------------------------------------------
+def catalog_path() -> Path:
+    return Path(str(resources.files("envpin") / "data" / "catalog.json"))
+
+
+@lru_cache(maxsize=4)
+def load(path: str | None = None) -> Catalog:
+    """Load and validate the shipped catalog (or another file, e.g. one refreshed by `catalog sync`)."""
+    p = Path(path) if path else catalog_path()
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CatalogError(f"catalog file {p} does not exist", hint="reinstall envpin") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
+    return Catalog(data, str(p))
+
+
+# -- schema -----------------------------------------------------------------------------------------
+def validate(data: Any, origin: str = "catalog") -> None:
+    """Check the catalog's shape and invariants; raise CatalogError naming the first problem."""
+    problems = list(_problems(data))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CatalogError(f"{origin} is invalid: {problems[0]}{more}")
+
+
+def _problems(data: Any) -> Iterator[str]:
+    if not isinstance(data, dict):
+        yield "top level is not an object"
+        return
+    if set(data) != _TOP_KEYS:
+        yield f"top-level keys must be {sorted(_TOP_KEYS)}, got {sorted(data)}"
+        return
+    if data["schema"] != SCHEMA_VERSION:
+        yield f"schema {data['schema']!r} is not {SCHEMA_VERSION}"
+        return
+    sources = data["sources"]
+    for sid, src in sources.items():
+        if not isinstance(src, dict) or set(src) != {"title", "url"}:
+            yield f"source {sid}: needs exactly 'title' and 'url'"
+    releases, missing = data["releases"], data["missing_months"]
+    for month, info in missing.items():
+        if not _RELEASE_RE.match(month):
+            yield f"missing month {month!r} is not YY.MM"
+        elif month in releases:
+            yield f"{month} is both a release and a missing month"
+        if not isinstance(info, dict) or not info.get("reason"):
+            yield f"missing month {month}: needs a reason"
+        elif info.get("source") is not None and info["source"] not in sources:
+            yield f"missing month {month}: unknown source {info['source']!r}"
+    lo, hi = release_index(FIRST_RELEASE), release_index(LAST_RELEASE)
+    for idx in range(lo, hi + 1):
+        month = f"{idx // 12:02d}.{idx % 12 + 1:02d}"
+        if month not in releases and month not in missing:
+            yield f"{month} is neither a release nor a known missing month"
+    for release, rel in releases.items():
+        yield from _release_problems(release, rel, sources)
+
+
+def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterator[str]:
+    if not _RELEASE_RE.match(release):
+        yield f"release {release!r} is not YY.MM"
+        return
+    if not isinstance(rel, dict) or set(rel) != {"fields", "flavors"}:
+        yield f"{release}: needs exactly 'fields' and 'flavors'"
+        return
+    if not rel["flavors"]:
+        yield f"{release}: no flavors"
+    split = release_index(release) >= release_index(TF_SPLIT_RELEASE)
+    for flavor, fl in rel["flavors"].items():
+        where = f"{release}/{flavor}"
+        if flavor not in FLAVOR_SUFFIX:
+            yield f"{where}: unknown flavor"
+            continue
+        if split != (flavor in ("tf1", "tf2")):
+            yield f"{where}: flavor does not fit the naming of that era"
+        if flavor == "tf1" and release_index(release) > release_index(LAST_TF1_RELEASE):
+            yield f"{where}: tf1 images ended with {LAST_TF1_RELEASE}"
+        if not isinstance(fl, dict) or not {"tag", "fields"} <= set(fl) or set(fl) - {"tag", "fields", "image"}:
+            yield f"{where}: needs 'tag' and 'fields' (and optionally 'image')"
+            continue
+        if fl["tag"] != f"{release}-{FLAVOR_SUFFIX[flavor]}":
+            yield f"{where}: tag {fl['tag']!r} should be {release}-{FLAVOR_SUFFIX[flavor]}"
+        if "image" in fl and (not isinstance(fl["image"], dict) or set(fl["image"]) - _IMAGE_KEYS):
+            yield f"{where}: 'image' may only hold {sorted(_IMAGE_KEYS)}"
+        both = set(rel["fields"]) & set(fl["fields"])
+        if both:
+            yield f"{where}: {sorted(both)} defined at release and flavor level"
+        merged = {**rel["fields"], **fl["fields"]}
+        unknown = set(merged) - set(FIELDS)
+        if unknown:
+            yield f"{where}: unknown fields {sorted(unknown)}"
+        for name in FIELDS:
+            if name not in merged:
+                yield f"{where}: field {name} missing"
+            else:
+                yield from (f"{where}.{name}: {p}" for p in _fact_problems(name, merged[name], sources))
+
+
+def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[str]:
+    if not isinstance(fact, dict) or "value" not in fact or set(fact) - {"value", "source", "reason"}:
+        yield "must be an object with 'value' and 'source' or 'reason'"
+        return
+    value = fact["value"]
+    if value is None:
+        if not fact.get("reason"):
+            yield "null without a reason"
+    else:
+        if fact.get("source") not in sources:
+            yield f"source {fact.get('source')!r} is not a known source"
+        if name in LIST_FIELDS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                yield "must be a list of strings"
+        elif not isinstance(value, str) or not value:
+            yield "must be a non-empty string"
+    if fact.get("source") is not None and fact["source"] not in sources:
+        yield f"source {fact['source']!r} is not a known source"

@@ -1,0 +1,53 @@
+"""One exception hierarchy; the CLI translates it to a one-line message and an exit code in one place."""
+
+from __future__ import annotations
+
+
+class EnvpinError(Exception):
+    """An expected failure: bad input or an unusable environment. Exit code 2 unless a subclass says otherwise."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(EnvpinError):
+    """The user's arguments cannot be honoured (malformed version, unknown release, bad name...)."""
+
+
+class CatalogError(EnvpinError):
+    """The catalog data is missing, malformed, or does not contain what was asked for."""
+
+
+class RecipeError(EnvpinError):
+    """No determinism recipe applies, or the recipe table is malformed."""
+
+
+class RenderError(EnvpinError):
+    """Rendering or writing the environment folder failed (e.g. it holds hand-edited files)."""
+
+
+class RequirementsError(EnvpinError):
+    """A requirements file is unreadable or not fully pinned with hashes."""
+
+
+class LockError(EnvpinError):
+    """envpin.lock is missing, malformed, from another schema, or was edited by hand."""
+
+
+class EngineError(EnvpinError):
+    """The Docker engine is unreachable or a build failed."""
+
+
+class RegistryError(EnvpinError):
+    """A registry could not be reached, refused access, or does not hold the tag."""
+
+
+class ReportError(EnvpinError):
+    """A probe report could not be read or does not follow the report schema."""

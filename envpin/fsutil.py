@@ -1,0 +1,57 @@
+"""Atomic file writes and content hashes: nothing envpin writes is ever left half-written."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from envpin.errors import EnvpinError
+
+
+def sha256_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise EnvpinError(f"cannot write {path}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _hint(exc: OSError) -> str | None:
+    import errno
+
+    if exc.errno == errno.ENOSPC:
+        return "the disk is full: free some space and retry"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "check the folder's permissions, or choose another with --out"
+    return None

@@ -1,0 +1,157 @@
+"""The build plan: one serialisable value that every artifact (Dockerfile, plan.json, lock) derives from."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envpin import __version__, catalog, recipes
+from envpin.errors import UsageError
+from envpin.fsutil import sha256_bytes
+from envpin.requirements import Requirement, read_lock
+from envpin.versions import parse_ngc_spec, parse_tf_spec, tf_tuple
+
+PLAN_SCHEMA = 1
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9.:_/-]*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+#: The oldest Python the in-image probe and runtime helper support.
+MIN_IMAGE_PYTHON = (3, 6)
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Inputs resolved against the catalog and recipe table; pure data, no I/O."""
+
+    name: str
+    entry: catalog.Entry
+    tf_version: str
+    tf_version_source: str  # "catalog" or "user" (catalog had no version for this tag)
+    recipe: recipes.Recipe
+    base_digest: str | None = None
+    build_from: str | None = None
+    requirements: tuple[Requirement, ...] = ()
+    ca_bundle: bytes | None = field(default=None, repr=False)
+
+    @property
+    def image(self) -> str:
+        """The upstream identity (always nvcr.io), even when building from a mirror."""
+        return self.entry.image
+
+    @property
+    def from_ref(self) -> str:
+        ref = self.build_from or self.image
+        if self.base_digest and "@" not in ref:
+            return f"{ref}@{self.base_digest}"
+        return ref
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.entry
+        return {
+            "plan_schema": PLAN_SCHEMA,
+            "envpin_version": __version__,
+            "name": self.name,
+            "release": e.release,
+            "flavor": e.flavor,
+            "tag": e.tag,
+            "image": self.image,
+            "base_digest": self.base_digest,
+            "build_from": self.build_from,
+            "tf_version": self.tf_version,
+            "tf_version_source": self.tf_version_source,
+            "catalog": {k: e.value(k) for k in ("python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")},
+            "recipe": {"id": self.recipe.id, "hash": self.recipe.hash, "env": self.recipe.env_dict(),
+                       "unset": [u["name"] for u in self.recipe.unset],
+                       "steps": [s["step"] for s in self.recipe.steps]},
+            "requirements": [f"{r.name}{r.extras}=={r.version}" for r in self.requirements],
+            "requirements_hash": sha256_bytes("".join(r.render() for r in self.requirements).encode())
+            if self.requirements else None,
+            "ca_bundle_hash": sha256_bytes(self.ca_bundle) if self.ca_bundle else None,
+        }
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2) + "\n"
+
+    @property
+    def inputs_hash(self) -> str:
+        return sha256_bytes(json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode())
+
+
+def validate_name(name: str) -> str:
+    if "/" in name or "\\" in name or ".." in name or not _NAME.match(name):
+        raise UsageError(
+            f"'{name}' is not a usable environment name",
+            hint="use letters, digits, '.', '_' and '-' only (no '/' or '..'), at most 64 characters",
+        )
+    return name
+
+
+def validate_image_ref(ref: str) -> str:
+    if not _IMAGE_REF.match(ref) or ".." in ref or "//" in ref:
+        raise UsageError(
+            f"'{ref}' is not an image reference",
+            hint="use REGISTRY/REPOSITORY:TAG, e.g. registry.example.com/mirror/tensorflow:20.02-tf2-py3",
+        )
+    return ref
+
+
+def make_plan(
+    *,
+    ngc: str,
+    tf: str | None = None,
+    name: str | None = None,
+    requirements: Path | None = None,
+    base_image: str | None = None,
+    base_digest: str | None = None,
+    ca_bundle: Path | None = None,
+    cat: catalog.Catalog | None = None,
+) -> BuildPlan:
+    """Resolve user input into a plan, or raise an EnvpinError saying exactly what is wrong."""
+    cat = cat or catalog.load()
+    ngc_spec = parse_ngc_spec(ngc)
+    tf_spec = parse_tf_spec(tf) if tf is not None else None
+    entry = cat.resolve(ngc_spec, tf_spec)
+    if entry.flavor == "py2":
+        raise UsageError(
+            f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
+            hint=f"use {entry.release}-py3",
+        )
+    python = tf_tuple(entry.value("python"))
+    if python is not None and python[:2] < MIN_IMAGE_PYTHON:
+        raise UsageError(
+            f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
+            hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",
+        )
+    if entry.tf_version is not None:
+        tf_version, tf_source = entry.tf_version, "catalog"
+    else:
+        if tf_spec is None or len(tf_spec.parts) < 2:
+            raise UsageError(
+                f"the catalog does not know which TensorFlow {entry.tag} contains",
+                hint=f"give it as --tf MAJOR.MINOR (check with: docker run --rm {entry.image} "
+                "python -c 'import tensorflow as tf; print(tf.__version__)'), or run `envpin catalog sync`",
+            )
+        tf_version, tf_source = tf_spec.text, "user"
+    recipe = recipes.select(tf_version, "ngc", entry.release)
+    reqs = read_lock(requirements) if requirements is not None else ()
+    ca = None
+    if ca_bundle is not None:
+        try:
+            ca = ca_bundle.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read CA bundle {ca_bundle}: {exc.strerror}", hint="check the path") from exc
+        if b"-----BEGIN CERTIFICATE-----" not in ca:
+            raise UsageError(f"{ca_bundle} holds no PEM certificate", hint="pass a PEM CA bundle file")
+    return BuildPlan(
+        name=validate_name(name or f"{entry.release}-{entry.flavor}"),
+        entry=entry,
+        tf_version=tf_version,
+        tf_version_source=tf_source,
+        recipe=recipe,
+        base_digest=base_digest or (entry.verified or {}).get("digest"),
+        build_from=validate_image_ref(base_image) if base_image else None,
+        requirements=reqs,
+        ca_bundle=ca,
+    )

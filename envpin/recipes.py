@@ -1,0 +1,147 @@
+"""Determinism recipes: which env vars, Python steps and caveats apply to one TensorFlow version.
+
+The table lives in data/recipes.json (each row cites its source); this module validates it and
+resolves one row, plus the shared settings and the per-version list of ops that raise, into a Recipe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from envpin.errors import RecipeError
+from envpin.probe import runtime
+
+SCHEMA_VERSION = 1
+#: Python-side steps the runtime helper (envpin.probe.runtime) knows how to perform.
+STEPS = frozenset(
+    {"seed_python", "seed_numpy", "seed_tf", "keras_set_random_seed", "enable_op_determinism", "patch_bias_add"}
+)
+DISTRIBUTIONS = ("ngc", "stock")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One resolved recipe: everything a Dockerfile and a training script need, with sources."""
+
+    id: str
+    distribution: str
+    tf_version: str
+    summary: str
+    env: tuple[dict[str, str], ...]
+    unset: tuple[dict[str, str], ...]
+    steps: tuple[dict[str, str], ...]
+    caveats: tuple[dict[str, str], ...]
+    raises: tuple[dict[str, Any], ...]
+    sources: dict[str, dict[str, str]]
+
+    def env_dict(self) -> dict[str, str]:
+        return {e["name"]: e["value"] for e in self.env}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "distribution": self.distribution,
+            "tf_version": self.tf_version,
+            "summary": self.summary,
+            "env": list(self.env),
+            "unset": list(self.unset),
+            "steps": list(self.steps),
+            "caveats": list(self.caveats),
+            "raises_under_determinism": list(self.raises),
+        }
+
+    @property
+    def hash(self) -> str:
+        """sha256 over the canonical JSON of the resolved recipe (labels and the lock carry it)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+    def source_url(self, sid: str) -> str:
+        return self.sources[sid]["url"]
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    data = json.loads((resources.files("envpin") / "data" / "recipes.json").read_text(encoding="utf-8"))
+    validate(data)
+    return data
+
+
+def validate(data: Any) -> None:
+    """Schema check: every row complete, every source known, every step implemented."""
+    problems: list[str] = []
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+        raise RecipeError("recipes.json: unknown schema")
+    sources = data["sources"]
+
+    def cite(where: str, item: dict[str, Any]) -> None:
+        if item.get("source") not in sources:
+            problems.append(f"{where}: unknown source {item.get('source')!r}")
+
+    for key in ("env", "unset", "caveats"):
+        for item in data["common"][key]:
+            cite(f"common.{key}", item)
+    seen = set()
+    for row in data["recipes"]:
+        rid = row.get("id")
+        if rid in seen:
+            problems.append(f"duplicate recipe id {rid}")
+        seen.add(rid)
+        if set(row) != {"id", "match", "summary", "env", "steps", "caveats"}:
+            problems.append(f"{rid}: wrong keys {sorted(row)}")
+            continue
+        if row["match"].get("distribution") not in DISTRIBUTIONS:
+            problems.append(f"{rid}: distribution must be one of {DISTRIBUTIONS}")
+        for item in row["env"]:
+            if set(item) != {"name", "value", "why", "source"}:
+                problems.append(f"{rid}: env entries need name, value, why, source")
+            cite(rid, item)
+        for item in row["steps"]:
+            if item.get("step") not in STEPS:
+                problems.append(f"{rid}: unknown step {item.get('step')!r}")
+            cite(rid, item)
+        for item in row["caveats"]:
+            cite(rid, item)
+    for item in data["raises_under_determinism"]:
+        cite(f"raises {item.get('op')}", item)
+    if problems:
+        raise RecipeError(f"recipes.json is invalid: {problems[0]}")
+
+
+def select(tf_version: str, distribution: str = "ngc", ngc_release: str | None = None) -> Recipe:
+    """Resolve the recipe for a TensorFlow version (at least MAJOR.MINOR) on NGC or stock builds.
+
+    The selection rule itself lives in envpin.probe.runtime so the in-image helper applies the very
+    same rule to the very same table.
+    """
+    if distribution not in DISTRIBUTIONS:
+        raise RecipeError(f"unknown distribution {distribution!r}", hint="use 'ngc' or 'stock'")
+    data = table()
+    try:
+        row = runtime.resolve(data, tf_version, distribution, ngc_release)
+    except ValueError as exc:
+        raise RecipeError(str(exc), hint="pass --tf MAJOR.MINOR (and --ngc YY.MM for NGC images)") from exc
+    except LookupError as exc:
+        raise RecipeError(str(exc)) from exc
+    return Recipe(
+        id=row["id"],
+        distribution=distribution,
+        tf_version=tf_version,
+        summary=row["summary"],
+        env=tuple(row["env"]),
+        unset=tuple(row["unset"]),
+        steps=tuple(row["steps"]),
+        caveats=tuple(row["caveats"]),
+        raises=tuple(row["raises_under_determinism"]),
+        sources=data["sources"],
+    )
+
+
+def rows() -> list[dict[str, Any]]:
+    """The raw recipe rows, for the README table and `envpin recipe --all`."""
+    return list(table()["recipes"])
