@@ -28,9 +28,16 @@ class TFSpec:
         return self.parts[0]
 
     def matches(self, version: str | None) -> bool:
-        """True when `version` (e.g. '2.1.0', '1.15.5+nv22.12') starts with this spec's components."""
+        """True when `version` (e.g. '2.1.0', '1.15.5+nv22.12') agrees with every component both give.
+
+        A catalog value known only to MAJOR.MINOR ('2.1') matches '2.1.0': the source is not precise
+        enough to contradict it.
+        """
         parsed = tf_tuple(version)
-        return parsed is not None and parsed[: len(self.parts)] == self.parts
+        if parsed is None:
+            return False
+        n = min(len(parsed), len(self.parts))
+        return parsed[:n] == self.parts[:n]
 
 
 def parse_tf_spec(text: str) -> TFSpec:

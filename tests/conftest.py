@@ -1,0 +1,76 @@
+"""Shared test plumbing: the golden-update switch, CLI runners, and CI's no-silent-skip rule."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+#: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
+REAL_COMPONENT_MARKERS = ("docker", "tensorflow")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite golden files from current output")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI", "").lower() == "true":
+        marks = [m for m in REAL_COMPONENT_MARKERS if item.get_closest_marker(m)]
+        if marks:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            report.outcome = "failed"
+            report.longrepr = f"CI=true: a '{marks[0]}' test may not skip ({reason})"
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run the real CLI entry point in-process; returns exit code, stdout and stderr."""
+    from envpin.cli import main
+
+    def run(*args: str, cwd: Path | None = None) -> Result:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out = capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    return run
+
+
+def run_envpin(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+    """Run `python -m envpin` in a subprocess (real process boundary, real exit code)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "envpin", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)

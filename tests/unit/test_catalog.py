@@ -1,0 +1,152 @@
+"""The catalog data: schema, invariants, provenance, and the look-ups users hit."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from envpin import catalog, recipes
+from envpin.errors import CatalogError, UsageError
+from envpin.versions import parse_ngc_spec, parse_tf_spec, release_index
+
+
+@pytest.fixture(scope="module")
+def cat() -> catalog.Catalog:
+    return catalog.load()
+
+
+def test_every_month_is_a_release_or_known_missing(cat: catalog.Catalog) -> None:
+    months = set(cat.releases()) | set(cat.missing)
+    lo, hi = release_index("19.01"), release_index("25.02")
+    assert len(months) == hi - lo + 1
+    assert cat.releases()[0] == "19.01" and cat.releases()[-1] == "25.02"
+    assert {"20.04", "20.05", "21.01"} <= set(cat.missing)
+
+
+def test_flavor_eras(cat: catalog.Catalog) -> None:
+    for e in cat.entries():
+        if release_index(e.release) <= release_index("19.10"):
+            assert e.flavor in ("py2", "py3") and e.tag == f"{e.release}-{e.flavor}"
+        else:
+            assert e.flavor in ("tf1", "tf2") and e.tag == f"{e.release}-{e.flavor}-py3"
+        if release_index(e.release) > release_index("23.03"):
+            assert e.flavor == "tf2"
+
+
+def test_every_fact_has_a_source_or_a_reason(cat: catalog.Catalog) -> None:
+    for e in cat.entries():
+        for name, fact in e.facts.items():
+            if fact.known:
+                assert e.source_url(name).startswith("https://"), (e.tag, name)
+            else:
+                assert fact.reason and len(fact.reason) > 20, (e.tag, name)
+
+
+def test_known_values_from_nvidia_notes(cat: catalog.Catalog) -> None:
+    e = next(x for x in cat.entries() if x.tag == "20.03-tf2-py3")
+    assert (e.tf_version, e.value("cuda"), e.value("cudnn"), e.value("nccl")) == ("2.1", "10.2.89", "7.6.5", "2.6.3")
+    assert e.value("driver_min") == "440.33.01" and "418.xx" in e.value("driver_compat")
+    assert "rel_20-03" in e.source_url("cuda")
+    e = next(x for x in cat.entries() if x.tag == "21.06-tf2-py3")
+    assert (e.value("ubuntu"), e.value("python"), e.value("cuda")) == ("20.04", "3.8", "11.3.1")
+
+
+def test_each_fact_stored_once() -> None:
+    data = json.loads(catalog.catalog_path().read_text())
+    for release, rel in data["releases"].items():
+        for flavor, fl in rel["flavors"].items():
+            assert not set(rel["fields"]) & set(fl["fields"]), (release, flavor)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["releases"]["20.02"]["fields"].pop("cuda"), "field cuda missing"),
+        (lambda d: d["releases"]["20.02"]["fields"].__setitem__("cuda", {"value": None}), "null without a reason"),
+        (lambda d: d["releases"]["20.03"]["fields"]["cuda"].__setitem__("source", "nowhere"), "not a known source"),
+        (lambda d: d["missing_months"].pop("20.04"), "20.04 is neither a release nor a known missing month"),
+        (lambda d: d.__setitem__("schema", 2), "schema 2"),
+        (lambda d: d["releases"]["20.03"]["flavors"]["tf2"].__setitem__("tag", "20.03-tf2"), "should be"),
+        (lambda d: d["releases"]["20.03"]["flavors"]["tf2"]["fields"].__setitem__(
+            "cuda", {"value": "1", "source": "rn-20.03"}), "defined at release and flavor level"),
+    ],
+)
+def test_schema_rejects_bad_data(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(catalog.catalog_path().read_text())
+    bad = copy.deepcopy(data)
+    mutate(bad)
+    with pytest.raises(CatalogError, match=message):
+        catalog.validate(bad)
+
+
+def test_every_catalog_tf_version_has_an_ngc_recipe_and_every_ngc_recipe_is_used(cat: catalog.Catalog) -> None:
+    used = set()
+    for e in cat.entries():
+        if e.tf_version is None:
+            continue
+        used.add(recipes.select(e.tf_version, "ngc", e.release).id)
+    ngc_rows = {r["id"] for r in recipes.rows() if r["match"]["distribution"] == "ngc"}
+    # 19.01-19.05 have no TF version in the catalog (their notes' version section could not be read),
+    # so only a user-given --tf reaches that row; every other NGC row is reached by catalog data.
+    assert used <= ngc_rows
+    assert ngc_rows - used == {"ngc-before-19.06"}
+    assert all(e.tf_version is None for e in cat.entries() if release_index(e.release) < release_index("19.06"))
+
+
+def test_users_example_20_01_explains_itself(cat: catalog.Catalog) -> None:
+    with pytest.raises(UsageError) as info:
+        cat.resolve(parse_ngc_spec("20.01"), parse_tf_spec("2.1"))
+    assert "NGC 20.01 contains TF 1.15 (tf1), TF 2.0 (tf2)" in info.value.message
+    assert info.value.hint is not None and info.value.hint.startswith("TensorFlow 2.1 is in NGC 20.02, 20.03")
+
+
+@pytest.mark.parametrize("tf", ["2.1", "2.1.0", "2"])
+def test_tf_spec_forms(cat: catalog.Catalog, tf: str) -> None:
+    assert cat.resolve(parse_ngc_spec("20.02"), parse_tf_spec(tf)).tag == "20.02-tf2-py3"
+
+
+def test_ngc_tag_form(cat: catalog.Catalog) -> None:
+    assert cat.resolve(parse_ngc_spec("20.02-tf2-py3"), None).tf_version == "2.1"
+    assert cat.resolve(parse_ngc_spec("nvcr.io/nvidia/tensorflow:20.02-tf1-py3"), None).flavor == "tf1"
+
+
+@pytest.mark.parametrize(
+    "ngc, tf, message",
+    [
+        ("20.04", "2", "NVIDIA published no TensorFlow container in 20.04"),
+        ("18.12", "1", "outside the catalog"),
+        ("26.01", "2", "outside the catalog"),
+        ("24.01", "1.15", "ships only TensorFlow 2"),
+        ("24.01-tf1-py3", None, "has no tf1-py3 image"),
+        ("20.02", None, "has 2 images"),
+    ],
+)
+def test_release_errors(cat: catalog.Catalog, ngc: str, tf: str | None, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        cat.resolve(parse_ngc_spec(ngc), parse_tf_spec(tf) if tf else None)
+
+
+@pytest.mark.parametrize("text", ["20.2", "2020.02", "20.13", "20.00", "latest", "20.02-tf3-py3", ""])
+def test_malformed_ngc(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_ngc_spec(text)
+
+
+@pytest.mark.parametrize("text", ["2.x", "v2.1", "2.1.0.1", "two", "", "2..1"])
+def test_malformed_tf(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_tf_spec(text)
+
+
+def test_nearest_first() -> None:
+    assert catalog.Catalog.nearest_releases("20.01", ["20.06", "20.02", "19.11"], 3) == ["20.02", "19.11", "20.06"]
+
+
+def test_json_shape(cat: catalog.Catalog) -> None:
+    required = {"release", "tag", "flavor", "tf_version", "python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min"}
+    for e in cat.entries():
+        obj = e.to_json()
+        assert required <= set(obj)
+        assert set(obj["provenance"]) == set(catalog.FIELDS)

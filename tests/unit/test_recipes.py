@@ -1,0 +1,146 @@
+"""Determinism recipes: the table, the selection rule, and the in-image runtime helper."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from envpin import recipes
+from envpin.errors import RecipeError
+from envpin.probe import runtime
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize(
+    "tf, dist, rel, rid, env, steps",
+    [
+        ("1.14", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"patch_bias_add"}),
+        ("2.0", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"patch_bias_add"}),
+        ("2.1", "stock", None, "stock-2.1-2.4", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
+        ("2.6", "stock", None, "stock-2.5-2.7", {"TF_CUDNN_USE_FRONTEND": "1"}, {"seed_tf"}),
+        ("2.8", "stock", None, "stock-2.8-plus", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
+        ("2.21.0", "stock", None, "stock-2.8-plus", {}, {"keras_set_random_seed", "enable_op_determinism"}),
+        ("1.13.1", "ngc", "19.05", "ngc-before-19.06", {}, {"seed_tf"}),
+        ("1.14", "ngc", "19.10", "ngc-tf1", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
+        ("2.0", "ngc", "19.11", "ngc-tf2.0-2.4", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
+        ("2.5", "ngc", "21.06", "ngc-tf2.5-2.7", {"TF_CUDNN_USE_FRONTEND": "1"}, {"seed_tf"}),
+        ("2.8", "ngc", "22.03", "ngc-tf2.8-plus", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
+    ],
+)
+def test_selection(tf: str, dist: str, rel: str | None, rid: str, env: dict[str, str], steps: set[str]) -> None:
+    r = recipes.select(tf, dist, rel)
+    assert r.id == rid
+    assert env.items() <= r.env_dict().items()
+    assert steps <= {s["step"] for s in r.steps}
+    assert r.env_dict()["PYTHONHASHSEED"] == "0" and r.env_dict()["HOROVOD_FUSION_THRESHOLD"] == "0"
+    assert [u["name"] for u in r.unset] == ["TF_USE_CUDNN_AUTOTUNE"]
+    assert "TF_USE_CUDNN_AUTOTUNE" not in r.env_dict()
+    for item in [*r.env, *r.unset, *r.steps, *r.caveats, *r.raises]:
+        assert r.source_url(item["source"]).startswith("https://")
+
+
+def test_cudnn_deterministic_only_for_stock_1_14_to_2_0() -> None:
+    for tf in ("1.13", "2.1", "2.4", "2.5", "2.8", "2.17"):
+        assert "TF_CUDNN_DETERMINISTIC" not in recipes.select(tf, "stock").env_dict()
+    assert "TF_CUDNN_DETERMINISTIC" not in recipes.select("1.15", "ngc", "20.02").env_dict()
+
+
+def test_raises_listed_per_version() -> None:
+    ops = lambda tf: {r["op"] for r in recipes.select(tf, "stock").raises}  # noqa: E731
+    assert ops("2.4") == set()
+    assert any("segment_sum" in o for o in ops("2.5"))
+    assert any("bincount" in o for o in ops("2.7")) and not any("segment_sum" in o for o in ops("2.7"))
+    assert not any("depthwise" in o for o in ops("2.10"))
+
+
+def test_hash_is_stable_and_distinguishes() -> None:
+    a, b = recipes.select("2.5", "ngc", "21.06"), recipes.select("2.5", "ngc", "21.06")
+    assert a.hash == b.hash and a.hash.startswith("sha256:")
+    assert a.hash != recipes.select("2.4", "ngc", "21.02").hash
+
+
+@pytest.mark.parametrize("args, message", [(("2", "stock"), "MAJOR.MINOR"), (("2.1", "ngc", None), "NGC release"),
+                                            (("0.9", "stock"), "no determinism recipe")])
+def test_select_errors(args: tuple, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(RecipeError, match=message):
+        recipes.select(*args)
+
+
+def test_runtime_and_library_share_one_rule() -> None:
+    table = runtime.load_table()
+    for tf, dist, rel in [("2.1", "ngc", "20.02"), ("2.21", "stock", None), ("1.15.5", "ngc", "23.03")]:
+        assert runtime.resolve(table, tf, dist, rel) == recipes.select(tf, dist, rel).to_dict()
+
+
+def test_check_environment() -> None:
+    r = recipes.select("2.5", "ngc", "21.06").to_dict()
+    good = {e["name"]: e["value"] for e in r["env"]}
+    assert runtime.check_environment(r, good) == []
+    bad = {**good, "TF_USE_CUDNN_AUTOTUNE": "0"}
+    bad.pop("TF_CUDNN_USE_FRONTEND")
+    problems = runtime.check_environment(r, bad)
+    assert any(p.startswith("TF_CUDNN_USE_FRONTEND should be 1") for p in problems)
+    assert any(p.startswith("TF_USE_CUDNN_AUTOTUNE must not be set") for p in problems)
+
+
+def _run_runtime(code: str, env: dict[str, str], site: bool = False) -> subprocess.CompletedProcess[str]:
+    # -I -S: the standard library alone (no site-packages, so no TensorFlow) unless site=True.
+    return subprocess.run(
+        [sys.executable, "-I", *([] if site else ["-S"]), "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); {code}"],
+        env={"PATH": os.environ.get("PATH", ""), **env}, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_runtime_without_tensorflow_seeds_python_and_says_so() -> None:
+    code = ("import envpin, random, json; r = envpin.enable_determinism(seed=7);"
+            " print(json.dumps([r, random.random()]))")
+    proc = _run_runtime(code, {"PYTHONHASHSEED": "0"})
+    assert proc.returncode == 0, proc.stderr
+    report, value = json.loads(proc.stdout)
+    import random
+
+    random.seed(7)
+    assert value == random.random()
+    assert report["recipe"] is None and "TensorFlow is not installed" in report["warnings"][0]
+
+
+def test_runtime_check_passes_without_tensorflow() -> None:
+    proc = _run_runtime("import envpin.probe.runtime as r; raise SystemExit(r.main(['--check']))", {})
+    assert proc.returncode == 0 and "TensorFlow not found" in proc.stdout
+
+
+def test_runtime_finds_tf_version_from_metadata(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "tensorflow-2.5.3.dist-info").mkdir()
+    code = (f"sys.path.insert(0, {str(tmp_path)!r}); import envpin.probe.runtime as r, json;"
+            " print(json.dumps([r.installed_tf_version(), r.current_recipe()['id']]))")
+    proc = _run_runtime(code, {"NVIDIA_TENSORFLOW_VERSION": "21.06-tf2"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == ["2.5.3", "ngc-tf2.5-2.7"]
+    proc = _run_runtime(code.replace("json.dumps([", "json.dumps(["), {})
+    assert json.loads(proc.stdout)[1] == "stock-2.5-2.7"
+
+
+@pytest.mark.tensorflow
+def test_runtime_with_real_tensorflow_enables_op_determinism() -> None:
+    pytest.importorskip("tensorflow", reason="TensorFlow is not installed in this Python")
+    code = ("import envpin, json; r = envpin.enable_determinism(seed=3); from tensorflow.python.framework import config as tfc;"
+            " print(json.dumps([r, tfc.is_op_determinism_enabled()]))")
+    proc = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}, site=True)
+    assert proc.returncode == 0, proc.stderr
+    report, enabled = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["recipe"] == "stock-2.8-plus" and enabled is True
+    assert {"keras_set_random_seed", "enable_op_determinism", "env TF_DETERMINISTIC_OPS=1"} <= set(report["applied"])
+    assert report["warnings"] == []
+
+
+@pytest.mark.tensorflow
+def test_runtime_check_flags_a_wrong_environment() -> None:
+    pytest.importorskip("tensorflow", reason="TensorFlow is not installed in this Python")
+    code = "import envpin.probe.runtime as r; raise SystemExit(r.main(['--check']))"
+    proc = _run_runtime(code, {"TF_USE_CUDNN_AUTOTUNE": "0"}, site=True)
+    assert proc.returncode == 1
+    assert "TF_USE_CUDNN_AUTOTUNE must not be set" in proc.stdout and "PYTHONHASHSEED should be 0" in proc.stdout
