@@ -1,0 +1,128 @@
+"""The CLI contract: exit codes, one-line errors with a hint, no tracebacks, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_envpin
+
+HASH = "--hash=sha256:" + "c" * 64
+
+
+def _one_line_error(res) -> None:  # type: ignore[no-untyped-def]
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.code == 2, res.stderr
+    assert lines[0].startswith("error: ") and "Traceback" not in res.stderr
+    assert len(lines) <= 2 and (len(lines) == 1 or lines[1].startswith("hint: "))
+    assert res.stdout == ""
+
+
+def test_users_example(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for cmd in ("build", "render"):
+        res = cli(cmd, "--tf", "2.1", "--ngc", "20.01", cwd=tmp_path)
+        _one_line_error(res)
+        assert "NGC 20.01 contains TF 1.15 (tf1), TF 2.0 (tf2), not TensorFlow 2.1" in res.stderr
+        assert "hint: TensorFlow 2.1 is in NGC 20.02, 20.03" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_prints_plan_and_writes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("build", "--tf", "2.1", "--ngc", "20.02", "--dry-run", cwd=tmp_path)
+    assert res.code == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["tag"] == "20.02-tf2-py3" and plan["recipe"]["id"] == "ngc-tf2.0-2.4"
+    assert "Dockerfile" in plan["files"] and list(tmp_path.iterdir()) == []
+
+
+def test_render_writes_folder(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("render", "--tf", "2.1.0", "--ngc", "20.02-tf2-py3", cwd=tmp_path)
+    assert res.code == 0, res.stderr
+    out = tmp_path / "images" / "20.02-tf2"
+    assert res.stdout.strip() == "images/20.02-tf2"
+    assert {"Dockerfile", "envpin.lock", "plan.json", ".dockerignore", "envpin"} <= {p.name for p in out.iterdir()}
+
+
+def test_catalog_json_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("catalog", "--tf", "2.1", "--json")
+    assert res.code == 0
+    rows = json.loads(res.stdout)
+    assert [r["tag"] for r in rows] == ["20.02-tf2-py3", "20.03-tf2-py3"]
+    assert all(r["flavor"] == "tf2" for r in json.loads(cli("catalog", "--flavor", "tf2", "--json").stdout))
+    show = json.loads(cli("catalog", "show", "20.03", "--json").stdout)
+    assert [r["tag"] for r in show] == ["20.03-tf1-py3", "20.03-tf2-py3"]
+    assert show[1]["provenance"]["cuda"]["source"].startswith("https://docs.nvidia.com/")
+    table = cli("catalog")
+    assert table.code == 0 and "20.03-tf2-py3" in table.stderr and table.stdout == ""
+
+
+def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("recipe", "--ngc", "21.06-tf2-py3", "--json")
+    data = json.loads(res.stdout)
+    assert data["id"] == "ngc-tf2.5-2.7" and {e["name"] for e in data["env"]} >= {"TF_CUDNN_USE_FRONTEND"}
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["render", "--ngc", "20.04", "--tf", "2"], "no TensorFlow container in 20.04"),
+        (["render", "--ngc", "31.01", "--tf", "2"], "outside the catalog"),
+        (["render", "--ngc", "20.13", "--tf", "2"], "month 13"),
+        (["render", "--ngc", "2002", "--tf", "2"], "not an NGC TensorFlow release"),
+        (["render", "--ngc", "20.02", "--tf", "two"], "not a TensorFlow version"),
+        (["render", "--ngc", "24.01", "--tf", "1.15"], "ships only TensorFlow 2"),
+        (["render", "--ngc", "24.01-tf1-py3"], "has no tf1-py3 image"),
+        (["render", "--ngc", "20.02"], "has 2 images"),
+        (["render", "--ngc", "19.10-py2"], "Python 2 image"),
+        (["render", "--ngc", "19.02-py3", "--tf", "1.13"], "Python 3.5"),
+        (["render", "--ngc", "25.02"], "does not know which TensorFlow"),
+        (["render", "--ngc", "20.02", "--tf", "2.1", "--name", "../x"], "not a usable environment name"),
+        (["render", "--ngc", "20.02", "--tf", "2.1", "--name", "a/b"], "not a usable environment name"),
+        (["render", "--ngc", "20.02", "--tf", "2.1", "--base-image", "Bad Ref"], "not an image reference"),
+        (["render", "--ngc", "20.02", "--tf", "2.1", "--requirements", "missing.txt"], "does not exist"),
+        (["render", "--ngc", "20.02", "--tf", "2.1", "--ca-bundle", "missing.pem"], "cannot read CA bundle"),
+        (["render"], "Missing option"),
+        (["catalog", "--flavor", "tf3"], "unknown flavor"),
+        (["catalog", "show", "20.04"], "no TensorFlow container in 20.04"),
+        (["catalog", "--tf", "3"], "no NGC release in the catalog matches"),
+        (["nosuchcommand"], "No such command"),
+    ],
+)
+def test_bad_input_one_line_exit_2_nothing_written(cli, tmp_path: Path, args, fragment) -> None:  # type: ignore[no-untyped-def]
+    res = cli(*args, cwd=tmp_path)
+    _one_line_error(res)
+    assert fragment in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [("numpy>=1\n", "not pinned"), ("numpy==1.0\n", "no --hash"), (b"\x00\xff", "binary")],
+)
+def test_bad_requirements(cli, tmp_path: Path, content, fragment) -> None:  # type: ignore[no-untyped-def]
+    req = tmp_path / "req.txt"
+    req.write_bytes(content if isinstance(content, bytes) else content.encode())
+    res = cli("render", "--ngc", "20.02", "--tf", "2.1", "--requirements", str(req), cwd=tmp_path)
+    _one_line_error(res)
+    assert fragment in res.stderr and not (tmp_path / "images").exists()
+
+
+def test_hand_edit_refused_then_forced(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path).code == 0
+    dockerfile = tmp_path / "images" / "20.02-tf2" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "# mine\n")
+    res = cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path)
+    _one_line_error(res)
+    assert "edited by hand" in res.stderr and dockerfile.read_text().endswith("# mine\n")
+    assert cli("render", "--ngc", "20.02", "--tf", "2.1", "--force", cwd=tmp_path).code == 0
+    assert not dockerfile.read_text().endswith("# mine\n")
+
+
+def test_real_process_exit_codes_and_debug(tmp_path: Path) -> None:
+    res = run_envpin("render", "--ngc", "20.04", "--tf", "2", cwd=tmp_path)
+    _one_line_error(res)
+    dbg = run_envpin("--debug", "render", "--ngc", "20.04", "--tf", "2", cwd=tmp_path)
+    assert dbg.code == 2 and "Traceback" in dbg.stderr
+    assert run_envpin("--version").stdout.startswith("envpin ")
