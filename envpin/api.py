@@ -30,7 +30,9 @@ def catalog_release(release: str) -> list[Entry]:
     if spec.flavor:
         entries = [e for e in entries if e.flavor == spec.flavor]
         if not entries:
-            raise UsageError(f"NGC {spec.release} has no {spec.flavor} image", hint=f"see 'envpin catalog show {spec.release}'")
+            raise UsageError(
+                f"NGC {spec.release} has no {spec.flavor} image", hint=f"see 'envpin catalog show {spec.release}'"
+            )
     return entries
 
 
@@ -61,9 +63,7 @@ def render_environment(
     """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder."""
     if name is not None:
         validate_name(name)
-    plan = make_plan(
-        ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle
-    )
+    plan = make_plan(ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle)
     target = out if out is not None else DEFAULT_IMAGES_DIR / plan.name
     files = render(plan)
     if write:

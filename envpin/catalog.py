@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import CatalogError, UsageError
-from envpin.versions import NGCSpec, TFSpec, release_index, tf_tuple
+from envpin.versions import NGCSpec, TFSpec, release_index
 
 SCHEMA_VERSION = 1
 FIRST_RELEASE = "19.01"

@@ -179,12 +179,19 @@ def render_cmd(
     from envpin import api
 
     res = api.render_environment(
-        ngc=ngc, tf=tf, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
-        name=name, out=out, force=force,
+        ngc=ngc,
+        tf=tf,
+        requirements=requirements,
+        base_image=base_image,
+        ca_bundle=ca_bundle,
+        name=name,
+        out=out,
+        force=force,
     )
     err.print(
         f"rendered {res.plan.entry.tag} (TensorFlow {res.plan.tf_version}, recipe {res.plan.recipe.id}) "
-        f"into {res.out}/", soft_wrap=True,
+        f"into {res.out}/",
+        soft_wrap=True,
     )
     sys.stdout.write(f"{res.out}\n")
 
@@ -207,8 +214,15 @@ def build_cmd(
     from envpin.errors import EngineError
 
     res = api.render_environment(
-        ngc=ngc, tf=tf, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
-        name=name, out=out, force=force, write=not dry_run,
+        ngc=ngc,
+        tf=tf,
+        requirements=requirements,
+        base_image=base_image,
+        ca_bundle=ca_bundle,
+        name=name,
+        out=out,
+        force=force,
+        write=not dry_run,
     )
     if dry_run:
         plan = res.plan.to_dict()

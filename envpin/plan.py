@@ -62,12 +62,17 @@ class BuildPlan:
             "tf_version": self.tf_version,
             "tf_version_source": self.tf_version_source,
             "catalog": {k: e.value(k) for k in ("python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")},
-            "recipe": {"id": self.recipe.id, "hash": self.recipe.hash, "env": self.recipe.env_dict(),
-                       "unset": [u["name"] for u in self.recipe.unset],
-                       "steps": [s["step"] for s in self.recipe.steps]},
+            "recipe": {
+                "id": self.recipe.id,
+                "hash": self.recipe.hash,
+                "env": self.recipe.env_dict(),
+                "unset": [u["name"] for u in self.recipe.unset],
+                "steps": [s["step"] for s in self.recipe.steps],
+            },
             "requirements": [f"{r.name}{r.extras}=={r.version}" for r in self.requirements],
             "requirements_hash": sha256_bytes("".join(r.render() for r in self.requirements).encode())
-            if self.requirements else None,
+            if self.requirements
+            else None,
             "ca_bundle_hash": sha256_bytes(self.ca_bundle) if self.ca_bundle else None,
         }
 

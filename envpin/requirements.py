@@ -76,7 +76,9 @@ def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ..
                 hint="lock it with hashes: `envpin lock requirements.in` (or pip-compile --generate-hashes)",
             )
         marker = (m.group("marker") or "").lstrip(";").strip()
-        req = Requirement(m.group("name"), m.group("version"), tuple(sorted(set(hashes))), m.group("extras") or "", marker)
+        req = Requirement(
+            m.group("name"), m.group("version"), tuple(sorted(set(hashes))), m.group("extras") or "", marker
+        )
         if req.key in reqs and not marker:
             raise RequirementsError(f"{where}: {req.name} is listed twice", hint="keep one pinned line per package")
         reqs[req.key + (";" + marker if marker else "")] = req

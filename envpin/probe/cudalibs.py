@@ -18,7 +18,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envpin.probe import pyenv
-from envpin.probe._common import Context, Unavailable, capture, describe, value
+from envpin.probe._common import Context, Unavailable, capture, describe
 
 FALLBACK_DIRS = (
     "/usr/local/cuda/lib64",

@@ -8,7 +8,7 @@ credential, or whose value does, is stored as ``{"present": true, "redacted": tr
 import hashlib
 import os
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from envpin.probe import secrets
 from envpin.probe._common import Context, Unavailable, capture

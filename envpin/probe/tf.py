@@ -129,7 +129,7 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
     if "tensorflow" not in sys.modules:
         if not ctx.with_tf:
             raise Unavailable("TensorFlow is not imported in this process (run the probe with --with-tf)")
-    import tensorflow as tf  # noqa: F401  (lazily: seconds to import)
+    import tensorflow as tf
 
     out = {"version": getattr(tf, "__version__", "unknown")}  # type: Dict[str, Any]
     version_mod = getattr(tf, "version", None)

@@ -63,8 +63,14 @@ def test_hadolint_clean_with_requirements_ca_and_mirror(tmp_path: Path) -> None:
     req.write_text("six==1.16.0 \\\n    --hash=sha256:" + "a" * 64 + "\n")
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-    files = render(make_plan(ngc="20.02-tf2-py3", requirements=req, ca_bundle=ca,
-                             base_image="registry.example.com/mirror/tensorflow:20.02-tf2-py3"))
+    files = render(
+        make_plan(
+            ngc="20.02-tf2-py3",
+            requirements=req,
+            ca_bundle=ca,
+            base_image="registry.example.com/mirror/tensorflow:20.02-tf2-py3",
+        )
+    )
     (tmp_path / "Dockerfile").write_bytes(files["Dockerfile"])
     proc = subprocess.run([_hadolint(), "--no-color", str(tmp_path / "Dockerfile")], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout

@@ -69,8 +69,12 @@ def test_each_fact_stored_once() -> None:
         (lambda d: d["missing_months"].pop("20.04"), "20.04 is neither a release nor a known missing month"),
         (lambda d: d.__setitem__("schema", 2), "schema 2"),
         (lambda d: d["releases"]["20.03"]["flavors"]["tf2"].__setitem__("tag", "20.03-tf2"), "should be"),
-        (lambda d: d["releases"]["20.03"]["flavors"]["tf2"]["fields"].__setitem__(
-            "cuda", {"value": "1", "source": "rn-20.03"}), "defined at release and flavor level"),
+        (
+            lambda d: d["releases"]["20.03"]["flavors"]["tf2"]["fields"].__setitem__(
+                "cuda", {"value": "1", "source": "rn-20.03"}
+            ),
+            "defined at release and flavor level",
+        ),
     ],
 )
 def test_schema_rejects_bad_data(mutate, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -63,8 +63,14 @@ def test_hash_is_stable_and_distinguishes() -> None:
     assert a.hash != recipes.select("2.4", "ngc", "21.02").hash
 
 
-@pytest.mark.parametrize("args, message", [(("2", "stock"), "MAJOR.MINOR"), (("2.1", "ngc", None), "NGC release"),
-                                            (("0.9", "stock"), "no determinism recipe")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("2", "stock"), "MAJOR.MINOR"),
+        (("2.1", "ngc", None), "NGC release"),
+        (("0.9", "stock"), "no determinism recipe"),
+    ],
+)
 def test_select_errors(args: tuple, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(RecipeError, match=message):
         recipes.select(*args)
@@ -90,14 +96,22 @@ def test_check_environment() -> None:
 def _run_runtime(code: str, env: dict[str, str], site: bool = False) -> subprocess.CompletedProcess[str]:
     # -I -S: the standard library alone (no site-packages, so no TensorFlow) unless site=True.
     return subprocess.run(
-        [sys.executable, "-I", *([] if site else ["-S"]), "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); {code}"],
-        env={"PATH": os.environ.get("PATH", ""), **env}, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-I",
+            *([] if site else ["-S"]),
+            "-c",
+            f"import sys; sys.path.insert(0, {str(REPO)!r}); {code}",
+        ],
+        env={"PATH": os.environ.get("PATH", ""), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
 def test_runtime_without_tensorflow_seeds_python_and_says_so() -> None:
-    code = ("import envpin, random, json; r = envpin.enable_determinism(seed=7);"
-            " print(json.dumps([r, random.random()]))")
+    code = "import envpin, random, json; r = envpin.enable_determinism(seed=7); print(json.dumps([r, random.random()]))"
     proc = _run_runtime(code, {"PYTHONHASHSEED": "0"})
     assert proc.returncode == 0, proc.stderr
     report, value = json.loads(proc.stdout)
@@ -115,8 +129,10 @@ def test_runtime_check_passes_without_tensorflow() -> None:
 
 def test_runtime_finds_tf_version_from_metadata(tmp_path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "tensorflow-2.5.3.dist-info").mkdir()
-    code = (f"sys.path.insert(0, {str(tmp_path)!r}); import envpin.probe.runtime as r, json;"
-            " print(json.dumps([r.installed_tf_version(), r.current_recipe()['id']]))")
+    code = (
+        f"sys.path.insert(0, {str(tmp_path)!r}); import envpin.probe.runtime as r, json;"
+        " print(json.dumps([r.installed_tf_version(), r.current_recipe()['id']]))"
+    )
     proc = _run_runtime(code, {"NVIDIA_TENSORFLOW_VERSION": "21.06-tf2"})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == ["2.5.3", "ngc-tf2.5-2.7"]
@@ -127,8 +143,11 @@ def test_runtime_finds_tf_version_from_metadata(tmp_path) -> None:  # type: igno
 @pytest.mark.tensorflow
 def test_runtime_with_real_tensorflow_enables_op_determinism() -> None:
     pytest.importorskip("tensorflow", reason="TensorFlow is not installed in this Python")
-    code = ("import envpin, json; r = envpin.enable_determinism(seed=3); from tensorflow.python.framework import config as tfc;"
-            " print(json.dumps([r, tfc.is_op_determinism_enabled()]))")
+    code = (
+        "import envpin, json; r = envpin.enable_determinism(seed=3);"
+        " from tensorflow.python.framework import config as tfc;"
+        " print(json.dumps([r, tfc.is_op_determinism_enabled()]))"
+    )
     proc = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}, site=True)
     assert proc.returncode == 0, proc.stderr
     report, enabled = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -27,8 +27,9 @@ def _digest_of_render(seed: str) -> str:
         "print(hashlib.sha256(b''.join(k.encode() + v for k, v in sorted(f.items()))).hexdigest())"
     )
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_render_is_byte_deterministic_across_hash_seeds() -> None:

@@ -1,0 +1,44 @@
+"""The wheel ships templates and data: install it non-editable into a fresh venv and render from there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.mark.slow
+def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)], check=True, timeout=600
+    )
+    wheel = next(dist.glob("envpin-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, timeout=600)
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.run(
+        [str(venv / "bin" / "envpin"), "render", "--tf", "2.1", "--ngc", "20.02"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rendered = (work / "images" / "20.02-tf2" / "Dockerfile").read_bytes()
+    assert rendered == (REPO / "tests" / "golden" / "20.02-tf2-py3" / "Dockerfile").read_bytes()
+    # The installed package, not the checkout, provided the templates.
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import envpin.render as r; print(r.templates_dir())"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert where.startswith(str(venv)) and where.endswith("envpin/templates")

@@ -1,0 +1,17 @@
+"""The README's generated tables match the data (refresh with --update-golden)."""
+
+from __future__ import annotations
+
+from envpin import docs
+from tests.conftest import REPO
+
+
+def test_readme_tables_are_current(update_golden: bool) -> None:
+    readme = REPO / "README.md"
+    text = readme.read_text()
+    fresh = docs.refresh(text)
+    if update_golden:
+        readme.write_text(fresh)
+    assert fresh == readme.read_text(), "README tables are stale: pytest tests/unit/test_docs.py --update-golden"
+    for name in docs.BLOCKS:
+        assert f"<!-- envpin:{name} -->" in text
