@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envpin import catalog, recipes
@@ -69,3 +69,69 @@ def render_environment(
     if write:
         write_environment(target, plan, files, force=force)
     return RenderResult(plan, target, files)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    plan: BuildPlan
+    out: Path
+    image_id: str
+    tag: str
+    up_to_date: bool
+    seconds: float
+
+
+def build_environment(
+    *,
+    ngc: str,
+    tf: str | None,
+    requirements: Path | None = None,
+    base_image: str | None = None,
+    ca_bundle: Path | None = None,
+    name: str | None = None,
+    out: Path | None = None,
+    force: bool = False,
+    no_cache: bool = False,
+    pull: bool = False,
+    update: bool = False,
+) -> BuildResult:
+    """Resolve the base digest, render with FROM pinned to it, build, and record the result in the lock."""
+    import time
+
+    from envpin import build, lockfile
+    from envpin.fsutil import atomic_write
+    from envpin.registry import RegistryClient
+
+    started = time.monotonic()
+    if name is not None:
+        validate_name(name)
+    plan = make_plan(
+        ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle
+    )
+    target = out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+    previous = build.previous_lock(target)
+    ref = plan.build_from or plan.image
+    digest = RegistryClient(ca_file=str(ca_bundle) if ca_bundle else None).resolve_digest(ref)
+    build.check_base_moved(previous, ref, digest, update)
+    plan = replace(plan, base_digest=digest)
+    files = render(plan)
+    client = build.docker_client()
+    recorded = (previous or {}).get("build", {})
+    if (
+        previous
+        and previous["lock"].get("inputs_hash") == plan.inputs_hash
+        and recorded.get("image_id")
+        and not (no_cache or pull)
+        and build.image_exists(client, recorded["image_id"])
+    ):
+        from envpin.render import check_folder
+
+        check_folder(target, files, force)  # still refuse if someone edited the folder since
+        return BuildResult(plan, target, recorded["image_id"], recorded["tag"], True, time.monotonic() - started)
+    write_environment(target, plan, files, force=force)
+    tag = f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
+    outcome = build.build_image(client, target, tag, no_cache=no_cache, pull=pull)
+    lock = lockfile.read(target / lockfile.LOCK_NAME)
+    lock["build"] = {"image_id": outcome.image_id, "tag": tag, "built_from": plan.from_ref}
+    atomic_write(target / lockfile.LOCK_NAME, lockfile.dumps(lock))
+    return BuildResult(plan, target, outcome.image_id, tag, False, time.monotonic() - started)

@@ -207,24 +207,19 @@ def build_cmd(
     out: OutOpt = None,
     force: ForceOpt = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Render and print the plan; build nothing.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
+    pull: Annotated[bool, typer.Option("--pull", help="Pull the base image again even if present.")] = False,
+    update: Annotated[bool, typer.Option("--update", help="Accept a base tag that now points elsewhere.")] = False,
 ) -> None:
-    """Render the environment and build it with Docker (--dry-run: print the plan only)."""
+    """Render the environment, pin the base by digest, and build it with Docker."""
     from envpin import api
     from envpin.console import print_json
-    from envpin.errors import EngineError
 
-    res = api.render_environment(
-        ngc=ngc,
-        tf=tf,
-        requirements=requirements,
-        base_image=base_image,
-        ca_bundle=ca_bundle,
-        name=name,
-        out=out,
-        force=force,
-        write=not dry_run,
-    )
     if dry_run:
+        res = api.render_environment(
+            ngc=ngc, tf=tf, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
+            name=name, out=out, force=force, write=False,
+        )
         plan = res.plan.to_dict()
         plan["inputs_hash"] = res.plan.inputs_hash
         plan["out"] = str(res.out)
@@ -232,10 +227,13 @@ def build_cmd(
         print_json(plan)
         err.print(f"dry run: would build {res.plan.entry.tag} from {res.out}/ (nothing written)")
         return
-    raise EngineError(
-        f"rendered {res.out}/, but this envpin cannot build images yet",
-        hint=f"build it with: docker build {res.out}",
+    built = api.build_environment(
+        ngc=ngc, tf=tf, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
+        name=name, out=out, force=force, no_cache=no_cache, pull=pull, update=update,
     )
+    state = "up to date" if built.up_to_date else "built"
+    err.print(f"{state}: {built.tag} ({built.image_id[:19]}) in {built.seconds:.1f} s; lock: {built.out}/envpin.lock")
+    sys.stdout.write(f"{built.tag}\n")
 
 
 # room commands

@@ -45,8 +45,12 @@ def self_hash(data: dict[str, Any]) -> str:
     return sha256_bytes(blob.encode())
 
 
+#: Result tables that stay valid while the inputs stay the same (build output, recorded fingerprints).
+RESULT_TABLES = ("build", "expected", "golden")
+
+
 def from_plan(plan: Any, files: dict[str, str], previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Lock content for a freshly rendered plan (results of earlier builds are not carried over)."""
+    """Lock content for a rendered plan; results of an earlier lock carry over only for identical inputs."""
     d = plan.to_dict()
     data = {
         "lock": {"schema": LOCK_SCHEMA, "envpin_version": __version__, "inputs_hash": plan.inputs_hash},
@@ -71,6 +75,8 @@ def from_plan(plan: Any, files: dict[str, str], previous: dict[str, Any] | None 
         },
         "files": dict(sorted(files.items())),
     }
+    if previous and previous.get("lock", {}).get("inputs_hash") == plan.inputs_hash:
+        data.update({k: previous[k] for k in RESULT_TABLES if k in previous})
     return _drop_none(data)
 
 

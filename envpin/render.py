@@ -123,7 +123,14 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
 def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force: bool = False) -> Path:
     """Write the folder: every check first, then each file atomically, the lock last."""
     stale = check_folder(out, files, force)
-    lock_bytes = lockfile.dumps(lockfile.from_plan(plan, {k: sha256_bytes(v) for k, v in files.items()}))
+    previous = None
+    if (out / lockfile.LOCK_NAME).exists():
+        try:
+            previous = lockfile.read(out / lockfile.LOCK_NAME)
+        except LockError:
+            previous = None  # only reachable with --force: the broken lock is replaced
+    hashes = {k: sha256_bytes(v) for k, v in files.items()}
+    lock_bytes = lockfile.dumps(lockfile.from_plan(plan, hashes, previous))
     for rel, data in files.items():
         atomic_write(out / rel, data)
     for rel in stale:

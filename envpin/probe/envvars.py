@@ -43,6 +43,22 @@ RELEVANT_PREFIXES = (
     "ENVPIN_",
 )
 RELEVANT_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_HOME", "CUDNN_PATH")
+# Terraform shares the TF_ prefix; its variables say nothing about TensorFlow.
+TERRAFORM_PREFIXES = (
+    "TF_CLI_",
+    "TF_VAR_",
+    "TF_LOG",
+    "TF_IN_AUTOMATION",
+    "TF_INPUT",
+    "TF_DATA_DIR",
+    "TF_WORKSPACE",
+    "TF_PLUGIN_CACHE",
+    "TF_REGISTRY_",
+    "TF_TOKEN_",
+    "TF_APPEND_USER_AGENT",
+    "TF_IGNORE",
+    "TF_STATE_PERSIST_INTERVAL",
+)
 
 # Where a generated envpin image keeps its lock (the Dockerfile copies it next to the probe).
 LOCK_CANDIDATES = ("/opt/envpin/envpin.lock", "/envpin.lock")
@@ -50,6 +66,8 @@ LABEL_FILES = ("/opt/envpin/labels.json",)
 
 
 def relevant(name: str) -> bool:
+    if name.startswith(TERRAFORM_PREFIXES):
+        return False
     return name in RELEVANT_NAMES or name.startswith(RELEVANT_PREFIXES)
 
 

@@ -71,17 +71,30 @@ def cpu_isa(flags: Optional[Sequence[str]] = None, machine: Optional[str] = None
     return "+".join([machine] + extras)
 
 
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _threads_field(explicit: Optional[int], env_value: Optional[str]) -> str:
     if explicit is not None and explicit > 0:
         return str(explicit)
     if env_value and env_value.strip().isdigit() and int(env_value) > 0:
         return env_value.strip()
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    # Not set: TensorFlow sizes its pool from the CPUs this process may use.
-    return "auto(%d)" % cpus
+    # Not set: TensorFlow sizes the pool from the CPUs this process may use. The class holds the effective
+    # count, so "not set" on a 2-CPU machine and an explicit 2 compare equal (measured: same weights).
+    return str(usable_cpus())
+
+
+def _threads_source(explicit: Optional[int], env_name: str) -> str:
+    if explicit is not None and explicit > 0:
+        return "argument"
+    raw = os.environ.get(env_name, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return env_name
+    return "default (usable CPUs)"
 
 
 def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
@@ -304,6 +317,8 @@ def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
     settings = {
         "intra_op": _threads_field(intra_op, os.environ.get("TF_NUM_INTRAOP_THREADS")),
         "inter_op": _threads_field(inter_op, os.environ.get("TF_NUM_INTEROP_THREADS")),
+        "intra_op_source": _threads_source(intra_op, "TF_NUM_INTRAOP_THREADS"),
+        "inter_op_source": _threads_source(inter_op, "TF_NUM_INTEROP_THREADS"),
         "onednn": onednn,
         "env": _d9m.relevant_env(),
     }

@@ -1,0 +1,178 @@
+"""Building an environment folder through a real Docker engine, with the base pinned by digest."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envpin import lockfile
+from envpin.errors import EngineError, LockError, RegistryError
+from envpin.fsutil import atomic_write
+
+LOG_NAME = "build.log"
+_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+
+
+def docker_client() -> Any:
+    """Connect to the engine lazily, translating every failure into an actionable message."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError as exc:  # pragma: no cover - docker is a declared dependency
+        raise EngineError("the docker Python SDK is not installed", hint="pip install docker") from exc
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+        return client
+    except DockerException as exc:
+        detail = str(exc).split("\n")[0]
+        hint = "start the engine (`bash scripts/services.sh start` or `sudo dockerd &`), or set DOCKER_HOST"
+        if "Permission denied" in detail:
+            hint = "your user cannot open the Docker socket: add it to the 'docker' group or use sudo"
+        raise EngineError(f"the Docker engine is not reachable: {detail}", hint=hint) from exc
+
+
+def previous_lock(out: Path) -> dict[str, Any] | None:
+    """The lock already in the folder, if any and intact (a broken one is refused by render)."""
+    path = out / lockfile.LOCK_NAME
+    if not path.exists():
+        return None
+    try:
+        return lockfile.read(path)
+    except LockError:
+        return None
+
+
+def check_base_moved(lock: dict[str, Any] | None, ref: str, digest: str, update: bool) -> None:
+    """NGC tags are re-pushed: a lock pins one digest, and a different one now is refused."""
+    pinned = (lock or {}).get("base", {}).get("digest")
+    if pinned and pinned != digest and not update:
+        raise RegistryError(
+            f"{ref} now points to {digest[:19]}…, but envpin.lock pins {pinned[:19]}…: the tag was re-pushed",
+            hint="keep building the pinned image from a mirror, or accept the new base with --update and re-verify",
+        )
+
+
+@dataclass
+class BuildOutcome:
+    image_id: str
+    tag: str
+    cached: bool
+    seconds: float
+    log: Path
+
+
+class _Progress:
+    """Live one-line display of the current step and elapsed time (plain lines when not a TTY)."""
+
+    def __init__(self, title: str) -> None:
+        from rich.live import Live
+        from rich.text import Text
+
+        from envpin.console import err
+
+        self._text = Text
+        self._err = err
+        self._start = time.monotonic()
+        self._step = "starting"
+        self._title = title
+        self._live = Live(self._render(), console=err, refresh_per_second=4, transient=True) if err.is_terminal else None
+
+    def _render(self) -> Any:
+        return self._text(f"{self._title}: {self._step} ({time.monotonic() - self._start:.1f} s)")
+
+    def __enter__(self) -> _Progress:
+        if self._live:
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live:
+            self._live.__exit__(*exc)  # type: ignore[arg-type]
+
+    def step(self, text: str) -> None:
+        self._step = text
+        if self._live:
+            self._live.update(self._render())
+        else:
+            self._err.print(f"{self._title}: {text}", soft_wrap=True, markup=False)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
+
+
+def build_image(
+    client: Any, context: Path, tag: str, *, no_cache: bool = False, pull: bool = False
+) -> BuildOutcome:
+    """Run the classic builder through the SDK, streaming the log to build.log beside the Dockerfile."""
+    log_path = context / LOG_NAME
+    lines: list[str] = []
+    tail: deque[str] = deque(maxlen=20)
+    image_id = None
+    current = "starting"
+    cached_steps = steps = 0
+    try:
+        with _Progress(f"building {tag}") as progress:
+            stream = client.api.build(
+                path=str(context), tag=tag, rm=True, forcerm=True, decode=True, nocache=no_cache, pull=pull
+            )
+            for chunk in stream:
+                if "error" in chunk:
+                    message = chunk.get("errorDetail", {}).get("message") or chunk["error"]
+                    lines.append(message)
+                    tail.append(message.rstrip())
+                    _save_log(log_path, lines)
+                    raise EngineError(
+                        f"the build failed at {current}: {message.strip().splitlines()[-1]}\n"
+                        + "\n".join(f"  | {t}" for t in tail),
+                        hint=f"full log: {log_path}",
+                    )
+                text = chunk.get("stream") or chunk.get("status") or ""
+                if "aux" in chunk and isinstance(chunk["aux"], dict) and "ID" in chunk["aux"]:
+                    image_id = chunk["aux"]["ID"]
+                if not text:
+                    continue
+                lines.append(text if text.endswith("\n") else text + "\n")
+                for line in text.splitlines():
+                    if line.strip():
+                        tail.append(line.rstrip())
+                    m = _STEP.match(line.strip())
+                    if m:
+                        steps += 1
+                        current = f"step {m.group(1)}/{m.group(2)} ({m.group(3)[:60]})"
+                        progress.step(current)
+                    elif "Using cache" in line:
+                        cached_steps += 1
+            seconds = progress.elapsed
+    except KeyboardInterrupt:
+        _save_log(log_path, [*lines, "interrupted\n"])
+        raise
+    except EngineError:
+        raise
+    except Exception as exc:  # docker.errors.APIError, BuildError, requests errors
+        _save_log(log_path, [*lines, f"{exc}\n"])
+        raise EngineError(f"the build failed: {str(exc).splitlines()[0]}", hint=f"full log: {log_path}") from exc
+    _save_log(log_path, lines)
+    if image_id is None:
+        image_id = client.images.get(tag).id
+    from_steps = 1  # FROM is never reported as "Using cache"
+    return BuildOutcome(image_id, tag, steps > 0 and cached_steps >= steps - from_steps, seconds, log_path)
+
+
+def _save_log(path: Path, lines: list[str]) -> None:
+    try:
+        atomic_write(path, "".join(lines).encode())
+    except Exception:  # noqa: BLE001 - a log that cannot be written must not hide the build's own error
+        pass
+
+
+def image_exists(client: Any, image_id: str) -> bool:
+    try:
+        return bool(client.images.get(image_id))
+    except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound or a vanished engine: rebuild
+        return False

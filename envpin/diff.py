@@ -1,0 +1,212 @@
+"""Compare probe reports (``envpin diff``) and check a report against a lock (``envpin verify``).
+
+The classification itself lives with the probe (envpin.probe.fields), so the fingerprint computed inside an
+image and the differences shown on a host use the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from envpin.errors import LockError, ReportError
+from envpin.probe import PROBE_SCHEMA, fields
+
+_ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
+ABSENT = "(absent)"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field that differs between two sides (a, b); a side lacking the field holds None."""
+
+    key: str
+    severity: str
+    a: str | None
+    b: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """Read a probe report, refusing anything that is not one (one-line ReportError)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportError(f"report {p} does not exist", hint="write one with 'envpin probe --json FILE'") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"cannot read report {p}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"report {p} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    check_report(data, str(p))
+    return data
+
+
+def check_report(data: Any, name: str = "report") -> None:
+    """The structural minimum diff and verify rely on; the full JSON Schema ships as
+    envpin/probe/report.schema.json."""
+    if not isinstance(data, dict):
+        raise ReportError(f"{name} is not a probe report (a JSON object was expected)")
+    version = data.get("probe_schema")
+    if not isinstance(version, int):
+        raise ReportError(f"{name} is not a probe report (no probe_schema)")
+    if version > PROBE_SCHEMA:
+        raise ReportError(
+            f"{name} uses probe schema {version}; this envpin reads up to {PROBE_SCHEMA}",
+            hint="upgrade envpin on this machine",
+        )
+    for section in fields.SECTIONS:
+        if section in data and not isinstance(data[section], dict):
+            raise ReportError(f"{name}: section '{section}' is not an object")
+
+
+def _sorted(diffs: list[Difference]) -> list[Difference]:
+    return sorted(diffs, key=lambda d: (_ORDER.get(d.severity, 9), d.key))
+
+
+def compare_flat(a: dict[str, str], b: dict[str, str], cpu_compute: bool) -> list[Difference]:
+    """Differences between two flat field maps (dotted key -> string)."""
+    out = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if va == vb:
+            continue
+        severity, reason = fields.severity(key, cpu_compute, absent=va is None or vb is None)
+        out.append(Difference(key, severity, va, vb, reason))
+    return _sorted(out)
+
+
+def diff_reports(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
+    """Every field that differs between two reports, classified breaking / risk / info."""
+    fa, fb = fields.flatten(a), fields.flatten(b)
+    cpu_compute = not (fields.gpu_present(fa) and fields.gpu_present(fb))
+    return compare_flat(fa, fb, cpu_compute)
+
+
+def read_lock_expected(path: str | Path) -> tuple[str, dict[str, str]]:
+    """(fingerprint, fields) from the lock's [expected] table.
+
+    A small reader of its own until the lock module offers one; it reads only [expected]."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise LockError(f"lock {p} does not exist", hint="create one with 'envpin lock', or pass --lock") from None
+    except OSError as exc:
+        raise LockError(f"cannot read lock {p}: {exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise LockError(f"lock {p} is not valid TOML: {exc}") from None
+    expected = data.get("expected")
+    if expected is None:
+        raise LockError(
+            f"lock {p} has no [expected] table: there is no fingerprint to verify against",
+            hint="record one with 'envpin verify --record' on a machine whose results you trust",
+        )
+    if not isinstance(expected, dict):
+        raise LockError(f"lock {p}: [expected] is not a table")
+    fp = expected.get("fingerprint")
+    table = expected.get("fields", {})
+    if not isinstance(fp, str) or not fp.startswith("sha256:"):
+        raise LockError(f"lock {p}: [expected].fingerprint must be a 'sha256:...' string")
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise LockError(f"lock {p}: [expected.fields] must map field names to strings")
+    if table and fields.fingerprint_of_fields(table) != fp:
+        raise LockError(
+            f"lock {p}: [expected].fingerprint does not match [expected.fields] (edited by hand?)",
+            hint="record the expected fingerprint again with 'envpin verify --record'",
+        )
+    return fp, dict(table)
+
+
+def compare_expected(expected_fields: dict[str, str], report: dict[str, Any]) -> list[Difference]:
+    """Differences between a lock's expected fingerprint fields (side a) and a report (side b).
+
+    Only fingerprint fields take part: the lock records nothing else."""
+    actual = fields.fingerprint_fields(report)
+    flat_actual = fields.flatten(report)
+    cpu_compute = not (fields.gpu_present(expected_fields) and fields.gpu_present(flat_actual))
+    return compare_flat(expected_fields, actual, cpu_compute)
+
+
+def verify_report(expected_fp: str, expected_fields: dict[str, str], report: dict[str, Any]) -> list[Difference]:
+    """Differences between a lock's [expected] table and a report. A lock holding only the fingerprint
+    can only say whether the fingerprints are equal."""
+    if expected_fields:
+        return compare_expected(expected_fields, report)
+    actual = fields.fingerprint(report)
+    if actual == expected_fp:
+        return []
+    return [Difference("fingerprint", fields.BREAKING, expected_fp, actual,
+                       "the lock records no [expected.fields] to say which field differs")]
+
+
+def counts(diffs: list[Difference]) -> dict[str, int]:
+    out = {s: 0 for s in fields.SEVERITIES}
+    for d in diffs:
+        out[d.severity] = out.get(d.severity, 0) + 1
+    return out
+
+
+def verdict(diffs: list[Difference]) -> str:
+    """One line: 'identical', 'identical except informational differences', 'N risk differences (no
+    breaking)' or 'N breaking differences'."""
+    c = counts(diffs)
+    if c[fields.BREAKING]:
+        n = c[fields.BREAKING]
+        return f"{n} breaking difference{'s' if n != 1 else ''}"
+    if c[fields.RISK]:
+        n = c[fields.RISK]
+        return f"no breaking differences; {n} risk difference{'s' if n != 1 else ''}"
+    if c[fields.INFO]:
+        return "identical except informational differences"
+    return "identical"
+
+
+def exit_code(diffs: list[Difference]) -> int:
+    """0: no breaking difference; 1: at least one."""
+    return 1 if any(d.severity == fields.BREAKING for d in diffs) else 0
+
+
+def to_json(diffs: list[Difference], **extra: Any) -> dict[str, Any]:
+    return {
+        "verdict": verdict(diffs),
+        "counts": counts(diffs),
+        "differences": [d.to_dict() for d in diffs],
+        **extra,
+    }
+
+
+_STYLE = {fields.BREAKING: "bold red", fields.RISK: "yellow", fields.INFO: "dim"}
+
+
+def table(diffs: list[Difference], a_label: str = "A", b_label: str = "B", width: int = 48) -> Table:
+    """A rich table of differences, breaking first."""
+    t = Table(show_lines=False, header_style="bold")
+    t.add_column("severity", no_wrap=True)
+    t.add_column("field", overflow="fold")
+    t.add_column(a_label, overflow="fold", max_width=width)
+    t.add_column(b_label, overflow="fold", max_width=width)
+    t.add_column("why it matters", overflow="fold")
+    for d in diffs:
+        # Text cells: values such as '["a","b"]' must not be read as rich markup.
+        t.add_row(
+            Text(d.severity, style=_STYLE.get(d.severity, "")),
+            Text(d.key),
+            Text(ABSENT if d.a is None else d.a),
+            Text(ABSENT if d.b is None else d.b),
+            Text(d.reason),
+        )
+    return t
