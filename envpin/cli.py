@@ -237,3 +237,9 @@ def build_cmd(
 
 
 # room commands
+from envpin import cli_probe  # noqa: E402  (probe, diff, verify)
+
+cli_probe.register(app)
+from envpin import cli_selftest  # noqa: E402  (selftest)
+
+cli_selftest.register(app)

@@ -7,7 +7,7 @@ image and the differences shown on a host use the same rules.
 from __future__ import annotations
 
 import json
-import tomllib
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,11 @@ from rich.text import Text
 
 from envpin.errors import LockError, ReportError
 from envpin.probe import PROBE_SCHEMA, fields
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
 ABSENT = "(absent)"
@@ -43,8 +48,10 @@ def load_report(path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ReportError(f"report {p} does not exist", hint="write one with 'envpin probe --json FILE'") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"cannot read report {p}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"cannot read report {p}: it is not UTF-8 text") from None
+    except OSError as exc:
+        raise ReportError(f"cannot read report {p}: {exc.strerror or exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -102,9 +109,11 @@ def read_lock_expected(path: str | Path) -> tuple[str, dict[str, str]]:
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
-        raise LockError(f"lock {p} does not exist", hint="create one with 'envpin lock', or pass --lock") from None
+        raise LockError(
+            f"lock {p} does not exist", hint="run 'envpin render' or 'envpin build' first, or pass --lock"
+        ) from None
     except OSError as exc:
-        raise LockError(f"cannot read lock {p}: {exc}") from None
+        raise LockError(f"cannot read lock {p}: {exc.strerror or exc}") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -112,20 +121,20 @@ def read_lock_expected(path: str | Path) -> tuple[str, dict[str, str]]:
     expected = data.get("expected")
     if expected is None:
         raise LockError(
-            f"lock {p} has no [expected] table: there is no fingerprint to verify against",
+            f"lock {p} has no 'expected' table: there is no fingerprint to verify against",
             hint="record one with 'envpin verify --record' on a machine whose results you trust",
         )
     if not isinstance(expected, dict):
-        raise LockError(f"lock {p}: [expected] is not a table")
+        raise LockError(f"lock {p}: 'expected' is not a table")
     fp = expected.get("fingerprint")
     table = expected.get("fields", {})
     if not isinstance(fp, str) or not fp.startswith("sha256:"):
-        raise LockError(f"lock {p}: [expected].fingerprint must be a 'sha256:...' string")
+        raise LockError(f"lock {p}: expected.fingerprint must be a 'sha256:...' string")
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
-        raise LockError(f"lock {p}: [expected.fields] must map field names to strings")
+        raise LockError(f"lock {p}: expected.fields must map field names to strings")
     if table and fields.fingerprint_of_fields(table) != fp:
         raise LockError(
-            f"lock {p}: [expected].fingerprint does not match [expected.fields] (edited by hand?)",
+            f"lock {p}: expected.fingerprint does not match expected.fields (edited by hand?)",
             hint="record the expected fingerprint again with 'envpin verify --record'",
         )
     return fp, dict(table)

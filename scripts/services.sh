@@ -60,7 +60,8 @@ warn() { printf '[services] WARNING: %s\n' "$*" >&2; }
 show_log_tail() {
   if [[ -n $CUR_LOG && -s $CUR_LOG ]]; then
     printf '[services] --- last lines of %s ---\n' "$CUR_LOG" >&2
-    tail -n 25 "$CUR_LOG" >&2 || true
+    # only what the latest "### ..." section (the failing command) wrote
+    awk '/^### /{buf=""} {buf=buf $0 "\n"} END{printf "%s", buf}' "$CUR_LOG" | tail -n 20 >&2 || true
     printf '[services] --- end of %s ---\n' "$CUR_LOG" >&2
   fi
 }
@@ -106,10 +107,13 @@ ensure_dirs() {
   mkdir -p "$CACHE_DIR" "$LOG_DIR" "$RUN_DIR" "$CACHE_DIR/etc" "$REGISTRY_DATA" "$ROOTFS_DIR" "$WORK_DIR"
 }
 
-take_lock() {
+LOCKED=0
+take_lock() { # once per process; daemons are started with fd 9 closed
   ensure_dirs
+  ((LOCKED)) && return 0
   exec 9>"$RUN_DIR/services.lock"
   flock -w 900 9 || die "another scripts/services.sh holds $RUN_DIR/services.lock"
+  LOCKED=1
 }
 
 sha256_file() { sha256sum "$1" | cut -d' ' -f1; }
@@ -218,7 +222,7 @@ start_dockerd() {
       rm -f "$DOCKERD_PIDFILE"
       say "dockerd: starting (log: $DOCKERD_LOG)"
       printf '\n### %s: starting dockerd\n' "$(date -u +%FT%TZ)" >>"$DOCKERD_LOG"
-      setsid dockerd --pidfile "$DOCKERD_PIDFILE" </dev/null >>"$DOCKERD_LOG" 2>&1 &
+      setsid dockerd --pidfile "$DOCKERD_PIDFILE" </dev/null >>"$DOCKERD_LOG" 2>&1 9>&- &
       pid=$!
     fi
     local waited=0
@@ -246,7 +250,9 @@ write_registry_config() {
 # CNCF distribution (Debian package docker-registry), loopback only, no auth.
 version: 0.1
 log:
-  level: info
+  level: warn
+  accesslog:
+    disabled: true
   fields:
     service: envpin-test-registry
 storage:
@@ -259,6 +265,7 @@ storage:
       enabled: false
 http:
   addr: $REGISTRY_ADDR
+  secret: envpin-loopback-test-registry
   headers:
     X-Content-Type-Options: [nosniff]
 EOF
@@ -295,7 +302,7 @@ start_registry() {
     printf '\n### %s: starting docker-registry\n' "$(date -u +%FT%TZ)" >>"$REGISTRY_LOG"
     # Clean environment: REGISTRY_* variables would override the config file.
     setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-      docker-registry serve "$REGISTRY_CONFIG" </dev/null >>"$REGISTRY_LOG" 2>&1 &
+      docker-registry serve "$REGISTRY_CONFIG" </dev/null >>"$REGISTRY_LOG" 2>&1 9>&- &
     pid=$!
     echo "$pid" >"$REGISTRY_PIDFILE"
   fi
@@ -375,8 +382,12 @@ cmd_status() {
   local tag key
   for tag in "${IMAGE_TAGS[@]}"; do
     key=$(registry_image_key "$tag")
-    say "image $REGISTRY_ADDR/$IMAGE_REPO:$tag: ${key:+in registry (key ${key:0:12})}${key:-ABSENT}"
-    [[ -n $key ]] || rc=1
+    if [[ -n $key ]]; then
+      say "image $REGISTRY_ADDR/$IMAGE_REPO:$tag: in registry (key ${key:0:12})"
+    else
+      say "image $REGISTRY_ADDR/$IMAGE_REPO:$tag: ABSENT"
+      rc=1
+    fi
   done
   say "cache: $CACHE_DIR  logs: $LOG_DIR  pidfiles: $RUN_DIR"
   return "$rc"
@@ -499,6 +510,12 @@ ensure_rootfs() {
   mv -f "$tarball.tmp" "$tarball"
   mv -f "$tarball.sha256.tmp" "$tarball.sha256"
   safe_rm_tree "$target"
+  # Drop tarballs of older recipes for this suite.
+  local old
+  for old in "$ROOTFS_DIR/$suite-minbase-$arch-"*.tar; do
+    [[ -e $old && $old != "$tarball" ]] && rm -f "$old" "$old.sha256"
+  done
+  return 0
 }
 
 # registry_image_key TAG : prints the content key label of the image in the
@@ -540,6 +557,7 @@ build_image() {
 
   if [[ $(registry_image_key "$tag") == "$key" ]]; then
     if [[ $(local_image_key "$ref") != "$key" ]]; then
+      say "base-images: $ref is in the registry; pulling it into the engine"
       run_logged "$log" "$DOCKER" pull "$ref"
     fi
     say "base-images: $ref up to date (key ${key:0:12})"
@@ -616,7 +634,7 @@ main() {
       cmd_start
       cmd_base_images
       ;;
-    status) cmd_status ;;
+    status) cmd_status || exit 1 ;;
     help | -h | --help) usage ;;
     *)
       usage >&2

@@ -26,10 +26,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _failed(selftest: object) -> bool:
-    if not isinstance(selftest, dict):
+def _failed(result: object) -> bool:
+    """The self-test module decides what counts as a failure (its problems()); a self-test that could not
+    run at all is one too."""
+    if not isinstance(result, dict):
         return False
-    return selftest.get("passed") is False or selftest.get("ok") is False or "error" in selftest
+    if "error" in result:
+        return True
+    try:
+        from envpin.probe import selftest as module
+
+        return bool(module.problems(result))
+    except Exception:
+        return result.get("passed") is False
 
 
 def main(argv: Optional[List[str]] = None) -> int:

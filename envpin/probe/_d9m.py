@@ -81,7 +81,7 @@ def child_env(base: Optional[Dict[str, str]] = None, determinism: Optional[bool]
     path = env.get("PYTHONPATH", "")
     parts = [p for p in path.split(os.pathsep) if p]
     if _PACKAGE_ROOT not in parts:
-        env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT] + parts)
+        env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *parts])
     for key, val in (extra or {}).items():
         if val is None:
             env.pop(key, None)
@@ -108,7 +108,7 @@ def run_child(module: str, args: List[str], env: Dict[str, str], timeout: float,
     Returns (payload, error, seconds): payload is None when the child failed, and error then says how
     (exit status or signal, and the tail of its stderr). Never raises for a failing child.
     """
-    cmd = [python or sys.executable, "-m", module] + list(args)
+    cmd = [python or sys.executable, "-m", module, *list(args)]
     started = time.time()
     with _semaphore():
         try:

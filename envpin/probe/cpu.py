@@ -21,7 +21,7 @@ ISA_LEVELS = (
 
 # Flags that change which arithmetic kernels get dispatched (x86 and Arm spellings).
 _SIMD = re.compile(
-    r"^(sse|ssse|avx|fma|f16c|amx|vnni|bmi|popcnt|abm|movbe|xop|asimd|sve|sme|bf16|i8mm|dotprod|fp$|fphp$)"
+    r"^(sse|ssse|avx|fma|f16c|amx|vnni|bmi|popcnt|abm|movbe|xop|asimd|sve|sme(?!p)|bf16|i8mm|dotprod|fp$|fphp$)"
 )
 
 

@@ -119,12 +119,40 @@ def _lock_file(ctx: Context) -> Dict[str, Any]:
     raise Unavailable("no envpin lock in the image (looked at %s)" % ", ".join(candidates))
 
 
+PLAN_CANDIDATES = ("/opt/envpin/plan.json",)
+# The probe's own settings, not labels of the image.
+PROBE_KNOBS = ("ENVPIN_PROBE_ROOT", "ENVPIN_NVML_LIBRARY")
+
+
+def _plan_file(ctx: Context) -> Dict[str, Any]:
+    """The build plan the generated Dockerfile copies in (ENVPIN_PLAN): what the image was meant to be."""
+    import json
+
+    candidates = [ctx.environ["ENVPIN_PLAN"]] if ctx.environ.get("ENVPIN_PLAN") else []
+    candidates.extend(p for p in PLAN_CANDIDATES if p not in candidates)
+    for path in candidates:
+        real = ctx.path(path)
+        if os.path.isfile(real):
+            with open(real, "rb") as fh:
+                data = fh.read()
+            plan = json.loads(data.decode("utf-8"))
+            info = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}  # type: Dict[str, Any]
+            for key in ("name", "tag", "release", "tf_version", "envpin_version", "base_digest"):
+                if isinstance(plan.get(key), str):
+                    info[key] = plan[key]
+            recipe = plan.get("recipe")
+            if isinstance(recipe, dict):
+                info["recipe"] = "%s %s" % (recipe.get("id", "?"), recipe.get("hash", ""))
+            return info
+    raise Unavailable("no envpin plan in the image (looked at %s)" % ", ".join(candidates))
+
+
 def _labels(ctx: Context) -> Dict[str, Any]:
     import json
 
     out = {}  # type: Dict[str, Any]
     for name in sorted(ctx.environ):
-        if name.startswith("ENVPIN_"):
+        if name.startswith("ENVPIN_") and name not in PROBE_KNOBS:
             field = env_field(name, ctx.environ[name])
             out[name] = field.get("value", secrets.REDACTED)
     for path in LABEL_FILES:
@@ -147,4 +175,5 @@ def collect_image(ctx: Context) -> Dict[str, Any]:
         "build_id": capture("environ:NVIDIA_BUILD_ID", _env_value, ctx, "NVIDIA_BUILD_ID"),
         "envpin_labels": capture("environ:ENVPIN_* + " + ",".join(LABEL_FILES), _labels, ctx),
         "envpin_lock": capture("file:" + ",".join(LOCK_CANDIDATES), _lock_file, ctx),
+        "envpin_plan": capture("file:$ENVPIN_PLAN," + ",".join(PLAN_CANDIDATES), _plan_file, ctx),
     }

@@ -85,6 +85,7 @@ RULES = [
     Rule("cpu.affinity", INFO, "which CPU ids (their number is compared as cpu.affinity_cpus)"),
     Rule("cpu.*", RISK, "CPU model and features"),
     Rule("memory.*", INFO, "memory size"),
+    Rule("limits.*.file", INFO, "which cgroup file was read (its path names the container)"),
     Rule("limits.*", RISK, "cgroup limits: speed, out-of-memory"),
     Rule("python.executable", INFO, "interpreter path"),
     Rule("python.prefix", INFO, "interpreter path"),
@@ -134,7 +135,26 @@ RULES = [
     Rule("env.PYTHON*", RISK, "interpreter setting"),
     Rule("env.LD_PRELOAD", BREAKING, "preloaded libraries replace symbols"),
     Rule("env.LD_LIBRARY_PATH", RISK, "library search path (loaded versions are compared under cuda.*)"),
-    Rule("env.*", BREAKING, "determinism, threading, oneDNN, XLA, CUDA or collective setting"),
+    Rule("env.*_NUM_THREADS", BREAKING, "thread settings: how reductions are split"),
+    Rule("env.TF_NUM_*", BREAKING, "thread settings: how reductions are split"),
+    Rule("env.OMP_*", BREAKING, "OpenMP threading"),
+    Rule("env.KMP_*", BREAKING, "OpenMP threading"),
+    Rule("env.GOMP_*", BREAKING, "OpenMP threading"),
+    Rule("env.TF_ENABLE_ONEDNN_OPTS", BREAKING, "oneDNN on/off: other CPU kernels and fusions"),
+    Rule("env.TF_ENABLE_MKL_NATIVE_FORMAT", BREAKING, "oneDNN setting"),
+    Rule("env.ONEDNN_*", BREAKING, "oneDNN setting"),
+    Rule("env.DNNL_*", BREAKING, "oneDNN setting"),
+    Rule("env.MKLDNN_*", BREAKING, "oneDNN setting"),
+    Rule("env.MKL_*", BREAKING, "MKL setting (threads, conditional numerical reproducibility)"),
+    Rule("env.TF_DETERMINISTIC_OPS", BREAKING, "determinism switch"),
+    Rule("env.TF_CUDNN_*", BREAKING, "determinism / cuDNN algorithm selection"),
+    Rule("env.TF_USE_CUDNN_*", BREAKING, "determinism / cuDNN algorithm selection"),
+    Rule("env.TF_DISABLE_*", BREAKING, "determinism exception switch"),
+    Rule("env.XLA_FLAGS", BREAKING, "XLA flags"),
+    Rule("env.TF_XLA_FLAGS", BREAKING, "XLA flags"),
+    Rule("env.NCCL_*", BREAKING, "collective communication setting"),
+    Rule("env.HOROVOD_*", BREAKING, "collective communication setting"),
+    Rule("env.*", BREAKING, "TensorFlow, CUDA library or numerics setting"),
 ]
 
 DEFAULT_RULE = Rule("*", RISK, "unclassified field")
@@ -285,4 +305,24 @@ def documented_fields(report: Dict[str, Any]) -> List[Tuple[str, str, str]]:
     """(key, severity, reason) for every field of a report: used by the Markdown rendering."""
     flat = flatten(report)
     cpu_compute = not gpu_present(flat)
-    return [(k,) + severity(k, cpu_compute) for k in sorted(flat)]
+    return [(k, *severity(k, cpu_compute)) for k in sorted(flat)]
+
+
+def rules_table() -> str:
+    """The classification rules as a Markdown table (docs/probe.md embeds it; a test keeps them equal)."""
+    lines = [
+        "| field (first match wins) | class | in fingerprint | why |",
+        "| --- | --- | --- | --- |",
+    ]
+    for rule in [*RULES, DEFAULT_RULE]:
+        if rule.severity != BREAKING:
+            fp = "no"
+        elif not rule.fingerprint:
+            fp = "no (diffed only)"
+        elif rule.cpu_only:
+            fp = "when the report has no GPU"
+        else:
+            fp = "yes"
+        sev = rule.severity + (" (risk with a GPU)" if rule.cpu_only else "")
+        lines.append("| `%s` | %s | %s | %s |" % (rule.pattern, sev, fp, rule.reason))
+    return "\n".join(lines) + "\n"

@@ -66,9 +66,9 @@ def cpu_isa(flags: Optional[Sequence[str]] = None, machine: Optional[str] = None
         except ValueError:
             level = "x86-64"
         extras = [f for f in _ONEDNN_FEATURES if f in flags]
-        return "+".join([level] + extras)
+        return "+".join([level, *extras])
     extras = [f for f in ("asimd", "sve", "sve2", "bf16", "i8mm", "sme") if f in flags]
-    return "+".join([machine] + extras)
+    return "+".join([machine, *extras])
 
 
 def usable_cpus() -> int:
@@ -194,7 +194,7 @@ def _layers(tf: Any) -> List[Any]:
 def _data(tf: Any) -> Tuple[Any, Any]:
     """Synthetic images and labels from stateless RNG: the same bits in every process, no global state.
     Labels come from a fixed random projection, so the loss (and every gradient) is far from trivial."""
-    x = tf.random.stateless_normal((EXAMPLES,) + IMAGE, seed=[SEED, 1])
+    x = tf.random.stateless_normal((EXAMPLES, *IMAGE), seed=[SEED, 1])
     proj = tf.random.stateless_normal((IMAGE[0] * IMAGE[1] * IMAGE[2], CLASSES), seed=[SEED, 2])
     y = tf.argmax(tf.matmul(tf.reshape(x, [EXAMPLES, -1]), proj), axis=1, output_type=tf.int32)
     return x, y
@@ -227,8 +227,8 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
             logits = model(x, training=True)
             loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         grads = tape.gradient(loss, variables)
-        for v, g in zip(variables, grads):
-            v.assign_sub(LEARNING_RATE * g)
+        for i, v in enumerate(variables):
+            v.assign_sub(LEARNING_RATE * grads[i])
         return loss
 
     loss = None
@@ -247,13 +247,13 @@ def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[
         v1.set_random_seed(SEED)
         model = tf.keras.Sequential(_layers(tf))
         x_all, y_all = _data(tf)
-        x_ph = v1.placeholder(tf.float32, (BATCH,) + IMAGE)
+        x_ph = v1.placeholder(tf.float32, (BATCH, *IMAGE))
         y_ph = v1.placeholder(tf.int32, (BATCH,))
         logits = model(x_ph, training=True)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y_ph, logits=logits))
         variables = model.trainable_variables
         grads = tf.gradients(loss, variables)
-        train = tf.group(*[v1.assign_sub(v, LEARNING_RATE * g) for v, g in zip(variables, grads)])
+        train = tf.group(*[v1.assign_sub(v, LEARNING_RATE * grads[i]) for i, v in enumerate(variables)])
         config = v1.ConfigProto(intra_op_parallelism_threads=intra or 0, inter_op_parallelism_threads=inter or 0)
         with v1.Session(graph=graph, config=config) as sess:
             sess.run(v1.global_variables_initializer())

@@ -8,6 +8,7 @@ Fields are flat: ``driver_version``, ``count``, ``devices.<index>.<name>`` so ea
 own source and its own error.
 """
 
+import contextlib
 import ctypes
 import os
 import re
@@ -103,17 +104,17 @@ class Nvml(object):
 
     def string(self, symbols: Tuple[str, ...], *args: Any) -> str:
         buf = ctypes.create_string_buffer(256)
-        self.call(symbols, *(args + (buf, ctypes.c_uint(256))))
+        self.call(symbols, *args, buf, ctypes.c_uint(256))
         return buf.value.decode("utf-8", "replace")
 
     def uint(self, symbols: Tuple[str, ...], *args: Any) -> int:
         out = ctypes.c_uint(0)
-        self.call(symbols, *(args + (ctypes.byref(out),)))
+        self.call(symbols, *args, ctypes.byref(out))
         return out.value
 
     def uint_pair(self, symbols: Tuple[str, ...], *args: Any) -> Tuple[int, int]:
         a, b = ctypes.c_uint(0), ctypes.c_uint(0)
-        self.call(symbols, *(args + (ctypes.byref(a), ctypes.byref(b))))
+        self.call(symbols, *args, ctypes.byref(a), ctypes.byref(b))
         return a.value, b.value
 
 
@@ -138,7 +139,7 @@ def load_library(ctx: Context) -> Any:
     try:
         return ctypes.CDLL(name)
     except OSError as exc:
-        raise Unavailable("%s could not be loaded (%s)" % (name, describe(exc)))
+        raise Unavailable("%s could not be loaded (%s)" % (name, describe(exc))) from None
 
 
 def _device_fields(nv: Nvml, index: int, handle: Any) -> Dict[str, Any]:
@@ -211,7 +212,7 @@ def _collect_nvml(ctx: Context) -> Dict[str, Any]:
         nv.call(("nvmlInit_v2", "nvmlInit"))
     except NvmlError as exc:
         if exc.code in NO_GPU_CODES:
-            raise Unavailable(str(exc))
+            raise Unavailable(str(exc)) from None
         raise
     try:
         out = {"backend": value("nvml", "ctypes " + NVML_LIBRARY)}  # type: Dict[str, Any]
@@ -243,10 +244,8 @@ def _collect_nvml(ctx: Context) -> Dict[str, Any]:
             out.update(_device_fields(nv, index, handle))
         return out
     finally:
-        try:
+        with contextlib.suppress(Exception):
             nv.call(("nvmlShutdown",))
-        except Exception:
-            pass
 
 
 # --- nvidia-smi fallback -----------------------------------------------------------------------------------
@@ -284,7 +283,7 @@ def _run_smi(ctx: Context, fields: List[str]) -> Tuple[int, str, str]:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        raise RuntimeError("nvidia-smi did not answer within 20 s")
+        raise RuntimeError("nvidia-smi did not answer within 20 s") from None
     return proc.returncode, out, err
 
 
@@ -320,7 +319,7 @@ def parse_smi(text: str, fields: List[Tuple[str, str]], source: str) -> Dict[str
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(fields):
             raise ValueError("nvidia-smi row has %d cells, expected %d" % (len(cells), len(fields)))
-        for (query, key), cell in zip(fields, cells):
+        for (_query, key), cell in zip(fields, cells):  # noqa: B905 (no strict= before Python 3.10)
             if key == "driver_version":
                 out.setdefault("driver_version", capture(source, _smi_value, cell, key))
                 continue

@@ -1,5 +1,6 @@
 """Run the collectors into one report; render it as canonical JSON and as Markdown; write files atomically."""
 
+import contextlib
 import datetime
 import json
 import os
@@ -57,7 +58,7 @@ def collect(selftest: bool = False, quick: bool = False, compare: bool = False, 
     another folder (default: ENVPIN_PROBE_ROOT or /)."""
     started = time.monotonic()
     env = dict(os.environ if environ is None else environ)
-    ctx = Context(root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf or selftest)
+    ctx = Context(root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf)
     report = {"probe_schema": PROBE_SCHEMA, "envpin_version": __version__}  # type: Dict[str, Any]
     for name, fn in COLLECTORS:
         report[name] = guarded_section(name, fn, ctx)
@@ -82,12 +83,18 @@ def collect(selftest: bool = False, quick: bool = False, compare: bool = False, 
 
 
 def to_json(report: Dict[str, Any]) -> str:
-    """Canonical JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    """Canonical JSON: sorted keys, two-space indent, trailing newline, ASCII only.
+
+    ASCII because Python 3.6 in a C-locale container cannot print non-ASCII text, and because undecodable
+    bytes (an environment variable holding invalid UTF-8) arrive as lone surrogates that only a \\u
+    escape can carry."""
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
 
 
 def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Table-cell text: pipes escaped, angle brackets as entities (``<redacted>`` is not an HTML tag)."""
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _field_rows(section: Dict[str, Any]) -> List[List[str]]:
@@ -133,7 +140,7 @@ def to_markdown(report: Dict[str, Any]) -> str:
         lines += ["## %s" % section, "", "| | field | value | source |", "| --- | --- | --- | --- |"]
         for key, text, src in _field_rows(body):
             mark = "**F**" if "%s.%s" % (section, key) in fp_keys else ""
-            lines.append("| %s | `%s` | %s | %s |" % (mark, _md(key), _md(text), _md(src)))
+            lines.append("| %s | `%s` | %s | %s |" % (mark, key.replace("|", "\\|"), _md(text), _md(src)))
         lines.append("")
     if isinstance(report.get("selftest"), dict):
         lines += ["## selftest", "", "```json", json.dumps(report["selftest"], sort_keys=True, indent=2), "```", ""]
@@ -142,26 +149,31 @@ def to_markdown(report: Dict[str, Any]) -> str:
 
 def write_atomic(path: str, text: str) -> None:
     """Write text to path via a temporary file in the same folder; devices and pipes are written directly."""
+    # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
+    data = text.encode("utf-8", "backslashreplace")
     if path == "-":
-        sys.stdout.write(text)
         sys.stdout.flush()
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            out.write(data)
+            out.flush()
         return
     if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
-        with open(path, "w") as fh:
-            fh.write(text)
+        with open(path, "wb") as fh:
+            fh.write(data)
         return
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".envpin-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
+            fh.write(data)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

@@ -40,7 +40,7 @@ _TOKEN_PATTERNS = [
     r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@",  # URL with user:password@
 ]
 _TOKEN = re.compile("|".join("(?:%s)" % p for p in _TOKEN_PATTERNS))
-_SEGMENTS = re.compile(r"[\s:/,;=@\"'()\[\]{}]+")
+_SEGMENTS = re.compile(r"[\s:/,;=@\"'()\[\]{}\-]+")
 
 
 def secret_name(name: str) -> bool:
@@ -83,10 +83,23 @@ def secret_value(text: str) -> Optional[str]:
     return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """Undecodable bytes (os.environ, file names) arrive as lone surrogates, which no UTF-8 file can hold:
+    show them as \\xNN escapes instead."""
+    if _SURROGATE.search(text):
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        text = _SURROGATE.sub("?", text)
+    return _TOKEN.sub(REDACTED, text) if _TOKEN.search(text) else text
+
+
 def scrub(obj: Any) -> Any:
-    """Copy of a JSON-able object with every credential-looking substring replaced by <redacted>."""
+    """Copy of a JSON-able object with every credential-looking substring replaced by <redacted> and
+    undecodable bytes escaped."""
     if isinstance(obj, str):
-        return _TOKEN.sub(REDACTED, obj) if _TOKEN.search(obj) else obj
+        return _clean(obj)
     if isinstance(obj, dict):
         return {scrub(k): scrub(v) for k, v in obj.items()}
     if isinstance(obj, list):

@@ -127,8 +127,11 @@ def _container(ctx: Context) -> Dict[str, Any]:
         m = re.search(r"/(?:docker/)?containers/([0-9a-f]{64})/", line)
         if m and container_id is None:
             container_id = m.group(1)
-    if ctx.exists("/proc/driver/nvidia") or ctx.environ.get("NVIDIA_VISIBLE_DEVICES"):
-        gpu_runtime = "nvidia" if ctx.environ.get("NVIDIA_VISIBLE_DEVICES") else None
+    # The NVIDIA container runtime mounts the driver in; NVIDIA_VISIBLE_DEVICES alone is only the image's ask.
+    if ctx.exists("/dev/nvidiactl") or ctx.exists("/proc/driver/nvidia/version"):
+        gpu_runtime = "nvidia"
+    elif ctx.environ.get("NVIDIA_VISIBLE_DEVICES"):
+        gpu_runtime = "requested (NVIDIA_VISIBLE_DEVICES set) but no NVIDIA driver visible"
     else:
         gpu_runtime = None
     return {

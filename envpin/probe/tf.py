@@ -77,9 +77,10 @@ def parse_build_info(source: str) -> Dict[str, Any]:
 
 def _subscript_key(node: ast.Subscript) -> Optional[str]:
     sl = node.slice
-    inner = getattr(sl, "value", sl)  # Python < 3.9 wraps the key in ast.Index
+    if type(sl).__name__ == "Index":  # Python < 3.9 wraps the key in ast.Index
+        sl = sl.value  # type: ignore
     try:
-        key = ast.literal_eval(inner)
+        key = ast.literal_eval(sl)
     except ValueError:
         return None
     return key if isinstance(key, str) else None
@@ -126,9 +127,8 @@ def _build_info(ctx: Context) -> Dict[str, Any]:
 def _runtime(ctx: Context) -> Dict[str, Any]:
     """Settings that exist only in a process that imported TensorFlow (intra/inter-op threads, op
     determinism as switched on by the API, the exact git build)."""
-    if "tensorflow" not in sys.modules:
-        if not ctx.with_tf:
-            raise Unavailable("TensorFlow is not imported in this process (run the probe with --with-tf)")
+    if "tensorflow" not in sys.modules and not ctx.with_tf:
+        raise Unavailable("TensorFlow is not imported in this process (run the probe with --with-tf)")
     import tensorflow as tf
 
     out = {"version": getattr(tf, "__version__", "unknown")}  # type: Dict[str, Any]
@@ -141,14 +141,25 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
     if threading is not None:
         out["intra_op_threads"] = threading.get_intra_op_parallelism_threads()
         out["inter_op_threads"] = threading.get_inter_op_parallelism_threads()
-    experimental = getattr(config, "experimental", None)
-    if experimental is not None and hasattr(experimental, "is_op_determinism_enabled"):
-        out["op_determinism"] = bool(experimental.is_op_determinism_enabled())
+    out["op_determinism"] = _op_determinism(tf)
     sysconfig = getattr(tf, "sysconfig", None)
     if sysconfig is not None and hasattr(sysconfig, "get_build_info"):
         info = dict(sysconfig.get_build_info())
         out["build_info"] = {k: info[k] for k in sorted(info) if k in _KEEP}
     return out
+
+
+def _op_determinism(tf: Any) -> Any:
+    """True/False as set by enable_op_determinism() (TF >= 2.8); the getter is not public API."""
+    try:
+        from tensorflow.python.framework import config as tf_config
+
+        return bool(tf_config.is_op_determinism_enabled())
+    except (ImportError, AttributeError):
+        experimental = getattr(getattr(tf, "config", None), "experimental", None)
+        if experimental is not None and hasattr(experimental, "is_op_determinism_enabled"):
+            return bool(experimental.is_op_determinism_enabled())
+    return "not available in this TensorFlow"
 
 
 def collect_tensorflow(ctx: Context) -> Dict[str, Any]:

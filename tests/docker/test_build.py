@@ -1,0 +1,121 @@
+"""`envpin build` end to end: real engine, real registry, stand-in NGC base image."""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from envpin import lockfile
+from tests.conftest import run_envpin
+
+pytestmark = pytest.mark.docker
+
+
+def _digest(registry: str, repo: str, tag: str) -> str:
+    req = urllib.request.Request(
+        f"http://{registry}/v2/{repo}/manifests/{tag}",
+        method="HEAD",
+        headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json, "
+                 "application/vnd.oci.image.manifest.v1+json"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.headers["Docker-Content-Digest"]
+
+
+def _push_variant(docker_client, base: str, target: str, label: str) -> None:  # type: ignore[no-untyped-def]
+    """Push an image derived from the stand-in to `target` (a tag the test owns) and return."""
+    dockerfile = f"FROM {base}\nLABEL io.envpin.test.variant={label}\n".encode()
+    docker_client.images.build(fileobj=io.BytesIO(dockerfile), tag=target, rm=True)
+    for line in docker_client.images.push(target, stream=True, decode=True):
+        assert "error" not in line, line
+
+
+@pytest.fixture
+def moving_tag(docker_client, local_registry: str, stand_in_image: str):  # type: ignore[no-untyped-def]
+    """A tag in a test-only repository, so moving it never disturbs the shared stand-in images."""
+    ref = f"{local_registry}/envpin-test/tensorflow:20.02-tf2-py3"
+    _push_variant(docker_client, stand_in_image, ref, "first")
+    return ref
+
+
+def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
+    docker_client, local_registry: str, stand_in_image: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "env"
+    args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)]
+    first = run_envpin(*args)
+    assert first.code == 0, first.stderr
+    lock = lockfile.read(out / "envpin.lock")
+    digest = _digest(local_registry, "nvidia/tensorflow", "20.02-tf2-py3")
+    assert lock["base"] == {"image": "nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "digest": digest}
+    assert lock["inputs"]["build_from"] == stand_in_image
+    dockerfile = (out / "Dockerfile").read_text()
+    assert f"FROM {stand_in_image}@{digest}\n" in dockerfile
+    image = docker_client.images.get(lock["build"]["image_id"])
+    assert first.stdout.strip() in image.tags
+    labels = image.labels
+    assert labels["io.envpin.release"] == "20.02" and labels["io.envpin.recipe"] == "ngc-tf2.0-2.4"
+    assert labels["org.opencontainers.image.base.name"] == "nvcr.io/nvidia/tensorflow:20.02-tf2-py3"
+    env = dict(e.split("=", 1) for e in image.attrs["Config"]["Env"])
+    assert env["TF_DETERMINISTIC_OPS"] == "1" and env["PYTHONHASHSEED"] == "0"
+    assert (out / "build.log").read_text().count("Step ") >= 5
+    # The probe and helper are importable inside the image with the image's own Python.
+    out_text = docker_client.containers.run(
+        image.id, ["python3", "-c", "import envpin, json; print(json.dumps(envpin.enable_determinism(seed=1)))"],
+        remove=True,
+    ).decode()
+    assert json.loads(out_text.strip().splitlines()[-1])["applied"] == ["seed_python"]
+
+    second = run_envpin(*args)
+    assert second.code == 0, second.stderr
+    assert "up to date" in second.stderr
+    assert lockfile.read(out / "envpin.lock")["build"]["image_id"] == lock["build"]["image_id"]
+
+
+def test_moved_tag_is_refused_until_update(docker_client, moving_tag: str, stand_in_image: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "env"
+    args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", moving_tag, "--out", str(out)]
+    assert run_envpin(*args).code == 0
+    pinned = lockfile.read(out / "envpin.lock")["base"]["digest"]
+    _push_variant(docker_client, stand_in_image, moving_tag, "second")
+    moved = run_envpin(*args)
+    assert moved.code == 2 and "the tag was re-pushed" in moved.stderr and "--update" in moved.stderr
+    assert lockfile.read(out / "envpin.lock")["base"]["digest"] == pinned
+    updated = run_envpin(*args, "--update")
+    assert updated.code == 0, updated.stderr
+    assert lockfile.read(out / "envpin.lock")["base"]["digest"] != pinned
+
+
+def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str, tmp_path: Path) -> None:
+    req = tmp_path / "requirements.lock"
+    # six 1.16.0 exists on PyPI; this hash is deliberately not one of its files' hashes.
+    req.write_text("six==1.16.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    out = tmp_path / "env"
+    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image,
+                     "--requirements", str(req), "--out", str(out))
+    assert res.code == 2
+    assert "the build failed at step" in res.stderr and "six" in res.stderr and "HASH" in res.stderr.upper()
+    assert f"full log: {out / 'build.log'}" in res.stderr
+    assert "build" not in lockfile.read(out / "envpin.lock")
+
+
+def test_engine_unreachable(stand_in_image: str, tmp_path: Path) -> None:
+    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(tmp_path / "e"),
+                     env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"})
+    assert res.code == 2 and "Docker engine is not reachable" in res.stderr and "DOCKER_HOST" in res.stderr
+    assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize(
+    "ref, fragment",
+    [("127.0.0.1:5999/nvidia/tensorflow:20.02-tf2-py3", "is unreachable"),
+     ("127.0.0.1:5000/nvidia/tensorflow:99.99-tf2-py3", "has no tag or manifest")],
+)
+def test_registry_errors(local_registry: str, ref: str, fragment: str, tmp_path: Path) -> None:
+    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", ref, "--out", str(tmp_path / "e"))
+    assert res.code == 2 and fragment in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "e").exists()

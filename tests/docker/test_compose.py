@@ -1,0 +1,44 @@
+"""`docker compose run --rm probe` end to end on the CPU stand-in image."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.docker
+
+
+def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> None:
+    if shutil.which("docker") is None:
+        pytest.skip("the docker CLI is not installed (bash scripts/services.sh install)")
+    for name in ("compose.yaml", "compose.cpu.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "envpin", tmp_path / "envpin", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "ENVPIN_IMAGE": stand_in_image, "TF_ENABLE_ONEDNN_OPTS": "0"}
+    for _ in range(2):  # two runs: report names must not collide
+        proc = subprocess.run(
+            ["docker", "compose", "-f", "compose.yaml", "-f", "compose.cpu.yaml", "run", "--rm", "probe"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    reports = sorted((tmp_path / "reports").iterdir())
+    jsons = [p for p in reports if p.suffix == ".json"]
+    assert len(jsons) == 2 and len([p for p in reports if p.suffix == ".md"]) == 2
+    report = json.loads(jsons[0].read_text())
+    assert report["fingerprint"].startswith("sha256:")
+    text = jsons[0].read_text()
+    assert "20.02-tf2" in text  # the stand-in's NVIDIA_TENSORFLOW_VERSION was read inside the container
+    assert '"TF_ENABLE_ONEDNN_OPTS"' in text
+
+
+def test_compose_gpu_service_requests_all_gpus() -> None:
+    text = (REPO / "compose.yaml").read_text()
+    for needle in ("driver: nvidia", "count: all", "capabilities: [gpu]", "${ENVPIN_IMAGE:-", "./reports:/reports"):
+        assert needle in text

@@ -1,0 +1,146 @@
+"""The determinism self-test inside the Debian bullseye NGC stand-in (Python 3.9) with TensorFlow 2.7.4 and 2.5.3:
+the versions before enable_op_determinism(), where TF_DETERMINISTIC_OPS set before import is the only switch.
+
+The derived images (stand-in + tensorflow-cpu) are built once with the Docker SDK and cached by a tag that
+hashes the Dockerfile and the stand-in's image id, so reruns start in seconds. envpin is copied in the way
+images carry it (/opt/envpin on PYTHONPATH) and run by the image's own python3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+pytestmark = pytest.mark.docker
+
+REPO = Path(__file__).resolve().parents[2]
+STAND_IN = "127.0.0.1:5000/nvidia/tensorflow:21.06-tf2-py3"
+# protobuf >= 3.20 breaks the generated code of these TF releases; numpy >= 1.24 removed aliases they use.
+DOCKERFILE = """\
+FROM {base}
+RUN python3 -m pip install --no-cache-dir tensorflow-cpu=={tf} 'numpy<1.24' 'protobuf<3.20' \\
+ && python3 -c "import tensorflow as tf; assert tf.__version__ == '{tf}', tf.__version__"
+"""
+SCHEMA = json.loads((REPO / "envpin" / "probe" / "selftest.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def engine() -> Any:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=900)
+        client.ping()
+    except Exception as exc:  # the SDK raises several types for a missing or refusing socket
+        pytest.skip(f"no Docker engine answers ({type(exc).__name__}); start it with scripts/services.sh start")
+    return client
+
+
+def _stand_in(engine: Any) -> Any:
+    import docker
+
+    try:
+        return engine.images.get(STAND_IN)
+    except docker.errors.ImageNotFound:
+        try:
+            return engine.images.pull(STAND_IN)
+        except docker.errors.APIError as exc:
+            pytest.skip(f"stand-in image {STAND_IN} is not in the local registry ({exc.explanation or exc}); "
+                        "build it with scripts/services.sh base-images")
+
+
+def tf_image(engine: Any, version: str, tmp_path: Path) -> str:
+    """The stand-in plus tensorflow-cpu==version, built once and reused by tag."""
+    import docker
+
+    base = _stand_in(engine)
+    dockerfile = DOCKERFILE.format(base=STAND_IN, tf=version)
+    key = hashlib.sha256((dockerfile + base.id).encode()).hexdigest()[:12]
+    tag = f"envpin-test/selftest-tf:{version}-{key}"
+    try:
+        engine.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    (tmp_path / "Dockerfile").write_text(dockerfile)
+    try:
+        engine.images.build(path=str(tmp_path), tag=tag, rm=True, pull=False, network_mode="host")
+    except docker.errors.BuildError as exc:
+        log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
+        pytest.fail(f"building {tag} failed: {exc.msg}\n{log[-3000:]}")
+    return tag
+
+
+def _envpin_tar() -> bytes:
+    """envpin/__init__.py, envpin/probe/ and the recipe table, as /opt/envpin in the images."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        files = [REPO / "envpin" / "__init__.py", REPO / "envpin" / "data" / "recipes.json"]
+        files += sorted(p for p in (REPO / "envpin" / "probe").iterdir() if p.suffix in (".py", ".json"))
+        for path in files:
+            tar.add(str(path), arcname="envpin/" + str(path.relative_to(REPO)))  # /opt/envpin/envpin/...
+    return buf.getvalue()
+
+
+def run(engine: Any, image: str, command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    container = engine.containers.create(
+        image, command=command, environment={"PYTHONPATH": "/opt/envpin", "PYTHONHASHSEED": "0", **env},
+        network_disabled=True,
+    )
+    try:
+        container.put_archive("/opt", _envpin_tar())
+        container.start()
+        status = container.wait(timeout=900)
+        out = container.logs(stdout=True, stderr=False).decode()
+        err = container.logs(stdout=False, stderr=True).decode()
+        return status["StatusCode"], out, err
+    finally:
+        container.remove(force=True)
+
+
+@pytest.mark.parametrize("version", ["2.7.4", "2.5.3"])
+def test_selftest_in_bullseye_stand_in(engine: Any, version: str, tmp_path: Path) -> None:
+    image = tf_image(engine, version, tmp_path)
+
+    code, out, err = run(engine, image, ["python3", "-m", "envpin.probe.selftest", "--compare"], {})
+    assert code in (0, 1) and out.strip(), err[-3000:]
+    result = json.loads(out)
+    jsonschema.validate(result, SCHEMA)
+    assert "errors" not in result, result["errors"]
+    assert result["tf_version"] == version
+    assert result["python"].startswith("3.9.")
+    det = result["determinism"]
+    assert det["TF_DETERMINISTIC_OPS"] == "1"
+    assert det["enable_op_determinism"].startswith(f"unavailable (TensorFlow {version} predates 2.8)")
+    assert det["method"] == "TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported"
+    names = [c["name"] for c in result["checks"]]
+    assert names == [c["name"] for c in result["without_determinism"]]
+    skipped = [c for c in result["checks"] if c["verdict"] == "skipped"]
+    assert not skipped, skipped  # every check has a code path that works on this TensorFlow
+    assert result["golden"]["runs_equal"] is True, result["golden"]
+    assert result["golden"]["device_class"].endswith("onednn=off")  # oneDNN is opt-in before TF 2.9
+    hygiene = {h["check"]: h for h in result["hygiene"]}
+    assert hygiene["PYTHONHASHSEED"]["status"] == "ok"
+    assert hygiene["python-random"]["status"] == "ok"
+
+    # Planted nondeterminism and a planted determinism exception, through the battery's own child.
+    code, out, err = run(
+        engine, image,
+        ["python3", "-m", "envpin.probe.selftest", "--child", "--quick", "--rounds", "20",
+         "--checks", "planted-urandom-sum,planted-raises-under-determinism"],
+        {"TF_DETERMINISTIC_OPS": "1"},
+    )
+    assert code == 0, err[-3000:]
+    checks = json.loads(out)["checks"]
+    planted = [c["verdict"] for c in checks if c["name"] == "planted-urandom-sum"]
+    raising = [c for c in checks if c["name"] == "planted-raises-under-determinism"]
+    assert planted == ["NONDETERMINISTIC"] * 20
+    assert [c["verdict"] for c in raising] == ["raises-under-determinism"] * 20
+    assert "PlantedOp" in raising[0]["message"]

@@ -1,0 +1,95 @@
+"""The op battery with real TensorFlow: every check runs, planted nondeterminism is caught every time, an op
+that raises under determinism is reported without stopping the battery, and the whole self-test validates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from envpin.probe import _d9m, selftest
+
+SCHEMA = json.loads((Path(selftest.__file__).parent / "selftest.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def battery_on() -> dict[str, Any]:
+    result = selftest.run_battery(determinism=True)
+    assert "error" not in result and "skipped" not in result, result
+    return result
+
+
+def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> None:
+    names = [c["name"] for c in battery_on["checks"]]
+    assert names == [c.name for c in selftest.CHECKS]
+    for c in battery_on["checks"]:
+        assert c["verdict"] in selftest.VERDICTS
+        assert c["verdict"] != "skipped", c  # every check can run on this TensorFlow
+        assert c["seconds"] > 0
+        if c["verdict"] == "deterministic":
+            assert c["runs"] >= battery_on["trials"] * battery_on["runs_per_trial"]
+            assert c["differing_elements"] == 0 and c["max_abs_diff"] == 0.0
+        if c["verdict"] == "NONDETERMINISTIC":
+            assert c["differing_elements"] > 0
+    det = battery_on["determinism"]
+    assert det["requested"] == "on" and det["TF_DETERMINISTIC_OPS"] == "1"
+    if _d9m.tf_version_tuple(battery_on["tf_version"]) >= (2, 8):
+        assert det["enable_op_determinism"] == "called"
+    else:
+        assert det["enable_op_determinism"].startswith("unavailable")
+
+
+def test_unseeded_random_kernel_raises_under_determinism(battery_on: dict[str, Any]) -> None:
+    check = next(c for c in battery_on["checks"] if c["name"] == "random-op-without-seed")
+    if _d9m.tf_version_tuple(battery_on["tf_version"]) >= (2, 7):
+        assert check["verdict"] == "raises-under-determinism"
+        assert "must have a seed" in check["message"]
+    else:  # before the check existed the kernel silently draws from OS entropy
+        assert check["verdict"] == "NONDETERMINISTIC"
+
+
+def test_planted_nondeterminism_is_caught_in_20_of_20_trials() -> None:
+    # The same child, Trial, Evaluator, run_check and compare_outputs as the real battery; --quick, so each
+    # trial is one check run with the battery's smallest number of comparisons.
+    result = selftest.run_battery(determinism=True, quick=True, names=["planted-urandom-sum"], rounds=20)
+    verdicts = [c["verdict"] for c in result["checks"]]
+    assert len(verdicts) == 20
+    assert verdicts == ["NONDETERMINISTIC"] * 20
+    for c in result["checks"]:
+        assert c["differing_elements"] > 0
+        assert 0 < c["max_abs_diff"] < 1.0  # pure rounding: the sums are mathematically equal
+
+
+def test_op_that_raises_is_reported_and_the_battery_goes_on() -> None:
+    names = ["planted-raises-under-determinism", "matmul", "random-op-without-seed", "conv2d-forward"]
+    on = selftest.run_battery(determinism=True, quick=True, names=names)
+    verdicts = {c["name"]: c for c in on["checks"]}
+    assert list(verdicts) == names
+    planted = verdicts["planted-raises-under-determinism"]
+    assert planted["verdict"] == "raises-under-determinism"
+    assert "UnimplementedError" in planted["message"]
+    assert "A deterministic implementation of PlantedOp is not currently available." in planted["message"]
+    assert verdicts["matmul"]["verdict"] == "deterministic"
+    assert verdicts["conv2d-forward"]["verdict"] == "deterministic"
+    off = {c["name"]: c for c in selftest.run_battery(determinism=False, quick=True, names=names)["checks"]}
+    assert off["planted-raises-under-determinism"]["verdict"] == "deterministic"
+    assert off["random-op-without-seed"]["verdict"] == "NONDETERMINISTIC"
+
+
+def test_whole_selftest_with_compare_validates(tmp_path: Path) -> None:
+    result = selftest.run_selftest(compare=True, quick=True)
+    jsonschema.validate(result, SCHEMA)
+    assert "errors" not in result, result["errors"]
+    assert result["mode"] == "quick"
+    assert [c["name"] for c in result["without_determinism"]] == [c["name"] for c in result["checks"]]
+    off = {c["name"]: c["verdict"] for c in result["without_determinism"]}
+    assert off["random-op-without-seed"] == "NONDETERMINISTIC"
+    assert result["summary"] == selftest.summarize(result["checks"])
+    assert result["golden"]["runs_equal"] is True
+    assert result["golden"]["hash"].startswith("sha256:")
+    assert {h["check"] for h in result["hygiene"]} >= {"PYTHONHASHSEED"}
+    md = selftest.render_markdown(result)
+    assert result["summary"] in md and result["golden"]["hash"] in md

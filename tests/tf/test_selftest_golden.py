@@ -1,0 +1,99 @@
+"""The golden training hash with real TensorFlow: equal settings train bit-identically, intra-op threads and
+oneDNN change the weights, and envpin diff / verify classify the golden difference as breaking."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from envpin.probe import golden
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict[str, Any]]:
+    out = {
+        "default": golden.run_golden(environ=_env()),
+        "default_again": golden.run_golden(environ=_env()),
+        "intra1_env": golden.run_golden(environ=_env(TF_NUM_INTRAOP_THREADS="1")),
+        "intra1_args": golden.run_golden(intra_op=1, environ=_env()),
+        "intra2_args": golden.run_golden(intra_op=2, environ=_env()),
+        "onednn_off": golden.run_golden(environ=_env(TF_ENABLE_ONEDNN_OPTS="0")),
+    }
+    for name, result in out.items():
+        assert "hash" in result, (name, result)
+    return out
+
+
+def test_two_fresh_runs_with_the_same_settings_are_equal(runs: dict[str, dict[str, Any]]) -> None:
+    for name, result in runs.items():
+        assert result["runs_equal"] is True, name
+        assert len(result["hashes"]) == 2 and result["hash"] == result["hashes"][0]
+    assert runs["default"]["hash"] == runs["default_again"]["hash"]
+    assert runs["default"]["device_class"] == runs["default_again"]["device_class"]
+    assert runs["default"]["steps"] == golden.STEPS
+
+
+def test_intra_op_threads_1_vs_2_change_the_weights(runs: dict[str, dict[str, Any]]) -> None:
+    one, two = runs["intra1_args"], runs["intra2_args"]
+    assert one["hash"] != two["hash"]
+    assert "intra_op=1" in one["device_class"] and "intra_op=2" in two["device_class"]
+    # The environment variable and the argument reach TensorFlow alike.
+    assert runs["intra1_env"]["hash"] == one["hash"]
+    assert runs["intra1_env"]["settings"]["intra_op_source"] == "TF_NUM_INTRAOP_THREADS"
+
+
+def test_onednn_off_vs_default_changes_the_weights(runs: dict[str, dict[str, Any]]) -> None:
+    default, off = runs["default"], runs["onednn_off"]
+    assert off["settings"]["onednn"] == "off"
+    if default["settings"]["onednn"] == "off":  # TF < 2.9: oneDNN is opt-in, compare with it switched on
+        default = golden.run_golden(environ=_env(TF_ENABLE_ONEDNN_OPTS="1"))
+    assert default["hash"] != off["hash"]
+    assert default["device_class"].endswith("onednn=on") and off["device_class"].endswith("onednn=off")
+
+
+def _report(env: dict[str, str], gold: dict[str, Any]) -> dict[str, Any]:
+    """A real probe report of this machine under `env`, carrying the golden result measured under `env`."""
+    from envpin.probe import collect
+
+    report = collect(environ=env)
+    report["selftest"] = {"golden": gold}
+    return report
+
+
+def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dict[str, Any]]) -> None:
+    from envpin import diff as diffing
+    from envpin.probe import fields
+
+    base = _report(_env(), runs["default"])
+    same = _report(_env(), runs["default_again"])
+    threads = _report(_env(TF_NUM_INTRAOP_THREADS="1"), runs["intra1_env"])
+    onednn = _report(_env(TF_ENABLE_ONEDNN_OPTS="0"), runs["onednn_off"])
+
+    identical = diffing.diff_reports(base, same)
+    assert not [d for d in identical if d.key.startswith("golden.")]
+    assert not [d for d in identical if d.severity == fields.BREAKING], identical
+    assert diffing.exit_code(identical) == 0
+
+    for other in (threads, onednn):
+        diffs = diffing.diff_reports(base, other)
+        gold = [d for d in diffs if d.key.startswith("golden.")]
+        assert gold and all(d.severity == fields.BREAKING for d in gold), gold
+        assert {d.a for d in gold} | {d.b for d in gold} >= {base["selftest"]["golden"]["hash"],
+                                                               other["selftest"]["golden"]["hash"]}
+        assert diffing.exit_code(diffs) == 1
+
+    expected = fields.fingerprint_fields(base)
+    assert any(k.startswith("golden.") for k in expected)
+    assert not [d for d in diffing.compare_expected(expected, same) if d.severity == fields.BREAKING]
+    for other in (threads, onednn):
+        found = diffing.compare_expected(expected, other)
+        assert [d for d in found if d.key.startswith("golden.") and d.severity == fields.BREAKING]

@@ -1,0 +1,285 @@
+"""envpin diff / verify: classification of differences and the exit-code contract (0 / 1 / 2)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from envpin import diff
+from envpin.probe import collect, fields, fingerprint, fingerprint_fields
+from tests.conftest import run_envpin
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    return collect()
+
+
+def _probe(tmp_path: Path, name: str, **env: str) -> Path:
+    """A real report from the real CLI in a separate process."""
+    path = tmp_path / name
+    base = {"OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1"}
+    res = run_envpin("probe", "--json", str(path), env={**base, **env})
+    assert res.code == 0, res.stderr
+    assert res.stdout == "" and "fingerprint sha256:" in res.stderr
+    return path
+
+
+def _diff_json(a: Path, b: Path) -> tuple[int, dict[str, Any]]:
+    res = run_envpin("diff", str(a), str(b), "--json")
+    assert res.code in (0, 1), res.stderr
+    return res.code, json.loads(res.stdout)
+
+
+def _breaking(doc: dict[str, Any]) -> list[str]:
+    return [d["key"] for d in doc["differences"] if d["severity"] == "breaking"]
+
+
+def test_thread_count_difference_is_breaking(tmp_path: Path) -> None:
+    a = _probe(tmp_path, "a.json", OMP_NUM_THREADS="1")
+    b = _probe(tmp_path, "b.json", OMP_NUM_THREADS="8")
+    code, doc = _diff_json(a, b)
+    assert code == 1 and _breaking(doc) == ["env.OMP_NUM_THREADS"]
+    assert doc["verdict"] == "1 breaking difference"
+    assert doc["fingerprint"]["a"] != doc["fingerprint"]["b"]
+    assert {d["severity"] for d in doc["differences"] if d["key"] != "env.OMP_NUM_THREADS"} <= {"info"}
+
+
+def test_onednn_setting_difference_is_breaking(tmp_path: Path) -> None:
+    a = _probe(tmp_path, "a.json", TF_ENABLE_ONEDNN_OPTS="0")
+    b = _probe(tmp_path, "b.json", TF_ENABLE_ONEDNN_OPTS="1")
+    code, doc = _diff_json(a, b)
+    assert code == 1 and _breaking(doc) == ["env.TF_ENABLE_ONEDNN_OPTS"]
+
+
+def test_hostname_only_difference_is_info(tmp_path: Path) -> None:
+    a = _probe(tmp_path, "a.json")
+    data = json.loads(a.read_text())
+    data["host"]["hostname"]["value"] = "another-machine"
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(data))
+    code, doc = _diff_json(a, b)
+    assert code == 0
+    assert [(d["key"], d["severity"]) for d in doc["differences"]] == [("host.hostname", "info")]
+    assert doc["verdict"] == "identical except informational differences"
+    res = run_envpin("diff", str(a), str(b))
+    assert res.code == 0 and res.stdout == ""
+    assert res.stderr.splitlines()[0] == "identical except informational differences"
+    assert "host.hostname" in res.stderr
+
+
+def test_two_runs_of_one_environment_differ_only_in_volatile_fields(tmp_path: Path) -> None:
+    a, b = _probe(tmp_path, "a.json"), _probe(tmp_path, "b.json")
+    code, doc = _diff_json(a, b)
+    assert code == 0 and doc["counts"]["breaking"] == 0 and doc["counts"]["risk"] == 0
+    assert doc["fingerprint"]["a"] == doc["fingerprint"]["b"]
+
+
+def _with(report: dict[str, Any], section: str, name: str, value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(report)
+    out[section][name] = {"value": value, "source": "test"}
+    return out
+
+
+def _severities(a: dict[str, Any], b: dict[str, Any]) -> dict[str, str]:
+    return {d.key: d.severity for d in diff.diff_reports(a, b)}
+
+
+def _gpu(report: dict[str, Any], driver: str = "550.54.15", name: str = "NVIDIA A100-SXM4-40GB") -> dict[str, Any]:
+    out = copy.deepcopy(report)
+    out["gpu"] = {
+        "backend": {"value": "nvml", "source": "test"},
+        "count": {"value": 1, "source": "test"},
+        "driver_version": {"value": driver, "source": "test"},
+        "driver_major": {"value": driver.split(".")[0], "source": "test"},
+        "devices.0.name": {"value": name, "source": "test"},
+        "devices.0.compute_capability": {"value": "8.0", "source": "test"},
+        "devices.0.uuid": {"value": f"GPU-{driver}", "source": "test"},
+    }
+    return out
+
+
+def test_driver_minor_is_risk_and_major_is_breaking(report: dict[str, Any]) -> None:
+    base = _gpu(report, "550.54.15")
+    assert _severities(base, _gpu(report, "550.90.07")) == {
+        "gpu.driver_version": "risk", "gpu.devices.0.uuid": "info"
+    }
+    sev = _severities(base, _gpu(report, "535.104.05"))
+    assert sev["gpu.driver_major"] == "breaking" and sev["gpu.driver_version"] == "risk"
+
+
+def test_gpu_model_is_breaking(report: dict[str, Any]) -> None:
+    sev = _severities(_gpu(report), _gpu(report, name="NVIDIA H100 80GB HBM3"))
+    assert sev == {"gpu.devices.0.name": "breaking"}
+
+
+def test_cpu_isa_level_breaks_only_when_computing_on_cpu(report: dict[str, Any]) -> None:
+    other = "x86-64-v2" if report["cpu"]["isa_level"].get("value") != "x86-64-v2" else "x86-64-v3"
+    assert _severities(report, _with(report, "cpu", "isa_level", other)) == {"cpu.isa_level": "breaking"}
+    on_gpu = _gpu(report)
+    assert _severities(on_gpu, _with(on_gpu, "cpu", "isa_level", other)) == {"cpu.isa_level": "risk"}
+    assert "cpu.isa_level" not in fingerprint_fields(on_gpu)
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "value", "key", "severity"),
+    [
+        ("os", "kernel", "4.4.0", "os.kernel", "risk"),
+        ("container", "runtime", "podman", "container.runtime", "risk"),
+        ("env", "XLA_FLAGS", "--xla_gpu_deterministic_ops=true", "env.XLA_FLAGS", "breaking"),
+        ("env", "TF_DETERMINISTIC_OPS", "1", "env.TF_DETERMINISTIC_OPS", "breaking"),
+        ("env", "PYTHONHASHSEED", "0", "env.PYTHONHASHSEED", "breaking"),
+        ("env", "TF_CPP_MIN_LOG_LEVEL", "3", "env.TF_CPP_MIN_LOG_LEVEL", "info"),
+        ("cuda", "cudnn", {"version": "8.9.7", "path": "/x"}, "cuda.cudnn.version", "breaking"),
+        ("tensorflow", "version", "2.99.0", "tensorflow.version", "breaking"),
+        ("packages", "site_hash", "sha256:" + "0" * 64, "packages.site_hash", "breaking"),
+    ],
+)
+def test_field_classes(report: dict[str, Any], section: str, name: str, value: Any, key: str, severity: str) -> None:
+    assert _severities(report, _with(report, section, name, value))[key] == severity
+
+
+def test_package_version_is_breaking(report: dict[str, Any]) -> None:
+    other = copy.deepcopy(report)
+    dists = other["packages"]["distributions"]["value"]
+    name = sorted(dists)[0]
+    dists[name] = dists[name] + ".post1"
+    assert _severities(report, other) == {f"packages.distributions.{name}": "breaking"}
+
+
+def test_tf_runtime_threads_breaking_but_probe_mode_is_info(report: dict[str, Any]) -> None:
+    runtime = {"version": "2.21.0", "intra_op_threads": 0, "inter_op_threads": 0}
+    a = _with(report, "tensorflow", "runtime", runtime)
+    b = _with(report, "tensorflow", "runtime", {**runtime, "intra_op_threads": 4})
+    assert _severities(a, b) == {"tensorflow.runtime.intra_op_threads": "breaking"}
+    plain = copy.deepcopy(report)
+    plain["tensorflow"]["runtime"] = {"unavailable": "not imported", "source": "test"}
+    assert set(_severities(plain, a).values()) == {"info"}
+    assert fingerprint(a) == fingerprint(plain)
+
+
+def test_golden_hash_difference_is_breaking(report: dict[str, Any]) -> None:
+    a, b = copy.deepcopy(report), copy.deepcopy(report)
+    a["selftest"] = {"golden": {"hash": "sha256:" + "a" * 64, "device_class": "cpu-x"}}
+    b["selftest"] = {"golden": {"hash": "sha256:" + "b" * 64, "device_class": "cpu-x"}}
+    assert _severities(a, b) == {"golden.cpu-x": "breaking"}
+
+
+# --- unreadable input: exit 2, one line -------------------------------------------------------------------
+
+
+def _one_line_error(res: Any, needle: str) -> None:
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.code == 2, res.stderr
+    assert lines[0].startswith("error: ") and needle in lines[0], res.stderr
+    assert len(lines) <= 2 and (len(lines) == 1 or lines[1].startswith("hint: "))
+    assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{", "is not valid JSON"),
+        ("[1, 2]", "not a probe report"),
+        ('{"hello": 1}', "no probe_schema"),
+        ('{"probe_schema": 99}', "probe schema 99"),
+        ('{"probe_schema": 1, "cpu": []}', "section 'cpu'"),
+        ("\udcff", "cannot read report"),
+    ],
+)
+def test_diff_corrupt_input(cli, tmp_path: Path, report: dict[str, Any], content: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(report))
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content.encode("utf-8", "surrogateescape"))
+    _one_line_error(cli("diff", str(good), str(bad)), needle)
+    _one_line_error(cli("diff", str(bad), str(good), "--json"), needle)
+
+
+def test_diff_missing_and_unreadable_files(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(cli("diff", str(tmp_path / "nope.json"), str(tmp_path / "nope.json")), "does not exist")
+    _one_line_error(cli("diff", str(tmp_path), str(tmp_path)), "cannot read report")
+
+
+# --- verify ---------------------------------------------------------------------------------------------
+
+
+def _lock(path: Path, report: dict[str, Any] | None, **override: Any) -> Path:
+    data: dict[str, Any] = {"lock": {"schema": 1}}
+    if report is not None:
+        fp_fields = fingerprint_fields(report)
+        data["expected"] = {"fingerprint": fields.fingerprint_of_fields(fp_fields), "fields": fp_fields}
+        data["expected"].update(override)
+    path.write_text(tomli_w.dumps(data))
+    return path
+
+
+def test_verify_needs_an_expected_table(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    lock = _lock(tmp_path / "envpin.lock", None)
+    res = cli("verify", "--lock", str(lock))
+    _one_line_error(res, "has no 'expected' table")
+    assert "envpin verify --record" in res.stderr
+
+
+def test_verify_report_identical_then_breaking(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    lock = _lock(tmp_path / "envpin.lock", report)
+    rpath = tmp_path / "r.json"
+    rpath.write_text(json.dumps(report))
+    res = cli("verify", "--lock", str(lock), "--report", str(rpath))
+    assert res.code == 0 and res.stderr.splitlines()[0] == "identical" and res.stdout == ""
+    changed = _with(report, "env", "OMP_NUM_THREADS", "7")
+    changed = _with(changed, "env", "TF_ENABLE_ONEDNN_OPTS", "0")
+    rpath.write_text(json.dumps(changed))
+    res = cli("verify", "--lock", str(lock), "--report", str(rpath), "--json")
+    assert res.code == 1 and res.stderr.splitlines()[0] == "2 breaking differences"
+    doc = json.loads(res.stdout)
+    assert [d["key"] for d in doc["differences"]] == ["env.OMP_NUM_THREADS", "env.TF_ENABLE_ONEDNN_OPTS"]
+    assert doc["fingerprint"]["expected"] != doc["fingerprint"]["actual"]
+
+
+def test_verify_live_probe_matches_lock_recorded_here(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lock = _lock(tmp_path / "envpin.lock", collect())
+    res = cli("verify", "--lock", str(lock))
+    assert res.code == 0, res.stderr
+    assert res.stderr.splitlines()[0] == "identical"
+
+
+def test_verify_lock_with_only_a_fingerprint(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    rpath = tmp_path / "r.json"
+    rpath.write_text(json.dumps(report))
+    lock = tmp_path / "envpin.lock"
+    lock.write_text(tomli_w.dumps({"expected": {"fingerprint": fingerprint(report)}}))
+    assert cli("verify", "--lock", str(lock), "--report", str(rpath)).code == 0
+    lock.write_text(tomli_w.dumps({"expected": {"fingerprint": "sha256:" + "0" * 64}}))
+    res = cli("verify", "--lock", str(lock), "--report", str(rpath))
+    assert res.code == 1 and res.stderr.splitlines()[0] == "1 breaking difference"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("expected = [", "is not valid TOML"),
+        ('expected = "x"', "'expected' is not a table"),
+        ('[expected]\nfingerprint = 3\n', "must be a 'sha256:...' string"),
+    ],
+)
+def test_verify_corrupt_lock(cli, tmp_path: Path, text: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+    lock = tmp_path / "envpin.lock"
+    lock.write_text(text)
+    _one_line_error(cli("verify", "--lock", str(lock)), needle)
+
+
+def test_verify_hand_edited_fingerprint(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    lock = _lock(tmp_path / "envpin.lock", report, fingerprint="sha256:" + "f" * 64)
+    _one_line_error(cli("verify", "--lock", str(lock)), "does not match expected.fields")
+
+
+def test_verify_missing_report_and_lock(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(cli("verify", "--lock", str(tmp_path / "none.lock")), "does not exist")
+    lock = _lock(tmp_path / "envpin.lock", report)
+    _one_line_error(cli("verify", "--lock", str(lock), "--report", str(tmp_path / "r.json")), "does not exist")

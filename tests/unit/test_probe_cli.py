@@ -1,0 +1,39 @@
+"""`envpin probe` on a host: the same collector as in images, files or stdout, the one-line error contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from envpin.probe import fingerprint, load_schema
+
+
+def test_probe_writes_out_dir_and_markdown(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("probe", "--out", str(tmp_path / "reports"), "--markdown", str(tmp_path / "r.md"))
+    assert res.code == 0, res.stderr
+    assert res.stdout == ""
+    files = sorted((tmp_path / "reports").iterdir())
+    assert [p.suffix for p in files] == [".json", ".md"]
+    report = json.loads(files[0].read_text())
+    jsonschema.validate(report, load_schema())
+    assert report["fingerprint"] == fingerprint(report)
+    assert res.stderr.splitlines()[0].startswith(f"fingerprint {report['fingerprint']} (")
+    md = (tmp_path / "r.md").read_text()
+    assert f"- fingerprint: `{report['fingerprint']}`" in md
+    for section in ("cpu", "gpu", "env", "packages", "tensorflow", "cuda"):
+        assert f"\n## {section}\n" in md
+
+
+def test_probe_json_on_stdout(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("probe")
+    assert res.code == 0, res.stderr
+    jsonschema.validate(json.loads(res.stdout), load_schema())
+
+
+def test_probe_unwritable_output(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("probe", "--json", str(tmp_path / "no" / "such" / "dir.json"))
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.code == 2 and lines[0].startswith("error: cannot write the report")
+    assert len(lines) == 2 and lines[1].startswith("hint: ") and res.stdout == ""

@@ -1,0 +1,396 @@
+"""The probe as it runs in images: a separate isolated interpreter, standard library only, schema-valid JSON,
+no secrets in any output, and broken environments recorded field by field instead of crashing the probe."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from envpin.probe import fields, load_schema
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE_DIR = REPO / "envpin" / "probe"
+
+# -I ignores PYTHONPATH (it implies -E), so the repository is put on sys.path by the -c stub instead.
+_STUB = (
+    "import sys; sys.path.insert(0, {repo!r}); import runpy; "
+    "runpy.run_module('envpin.probe', run_name='__main__', alter_sys=True)"
+)
+
+
+def run_probe(*args: str, env: dict[str, Any] | None = None, no_site: bool = False,
+              timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    base: dict[str, Any] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    base.update(env or {})
+    cmd = [sys.executable, "-I", *(["-S"] if no_site else []), "-c", _STUB.format(repo=str(REPO)), *args]
+    return subprocess.run(cmd, env=base, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def probe_json(tmp_path: Path, *args: str, **kw: Any) -> dict[str, Any]:
+    out = tmp_path / "report.json"
+    res = run_probe("--json", str(out), *args, **kw)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, load_schema())
+    return report
+
+
+# --- static: standard library only, Python 3.6 -----------------------------------------------------------
+
+OPTIONAL_LAZY = {"tensorflow", "numpy", "fwr13y", "tfdeterminism", "keras", "horovod"}
+
+
+def _imports(tree: ast.AST):  # type: ignore[no-untyped-def]
+    """(module, inside_function) for every import statement."""
+    def walk(node: ast.AST, in_func: bool):  # type: ignore[no-untyped-def]
+        for child in ast.iter_child_nodes(node):
+            nested = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, in_func
+            elif isinstance(child, ast.ImportFrom) and child.level == 0:
+                yield child.module or "", in_func
+            yield from walk(child, nested)
+    yield from walk(tree, False)
+
+
+def test_probe_imports_only_stdlib_at_module_level() -> None:
+    bad = []
+    for path in sorted(PROBE_DIR.glob("*.py")):
+        for module, in_func in _imports(ast.parse(path.read_text(), str(path))):
+            top = module.split(".")[0]
+            ok = top in sys.stdlib_module_names or module.startswith("envpin.probe") or module == "envpin"
+            if in_func:
+                ok = ok or top in OPTIONAL_LAZY
+            if not ok:
+                bad.append(f"{path.name}: {module} ({'function' if in_func else 'module'} level)")
+    assert bad == []
+
+
+def test_envpin_root_module_import_is_version_only() -> None:
+    for path in sorted(PROBE_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "envpin":
+                assert [a.name for a in node.names] == ["__version__"], path.name
+
+
+def test_vermin_python36() -> None:
+    vermin = Path(sys.executable).parent / "vermin"
+    if not vermin.exists():
+        pytest.skip("vermin is not installed next to this interpreter (pip install -e '.[test]')")
+    res = subprocess.run(
+        [str(vermin), "-t=3.6-", "--no-tips", "--violations", str(PROBE_DIR)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_schema_is_valid_draft7_and_shipped_in_package() -> None:
+    jsonschema.Draft7Validator.check_schema(load_schema())
+    assert (PROBE_DIR / "report.schema.json").is_file()
+
+
+# --- real runs ---------------------------------------------------------------------------------------------
+
+
+def test_isolated_run_without_site_packages(tmp_path: Path) -> None:
+    """-I -S: no third-party module is importable, so the probe can only be using the standard library."""
+    report = probe_json(tmp_path, no_site=True)
+    assert report["probe_schema"] == 1 and report["fingerprint"].startswith("sha256:")
+    assert report["python"]["version"]["value"] == ".".join(map(str, sys.version_info[:3]))
+    assert report["fingerprint"] == fields.fingerprint(report)
+    if not Path("/proc/driver/nvidia").exists():
+        assert "unavailable" in report["gpu"]["count"]
+
+
+def _old_pythons() -> list[str]:
+    """Interpreters of the versions NGC images ship, where this machine has them (pyenv or PATH)."""
+    found = []
+    for minor in ("3.6", "3.7", "3.8", "3.9"):
+        pyenv_root = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
+        pyenv = sorted(pyenv_root.glob(f"versions/{minor}.*/bin/python{minor}"))
+        exe = str(pyenv[-1]) if pyenv else shutil.which(f"python{minor}")
+        if exe and "/shims/" in exe:  # a pyenv shim needs pyenv's environment; the real binary does not
+            exe = None
+        if exe:
+            found.append(exe)
+    return found
+
+
+@pytest.mark.parametrize("python", _old_pythons() or [None])
+def test_runs_under_old_interpreters(tmp_path: Path, python: str | None) -> None:
+    """The real thing on Python 3.6+ (-I -S: standard library only), not just vermin's reading of it."""
+    if python is None:
+        pytest.skip("no python3.6-3.9 interpreter on this machine (PATH or pyenv)")
+    out = tmp_path / "r.json"
+    res = subprocess.run(
+        [python, "-I", "-S", "-c", _STUB.format(repo=str(REPO)), "--json", str(out), "--markdown", os.devnull],
+        capture_output=True, text=True, timeout=120, check=False, env={"PATH": "/usr/bin:/bin"},
+    )
+    assert res.returncode == 0, res.stderr
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, load_schema())
+    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert report["python"]["version"]["value"] == version
+    assert report["fingerprint"] == fields.fingerprint(report)
+    assert [e for e in report["probe"]["errors"]["value"] if e != "host.boot_id"] == []
+
+
+def test_isolated_run_reads_the_same_packages_as_pip(tmp_path: Path) -> None:
+    report = probe_json(tmp_path)
+    dists = report["packages"]["distributions"]["value"]
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    expected = {fields_name(p["name"]): p["version"] for p in json.loads(pip.stdout)}
+    # pip lists what is importable from this interpreter's site; the probe sees the same site.
+    missing = {k: v for k, v in expected.items() if dists.get(k) != v and k != "envpin"}
+    assert missing == {}
+
+
+def fields_name(name: str) -> str:
+    from envpin.probe.pyenv import normalize
+
+    return normalize(name)
+
+
+def test_default_probe_does_not_import_tensorflow() -> None:
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+        "from envpin.probe import collect\n"
+        "r = collect()\n"
+        "print('tensorflow' in sys.modules, r['tensorflow']['runtime'].get('unavailable', ''))\n"
+    )
+    res = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    imported, reason = res.stdout.strip().split(" ", 1)
+    assert imported == "False"
+    assert "not imported" in reason or "not installed" in reason
+
+
+def test_out_dir_names_are_host_time_pid(tmp_path: Path) -> None:
+    res = run_probe("--out", str(tmp_path / "reports"))
+    assert res.returncode == 0, res.stderr
+    names = sorted(p.name for p in (tmp_path / "reports").iterdir())
+    assert len(names) == 2 and names[0].endswith(".json") and names[1].endswith(".md")
+    report = json.loads((tmp_path / "reports" / names[0]).read_text())
+    host = report["host"]
+    stamp = host["time_utc"]["value"].replace("-", "").replace(":", "")
+    stem = f"{host['hostname']['value']}-{stamp}-{host['pid']['value']}"
+    assert names == [stem + ".json", stem + ".md"]
+    assert host["hostname"]["value"] == os.uname().nodename
+
+
+def test_json_to_dev_null_and_stdout(tmp_path: Path) -> None:
+    assert run_probe("--json", "/dev/null").returncode == 0
+    res = run_probe()
+    assert res.returncode == 0
+    jsonschema.validate(json.loads(res.stdout), load_schema())
+
+
+def test_unwritable_output_is_one_line_exit_2(tmp_path: Path) -> None:
+    res = run_probe("--json", str(tmp_path / "missing-dir" / "r.json"))
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: cannot write the report") and len(res.stderr.strip().splitlines()) == 1
+
+
+# --- secrets -----------------------------------------------------------------------------------------------
+
+PLANTED = {
+    "TF_SERVING_PASSWORD": "correct-horse-battery-staple-42",  # credential name
+    "HF_TOKEN": "hf_" + "Q8w7E6r5T4y3U2i1O0pAsDfGh",  # not a recorded prefix at all
+    "NCCL_SOCKET_IFNAME": "ghp_" + "Zx9Cv8Bn7Mm6Lk5Jh4Gf3Dd2Ss1Aa0Qq",  # value pattern on a recorded name
+    "XLA_FLAGS": "--xla_dump_to=https://deploy:Pa55w0rdXyz@dumps.example.invalid/x",  # URL credentials
+    "CUDA_CACHE_KEY_ID": "AKIA" + "IOSFODNN7EXAMPLE",
+    "TF_CONFIG": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFpbmVyIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
+    "OMP_SCHEDULE": "Vq3Lm9Xz7Rt2Wp5Ks8Nd4Fh6Jb1Gc0Ye",  # high-entropy run
+}
+
+
+def test_planted_secrets_never_reach_any_output(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    res = run_probe("--out", str(out), "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"),
+                    env=PLANTED)
+    assert res.returncode == 0, res.stderr
+    blobs = {p.name: p.read_text() for p in [*out.iterdir(), tmp_path / "r.json", tmp_path / "r.md"]}
+    blobs["stderr"] = res.stderr
+    for name, text in blobs.items():
+        for secret in PLANTED.values():
+            assert secret not in text, f"{secret} leaked into {name}"
+        for fragment in ("Pa55w0rdXyz", "IOSFODNN7EXAMPLE", "battery-staple", "Zx9Cv8Bn7Mm6"):
+            assert fragment not in text, f"{fragment} leaked into {name}"
+    report = json.loads((tmp_path / "r.json").read_text())
+    env = report["env"]
+    for name in ("TF_SERVING_PASSWORD", "NCCL_SOCKET_IFNAME", "XLA_FLAGS", "CUDA_CACHE_KEY_ID", "TF_CONFIG",
+                 "OMP_SCHEDULE"):
+        assert env[name]["present"] is True and env[name]["redacted"] is True, name
+    assert "HF_TOKEN" not in env  # not a determinism-relevant name: not recorded at all
+
+
+# --- broken environments -----------------------------------------------------------------------------------
+
+
+def _fake_root(tmp_path: Path) -> Path:
+    """A /proc-/sys-/etc-like tree where the files collectors need are unreadable or garbage."""
+    root = tmp_path / "root"
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "cpuinfo").mkdir()  # a folder where a file should be: reading it fails (EISDIR)
+    (root / "proc" / "meminfo").write_bytes(b"\xff\xfe\x00garbage\x00\x01")  # no MemTotal line
+    (root / "proc" / "self" / "cgroup").symlink_to(root / "nowhere")  # dangling
+    (root / "proc" / "self" / "maps").write_bytes(os.urandom(4096))
+    (root / "etc").mkdir()
+    (root / "etc" / "os-release").write_text("this is not KEY=value\n")
+    (root / "etc" / "ld.so.cache").write_bytes(os.urandom(2048))
+    return root
+
+
+def test_unreadable_proc_files_become_field_errors(tmp_path: Path) -> None:
+    root = _fake_root(tmp_path)
+    report = probe_json(tmp_path, env={"ENVPIN_PROBE_ROOT": str(root)})
+    assert "IsADirectoryError" in report["cpu"]["isa_level"]["error"]
+    assert "MemTotal" in report["memory"]["total_bytes"]["error"]
+    assert "error" in report["limits"]["cpu"] and "FileNotFoundError" in report["limits"]["cpu"]["error"]
+    assert "error" in report["os"]["release"]
+    # The rest of the probe went on.
+    assert report["python"]["version"]["value"] == ".".join(map(str, sys.version_info[:3]))
+    assert report["cpu"]["logical_cpus"]["value"] == os.cpu_count()
+    errors = report["probe"]["errors"]["value"]
+    assert "cpu.isa_level" in errors and "memory.total_bytes" in errors
+    assert report["probe"]["options"]["value"]["root"] == str(root)
+
+
+def test_garbage_ld_library_path(tmp_path: Path) -> None:
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "libcudnn.so.9").write_bytes(b"not an ELF file at all")
+    (junk / "libnccl.so.2").write_text("#!/bin/sh\n")
+    (tmp_path / "afile").write_text("x")
+    garbage = f"::{junk}:/nonexistent/dir:{tmp_path / 'afile'}:relative/dir:\x7f\x1b[31m:" + "x" * 5000
+    # C locale and undecodable bytes in a recorded variable, as in a badly configured container.
+    report = probe_json(tmp_path, env={"LD_LIBRARY_PATH": garbage, "LANG": "C", "LC_ALL": "C",
+                                       "CUDA_DEVICE_ORDER": b"PCI_BUS_ID\xff\xfe"})
+    assert report["env"]["LD_LIBRARY_PATH"]["value"] == garbage
+    assert report["env"]["CUDA_DEVICE_ORDER"]["value"] == "PCI_BUS_ID\\xff\\xfe"
+    # The dynamic loader was asked for the sonames found on the path; both files are junk.
+    assert "libcudnn.so.9" in report["cuda"]["cudnn"]["error"]
+    assert "libnccl.so.2" in report["cuda"]["nccl"]["error"]
+    assert "cuda.cudnn" in report["probe"]["errors"]["value"]
+
+
+FAKE_NVML_C = r"""
+#include <stdint.h>
+#ifndef INIT_RC
+#define INIT_RC 999
+#endif
+int nvmlInit_v2(void) { return INIT_RC; }
+int nvmlInit(void) { return INIT_RC; }
+int nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(int rc) {
+    if (rc == 3) return "Not Supported";
+    if (rc == 9) return "Driver Not Loaded";
+    return "Unknown Error";
+}
+int nvmlDeviceGetCount_v2(unsigned int *n) { *n = 1; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) { *h = (void *)(uintptr_t)(i + 1); return 0; }
+int nvmlDeviceGetMigMode(void *h, unsigned int *c, unsigned int *p) { return 3; }
+#define FAIL(name) int name(void) { return 999; }
+FAIL(nvmlSystemGetDriverVersion) FAIL(nvmlSystemGetNVMLVersion) FAIL(nvmlSystemGetCudaDriverVersion_v2)
+FAIL(nvmlDeviceGetName) FAIL(nvmlDeviceGetUUID) FAIL(nvmlDeviceGetCudaComputeCapability)
+FAIL(nvmlDeviceGetMemoryInfo) FAIL(nvmlDeviceGetPciInfo_v3) FAIL(nvmlDeviceGetEccMode)
+FAIL(nvmlDeviceGetPersistenceMode) FAIL(nvmlDeviceGetComputeMode) FAIL(nvmlDeviceGetMaxClockInfo)
+FAIL(nvmlDeviceGetApplicationsClock) FAIL(nvmlDeviceGetPowerManagementLimit)
+FAIL(nvmlDeviceGetEnforcedPowerLimit) FAIL(nvmlDeviceGetVbiosVersion)
+"""
+
+
+def _fake_nvml(tmp_path: Path, init_rc: int) -> Path:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed: cannot build the failing libnvidia-ml.so.1")
+    src = tmp_path / "fake_nvml.c"
+    src.write_text(FAKE_NVML_C)
+    lib = tmp_path / f"rc{init_rc}" / "libnvidia-ml.so.1"
+    lib.parent.mkdir()
+    subprocess.run([gcc, "-shared", "-fPIC", f"-DINIT_RC={init_rc}", "-o", str(lib), str(src)], check=True,
+                   capture_output=True, timeout=120)
+    return lib
+
+
+def test_nvml_whose_init_fails_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    lib = _fake_nvml(tmp_path, 999)
+    report = probe_json(tmp_path, env={"ENVPIN_NVML_LIBRARY": str(lib)})
+    gpu = report["gpu"]
+    assert "nvmlInit_v2: NVML_ERROR_UNKNOWN (Unknown Error)" in gpu["backend"]["error"]
+    assert "error" in gpu["count"] and "error" in gpu["driver_major"]
+    assert "gpu.backend" in report["probe"]["errors"]["value"]
+
+
+def test_nvml_without_driver_is_unavailable(tmp_path: Path) -> None:
+    lib = _fake_nvml(tmp_path, 9)
+    report = probe_json(tmp_path, env={"ENVPIN_NVML_LIBRARY": str(lib)})
+    assert "NVML_ERROR_DRIVER_NOT_LOADED" in report["gpu"]["count"]["unavailable"]
+    assert not any(e.startswith("gpu.") for e in report["probe"]["errors"]["value"])
+
+
+def test_nvml_device_queries_failing_one_by_one(tmp_path: Path) -> None:
+    lib = _fake_nvml(tmp_path, 0)
+    report = probe_json(tmp_path, env={"ENVPIN_NVML_LIBRARY": str(lib)})
+    gpu = report["gpu"]
+    assert gpu["backend"]["value"] == "nvml" and gpu["count"]["value"] == 1
+    for name in ("name", "uuid", "compute_capability", "memory_total_bytes", "pci_bus_id", "clocks_max_mhz"):
+        assert "NVML_ERROR_UNKNOWN" in gpu[f"devices.0.{name}"]["error"], name
+    assert "not supported" in gpu["devices.0.mig"]["unavailable"]
+    assert "NVML_ERROR_UNKNOWN" in gpu["driver_version"]["error"]
+
+
+def test_nvidia_smi_fallback(tmp_path: Path) -> None:
+    """No NVML library: the probe asks nvidia-smi (a stand-in script here: this machine has no GPU)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    row = ("Tesla V100-SXM2-16GB, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 7.0, 16160, 00000000:00:1E.0, "
+           "Enabled, [N/A], Enabled, Default, 1530, 1530, 877, 300.00, 300.00, 88.00.4F.00.09, 470.82.01")
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=name,uuid,compute_cap,*) echo "{row}";; *) exit 6;; esac\n')
+    smi.chmod(0o755)
+    report = probe_json(tmp_path, env={"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"),
+                                       "PATH": f"{bindir}:/usr/bin:/bin"})
+    gpu = report["gpu"]
+    assert gpu["backend"]["value"] == "nvidia-smi" and "absent.so" in gpu["fallback_reason"]["value"]
+    assert gpu["devices.0.name"]["value"] == "Tesla V100-SXM2-16GB"
+    assert gpu["devices.0.compute_capability"]["value"] == "7.0"
+    assert gpu["driver_major"]["value"] == "470"
+    # With a GPU in the report, CPU features stop being fingerprinted.
+    assert "cpu.isa_level" not in fields.fingerprint_fields(report)
+
+
+@pytest.mark.tensorflow
+@pytest.mark.slow
+def test_with_tf_reads_runtime_and_keeps_fingerprint(tmp_path: Path) -> None:
+    try:
+        import importlib.util
+
+        found = importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        pytest.skip("TensorFlow is not installed in this interpreter")
+    plain = probe_json(tmp_path)
+    with_tf = probe_json(tmp_path, "--with-tf", env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=600)
+    runtime = with_tf["tensorflow"]["runtime"]["value"]
+    assert runtime["version"] == plain["tensorflow"]["version"]["value"].split("+")[0]
+    assert runtime["git_version"].startswith("v")
+    assert runtime["intra_op_threads"] == 0 and runtime["inter_op_threads"] == 0
+    assert plain["fingerprint"] == fields.fingerprint(plain)
+    # TF runtime fields are compared by diff but never hashed: the same environment keeps its fingerprint.
+    # (TF_CPP_MIN_LOG_LEVEL is a logging variable, outside the fingerprint too.)
+    assert with_tf["fingerprint"] == plain["fingerprint"]

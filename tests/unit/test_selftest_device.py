@@ -1,0 +1,99 @@
+"""Device classes, the oneDNN default rule, and the self-test where TensorFlow cannot be imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from envpin.probe import golden, selftest
+
+V3 = ["lm", "cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2", "cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2",
+      "ssse3", "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"]
+V4 = [*V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
+
+
+def test_cpu_isa_level_and_onednn_relevant_features() -> None:
+    assert golden.cpu_isa(V3, "x86_64") == "x86-64-v3"
+    assert golden.cpu_isa([*V4, "amx_tile", "avx512_vnni"], "x86_64") == "x86-64-v4+avx512_vnni+amx_tile"
+    assert golden.cpu_isa(["fp", "asimd", "sve"], "aarch64") == "aarch64+asimd+sve"
+
+
+def test_cpu_device_class_holds_threads_and_onednn() -> None:
+    env = {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_NUM_INTRAOP_THREADS": "4"}
+    cls = golden.device_class(gpus=[], environ=env, cpu="x86-64-v3")
+    assert cls == f"cpu:x86-64-v3;intra_op=4;inter_op={golden.usable_cpus()};onednn=off"
+    assert golden.device_class(gpus=[], intra_op=1, inter_op=1, onednn="on", cpu="x86-64-v4") == (
+        "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on")
+
+
+def test_gpu_device_class_is_model_compute_capability_and_count() -> None:
+    gpus = [("NVIDIA A100-SXM4-80GB", "8.0")] * 2
+    assert golden.device_class(gpus=gpus, intra_op=1) == "gpu:NVIDIA A100-SXM4-80GB;cc=8.0;count=2"
+
+
+@pytest.mark.parametrize(
+    ("version", "env", "machine", "expected"),
+    [
+        ("2.21.0", {}, "x86_64", "on"),
+        ("2.9.0", {}, "x86_64", "on"),
+        ("2.8.4", {}, "x86_64", "off"),
+        ("2.7.4", {"TF_ENABLE_ONEDNN_OPTS": "1"}, "x86_64", "on"),
+        ("2.21.0", {"TF_ENABLE_ONEDNN_OPTS": "0"}, "x86_64", "off"),
+        ("2.21.0", {}, "aarch64", "off"),
+    ],
+)
+def test_onednn_setting(version: str, env: dict, machine: str, expected: str) -> None:
+    assert golden.onednn_setting(version, env, machine) == expected
+
+
+@pytest.fixture(scope="module")
+def python_without_tensorflow(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real interpreter whose site-packages is empty: `import tensorflow` genuinely fails in it."""
+    home = tmp_path_factory.mktemp("bare-venv")
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(home)
+    python = str(home / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import tensorflow"], capture_output=True, text=True)
+    assert probe.returncode != 0, "the bare venv unexpectedly imports TensorFlow"
+    return python
+
+
+def test_selftest_without_tensorflow_is_skipped_with_the_reason(python_without_tensorflow: str) -> None:
+    result = selftest.run_selftest(quick=True, python=python_without_tensorflow)
+    assert list(result) == ["skipped"]
+    assert result["skipped"].startswith("TensorFlow cannot be imported: ModuleNotFoundError")
+    assert "tensorflow" in result["skipped"]
+
+
+def test_golden_without_tensorflow_is_skipped(python_without_tensorflow: str) -> None:
+    result = golden.run_golden(steps=2, python=python_without_tensorflow)
+    assert result["skipped"].startswith("TensorFlow cannot be imported")
+
+
+def test_cli_selftest_without_tensorflow_exits_2_with_one_line(cli, python_without_tensorflow: str) -> None:  # type: ignore[no-untyped-def]
+    res = cli("selftest", "--quick", "--python", python_without_tensorflow)
+    assert res.code == 2
+    assert "self-test skipped: TensorFlow cannot be imported" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stdout == ""
+    res = cli("selftest", "--quick", "--json", "--python", python_without_tensorflow)
+    assert res.code == 2 and '"skipped"' in res.stdout
+
+
+def test_cli_selftest_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("selftest", "--hygiene-script", str(tmp_path / "missing.py"))
+    assert res.code == 2 and "does not exist" in res.stderr
+    res = cli("selftest", "--python", str(tmp_path / "no-python"))
+    assert res.code == 2 and "not found" in res.stderr
+
+
+def test_child_failure_is_reported_not_raised() -> None:
+    # A child that dies (here: a module that does not exist) comes back as an error string.
+    from envpin.probe import _d9m
+
+    payload, error, _ = _d9m.run_child("envpin.probe.no_such_module", [], _d9m.child_env(), 60, sys.executable)
+    assert payload is None
+    assert "exited with status 1" in error and "No module named" in error
