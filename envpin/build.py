@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections import deque
@@ -80,7 +81,8 @@ class _Progress:
         self._start = time.monotonic()
         self._step = "starting"
         self._title = title
-        self._live = Live(self._render(), console=err, refresh_per_second=4, transient=True) if err.is_terminal else None
+        live = err.is_terminal
+        self._live = Live(self._render(), console=err, refresh_per_second=4, transient=True) if live else None
 
     def _render(self) -> Any:
         return self._text(f"{self._title}: {self._step} ({time.monotonic() - self._start:.1f} s)")
@@ -165,14 +167,12 @@ def build_image(
 
 
 def _save_log(path: Path, lines: list[str]) -> None:
-    try:
+    with contextlib.suppress(Exception):
         atomic_write(path, "".join(lines).encode())
-    except Exception:  # noqa: BLE001 - a log that cannot be written must not hide the build's own error
-        pass
 
 
 def image_exists(client: Any, image_id: str) -> bool:
     try:
         return bool(client.images.get(image_id))
-    except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound or a vanished engine: rebuild
+    except Exception:
         return False

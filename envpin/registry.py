@@ -27,7 +27,10 @@ MANIFEST_TYPES = ", ".join(
     ]
 )
 _INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
-_REF = re.compile(r"^(?:(?P<host>[^/]+\.[^/]+|[^/]+:\d+|localhost)/)?(?P<repo>[a-z0-9._/-]+?)(?::(?P<tag>[\w.-]+))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$")
+_REF = re.compile(
+    r"^(?:(?P<host>[^/]+\.[^/]+|[^/]+:\d+|localhost)/)?(?P<repo>[a-z0-9._/-]+?)"
+    r"(?::(?P<tag>[\w.-]+))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
 TIMEOUT = 20
 
 
@@ -84,7 +87,7 @@ class RegistryClient:
 
     def _open(self, url: str, headers: dict[str, str], method: str = "GET") -> tuple[bytes, dict[str, str]]:
         req = urllib.request.Request(url, headers=headers, method=method)
-        with urllib.request.urlopen(req, timeout=TIMEOUT, context=self._ssl) as resp:  # noqa: S310
+        with urllib.request.urlopen(req, timeout=TIMEOUT, context=self._ssl) as resp:
             return resp.read(), {k.lower(): v for k, v in resp.headers.items()}
 
     def _get(self, ref: ImageRef, path: str, accept: str) -> tuple[bytes, dict[str, str]]:
