@@ -135,3 +135,28 @@ def build_environment(
     lock["build"] = {"image_id": outcome.image_id, "tag": tag, "built_from": plan.from_ref}
     atomic_write(target / lockfile.LOCK_NAME, lockfile.dumps(lock))
     return BuildResult(plan, target, outcome.image_id, tag, False, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class LockResult:
+    out: Path
+    image: str
+    python: str
+    base_count: int
+    locked: tuple[str, ...]
+
+
+def lock_requirements(
+    source: Path, *, ngc: str, tf: str | None = None, base_image: str | None = None, out: Path | None = None
+) -> LockResult:
+    """Resolve requirements.in inside the target image and write requirements.lock with hashes."""
+    from envpin import build, locking
+
+    text = locking.read_requirements_in(source)
+    plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
+    image = plan.build_from or plan.image
+    client = build.docker_client()
+    python, dists, reqs = locking.resolve(client, image, text)
+    target = out or source.with_name("requirements.lock")
+    locking.write_lock(target, reqs, image, python, source, text)
+    return LockResult(target, image, python, len(dists), tuple(f"{r.name}=={r.version}" for r in reqs))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from envpin import __version__
 from envpin.console import err
@@ -51,9 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     except EnvpinError as exc:
         if _state["debug"]:
             traceback.print_exc()
-        err.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+        # Messages quote user input and file contents: never interpret them as rich markup.
+        err.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True)
         if exc.hint:
-            err.print(f"[dim]hint:[/] {exc.hint}", markup=True, soft_wrap=True)
+            err.print(f"[dim]hint:[/] {escape(exc.hint)}", markup=True, soft_wrap=True)
         sys.exit(exc.exit_code)
     except Exception as exc:
         if _is_abort(exc):
@@ -234,6 +236,26 @@ def build_cmd(
     state = "up to date" if built.up_to_date else "built"
     err.print(f"{state}: {built.tag} ({built.image_id[:19]}) in {built.seconds:.1f} s; lock: {built.out}/envpin.lock")
     sys.stdout.write(f"{built.tag}\n")
+
+
+@app.command("lock")
+def lock_cmd(
+    requirements_in: Annotated[Path, typer.Argument(help="requirements.in: the packages you want, loosely pinned.")],
+    ngc: NgcOpt,
+    tf: TfOpt = None,
+    base_image: BaseOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Lock file (default requirements.lock beside it).")] = None,
+) -> None:
+    """Resolve requirements.in inside the target image into a hashed lock that never replaces its packages."""
+    from envpin import api
+
+    res = api.lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out)
+    err.print(
+        f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "
+        f"({res.base_count} packages of the base kept as they are) -> {res.out}",
+        soft_wrap=True,
+    )
+    sys.stdout.write(f"{res.out}\n")
 
 
 # room commands

@@ -150,11 +150,11 @@ def test_isolated_run_reads_the_same_packages_as_pip(tmp_path: Path) -> None:
     report = probe_json(tmp_path)
     dists = report["packages"]["distributions"]["value"]
     pip = subprocess.run(
-        [sys.executable, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        [sys.executable, "-I", "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
         capture_output=True, text=True, check=True, timeout=120,
     )
     expected = {fields_name(p["name"]): p["version"] for p in json.loads(pip.stdout)}
-    # pip lists what is importable from this interpreter's site; the probe sees the same site.
+    # pip lists what is importable from this interpreter's site (both isolated: no user site).
     missing = {k: v for k, v in expected.items() if dists.get(k) != v and k != "envpin"}
     assert missing == {}
 
