@@ -8,7 +8,7 @@ import jinja2
 
 from envpin import lockfile
 from envpin.errors import LockError, RenderError
-from envpin.fsutil import atomic_write, sha256_bytes, sha256_file
+from envpin.fsutil import atomic_write_many, sha256_bytes, sha256_file
 from envpin.plan import BuildPlan
 from envpin.requirements import render_lock
 
@@ -131,9 +131,8 @@ def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force
             previous = None  # only reachable with --force: the broken lock is replaced
     hashes = {k: sha256_bytes(v) for k, v in files.items()}
     lock_bytes = lockfile.dumps(lockfile.from_plan(plan, hashes, previous))
-    for rel, data in files.items():
-        atomic_write(out / rel, data)
+    # The lock comes last in the dict, so it is renamed into place after every file it describes.
+    atomic_write_many({**{out / rel: data for rel, data in files.items()}, out / lockfile.LOCK_NAME: lock_bytes})
     for rel in stale:
         (out / rel).unlink()
-    atomic_write(out / lockfile.LOCK_NAME, lock_bytes)
     return out

@@ -119,3 +119,30 @@ def test_registry_errors(local_registry: str, ref: str, fragment: str, tmp_path:
     res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", ref, "--out", str(tmp_path / "e"))
     assert res.code == 2 and fragment in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "e").exists()
+
+
+def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    req = tmp_path / "requirements.lock"
+    # A real download keeps the build busy long enough to interrupt it mid-step.
+    req.write_text("six==1.16.0 \\\n    --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n")
+    out = tmp_path / "env"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envpin", "build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image,
+         "--requirements", str(req), "--out", str(out), "--no-cache"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stderr is not None
+    with proc.stderr:
+        for line in proc.stderr:
+            if "pip install" in line:  # the progress line of the RUN pip step
+                proc.send_signal(signal.SIGINT)
+                break
+        rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, rest
+    lock = lockfile.read(out / "envpin.lock")  # parses, self-hash intact
+    assert "build" not in lock
+    assert not list(out.glob(".*.tmp"))

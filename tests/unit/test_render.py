@@ -132,3 +132,25 @@ def test_requirements_parse() -> None:
 def test_requirements_errors(text: str, message: str) -> None:
     with pytest.raises(RequirementsError, match=message):
         parse_lock(text, "requirements.txt")
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 64 KiB tmpfs: a real full disk (needs root and mount permission, as on CI's machine)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_full_disk_leaves_nothing_behind(tiny_disk: Path) -> None:
+    from tests.conftest import run_envpin
+
+    out = tiny_disk / "env"
+    res = run_envpin("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(out))
+    assert res.code == 2 and "disk is full" in res.stderr and "Traceback" not in res.stderr
+    leftovers = [p for p in tiny_disk.rglob("*") if p.is_file()]
+    assert leftovers == []
