@@ -50,12 +50,18 @@ def main() -> None:
         added = [layer for layer in image.attrs["RootFS"]["Layers"] if layer not in base_layers]
         added_bytes = image.attrs["Size"] - base_image.attrs["Size"]
     print(f"envpin build benchmark ({opts.runs} runs each, base {opts.image})")
-    print(f"  cold build (--no-cache): median {statistics.median(cold):.2f} s  (min {min(cold):.2f}, max {max(cold):.2f})")
-    print(f"  no-op rebuild:           median {statistics.median(noop):.2f} s  (min {min(noop):.2f}, max {max(noop):.2f})")
+    print(
+        f"  cold build (--no-cache): median {statistics.median(cold):.2f} s  (min {min(cold):.2f}, max {max(cold):.2f})"
+    )
+    print(
+        f"  no-op rebuild:           median {statistics.median(noop):.2f} s  (min {min(noop):.2f}, max {max(noop):.2f})"
+    )
     print(f"  goal no-op < 2 s: {'met' if statistics.median(noop) < 2 else 'NOT met'}")
     print(f"  layers added over the base: {len(added)}")
-    print(f"  bytes added over the base:  {added_bytes} ({added_bytes / 1e6:.3f} MB); goal < 1 MB: "
-          f"{'met' if added_bytes < 1_000_000 else 'NOT met'}")
+    print(
+        f"  bytes added over the base:  {added_bytes} ({added_bytes / 1e6:.3f} MB); goal < 1 MB: "
+        f"{'met' if added_bytes < 1_000_000 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ def _digest(registry: str, repo: str, tag: str) -> str:
     req = urllib.request.Request(
         f"http://{registry}/v2/{repo}/manifests/{tag}",
         method="HEAD",
-        headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json, "
-                 "application/vnd.oci.image.manifest.v1+json"},
+        headers={
+            "Accept": "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json"
+        },
     )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return resp.headers["Docker-Content-Digest"]
@@ -65,7 +66,8 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     assert (out / "build.log").read_text().count("Step ") >= 5
     # The probe and helper are importable inside the image with the image's own Python.
     out_text = docker_client.containers.run(
-        image.id, ["python3", "-c", "import envpin, json; print(json.dumps(envpin.enable_determinism(seed=1)))"],
+        image.id,
+        ["python3", "-c", "import envpin, json; print(json.dumps(envpin.enable_determinism(seed=1)))"],
         remove=True,
     ).decode()
     assert json.loads(out_text.strip().splitlines()[-1])["applied"] == ["seed_python"]
@@ -95,8 +97,9 @@ def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str,
     # six 1.16.0 exists on PyPI; this hash is deliberately not one of its files' hashes.
     req.write_text("six==1.16.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
     out = tmp_path / "env"
-    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image,
-                     "--requirements", str(req), "--out", str(out))
+    res = run_envpin(
+        "build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--requirements", str(req), "--out", str(out)
+    )
     assert res.code == 2
     assert "the build failed at step" in res.stderr and "six" in res.stderr and "HASH" in res.stderr.upper()
     assert f"full log: {out / 'build.log'}" in res.stderr
@@ -104,16 +107,26 @@ def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str,
 
 
 def test_engine_unreachable(stand_in_image: str, tmp_path: Path) -> None:
-    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(tmp_path / "e"),
-                     env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"})
+    res = run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        stand_in_image,
+        "--out",
+        str(tmp_path / "e"),
+        env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
+    )
     assert res.code == 2 and "Docker engine is not reachable" in res.stderr and "DOCKER_HOST" in res.stderr
     assert not (tmp_path / "e").exists()
 
 
 @pytest.mark.parametrize(
     "ref, fragment",
-    [("127.0.0.1:5999/nvidia/tensorflow:20.02-tf2-py3", "is unreachable"),
-     ("127.0.0.1:5000/nvidia/tensorflow:99.99-tf2-py3", "has no tag or manifest")],
+    [
+        ("127.0.0.1:5999/nvidia/tensorflow:20.02-tf2-py3", "is unreachable"),
+        ("127.0.0.1:5000/nvidia/tensorflow:99.99-tf2-py3", "has no tag or manifest"),
+    ],
 )
 def test_registry_errors(local_registry: str, ref: str, fragment: str, tmp_path: Path) -> None:
     res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", ref, "--out", str(tmp_path / "e"))
@@ -128,12 +141,28 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
 
     req = tmp_path / "requirements.lock"
     # A real download keeps the build busy long enough to interrupt it mid-step.
-    req.write_text("six==1.16.0 \\\n    --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n")
+    req.write_text(
+        "six==1.16.0 \\\n    --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n"
+    )
     out = tmp_path / "env"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envpin", "build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image,
-         "--requirements", str(req), "--out", str(out), "--no-cache"],
-        stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "envpin",
+            "build",
+            "--ngc",
+            "20.02-tf2-py3",
+            "--base-image",
+            stand_in_image,
+            "--requirements",
+            str(req),
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stderr is not None
     with proc.stderr:

@@ -25,7 +25,11 @@ def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> No
     for _ in range(2):  # two runs: report names must not collide
         proc = subprocess.run(
             ["docker", "compose", "-f", "compose.yaml", "-f", "compose.cpu.yaml", "run", "--rm", "probe"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
     reports = sorted((tmp_path / "reports").iterdir())

@@ -48,8 +48,17 @@ def test_locked_requirements_build(docker_client, stand_in_image: str, tmp_path:
     src.write_text("tomli-w==1.0.0\n")
     assert run_envpin("lock", str(src), "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image).code == 0
     out = tmp_path / "env"
-    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image,
-                     "--requirements", str(tmp_path / "requirements.lock"), "--out", str(out))
+    res = run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        stand_in_image,
+        "--requirements",
+        str(tmp_path / "requirements.lock"),
+        "--out",
+        str(out),
+    )
     assert res.code == 0, res.stderr
     assert "--require-hashes --no-deps" in (out / "Dockerfile").read_text()
     tag = res.stdout.strip()
