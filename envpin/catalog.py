@@ -7,6 +7,7 @@ or at flavor level, never both. Unknown facts are ``null`` with a reason; nothin
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -44,6 +45,13 @@ LAST_TF1_RELEASE = "23.03"
 _RELEASE_RE = re.compile(r"^\d{2}\.(0[1-9]|1[0-2])$")
 _TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
 _IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
+#: What `envpin catalog sync` may record under a flavor's image.declared: catalog fields plus facts the
+#: release notes do not carry (minimum CUDA from NVIDIA_REQUIRE_CUDA, NVIDIA_BUILD_ID, NVIDIA_TENSORFLOW_VERSION).
+DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_version"}
+IMAGE_SOURCE = "image config"
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: Environment variable naming a catalog file to use instead of the shipped one (e.g. written by catalog sync).
+CATALOG_ENV = "ENVPIN_CATALOG"
 
 
 @dataclass(frozen=True)
@@ -242,18 +250,46 @@ def _flavor_major(flavor: str) -> int | None:
 
 
 # -- loading ----------------------------------------------------------------------------------------
-def catalog_path() -> Path:
+def shipped_catalog_path() -> Path:
     return Path(str(resources.files("envpin") / "data" / "catalog.json"))
 
 
-@lru_cache(maxsize=4)
+def catalog_path() -> Path:
+    """The catalog in use: $ENVPIN_CATALOG when set (a refreshed copy), else the one shipped with envpin."""
+    override = os.environ.get(CATALOG_ENV, "").strip()
+    return Path(override).expanduser().absolute() if override else shipped_catalog_path()
+
+
 def load(path: str | None = None) -> Catalog:
-    """Load and validate the shipped catalog (or another file, e.g. one refreshed by `catalog sync`)."""
-    p = Path(path) if path else catalog_path()
+    """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`)."""
+    override = os.environ.get(CATALOG_ENV, "").strip()
+    if path:
+        p, missing_hint, bad_hint = Path(path).expanduser().absolute(), None, None
+    elif override:
+        p = catalog_path()
+        missing_hint = bad_hint = f"{CATALOG_ENV} names this file: fix it, or unset {CATALOG_ENV} for the shipped catalog"
+    else:
+        p, missing_hint, bad_hint = shipped_catalog_path(), "reinstall envpin", None
+    try:
+        st = p.stat()
+    except FileNotFoundError as exc:
+        raise CatalogError(f"catalog file {p} does not exist", hint=missing_hint) from exc
+    except OSError as exc:
+        raise CatalogError(f"catalog file {p} cannot be read: {exc.strerror or exc}", hint=bad_hint) from exc
+    try:
+        # Keyed on the path and its stat, so a file rewritten in place (catalog sync --write) is read again.
+        return _load_file(str(p), st.st_mtime_ns, st.st_size)
+    except CatalogError as exc:
+        if bad_hint and not exc.hint:
+            raise CatalogError(exc.message, hint=bad_hint) from exc
+        raise
+
+
+@lru_cache(maxsize=4)
+def _load_file(path: str, mtime_ns: int, size: int) -> Catalog:
+    p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise CatalogError(f"catalog file {p} does not exist", hint="reinstall envpin") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
     return Catalog(data, str(p))
@@ -325,8 +361,8 @@ def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterat
             continue
         if fl["tag"] != f"{release}-{FLAVOR_SUFFIX[flavor]}":
             yield f"{where}: tag {fl['tag']!r} should be {release}-{FLAVOR_SUFFIX[flavor]}"
-        if "image" in fl and (not isinstance(fl["image"], dict) or set(fl["image"]) - _IMAGE_KEYS):
-            yield f"{where}: 'image' may only hold {sorted(_IMAGE_KEYS)}"
+        if "image" in fl:
+            yield from (f"{where}.image: {p}" for p in _image_problems(fl["image"]))
         both = set(rel["fields"]) & set(fl["fields"])
         if both:
             yield f"{where}: {sorted(both)} defined at release and flavor level"
@@ -359,3 +395,33 @@ def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[st
             yield "must be a non-empty string"
     if fact.get("source") is not None and fact["source"] not in sources:
         yield f"source {fact['source']!r} is not a known source"
+
+
+def _image_problems(image: Any) -> Iterator[str]:
+    """What `catalog sync` recorded from the image config: digest, created, registry, declared, source."""
+    if not isinstance(image, dict) or set(image) != _IMAGE_KEYS:
+        got = sorted(image) if isinstance(image, dict) else type(image).__name__
+        yield f"must be an object with exactly {sorted(_IMAGE_KEYS)}, got {got}"
+        return
+    if not isinstance(image["digest"], str) or not _DIGEST_RE.match(image["digest"]):
+        yield f"digest {image['digest']!r} is not sha256:<64 hex digits>"
+    if image["created"] is not None and (not isinstance(image["created"], str) or not image["created"]):
+        yield "created must be a non-empty string or null"
+    if not isinstance(image["registry"], str) or not image["registry"]:
+        yield "registry must be a non-empty string (the repository the image was read from)"
+    if image["source"] != IMAGE_SOURCE:
+        yield f"source must be {IMAGE_SOURCE!r}, got {image['source']!r}"
+    declared = image["declared"]
+    if not isinstance(declared, dict):
+        yield "declared must be an object"
+        return
+    unknown = set(declared) - DECLARED_KEYS
+    if unknown:
+        yield f"declared holds unknown keys {sorted(unknown)}"
+    for key in sorted(set(declared) & DECLARED_KEYS):
+        value = declared[key]
+        if key in LIST_FIELDS:
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                yield f"declared.{key} must be a list of strings"
+        elif not isinstance(value, str) or not value:
+            yield f"declared.{key} must be a non-empty string"

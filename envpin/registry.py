@@ -99,12 +99,14 @@ class RegistryClient:
         try:
             return self._open(url, headers)
         except urllib.error.HTTPError as exc:
+            exc.close()  # the error response holds an open socket
             if exc.code == 401 and "Authorization" not in headers:
                 self._tokens[scope] = self._token(ref, exc.headers.get("WWW-Authenticate", ""))
                 headers["Authorization"] = f"Bearer {self._tokens[scope]}"
                 try:
                     return self._open(url, headers)
                 except urllib.error.HTTPError as exc2:
+                    exc2.close()
                     raise self._http_error(ref, exc2) from exc2
                 except (urllib.error.URLError, OSError) as exc2:
                     raise self._unreachable(ref, exc2) from exc2
@@ -126,6 +128,7 @@ class RegistryClient:
         try:
             body, _ = self._open(url, {"User-Agent": "envpin"})
         except urllib.error.HTTPError as exc:
+            exc.close()
             raise RegistryError(
                 f"{ref.host} refused an anonymous token for {ref.repository} (HTTP {exc.code})",
                 hint=f"run `docker login {ref.host}` and retry",

@@ -43,9 +43,10 @@ RELEVANT_ENV = (
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Each TensorFlow child holds about 0.5-0.7 GB and spends its first seconds on one core importing TF:
-# running a few at once roughly halves the wall time on two cores while keeping the sum of their memory
-# near 2 GB. ENVPIN_SELFTEST_JOBS overrides it (1 = strictly one child at a time).
+# Each TensorFlow child holds about 0.6 GB and spends its first seconds importing TF, much of it waiting on
+# the disk and the loader: three at once were faster than two even on 2 CPUs (quick self-test 6-8 s vs
+# 8-10 s) with a summed peak of ~1.65 GB, under the 2 GB goal. ENVPIN_SELFTEST_JOBS overrides it
+# (1 = strictly one child at a time, for small machines).
 _slots_lock = threading.Lock()
 _slots = {"n": 0, "sem": None}  # type: Dict[str, Any]
 
@@ -55,7 +56,7 @@ def max_jobs() -> int:
     raw = os.environ.get("ENVPIN_SELFTEST_JOBS", "")
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
-    return max(1, min(3, os.cpu_count() or 1))
+    return 3
 
 
 def _semaphore() -> threading.Semaphore:
