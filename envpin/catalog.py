@@ -267,7 +267,7 @@ def load(path: str | None = None) -> Catalog:
         p, missing_hint, bad_hint = Path(path).expanduser().absolute(), None, None
     elif override:
         p = catalog_path()
-        missing_hint = bad_hint = f"{CATALOG_ENV} names this file: fix it, or unset {CATALOG_ENV} for the shipped catalog"
+        missing_hint = bad_hint = f"{CATALOG_ENV} names this file: fix it, or unset {CATALOG_ENV} for the shipped one"
     else:
         p, missing_hint, bad_hint = shipped_catalog_path(), "reinstall envpin", None
     try:

@@ -265,3 +265,9 @@ cli_probe.register(app)
 from envpin import cli_selftest  # noqa: E402  (selftest)
 
 cli_selftest.register(app)
+from envpin import cli_sync  # noqa: E402  (catalog sync)
+
+cli_sync.register(app)
+from envpin import cli_doctor  # noqa: E402  (doctor)
+
+cli_doctor.register(app)

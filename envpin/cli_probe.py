@@ -84,12 +84,24 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--report", help="Check this report instead of probing live.")
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+        record: Annotated[
+            bool,
+            typer.Option("--record", help="Record this machine as the reference (first time) and its golden hash."),
+        ] = False,
     ) -> None:
         """Compare this machine (or a report) with the lock's expected fingerprint. Exit 0: no breaking
         difference; 1: some breaking."""
-        expected_fp, expected_fields = diffing.read_lock_expected(lock)
+        from envpin import lockfile
+
         actual = diffing.load_report(report) if report else probe.collect()
+        if record:
+            done = diffing.record(lock, actual)
+            err.print("recorded: " + ("; ".join(done) if done else "nothing new (already in the lock)"))
+            if not done:
+                return
+        expected_fp, expected_fields = diffing.read_lock_expected(lock)
         diffs = diffing.verify_report(expected_fp, expected_fields, actual)
+        diffs += diffing.golden_differences(lockfile.read(lock), actual)
         _show(
             diffs, as_json, "expected (lock)", "actual",
             lock=str(lock), report=str(report) if report else "live probe",

@@ -7,7 +7,6 @@ image and the differences shown on a host use the same rules.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,6 @@ from rich.text import Text
 
 from envpin.errors import LockError, ReportError
 from envpin.probe import PROBE_SCHEMA, fields
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
 ABSENT = "(absent)"
@@ -102,42 +96,88 @@ def diff_reports(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
 
 
 def read_lock_expected(path: str | Path) -> tuple[str, dict[str, str]]:
-    """(fingerprint, fields) from the lock's [expected] table.
+    """(fingerprint, fields) from the lock's [expected] table (the lock's self-hash is checked first)."""
+    from envpin import lockfile
 
-    A small reader of its own until the lock module offers one; it reads only [expected]."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise LockError(
-            f"lock {p} does not exist", hint="run 'envpin render' or 'envpin build' first, or pass --lock"
-        ) from None
-    except OSError as exc:
-        raise LockError(f"cannot read lock {p}: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise LockError(f"lock {p} is not valid TOML: {exc}") from None
+    data = lockfile.read(p)
     expected = data.get("expected")
     if expected is None:
         raise LockError(
             f"lock {p} has no 'expected' table: there is no fingerprint to verify against",
             hint="record one with 'envpin verify --record' on a machine whose results you trust",
         )
-    if not isinstance(expected, dict):
-        raise LockError(f"lock {p}: 'expected' is not a table")
-    fp = expected.get("fingerprint")
-    table = expected.get("fields", {})
+    fp = expected.get("fingerprint") if isinstance(expected, dict) else None
+    table = expected.get("fields", {}) if isinstance(expected, dict) else None
     if not isinstance(fp, str) or not fp.startswith("sha256:"):
         raise LockError(f"lock {p}: expected.fingerprint must be a 'sha256:...' string")
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
         raise LockError(f"lock {p}: expected.fields must map field names to strings")
     if table and fields.fingerprint_of_fields(table) != fp:
         raise LockError(
-            f"lock {p}: expected.fingerprint does not match expected.fields (edited by hand?)",
-            hint="record the expected fingerprint again with 'envpin verify --record'",
+            f"lock {p}: expected.fingerprint does not match expected.fields",
+            hint="record it again with 'envpin verify --record' after removing [expected]",
         )
     return fp, dict(table)
+
+
+def report_golden(report: dict[str, Any]) -> tuple[str, str] | None:
+    """(device class, golden training hash) from a report's self-test, if it ran."""
+    golden = (report.get("selftest") or {}).get("golden") or {}
+    if isinstance(golden, dict) and golden.get("hash") and golden.get("device_class"):
+        return str(golden["device_class"]), str(golden["hash"])
+    return None
+
+
+def golden_differences(lock: dict[str, Any], report: dict[str, Any]) -> list[Difference]:
+    """Compare the report's golden hash with the one the lock records for the same device class."""
+    found = report_golden(report)
+    recorded = lock.get("golden", {})
+    if found is None or not recorded:
+        return []
+    device, digest = found
+    key = f"golden.{device}"
+    want = recorded.get(device, {}).get("hash") if isinstance(recorded.get(device), dict) else None
+    if want is None:
+        return [Difference(key, fields.INFO, None, digest,
+                           "no golden hash recorded for this device class (envpin verify --record adds it)")]
+    if want != digest:
+        return [Difference(key, fields.BREAKING, want, digest,
+                           "training on this device class no longer gives the recorded weights")]
+    return []
+
+
+def record(lock_path: Path, report: dict[str, Any]) -> list[str]:
+    """Write the reference fingerprint (first time) and this device class's golden hash into the lock.
+
+    Existing entries are never overwritten: a different golden hash for a recorded device class is a
+    verification failure, not something to record over.
+    """
+    from envpin import lockfile
+    from envpin.fsutil import atomic_write
+    from envpin.probe import fingerprint, fingerprint_fields
+
+    data = lockfile.read(lock_path)
+    done: list[str] = []
+    if "expected" not in data:
+        data["expected"] = {"fingerprint": fingerprint(report), "fields": fingerprint_fields(report)}
+        done.append(f"expected fingerprint {data['expected']['fingerprint']}")
+    found = report_golden(report)
+    if found is not None:
+        device, digest = found
+        golden = data.setdefault("golden", {})
+        have = golden.get(device, {}).get("hash")
+        if have is None:
+            golden[device] = {"hash": digest}
+            done.append(f"golden hash for {device}")
+        elif have != digest:
+            raise LockError(
+                f"the lock already records golden hash {have[:19]}… for {device}; this run gave {digest[:19]}…",
+                hint="this machine does not train like the recorded one: run `envpin verify` to see why",
+            )
+    if done:
+        atomic_write(lock_path, lockfile.dumps(data))
+    return done
 
 
 def compare_expected(expected_fields: dict[str, str], report: dict[str, Any]) -> list[Difference]:

@@ -429,10 +429,9 @@ def diagnose(target: Target, readings: Readings) -> Diagnosis:
 
 def _checks(t: Target, r: Readings) -> Iterator[Check]:
     yield _docker_check(r)
-    yield _runtime_check(r)
     driver = parse_version(r.driver_version) if r.driver_version else None
     if r.driver_version is None:
-        yield Check("driver", UNKNOWN, f"no NVIDIA driver is visible on this host ({r.driver_problem})",
+        yield Check("driver", UNKNOWN, f"no NVIDIA driver or GPU is visible on this host: {r.driver_problem}",
                     "run `nvidia-smi` on the machine that will run the container: it prints the driver "
                     f"version and the GPUs{_needs(t)}; if it fails there, install the NVIDIA driver")
     elif driver is None:
@@ -441,6 +440,7 @@ def _checks(t: Target, r: Readings) -> Iterator[Check]:
     else:
         yield from _driver_checks(t, r, driver)
     yield from _gpu_checks(t, r)
+    yield _runtime_check(r)
 
 
 def _needs(t: Target) -> str:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomli_w
 
 from envpin import diff
 from envpin.probe import collect, fields, fingerprint, fingerprint_fields
@@ -209,14 +208,21 @@ def test_diff_missing_and_unreadable_files(cli, tmp_path: Path) -> None:  # type
 # --- verify ---------------------------------------------------------------------------------------------
 
 
+def _write_lock(path: Path, data: dict[str, Any]) -> Path:
+    """A lock as envpin writes it (with its self-hash), holding the given tables."""
+    from envpin import lockfile
+
+    path.write_bytes(lockfile.dumps({"lock": {"schema": 1}, **data}))
+    return path
+
+
 def _lock(path: Path, report: dict[str, Any] | None, **override: Any) -> Path:
-    data: dict[str, Any] = {"lock": {"schema": 1}}
+    data: dict[str, Any] = {}
     if report is not None:
         fp_fields = fingerprint_fields(report)
         data["expected"] = {"fingerprint": fields.fingerprint_of_fields(fp_fields), "fields": fp_fields}
         data["expected"].update(override)
-    path.write_text(tomli_w.dumps(data))
-    return path
+    return _write_lock(path, data)
 
 
 def test_verify_needs_an_expected_table(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
@@ -252,10 +258,9 @@ def test_verify_live_probe_matches_lock_recorded_here(cli, tmp_path: Path) -> No
 def test_verify_lock_with_only_a_fingerprint(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
     rpath = tmp_path / "r.json"
     rpath.write_text(json.dumps(report))
-    lock = tmp_path / "envpin.lock"
-    lock.write_text(tomli_w.dumps({"expected": {"fingerprint": fingerprint(report)}}))
+    lock = _write_lock(tmp_path / "envpin.lock", {"expected": {"fingerprint": fingerprint(report)}})
     assert cli("verify", "--lock", str(lock), "--report", str(rpath)).code == 0
-    lock.write_text(tomli_w.dumps({"expected": {"fingerprint": "sha256:" + "0" * 64}}))
+    _write_lock(lock, {"expected": {"fingerprint": "sha256:" + "0" * 64}})
     res = cli("verify", "--lock", str(lock), "--report", str(rpath))
     assert res.code == 1 and res.stderr.splitlines()[0] == "1 breaking difference"
 
@@ -264,13 +269,18 @@ def test_verify_lock_with_only_a_fingerprint(cli, tmp_path: Path, report: dict[s
     ("text", "needle"),
     [
         ("expected = [", "is not valid TOML"),
-        ('expected = "x"', "'expected' is not a table"),
-        ('[expected]\nfingerprint = 3\n', "must be a 'sha256:...' string"),
+        ({"expected": "x"}, "expected.fingerprint must be"),
+        ({"expected": {"fingerprint": 3}}, "must be a 'sha256:...' string"),
+        ('[lock]\nschema = 1\n[expected]\nfingerprint = "sha256:00"\n', "edited by hand"),
+        ('[lock]\nschema = 9\n', "lock schema 9"),
     ],
 )
-def test_verify_corrupt_lock(cli, tmp_path: Path, text: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+def test_verify_corrupt_lock(cli, tmp_path: Path, text: Any, needle: str) -> None:  # type: ignore[no-untyped-def]
     lock = tmp_path / "envpin.lock"
-    lock.write_text(text)
+    if isinstance(text, dict):
+        _write_lock(lock, text)
+    else:
+        lock.write_text(text)
     _one_line_error(cli("verify", "--lock", str(lock)), needle)
 
 
@@ -283,3 +293,38 @@ def test_verify_missing_report_and_lock(cli, tmp_path: Path, report: dict[str, A
     _one_line_error(cli("verify", "--lock", str(tmp_path / "none.lock")), "does not exist")
     lock = _lock(tmp_path / "envpin.lock", report)
     _one_line_error(cli("verify", "--lock", str(lock), "--report", str(tmp_path / "r.json")), "does not exist")
+
+
+def _with_golden(report: dict[str, Any], device: str, digest: str) -> dict[str, Any]:
+    out = json.loads(json.dumps(report))
+    out["selftest"] = {"golden": {"hash": digest, "device_class": device, "runs_equal": True}}
+    return out
+
+
+def test_record_then_verify_then_new_device_class(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    from envpin import lockfile
+
+    lock = _write_lock(tmp_path / "envpin.lock", {"inputs": {"release": "20.02"}})
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps(_with_golden(report, "cpu-x86-64-v3-intra2-inter2-onednn1", "sha256:" + "a" * 64)))
+    res = cli("verify", "--lock", str(lock), "--report", str(ref), "--record")
+    assert res.code == 0, res.stderr
+    data = lockfile.read(lock)  # still self-consistent after the update
+    assert data["expected"]["fingerprint"].startswith("sha256:") and data["inputs"] == {"release": "20.02"}
+    assert data["golden"] == {"cpu-x86-64-v3-intra2-inter2-onednn1": {"hash": "sha256:" + "a" * 64}}
+    assert cli("verify", "--lock", str(lock), "--report", str(ref)).stderr.splitlines()[0] == "identical"
+    # Same device class, different weights: breaking.
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_with_golden(report, "cpu-x86-64-v3-intra2-inter2-onednn1", "sha256:" + "b" * 64)))
+    res = cli("verify", "--lock", str(lock), "--report", str(bad), "--json")
+    assert res.code == 1 and "golden.cpu-x86-64-v3-intra2-inter2-onednn1" in res.stdout
+    refused = cli("verify", "--lock", str(lock), "--report", str(bad), "--record")
+    _one_line_error(refused, "already records golden hash")
+    # A new device class is added deliberately, and the reference fingerprint is kept.
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(_with_golden(report, "cpu-x86-64-v4-intra1-inter1-onednn0", "sha256:" + "c" * 64)))
+    before = lockfile.read(lock)["expected"]
+    assert cli("verify", "--lock", str(lock), "--report", str(other), "--record").code in (0, 1)
+    after = lockfile.read(lock)
+    assert after["expected"] == before and set(after["golden"]) == {
+        "cpu-x86-64-v3-intra2-inter2-onednn1", "cpu-x86-64-v4-intra1-inter1-onednn0"}
