@@ -81,10 +81,81 @@ class BuildResult:
     seconds: float
 
 
+def find_lock(explicit: Path | None = None) -> Path:
+    """The lock a flag-less `envpin build` works from: --lock, ./envpin.lock, or the only images/*/envpin.lock."""
+    from envpin.errors import LockError
+
+    if explicit is not None:
+        return explicit
+    if Path("envpin.lock").exists():
+        return Path("envpin.lock")
+    found = sorted(DEFAULT_IMAGES_DIR.glob("*/envpin.lock"))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(
+            "no --ngc given and no envpin.lock here or under images/",
+            hint="pass --ngc (and --tf), or run from a checkout that holds images/<name>/envpin.lock",
+        )
+    raise LockError(
+        f"several locks under images/: {', '.join(str(p) for p in found)}",
+        hint="choose one with --lock images/<name>/envpin.lock",
+    )
+
+
+def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
+    """Rebuild the plan from a lock's inputs and the files in its folder (requirement lock, CA bundle)."""
+    from envpin import lockfile
+
+    data = lockfile.read(lock_path)
+    inp, folder = data.get("inputs", {}), lock_path.parent
+    try:
+        plan = make_plan(
+            ngc=inp["tag"],
+            tf=inp["tf_version"] if inp.get("tf_version_source") == "user" else None,
+            name=inp["name"],
+            requirements=folder / "requirements.lock" if inp.get("requirements_hash") else None,
+            base_image=inp.get("build_from"),
+            base_digest=data.get("base", {}).get("digest"),
+            ca_bundle=folder / "ca-bundle.crt" if inp.get("ca_bundle_hash") else None,
+        )
+    except KeyError as exc:
+        from envpin.errors import LockError
+
+        raise LockError(f"{lock_path} lacks inputs.{exc.args[0]}", hint="re-render the environment") from exc
+    return plan, folder
+
+
+def check_lock(lock_path: Path) -> list[str]:
+    """Why the lock is stale against its inputs (catalog, recipes, envpin, folder contents); [] if current."""
+    from envpin import lockfile
+    from envpin.fsutil import sha256_bytes, sha256_file
+
+    data = lockfile.read(lock_path)
+    plan, folder = plan_from_lock(lock_path)
+    problems = []
+    if data["lock"].get("inputs_hash") != plan.inputs_hash:
+        was, now = data["lock"].get("inputs_hash", "?"), plan.inputs_hash
+        problems.append(f"inputs hash {was[:19]}… is now {now[:19]}… (catalog, recipe or envpin changed)")
+    recorded = data.get("files", {})
+    fresh = {k: sha256_bytes(v) for k, v in render(plan).items()}
+    for rel in sorted(set(recorded) | set(fresh)):
+        if rel not in recorded:
+            problems.append(f"{rel}: would be generated now but is not in the lock")
+        elif rel not in fresh:
+            problems.append(f"{rel}: in the lock but no longer generated")
+        elif recorded[rel] != fresh[rel]:
+            problems.append(f"{rel}: would render differently now")
+        elif not (folder / rel).exists() or sha256_file(folder / rel) != recorded[rel]:
+            problems.append(f"{rel}: missing or edited in {folder}")
+    return problems
+
+
 def build_environment(
     *,
-    ngc: str,
+    ngc: str | None,
     tf: str | None,
+    lock: Path | None = None,
     requirements: Path | None = None,
     base_image: str | None = None,
     ca_bundle: Path | None = None,
@@ -105,10 +176,16 @@ def build_environment(
     started = time.monotonic()
     if name is not None:
         validate_name(name)
-    plan = make_plan(
-        ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle
-    )
-    target = out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+    if ngc is None:
+        # Everything from the lock: the arrival workflow (`git clone` then `envpin build`).
+        plan, target = plan_from_lock(find_lock(lock))
+        ca_bundle = target / "ca-bundle.crt" if plan.ca_bundle else None
+        plan = replace(plan, base_digest=None)
+    else:
+        plan = make_plan(
+            ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle
+        )
+        target = out if out is not None else DEFAULT_IMAGES_DIR / plan.name
     previous = build.previous_lock(target)
     ref = plan.build_from or plan.image
     digest = RegistryClient(ca_file=str(ca_bundle) if ca_bundle else None).resolve_digest(ref)

@@ -200,8 +200,11 @@ def render_cmd(
 
 @app.command("build")
 def build_cmd(
-    ngc: NgcOpt,
+    ngc: Annotated[
+        str | None, typer.Option("--ngc", help="NGC release or tag; omit to build everything from the lock.")
+    ] = None,
     tf: TfOpt = None,
+    lock: Annotated[Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc).")] = None,
     requirements: ReqOpt = None,
     base_image: BaseOpt = None,
     ca_bundle: CaOpt = None,
@@ -217,6 +220,11 @@ def build_cmd(
     from envpin import api
     from envpin.console import print_json
 
+    if ngc is None and dry_run:
+        plan, folder = api.plan_from_lock(api.find_lock(lock))
+        print_json({**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder)})
+        err.print(f"dry run: would build {plan.entry.tag} from {folder}/ (nothing written)")
+        return
     if dry_run:
         res = api.render_environment(
             ngc=ngc, tf=tf, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
@@ -230,7 +238,7 @@ def build_cmd(
         err.print(f"dry run: would build {res.plan.entry.tag} from {res.out}/ (nothing written)")
         return
     built = api.build_environment(
-        ngc=ngc, tf=tf, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
+        ngc=ngc, tf=tf, lock=lock, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
         name=name, out=out, force=force, no_cache=no_cache, pull=pull, update=update,
     )
     state = "up to date" if built.up_to_date else "built"
@@ -240,15 +248,35 @@ def build_cmd(
 
 @app.command("lock")
 def lock_cmd(
-    requirements_in: Annotated[Path, typer.Argument(help="requirements.in: the packages you want, loosely pinned.")],
-    ngc: NgcOpt,
+    requirements_in: Annotated[
+        Path | None, typer.Argument(help="requirements.in: the packages you want, loosely pinned.")
+    ] = None,
+    ngc: Annotated[str | None, typer.Option("--ngc", help="NGC release or tag of the target image.")] = None,
     tf: TfOpt = None,
     base_image: BaseOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Lock file (default requirements.lock beside it).")] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 if envpin.lock is stale against its inputs (for CI).")
+    ] = False,
+    lock: Annotated[Path | None, typer.Option("--lock", help="envpin.lock to check (with --check).")] = None,
 ) -> None:
-    """Resolve requirements.in inside the target image into a hashed lock that never replaces its packages."""
+    """Lock requirements.in inside the target image; or, with --check, test envpin.lock for staleness."""
     from envpin import api
+    from envpin.errors import UsageError
 
+    if check:
+        path = api.find_lock(lock)
+        problems = api.check_lock(path)
+        if problems:
+            err.print(f"{path} is stale ({len(problems)} problems):", soft_wrap=True)
+            for p in problems:
+                err.print(f"  {p}", soft_wrap=True, markup=False)
+            err.print("hint: re-run `envpin render` (or `envpin build`) with the same inputs and commit the result")
+            raise typer.Exit(1)
+        err.print(f"{path} is up to date with its inputs", soft_wrap=True)
+        return
+    if requirements_in is None or ngc is None:
+        raise UsageError("lock needs REQUIREMENTS_IN and --ngc", hint="e.g. envpin lock requirements.in --ngc 20.02")
     res = api.lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out)
     err.print(
         f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "

@@ -64,9 +64,15 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  #
 
 
 def run_envpin(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
-    """Run `python -m envpin` in a subprocess (real process boundary, real exit code)."""
+    """Run the installed `envpin` console script in a subprocess (real process boundary, real exit code).
+
+    The console script, unlike `python -m envpin`, does not put the working directory on sys.path, so a
+    folder named envpin/ there (a team checkout with the probe in it) cannot shadow the installed package.
+    """
+    script = Path(sys.executable).with_name("envpin")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "envpin"]
     proc = subprocess.run(
-        [sys.executable, "-m", "envpin", *args],
+        [*cmd, *args],
         cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,

@@ -12,7 +12,8 @@ from tests.conftest import run_envpin
 HASH = "--hash=sha256:" + "c" * 64
 
 
-def _one_line_error(res) -> None:  # type: ignore[no-untyped-def]
+def _one_line_error(res, fragment: str = "") -> None:  # type: ignore[no-untyped-def]
+    assert fragment in res.stderr, res.stderr
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2, res.stderr
     assert lines[0].startswith("error: ") and "Traceback" not in res.stderr
@@ -126,3 +127,25 @@ def test_real_process_exit_codes_and_debug(tmp_path: Path) -> None:
     dbg = run_envpin("--debug", "render", "--ngc", "20.04", "--tf", "2", cwd=tmp_path)
     assert dbg.code == 2 and "Traceback" in dbg.stderr
     assert run_envpin("--version").stdout.startswith("envpin ")
+
+
+def test_lock_check_and_flagless_dry_run(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
+    ok = cli("lock", "--check", cwd=tmp_path)
+    assert ok.code == 0 and "up to date" in ok.stderr
+    dry = cli("build", "--dry-run", cwd=tmp_path)
+    assert dry.code == 0 and json.loads(dry.stdout)["tag"] == "21.06-tf2-py3"
+    plan = tmp_path / "images" / "21.06-tf2" / "plan.json"
+    plan.write_text(plan.read_text().replace("21.06", "21.07"))
+    stale = cli("lock", "--check", cwd=tmp_path)
+    assert stale.code == 1 and "plan.json: missing or edited" in stale.stderr
+    lock = tmp_path / "images" / "21.06-tf2" / "envpin.lock"
+    lock.write_text(lock.read_text().replace('tf_version = "2.5"', 'tf_version = "2.6"'))
+    _one_line_error(cli("lock", "--check", cwd=tmp_path), "edited by hand")
+
+
+def test_lock_command_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(cli("lock", cwd=tmp_path), "lock needs REQUIREMENTS_IN and --ngc")
+    _one_line_error(cli("lock", "--check", cwd=tmp_path), "no --ngc given and no envpin.lock")
+    (tmp_path / "req.in").write_bytes(b"\x00\x01")
+    _one_line_error(cli("lock", "req.in", "--ngc", "20.02-tf2-py3", cwd=tmp_path), "binary")
