@@ -249,8 +249,14 @@ def _fake_problem(data: Any) -> str | None:
     for key in ("cdi_specs", "container_hooks", "gpus"):
         if key in data and not isinstance(data[key], list):
             return f"'{key}' must be a list"
-    if any(not isinstance(g, dict) for g in data.get("gpus", [])):
-        return "each of 'gpus' must be an object with 'name' and 'compute_capability'"
+    if any(not isinstance(g, dict) or not all(isinstance(g.get(k), str | None) for k in ("name", "compute_capability"))
+           for g in data.get("gpus", [])):
+        return "each of 'gpus' must be an object with 'name' and 'compute_capability' strings"
+    if not isinstance(data.get("driver", {}).get("version"), str | None):
+        return "'driver.version' must be a string such as \"470.82.01\""
+    lists = (data.get("cdi_specs", []), data.get("container_hooks", []), data.get("docker", {}).get("runtimes", []))
+    if not all(isinstance(x, list) and all(isinstance(v, str) for v in x) for x in lists):
+        return "'cdi_specs', 'container_hooks' and 'docker.runtimes' are lists of strings"
     return None
 
 

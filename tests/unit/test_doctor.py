@@ -8,6 +8,7 @@ The catalog's facts are real: each test first states the facts it relies on.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import shutil
@@ -195,9 +196,8 @@ def test_driver_without_gpus_cannot_tell(r2206: doctor.Target) -> None:
 
 
 def test_gpu_whose_compute_capability_could_not_be_read(r2206: doctor.Target) -> None:
-    readings = host("470.57.02", gpus=())
-    readings = Readings(**{**readings.__dict__, "gpus": (Gpu(0, "Tesla T4", None, "compute capability: "
-                                                              "nvidia-smi of this driver does not report it"),)})
+    t4 = Gpu(0, "Tesla T4", None, "compute capability: nvidia-smi of this driver does not report it")
+    readings = dataclasses.replace(host("470.57.02"), gpus=(t4,))
     d = diagnose(r2206, readings)
     assert d.verdict == CANNOT_TELL
     assert "Tesla T4: compute capability could not be read" in d.reasons[0].message
@@ -331,6 +331,10 @@ def test_cli_bad_fake_file_exit_2(cli, tmp_path: Path, monkeypatch: pytest.Monke
     _one_line_error(cli("doctor", "--ngc", "22.06"), "'driver' and 'gpus' come together")
     bad.write_text(json.dumps({"drivers": {}}))
     _one_line_error(cli("doctor", "--ngc", "22.06"), "unknown keys ['drivers']")
+    bad.write_text(json.dumps({"driver": {"version": 470}, "gpus": []}))
+    _one_line_error(cli("doctor", "--ngc", "22.06"), "'driver.version' must be a string")
+    bad.write_text(json.dumps({"driver": {"version": "470.82.01"}, "gpus": [{"name": 1}]}))
+    _one_line_error(cli("doctor", "--ngc", "22.06"), "'name' and 'compute_capability' strings")
 
 
 # -- the real read path ----------------------------------------------------------------------------------
