@@ -31,7 +31,7 @@ def _show(d: Diagnosis) -> None:
     say("checks:")
     width = max(len(c.name) for c in d.checks)
     for c in d.checks:
-        say(f"  {_LABEL[c.status]:<10} {c.name:<{width}}  {c.message}")
+        say(f"  {_LABEL[c.status]:<11} {c.name:<{width}}  {c.message}")
 
 
 def register(app: typer.Typer) -> None:

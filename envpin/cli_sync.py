@@ -33,7 +33,7 @@ def _table(result: sync.SyncResult) -> Table:
     table = Table(title=f"catalog sync: {result.repository} vs {result.catalog}")
     table.add_column("tag")
     table.add_column("field")
-    table.add_column("release notes", overflow="fold")
+    table.add_column("catalog", overflow="fold")
     table.add_column("image", overflow="fold")
     table.add_column("from", overflow="fold")
     table.add_column("status")

@@ -529,6 +529,9 @@ def _forward_compat_checks(t: Target, r: Readings, why: str) -> Iterator[Check]:
                     "run `nvidia-smi -L` to list the GPUs")
         return
     yield Check("driver", FORWARD, f"{why} (the image's CUDA forward-compatibility package is used)")
+    data_center = [str(g.index) for g in r.gpus if g.name and gpu_class(g.name) == "data-center"]
+    only_those = (f", or give the container only the data-center GPUs (docker run --gpus '\"device="
+                  f"{','.join(data_center)}\"')") if data_center else ""
     for g in r.gpus:
         label = f"gpu {g.index} forward compatibility"
         if g.name is None:
@@ -541,7 +544,7 @@ def _forward_compat_checks(t: Target, r: Readings, why: str) -> Iterator[Check]:
         elif cls == "consumer":
             yield Check(label, PROBLEM, f"{g.name} is {_CLASS_WHY[cls]} (CUDA error 804, "
                         "cudaErrorCompatNotSupportedOnDevice)",
-                        f"install NVIDIA driver {t.driver_min.value} or later on this host")
+                        f"install NVIDIA driver {t.driver_min.value} or later on this host{only_those}")
         else:
             yield Check(label, UNKNOWN, f"{g.name} is {_CLASS_WHY[cls]}",
                         f"check the GPU against {FORWARD_COMPAT_DOC}, or install driver {t.driver_min.value}+")

@@ -91,6 +91,7 @@ def test_mixed_gpus_are_judged_each(r2206: doctor.Target) -> None:
     d = diagnose(r2206, host("510.47.03", gpus=(A100, ("NVIDIA TITAN RTX", "7.5"))))
     assert d.verdict == WILL_NOT_RUN
     assert [c.name for c in d.reasons] == ["gpu 1 forward compatibility"]
+    assert d.reasons[0].fix.endswith("""only the data-center GPUs (docker run --gpus '"device=0"')""")
 
 
 def test_branch_not_listed_will_not_run(r2206: doctor.Target) -> None:
@@ -447,3 +448,9 @@ def test_no_nvidia_anywhere_is_a_reading_not_a_crash(tmp_path: Path) -> None:
     nv = doctor.read_nvidia({"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"), "PATH": str(tmp_path)})
     assert nv["version"] is None and nv["gpus"] == ()
     assert "absent.so could not be loaded" in nv["problem"] and "nvidia-smi is not on PATH" in nv["problem"]
+
+
+def test_docs_list_every_gpu_class_rule() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
+    for pattern, cls in doctor.GPU_CLASSES:
+        assert f"| `{pattern.replace('|', chr(92) + '|')}` | {cls} |" in text, pattern

@@ -1,0 +1,643 @@
+"""A Dockerfile parser for the audit: instructions with their first line, stages and variable scopes.
+
+It follows the Dockerfile frontend's classic syntax closely enough that every finding can name the line
+a reader would look at: parser directives (``# escape=``), line continuations (comment and blank lines
+inside them are dropped, as the builder does), JSON (exec) versus shell form, flags (``--from=``),
+``ARG``/``ENV`` substitution with the builder's scoping rules (an ``ARG`` before the first ``FROM`` is
+visible to ``FROM`` lines only; each stage starts with no ``ARG`` and inherits ``ENV`` only from a
+stage it builds on) and multi-stage builds. Heredocs (``RUN <<EOF``) are read so that files using them
+still parse. The base image's own environment is unknown here, so a reference to a variable nobody
+declared (``$PATH``) is kept literally and reported as unresolved instead of being guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from envpin.errors import EnvpinError
+
+
+class DockerfileError(EnvpinError):
+    """A Dockerfile that cannot be read or does not parse; the message starts with FILE:LINE."""
+
+
+INSTRUCTIONS = frozenset(
+    {
+        "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
+        "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
+    }
+)
+#: Instructions whose arguments may be JSON arrays (exec form).
+_JSON_FORM = frozenset({"RUN", "CMD", "ENTRYPOINT", "SHELL", "COPY", "ADD", "VOLUME"})
+#: Instructions that take --flags before their arguments.
+_FLAGGED = frozenset({"FROM", "RUN", "COPY", "ADD", "HEALTHCHECK"})
+_HEREDOC_FORM = frozenset({"RUN", "COPY", "ADD"})
+_DIRECTIVES = frozenset({"syntax", "escape", "check"})
+_DIRECTIVE_RE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.*?)\s*$")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEYWORD_RE = re.compile(r"^\s*(\S+)(.*)$", re.S)
+_HEREDOC_RE = re.compile(r"^<<(-?)\s*(['\"]?)([A-Za-z0-9_.\-]+)\2$")
+#: Arguments BuildKit defines in the global scope for every build (usable in FROM without an ARG).
+BUILTIN_ARGS = {
+    "BUILDPLATFORM": "linux/amd64",
+    "BUILDOS": "linux",
+    "BUILDARCH": "amd64",
+    "BUILDVARIANT": "",
+    "TARGETPLATFORM": "linux/amd64",
+    "TARGETOS": "linux",
+    "TARGETARCH": "amd64",
+    "TARGETVARIANT": "",
+}
+
+
+# -- data ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Var:
+    """A build variable: ``value`` None means declared without a value (``ARG NAME``)."""
+
+    name: str
+    value: str | None
+    line: int
+    kind: str  # ARG, ENV, build-arg or builtin
+    unresolved: tuple[str, ...] = ()
+
+
+@dataclass
+class Pair:
+    """One NAME=VALUE of ENV, ARG or LABEL: as written and after substitution."""
+
+    key: str
+    raw: str | None  # the value as written (None: ARG without a default)
+    text: str  # the whole NAME=VALUE token as written, reused when an ENV line is rewritten
+    value: str | None = None
+    unresolved: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    name: str
+    body: str
+
+
+@dataclass
+class Instruction:
+    """One instruction; ``line`` is its first physical line, ``end_line`` its last (heredocs included)."""
+
+    keyword: str
+    line: int
+    end_line: int
+    args: str  # text after the keyword and the flags, continuation lines joined as the builder joins them
+    flags: dict[str, str | None] = field(default_factory=dict)
+    flags_text: str = ""  # the flags exactly as written, reused when FROM is rewritten
+    exec_form: list[str] | None = None
+    heredocs: list[Heredoc] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    stage: int | None = None
+    scope: dict[str, Var] = field(default_factory=dict)  # variables visible while it runs
+    workdir: str = "/"
+    indent: str = ""
+    legacy_env: bool = False  # ENV NAME value (one pair, value is the rest of the line)
+
+
+@dataclass
+class Stage:
+    index: int
+    name: str | None
+    from_: Instruction
+    image: str  # after substitution
+    image_raw: str
+    unresolved: tuple[str, ...]
+    parent: int | None  # the stage this one builds FROM, if any
+    instructions: list[Instruction] = field(default_factory=list)
+    env: dict[str, Var] = field(default_factory=dict)
+    args: dict[str, Var] = field(default_factory=dict)
+    workdir: str = "/"
+    posix_shell: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.name or f"#{self.index}"
+
+
+@dataclass
+class Dockerfile:
+    path: str
+    lines: list[str]
+    escape: str
+    directives: dict[str, str]
+    instructions: list[Instruction]
+    global_args: dict[str, Var]
+    stages: list[Stage]
+
+    def stage(self, target: str | None = None) -> Stage:
+        """The stage a build produces: the last one, or the one named by --target."""
+        if target is None:
+            return self.stages[-1]
+        for st in self.stages:
+            if st.name == target.lower() or (st.name is None and target == str(st.index)):
+                return st
+        names = ", ".join(s.name for s in self.stages if s.name) or "none"
+        raise DockerfileError(f"{self.path}: no stage named '{target}' (stages: {names})")
+
+    def chain(self, stage: Stage) -> list[Stage]:
+        """The stage and the stages it builds on, root first."""
+        out = [stage]
+        while out[-1].parent is not None:
+            out.append(self.stages[out[-1].parent])
+        return out[::-1]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    value: str
+    unresolved: tuple[str, ...]
+
+
+# -- variable substitution ---------------------------------------------------------------------------
+def expand(
+    raw: str,
+    scope: Mapping[str, Var],
+    *,
+    escape: str = "\\",
+    keep_quotes: bool = False,
+    closed: bool = False,
+) -> Expansion:
+    """Substitute $VAR, ${VAR}, ${VAR:-x}, ${VAR-x}, ${VAR:+x}, ${VAR+x} the way the builder does.
+
+    ``keep_quotes`` keeps quotes and backslashes (and drops ``#`` comments) so that shell text can be
+    split by shlex afterwards; otherwise quotes are removed as for ENV/ARG/FROM words. ``closed`` says
+    every variable is known (FROM lines: an undeclared name is empty); elsewhere an undeclared name may
+    come from the base image, so the reference is kept as written and reported as unresolved.
+    """
+    out: list[str] = []
+    unresolved: list[str] = []
+    quote: str | None = None
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if c == escape and quote != "'":
+            if i + 1 >= n:
+                out.append(c)
+                i += 1
+                continue
+            nxt = raw[i + 1]
+            if keep_quotes or (quote == '"' and nxt not in ('"', "$", escape)):
+                out.append(c + nxt)
+            else:
+                out.append(nxt)
+            i += 2
+            continue
+        if c in "'\"" and (quote is None or quote == c):
+            quote = c if quote is None else None
+            if keep_quotes:
+                out.append(c)
+            i += 1
+            continue
+        if keep_quotes and c == "#" and quote is None and (i == 0 or raw[i - 1] in " \t\n;&|()"):
+            end = raw.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if c == "$" and quote != "'":
+            text, used, names = _dollar(raw, i, scope, escape, keep_quotes, closed)
+            out.append(text)
+            unresolved.extend(names)
+            i += used
+            continue
+        out.append(c)
+        i += 1
+    if quote is not None and not keep_quotes:
+        raise ValueError(f"unterminated {quote} quote")
+    return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
+
+
+def _dollar(
+    raw: str, i: int, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool
+) -> tuple[str, int, list[str]]:
+    """Expand the reference starting at raw[i] == '$': (text, characters used, unresolved names)."""
+    n = len(raw)
+    if i + 1 >= n:
+        return "$", 1, []
+    op: str | None = None
+    word = ""
+    if raw[i + 1] == "{":
+        depth, k = 1, i + 2
+        while k < n and depth:
+            if raw[k] == "{":
+                depth += 1
+            elif raw[k] == "}":
+                depth -= 1
+            k += 1
+        if depth:
+            return "$", 1, []
+        literal, inner = raw[i:k], raw[i + 2 : k - 1]
+        m = _NAME_RE.match(inner)
+        if not m:
+            return literal, len(literal), []
+        name, rest = m.group(), inner[m.end() :]
+        if rest:
+            if rest[:2] in (":-", ":+", ":?"):
+                op, word = rest[:2], rest[2:]
+            elif rest[0] in "-+?":
+                op, word = rest[0], rest[1:]
+            else:  # ${VAR#pattern} and friends: not evaluated here
+                return literal, len(literal), [name]
+    else:
+        m = _NAME_RE.match(raw, i + 1)
+        if not m:
+            return "$", 1, []
+        name, literal = m.group(), "$" + m.group()
+    used = len(literal)
+    var = scope.get(name)
+    if var is None and closed:
+        var = Var(name, None, 0, "undeclared")
+    declared = var is not None
+    value = var.value if var is not None else None
+    own = list(var.unresolved) if var is not None else []
+
+    def sub(text: str) -> tuple[str, int, list[str]]:
+        e = expand(text, scope, escape=escape, keep_quotes=keep_quotes, closed=closed)
+        return e.value, used, list(e.unresolved)
+
+    if op is None:
+        return (value, used, own) if value is not None else (literal, used, [name])
+    if op in (":-", "-"):
+        if value is not None and (value != "" or op == "-"):
+            return value, used, own
+        return sub(word) if declared else (literal, used, [name])
+    if op in (":+", "+"):
+        if value is not None and (value != "" or op == "+"):
+            return sub(word)
+        return ("", used, []) if declared else (literal, used, [name])
+    if value is not None and (value != "" or op == "?"):
+        return value, used, own
+    return literal, used, [name]
+
+
+# -- words -------------------------------------------------------------------------------------------
+def split_words(text: str, escape: str = "\\") -> list[tuple[str, int, int]]:
+    """Whitespace-separated words with quotes and escapes kept: (raw word, start, end)."""
+    words: list[tuple[str, int, int]] = []
+    quote: str | None = None
+    start = -1
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote is None and c in " \t\r\n":
+            if start >= 0:
+                words.append((text[start:i], start, i))
+                start = -1
+            i += 1
+            continue
+        if start < 0:
+            start = i
+        if c == escape and quote != "'" and i + 1 < n:
+            i += 2
+            continue
+        if c in "'\"":
+            if quote is None:
+                quote = c
+            elif quote == c:
+                quote = None
+        i += 1
+    if quote is not None:
+        raise ValueError(f"unterminated {quote} quote")
+    if start >= 0:
+        words.append((text[start:], start, n))
+    return words
+
+
+# -- parsing -----------------------------------------------------------------------------------------
+def parse(text: str, path: str = "Dockerfile", build_args: Mapping[str, str] | None = None) -> Dockerfile:
+    """Parse Dockerfile text; raise DockerfileError('PATH:LINE: why') for anything the builder rejects."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    escape, directives, first = _directives(lines, path)
+    instructions = list(_instructions(lines, first, escape, path))
+    df = Dockerfile(path, lines, escape, directives, instructions, {}, [])
+    _resolve(df, dict(build_args or {}))
+    return df
+
+
+def _err(path: str, line: int, message: str, hint: str | None = None) -> DockerfileError:
+    return DockerfileError(f"{path}:{line}: {message}", hint=hint)
+
+
+def _directives(lines: list[str], path: str) -> tuple[str, dict[str, str], int]:
+    """Parser directives: only at the very top, before any blank line, comment or instruction."""
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        m = _DIRECTIVE_RE.match(lines[i].strip()) if lines[i].strip().startswith("#") else None
+        if not m or m.group(1).lower() not in _DIRECTIVES:
+            break
+        name = m.group(1).lower()
+        if name in found:
+            raise _err(path, i + 1, f"the '{name}' parser directive is given twice")
+        found[name] = m.group(2)
+        i += 1
+    escape = found.get("escape", "\\")
+    if escape not in ("\\", "`"):
+        line = next(n for n, ln in enumerate(lines, 1) if "escape" in ln.lower())
+        raise _err(path, line, f"invalid escape directive {escape!r}", hint="the escape character is \\ or `")
+    return escape, found, i
+
+
+def _continues(line: str, escape: str) -> tuple[str, bool]:
+    """(line without the continuation character, whether the instruction continues on the next line)."""
+    stripped = line.rstrip(" \t")
+    if stripped.endswith(escape):
+        return stripped[:-1], True
+    return line, False
+
+
+def _instructions(lines: list[str], first: int, escape: str, path: str):  # type: ignore[no-untyped-def]
+    i, n = first, len(lines)
+    seen_from = False
+    while i < n:
+        stripped = lines[i].strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        start = i
+        parts: list[str] = []
+        body, more = _continues(lines[i], escape)
+        parts.append(body)
+        while more:
+            i += 1
+            while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+                i += 1
+            if i >= n:
+                raise _err(
+                    path,
+                    start + 1,
+                    "the instruction's last line ends with a line continuation, but the file ends there",
+                    hint=f"remove the trailing {escape} or finish the instruction",
+                )
+            body, more = _continues(lines[i], escape)
+            parts.append(body)
+        i += 1
+        logical = "".join(parts)
+        ins = _instruction(logical, start + 1, i, escape, path)
+        ins.indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        if ins.keyword in _HEREDOC_FORM and ins.exec_form is None and "<<" in ins.args:
+            i = _read_heredocs(ins, lines, i, escape, path)
+        ins.end_line = i
+        if ins.keyword == "FROM":
+            seen_from = True
+        elif not seen_from and ins.keyword != "ARG":
+            raise _err(
+                path,
+                ins.line,
+                f"{ins.keyword} before the first FROM",
+                hint="only ARG (and comments or parser directives) may come before FROM",
+            )
+        yield ins
+    if not seen_from:
+        raise _err(path, 1, "no FROM instruction", hint="is this a Dockerfile?")
+
+
+def _read_heredocs(ins: Instruction, lines: list[str], i: int, escape: str, path: str) -> int:
+    try:
+        words = [w for w, _, _ in split_words(ins.args, escape)]
+    except ValueError:
+        return i
+    for word in words:
+        if not word.startswith("<<") or word.startswith("<<<"):
+            continue
+        m = _HEREDOC_RE.match(word)
+        if not m:
+            continue
+        strip_tabs, name = bool(m.group(1)), m.group(3)
+        body: list[str] = []
+        while True:
+            if i >= len(lines):
+                raise _err(path, ins.line, f"heredoc <<{name} is never terminated", hint=f"end it with a line '{name}'")
+            line = lines[i]
+            i += 1
+            if (line.lstrip("\t") if strip_tabs else line) == name:
+                break
+            body.append(line.lstrip("\t") if strip_tabs else line)
+        ins.heredocs.append(Heredoc(name, "\n".join(body) + "\n"))
+    return i
+
+
+def _instruction(logical: str, line: int, end_line: int, escape: str, path: str) -> Instruction:
+    m = _KEYWORD_RE.match(logical)
+    assert m is not None  # the caller skips blank lines
+    word, rest = m.group(1), m.group(2).strip()
+    keyword = word.upper()
+    if keyword not in INSTRUCTIONS:
+        raise _err(path, line, f"unknown instruction '{word}'", hint="see the Dockerfile reference")
+    ins = Instruction(keyword=keyword, line=line, end_line=end_line, args=rest)
+    try:
+        if keyword in _FLAGGED:
+            _take_flags(ins, escape)
+        if keyword in _JSON_FORM and ins.args.startswith("["):
+            try:
+                value = json.loads(ins.args)
+            except ValueError:
+                value = None  # not JSON: the builder falls back to shell form
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                ins.exec_form = value
+        _check(ins, escape, path)
+    except ValueError as exc:
+        raise _err(path, line, f"{keyword}: {exc}") from None
+    return ins
+
+
+def _take_flags(ins: Instruction, escape: str) -> None:
+    taken: list[str] = []
+    while ins.args.startswith("--"):
+        words = split_words(ins.args, escape)
+        raw, _, end = words[0]
+        if raw == "--":
+            ins.args = ins.args[end:].lstrip()
+            break
+        name, _, value = raw[2:].partition("=")
+        ins.flags[name.lower()] = value if "=" in raw else None
+        taken.append(raw)
+        ins.args = ins.args[end:].lstrip()
+    ins.flags_text = " ".join(taken)
+
+
+def _check(ins: Instruction, escape: str, path: str) -> None:
+    """What the builder itself refuses, plus the NAME=VALUE pairs of ENV, ARG and LABEL."""
+    kw, args = ins.keyword, ins.args
+    if kw in ("ENV", "LABEL"):
+        words = split_words(args, escape)
+        if not words:
+            raise ValueError(f"{kw} needs NAME=VALUE")
+        if kw == "ENV" and "=" not in words[0][0]:
+            if len(words) < 2:
+                raise ValueError(f"ENV {words[0][0]} has no value (write ENV {words[0][0]}=VALUE)")
+            value = args[words[1][1] :].strip()
+            ins.pairs = [Pair(words[0][0], value, args)]
+            ins.legacy_env = True
+            return
+        for raw, _, _ in words:
+            key, eq, value = raw.partition("=")
+            if not eq or not key:
+                raise ValueError(f"cannot find NAME=VALUE in {raw!r}")
+            ins.pairs.append(Pair(_unquote(key, escape), value, raw))
+    elif kw == "ARG":
+        words = split_words(args, escape)
+        if not words:
+            raise ValueError("ARG needs a name")
+        for raw, _, _ in words:
+            key, eq, value = raw.partition("=")
+            if not _NAME_RE.fullmatch(key):
+                raise ValueError(f"{key!r} is not a valid argument name")
+            ins.pairs.append(Pair(key, value if eq else None, raw))
+    elif kw == "FROM":
+        words = split_words(args, escape)
+        if len(words) not in (1, 3) or (len(words) == 3 and words[1][0].lower() != "as"):
+            raise ValueError("FROM takes an image and optionally AS NAME")
+    elif kw in ("COPY", "ADD"):
+        count = len(ins.exec_form) if ins.exec_form is not None else len(split_words(args, escape))
+        if count < 2 and not (count == 1 and args.startswith("<<")):
+            raise ValueError(f"{kw} needs a source and a destination")
+    elif kw in ("RUN", "WORKDIR", "USER", "ONBUILD", "SHELL", "MAINTAINER", "STOPSIGNAL", "EXPOSE", "VOLUME"):
+        if not args and ins.exec_form is None:
+            raise ValueError(f"{kw} needs an argument")
+        if kw == "SHELL" and ins.exec_form is None:
+            raise ValueError("SHELL must be a JSON array, e.g. SHELL [\"/bin/bash\", \"-c\"]")
+        if kw == "ONBUILD":
+            inner = _KEYWORD_RE.match(args)
+            inner_kw = inner.group(1).upper() if inner else ""
+            if inner_kw not in INSTRUCTIONS or inner_kw in ("ONBUILD", "FROM", "MAINTAINER"):
+                raise ValueError(f"ONBUILD cannot trigger {inner_kw or 'nothing'}")
+
+
+def _unquote(word: str, escape: str) -> str:
+    return expand(word, {}, escape=escape, closed=False).value
+
+
+# -- stages and scopes -------------------------------------------------------------------------------
+def _resolve(df: Dockerfile, build_args: dict[str, str]) -> None:
+    """Walk the instructions once, applying ARG/ENV scoping to give every instruction its variables."""
+    glob: dict[str, Var] = {k: Var(k, v, 0, "builtin") for k, v in BUILTIN_ARGS.items()}
+    names: dict[str, int] = {}
+    esc = df.escape
+    for ins in df.instructions:
+        try:
+            _apply(df, ins, glob, names, build_args, esc)
+        except ValueError as exc:
+            raise _err(df.path, ins.line, f"{ins.keyword}: {exc}") from None
+    df.global_args = {k: v for k, v in glob.items() if v.kind != "builtin"}
+
+
+def _apply(
+    df: Dockerfile,
+    ins: Instruction,
+    glob: dict[str, Var],
+    names: dict[str, int],
+    build_args: dict[str, str],
+    esc: str,
+) -> None:
+    if ins.keyword == "ARG" and not df.stages:
+        ins.scope = dict(glob)
+        for p in ins.pairs:
+            _set_arg(p, ins, glob, glob, build_args, esc, closed=True, outer=None)
+        return
+    if ins.keyword == "FROM":
+        words = [w for w, _, _ in split_words(ins.args, esc)]
+        ins.scope = dict(glob)
+        e = expand(words[0], glob, escape=esc, closed=True)
+        name = _unquote(words[2], esc).lower() if len(words) == 3 else None
+        if name is not None and name in names:
+            raise ValueError(f"stage name '{name}' is already used by the stage on line "
+                             f"{df.stages[names[name]].from_.line}")
+        parent = names.get(e.value.lower())
+        st = Stage(len(df.stages), name, ins, e.value, words[0], e.unresolved, parent)
+        if parent is not None:
+            up = df.stages[parent]
+            st.env, st.workdir, st.posix_shell = dict(up.env), up.workdir, up.posix_shell
+        ins.stage = st.index
+        ins.workdir = st.workdir
+        st.instructions.append(ins)
+        df.stages.append(st)
+        if name is not None:
+            names[name] = st.index
+        return
+    st = df.stages[-1]
+    ins.stage = st.index
+    st.instructions.append(ins)
+    scope = {**st.args, **st.env}
+    ins.scope = scope
+    ins.workdir = st.workdir
+    if ins.keyword == "ARG":
+        for p in ins.pairs:
+            _set_arg(p, ins, st.args, scope, build_args, esc, closed=False, outer=glob)
+    elif ins.keyword == "ENV":
+        new: dict[str, Var] = {}
+        for p in ins.pairs:
+            e = expand(p.raw or "", scope, escape=esc)
+            p.value, p.unresolved = e.value, e.unresolved
+            new[p.key] = Var(p.key, e.value, ins.line, "ENV", e.unresolved)
+        st.env.update(new)
+    elif ins.keyword == "LABEL":
+        for p in ins.pairs:
+            e = expand(p.raw or "", scope, escape=esc)
+            p.value, p.unresolved = e.value, e.unresolved
+    elif ins.keyword == "WORKDIR":
+        path = expand(ins.args, scope, escape=esc).value
+        st.workdir = posixpath.normpath(posixpath.join(st.workdir, path))
+    elif ins.keyword == "SHELL" and ins.exec_form:
+        st.posix_shell = posixpath.basename(ins.exec_form[0]).lower() in ("sh", "bash", "dash", "zsh", "ash", "ksh")
+
+
+def _set_arg(
+    p: Pair,
+    ins: Instruction,
+    target: dict[str, Var],
+    scope: Mapping[str, Var],
+    build_args: dict[str, str],
+    esc: str,
+    *,
+    closed: bool,
+    outer: Mapping[str, Var] | None,
+) -> None:
+    if p.key in build_args:
+        value: str | None = build_args[p.key]
+        unresolved: tuple[str, ...] = ()
+        kind = "build-arg"
+    elif p.raw is not None:
+        e = expand(p.raw, scope, escape=esc, closed=closed)
+        value, unresolved, kind = e.value, e.unresolved, "ARG"
+    elif outer is not None and p.key in outer:
+        # `ARG NAME` inside a stage takes the global default (the only way FROM-scope args get in).
+        value, unresolved, kind = outer[p.key].value, outer[p.key].unresolved, "ARG"
+    else:
+        value, unresolved, kind = None, (), "ARG"
+    p.value, p.unresolved = value, unresolved
+    target[p.key] = Var(p.key, value, ins.line, kind, unresolved)
+
+
+def read(path: str, build_args: Mapping[str, str] | None = None) -> Dockerfile:
+    """Read and parse a file; unreadable, binary or non-UTF-8 files raise DockerfileError."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise DockerfileError(f"{path}: no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise DockerfileError(f"{path}: is a directory, not a Dockerfile", hint="name the Dockerfile itself") from None
+    except OSError as exc:
+        raise DockerfileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\0" in raw:
+        line = raw[: raw.index(b"\0")].count(b"\n") + 1
+        raise DockerfileError(f"{path}:{line}: binary file (NUL byte), not a Dockerfile")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DockerfileError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+    return parse(text, path, build_args)
