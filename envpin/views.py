@@ -42,7 +42,15 @@ def catalog_detail(entries: list[Entry]) -> None:
             table.add_row(name, _cell(fact.value), where or "")
         err.print(table)
         if e.verified:
-            err.print(f"verified from image: digest {e.verified.get('digest')}")
+            v = e.verified
+            err.print(
+                f"verified from image: digest {v.get('digest')} ({v.get('registry')}, "
+                f"created {v.get('created') or 'unknown'})",
+                soft_wrap=True,
+            )
+            declared = v.get("declared") or {}
+            if declared:
+                err.print("  declared by the image: " + ", ".join(f"{k} {_cell(declared[k])}" for k in sorted(declared)))
 
 
 def recipe_detail(tag: str, recipe: Recipe) -> None:

@@ -229,7 +229,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_registry_stops_with_exit_2(local_registry: str) -> None:
+def test_unreachable_registry_stops_with_exit_2() -> None:
     port = _free_port()  # nothing listens there once the socket is closed
     res = _sync("--release", "20.03", "--json", registry=f"127.0.0.1:{port}")
     _one_line_error(res, f"registry 127.0.0.1:{port} is unreachable")
