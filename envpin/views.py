@@ -50,7 +50,8 @@ def catalog_detail(entries: list[Entry]) -> None:
             )
             declared = v.get("declared") or {}
             if declared:
-                err.print("  declared by the image: " + ", ".join(f"{k} {_cell(declared[k])}" for k in sorted(declared)))
+                listed = ", ".join(f"{k} {_cell(declared[k])}" for k in sorted(declared))
+                err.print(f"  declared by the image: {listed}", soft_wrap=True)
 
 
 def recipe_detail(tag: str, recipe: Recipe) -> None:
