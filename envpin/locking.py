@@ -17,7 +17,7 @@ from typing import Any
 
 from envpin.errors import EngineError, RequirementsError
 from envpin.fsutil import atomic_write, sha256_bytes
-from envpin.requirements import Requirement, parse_lock, render_lock
+from envpin.requirements import Requirement, parse_lock, read_text, render_lock
 
 _PKG = Path(__file__).resolve().parent
 # Runs inside the image with envpin's probe mounted at /envpin-src: lists installed distributions.
@@ -36,18 +36,7 @@ _RESOLVE = (
 
 
 def read_requirements_in(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise RequirementsError(f"{path} does not exist", hint="give the requirements.in to lock") from exc
-    except OSError as exc:
-        raise RequirementsError(f"cannot read {path}: {exc.strerror}") from exc
-    if b"\0" in raw:
-        raise RequirementsError(f"{path} is a binary file, not a requirements file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequirementsError(f"{path} is not UTF-8 text") from exc
+    text = read_text(path)
     lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     for no, line in enumerate(lines, 1):
         if line.startswith(("-r", "-c", "--requirement", "--constraint", "-e", "--editable")):

@@ -85,7 +85,8 @@ def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ..
     return tuple(reqs[k] for k in sorted(reqs))
 
 
-def read_lock(path: Path) -> tuple[Requirement, ...]:
+def read_text(path: Path) -> str:
+    """A requirements file as text, or a RequirementsError saying why it cannot be one."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError as exc:
@@ -95,10 +96,13 @@ def read_lock(path: Path) -> tuple[Requirement, ...]:
     if b"\0" in raw:
         raise RequirementsError(f"{path} is a binary file, not a requirements file")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RequirementsError(f"{path} is not UTF-8 text") from exc
-    reqs = parse_lock(text, str(path))
+
+
+def read_lock(path: Path) -> tuple[Requirement, ...]:
+    reqs = parse_lock(read_text(path), str(path))
     if not reqs:
         raise RequirementsError(f"{path} lists no packages", hint="drop --requirements or add pinned packages")
     return reqs
