@@ -299,3 +299,6 @@ cli_sync.register(app)
 from envpin import cli_doctor  # noqa: E402  (doctor)
 
 cli_doctor.register(app)
+from envpin import cli_audit  # noqa: E402  (audit)
+
+cli_audit.register(app)

@@ -449,8 +449,12 @@ def _instruction(logical: str, line: int, end_line: int, escape: str, path: str)
                 ins.exec_form = value
         _check(ins, escape, path)
     except ValueError as exc:
-        raise _err(path, line, f"{keyword}: {exc}") from None
+        raise _err(path, line, _prefixed(keyword, str(exc))) from None
     return ins
+
+
+def _prefixed(keyword: str, message: str) -> str:
+    return message if message.startswith(keyword) else f"{keyword}: {message}"
 
 
 def _take_flags(ins: Instruction, escape: str) -> None:
@@ -530,7 +534,7 @@ def _resolve(df: Dockerfile, build_args: dict[str, str]) -> None:
         try:
             _apply(df, ins, glob, names, build_args, esc)
         except ValueError as exc:
-            raise _err(df.path, ins.line, f"{ins.keyword}: {exc}") from None
+            raise _err(df.path, ins.line, _prefixed(ins.keyword, str(exc))) from None
     df.global_args = {k: v for k, v in glob.items() if v.kind != "builtin"}
 
 

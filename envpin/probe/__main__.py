@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE", help="write the Markdown report to FILE ('-' for stdout)")
     p.add_argument("--selftest", action="store_true", help="also run the determinism self-test (imports TF)")
     p.add_argument("--quick", action="store_true", help="shorter self-test (the fingerprint is never reduced)")
-    p.add_argument("--compare", action="store_true", help="self-test: compare with the golden hash")
+    p.add_argument("--compare", action="store_true", help="self-test: also run the op battery with determinism off")
     p.add_argument("--with-tf", action="store_true", help="import TensorFlow to read its runtime settings")
     p.add_argument("--root", metavar="DIR", help="read /proc, /sys and /etc under DIR (diagnostics)")
     return p

@@ -1,0 +1,127 @@
+"""`envpin audit`: reproducibility hazards in existing Dockerfiles, with file:line, severity and the fix.
+
+Everything is read and parsed before anything is reported or written, so a file that cannot be read
+or does not parse stops the whole run (exit 2) with nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envpin.audit.fix import MECHANICAL, FixOutcome, fix
+from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
+from envpin.audit.rules import RULES, SEVERITIES, Finding, audit
+from envpin.errors import UsageError
+
+__all__ = [
+    "MECHANICAL",
+    "RULES",
+    "SEVERITIES",
+    "AuditRun",
+    "DockerfileError",
+    "Finding",
+    "audit",
+    "audit_text",
+    "fix",
+    "parse",
+    "parse_build_args",
+    "read",
+    "run",
+]
+
+FIX_SUFFIX = ".envpin-fixed"
+
+
+@dataclass
+class FixedFile:
+    source: str
+    output: str
+    outcome: FixOutcome
+
+
+@dataclass
+class AuditRun:
+    files: list[str]
+    findings: list[Finding]
+    fail_on: str
+    fixed: list[FixedFile] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        limit = SEVERITIES.index(self.fail_on)
+        return 1 if any(SEVERITIES.index(f.severity) <= limit for f in self.findings) else 0
+
+
+def parse_build_args(values: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values:
+        name, eq, val = value.partition("=")
+        if not eq or not name:
+            raise UsageError(f"--build-arg {value!r} is not NAME=VALUE", hint="e.g. --build-arg TF_TAG=22.03-tf2-py3")
+        out[name] = val
+    return out
+
+
+def audit_text(text: str, path: str = "Dockerfile", **kwargs: object) -> list[Finding]:
+    """Parse and audit Dockerfile text (what the tests and the corpus use)."""
+    build_args = kwargs.pop("build_args", None)
+    df = parse(text, path, build_args)  # type: ignore[arg-type]
+    return audit(df, **kwargs)  # type: ignore[arg-type]
+
+
+def _output_path(source: str, fix_out: Path | None, in_place: bool) -> Path:
+    if in_place:
+        return Path(source)
+    if fix_out is not None:
+        return fix_out
+    return Path(source + FIX_SUFFIX)
+
+
+def run(
+    paths: Sequence[str],
+    *,
+    fail_on: str = "warning",
+    build_args: dict[str, str] | None = None,
+    target: str | None = None,
+    tf: str | None = None,
+    do_fix: bool = False,
+    fix_out: Path | None = None,
+    in_place: bool = False,
+    resolve: Callable[[str], str] | None = None,
+) -> AuditRun:
+    """Audit files; with do_fix, write corrected copies and report what is left in them."""
+    if fail_on not in SEVERITIES:
+        raise UsageError(f"--fail-on {fail_on!r} is not a severity", hint="use error, warning or info")
+    if not paths:
+        raise UsageError("no Dockerfile given", hint="envpin audit Dockerfile [more Dockerfiles...]")
+    if (fix_out is not None or in_place) and not do_fix:
+        raise UsageError("--fix-out and --in-place only make sense with --fix", hint="add --fix")
+    if fix_out is not None and in_place:
+        raise UsageError("--fix-out and --in-place exclude each other", hint="choose one")
+    if fix_out is not None and len(paths) != 1:
+        raise UsageError("--fix-out names one output file, but several Dockerfiles were given",
+                         hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed")
+    parsed: list[Dockerfile] = [read(p, build_args) for p in paths]
+    findings = {df.path: audit(df, target=target, tf=tf) for df in parsed}
+    if not do_fix:
+        return AuditRun(list(paths), [f for df in parsed for f in findings[df.path]], fail_on)
+    fixed: list[FixedFile] = []
+    remaining: list[Finding] = []
+    outputs: dict[Path, tuple[str, int]] = {}
+    for df in parsed:
+        out = _output_path(df.path, fix_out, in_place)
+        if out.resolve() == Path(df.path).resolve() and not in_place:
+            raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
+        outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
+        again = parse(outcome.text, str(out), build_args)
+        remaining.extend(audit(again, target=target, tf=tf))
+        fixed.append(FixedFile(df.path, str(out), outcome))
+        outputs[out] = (outcome.text, os.stat(df.path).st_mode & 0o777)
+    from envpin.fsutil import atomic_write
+
+    for out, (text, mode) in outputs.items():
+        atomic_write(out, text.encode("utf-8"), mode=mode)
+    return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)

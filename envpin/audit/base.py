@@ -1,0 +1,104 @@
+"""Which TensorFlow a base image implies: NGC tag -> envpin catalog -> recipe, or a stock tag.
+
+Mirrors of NGC (any registry whose repository ends in nvidia/tensorflow) count as NGC. When the catalog
+has no TensorFlow version for a tag the answer is "unknown, and why", never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envpin import catalog, recipes
+from envpin.audit.parser import Dockerfile, Stage
+from envpin.errors import EnvpinError
+from envpin.recipes import Recipe
+from envpin.versions import parse_ngc_spec
+
+_STOCK_TAG = re.compile(r"^(\d+\.\d+)(?:\.\d+)?(?:rc\d+)?(?:-.*)?$")
+
+
+@dataclass(frozen=True)
+class BaseInfo:
+    label: str  # what the messages call the base, e.g. "NGC 22.03-tf2-py3"
+    image: str  # the external image the target stage starts from
+    tf_version: str | None = None
+    recipe: Recipe | None = None
+    reason: str | None = None  # why the TensorFlow version or recipe is unknown
+    release: str | None = None
+    distribution: str | None = None
+
+
+def root_stage(df: Dockerfile, stage: Stage) -> Stage:
+    return df.chain(stage)[0]
+
+
+def identify(df: Dockerfile, stage: Stage, tf: str | None = None) -> BaseInfo:
+    """Resolve the produced image's base to a TensorFlow version and recipe (or say why not)."""
+    root = root_stage(df, stage)
+    image = root.image
+    via = "" if root is stage else f" (through stage {root.label})"
+    if root.unresolved:
+        return BaseInfo(image, image, reason=f"the base {root.image_raw}{via} depends on build argument "
+                        f"{', '.join(root.unresolved)}, which has no value; determinism env not checked")
+    name, tag = _name_tag(image)
+    path = name.split("/")
+    if path[-2:] == ["nvidia", "tensorflow"]:
+        return _ngc(image, tag, tf, via)
+    if path[-2:] == ["tensorflow", "tensorflow"] and len(path) <= 3:
+        return _stock(image, tag, tf, via)
+    label = f"{image}{via}"
+    if tf:
+        return _with_recipe(BaseInfo(label, image, tf, distribution="stock"), tf, "stock", None)
+    return BaseInfo(label, image, reason=f"the base {label} is not an NGC or tensorflow/tensorflow image, so "
+                    "the audit cannot tell which TensorFlow it holds; determinism env not checked")
+
+
+def _name_tag(image: str) -> tuple[str, str | None]:
+    name = image.split("@", 1)[0]
+    slash, colon = name.rfind("/"), name.rfind(":")
+    if colon > slash:
+        return name[:colon], name[colon + 1 :]
+    return name, None
+
+
+def _ngc(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:
+    label = f"NGC {tag}{via}" if tag else f"{image}{via}"
+    unknown = "determinism env not checked"
+    if tag is None:
+        return BaseInfo(label, image, reason=f"{image}{via} names no tag, so its TensorFlow is unknown; {unknown}")
+    try:
+        spec = parse_ngc_spec(tag)
+        entries = catalog.load().release_entries(spec.release)
+    except EnvpinError as exc:
+        return BaseInfo(label, image, reason=f"{image}{via}: {exc.message}; {unknown}")
+    entry = next((e for e in entries if e.flavor == spec.flavor), None)
+    if entry is None:
+        tags = ", ".join(e.tag for e in entries)
+        return BaseInfo(label, image, reason=f"NGC {spec.release} has no tag {tag} (it has {tags}); {unknown}")
+    version = entry.tf_version or tf
+    if version is None:
+        why = entry.facts["tf_version"].reason or "no source gives it"
+        return BaseInfo(label, image, reason=f"the catalog does not know which TensorFlow {entry.tag} contains "
+                        f"({why}); {unknown}", release=entry.release, distribution="ngc")
+    info = BaseInfo(label, image, version, release=entry.release, distribution="ngc")
+    return _with_recipe(info, version, "ngc", entry.release)
+
+
+def _stock(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:
+    label = f"{image}{via}"
+    m = _STOCK_TAG.match(tag or "")
+    version = m.group(1) if m else tf
+    if version is None:
+        return BaseInfo(label, image, reason=f"the tag of {label} does not name a TensorFlow version; "
+                        "determinism env not checked")
+    return _with_recipe(BaseInfo(label, image, version, distribution="stock"), version, "stock", None)
+
+
+def _with_recipe(info: BaseInfo, version: str, distribution: str, release: str | None) -> BaseInfo:
+    try:
+        recipe = recipes.select(version, distribution, release)
+    except EnvpinError as exc:
+        return BaseInfo(info.label, info.image, version, reason=f"{info.label}: {exc.message}",
+                        release=release, distribution=distribution)
+    return BaseInfo(info.label, info.image, version, recipe, release=release, distribution=distribution)

@@ -1,0 +1,128 @@
+"""Audit output: a rich table for people (stderr), JSON, and SARIF 2.1.0 for code-scanning upload."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from envpin import __version__
+from envpin.audit.rules import RULES, SEVERITIES, Finding
+
+JSON_SCHEMA_VERSION = 1
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def summary(findings: list[Finding]) -> dict[str, int]:
+    return {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
+
+
+def summary_line(findings: list[Finding], files: int) -> str:
+    counts = summary(findings)
+    if not findings:
+        return f"no findings in {files} file{'s' if files != 1 else ''}"
+    parts = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items() if n)
+    where = f"{files} file{'s' if files != 1 else ''}"
+    return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {where}: {parts}"
+
+
+def table(findings: list[Finding]) -> Table:
+    t = Table(show_lines=True)
+    t.add_column("location", no_wrap=True)
+    t.add_column("severity")
+    t.add_column("rule", no_wrap=True)
+    t.add_column("finding and fix", overflow="fold")
+    for f in findings:
+        t.add_row(
+            escape(f"{f.file}:{f.line}"),
+            f"[{_STYLE[f.severity]}]{f.severity}[/]",
+            f.rule,
+            f"{escape(f.message)}\n[dim]fix:[/] {escape(f.fix)}",
+        )
+    return t
+
+
+def to_json(findings: list[Finding], files: list[str], fail_on: str, exit_code: int,
+            fixed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": JSON_SCHEMA_VERSION,
+        "tool": {"name": "envpin audit", "version": __version__},
+        "files": files,
+        "fail_on": fail_on,
+        "exit_code": exit_code,
+        "summary": summary(findings),
+        "findings": [f.to_json() for f in findings],
+    }
+    if fixed is not None:
+        doc["fixed"] = fixed
+    return doc
+
+
+def artifact_uri(path: str) -> str:
+    """A relative, forward-slash URI where possible (what code scanning maps onto the repository)."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            p = p.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            return p.resolve().as_uri()
+    posix = PurePosixPath(*p.parts).as_posix() if p.parts else path
+    return urllib.parse.quote(posix.replace(os.sep, "/"), safe="/-._~!$&'()*+,;=@")
+
+
+def to_sarif(findings: list[Finding]) -> dict[str, Any]:
+    """SARIF 2.1.0: every rule with its help text, every finding with ruleId, level and location."""
+    ids = sorted(RULES)
+    rules = [
+        {
+            "id": rid,
+            "name": "".join(w.capitalize() for w in rid.split("-")),
+            "shortDescription": {"text": RULES[rid].title},
+            "fullDescription": {"text": RULES[rid].help},
+            "help": {"text": RULES[rid].help, "markdown": f"**{RULES[rid].title}**\n\n{RULES[rid].help}"},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[rid].severity]},
+            "properties": {"tags": ["reproducibility", "dockerfile"]},
+        }
+        for rid in ids
+    ]
+    results = [
+        {
+            "ruleId": f.rule,
+            "ruleIndex": ids.index(f.rule),
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f"{f.message}. Fix: {f.fix}"},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": artifact_uri(f.file)},
+                        "region": {"startLine": f.line},
+                    }
+                }
+            ],
+        }
+        for f in findings
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "envpin-audit",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }

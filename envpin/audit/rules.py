@@ -1,0 +1,806 @@
+"""The audit rules: each hazard with its id, severity, the line it is on, and the fix.
+
+Rules read the parsed Dockerfile (instructions, stages, scopes) and the shell view of each RUN; none
+of them looks at raw text. Determinism rules judge the image the build produces (the last stage, or
+--target) including the ENV it inherits from stages it builds on; supply-chain rules (pins, hashes,
+downloads) apply to every stage, because a builder stage's output ends up in the image too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from envpin.audit.base import BaseInfo, identify
+from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, expand, split_words
+from envpin.audit.shell import Command, RunScript, run_script
+
+SEVERITIES = ("error", "warning", "info")
+#: The switches a recipe may require; the other recipe variables have rules of their own.
+SWITCHES = ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")
+D9M_VARS = (*SWITCHES, "TF_CUDNN_USE_FRONTEND")
+COMMON_VARS = ("PYTHONHASHSEED", "HOROVOD_FUSION_THRESHOLD")
+TRUE = frozenset({"1", "true"})
+_HEX = re.compile(r"^[0-9a-f]{7,40}$")
+_PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
+_PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
+_REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
+SNAPSHOT_HOSTS = ("snapshot.debian.org", "snapshot.ubuntu.com")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    title: str
+    help: str
+
+
+RULES: dict[str, Rule] = {
+    r.id: r
+    for r in (
+        Rule("from-latest", "error", "FROM uses :latest or no tag",
+             "A base named by :latest (or by no tag, which means :latest) is whatever was pushed last: "
+             "the same Dockerfile builds a different image next month. Name the exact tag and pin its "
+             "digest: FROM image:TAG@sha256:..."),
+        Rule("from-no-digest", "warning", "FROM pins a tag but not a digest",
+             "Tags are mutable: NVIDIA and Docker Hub re-push tags with security fixes. Append the digest "
+             "the tag points to now (`envpin audit --fix` resolves it through the registry)."),
+        Rule("from-unresolved", "warning", "FROM depends on a build argument without a value",
+             "The base image is chosen by whoever runs the build, so the audit cannot check it and the "
+             "image cannot be reproduced from the Dockerfile alone. Give the ARG a default (pinned by "
+             "digest), or pass --build-arg to the audit."),
+        Rule("d9m-env-missing", "error", "determinism environment missing for the base's TensorFlow",
+             "The TensorFlow version the base image implies (NGC tag -> envpin catalog -> recipe) needs "
+             "these variables set before TensorFlow starts, or GPU ops such as cuDNN convolutions pick "
+             "nondeterministic algorithms. Add the recipe's ENV block (`envpin audit --fix` inserts it)."),
+        Rule("d9m-env-wrong", "error", "determinism environment wrong for the base's TensorFlow",
+             "A determinism variable is set to a value TensorFlow reads as false, or the image relies on "
+             "a switch that this TensorFlow version does not read or that covers only cuDNN "
+             "(TF_CUDNN_DETERMINISTIC where TF_DETERMINISTIC_OPS is needed). Use the recipe's ENV block."),
+        Rule("d9m-unknown-tf", "info", "TensorFlow version of the base not known",
+             "The determinism recipe depends on the TensorFlow version; when the base is not an NGC or "
+             "tensorflow/tensorflow tag the catalog knows, the audit says so instead of guessing. Pass "
+             "--tf MAJOR.MINOR after checking the image, or run `envpin catalog sync`."),
+        Rule("d9m-unavailable", "info", "no GPU determinism switch for this TensorFlow",
+             "TensorFlow before 1.14 (and NGC images before 19.06) has no switch that makes GPU ops "
+             "deterministic; only a newer base can fix that."),
+        Rule("cudnn-autotune-set", "error", "TF_USE_CUDNN_AUTOTUNE is set",
+             "NVIDIA's determinism notes: do not set TF_USE_CUDNN_AUTOTUNE at all, not even to 0, "
+             "together with TF_DETERMINISTIC_OPS or TF_CUDNN_DETERMINISTIC. Remove it."),
+        Rule("xla-auto-jit", "warning", "XLA auto-clustering enabled in an image that sets determinism",
+             "TF_XLA_FLAGS=--tf_xla_auto_jit=1/2/fusible compiles clusters with XLA, whose GPU reductions "
+             "and scatter were nondeterministic before TensorFlow 2.8 and whose fusion decisions change "
+             "numerics. Drop the flag, or enable XLA per function with jit_compile=True."),
+        Rule("pip-unpinned", "warning", "pip installs packages without == pins",
+             "An unpinned requirement resolves to whatever is newest on the day of the build. Pin exact "
+             "versions, ideally in a requirements lock with hashes (`envpin render --requirements`)."),
+        Rule("pip-no-hashes", "warning", "pip installs without hash checking",
+             "Without --require-hashes (hashes come from a requirements file) pip accepts any file the "
+             "index serves for that version, including wheels uploaded later. Install from a requirements "
+             "file with --hash entries and --require-hashes."),
+        Rule("pip-requirements-file", "info", "requirements file not checked",
+             "The audit reads the Dockerfile only; make sure the requirements or constraints file pins "
+             "every package with == and --hash, or install it with --require-hashes so pip enforces it."),
+        Rule("pip-extra-index", "warning", "extra or alternative package index with unpinned packages",
+             "With --extra-index-url, --index-url or --find-links pip takes the highest version any index "
+             "offers, so an unpinned name can be served by a different index tomorrow (dependency "
+             "confusion). Pin exact versions with hashes."),
+        Rule("apt-unpinned", "warning", "apt installs packages without versions or a snapshot",
+             "apt-get install NAME installs the archive's current version. Pin versions (NAME=VERSION) or "
+             "point apt at a dated snapshot (snapshot.ubuntu.com, snapshot.debian.org)."),
+        Rule("add-url", "warning", "ADD downloads a URL without a checksum",
+             "The file behind a URL can change. Use ADD --checksum=sha256:... (BuildKit), or download in "
+             "RUN and verify with sha256sum -c."),
+        Rule("curl-pipe-shell", "warning", "downloaded script piped to a shell",
+             "curl | sh runs whatever the server sends on the day of the build, unverified. Download a "
+             "pinned version, check its sha256, then run it."),
+        Rule("git-clone-unpinned", "warning", "git clone without a pinned commit",
+             "A clone of a branch or tag gets whatever the branch points to at build time. Check out a "
+             "commit: git clone URL dir && git -C dir checkout SHA (or git clone --revision=SHA)."),
+        Rule("horovod-fusion-threshold", "error", "Horovod installed but HOROVOD_FUSION_THRESHOLD is not 0",
+             "Horovod's tensor fusion batches allreduces in an order that varies from run to run. Set "
+             "HOROVOD_FUSION_THRESHOLD=0."),
+        Rule("nvidia-disable-require", "warning", "NVIDIA_DISABLE_REQUIRE is set",
+             "It turns off the container runtime's check that the host driver supports the image's CUDA, "
+             "so the image starts on drivers it was not built for (forward compatibility included) and "
+             "can fail or compute differently. Remove it and meet the driver requirement."),
+        Rule("pythonhashseed-unset", "warning", "PYTHONHASHSEED is not fixed",
+             "Without a fixed PYTHONHASHSEED, str and bytes hashes (set and dict-of-set iteration order) "
+             "differ between processes. Set it to an integer with ENV, before Python starts."),
+        Rule("shell-unparsed", "info", "RUN command could not be split into words",
+             "The audit could not split the command (an unterminated quote, usually), so it was not "
+             "checked."),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    file: str
+    line: int
+    message: str
+    fix: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "rule": self.rule,
+            "severity": self.severity,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass
+class Context:
+    df: Dockerfile
+    target: Stage
+    base: BaseInfo
+    findings: list[Finding] = field(default_factory=list)
+    runs: dict[int, RunScript] = field(default_factory=dict)
+
+    def add(self, rule: str, line: int, message: str, fix: str, severity: str | None = None) -> None:
+        self.findings.append(
+            Finding(rule, severity or RULES[rule].severity, self.df.path, line, message, fix)
+        )
+
+    def chain(self) -> list[Stage]:
+        return self.df.chain(self.target)
+
+    def env(self) -> dict[str, Var]:
+        return self.target.env
+
+    def env_settings(self, name: str) -> Iterator[tuple[Instruction, str | None]]:
+        """Every ENV in the produced image's stages that sets `name`: (instruction, value)."""
+        for st in self.chain():
+            for ins in st.instructions:
+                if ins.keyword == "ENV":
+                    for p in ins.pairs:
+                        if p.key == name:
+                            yield ins, p.value
+
+    def run(self, ins: Instruction) -> RunScript:
+        if ins.line not in self.runs:
+            self.runs[ins.line] = run_script(ins, self.df.stages[ins.stage or 0].posix_shell)
+        return self.runs[ins.line]
+
+    def commands(self, stage: Stage) -> Iterator[tuple[Instruction, Command]]:
+        for ins in stage.instructions:
+            if ins.keyword == "RUN":
+                for cmd in self.run(ins).script.commands():
+                    if cmd.argv:
+                        yield ins, cmd
+
+
+def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None) -> list[Finding]:
+    """All findings for one parsed Dockerfile, sorted by line and rule."""
+    stage = df.stage(target)
+    ctx = Context(df, stage, identify(df, stage, tf))
+    for check in CHECKS:
+        check(ctx)
+    return merge(ctx.findings)
+
+
+def merge(findings: list[Finding]) -> list[Finding]:
+    """One finding per rule and instruction: two unpinned pip calls in one RUN are one hazard to fix there."""
+    merged: dict[tuple[str, int, str], Finding] = {}
+    for f in findings:
+        key = (f.file, f.line, f.rule)
+        if key not in merged:
+            merged[key] = f
+            continue
+        m = merged[key]
+        merged[key] = replace(
+            m,
+            severity=min(m.severity, f.severity, key=SEVERITIES.index),
+            message=m.message if f.message in m.message.split("; ") else f"{m.message}; {f.message}",
+            fix=m.fix if f.fix in m.fix.split("; ") else f"{m.fix}; {f.fix}",
+        )
+    return sorted(merged.values(), key=lambda f: (f.file, f.line, f.rule))
+
+
+# -- FROM --------------------------------------------------------------------------------------------
+def check_from(ctx: Context) -> None:
+    names = {s.name for s in ctx.df.stages if s.name}
+    for st in ctx.df.stages:
+        if st.parent is not None or st.image.lower() == "scratch":
+            continue
+        line = st.from_.line
+        if st.unresolved:
+            args = ", ".join(st.unresolved)
+            ctx.add("from-unresolved", line,
+                    f"FROM {st.image_raw}: build argument {args} has no value, so the base is chosen at build time",
+                    f"give ARG {st.unresolved[0]} a default pinned by digest, or audit with --build-arg")
+            continue
+        if st.image.lower() in names:
+            continue
+        ref = split_ref(st.image)
+        if ref.digest:
+            continue
+        if ref.tag is None or ref.tag == "latest":
+            what = "no tag (that is :latest)" if ref.tag is None else ":latest"
+            ctx.add("from-latest", line, f"FROM {st.image} uses {what}: the base changes whenever it is re-pushed",
+                    f"name an exact tag and pin its digest: FROM {ref.name}:TAG@sha256:…")
+        else:
+            ctx.add("from-no-digest", line, f"FROM {st.image} is not pinned by digest; the tag can be re-pushed",
+                    f"pin the digest the tag points to now: FROM {st.image}@sha256:… (envpin audit --fix)")
+
+
+@dataclass(frozen=True)
+class ImageName:
+    name: str
+    tag: str | None
+    digest: str | None
+
+
+def split_ref(image: str) -> ImageName:
+    name, _, digest = image.partition("@")
+    tag = None
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1 :]
+    return ImageName(name, tag, digest or None)
+
+
+# -- determinism environment -------------------------------------------------------------------------
+def truthy(var: Var | None) -> bool:
+    return var is not None and var.value is not None and var.value.strip().lower() in TRUE
+
+
+def check_determinism(ctx: Context) -> None:
+    base, env, line = ctx.base, ctx.env(), ctx.target.from_.line
+    if base.recipe is None:
+        ctx.add("d9m-unknown-tf", line, base.reason or f"the TensorFlow version of {base.label} is not known",
+                "check the image's TensorFlow and audit with --tf MAJOR.MINOR (or run `envpin catalog sync`)")
+        return
+    recipe = base.recipe
+    required = {k: v for k, v in recipe.env_dict().items() if k not in COMMON_VARS}
+    what = f"{base.label} (TensorFlow {base.tf_version}, recipe {recipe.id})"
+    if not any(k in SWITCHES for k in required):
+        ctx.add("d9m-unavailable", line, f"{what} has no GPU determinism switch", "use a newer base image")
+        return
+    missing: list[str] = []
+    for name, want in required.items():
+        var = env.get(name)
+        if var is None:
+            missing.append(name)
+        elif not var.unresolved and var.value is not None and var.value.strip().lower() not in TRUE:
+            ctx.add("d9m-env-wrong", var.line,
+                    f"{name}={var.value} is not a value TensorFlow reads as true; {what} needs {name}={want}",
+                    f"set {name}={want}")
+    for alt, needed in (("TF_CUDNN_DETERMINISTIC", "TF_DETERMINISTIC_OPS"),
+                        ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")):
+        var = env.get(alt)
+        if needed in missing and alt not in required and var is not None and (truthy(var) or var.unresolved):
+            reason = ("only makes cuDNN convolution and pooling deterministic"
+                      if alt == "TF_CUDNN_DETERMINISTIC" else f"is not read by TensorFlow {base.tf_version}")
+            ctx.add("d9m-env-wrong", var.line,
+                    f"{alt} {reason}; {what} needs {needed}={required[needed]}",
+                    f"set {needed}={required[needed]} (envpin audit --fix adds the recipe's ENV block)")
+            missing.remove(needed)
+    if missing:
+        severity = "error" if any(m in SWITCHES for m in missing) else "warning"
+        settings = " ".join(f"{m}={required[m]}" for m in missing)
+        ctx.add("d9m-env-missing", line, f"{what} needs {settings}, which the image does not set",
+                f"add ENV {settings} after FROM (envpin audit --fix adds the recipe's ENV block)", severity)
+
+
+def check_autotune(ctx: Context) -> None:
+    for ins, value in ctx.env_settings("TF_USE_CUDNN_AUTOTUNE"):
+        ctx.add("cudnn-autotune-set", ins.line,
+                f"TF_USE_CUDNN_AUTOTUNE={value} is set; NVIDIA says not to set it at all under determinism",
+                "remove TF_USE_CUDNN_AUTOTUNE from ENV (envpin audit --fix removes it)")
+
+
+def xla_auto_jit(flags: str) -> str | None:
+    """The flag that turns auto-clustering on, if any (--tf_xla_auto_jit=1|2|fusible, CPU global jit)."""
+    words = flags.split()
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            value = words[i + 1]
+        if name == "--tf_xla_auto_jit" and value.strip("'\"") not in ("", "-1", "0"):
+            return f"--tf_xla_auto_jit={value}"
+        if name == "--tf_xla_cpu_global_jit" and value.lower() not in ("false", "0"):
+            return word
+    return None
+
+
+def check_xla(ctx: Context) -> None:
+    env = ctx.env()
+    if not any(truthy(env.get(s)) for s in SWITCHES):
+        return
+    var = env.get("TF_XLA_FLAGS")
+    flag = xla_auto_jit(var.value or "") if var is not None else None
+    if var is not None and flag:
+        ctx.add("xla-auto-jit", var.line,
+                f"TF_XLA_FLAGS turns on XLA auto-clustering ({flag}) in an image that sets determinism",
+                "drop --tf_xla_auto_jit from TF_XLA_FLAGS; use jit_compile=True per function if XLA is needed")
+
+
+def check_nvidia_disable_require(ctx: Context) -> None:
+    for ins, value in ctx.env_settings("NVIDIA_DISABLE_REQUIRE"):
+        if value is None or value.strip().lower() not in ("", "0", "false", "f"):
+            ctx.add("nvidia-disable-require", ins.line,
+                    f"NVIDIA_DISABLE_REQUIRE={value} turns off the driver/CUDA compatibility check",
+                    "remove NVIDIA_DISABLE_REQUIRE and run on a driver the image supports (envpin doctor)")
+
+
+def check_hashseed(ctx: Context) -> None:
+    var = ctx.env().get("PYTHONHASHSEED")
+    if var is None:
+        ctx.add("pythonhashseed-unset", ctx.target.from_.line,
+                "PYTHONHASHSEED is not set, so str/bytes hashing (set iteration order) differs per process",
+                "add ENV PYTHONHASHSEED=0 (envpin audit --fix adds it)")
+    elif not var.unresolved and not _seed_ok(var.value):
+        ctx.add("pythonhashseed-unset", var.line,
+                f"PYTHONHASHSEED={var.value} does not fix hashing (it must be an integer 0..4294967295)",
+                "set ENV PYTHONHASHSEED=0")
+
+
+def _seed_ok(value: str | None) -> bool:
+    return value is not None and value.strip().isdigit() and int(value.strip()) <= 4294967295
+
+
+def check_horovod(ctx: Context) -> None:
+    site = _horovod_site(ctx)
+    if site is None:
+        return
+    line, how = site
+    var = ctx.env().get("HOROVOD_FUSION_THRESHOLD")
+    if var is None:
+        ctx.add("horovod-fusion-threshold", line,
+                f"Horovod is installed ({how}) but HOROVOD_FUSION_THRESHOLD is not set, so tensor fusion "
+                "reorders allreduces from run to run",
+                "add ENV HOROVOD_FUSION_THRESHOLD=0 (envpin audit --fix adds it)")
+    elif not var.unresolved and (var.value or "").strip() != "0":
+        ctx.add("horovod-fusion-threshold", var.line,
+                f"HOROVOD_FUSION_THRESHOLD={var.value} keeps Horovod's tensor fusion on ({how})",
+                "set ENV HOROVOD_FUSION_THRESHOLD=0")
+
+
+def _horovod_site(ctx: Context) -> tuple[int, str] | None:
+    sites: list[tuple[int, str]] = []
+    for st in ctx.df.stages:
+        for ins in st.instructions:
+            if ins.keyword in ("ENV", "ARG"):
+                for p in ins.pairs:
+                    if p.key.startswith("HOROVOD_") and p.key != "HOROVOD_FUSION_THRESHOLD":
+                        sites.append((ins.line, f"{ins.keyword} {p.key}"))
+        for ins, cmd in ctx.commands(st):
+            for key in cmd.assigns:
+                if key.startswith("HOROVOD_") and key != "HOROVOD_FUSION_THRESHOLD":
+                    sites.append((ins.line, f"{key} build variable"))
+            call = pip_call(cmd)
+            if call and any(_req_name(s) == "horovod" for s in call.specs):
+                sites.append((ins.line, "pip install horovod"))
+    return min(sites) if sites else None
+
+
+# -- pip ---------------------------------------------------------------------------------------------
+_PIP_VALUE = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
+    "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--upgrade-strategy", "--progress-bar",
+    "--platform", "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary",
+    "--global-option", "--install-option", "-C", "--config-settings", "--trusted-host", "--cache-dir", "--log",
+    "--log-file", "--proxy", "--retries", "--timeout", "--exists-action", "--cert", "--client-cert", "--python",
+    "--report", "-w", "--wheel-dir", "-d", "--dest", "-b", "--build", "--use-feature", "--use-deprecated",
+    "--keyring-provider", "--root-user-action", "--python-executable",
+})
+_PIP_GLUED = ("-r", "-c", "-e", "-i", "-f", "-t", "-C", "-w", "-d")
+_INDEX_OPTS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
+_PIP_INDEX_ENV = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
+
+
+@dataclass
+class PipCall:
+    subcommand: str
+    specs: list[str] = field(default_factory=list)
+    editables: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)
+    require_hashes: bool = False
+
+
+def pip_call(cmd: Command) -> PipCall | None:
+    """The install/wheel/download call a command makes, with its options sorted out, or None."""
+    argv = cmd.argv
+    if _PIP.match(cmd.name):
+        rest = argv[1:]
+    elif _PYTHON.match(cmd.name) and len(argv) > 2 and argv[1] == "-m" and _PIP.match(argv[2]):
+        rest = argv[3:]
+    elif cmd.name == "uv" and argv[1:2] == ["pip"]:
+        rest = argv[2:]
+    else:
+        return None
+    opts: list[tuple[str, str | None]] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok == "--":
+            positional.extend(rest[i + 1 :])
+            break
+        if tok.startswith("--") and "=" in tok:
+            name, _, value = tok.partition("=")
+            opts.append((name, value))
+        elif tok in _PIP_VALUE:
+            opts.append((tok, rest[i + 1] if i + 1 < len(rest) else ""))
+            i += 1
+        elif tok.startswith(_PIP_GLUED) and len(tok) > 2 and not tok.startswith("--"):
+            opts.append((tok[:2], tok[2:]))
+        elif tok.startswith("-") and tok != "-":
+            opts.append((tok, None))
+        else:
+            positional.append(tok)
+        i += 1
+    if not positional or positional[0] not in ("install", "wheel", "download"):
+        return None
+    call = PipCall(positional[0])
+    words = positional[1:]
+    j = 0
+    while j < len(words):  # PEP 508 direct references: NAME @ URL
+        if j + 2 < len(words) and words[j + 1] == "@":
+            call.specs.append(f"{words[j]} @ {words[j + 2]}")
+            j += 3
+        else:
+            call.specs.append(words[j])
+            j += 1
+    for name, value in opts:
+        if name in ("-r", "--requirement") and value:
+            call.requirements.append(value)
+        elif name in ("-c", "--constraint") and value:
+            call.constraints.append(value)
+        elif name in ("-e", "--editable") and value:
+            call.editables.append(value)
+        elif name in _INDEX_OPTS and value:
+            call.indexes.append(value)
+        elif name == "--require-hashes":
+            call.require_hashes = True
+    return call
+
+
+def _is_local(spec: str) -> bool:
+    if "://" in spec or spec.startswith(("git+", "hg+", "svn+", "bzr+")):
+        return False
+    return (
+        spec.startswith((".", "/", "~", "$"))
+        or "/" in spec
+        or spec.endswith((".whl", ".tar.gz", ".zip", ".tgz", ".tar.bz2"))
+    )
+
+
+def _req_name(spec: str) -> str | None:
+    m = _REQ.match(spec.strip())
+    if not m or "://" in spec or _is_local(spec):
+        return None
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower()
+
+
+def spec_state(spec: str) -> str:
+    """'pinned', 'unpinned', 'local' or 'unknown' (a variable the audit cannot see)."""
+    url = spec.split(" @ ", 1)[1] if " @ " in spec else spec
+    if "://" in url or url.startswith(("git+", "hg+", "svn+", "bzr+")):
+        if url.startswith(("git+", "hg+", "svn+", "bzr+")):
+            path = url.split("://", 1)[-1].split("#", 1)[0]
+            ref = path.rsplit("@", 1)[1] if "@" in path.rsplit("/", 1)[-1] else ""
+            return "pinned" if _HEX.match(ref) else "unpinned"
+        return "pinned"
+    if _is_local(spec):
+        return "local"
+    m = _REQ.match(spec.strip())
+    if not m:
+        return "unknown"
+    constraint = m.group(3).split(";", 1)[0].strip()
+    for clause in constraint.split(","):
+        clause = clause.strip()
+        if clause.startswith("===") or (clause.startswith("==") and "*" not in clause):
+            return "pinned"
+    if "$" in spec:
+        return "unknown"
+    return "unpinned"
+
+
+def check_pip(ctx: Context) -> None:
+    """One finding per rule and RUN, listing every package of every pip call in it."""
+    for st in ctx.df.stages:
+        for ins in st.instructions:
+            if ins.keyword != "RUN":
+                continue
+            acc = _PipFindings()
+            for cmd in ctx.run(ins).script.commands():
+                call = pip_call(cmd) if cmd.argv else None
+                if call is not None:
+                    env = {**{k: v.value for k, v in ins.scope.items() if v.value is not None}, **cmd.assigns}
+                    acc.add(call, env)
+            acc.report(ctx, ins)
+
+
+@dataclass
+class _PipFindings:
+    verbs: list[str] = field(default_factory=list)
+    unpinned: list[str] = field(default_factory=list)
+    unhashed: list[str] = field(default_factory=list)
+    files: list[tuple[str, str]] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)
+
+    def add(self, call: PipCall, env: dict[str, str]) -> None:
+        verb = f"pip {call.subcommand}"
+        if verb not in self.verbs:
+            self.verbs.append(verb)
+        require_hashes = call.require_hashes or env.get("PIP_REQUIRE_HASHES", "").lower() in ("1", "true", "yes", "on")
+        specs = call.specs + [e for e in call.editables if not _is_local(e)]
+        states = {s: spec_state(s) for s in specs}
+        unpinned = [s for s, state in states.items() if state == "unpinned"]
+        if not call.constraints:
+            self.unpinned += [s for s in unpinned if s not in self.unpinned]
+        if not require_hashes:
+            self.unhashed += [s for s, state in states.items()
+                              if state in ("pinned", "unpinned") and "#sha256=" not in s and s not in self.unhashed]
+            self.files += [("requirements", f) for f in call.requirements]
+            self.files += [("constraints", f) for f in call.constraints]
+        indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)]
+        if indexes and unpinned:
+            self.indexed += [s for s in unpinned if s not in self.indexed]
+            self.indexes += [i for i in indexes if i not in self.indexes]
+
+    def report(self, ctx: Context, ins: Instruction) -> None:
+        verb = "/".join(self.verbs)
+        if self.unpinned:
+            ctx.add("pip-unpinned", ins.line, f"{verb} without == pins: {', '.join(self.unpinned)}",
+                    "pin exact versions (NAME==X.Y.Z), ideally in a hashed requirements lock")
+        if self.unhashed:
+            ctx.add("pip-no-hashes", ins.line, f"{verb} of {', '.join(self.unhashed)} without hash checking",
+                    "install from a requirements file with --hash entries and --require-hashes")
+        for kind, name in dict.fromkeys(self.files):
+            ctx.add("pip-requirements-file", ins.line,
+                    f"cannot check {kind} file {name} (the audit reads the Dockerfile only)",
+                    f"pin every line of {name} with == and --hash, and install with --require-hashes")
+        if self.indexed:
+            ctx.add("pip-extra-index", ins.line,
+                    f"{verb} from {', '.join(self.indexes)} with unpinned {', '.join(self.indexed)}: "
+                    "any of the indexes may serve them",
+                    "pin exact versions with hashes, or install from one index only")
+
+
+# -- apt -----------------------------------------------------------------------------------------------
+_APT_VALUE = frozenset({"-o", "-c", "-t", "--option", "--config-file", "--target-release", "--default-release"})
+
+
+def check_apt(ctx: Context) -> None:
+    for st in ctx.df.stages:
+        earlier = [i for up in ctx.df.chain(st)[:-1] for i in up.instructions if i.keyword == "RUN"]
+        snapshot = any(_mentions_snapshot(ctx.run(i)) for i in earlier)
+        for ins in st.instructions:
+            if ins.keyword != "RUN":
+                continue
+            run = ctx.run(ins)
+            for cmd in run.script.commands():
+                if any(h in w for w in cmd.argv for h in SNAPSHOT_HOSTS):
+                    snapshot = True
+                pkgs = _apt_install(cmd)
+                if pkgs is None:
+                    continue
+                if pkgs[1]:
+                    continue  # apt --snapshot ID
+                loose = [p for p in pkgs[0] if "=" not in p and "$" not in p and "…" not in p
+                         and not p.endswith(".deb") and not p.startswith(("/", "./"))]
+                if loose and not snapshot:
+                    ctx.add("apt-unpinned", ins.line,
+                            f"{cmd.name} install without versions or a snapshot source: {', '.join(loose)}",
+                            "pin versions (NAME=VERSION) or install from a dated snapshot.ubuntu.com / "
+                            "snapshot.debian.org source")
+            if any(h in t for t in run.texts for h in SNAPSHOT_HOSTS):
+                snapshot = True
+
+
+def _mentions_snapshot(run: RunScript) -> bool:
+    return any(h in t for t in run.texts for h in SNAPSHOT_HOSTS)
+
+
+def _apt_install(cmd: Command) -> tuple[list[str], bool] | None:
+    """(packages, uses --snapshot) for apt-get/apt install, else None."""
+    if cmd.name not in ("apt-get", "apt", "aptitude"):
+        return None
+    positional: list[str] = []
+    snapshot = False
+    i = 1
+    argv = cmd.argv
+    while i < len(argv):
+        tok = argv[i]
+        if tok in _APT_VALUE:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+            snapshot = snapshot or "snapshot" in value.lower()
+            i += 2
+            continue
+        if tok in ("-S", "--snapshot") or tok.startswith("--snapshot="):
+            snapshot = True
+            i += 2 if tok in ("-S", "--snapshot") else 1
+            continue
+        if tok.startswith("-"):
+            snapshot = snapshot or ("snapshot" in tok.lower() and tok.startswith("-o"))
+        else:
+            positional.append(tok)
+        i += 1
+    if not positional or positional[0] != "install":
+        return None
+    return positional[1:], snapshot
+
+
+# -- downloads -----------------------------------------------------------------------------------------
+def check_add_url(ctx: Context) -> None:
+    for st in ctx.df.stages:
+        for ins in st.instructions:
+            if ins.keyword != "ADD" or "checksum" in ins.flags:
+                continue
+            if ins.exec_form is not None:
+                words = ins.exec_form
+            else:
+                words = [expand(w, ins.scope, escape=ctx.df.escape).value
+                         for w, _, _ in split_words(ins.args, ctx.df.escape)]
+            for src in words[:-1]:
+                if not src.startswith(("http://", "https://", "git@")):
+                    continue
+                if (".git" in src or src.startswith("git@")) and "#" in src and _HEX.match(src.rsplit("#", 1)[1]):
+                    continue
+                ctx.add("add-url", ins.line, f"ADD {src} downloads at build time without a checksum",
+                        "use ADD --checksum=sha256:… (BuildKit) or download in RUN and verify with sha256sum -c")
+
+
+_FETCHERS = frozenset({"curl", "wget"})
+
+
+def check_curl_pipe(ctx: Context) -> None:
+    for st in ctx.df.stages:
+        for ins in st.instructions:
+            if ins.keyword != "RUN":
+                continue
+            for pipe in ctx.run(ins).script.all_pipelines():
+                for i, cmd in enumerate(pipe):
+                    if cmd.name in _FETCHERS:
+                        sink = next((c for c in pipe[i + 1 :] if c.is_interpreter()), None)
+                        if sink is not None:
+                            _curl_finding(ctx, ins, cmd, f"piped to {sink.name}")
+                    if cmd.is_interpreter() or cmd.name in ("eval", "source", "."):
+                        for sub in cmd.nested:
+                            fetch = next((c for c in sub.commands() if c.name in _FETCHERS), None)
+                            if fetch is not None:
+                                _curl_finding(ctx, ins, fetch, f"run by {cmd.name}")
+
+
+def _curl_finding(ctx: Context, ins: Instruction, fetch: Command, how: str) -> None:
+    url = next((a for a in fetch.argv[1:] if "://" in a), " ".join(fetch.argv[1:]))
+    ctx.add("curl-pipe-shell", ins.line, f"{fetch.name} {url} {how}: the script is whatever the server sends",
+            "download a pinned version, verify its sha256 (sha256sum -c), then run it")
+
+
+# -- git -------------------------------------------------------------------------------------------------
+_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+_CLONE_VALUE = frozenset({
+    "-b", "--branch", "--depth", "-o", "--origin", "-c", "--config", "--reference", "--reference-if-able",
+    "--separate-git-dir", "-u", "--upload-pack", "--template", "-j", "--jobs", "--filter", "--shallow-since",
+    "--shallow-exclude", "--revision", "--server-option", "--bundle-uri",
+})
+
+
+@dataclass
+class _Clone:
+    ins: Instruction
+    url: str
+    path: str
+    pinned: bool
+
+
+def _git(cmd: Command, cwd: str) -> tuple[str, list[str], str] | None:
+    """(subcommand, its arguments, the directory it runs in) for a git command."""
+    if cmd.name != "git":
+        return None
+    argv, i = cmd.argv, 1
+    where = cwd
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] in _GIT_GLOBAL_VALUE:
+            if argv[i] == "-C" and i + 1 < len(argv):
+                where = posixpath.normpath(posixpath.join(where, argv[i + 1]))
+            i += 2
+        else:
+            i += 1
+    if i >= len(argv):
+        return None
+    return argv[i], argv[i + 1 :], where
+
+
+def check_git(ctx: Context) -> None:
+    for st in ctx.df.stages:
+        clones: list[_Clone] = []
+        for ins in st.instructions:
+            if ins.keyword != "RUN":
+                continue
+            cwd = ins.workdir
+            fetched: set[str] = set()
+            for cmd in ctx.run(ins).script.commands():
+                if cmd.name in ("cd", "pushd") and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
+                    cwd = posixpath.normpath(posixpath.join(cwd, cmd.argv[-1]))
+                    continue
+                call = _git(cmd, cwd)
+                if call is None:
+                    continue
+                sub, args, where = call
+                if sub == "clone":
+                    clones.append(_clone(ins, args, where))
+                elif sub in ("checkout", "switch", "reset"):
+                    refs = [a for a in args if not a.startswith("-")]
+                    if any(_HEX.match(r) for r in refs) or ("FETCH_HEAD" in refs and where in fetched):
+                        _pin(clones, where)
+                elif sub == "fetch" and any(_HEX.match(a) for a in args):
+                    fetched.add(where)
+        for c in clones:
+            if not c.pinned:
+                ctx.add("git-clone-unpinned", c.ins.line,
+                        f"git clone {c.url} is not pinned to a commit (it gets whatever the branch holds today)",
+                        f"check out a commit after cloning: git -C {c.path} checkout SHA")
+
+
+def _clone(ins: Instruction, args: list[str], cwd: str) -> _Clone:
+    positional: list[str] = []
+    pinned = False
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        name, _, value = tok.partition("=")
+        if tok in _CLONE_VALUE:
+            value = args[i + 1] if i + 1 < len(args) else ""
+            name = tok
+            i += 1
+        if name == "--revision" and _HEX.match(value):
+            pinned = True
+        if not tok.startswith("-"):
+            positional.append(tok)
+        i += 1
+    url = positional[0] if positional else "?"
+    target = positional[1] if len(positional) > 1 else posixpath.basename(url.rstrip("/")).removesuffix(".git")
+    return _Clone(ins, url, posixpath.normpath(posixpath.join(cwd, target)), pinned)
+
+
+def _pin(clones: list[_Clone], where: str) -> None:
+    for c in reversed(clones):
+        if not c.pinned and (c.path == where or posixpath.basename(c.path) == posixpath.basename(where)):
+            c.pinned = True
+            return
+    for c in reversed(clones):
+        if not c.pinned:
+            c.pinned = True
+            return
+
+
+def check_shell_syntax(ctx: Context) -> None:
+    for st in ctx.df.stages:
+        for ins in st.instructions:
+            if ins.keyword == "RUN" and ctx.run(ins).error and st.posix_shell:
+                ctx.add("shell-unparsed", ins.line, f"RUN could not be split into words: {ctx.run(ins).error}",
+                        "check the quoting of this RUN")
+
+
+CHECKS = (
+    check_from,
+    check_determinism,
+    check_autotune,
+    check_xla,
+    check_nvidia_disable_require,
+    check_hashseed,
+    check_horovod,
+    check_pip,
+    check_apt,
+    check_add_url,
+    check_curl_pipe,
+    check_git,
+    check_shell_syntax,
+)
