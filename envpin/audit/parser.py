@@ -479,9 +479,9 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
         words = split_words(args, escape)
         if not words:
             raise ValueError(f"{kw} needs NAME=VALUE")
-        if kw == "ENV" and "=" not in words[0][0]:
+        if "=" not in words[0][0]:  # the legacy form: NAME VALUE (the rest of the line)
             if len(words) < 2:
-                raise ValueError(f"ENV {words[0][0]} has no value (write ENV {words[0][0]}=VALUE)")
+                raise ValueError(f"{kw} {words[0][0]} has no value (write {kw} {words[0][0]}=VALUE)")
             value = args[words[1][1] :].strip()
             ins.pairs = [Pair(words[0][0], value, args)]
             ins.legacy_env = True

@@ -472,7 +472,7 @@ def _is_local(spec: str) -> bool:
     if "://" in spec or spec.startswith(("git+", "hg+", "svn+", "bzr+")):
         return False
     return (
-        spec.startswith((".", "/", "~", "$"))
+        spec.startswith((".", "/", "~"))
         or "/" in spec
         or spec.endswith((".whl", ".tar.gz", ".zip", ".tgz", ".tar.bz2"))
     )
@@ -494,6 +494,8 @@ def spec_state(spec: str) -> str:
             ref = path.rsplit("@", 1)[1] if "@" in path.rsplit("/", 1)[-1] else ""
             return "pinned" if _HEX.match(ref) else "unpinned"
         return "pinned"
+    if spec.startswith("$"):
+        return "unknown"
     if _is_local(spec):
         return "local"
     m = _REQ.match(spec.strip())
@@ -584,6 +586,8 @@ def check_apt(ctx: Context) -> None:
             if ins.keyword != "RUN":
                 continue
             run = ctx.run(ins)
+            # a heredoc that writes sources.list comes before the commands that use it
+            snapshot = snapshot or any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
             for cmd in run.script.commands():
                 if any(h in w for w in cmd.argv for h in SNAPSHOT_HOSTS):
                     snapshot = True

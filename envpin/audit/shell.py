@@ -305,7 +305,7 @@ class RunScript:
 def run_script(ins: Instruction, posix_shell: bool = True) -> RunScript:
     """Split a RUN (shell or exec form, heredocs included) into commands, with ARG/ENV substituted."""
     if ins.exec_form is not None:
-        argv = [expand(a, ins.scope, keep_quotes=False).value if "$" in a else a for a in ins.exec_form]
+        argv = list(ins.exec_form)  # exec form: no shell, so no variable substitution either
         cmd = _command(argv, [], 0) if argv else Command([])
         return RunScript(Script([[cmd]]), [shlex.join(argv)])
     if not posix_shell:

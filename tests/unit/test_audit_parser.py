@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -168,7 +169,7 @@ def test_read_rejects_binary_non_utf8_missing_and_directories(tmp_path: Path) ->
         (tmp_path / "missing", "no such file"),
         (tmp_path, "is a directory"),
     ):
-        with pytest.raises(DockerfileError, match=fragment.replace("(", r"\(")):
+        with pytest.raises(DockerfileError, match=re.escape(fragment)):
             read(str(path))
     crlf = tmp_path / "crlf"
     crlf.write_bytes("\ufeffFROM x:1\r\nRUN a \\\r\n  b\r\n".encode())
