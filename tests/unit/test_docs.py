@@ -15,3 +15,13 @@ def test_readme_tables_are_current(update_golden: bool) -> None:
     assert fresh == readme.read_text(), "README tables are stale: pytest tests/unit/test_docs.py --update-golden"
     for name in docs.BLOCKS:
         assert f"<!-- envpin:{name} -->" in text
+
+
+def test_committed_environment_folders_are_current() -> None:
+    """images/ holds rendered environments; each must match what envpin renders today."""
+    from envpin.api import check_lock
+
+    locks = sorted((REPO / "images").glob("*/envpin.lock"))
+    assert locks, "images/ should hold at least one rendered environment"
+    for lock in locks:
+        assert check_lock(lock) == [], f"{lock.parent} is stale: envpin render --force with its inputs"

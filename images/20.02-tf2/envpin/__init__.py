@@ -1,0 +1,14 @@
+"""envpin: pin, build, verify and share bit-reproducible TensorFlow environments on NVIDIA NGC images.
+
+This module stays importable with the standard library alone (Python 3.6+): it is copied into every
+image so that training scripts can ``import envpin; envpin.enable_determinism(seed=42)``.
+"""
+
+__version__ = "0.1.0"
+
+
+def enable_determinism(seed=42, **kwargs):
+    """Apply the determinism recipe for the TensorFlow found at run time (see envpin.probe.runtime)."""
+    from envpin.probe.runtime import enable_determinism as _enable
+
+    return _enable(seed=seed, **kwargs)

@@ -1,0 +1,86 @@
+"""Shared plumbing for the collectors: the field shape, guarded calls and file reads under a root.
+
+Runs on Python 3.6+ with the standard library only (it is copied into NGC images).
+
+Every field of a report is one small object that says how it was read:
+
+* ``{"value": ..., "source": "..."}``            the thing was read;
+* ``{"unavailable": "reason", "source": "..."}`` the thing does not exist here (no GPU, no TensorFlow);
+* ``{"error": "Type: message", "source": "..."}`` reading it failed; the probe goes on;
+* ``{"present": true, "redacted": true, ...}``   an environment variable that looks like a credential.
+"""
+
+import os
+from typing import Any, Callable, Dict, Optional
+
+
+class Unavailable(Exception):
+    """Raised by a reader when the thing it reads does not exist on this machine (not a failure)."""
+
+
+class Context(object):
+    """What every collector may consult: the filesystem root to read /proc, /sys and /etc under,
+    the environment, and options. A context also caches results shared between collectors."""
+
+    def __init__(self, root: str = "/", environ: Optional[Dict[str, str]] = None, with_tf: bool = False) -> None:
+        self.root = root or "/"
+        self.environ = dict(os.environ if environ is None else environ)
+        self.with_tf = with_tf
+        self.cache = {}  # type: Dict[str, Any]
+
+    def path(self, absolute: str) -> str:
+        """Map an absolute system path (``/proc/cpuinfo``) to the path read under the context's root."""
+        if self.root == "/":
+            return absolute
+        return os.path.join(self.root, absolute.lstrip("/"))
+
+    def read_text(self, absolute: str, limit: int = 4 * 1024 * 1024) -> str:
+        """Read a small text file (decoded leniently: /proc files are ASCII, garbage must not crash)."""
+        with open(self.path(absolute), "rb") as fh:
+            data = fh.read(limit)
+        return data.decode("utf-8", "replace")
+
+    def exists(self, absolute: str) -> bool:
+        return os.path.exists(self.path(absolute))
+
+
+def value(v: Any, source: str) -> Dict[str, Any]:
+    return {"value": v, "source": source}
+
+
+def unavailable(reason: str, source: str) -> Dict[str, Any]:
+    return {"unavailable": reason, "source": source}
+
+
+def error(exc: BaseException, source: str) -> Dict[str, Any]:
+    return {"error": describe(exc), "source": source}
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming the exception type: reports are compared, so keep messages short and stable."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
+
+
+def capture(source: str, fn: Callable[..., Any], *args: Any) -> Dict[str, Any]:
+    """Run one reader and turn its result or its failure into a field; never raises."""
+    try:
+        result = fn(*args)
+    except Unavailable as exc:
+        return unavailable(str(exc), source)
+    except Exception as exc:  # a broken collector must not stop the probe
+        return error(exc, source)
+    return value(result, source)
+
+
+def guarded_section(name: str, fn: "Callable[[Context], Dict[str, Any]]", ctx: "Context") -> Dict[str, Any]:
+    """Run a whole section collector; if it crashes outside its own guards, keep the crash as a field."""
+    try:
+        section = fn(ctx)
+    except Exception as exc:
+        return {"collector": error(exc, "envpin.probe." + name)}
+    return section
+
+
+def parse_int(text: str) -> int:
+    return int(text.strip())

@@ -1,0 +1,222 @@
+"""Child-process plumbing shared by the op battery, the golden training hash and the seed-hygiene check.
+
+Standard library only, Python 3.6+ (copied into NGC images). TensorFlow always runs in a *fresh* child:
+
+* determinism has to be on before the first op runs: TF < 2.8 reads ``TF_DETERMINISTIC_OPS`` once at
+  start-up, and ``enable_op_determinism()`` does not re-check ops that already ran;
+* run-to-run differences (thread pools, hash seeds, RNG state from OS entropy) only show between processes;
+* an op that aborts or a TensorFlow that dies on import (SIGILL on a CPU without AVX) must not take the
+  caller down.
+
+A child prints exactly one JSON object on stdout; anything TensorFlow or user code prints meanwhile is
+redirected to stderr (see :class:`StdoutToStderr`).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+# Variables that switch TensorFlow's determinism on; removed for the "determinism off" comparison run.
+DETERMINISM_SWITCHES = ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")
+
+# Variables that change numerics or determinism and are worth echoing in a self-test report.
+RELEVANT_ENV = (
+    "TF_DETERMINISTIC_OPS",
+    "TF_CUDNN_DETERMINISTIC",
+    "TF_CUDNN_USE_FRONTEND",
+    "TF_USE_CUDNN_AUTOTUNE",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "OMP_NUM_THREADS",
+    "ONEDNN_MAX_CPU_ISA",
+    "TF_SET_ONEDNN_FPMATH_MODE",
+    "TF_XLA_FLAGS",
+    "XLA_FLAGS",
+    "CUDA_VISIBLE_DEVICES",
+    "PYTHONHASHSEED",
+)
+
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Each TensorFlow child holds about 0.6 GB and spends its first seconds importing TF, much of it waiting on
+# the disk and the loader: three at once were faster than two even on 2 CPUs (quick self-test 6-8 s vs
+# 8-10 s) with a summed peak of ~1.65 GB, under the 2 GB goal. ENVPIN_SELFTEST_JOBS overrides it
+# (1 = strictly one child at a time, for small machines).
+_slots_lock = threading.Lock()
+_slots = {"n": 0, "sem": None}  # type: Dict[str, Any]
+
+
+def max_jobs() -> int:
+    """How many TensorFlow children may run at once."""
+    raw = os.environ.get("ENVPIN_SELFTEST_JOBS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return 3
+
+
+def _semaphore() -> threading.Semaphore:
+    with _slots_lock:
+        n = max_jobs()
+        if _slots["sem"] is None or _slots["n"] != n:
+            _slots["sem"], _slots["n"] = threading.Semaphore(n), n
+        return _slots["sem"]
+
+
+def child_env(base: Optional[Dict[str, str]] = None, determinism: Optional[bool] = True,
+              extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment for a child: the caller's (so thread and oneDNN settings pass through) plus the
+    determinism switch turned on or off, and envpin importable even from a source checkout."""
+    env = dict(os.environ if base is None else base)
+    if determinism is True:
+        env["TF_DETERMINISTIC_OPS"] = "1"
+    elif determinism is False:
+        for name in DETERMINISM_SWITCHES:
+            env.pop(name, None)
+    # TensorFlow's C++ INFO/WARNING lines only bury a child's real error message on stderr.
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    path = env.get("PYTHONPATH", "")
+    parts = [p for p in path.split(os.pathsep) if p]
+    if _PACKAGE_ROOT not in parts:
+        env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *parts])
+    for key, val in (extra or {}).items():
+        if val is None:
+            env.pop(key, None)
+        else:
+            env[key] = val
+    return env
+
+
+def relevant_env(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The determinism- and numerics-relevant variables that are set (values echoed as they are)."""
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in RELEVANT_ENV if k in environ}
+
+
+def _tail(text: str, lines: int = 6, chars: int = 1200) -> str:
+    kept = [ln for ln in (text or "").strip().splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept)[-chars:]
+
+
+def run_child(module: str, args: List[str], env: Dict[str, str], timeout: float,
+              python: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], Optional[str], float]:
+    """Run ``python -m module args`` and parse the one JSON object it prints.
+
+    Returns (payload, error, seconds): payload is None when the child failed, and error then says how
+    (exit status or signal, and the tail of its stderr). Never raises for a failing child.
+    """
+    cmd = [python or sys.executable, "-m", module, *list(args)]
+    started = time.time()
+    with _semaphore():
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, "%s timed out after %d s" % (module, timeout), time.time() - started
+        except OSError as exc:
+            return None, "could not start %s: %s" % (cmd[0], exc), time.time() - started
+    seconds = time.time() - started
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    payload = None
+    if lines:
+        try:
+            payload = json.loads(lines[-1])
+        except ValueError:
+            payload = None
+    if proc.returncode == 0 and isinstance(payload, dict):
+        return payload, None, seconds
+    if proc.returncode < 0:
+        how = "was killed by signal %d" % -proc.returncode
+        if -proc.returncode == 4:
+            how += " (SIGILL: this CPU lacks an instruction the TensorFlow build needs, e.g. AVX)"
+    else:
+        how = "exited with status %d" % proc.returncode
+    detail = _tail(proc.stderr)
+    return None, "%s %s%s" % (module, how, (": " + detail) if detail else ""), seconds
+
+
+class StdoutToStderr(object):
+    """Send file descriptor 1 to stderr for the duration, so the child's stdout stays one JSON object
+    even when TensorFlow's C++ code or user code prints."""
+
+    def __enter__(self) -> "StdoutToStderr":
+        sys.stdout.flush()
+        self._saved = os.dup(1)
+        os.dup2(2, 1)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        sys.stdout.flush()
+        os.dup2(self._saved, 1)
+        os.close(self._saved)
+
+
+def emit(payload: Dict[str, Any]) -> None:
+    """The child's one line of output."""
+    sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def tf_version_tuple(version: str) -> Tuple[int, int]:
+    parts = (version or "0.0").split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+    except (ValueError, IndexError):
+        return 0, 0
+
+
+def import_tensorflow(determinism: bool) -> Tuple[Any, Dict[str, Any]]:
+    """Import TensorFlow in this (fresh) child with determinism as asked, before any op runs.
+
+    TF >= 2.8 gets ``enable_op_determinism()`` on top of ``TF_DETERMINISTIC_OPS=1`` (which the parent put in
+    the environment, because TF 2.1-2.7 and TF1 builds read only the variable). Raises ImportError (or
+    whatever the import raised) when TensorFlow is unusable.
+    """
+    import tensorflow as tf
+
+    version = getattr(tf, "__version__", None) or getattr(tf, "VERSION", "unknown")
+    info = {
+        "requested": "on" if determinism else "off",
+        "TF_DETERMINISTIC_OPS": os.environ.get("TF_DETERMINISTIC_OPS"),
+        "enable_op_determinism": "not called",
+        "env": relevant_env(),
+    }  # type: Dict[str, Any]
+    experimental = getattr(getattr(tf, "config", None), "experimental", None)
+    enable = getattr(experimental, "enable_op_determinism", None)
+    disable = getattr(experimental, "disable_op_determinism", None)
+    if determinism:
+        if enable is not None:
+            enable()
+            info["enable_op_determinism"] = "called"
+            info["method"] = "tf.config.experimental.enable_op_determinism() + TF_DETERMINISTIC_OPS=1"
+        else:
+            info["enable_op_determinism"] = "unavailable (TensorFlow %s predates 2.8)" % version
+            info["method"] = "TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported"
+    else:
+        if disable is not None:
+            disable()
+        info["method"] = "off: TF_DETERMINISTIC_OPS and TF_CUDNN_DETERMINISTIC unset"
+    return tf, info
+
+
+def is_eager(tf: Any) -> bool:
+    """TF2 runs eagerly; TF1 (1.15) builds graphs and needs sessions."""
+    fn = getattr(tf, "executing_eagerly", None)
+    return bool(fn()) if fn is not None else False
+
+
+def to_numpy(value: Any) -> Any:
+    """An eager tensor (or anything array-like) as a NumPy array."""
+    import numpy as np
+
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return np.asarray(value)
+
+
+def python_info() -> str:
+    return "%d.%d.%d" % sys.version_info[:3]

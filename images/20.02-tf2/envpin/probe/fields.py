@@ -1,0 +1,328 @@
+"""Flat field view of a report, the classification of every field, and the fingerprint.
+
+A report's sections are flattened to dotted keys with string values (``cpu.isa_level`` ->
+``x86-64-v4``, ``packages.distributions.numpy`` -> ``1.26.4``). Every key is classified by the first
+matching rule of ``RULES``:
+
+* breaking: can change numerical results (versions of TF/CUDA/cuDNN/cuBLAS/NCCL, GPU model and compute
+  capability, driver major, CPU ISA level when computing on CPU, thread settings, oneDNN, determinism
+  variables, XLA flags, package contents, the self-test's golden hash);
+* risk: may change results or speed (driver minor, kernel, container runtime, cgroup limits, CPU model);
+* info: volatile or bookkeeping (hostname, UUIDs, PCI addresses, time, PIDs, paths of the interpreter).
+
+The fingerprint hashes exactly the breaking fields (``fingerprint_fields``), except TensorFlow runtime
+settings, which only exist when the probed process had imported TensorFlow: hashing them would make one
+environment hash differently depending on how it was probed. ``envpin diff`` still compares them.
+"""
+
+import fnmatch
+import hashlib
+import json
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+BREAKING = "breaking"
+RISK = "risk"
+INFO = "info"
+SEVERITIES = (BREAKING, RISK, INFO)
+
+# Top-level report keys that are sections of fields (everything else is metadata).
+SECTIONS = (
+    "host",
+    "probe",
+    "image",
+    "os",
+    "container",
+    "cpu",
+    "memory",
+    "limits",
+    "python",
+    "packages",
+    "tensorflow",
+    "cuda",
+    "gpu",
+    "env",
+)
+
+
+class Rule(object):
+    """pattern (fnmatch on the dotted key), severity and the reason shown in diffs.
+
+    cpu_only: breaking only when computing on CPU (a report without a GPU), risk otherwise.
+    fingerprint: False keeps a breaking field out of the fingerprint (it is still diffed).
+    absent: severity when only one of two reports has the key (default: the rule's severity).
+    """
+
+    def __init__(self, pattern: str, severity: str, reason: str, cpu_only: bool = False,
+                 fingerprint: bool = True, absent: Optional[str] = None) -> None:
+        self.pattern = pattern
+        self.severity = severity
+        self.reason = reason
+        self.cpu_only = cpu_only
+        self.fingerprint = fingerprint
+        self.absent = absent
+
+
+RULES = [
+    Rule("host.*", INFO, "volatile: differs per machine and per run"),
+    Rule("probe.*", INFO, "how the probe itself ran"),
+    Rule("golden.*", BREAKING, "the self-test's golden training hash: the machines train differently"),
+    Rule("image.ngc_version", BREAKING, "NGC release: the TensorFlow/CUDA/cuDNN stack of the image"),
+    Rule("image.build_id", RISK, "another NGC build of the image"),
+    Rule("image.*", INFO, "envpin labels and lock bookkeeping"),
+    Rule("os.arch", BREAKING, "CPU architecture"),
+    Rule("os.glibc", BREAKING, "C library: libm computes the transcendental functions used on CPU"),
+    Rule("os.kernel*", RISK, "kernel"),
+    Rule("os.release*", RISK, "OS release"),
+    Rule("os.*", INFO, "machine description"),
+    Rule("container.runtime", RISK, "container runtime"),
+    Rule("container.in_container", RISK, "container runtime"),
+    Rule("container.gpu_runtime", RISK, "container runtime"),
+    Rule("container.*", INFO, "container identity"),
+    Rule("cpu.isa_level", BREAKING, "CPU ISA level: oneDNN/Eigen/MKL dispatch on CPU", cpu_only=True),
+    Rule("cpu.simd_flags", BREAKING, "SIMD extensions: kernel dispatch on CPU", cpu_only=True),
+    Rule("cpu.affinity_cpus", BREAKING, "usable CPUs: default thread pools split reductions", cpu_only=True),
+    Rule("cpu.affinity", INFO, "which CPU ids (their number is compared as cpu.affinity_cpus)"),
+    Rule("cpu.*", RISK, "CPU model and features"),
+    Rule("memory.*", INFO, "memory size"),
+    Rule("limits.*.file", INFO, "which cgroup file was read (its path names the container)"),
+    Rule("limits.*", RISK, "cgroup limits: speed, out-of-memory"),
+    Rule("python.executable", INFO, "interpreter path"),
+    Rule("python.prefix", INFO, "interpreter path"),
+    Rule("python.base_prefix", INFO, "interpreter path"),
+    Rule("python.flags*", INFO, "interpreter flags of the probe run"),
+    Rule("python.build", RISK, "interpreter build"),
+    Rule("python.compiler", RISK, "interpreter build"),
+    Rule("python.*", BREAKING, "Python version, ABI or hash randomization"),
+    Rule("packages.paths", INFO, "where packages were found"),
+    Rule("packages.count", INFO, "number of distributions (each one is compared)"),
+    Rule("packages.shadowed*", RISK, "a distribution installed twice on sys.path"),
+    Rule("packages.*", BREAKING, "package contents"),
+    Rule("tensorflow.location", INFO, "where TensorFlow is installed"),
+    Rule("tensorflow.runtime", INFO, "runtime settings are only read when TensorFlow is imported"),
+    Rule("tensorflow.runtime.*", BREAKING, "TensorFlow runtime setting (threads, op determinism, build)",
+         fingerprint=False, absent=INFO),
+    Rule("tensorflow.*", BREAKING, "TensorFlow version or build"),
+    Rule("cuda.*.path", RISK, "library loaded from another file"),
+    Rule("cuda.*.loaded_by", INFO, "who loaded the library"),
+    Rule("cuda.*.requested", INFO, "name the library was asked for"),
+    Rule("cuda.*.raw", INFO, "raw version number (compared as .version)"),
+    Rule("cuda.loaded_libraries*", RISK, "mapped shared libraries"),
+    Rule("cuda.*", BREAKING, "CUDA/cuDNN/cuBLAS/NCCL version"),
+    Rule("gpu.driver_major", BREAKING, "NVIDIA driver major version"),
+    Rule("gpu.cuda_driver_version", BREAKING, "CUDA version of the driver"),
+    Rule("gpu.count", BREAKING, "number of GPUs"),
+    Rule("gpu.devices.*.name", BREAKING, "GPU model"),
+    Rule("gpu.devices.*.compute_capability", BREAKING, "GPU compute capability"),
+    Rule("gpu.devices.*.uuid", INFO, "GPU identity"),
+    Rule("gpu.devices.*.pci_bus_id", INFO, "GPU slot"),
+    Rule("gpu.devices.*.persistence_mode", INFO, "driver persistence"),
+    Rule("gpu.backend", INFO, "how the GPUs were read"),
+    Rule("gpu.fallback_reason", INFO, "how the GPUs were read"),
+    Rule("gpu.driver_version", RISK, "NVIDIA driver minor version (major is compared as gpu.driver_major)"),
+    Rule("gpu.*", RISK, "GPU configuration (memory, ECC, MIG, clocks, power)"),
+    Rule("env.TF_CPP_*", INFO, "logging only"),
+    Rule("env.NCCL_DEBUG*", INFO, "logging only"),
+    Rule("env.HOROVOD_LOG_LEVEL", INFO, "logging only"),
+    Rule("env.CUDA_CACHE_*", INFO, "JIT cache location"),
+    Rule("env.ENVPIN_*", INFO, "envpin bookkeeping"),
+    Rule("env.NVIDIA_TF32_OVERRIDE", BREAKING, "TF32 math on Ampere and later"),
+    Rule("env.NVIDIA_TENSORFLOW_VERSION", BREAKING, "NGC release"),
+    Rule("env.NVIDIA_REQUIRE_*", INFO, "container runtime requirement"),
+    Rule("env.NVIDIA_PRODUCT_NAME", INFO, "image name"),
+    Rule("env.NVIDIA_*", RISK, "NGC image or container runtime setting"),
+    Rule("env.PYTHONHASHSEED", BREAKING, "hash seed: set and dict iteration order"),
+    Rule("env.PYTHON*", RISK, "interpreter setting"),
+    Rule("env.LD_PRELOAD", BREAKING, "preloaded libraries replace symbols"),
+    Rule("env.LD_LIBRARY_PATH", RISK, "library search path (loaded versions are compared under cuda.*)"),
+    Rule("env.*_NUM_THREADS", BREAKING, "thread settings: how reductions are split"),
+    Rule("env.TF_NUM_*", BREAKING, "thread settings: how reductions are split"),
+    Rule("env.OMP_*", BREAKING, "OpenMP threading"),
+    Rule("env.KMP_*", BREAKING, "OpenMP threading"),
+    Rule("env.GOMP_*", BREAKING, "OpenMP threading"),
+    Rule("env.TF_ENABLE_ONEDNN_OPTS", BREAKING, "oneDNN on/off: other CPU kernels and fusions"),
+    Rule("env.TF_ENABLE_MKL_NATIVE_FORMAT", BREAKING, "oneDNN setting"),
+    Rule("env.ONEDNN_*", BREAKING, "oneDNN setting"),
+    Rule("env.DNNL_*", BREAKING, "oneDNN setting"),
+    Rule("env.MKLDNN_*", BREAKING, "oneDNN setting"),
+    Rule("env.MKL_*", BREAKING, "MKL setting (threads, conditional numerical reproducibility)"),
+    Rule("env.TF_DETERMINISTIC_OPS", BREAKING, "determinism switch"),
+    Rule("env.TF_CUDNN_*", BREAKING, "determinism / cuDNN algorithm selection"),
+    Rule("env.TF_USE_CUDNN_*", BREAKING, "determinism / cuDNN algorithm selection"),
+    Rule("env.TF_DISABLE_*", BREAKING, "determinism exception switch"),
+    Rule("env.XLA_FLAGS", BREAKING, "XLA flags"),
+    Rule("env.TF_XLA_FLAGS", BREAKING, "XLA flags"),
+    Rule("env.NCCL_*", BREAKING, "collective communication setting"),
+    Rule("env.HOROVOD_*", BREAKING, "collective communication setting"),
+    Rule("env.*", BREAKING, "TensorFlow, CUDA library or numerics setting"),
+]
+
+DEFAULT_RULE = Rule("*", RISK, "unclassified field")
+
+
+def rule_for(key: str) -> Rule:
+    for rule in RULES:
+        if fnmatch.fnmatchcase(key, rule.pattern):
+            return rule
+    return DEFAULT_RULE
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "null"
+    return json.dumps(v, sort_keys=True)
+
+
+def _flat(prefix: str, v: Any, out: Dict[str, str]) -> None:
+    if isinstance(v, dict):
+        if not v:
+            out[prefix] = "{}"
+        for k in sorted(v):
+            _flat("%s.%s" % (prefix, k), v[k], out)
+    elif isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
+        for i, x in enumerate(v):
+            _flat("%s.%d" % (prefix, i), x, out)
+    elif isinstance(v, list):
+        out[prefix] = json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+    else:
+        out[prefix] = _scalar(v)
+
+
+def field_text(field: Any) -> Optional[str]:
+    """The comparable text of a field that is not a plain value (None for a value)."""
+    if not isinstance(field, dict):
+        return "error: malformed field"
+    if "value" in field:
+        return None
+    if field.get("redacted"):
+        return "<redacted>"
+    if "error" in field:
+        return "error: %s" % field["error"]
+    if "unavailable" in field:
+        return "unavailable"
+    return "error: malformed field"
+
+
+def flatten(report: Dict[str, Any]) -> Dict[str, str]:
+    """Every field of every section as dotted key -> string, plus golden.<device class>."""
+    out = {}  # type: Dict[str, str]
+    for section in SECTIONS:
+        fields = report.get(section)
+        if not isinstance(fields, dict):
+            continue
+        for name in sorted(fields):
+            key = "%s.%s" % (section, name)
+            text = field_text(fields[name])
+            if text is None:
+                _flat(key, fields[name]["value"], out)
+            else:
+                out[key] = text
+    golden = golden_field(report)
+    if golden is not None:
+        out[golden[0]] = golden[1]
+    return out
+
+
+def gpu_present(flat: Dict[str, str]) -> bool:
+    count = flat.get("gpu.count", "")
+    return count.isdigit() and int(count) > 0
+
+
+def device_class(report: Dict[str, Any], flat: Optional[Dict[str, str]] = None) -> str:
+    """The class of device the golden hash belongs to: the self-test's own name for it if it gives one,
+    else ``gpu-<model>-sm<cc>`` or ``cpu-<isa level>``."""
+    golden = (report.get("selftest") or {}).get("golden") or {}
+    if isinstance(golden, dict) and isinstance(golden.get("device_class"), str) and golden["device_class"]:
+        return golden["device_class"]
+    flat = flat if flat is not None else _flat_sections(report)
+    if gpu_present(flat):
+        name = flat.get("gpu.devices.0.name", "unknown")
+        cc = flat.get("gpu.devices.0.compute_capability", "").replace(".", "")
+        return "gpu-%s-sm%s" % (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), cc or "unknown")
+    isa = flat.get("cpu.isa_level") or flat.get("os.arch") or "unknown"
+    return "cpu-%s" % (isa if not isa.startswith(("error", "unavailable")) else flat.get("os.arch", "unknown"))
+
+
+def _flat_sections(report: Dict[str, Any]) -> Dict[str, str]:
+    stripped = dict(report)
+    stripped.pop("selftest", None)
+    return flatten(stripped)
+
+
+def golden_field(report: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    selftest = report.get("selftest")
+    if not isinstance(selftest, dict):
+        return None
+    golden = selftest.get("golden")
+    if not isinstance(golden, dict) or not isinstance(golden.get("hash"), str) or not golden["hash"]:
+        return None
+    return "golden.%s" % device_class(report), golden["hash"]
+
+
+def severity(key: str, cpu_compute: bool, absent: bool = False) -> Tuple[str, str]:
+    """(severity, reason) of a difference in ``key``.
+
+    cpu_compute: at least one side computes on CPU (has no GPU), so CPU features are breaking.
+    absent: the key exists in only one of the two sides."""
+    rule = rule_for(key)
+    sev = rule.severity
+    if rule.cpu_only and not cpu_compute:
+        sev = RISK
+    if absent and rule.absent is not None:
+        sev = rule.absent
+    return sev, rule.reason
+
+
+def fingerprint_fields(report: Dict[str, Any]) -> Dict[str, str]:
+    """The result-affecting fields: every breaking field of the report (CPU features only when the
+    report has no GPU), never volatile ones, never TensorFlow runtime settings."""
+    flat = flatten(report)
+    cpu_compute = not gpu_present(flat)
+    out = {}
+    for key in sorted(flat):
+        rule = rule_for(key)
+        if rule.severity != BREAKING or not rule.fingerprint:
+            continue
+        if rule.cpu_only and not cpu_compute:
+            continue
+        out[key] = flat[key]
+    return out
+
+
+def fingerprint_of_fields(fields: Dict[str, str]) -> str:
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def fingerprint(report: Dict[str, Any]) -> str:
+    """sha256 over the canonical JSON of fingerprint_fields(report)."""
+    return fingerprint_of_fields(fingerprint_fields(report))
+
+
+def documented_fields(report: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+    """(key, severity, reason) for every field of a report: used by the Markdown rendering."""
+    flat = flatten(report)
+    cpu_compute = not gpu_present(flat)
+    return [(k, *severity(k, cpu_compute)) for k in sorted(flat)]
+
+
+def rules_table() -> str:
+    """The classification rules as a Markdown table (docs/probe.md embeds it; a test keeps them equal)."""
+    lines = [
+        "| field (first match wins) | class | in fingerprint | why |",
+        "| --- | --- | --- | --- |",
+    ]
+    for rule in [*RULES, DEFAULT_RULE]:
+        if rule.severity != BREAKING:
+            fp = "no"
+        elif not rule.fingerprint:
+            fp = "no (diffed only)"
+        elif rule.cpu_only:
+            fp = "when the report has no GPU"
+        else:
+            fp = "yes"
+        sev = rule.severity + (" (risk with a GPU)" if rule.cpu_only else "")
+        lines.append("| `%s` | %s | %s | %s |" % (rule.pattern, sev, fp, rule.reason))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,217 @@
+"""Run the collectors into one report; render it as canonical JSON and as Markdown; write files atomically."""
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+from envpin import __version__
+from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
+from envpin.probe._common import Context, describe, guarded_section, value
+
+PROBE_SCHEMA = 1
+
+# Section order matters only for caching: tensorflow reads the package scan, cuda reads TF build info.
+COLLECTORS = (
+    ("host", system.collect_host),
+    ("image", envvars.collect_image),
+    ("os", system.collect_os),
+    ("container", system.collect_container),
+    ("cpu", cpu.collect_cpu),
+    ("memory", system.collect_memory),
+    ("limits", system.collect_limits),
+    ("python", pyenv.collect_python),
+    ("packages", pyenv.collect_packages),
+    ("tensorflow", tf.collect_tensorflow),
+    ("cuda", cudalibs.collect_cuda),
+    ("gpu", nvml.collect_gpu),
+    ("env", envvars.collect_env),
+)
+
+
+def _selftest(compare: bool, quick: bool) -> Dict[str, Any]:
+    """The determinism self-test lives in its own module, imported only when asked for (it imports TF)."""
+    try:
+        from envpin.probe import selftest as module
+    except Exception as exc:
+        return {"error": "self-test unavailable: " + describe(exc)}
+    try:
+        result = module.run_selftest(compare=compare, quick=quick)
+    except Exception as exc:
+        return {"error": "self-test failed to run: " + describe(exc)}
+    if not isinstance(result, dict):
+        return {"error": "self-test returned %s, not an object" % type(result).__name__}
+    return result
+
+
+def collect(selftest: bool = False, quick: bool = False, compare: bool = False, *, with_tf: bool = False,
+            root: Optional[str] = None, environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Probe this process's environment and return the report (a JSON-able dict).
+
+    selftest/quick/compare are handed to the determinism self-test; quick never shortens the fingerprint.
+    with_tf imports TensorFlow to read runtime settings (seconds). root reads /proc, /sys and /etc under
+    another folder (default: ENVPIN_PROBE_ROOT or /)."""
+    started = time.monotonic()
+    env = dict(os.environ if environ is None else environ)
+    ctx = Context(root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf)
+    report = {"probe_schema": PROBE_SCHEMA, "envpin_version": __version__}  # type: Dict[str, Any]
+    for name, fn in COLLECTORS:
+        report[name] = guarded_section(name, fn, ctx)
+        if name == "tensorflow":
+            build = report[name].get("build_info", {})
+            ctx.cache["tf_build_info"] = build.get("value") if isinstance(build, dict) else None
+    if selftest:
+        report["selftest"] = _selftest(compare=compare, quick=quick)
+    report = secrets.scrub(report)
+    errors = sorted(k for k, v in fields.flatten(report).items() if v.startswith("error:"))
+    report["probe"] = {
+        "duration_s": value(round(time.monotonic() - started, 3), "time.monotonic()"),
+        "options": value(
+            {"selftest": selftest, "quick": quick, "compare": compare, "with_tf": with_tf, "root": ctx.root},
+            "arguments",
+        ),
+        "interpreter": value(sys.executable, "sys.executable"),
+        "errors": value(errors, "fields that recorded an error"),
+    }
+    report["fingerprint"] = fields.fingerprint(report)
+    return report
+
+
+def to_json(report: Dict[str, Any]) -> str:
+    """Canonical JSON: sorted keys, two-space indent, trailing newline, ASCII only.
+
+    ASCII because Python 3.6 in a C-locale container cannot print non-ASCII text, and because undecodable
+    bytes (an environment variable holding invalid UTF-8) arrive as lone surrogates that only a \\u
+    escape can carry."""
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
+
+
+def _md(text: str) -> str:
+    """Table-cell text: pipes escaped, angle brackets as entities (``<redacted>`` is not an HTML tag)."""
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _field_rows(section: Dict[str, Any]) -> List[List[str]]:
+    rows = []
+    for name in sorted(section):
+        f = section[name]
+        text = fields.field_text(f)
+        src = f.get("source", "") if isinstance(f, dict) else ""
+        if text is not None:
+            rows.append([name, text if text != "unavailable" else "unavailable: " + f["unavailable"], src])
+            continue
+        flat = {}  # type: Dict[str, str]
+        fields._flat(name, f["value"], flat)
+        for key in sorted(flat):
+            rows.append([key, flat[key], src])
+    return rows
+
+
+def to_markdown(report: Dict[str, Any]) -> str:
+    """A human rendering of the report: one table per section; fingerprinted fields are marked."""
+    fp_keys = set(fields.fingerprint_fields(report))
+    host = report.get("host", {})
+
+    def hv(name: str) -> str:
+        f = host.get(name, {})
+        return str(f.get("value", "?")) if isinstance(f, dict) else "?"
+
+    errors = report.get("probe", {}).get("errors", {}).get("value", [])
+    lines = [
+        "# envpin probe report",
+        "",
+        "- fingerprint: `%s`" % report.get("fingerprint", "?"),
+        "- fingerprinted fields: %d (marked **F** below)" % len(fp_keys),
+        "- host: `%s`, %s, pid %s" % (hv("hostname"), hv("time_utc"), hv("pid")),
+        "- probe schema %s, envpin %s" % (report.get("probe_schema"), report.get("envpin_version")),
+        "- fields with errors: %s" % (", ".join("`%s`" % e for e in errors) if errors else "none"),
+        "",
+    ]
+    for section in fields.SECTIONS:
+        body = report.get(section)
+        if not isinstance(body, dict):
+            continue
+        lines += ["## %s" % section, "", "| | field | value | source |", "| --- | --- | --- | --- |"]
+        for key, text, src in _field_rows(body):
+            mark = "**F**" if "%s.%s" % (section, key) in fp_keys else ""
+            lines.append("| %s | `%s` | %s | %s |" % (mark, key.replace("|", "\\|"), _md(text), _md(src)))
+        lines.append("")
+    if isinstance(report.get("selftest"), dict):
+        lines += ["## selftest", "", "```json", json.dumps(report["selftest"], sort_keys=True, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write text to path via a temporary file in the same folder; devices and pipes are written directly."""
+    # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
+    data = text.encode("utf-8", "backslashreplace")
+    if path == "-":
+        sys.stdout.flush()
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            out.write(data)
+            out.flush()
+        return
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".envpin-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def report_basename(report: Dict[str, Any]) -> str:
+    """``<hostname>-<UTC time>-<pid>``: unique per host, second and process."""
+    host = report.get("host", {})
+    name = str(host.get("hostname", {}).get("value", "host"))
+    stamp = str(host.get("time_utc", {}).get("value", ""))
+    if not stamp:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pid = str(host.get("pid", {}).get("value", os.getpid()))
+    stamp = stamp.replace("-", "").replace(":", "")
+    return "%s-%s-%s" % (re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "host", stamp, pid)
+
+
+def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_path: Optional[str] = None,
+                  markdown_path: Optional[str] = None) -> List[str]:
+    """Write the requested outputs; with none requested, JSON goes to stdout. Returns the paths written."""
+    written = []
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        base = os.path.join(out_dir, report_basename(report))
+        write_atomic(base + ".json", to_json(report))
+        write_atomic(base + ".md", to_markdown(report))
+        written += [base + ".json", base + ".md"]
+    if json_path:
+        write_atomic(json_path, to_json(report))
+        written.append(json_path)
+    if markdown_path:
+        write_atomic(markdown_path, to_markdown(report))
+        written.append(markdown_path)
+    if not (out_dir or json_path or markdown_path):
+        write_atomic("-", to_json(report))
+    return written
+
+
+def load_schema() -> Dict[str, Any]:
+    """The report's JSON Schema, shipped next to this module."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+    with open(path, "rb") as fh:
+        return json.loads(fh.read().decode("utf-8"))

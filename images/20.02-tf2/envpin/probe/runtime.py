@@ -1,0 +1,223 @@
+"""Runtime determinism helper, copied into every envpin image (standard library only, Python 3.6+).
+
+A training script calls ``envpin.enable_determinism(seed=42)`` before building its model; this picks the
+recipe row for the TensorFlow it finds (NGC or stock, by version) from the same recipes.json that renders
+the Dockerfile, sets the environment, seeds every RNG and enables op determinism where TF supports it.
+`python -m envpin.probe.runtime --check` verifies an environment against its recipe (used at build time).
+"""
+
+import json
+import os
+import random
+import re
+import sys
+import warnings
+
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "recipes.json")
+_TF_DIST = re.compile(
+    r"^(tensorflow|tensorflow_cpu|tensorflow_gpu|nvidia_tensorflow|tf_nightly|intel_tensorflow)-"
+    r"([0-9][^-]*)\.(dist-info|egg-info)$",
+    re.IGNORECASE,
+)
+
+
+def load_table(path=None):
+    """The recipe table (envpin/data/recipes.json next to this package)."""
+    with open(path or _DATA, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _numbers(version):
+    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    if not m:
+        return None
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def _release_index(release):
+    yy, mm = release.split(".")
+    return int(yy) * 12 + int(mm) - 1
+
+
+def _within(mm, lo, hi):
+    if lo is not None and mm < _numbers(lo)[:2]:
+        return False
+    return not (hi is not None and mm > _numbers(hi)[:2])
+
+
+def resolve(table, tf_version, distribution="ngc", ngc_release=None):
+    """Resolve one recipe row plus the shared settings into a plain dict (the one selection rule).
+
+    Raises LookupError when no row matches and ValueError for an unusable version.
+    """
+    parsed = _numbers(tf_version)
+    if parsed is None or len(parsed) < 2:
+        raise ValueError("a recipe needs the TensorFlow version as MAJOR.MINOR, got %r" % (tf_version,))
+    mm = parsed[:2]
+    for row in table["recipes"]:
+        match = row["match"]
+        if match["distribution"] != distribution or not _within(mm, match["tf_min"], match["tf_max"]):
+            continue
+        if distribution == "ngc":
+            if ngc_release is None:
+                raise ValueError("an NGC recipe needs the NGC release (YY.MM)")
+            idx = _release_index(ngc_release)
+            if match.get("ngc_min") and idx < _release_index(match["ngc_min"]):
+                continue
+            if match.get("ngc_max") and idx > _release_index(match["ngc_max"]):
+                continue
+        common = table["common"]
+        return {
+            "id": row["id"],
+            "distribution": distribution,
+            "tf_version": tf_version,
+            "summary": row["summary"],
+            "env": sorted(common["env"] + row["env"], key=lambda e: e["name"]),
+            "unset": list(common["unset"]),
+            "steps": list(row["steps"]),
+            "caveats": list(row["caveats"]) + list(common["caveats"]),
+            "raises_under_determinism": [
+                r for r in table["raises_under_determinism"] if _within(mm, r["tf_min"], r["tf_max"])
+            ],
+        }
+    raise LookupError("no determinism recipe covers TensorFlow %s (%s)" % (tf_version, distribution))
+
+
+def installed_tf_version():
+    """TensorFlow's version without importing it (importing TF first would be too late for its env)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        return getattr(tf, "__version__", None) or getattr(tf, "VERSION", None)
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in sorted(names):
+            m = _TF_DIST.match(name)
+            if m:
+                return m.group(2)
+    return None
+
+
+def ngc_release():
+    """The NGC release this process runs in ('20.02'), from the image's own NVIDIA_TENSORFLOW_VERSION."""
+    m = re.match(r"^(\d{2}\.\d{2})", os.environ.get("NVIDIA_TENSORFLOW_VERSION", ""))
+    return m.group(1) if m else None
+
+
+def current_recipe(table=None):
+    """The recipe for this process's TensorFlow and distribution, or None without TensorFlow."""
+    version = installed_tf_version()
+    if version is None:
+        return None
+    release = ngc_release()
+    return resolve(table or load_table(), version, "ngc" if release else "stock", release)
+
+
+def check_environment(recipe, environ=None):
+    """Problems with the environment for this recipe: wrong or missing env vars, forbidden ones set."""
+    environ = os.environ if environ is None else environ
+    problems = []
+    for item in recipe["env"]:
+        have = environ.get(item["name"])
+        if have != item["value"]:
+            problems.append("%s should be %s (is %s): %s" % (item["name"], item["value"], have, item["why"]))
+    for item in recipe["unset"]:
+        if item["name"] in environ:
+            problems.append("%s must not be set: %s" % (item["name"], item["why"]))
+    return problems
+
+
+def _step(name, seed, tf, report):
+    if name == "seed_python":
+        random.seed(seed)
+    elif name == "seed_numpy":
+        try:
+            import numpy
+        except ImportError:
+            report["skipped"].append("seed_numpy: NumPy is not installed")
+            return
+        numpy.random.seed(seed)
+    elif name == "seed_tf":
+        if hasattr(tf, "random") and hasattr(tf.random, "set_seed"):
+            tf.random.set_seed(seed)
+        else:  # TF1 API (untested here: TF 1.x cannot be installed on current Python)
+            tf.compat.v1.set_random_seed(seed) if hasattr(tf, "compat") else tf.set_random_seed(seed)
+    elif name == "keras_set_random_seed":
+        tf.keras.utils.set_random_seed(seed)
+    elif name == "enable_op_determinism":
+        tf.config.experimental.enable_op_determinism()
+    elif name == "patch_bias_add":
+        try:
+            from fwr13y.d9m.tensorflow import enable_determinism as fwr_enable
+        except ImportError:
+            report["warnings"].append(
+                "bias_add backprop stays nondeterministic on GPU: pip install framework-reproducibility"
+            )
+            return
+        fwr_enable()
+    else:
+        raise ValueError("unknown recipe step %r" % (name,))
+    report["applied"].append(name)
+
+
+def enable_determinism(seed=42, strict=False, table=None):
+    """Apply the recipe for the TensorFlow found at run time; returns what was done.
+
+    Environment variables are set before TensorFlow is imported (TF reads some of them once). With
+    strict=True any warning (e.g. PYTHONHASHSEED not set before start-up) raises RuntimeError.
+    """
+    report = {"seed": seed, "recipe": None, "tf_version": None, "applied": [], "skipped": [], "warnings": []}
+    tf_was_imported = "tensorflow" in sys.modules
+    recipe = current_recipe(table)
+    if recipe is None:
+        random.seed(seed)
+        report["applied"].append("seed_python")
+        report["warnings"].append("TensorFlow is not installed: only Python's random module was seeded")
+    else:
+        report["recipe"], report["tf_version"] = recipe["id"], recipe["tf_version"]
+        for item in recipe["env"]:
+            name, value = item["name"], item["value"]
+            if name == "PYTHONHASHSEED":
+                if os.environ.get(name) != value:
+                    report["warnings"].append(
+                        "PYTHONHASHSEED must be %s before Python starts (set it in the image ENV)" % value
+                    )
+                continue
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+                report["applied"].append("env %s=%s" % (name, value))
+                if tf_was_imported:
+                    report["warnings"].append("%s was set after TensorFlow was imported" % name)
+        for item in recipe["unset"]:
+            if item["name"] in os.environ:
+                del os.environ[item["name"]]
+                report["warnings"].append("removed %s: %s" % (item["name"], item["why"]))
+        import tensorflow as tf
+
+        for step in recipe["steps"]:
+            _step(step["step"], seed, tf, report)
+    for message in report["warnings"]:
+        if strict:
+            raise RuntimeError("envpin: " + message)
+        warnings.warn("envpin: " + message, RuntimeWarning, stacklevel=2)
+    return report
+
+
+def main(argv=None):
+    """`--check`: exit 1 if this environment does not match its recipe (the image build runs this)."""
+    args = sys.argv[1:] if argv is None else argv
+    recipe = current_recipe()
+    if recipe is None:
+        print("envpin: TensorFlow not found; nothing to check")
+        return 0
+    problems = check_environment(recipe)
+    print("envpin: recipe %s for TensorFlow %s" % (recipe["id"], recipe["tf_version"]))
+    for p in problems:
+        print("envpin: " + p)
+    return 1 if (problems and "--check" in args) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Credential detection: reports are shared between machines and people, so secrets never enter them.
+
+Two tests, either one is enough to redact an environment variable:
+
+* its NAME looks like a credential (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``, ``AUTH``...);
+* its VALUE looks like one: a known token prefix (``ghp_``, ``AKIA``, ``hf_``, ``xoxb-``...), a JWT, a URL
+  with ``user:password@``, a PEM private key, or a long high-entropy run of letters and digits.
+
+Besides, every string of a finished report is scanned for the unmistakable value patterns (not the
+entropy test, which would hit digests) and such substrings are replaced by ``<redacted>``.
+"""
+
+import math
+import re
+from typing import Any, Optional
+
+REDACTED = "<redacted>"
+
+_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|PWD$|CREDENTIAL|AUTH|KEY|PRIVATE|COOKIE|SESSION|SIGNATURE"
+    r"|(^|_)SALT($|_)|(^|_)PASS($|_)|(^|_)PAT($|_)|(^|_)DSN($|_)|WEBHOOK",
+    re.IGNORECASE,
+)
+
+# Names that match the pattern above but are known not to hold credentials.
+_NAME_ALLOW = frozenset(["PWD", "OLDPWD", "KEYBOARD", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS"])
+
+_TOKEN_PATTERNS = [
+    r"gh[pousr]_[A-Za-z0-9]{16,}",  # GitHub tokens
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    r"glpat-[A-Za-z0-9_\-]{16,}",  # GitLab
+    r"(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}",  # AWS access key ids
+    r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
+    r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
+    r"sk-[A-Za-z0-9_\-]{20,}",  # OpenAI-style keys
+    r"npm_[A-Za-z0-9]{20,}",
+    r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+    r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@",  # URL with user:password@
+]
+_TOKEN = re.compile("|".join("(?:%s)" % p for p in _TOKEN_PATTERNS))
+_SEGMENTS = re.compile(r"[\s:/,;=@\"'()\[\]{}\-]+")
+
+
+def secret_name(name: str) -> bool:
+    """True when an environment variable's NAME says it holds a credential."""
+    upper = name.upper()
+    if upper in _NAME_ALLOW:
+        return False
+    return bool(_NAME.search(upper))
+
+
+def _entropy(text: str) -> float:
+    counts = {}  # type: dict
+    for ch in text:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = float(len(text))
+    return -sum((c / n) * math.log(c / n, 2) for c in counts.values())
+
+
+def high_entropy(text: str) -> bool:
+    """A long run mixing upper case, lower case and digits with high entropy: a generated key.
+
+    Digests (lower-case hex), paths, version strings and flag lists have at most two of the three
+    character classes or low entropy, so they are kept."""
+    for seg in _SEGMENTS.split(text):
+        if len(seg) < 20:
+            continue
+        if not (re.search(r"[a-z]", seg) and re.search(r"[A-Z]", seg) and re.search(r"[0-9]", seg)):
+            continue
+        if _entropy(seg) >= 3.5:
+            return True
+    return False
+
+
+def secret_value(text: str) -> Optional[str]:
+    """The reason a VALUE looks like a credential, or None."""
+    if _TOKEN.search(text):
+        return "value matches a credential pattern"
+    if high_entropy(text):
+        return "value is a long high-entropy string"
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """Undecodable bytes (os.environ, file names) arrive as lone surrogates, which no UTF-8 file can hold:
+    show them as \\xNN escapes instead."""
+    if _SURROGATE.search(text):
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        text = _SURROGATE.sub("?", text)
+    return _TOKEN.sub(REDACTED, text) if _TOKEN.search(text) else text
+
+
+def scrub(obj: Any) -> Any:
+    """Copy of a JSON-able object with every credential-looking substring replaced by <redacted> and
+    undecodable bytes escaped."""
+    if isinstance(obj, str):
+        return _clean(obj)
+    if isinstance(obj, dict):
+        return {scrub(k): scrub(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub(v) for v in obj]
+    return obj
