@@ -155,6 +155,22 @@ class StdoutToStderr(object):
         os.close(self._saved)
 
 
+
+def run_children(module: str, args: List[str], env: Dict[str, str], timeout: float,
+                 python: Optional[str] = None, runs: int = 2) -> List[Any]:
+    """Run the same child `runs` times in parallel fresh processes (comparing fresh processes is the point)."""
+    results = [None] * runs  # type: List[Any]
+
+    def one(i: int) -> None:
+        results[i] = run_child(module, args, env, timeout, python)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(runs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
 def emit(payload: Dict[str, Any]) -> None:
     """The child's one line of output."""
     sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")

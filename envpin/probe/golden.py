@@ -19,7 +19,6 @@ import os
 import platform
 import subprocess
 import sys
-import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -354,16 +353,7 @@ def run_golden(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
     if inter_op is not None:
         args += ["--inter-op", str(inter_op)]
     env = _d9m.child_env(environ, determinism=True)
-    results = [None] * runs  # type: List[Any]
-
-    def one(i: int) -> None:
-        results[i] = _d9m.run_child("envpin.probe.golden", args, env, timeout, python)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(runs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = _d9m.run_children("envpin.probe.golden", args, env, timeout, python, runs)
     payloads = []
     for payload, error, _seconds in results:
         if payload is None:

@@ -22,7 +22,6 @@ import json
 import os
 import runpy
 import sys
-import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 from envpin.probe import _d9m
@@ -313,19 +312,10 @@ def run_hygiene(script: Optional[str] = None, script_args: Sequence[str] = (), q
     target = "script" if script else ("none" if quick else "recipe")
     env = dict(os.environ if environ is None else environ)
     env = _d9m.child_env(env, determinism=None)
-    results = [None] * runs  # type: List[Any]
     args = ["--child", "--target", target, "--seed", str(seed)]
     if script:
         args += ["--", os.path.abspath(script), *list(script_args)]
-
-    def one(i: int) -> None:
-        results[i] = _d9m.run_child("envpin.probe.hygiene", args, env, timeout, python)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(runs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = _d9m.run_children("envpin.probe.hygiene", args, env, timeout, python, runs)
     payloads = []
     for payload, error, _seconds in results:
         if payload is None:
