@@ -48,6 +48,22 @@ class RenderResult:
     files: dict[str, bytes]
 
 
+def _plan_and_target(
+    ngc: str,
+    tf: str | None,
+    name: str | None,
+    requirements: Path | None,
+    base_image: str | None,
+    ca_bundle: Path | None,
+    out: Path | None,
+) -> tuple[BuildPlan, Path]:
+    """The plan for command-line inputs and the folder it goes to (default images/<name>)."""
+    if name is not None:
+        validate_name(name)  # before any catalog look-up: a bad name is reported first
+    plan = make_plan(ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle)
+    return plan, out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+
+
 def render_environment(
     *,
     ngc: str,
@@ -61,10 +77,7 @@ def render_environment(
     write: bool = True,
 ) -> RenderResult:
     """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder."""
-    if name is not None:
-        validate_name(name)
-    plan = make_plan(ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle)
-    target = out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+    plan, target = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
     files = render(plan)
     if write:
         write_environment(target, plan, files, force=force)
@@ -174,18 +187,13 @@ def build_environment(
     from envpin.registry import RegistryClient
 
     started = time.monotonic()
-    if name is not None:
-        validate_name(name)
     if ngc is None:
         # Everything from the lock: the arrival workflow (`git clone` then `envpin build`).
         plan, target = plan_from_lock(find_lock(lock))
         ca_bundle = target / "ca-bundle.crt" if plan.ca_bundle else None
         plan = replace(plan, base_digest=None)
     else:
-        plan = make_plan(
-            ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle
-        )
-        target = out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+        plan, target = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
     previous = build.previous_lock(target)
     ref = plan.build_from or plan.image
     digest = RegistryClient(ca_file=str(ca_bundle) if ca_bundle else None).resolve_digest(ref)

@@ -34,15 +34,9 @@ FACTS = (
 
 
 @pytest.fixture(scope="module")
-def engine() -> Any:
-    import docker
-
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except Exception as exc:  # the SDK raises several types for a missing or refusing socket
-        pytest.skip(f"no Docker engine answers ({type(exc).__name__}); start it with scripts/services.sh start")
-    return client
+def engine(docker_client: Any) -> Any:
+    """The shared engine client (tests/docker/conftest.py decides whether an engine answers)."""
+    return docker_client
 
 
 def _image(engine: Any, name: str) -> str:
