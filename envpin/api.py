@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envpin import catalog, recipes
 from envpin.catalog import Entry
@@ -11,6 +12,9 @@ from envpin.errors import UsageError
 from envpin.plan import BuildPlan, make_plan, validate_name
 from envpin.render import render, write_environment
 from envpin.versions import parse_ngc_spec, parse_tf_spec
+
+if TYPE_CHECKING:
+    from envpin.diff import Difference
 
 DEFAULT_IMAGES_DIR = Path("images")
 
@@ -118,50 +122,29 @@ def find_lock(explicit: Path | None = None) -> Path:
 
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     """Rebuild the plan from a lock's inputs and the files in its folder (requirement lock, CA bundle)."""
-    from envpin import lockfile
+    from envpin import lock as lockmod
 
-    data = lockfile.read(lock_path)
-    inp, folder = data.get("inputs", {}), lock_path.parent
-    try:
-        plan = make_plan(
-            ngc=inp["tag"],
-            tf=inp["tf_version"] if inp.get("tf_version_source") == "user" else None,
-            name=inp["name"],
-            requirements=folder / "requirements.lock" if inp.get("requirements_hash") else None,
-            base_image=inp.get("build_from"),
-            base_digest=data.get("base", {}).get("digest"),
-            ca_bundle=folder / "ca-bundle.crt" if inp.get("ca_bundle_hash") else None,
-        )
-    except KeyError as exc:
-        from envpin.errors import LockError
-
-        raise LockError(f"{lock_path} lacks inputs.{exc.args[0]}", hint="re-render the environment") from exc
+    locked = lockmod.read(lock_path)
+    inp, folder = locked.inputs, lock_path.parent
+    plan = make_plan(
+        ngc=inp.tag,
+        tf=inp.tf_version if inp.tf_version_source == "user" else None,
+        name=inp.name,
+        requirements=folder / "requirements.lock" if inp.requirements_hash else None,
+        base_image=inp.build_from,
+        base_digest=locked.base.digest,
+        ca_bundle=folder / "ca-bundle.crt" if inp.ca_bundle_hash else None,
+    )
     return plan, folder
 
 
 def check_lock(lock_path: Path) -> list[str]:
-    """Why the lock is stale against its inputs (catalog, recipes, envpin, folder contents); [] if current."""
-    from envpin import lockfile
-    from envpin.fsutil import sha256_bytes, sha256_file
+    """Why the lock is stale against its inputs (catalog, recipes, envpin, payload, folder); [] if current."""
+    from envpin import lock as lockmod
 
-    data = lockfile.read(lock_path)
+    locked = lockmod.read(lock_path)
     plan, folder = plan_from_lock(lock_path)
-    problems = []
-    if data["lock"].get("inputs_hash") != plan.inputs_hash:
-        was, now = data["lock"].get("inputs_hash", "?"), plan.inputs_hash
-        problems.append(f"inputs hash {was[:19]}… is now {now[:19]}… (catalog, recipe or envpin changed)")
-    recorded = data.get("files", {})
-    fresh = {k: sha256_bytes(v) for k, v in render(plan).items()}
-    for rel in sorted(set(recorded) | set(fresh)):
-        if rel not in recorded:
-            problems.append(f"{rel}: would be generated now but is not in the lock")
-        elif rel not in fresh:
-            problems.append(f"{rel}: in the lock but no longer generated")
-        elif recorded[rel] != fresh[rel]:
-            problems.append(f"{rel}: would render differently now")
-        elif not (folder / rel).exists() or sha256_file(folder / rel) != recorded[rel]:
-            problems.append(f"{rel}: missing or edited in {folder}")
-    return problems
+    return locked.stale_against(plan, render(plan), folder)
 
 
 def build_environment(
@@ -179,12 +162,14 @@ def build_environment(
     pull: bool = False,
     update: bool = False,
 ) -> BuildResult:
-    """Resolve the base digest, render with FROM pinned to it, build, and record the result in the lock."""
+    """Resolve the base digest, render with FROM pinned to it, build, and keep the result machine-local.
+
+    The committed lock changes only when the inputs change; the image ID and tag go to envpin.state."""
     import time
 
-    from envpin import build, lockfile
-    from envpin.fsutil import atomic_write
+    from envpin import build, state
     from envpin.registry import RegistryClient
+    from envpin.render import check_folder
 
     started = time.monotonic()
     if ngc is None:
@@ -201,25 +186,64 @@ def build_environment(
     plan = replace(plan, base_digest=digest)
     files = render(plan)
     client = build.docker_client()
-    recorded = (previous or {}).get("build", {})
+    recorded = state.load(plan.inputs_hash)
     if (
-        previous
-        and previous["lock"].get("inputs_hash") == plan.inputs_hash
-        and recorded.get("image_id")
+        previous is not None
+        and previous.inputs_hash == plan.inputs_hash
+        and recorded is not None
         and not (no_cache or pull)
-        and build.image_exists(client, recorded["image_id"])
+        and build.image_exists(client, recorded.image_id)
     ):
-        from envpin.render import check_folder
-
         check_folder(target, files, force)  # still refuse if someone edited the folder since
-        return BuildResult(plan, target, recorded["image_id"], recorded["tag"], True, time.monotonic() - started)
+        return BuildResult(plan, target, recorded.image_id, recorded.tag, True, time.monotonic() - started)
     write_environment(target, plan, files, force=force)
     tag = f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
-    outcome = build.build_image(client, target, tag, no_cache=no_cache, pull=pull)
-    lock = lockfile.read(target / lockfile.LOCK_NAME)
-    lock["build"] = {"image_id": outcome.image_id, "tag": tag, "built_from": plan.from_ref}
-    atomic_write(target / lockfile.LOCK_NAME, lockfile.dumps(lock))
+    outcome = build.build_image(
+        client, target, tag, state.log_path(plan.inputs_hash), no_cache=no_cache, pull=pull
+    )
+    state.save(state.BuildRecord(plan.inputs_hash, outcome.image_id, tag, plan.from_ref))
     return BuildResult(plan, target, outcome.image_id, tag, False, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """`envpin verify`: how this machine (or a report) compares with the lock's recorded reference."""
+
+    diffs: list[Difference]
+    recorded: list[str]
+    notes: list[str]
+    expected_fingerprint: str
+    actual_fingerprint: str
+    lock: Path
+    source: str
+    exit_code: int
+
+
+def verify_environment(lock: Path, report: Path | None = None, record: bool = False) -> VerifyResult:
+    """Compare a report (or a live probe) with the lock; with record=True first add what is missing.
+
+    Recording writes the lock only when something new was added, and never overwrites a recorded value."""
+    from envpin import diff, probe
+    from envpin import lock as lockmod
+
+    locked = lockmod.read(lock)
+    actual = diff.load_report(report) if report is not None else probe.collect()
+    done: list[str] = []
+    if record:
+        locked, done = locked.record(actual)
+        if done:
+            locked.write(lock)
+    checked = locked.verify(actual, str(lock))
+    return VerifyResult(
+        diffs=checked.differences,
+        recorded=done,
+        notes=checked.notes,
+        expected_fingerprint=checked.expected_fingerprint,
+        actual_fingerprint=checked.actual_fingerprint,
+        lock=lock,
+        source=str(report) if report is not None else "live probe",
+        exit_code=diff.exit_code(checked.differences),
+    )
 
 
 @dataclass(frozen=True)

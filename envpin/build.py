@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin import lockfile
+from envpin import lock as lockmod
 from envpin.errors import EngineError, LockError, RegistryError
 from envpin.fsutil import atomic_write
 
-LOG_NAME = "build.log"
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
@@ -37,20 +36,20 @@ def docker_client() -> Any:
         raise EngineError(f"the Docker engine is not reachable: {detail}", hint=hint) from exc
 
 
-def previous_lock(out: Path) -> dict[str, Any] | None:
+def previous_lock(out: Path) -> lockmod.Lock | None:
     """The lock already in the folder, if any and intact (a broken one is refused by render)."""
-    path = out / lockfile.LOCK_NAME
+    path = out / lockmod.LOCK_NAME
     if not path.exists():
         return None
     try:
-        return lockfile.read(path)
+        return lockmod.read(path)
     except LockError:
         return None
 
 
-def check_base_moved(lock: dict[str, Any] | None, ref: str, digest: str, update: bool) -> None:
+def check_base_moved(lock: lockmod.Lock | None, ref: str, digest: str, update: bool) -> None:
     """NGC tags are re-pushed: a lock pins one digest, and a different one now is refused."""
-    pinned = (lock or {}).get("base", {}).get("digest")
+    pinned = lock.base.digest if lock else None
     if pinned and pinned != digest and not update:
         raise RegistryError(
             f"{ref} now points to {digest[:19]}…, but envpin.lock pins {pinned[:19]}…: the tag was re-pushed",
@@ -109,10 +108,9 @@ class _Progress:
 
 
 def build_image(
-    client: Any, context: Path, tag: str, *, no_cache: bool = False, pull: bool = False
+    client: Any, context: Path, tag: str, log_path: Path, *, no_cache: bool = False, pull: bool = False
 ) -> BuildOutcome:
-    """Run the classic builder through the SDK, streaming the log to build.log beside the Dockerfile."""
-    log_path = context / LOG_NAME
+    """Run the classic builder through the SDK, streaming the log to `log_path` (outside the folder)."""
     lines: list[str] = []
     tail: deque[str] = deque(maxlen=20)
     image_id = None

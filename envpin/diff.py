@@ -1,4 +1,4 @@
-"""Compare probe reports (``envpin diff``) and check a report against a lock (``envpin verify``).
+"""Compare probe reports (``envpin diff``); the lock's own comparison (``envpin verify``) is in envpin.lock.
 
 The classification itself lives with the probe (envpin.probe.fields), so the fingerprint computed inside an
 image and the differences shown on a host use the same rules.
@@ -14,7 +14,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from envpin.errors import LockError, ReportError
+from envpin.errors import ReportError
 from envpin.probe import PROBE_SCHEMA, fields
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
@@ -72,7 +72,8 @@ def check_report(data: Any, name: str = "report") -> None:
             raise ReportError(f"{name}: section '{section}' is not an object")
 
 
-def _sorted(diffs: list[Difference]) -> list[Difference]:
+def sort(diffs: list[Difference]) -> list[Difference]:
+    """Breaking first, then risk, then info; by field name within each."""
     return sorted(diffs, key=lambda d: (_ORDER.get(d.severity, 9), d.key))
 
 
@@ -85,7 +86,7 @@ def compare_flat(a: dict[str, str], b: dict[str, str], cpu_compute: bool) -> lis
             continue
         severity, reason = fields.severity(key, cpu_compute, absent=va is None or vb is None)
         out.append(Difference(key, severity, va, vb, reason))
-    return _sorted(out)
+    return sort(out)
 
 
 def diff_reports(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
@@ -93,113 +94,6 @@ def diff_reports(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     fa, fb = fields.flatten(a), fields.flatten(b)
     cpu_compute = not (fields.gpu_present(fa) and fields.gpu_present(fb))
     return compare_flat(fa, fb, cpu_compute)
-
-
-def read_lock_expected(path: str | Path) -> tuple[str, dict[str, str]]:
-    """(fingerprint, fields) from the lock's [expected] table (the lock's self-hash is checked first)."""
-    from envpin import lockfile
-
-    p = Path(path)
-    data = lockfile.read(p)
-    expected = data.get("expected")
-    if expected is None:
-        raise LockError(
-            f"lock {p} has no 'expected' table: there is no fingerprint to verify against",
-            hint="record one with 'envpin verify --record' on a machine whose results you trust",
-        )
-    fp = expected.get("fingerprint") if isinstance(expected, dict) else None
-    table = expected.get("fields", {}) if isinstance(expected, dict) else None
-    if not isinstance(fp, str) or not fp.startswith("sha256:"):
-        raise LockError(f"lock {p}: expected.fingerprint must be a 'sha256:...' string")
-    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
-        raise LockError(f"lock {p}: expected.fields must map field names to strings")
-    if table and fields.fingerprint_of_fields(table) != fp:
-        raise LockError(
-            f"lock {p}: expected.fingerprint does not match expected.fields",
-            hint="record it again with 'envpin verify --record' after removing [expected]",
-        )
-    return fp, dict(table)
-
-
-def report_golden(report: dict[str, Any]) -> tuple[str, str] | None:
-    """(device class, golden training hash) from a report's self-test, if it ran."""
-    golden = (report.get("selftest") or {}).get("golden") or {}
-    if isinstance(golden, dict) and golden.get("hash") and golden.get("device_class"):
-        return str(golden["device_class"]), str(golden["hash"])
-    return None
-
-
-def golden_differences(lock: dict[str, Any], report: dict[str, Any]) -> list[Difference]:
-    """Compare the report's golden hash with the one the lock records for the same device class."""
-    found = report_golden(report)
-    recorded = lock.get("golden", {})
-    if found is None or not recorded:
-        return []
-    device, digest = found
-    key = f"golden.{device}"
-    want = recorded.get(device, {}).get("hash") if isinstance(recorded.get(device), dict) else None
-    if want is None:
-        return [Difference(key, fields.INFO, None, digest,
-                           "no golden hash recorded for this device class (envpin verify --record adds it)")]
-    if want != digest:
-        return [Difference(key, fields.BREAKING, want, digest,
-                           "training on this device class no longer gives the recorded weights")]
-    return []
-
-
-def record(lock_path: Path, report: dict[str, Any]) -> list[str]:
-    """Write the reference fingerprint (first time) and this device class's golden hash into the lock.
-
-    Existing entries are never overwritten: a different golden hash for a recorded device class is a
-    verification failure, not something to record over.
-    """
-    from envpin import lockfile
-    from envpin.fsutil import atomic_write
-    from envpin.probe import fingerprint, fingerprint_fields
-
-    data = lockfile.read(lock_path)
-    done: list[str] = []
-    if "expected" not in data:
-        data["expected"] = {"fingerprint": fingerprint(report), "fields": fingerprint_fields(report)}
-        done.append(f"expected fingerprint {data['expected']['fingerprint']}")
-    found = report_golden(report)
-    if found is not None:
-        device, digest = found
-        golden = data.setdefault("golden", {})
-        have = golden.get(device, {}).get("hash")
-        if have is None:
-            golden[device] = {"hash": digest}
-            done.append(f"golden hash for {device}")
-        elif have != digest:
-            raise LockError(
-                f"the lock already records golden hash {have[:19]}… for {device}; this run gave {digest[:19]}…",
-                hint="this machine does not train like the recorded one: run `envpin verify` to see why",
-            )
-    if done:
-        atomic_write(lock_path, lockfile.dumps(data))
-    return done
-
-
-def compare_expected(expected_fields: dict[str, str], report: dict[str, Any]) -> list[Difference]:
-    """Differences between a lock's expected fingerprint fields (side a) and a report (side b).
-
-    Only fingerprint fields take part: the lock records nothing else."""
-    actual = fields.fingerprint_fields(report)
-    flat_actual = fields.flatten(report)
-    cpu_compute = not (fields.gpu_present(expected_fields) and fields.gpu_present(flat_actual))
-    return compare_flat(expected_fields, actual, cpu_compute)
-
-
-def verify_report(expected_fp: str, expected_fields: dict[str, str], report: dict[str, Any]) -> list[Difference]:
-    """Differences between a lock's [expected] table and a report. A lock holding only the fingerprint
-    can only say whether the fingerprints are equal."""
-    if expected_fields:
-        return compare_expected(expected_fields, report)
-    actual = fields.fingerprint(report)
-    if actual == expected_fp:
-        return []
-    return [Difference("fingerprint", fields.BREAKING, expected_fp, actual,
-                       "the lock records no [expected.fields] to say which field differs")]
 
 
 def counts(diffs: list[Difference]) -> dict[str, int]:

@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin import catalog, lockfile
+from envpin import catalog
+from envpin import lock as lockmod
 from envpin.errors import EngineError, LockError, UsageError
 from envpin.versions import parse_ngc_spec
 
@@ -320,12 +321,9 @@ def target_from_ngc(ngc: str, cat: catalog.Catalog | None = None) -> Target:
 def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
     """The image an envpin.lock was made for (a folder means its envpin.lock)."""
     cat = cat or catalog.load()
-    lock_path = path / lockfile.LOCK_NAME if path.is_dir() else path
-    data = lockfile.read(lock_path)
-    inputs = data.get("inputs") or {}
-    release, flavor = inputs.get("release"), inputs.get("flavor")
-    if not isinstance(release, str) or not isinstance(flavor, str):
-        raise LockError(f"{lock_path} names no [inputs] release and flavor", hint="re-render it with envpin")
+    lock_path = path / lockmod.LOCK_NAME if path.is_dir() else path
+    inputs = lockmod.read(lock_path).inputs
+    release, flavor = inputs.release, inputs.flavor
     entries = [e for e in cat.release_entries(release) if e.flavor == flavor]
     if not entries:
         raise LockError(f"{lock_path} asks for {release} {flavor}, which the catalog does not hold",
@@ -592,11 +590,11 @@ def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | N
         target = target_from_ngc(ngc)
     elif lock is not None:
         target = target_from_lock(lock)
-    elif Path(lockfile.LOCK_NAME).is_file():
-        target = target_from_lock(Path(lockfile.LOCK_NAME))
+    elif Path(lockmod.LOCK_NAME).is_file():
+        target = target_from_lock(Path(lockmod.LOCK_NAME))
     else:
         raise UsageError(
-            f"which image? there is no {lockfile.LOCK_NAME} in this directory",
+            f"which image? there is no {lockmod.LOCK_NAME} in this directory",
             hint="give --ngc RELEASE (e.g. --ngc 22.06) or --lock path/to/envpin.lock",
         )
     return diagnose(target, readings if readings is not None else read_host())

@@ -23,6 +23,25 @@ def sha256_file(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path") -> str:
+    """A text file the user pointed at, or one `error` saying why it cannot be read as one (no traceback)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise error(f"{what} {path} does not exist", hint=missing_hint) from exc
+    except IsADirectoryError as exc:
+        raise error(f"{what} {path} is a folder, not a file", hint="pass the file's path") from exc
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}",
+                    hint="check the path and its permissions") from exc
+    if b"\0" in raw:
+        raise error(f"{path} is a binary file, not a {what}", hint="pass the text file itself")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not UTF-8 text", hint=f"save the {what} as UTF-8") from exc
+
+
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)

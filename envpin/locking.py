@@ -19,10 +19,9 @@ from envpin.errors import EngineError, RequirementsError
 from envpin.fsutil import atomic_write, sha256_bytes
 from envpin.requirements import Requirement, parse_lock, read_text, render_lock
 
-_PKG = Path(__file__).resolve().parent
-# Runs inside the image with envpin's probe mounted at /envpin-src: lists installed distributions.
+# Runs inside the image with envpin's payload (envpin.pyz) in /work: lists installed distributions.
 _LIST = (
-    "import json, sys; sys.path.insert(0, '/envpin-src'); from envpin.probe import pyenv;"
+    "import json, sys; sys.path.insert(0, '/work/envpin.pyz'); from envpin.probe import pyenv;"
     "d, _ = pyenv.scan_distributions(pyenv.search_paths());"
     "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'dists': {x['name']: x['version'] for x in d}}))"
 )
@@ -50,16 +49,17 @@ def read_requirements_in(path: Path) -> str:
 
 
 def _run(client: Any, image: str, command: list[str], work: Path) -> tuple[int, str]:
+    """Run `command` in a throwaway container of `image` with `work` (and the payload in it) at /work."""
     from docker.errors import APIError, ImageNotFound
 
+    from envpin.payload import PAYLOAD_NAME, payload
+
+    (work / PAYLOAD_NAME).write_bytes(payload())
     try:
         container = client.containers.run(
             image,
             command,
-            volumes={
-                str(work): {"bind": "/work", "mode": "rw"},
-                str(_PKG): {"bind": "/envpin-src/envpin", "mode": "ro"},
-            },
+            volumes={str(work): {"bind": "/work", "mode": "rw"}},
             working_dir="/work",
             detach=True,
             entrypoint=[],

@@ -11,6 +11,7 @@ from typing import Any
 from envpin import __version__, catalog, recipes
 from envpin.errors import UsageError
 from envpin.fsutil import sha256_bytes
+from envpin.payload import payload_hash
 from envpin.requirements import Requirement, read_lock
 from envpin.versions import parse_ngc_spec, parse_tf_spec, tf_tuple
 
@@ -74,6 +75,8 @@ class BuildPlan:
             if self.requirements
             else None,
             "ca_bundle_hash": sha256_bytes(self.ca_bundle) if self.ca_bundle else None,
+            # The bytes copied into the image are an input: editing the probe must change inputs_hash.
+            "payload_hash": payload_hash(),
         }
 
     def canonical_json(self) -> str:

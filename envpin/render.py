@@ -6,9 +6,10 @@ from pathlib import Path
 
 import jinja2
 
-from envpin import lockfile
+from envpin import lock as lockmod
 from envpin.errors import LockError, RenderError
-from envpin.fsutil import atomic_write_many, sha256_bytes, sha256_file
+from envpin.fsutil import atomic_write_many, sha256_file
+from envpin.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.plan import BuildPlan
 from envpin.requirements import render_lock
 
@@ -35,18 +36,11 @@ def _env() -> jinja2.Environment:
     )
 
 
-def image_payload() -> dict[str, bytes]:
-    """The stdlib-only part of envpin that goes into every image: probe, runtime helper, recipe table."""
-    files: dict[str, bytes] = {"envpin/__init__.py": (_PKG / "__init__.py").read_bytes()}
-    for path in sorted((_PKG / "probe").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json"):
-            files["envpin/" + path.relative_to(_PKG).as_posix()] = path.read_bytes()
-    files["envpin/data/recipes.json"] = (_PKG / "data" / "recipes.json").read_bytes()
-    return files
-
-
 def render(plan: BuildPlan) -> dict[str, bytes]:
-    """All files of the environment folder except envpin.lock, as bytes, keyed by relative path."""
+    """All files of the environment folder except envpin.lock, as bytes, keyed by relative path.
+
+    The folder holds only what a reviewer should read plus the one payload artifact, so plain
+    `docker build images/<name>` works without envpin installed."""
     d = plan.to_dict()
     ctx = {
         **d,
@@ -55,6 +49,8 @@ def render(plan: BuildPlan) -> dict[str, bytes]:
         "recipe": plan.recipe,
         "recipe_hash": plan.recipe.hash,
         "ca_bundle": plan.ca_bundle is not None,
+        "payload_name": PAYLOAD_NAME,
+        "payload_path": IMAGE_PATH,
         "cuda": d["catalog"]["cuda"],
         "cudnn": d["catalog"]["cudnn"],
         "driver_min": d["catalog"]["driver_min"],
@@ -62,7 +58,7 @@ def render(plan: BuildPlan) -> dict[str, bytes]:
             *(f"{k}={v}" for k, v in plan.recipe.env_dict().items()),
             f"ENVPIN_RECIPE={plan.recipe.id}",
             "ENVPIN_PLAN=/opt/envpin/plan.json",
-            "PYTHONPATH=/opt/envpin${PYTHONPATH:+:${PYTHONPATH}}",
+            f"PYTHONPATH={IMAGE_PATH}${{PYTHONPATH:+:${{PYTHONPATH}}}}",
         ],
     }
     env = _env()
@@ -76,7 +72,7 @@ def render(plan: BuildPlan) -> dict[str, bytes]:
         files["requirements.lock"] = render_lock(plan.requirements, header).encode()
     if plan.ca_bundle is not None:
         files["ca-bundle.crt"] = plan.ca_bundle
-    files.update(image_payload())
+    files[PAYLOAD_NAME] = payload()
     return dict(sorted(files.items()))
 
 
@@ -84,18 +80,21 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     """Refuse to overwrite anything envpin did not write or that was edited since; returns stale paths."""
     if out.exists() and not out.is_dir():
         raise RenderError(f"{out} exists and is not a folder", hint="choose another --out")
-    lock_path = out / lockfile.LOCK_NAME
+    lock_path = out / lockmod.LOCK_NAME
     recorded: dict[str, str] = {}
     if lock_path.exists():
         try:
-            recorded = lockfile.read(lock_path).get("files", {})
+            recorded = lockmod.read(lock_path).files
         except LockError as exc:
             if not force:
                 raise RenderError(
                     f"{lock_path} cannot be trusted ({exc.message})", hint="re-run with --force to overwrite"
                 ) from exc
     if force:
-        return []
+        # Generated files that are no longer generated (e.g. an older envpin's copy of its sources) go,
+        # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
+        old = recorded or lockmod.recorded_files(lock_path)
+        return [rel for rel in old if rel not in files and _unchanged(out / rel, old[rel])]
     for rel in files:
         path = out / rel
         if not path.exists():
@@ -124,15 +123,32 @@ def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force
     """Write the folder: every check first, then each file atomically, the lock last."""
     stale = check_folder(out, files, force)
     previous = None
-    if (out / lockfile.LOCK_NAME).exists():
+    if (out / lockmod.LOCK_NAME).exists():
         try:
-            previous = lockfile.read(out / lockfile.LOCK_NAME)
+            previous = lockmod.read(out / lockmod.LOCK_NAME)
         except LockError:
             previous = None  # only reachable with --force: the broken lock is replaced
-    hashes = {k: sha256_bytes(v) for k, v in files.items()}
-    lock_bytes = lockfile.dumps(lockfile.from_plan(plan, hashes, previous))
+    lock_bytes = lockmod.Lock.from_plan(plan, files, previous).dumps()
     # The lock comes last in the dict, so it is renamed into place after every file it describes.
-    atomic_write_many({**{out / rel: data for rel, data in files.items()}, out / lockfile.LOCK_NAME: lock_bytes})
+    atomic_write_many({**{out / rel: data for rel, data in files.items()}, out / lockmod.LOCK_NAME: lock_bytes})
     for rel in stale:
         (out / rel).unlink()
+        _prune_empty(out, (out / rel).parent)
     return out
+
+
+def _unchanged(path: Path, digest: str) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and sha256_file(path) == digest
+    except OSError:
+        return False
+
+
+def _prune_empty(top: Path, folder: Path) -> None:
+    """Remove folders emptied by removing stale files, up to (not including) the environment folder."""
+    while folder != top and top in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envpin.errors import RequirementsError
+from envpin.fsutil import read_user_text
 
 _REQ = re.compile(
     r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?P<extras>\[[A-Za-z0-9._,\s-]*\])?"
@@ -87,18 +88,7 @@ def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ..
 
 def read_text(path: Path) -> str:
     """A requirements file as text, or a RequirementsError saying why it cannot be one."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise RequirementsError(f"requirements file {path} does not exist", hint="check the path") from exc
-    except OSError as exc:
-        raise RequirementsError(f"cannot read requirements file {path}: {exc.strerror}") from exc
-    if b"\0" in raw:
-        raise RequirementsError(f"{path} is a binary file, not a requirements file")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequirementsError(f"{path} is not UTF-8 text") from exc
+    return read_user_text(path, "requirements file", RequirementsError)
 
 
 def read_lock(path: Path) -> tuple[Requirement, ...]:

@@ -31,6 +31,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
             report.longrepr = f"CI=true: a '{marks[0]}' test may not skip ({reason})"
 
 
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees a machine on which nothing was built yet (envpin.state lives outside the repo)."""
+    monkeypatch.setenv("ENVPIN_STATE_DIR", str(tmp_path_factory.mktemp("envpin-state")))
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))

@@ -84,3 +84,13 @@ def guarded_section(name: str, fn: "Callable[[Context], Dict[str, Any]]", ctx: "
 
 def parse_int(text: str) -> int:
     return int(text.strip())
+
+
+def package_data(package: str, name: str) -> bytes:
+    """A data file shipped beside a module, also when envpin is imported from the envpin.pyz zip."""
+    import pkgutil
+
+    data = pkgutil.get_data(package, name)
+    if data is None:
+        raise IOError("%s/%s cannot be read by its loader" % (package, name))
+    return data

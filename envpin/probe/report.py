@@ -211,7 +211,7 @@ def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_pa
 
 
 def load_schema() -> Dict[str, Any]:
-    """The report's JSON Schema, shipped next to this module."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
-    with open(path, "rb") as fh:
-        return json.loads(fh.read().decode("utf-8"))
+    """The report's JSON Schema, shipped next to this module (also inside envpin.pyz)."""
+    from envpin.probe._common import package_data
+
+    return json.loads(package_data("envpin.probe", "report.schema.json").decode("utf-8"))

@@ -13,7 +13,6 @@ import re
 import sys
 import warnings
 
-_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "recipes.json")
 _TF_DIST = re.compile(
     r"^(tensorflow|tensorflow_cpu|tensorflow_gpu|nvidia_tensorflow|tf_nightly|intel_tensorflow)-"
     r"([0-9][^-]*)\.(dist-info|egg-info)$",
@@ -22,8 +21,13 @@ _TF_DIST = re.compile(
 
 
 def load_table(path=None):
-    """The recipe table (envpin/data/recipes.json next to this package)."""
-    with open(path or _DATA, encoding="utf-8") as fh:
+    """The recipe table: envpin/data/recipes.json, read through the import system so that it is found
+    inside the envpin.pyz archive images carry, or the file at `path`."""
+    if path is None:
+        from envpin.probe._common import package_data
+
+        return json.loads(package_data("envpin", "data/recipes.json").decode("utf-8"))
+    with open(path, encoding="utf-8") as fh:
         return json.load(fh)
 
 

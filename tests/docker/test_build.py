@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lockfile
+from envpin import lock as lockmod
+from envpin import state
 from tests.conftest import run_envpin
 
 pytestmark = pytest.mark.docker
@@ -50,20 +51,25 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)]
     first = run_envpin(*args)
     assert first.code == 0, first.stderr
-    lock = lockfile.read(out / "envpin.lock")
+    lock = lockmod.read(out / "envpin.lock")
     digest = _digest(local_registry, "nvidia/tensorflow", "20.02-tf2-py3")
-    assert lock["base"] == {"image": "nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "digest": digest}
-    assert lock["inputs"]["build_from"] == stand_in_image
+    assert lock.base == lockmod.Base("nvcr.io/nvidia/tensorflow:20.02-tf2-py3", digest)
+    assert lock.inputs.build_from == stand_in_image
     dockerfile = (out / "Dockerfile").read_text()
     assert f"FROM {stand_in_image}@{digest}\n" in dockerfile
-    image = docker_client.images.get(lock["build"]["image_id"])
+    # The machine-local result is kept outside the committed folder, keyed by the inputs hash.
+    record = state.load(lock.inputs_hash)
+    assert record is not None and record.tag == first.stdout.strip()
+    image = docker_client.images.get(record.image_id)
     assert first.stdout.strip() in image.tags
     labels = image.labels
     assert labels["io.envpin.release"] == "20.02" and labels["io.envpin.recipe"] == "ngc-tf2.0-2.4"
     assert labels["org.opencontainers.image.base.name"] == "nvcr.io/nvidia/tensorflow:20.02-tf2-py3"
     env = dict(e.split("=", 1) for e in image.attrs["Config"]["Env"])
     assert env["TF_DETERMINISTIC_OPS"] == "1" and env["PYTHONHASHSEED"] == "0"
-    assert (out / "build.log").read_text().count("Step ") >= 5
+    assert state.log_path(lock.inputs_hash).read_text().count("Step ") >= 5
+    assert sorted(p.name for p in out.iterdir()) == [".dockerignore", "Dockerfile", "envpin.lock", "envpin.pyz",
+                                                     "plan.json"]
     # The probe and helper are importable inside the image with the image's own Python.
     out_text = docker_client.containers.run(
         image.id,
@@ -72,24 +78,25 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     ).decode()
     assert json.loads(out_text.strip().splitlines()[-1])["applied"] == ["seed_python"]
 
+    before = (out / "envpin.lock").read_bytes()
     second = run_envpin(*args)
     assert second.code == 0, second.stderr
     assert "up to date" in second.stderr
-    assert lockfile.read(out / "envpin.lock")["build"]["image_id"] == lock["build"]["image_id"]
+    assert (out / "envpin.lock").read_bytes() == before
 
 
 def test_moved_tag_is_refused_until_update(docker_client, moving_tag: str, stand_in_image: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "env"
     args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", moving_tag, "--out", str(out)]
     assert run_envpin(*args).code == 0
-    pinned = lockfile.read(out / "envpin.lock")["base"]["digest"]
+    pinned = lockmod.read(out / "envpin.lock").base.digest
     _push_variant(docker_client, stand_in_image, moving_tag, "second")
     moved = run_envpin(*args)
     assert moved.code == 2 and "the tag was re-pushed" in moved.stderr and "--update" in moved.stderr
-    assert lockfile.read(out / "envpin.lock")["base"]["digest"] == pinned
+    assert lockmod.read(out / "envpin.lock").base.digest == pinned
     updated = run_envpin(*args, "--update")
     assert updated.code == 0, updated.stderr
-    assert lockfile.read(out / "envpin.lock")["base"]["digest"] != pinned
+    assert lockmod.read(out / "envpin.lock").base.digest != pinned
 
 
 def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str, tmp_path: Path) -> None:
@@ -102,8 +109,7 @@ def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str,
     )
     assert res.code == 2
     assert "the build failed at step" in res.stderr and "six" in res.stderr and "HASH" in res.stderr.upper()
-    assert f"full log: {out / 'build.log'}" in res.stderr
-    assert "build" not in lockfile.read(out / "envpin.lock")
+    assert f"full log: {state.log_path(lockmod.read(out / 'envpin.lock').inputs_hash)}" in res.stderr
 
 
 def test_engine_unreachable(stand_in_image: str, tmp_path: Path) -> None:
@@ -172,6 +178,6 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
                 break
         rest = proc.stderr.read()
     assert proc.wait(timeout=120) == 130, rest
-    lock = lockfile.read(out / "envpin.lock")  # parses, self-hash intact
-    assert "build" not in lock
+    lock = lockmod.read(out / "envpin.lock")  # parses, self-hash intact
+    assert state.load(lock.inputs_hash) is None  # nothing recorded for an interrupted build
     assert not list(out.glob(".*.tmp"))

@@ -12,11 +12,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from envpin.payload import PAYLOAD_NAME, payload
 from envpin.probe import collect, fields, load_schema
 
 pytestmark = pytest.mark.docker
 
-REPO = Path(__file__).resolve().parents[2]
 REGISTRY = "127.0.0.1:5000"
 IMAGES = [
     ("nvidia/tensorflow:21.06-tf2-py3", "3.9", "bullseye"),
@@ -55,13 +55,13 @@ def _image(engine: Any, name: str) -> str:
 
 
 def _envpin_tar() -> bytes:
-    """envpin/__init__.py and envpin/probe/ as the images carry them, under /tmp/envpin-src."""
+    """The payload as images carry it (envpin.pyz), at /tmp/envpin.pyz."""
+    data = payload()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        files = [REPO / "envpin" / "__init__.py"]
-        files += sorted(p for p in (REPO / "envpin" / "probe").iterdir() if p.suffix in (".py", ".json"))
-        for path in files:
-            tar.add(str(path), arcname="envpin-src/" + str(path.relative_to(REPO)))
+        info = tarfile.TarInfo(PAYLOAD_NAME)
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -89,7 +89,7 @@ def _run(engine: Any, image: str, command: list[str], env: dict[str, str], fetch
 @pytest.mark.parametrize(("name", "python", "codename"), IMAGES)
 def test_probe_in_stand_in_image(engine: Any, name: str, python: str, codename: str) -> None:
     image = _image(engine, name)
-    env = {"PYTHONPATH": "/tmp/envpin-src", **SECRETS}
+    env = {"PYTHONPATH": "/tmp/" + PAYLOAD_NAME, **SECRETS}
     code, _, err, files, container_hostname = _run(
         engine, image, ["python3", "-m", "envpin.probe", "--out", "/tmp/reports"], env, fetch="/tmp/reports"
     )

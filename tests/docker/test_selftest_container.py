@@ -18,6 +18,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from envpin.payload import IMAGE_PATH, PAYLOAD_NAME, payload
+
 pytestmark = pytest.mark.docker
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,19 +80,19 @@ def tf_image(engine: Any, version: str, tmp_path: Path) -> str:
 
 
 def _envpin_tar() -> bytes:
-    """envpin/__init__.py, envpin/probe/ and the recipe table, as /opt/envpin in the images."""
+    """The payload as images carry it: /opt/envpin/envpin.pyz."""
+    data = payload()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        files = [REPO / "envpin" / "__init__.py", REPO / "envpin" / "data" / "recipes.json"]
-        files += sorted(p for p in (REPO / "envpin" / "probe").iterdir() if p.suffix in (".py", ".json"))
-        for path in files:
-            tar.add(str(path), arcname="envpin/" + str(path.relative_to(REPO)))  # /opt/envpin/envpin/...
+        info = tarfile.TarInfo("envpin/" + PAYLOAD_NAME)
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
 def run(engine: Any, image: str, command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     container = engine.containers.create(
-        image, command=command, environment={"PYTHONPATH": "/opt/envpin", "PYTHONHASHSEED": "0", **env},
+        image, command=command, environment={"PYTHONPATH": IMAGE_PATH, "PYTHONHASHSEED": "0", **env},
         network_disabled=True,
     )
     try:

@@ -314,7 +314,7 @@ def test_cli_tampered_and_foreign_locks_exit_2(cli, tmp_path: Path, monkeypatch:
     original = lock.read_text()
     lock.write_text(original.replace('release = "22.06"', 'release = "22.10"'))
     _one_line_error(cli("doctor", "--lock", str(lock)), "edited by hand")
-    lock.write_text(original.replace("schema = 1", "schema = 7"))
+    lock.write_text(original.replace("schema = 2", "schema = 7"))
     _one_line_error(cli("doctor", "--lock", str(lock)), "lock schema 7", "upgrade envpin")
     lock.write_bytes(b"\0\1binary")
     _one_line_error(cli("doctor", "--lock", str(lock)), "binary file")

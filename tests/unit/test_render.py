@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lockfile
+from envpin import lock as lockmod
 from envpin.errors import LockError, RenderError, RequirementsError
 from envpin.plan import make_plan
 from envpin.render import render, write_environment
@@ -41,13 +41,15 @@ def test_written_folder_and_lock(tmp_path: Path) -> None:
     files = render(plan)
     out = tmp_path / "env"
     write_environment(out, plan, files)
-    lock = lockfile.read(out / "envpin.lock")
-    assert lock["inputs"]["release"] == "20.02" and lock["inputs"]["tf_version"] == "2.1"
-    assert lock["recipe"]["env"]["TF_DETERMINISTIC_OPS"] == "1"
-    assert lock["base"]["image"] == "nvcr.io/nvidia/tensorflow:20.02-tf2-py3"
-    for rel, digest in lock["files"].items():
+    lock = lockmod.read(out / "envpin.lock")
+    assert lock.inputs.release == "20.02" and lock.inputs.tf_version == "2.1"
+    assert lock.recipe.env["TF_DETERMINISTIC_OPS"] == "1"
+    assert lock.base.image == "nvcr.io/nvidia/tensorflow:20.02-tf2-py3"
+    for rel, digest in lock.files.items():
         assert "sha256:" + hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
-    assert (out / "envpin" / "probe" / "runtime.py").exists()
+    # Only what a reviewer reads, plus the one payload archive; no copy of envpin's sources.
+    assert sorted(p.name for p in out.iterdir()) == [".dockerignore", "Dockerfile", "envpin.lock", "envpin.pyz",
+                                                     "plan.json"]
     # Re-rendering unchanged inputs is allowed and changes nothing.
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     write_environment(out, plan, render(plan))
@@ -83,7 +85,7 @@ def test_tampered_lock_is_detected(tmp_path: Path) -> None:
     lock_path = out / "envpin.lock"
     lock_path.write_text(lock_path.read_text().replace('TF_DETERMINISTIC_OPS = "1"', 'TF_DETERMINISTIC_OPS = "0"'))
     with pytest.raises(LockError, match="edited by hand"):
-        lockfile.read(lock_path)
+        lockmod.read(lock_path)
     with pytest.raises(RenderError, match="cannot be trusted"):
         write_environment(out, plan, render(plan))
 
@@ -100,14 +102,14 @@ def test_bad_locks(tmp_path: Path, text: str, message: str) -> None:
     p = tmp_path / "envpin.lock"
     p.write_text(text)
     with pytest.raises(LockError, match=message):
-        lockfile.read(p)
+        lockmod.read(p)
 
 
 def test_binary_lock(tmp_path: Path) -> None:
     p = tmp_path / "envpin.lock"
     p.write_bytes(b"\x00\x01\x02")
     with pytest.raises(LockError, match="binary"):
-        lockfile.read(p)
+        lockmod.read(p)
 
 
 def test_requirements_parse() -> None:

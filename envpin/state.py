@@ -1,0 +1,63 @@
+"""Machine-local build results: the image a build produced here, kept out of the committed folder.
+
+The classic builder gives each machine its own image ID, so recording it in envpin.lock would make
+every teammate's build rewrite a committed file. Results live under the user's state directory
+instead, keyed by the inputs hash: the same inputs find their image again, other inputs never do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from envpin.fsutil import atomic_write
+
+#: Overrides the state directory (tests, CI, shared build hosts).
+STATE_ENV = "ENVPIN_STATE_DIR"
+
+
+def state_dir() -> Path:
+    """$ENVPIN_STATE_DIR, else $XDG_STATE_HOME/envpin, else ~/.local/state/envpin."""
+    explicit = os.environ.get(STATE_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "envpin"
+
+
+def _key(inputs_hash: str) -> str:
+    return inputs_hash.split(":", 1)[-1][:32]
+
+
+def log_path(inputs_hash: str) -> Path:
+    """Where the build log for these inputs goes (the last build's log is kept)."""
+    return state_dir() / "builds" / f"{_key(inputs_hash)}.log"
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What building these inputs produced on this machine."""
+
+    inputs_hash: str
+    image_id: str
+    tag: str
+    built_from: str
+
+
+def load(inputs_hash: str) -> BuildRecord | None:
+    """The record for these inputs, or None (never built here, or the record is unreadable)."""
+    path = state_dir() / "builds" / f"{_key(inputs_hash)}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        record = BuildRecord(**{k: str(data[k]) for k in BuildRecord.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record if record.inputs_hash == inputs_hash else None
+
+
+def save(record: BuildRecord) -> Path:
+    path = state_dir() / "builds" / f"{_key(record.inputs_hash)}.json"
+    atomic_write(path, (json.dumps(asdict(record), sort_keys=True, indent=2) + "\n").encode())
+    return path
