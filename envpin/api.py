@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envpin import catalog, recipes
 from envpin.catalog import Entry
@@ -14,7 +14,12 @@ from envpin.render import render, write_environment
 from envpin.versions import parse_ngc_spec, parse_tf_spec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from envpin.audit import AuditRun
     from envpin.diff import Difference
+    from envpin.doctor import Diagnosis
+    from envpin.sync import SyncResult
 
 DEFAULT_IMAGES_DIR = Path("images")
 
@@ -253,6 +258,7 @@ class LockResult:
     python: str
     base_count: int
     locked: tuple[str, ...]
+    exit_code: int = 0
 
 
 def lock_requirements(
@@ -269,3 +275,204 @@ def lock_requirements(
     target = out or source.with_name("requirements.lock")
     locking.write_lock(target, reqs, image, python, source, text)
     return LockResult(target, image, python, len(dists), tuple(f"{r.name}=={r.version}" for r in reqs))
+
+
+def build_dry_run(
+    *,
+    ngc: str | None,
+    tf: str | None,
+    lock: Path | None = None,
+    requirements: Path | None = None,
+    base_image: str | None = None,
+    ca_bundle: Path | None = None,
+    name: str | None = None,
+    out: Path | None = None,
+) -> dict[str, object]:
+    """What `envpin build` would do, as the plan's JSON plus inputs hash, folder and files; writes nothing."""
+    if ngc is None:
+        plan, folder = plan_from_lock(find_lock(lock))
+    else:
+        plan, folder = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
+    return {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": sorted(render(plan))}
+
+
+@dataclass(frozen=True)
+class LockCheck:
+    path: Path
+    problems: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems else 0
+
+
+def check_lock_file(lock: Path | None = None) -> LockCheck:
+    """`envpin lock --check`: the lock found as a flag-less build finds it, checked for staleness."""
+    path = find_lock(lock)
+    return LockCheck(path, check_lock(path))
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    fingerprint: str
+    fingerprinted: int
+    errors: int
+    written: list[str]
+    report_on_stdout: bool
+
+
+def probe_machine(
+    *,
+    out: Path | None = None,
+    json_file: Path | None = None,
+    markdown: Path | None = None,
+    with_tf: bool = False,
+    selftest: bool = False,
+) -> ProbeResult:
+    """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
+    from envpin import probe
+
+    report = probe.collect(selftest=selftest, with_tf=with_tf)
+    try:
+        written = probe.write_reports(
+            report,
+            out_dir=str(out) if out else None,
+            json_path=str(json_file) if json_file else None,
+            markdown_path=str(markdown) if markdown else None,
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}", hint="check the output path") from None
+    on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
+    return ProbeResult(report["fingerprint"], len(probe.fingerprint_fields(report)),
+                       len(report["probe"]["errors"]["value"]), [w for w in written if w != "-"], on_stdout)
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    diffs: list[Difference]
+    a: Path
+    b: Path
+    fingerprint_a: str | None
+    fingerprint_b: str | None
+
+    @property
+    def exit_code(self) -> int:
+        from envpin import diff
+
+        return diff.exit_code(self.diffs)
+
+
+def diff_files(a: Path, b: Path) -> DiffResult:
+    """Every difference between two probe reports, classified."""
+    from envpin import diff
+
+    ra, rb = diff.load_report(a), diff.load_report(b)
+    return DiffResult(diff.diff_reports(ra, rb), a, b, ra.get("fingerprint"), rb.get("fingerprint"))
+
+
+class SelftestError(UsageError):
+    """The self-test could not run here (no usable TensorFlow)."""
+
+
+def run_selftest(
+    *, compare: bool = False, quick: bool = False, hygiene_script: Path | None = None, python: str | None = None
+) -> dict[str, object]:
+    """The determinism self-test in fresh child processes; its result, or SelftestError if it cannot run."""
+    import shutil
+
+    from envpin.probe import selftest
+
+    if hygiene_script is not None and not hygiene_script.is_file():
+        raise UsageError(f"hygiene script {hygiene_script} does not exist", hint="pass the path of a Python script")
+    interpreter = None
+    if python is not None:
+        interpreter = shutil.which(python)
+        if interpreter is None:
+            raise UsageError(f"interpreter {python} not found", hint="pass the path of a python executable")
+    result = selftest.run_selftest(compare=compare, quick=quick, python=interpreter,
+                                   hygiene_script=str(hygiene_script) if hygiene_script else None)
+    if "skipped" in result:
+        raise SelftestError(
+            f"self-test skipped: {result['skipped']}",
+            hint="install TensorFlow here, or run it inside the image: python3 -m envpin.probe.selftest",
+        )
+    result["problems"] = selftest.problems(result)
+    return result
+
+
+def diagnose_host(ngc: str | None = None, lock: Path | None = None) -> Diagnosis:
+    """`envpin doctor`: can this host run the image of --ngc or of the lock?"""
+    from envpin import doctor
+
+    return doctor.run(ngc=ngc, lock=lock)
+
+
+def audit_files(
+    dockerfiles: list[Path],
+    *,
+    fail_on: str = "warning",
+    build_args: list[str] | None = None,
+    target: str | None = None,
+    tf: str | None = None,
+    fix: bool = False,
+    fix_out: Path | None = None,
+    in_place: bool = False,
+    resolve: bool = True,
+) -> AuditRun:
+    """`envpin audit`: findings for each Dockerfile, and with fix=True the corrected files."""
+    from envpin import audit
+
+    if not fix and not resolve:
+        raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
+    resolver = None
+    if fix and resolve:
+        from envpin.registry import RegistryClient
+
+        resolver = RegistryClient().resolve_digest
+    return audit.run(
+        [str(p) for p in dockerfiles],
+        fail_on=fail_on,
+        build_args=audit.parse_build_args(build_args or []),
+        target=target,
+        tf=tf,
+        do_fix=fix,
+        fix_out=fix_out,
+        in_place=in_place,
+        resolve=resolver,
+    )
+
+
+def sync_catalog(
+    registry: str, releases: list[str], write: Path | None = None, ca_bundle: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SyncResult:
+    """`envpin catalog sync`: compare each tag's image config with the catalog; optionally write it."""
+    from envpin import sync
+
+    return sync.sync_catalog(registry, tuple(releases), write, ca_bundle, progress=progress)
+
+
+def build_or_plan(*, dry_run: bool = False, **options: Any) -> BuildResult | dict[str, object]:
+    """`envpin build`: the build, or with dry_run=True only the plan it would build (nothing written)."""
+    if dry_run:
+        keep = ("ngc", "tf", "lock", "requirements", "base_image", "ca_bundle", "name", "out")
+        return build_dry_run(**{k: v for k, v in options.items() if k in keep})
+    return build_environment(**options)
+
+
+def lock_or_check(
+    requirements_in: Path | None,
+    *,
+    ngc: str | None,
+    tf: str | None = None,
+    base_image: str | None = None,
+    out: Path | None = None,
+    check: bool = False,
+    lock: Path | None = None,
+) -> LockResult | LockCheck:
+    """`envpin lock`: lock requirements.in inside the image, or with check=True test envpin.lock."""
+    if check:
+        return check_lock_file(lock)
+    if requirements_in is None or ngc is None:
+        raise UsageError("lock needs REQUIREMENTS_IN and --ngc", hint="e.g. envpin lock requirements.in --ngc 20.02")
+    return lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out)

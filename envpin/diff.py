@@ -11,9 +11,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
 from envpin.errors import ReportError
 from envpin.probe import PROBE_SCHEMA, fields
 
@@ -130,26 +127,3 @@ def to_json(diffs: list[Difference], **extra: Any) -> dict[str, Any]:
         "differences": [d.to_dict() for d in diffs],
         **extra,
     }
-
-
-_STYLE = {fields.BREAKING: "bold red", fields.RISK: "yellow", fields.INFO: "dim"}
-
-
-def table(diffs: list[Difference], a_label: str = "A", b_label: str = "B", width: int = 48) -> Table:
-    """A rich table of differences, breaking first."""
-    t = Table(show_lines=False, header_style="bold")
-    t.add_column("severity", no_wrap=True)
-    t.add_column("field", overflow="fold")
-    t.add_column(a_label, overflow="fold", max_width=width)
-    t.add_column(b_label, overflow="fold", max_width=width)
-    t.add_column("why it matters", overflow="fold")
-    for d in diffs:
-        # Text cells: values such as '["a","b"]' must not be read as rich markup.
-        t.add_row(
-            Text(d.severity, style=_STYLE.get(d.severity, "")),
-            Text(d.key),
-            Text(ABSENT if d.a is None else d.a),
-            Text(ABSENT if d.b is None else d.b),
-            Text(d.reason),
-        )
-    return t

@@ -1,4 +1,4 @@
-"""Audit output: a rich table for people (stderr), JSON, and SARIF 2.1.0 for code-scanning upload."""
+"""Audit output for machines: JSON and SARIF 2.1.0 for code-scanning upload (the table is in envpin.views)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,12 @@ import urllib.parse
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-
 from envpin import __version__
 from envpin.audit.rules import RULES, SEVERITIES, Finding
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def summary(findings: list[Finding]) -> dict[str, int]:
@@ -30,22 +26,6 @@ def summary_line(findings: list[Finding], files: int) -> str:
     parts = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items() if n)
     where = f"{files} file{'s' if files != 1 else ''}"
     return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {where}: {parts}"
-
-
-def table(findings: list[Finding]) -> Table:
-    t = Table(show_lines=True)
-    t.add_column("location", no_wrap=True)
-    t.add_column("severity")
-    t.add_column("rule", no_wrap=True)
-    t.add_column("finding and fix", overflow="fold")
-    for f in findings:
-        t.add_row(
-            escape(f"{f.file}:{f.line}"),
-            f"[{_STYLE[f.severity]}]{f.severity}[/]",
-            f.rule,
-            f"{escape(f.message)}\n[dim]fix:[/] {escape(f.fix)}",
-        )
-    return t
 
 
 def to_json(findings: list[Finding], files: list[str], fail_on: str, exit_code: int,

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envpin.probe import _d9m
+from envpin.probe import tfchild
 
 MODEL = "envpin-golden-cnn-v1"
 STEPS = 40
@@ -113,7 +113,7 @@ def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str,
     machine = machine or platform.machine()
     if machine not in ("x86_64", "AMD64", "amd64"):
         return "off"
-    return "on" if _d9m.tf_version_tuple(tf_version) >= (2, 9) else "off"
+    return "on" if tfchild.tf_version_tuple(tf_version) >= (2, 9) else "off"
 
 
 def _nvidia_smi_gpus() -> List[Tuple[str, str]]:
@@ -234,7 +234,7 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
     for i in range(steps):
         lo = (i * BATCH) % EXAMPLES
         loss = step(x_all[lo:lo + BATCH], y_all[lo:lo + BATCH])
-    return [_d9m.to_numpy(w) for w in model.weights], float(_d9m.to_numpy(loss))
+    return [tfchild.to_numpy(w) for w in model.weights], float(tfchild.to_numpy(loss))
 
 
 def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[int]) -> Tuple[List[Any], float]:
@@ -296,11 +296,11 @@ def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
     """One golden training run in this process (which must be fresh); returns the JSON-able result."""
     started = time.time()
     try:
-        tf, det = _d9m.import_tensorflow(determinism=True)
+        tf, det = tfchild.import_tensorflow(determinism=True)
     except Exception as exc:  # ImportError, or a broken install raising anything else
         return {"skipped": "TensorFlow cannot be imported: %s: %s" % (type(exc).__name__, exc)}
     version = getattr(tf, "__version__", "unknown")
-    eager = _d9m.is_eager(tf)
+    eager = tfchild.is_eager(tf)
     if eager:
         # Thread pools are sized when the runtime starts: set them before the first op.
         if intra_op is not None:
@@ -319,7 +319,7 @@ def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
         "intra_op_source": _threads_source(intra_op, "TF_NUM_INTRAOP_THREADS"),
         "inter_op_source": _threads_source(inter_op, "TF_NUM_INTEROP_THREADS"),
         "onednn": onednn,
-        "env": _d9m.relevant_env(),
+        "env": tfchild.relevant_env(),
     }
     return {
         "hash": weights_digest(weights),
@@ -352,8 +352,8 @@ def run_golden(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
         args += ["--intra-op", str(intra_op)]
     if inter_op is not None:
         args += ["--inter-op", str(inter_op)]
-    env = _d9m.child_env(environ, determinism=True)
-    results = _d9m.run_children("envpin.probe.golden", args, env, timeout, python, runs)
+    env = tfchild.child_env(environ, determinism=True)
+    results = tfchild.run_children("envpin.probe.golden", args, env, timeout, python, runs)
     payloads = []
     for payload, error, _seconds in results:
         if payload is None:
@@ -388,11 +388,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--inter-op", type=_positive, default=None, help="inter-op threads (default: TF's)")
     opts = parser.parse_args(argv)
     if opts.child:
-        with _d9m.StdoutToStderr():
+        with tfchild.StdoutToStderr():
             result = train_once(opts.steps, opts.intra_op, opts.inter_op)
     else:
         result = run_golden(opts.steps, opts.intra_op, opts.inter_op)
-    _d9m.emit(result)
+    tfchild.emit(result)
     return 0 if (result.get("runs_equal", True) and "error" not in result) else 1
 
 

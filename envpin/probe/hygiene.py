@@ -24,7 +24,7 @@ import runpy
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from envpin.probe import _d9m
+from envpin.probe import tfchild
 
 _PROBE_STRINGS = ["envpin-%02d" % i for i in range(32)]
 SEED = 42
@@ -55,13 +55,13 @@ def _numpy_state_digest(np: Any) -> str:
 
 
 def _hex(arr: Any) -> str:
-    return hashlib.sha256(_d9m.to_numpy(arr).tobytes()).hexdigest()[:16]
+    return hashlib.sha256(tfchild.to_numpy(arr).tobytes()).hexdigest()[:16]
 
 
 def _tensorflow_record(tf: Any) -> Dict[str, Any]:
     """What TensorFlow's RNGs will do next in this process; draws are hashed, never printed."""
     rec = {"tf_version": getattr(tf, "__version__", "unknown")}  # type: Dict[str, Any]
-    eager = _d9m.is_eager(tf)
+    eager = tfchild.is_eager(tf)
     try:
         if eager:
             from tensorflow.python.eager import context
@@ -80,7 +80,7 @@ def _tensorflow_record(tf: Any) -> Dict[str, Any]:
                     value = sess.run(value)
             rec[key] = _hex(value)
         except Exception as exc:  # under determinism TF >= 2.8 refuses unseeded random ops
-            rec[key + "_error"] = "%s: %s" % (type(exc).__name__, _d9m._tail(str(exc), 1, 300))
+            rec[key + "_error"] = "%s: %s" % (type(exc).__name__, tfchild.tail(str(exc), 1, 300))
 
     draw("tf_draw", lambda: tf.random.uniform([8]))
     initializers = getattr(getattr(tf, "keras", None), "initializers", None)
@@ -311,11 +311,11 @@ def run_hygiene(script: Optional[str] = None, script_args: Sequence[str] = (), q
     """
     target = "script" if script else ("none" if quick else "recipe")
     env = dict(os.environ if environ is None else environ)
-    env = _d9m.child_env(env, determinism=None)
+    env = tfchild.child_env(env, determinism=None)
     args = ["--child", "--target", target, "--seed", str(seed)]
     if script:
         args += ["--", os.path.abspath(script), *list(script_args)]
-    results = _d9m.run_children("envpin.probe.hygiene", args, env, timeout, python, runs)
+    results = tfchild.run_children("envpin.probe.hygiene", args, env, timeout, python, runs)
     payloads = []
     for payload, error, _seconds in results:
         if payload is None:
@@ -344,9 +344,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     opts = parser.parse_args(argv)
     if opts.child:
-        with _d9m.StdoutToStderr():
+        with tfchild.StdoutToStderr():
             rec = child(opts.target or "none", opts.script, opts.args, opts.seed)
-        _d9m.emit(rec)
+        tfchild.emit(rec)
         return 0
     findings = run_hygiene(opts.script, opts.args, opts.quick, seed=opts.seed)
     sys.stdout.write(json.dumps(findings, sort_keys=True, indent=2) + "\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_envpin
 
 pytestmark = pytest.mark.docker
 
@@ -20,7 +20,8 @@ def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> No
         pytest.skip("the docker CLI is not installed (bash scripts/services.sh install)")
     for name in ("compose.yaml", "compose.cpu.yaml"):
         shutil.copy(REPO / name, tmp_path / name)
-    shutil.copytree(REPO / "envpin", tmp_path / "envpin", ignore=shutil.ignore_patterns("__pycache__"))
+    # What a team repository holds: an environment folder, whose envpin.pyz the probe service mounts.
+    assert run_envpin("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path).code == 0
     env = {**os.environ, "ENVPIN_IMAGE": stand_in_image, "TF_ENABLE_ONEDNN_OPTS": "0"}
     for _ in range(2):  # two runs: report names must not collide
         proc = subprocess.run(
@@ -40,6 +41,20 @@ def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> No
     text = jsons[0].read_text()
     assert "20.02-tf2" in text  # the stand-in's NVIDIA_TENSORFLOW_VERSION was read inside the container
     assert '"TF_ENABLE_ONEDNN_OPTS"' in text
+
+
+def test_compose_without_the_archive_fails_and_creates_nothing(stand_in_image: str, tmp_path: Path) -> None:
+    if shutil.which("docker") is None:
+        pytest.skip("the docker CLI is not installed (bash scripts/services.sh install)")
+    for name in ("compose.yaml", "compose.cpu.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    proc = subprocess.run(
+        ["docker", "compose", "-f", "compose.yaml", "-f", "compose.cpu.yaml", "run", "--rm", "probe"],
+        cwd=tmp_path, env={**os.environ, "ENVPIN_IMAGE": stand_in_image}, capture_output=True, text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0 and "envpin.pyz" in proc.stderr
+    assert not (tmp_path / "images").exists(), "a missing archive must not become an empty folder"
 
 
 def test_compose_gpu_service_requests_all_gpus() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from envpin.probe import _d9m, selftest
+from envpin.probe import selftest, versions
 
 SCHEMA = json.loads((Path(selftest.__file__).parent / "selftest.schema.json").read_text())
 
@@ -36,7 +36,7 @@ def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> Non
             assert c["differing_elements"] > 0
     det = battery_on["determinism"]
     assert det["requested"] == "on" and det["TF_DETERMINISTIC_OPS"] == "1"
-    if _d9m.tf_version_tuple(battery_on["tf_version"]) >= (2, 8):
+    if versions.parse_version(battery_on["tf_version"]) >= (2, 8):
         assert det["enable_op_determinism"] == "called"
     else:
         assert det["enable_op_determinism"].startswith("unavailable")
@@ -44,7 +44,7 @@ def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> Non
 
 def test_unseeded_random_kernel_raises_under_determinism(battery_on: dict[str, Any]) -> None:
     check = next(c for c in battery_on["checks"] if c["name"] == "random-op-without-seed")
-    if _d9m.tf_version_tuple(battery_on["tf_version"]) >= (2, 7):
+    if versions.parse_version(battery_on["tf_version"]) >= (2, 7):
         assert check["verdict"] == "raises-under-determinism"
         assert "must have a seed" in check["message"]
     else:  # before the check existed the kernel silently draws from OS entropy
@@ -87,7 +87,7 @@ def test_whole_selftest_with_compare_validates(tmp_path: Path) -> None:
     assert [c["name"] for c in result["without_determinism"]] == [c["name"] for c in result["checks"]]
     off = {c["name"]: c["verdict"] for c in result["without_determinism"]}
     assert off["random-op-without-seed"] == "NONDETERMINISTIC"
-    assert result["summary"] == selftest.summarize(result["checks"])
+    assert result["summary"] == selftest.verdict_summary(result["checks"])
     assert result["golden"]["runs_equal"] is True
     assert result["golden"]["hash"].startswith("sha256:")
     assert {h["check"] for h in result["hygiene"]} >= {"PYTHONHASHSEED"}

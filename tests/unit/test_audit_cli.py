@@ -118,8 +118,8 @@ def test_exit_code_follows_fail_on(cli, tmp_path: Path, text: str, fail_on: str,
     name = _write(tmp_path, "Dockerfile", text)
     res = cli("audit", "--fail-on", fail_on, name, cwd=tmp_path)
     assert res.code == code, res.stderr
-    assert res.stdout == ""  # the table and the summary are human output: stderr
-    assert "finding" in res.stderr
+    assert res.stderr == ""  # the table and the summary are the result: stdout
+    assert "finding" in res.stdout
 
 
 def test_default_fail_on_is_warning_and_table_names_file_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -127,8 +127,8 @@ def test_default_fail_on_is_warning_and_table_names_file_line(cli, tmp_path: Pat
     res = cli("audit", name, cwd=tmp_path)
     assert res.code == 1
     for rule in ("from-no-digest", "cudnn-autotune-set", "curl-pipe-shell", "d9m-env-missing"):
-        assert rule in res.stderr
-    assert "Dockerfile:2" in res.stderr and "Dockerfile:3" in res.stderr
+        assert rule in res.stdout
+    assert "Dockerfile:2" in res.stdout and "Dockerfile:3" in res.stdout
 
 
 def test_json_is_sorted_and_complete(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -229,4 +229,4 @@ def test_build_arg_and_tf_options(cli, tmp_path: Path) -> None:  # type: ignore[
 def test_subprocess_exit_code(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text(ERRORS)
     res = run_envpin("audit", "--fail-on", "error", "Dockerfile", cwd=tmp_path)
-    assert res.code == 1 and res.stdout == "" and "cudnn-autotune-set" in res.stderr
+    assert res.code == 1 and res.stderr == "" and "cudnn-autotune-set" in res.stdout

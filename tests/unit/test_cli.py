@@ -43,7 +43,7 @@ def test_render_writes_folder(cli, tmp_path: Path) -> None:  # type: ignore[no-u
     assert res.code == 0, res.stderr
     out = tmp_path / "images" / "20.02-tf2"
     assert res.stdout.strip() == "images/20.02-tf2"
-    assert {"Dockerfile", "envpin.lock", "plan.json", ".dockerignore", "envpin"} <= {p.name for p in out.iterdir()}
+    assert {p.name for p in out.iterdir()} == {"Dockerfile", "envpin.lock", "plan.json", ".dockerignore", "envpin.pyz"}
 
 
 def test_catalog_json_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
@@ -56,7 +56,7 @@ def test_catalog_json_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
     assert [r["tag"] for r in show] == ["20.03-tf1-py3", "20.03-tf2-py3"]
     assert show[1]["provenance"]["cuda"]["source"].startswith("https://docs.nvidia.com/")
     table = cli("catalog")
-    assert table.code == 0 and "20.03-tf2-py3" in table.stderr and table.stdout == ""
+    assert table.code == 0 and "20.03-tf2-py3" in table.stdout and table.stderr == ""
 
 
 def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
@@ -132,13 +132,13 @@ def test_real_process_exit_codes_and_debug(tmp_path: Path) -> None:
 def test_lock_check_and_flagless_dry_run(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert cli("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
     ok = cli("lock", "--check", cwd=tmp_path)
-    assert ok.code == 0 and "up to date" in ok.stderr
+    assert ok.code == 0 and "up to date" in ok.stdout
     dry = cli("build", "--dry-run", cwd=tmp_path)
     assert dry.code == 0 and json.loads(dry.stdout)["tag"] == "21.06-tf2-py3"
     plan = tmp_path / "images" / "21.06-tf2" / "plan.json"
     plan.write_text(plan.read_text().replace("21.06", "21.07"))
     stale = cli("lock", "--check", cwd=tmp_path)
-    assert stale.code == 1 and "plan.json: missing or edited" in stale.stderr
+    assert stale.code == 1 and "plan.json: missing or edited" in stale.stdout
     lock = tmp_path / "images" / "21.06-tf2" / "envpin.lock"
     lock.write_text(lock.read_text().replace('tf_version = "2.5"', 'tf_version = "2.6"'))
     _one_line_error(cli("lock", "--check", cwd=tmp_path), "edited by hand")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from envpin import diff
-from envpin.probe import collect, fields, fingerprint, fingerprint_fields
+from envpin.probe import collect, fingerprint, fingerprint_fields
 from tests.conftest import run_envpin
 
 
@@ -25,7 +25,7 @@ def _probe(tmp_path: Path, name: str, **env: str) -> Path:
     base = {"OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1"}
     res = run_envpin("probe", "--json", str(path), env={**base, **env})
     assert res.code == 0, res.stderr
-    assert res.stdout == "" and "fingerprint sha256:" in res.stderr
+    assert res.stderr == "" and "fingerprint sha256:" in res.stdout  # the report went to a file
     return path
 
 
@@ -67,9 +67,9 @@ def test_hostname_only_difference_is_info(tmp_path: Path) -> None:
     assert [(d["key"], d["severity"]) for d in doc["differences"]] == [("host.hostname", "info")]
     assert doc["verdict"] == "identical except informational differences"
     res = run_envpin("diff", str(a), str(b))
-    assert res.code == 0 and res.stdout == ""
-    assert res.stderr.splitlines()[0] == "identical except informational differences"
-    assert "host.hostname" in res.stderr
+    assert res.code == 0 and res.stderr == ""
+    assert res.stdout.splitlines()[0] == "identical except informational differences"
+    assert "host.hostname" in res.stdout
 
 
 def test_two_runs_of_one_environment_differ_only_in_volatile_fields(tmp_path: Path) -> None:

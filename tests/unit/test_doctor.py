@@ -257,8 +257,8 @@ def _fake(tmp_path: Path, **over: object) -> Path:
 def test_cli_forward_compat_from_fake_file(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path)))
     res = cli("doctor", "--ngc", "22.06-tf2-py3")
-    assert res.code == 0 and res.stdout == ""
-    lines = res.stderr.splitlines()
+    assert res.code == 0 and res.stderr == ""
+    lines = res.stdout.splitlines()
     assert lines[0] == f"{FORWARD_COMPAT}: nvcr.io/nvidia/tensorflow:22.06-tf2-py3 on this host"
     assert f"(host readings replaced from {doctor.FAKE_ENV}=" in lines[1]
     res = cli("doctor", "--ngc", "22.06-tf2-py3", "--json")
@@ -270,7 +270,7 @@ def test_cli_geforce_will_not_run_exit_1(cli, tmp_path: Path, monkeypatch: pytes
     fake = _fake(tmp_path, gpus=[{"name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6"}])
     monkeypatch.setenv(doctor.FAKE_ENV, str(fake))
     res = cli("doctor", "--ngc", "22.06")
-    assert res.code == 1 and res.stderr.startswith(f"{WILL_NOT_RUN}: ") and "consumer GPU" in res.stderr
+    assert res.code == 1 and res.stdout.startswith(f"{WILL_NOT_RUN}: ") and "consumer GPU" in res.stdout
 
 
 def test_cli_lock_of_a_rendered_environment(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -279,9 +279,9 @@ def test_cli_lock_of_a_rendered_environment(cli, tmp_path: Path, monkeypatch: py
     monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path, driver={"version": "535.104.05"})))
     for args in (("--lock", str(env / "envpin.lock")), ("--lock", str(env))):
         res = cli("doctor", *args)
-        assert res.code == 0 and res.stderr.startswith(f"{WILL_RUN}: nvcr.io/nvidia/tensorflow:22.06-tf2-py3")
+        assert res.code == 0 and res.stdout.startswith(f"{WILL_RUN}: nvcr.io/nvidia/tensorflow:22.06-tf2-py3")
     res = cli("doctor", cwd=env)  # no flag: the lock of the current directory
-    assert res.code == 0 and res.stderr.startswith(WILL_RUN)
+    assert res.code == 0 and res.stdout.startswith(WILL_RUN)
 
 
 def _one_line_error(res, *needles: str) -> None:  # type: ignore[no-untyped-def]
@@ -359,12 +359,12 @@ def test_real_host_through_the_cli() -> None:
     assert out["verdict"] in VERDICTS and out["readings"]["origin"] == "host"
     assert out["exit_code"] == res.code
     human = run_envpin("doctor", "--ngc", "22.06-tf2-py3", env=env)
-    assert human.code == res.code and human.stderr.split(":")[0] == out["verdict"]
+    assert human.code == res.code and human.stdout.split(":")[0] == out["verdict"]
     if not _nvidia_visible():
         # Said plainly, never "will run": this host shows no driver to judge.
         assert out["verdict"] in (CANNOT_TELL, WILL_NOT_RUN)
         assert out["readings"]["driver_version"] is None and out["readings"]["gpus"] == []
-        assert "no NVIDIA driver or GPU is visible on this host" in human.stderr
+        assert "no NVIDIA driver or GPU is visible on this host" in human.stdout
 
 
 def test_real_docker_unreachable_is_a_reading(tmp_path: Path) -> None:
@@ -377,7 +377,7 @@ def test_real_docker_unreachable_is_a_reading(tmp_path: Path) -> None:
     assert out["reasons"][0]["message"].startswith("the Docker engine is not reachable")
     assert "DOCKER_HOST" in out["reasons"][0]["fix"]
     human = run_envpin("doctor", "--ngc", "22.06-tf2-py3", env=env)
-    assert human.code == 1 and human.stderr.startswith(f"{WILL_NOT_RUN}: ") and "Traceback" not in human.stderr
+    assert human.code == 1 and human.stdout.startswith(f"{WILL_NOT_RUN}: ") and "Traceback" not in human.stderr
 
 
 FAKE_NVML_C = r"""

@@ -138,12 +138,12 @@ def _check(name: str, verdict: str) -> dict:
 def test_summary_reads_like_the_issue_example() -> None:
     checks = [_check(f"op{i}", "deterministic") for i in range(17)]
     checks += [_check("bincount", "raises-under-determinism"), _check("ctc-loss", "skipped")]
-    assert selftest.summarize(checks) == "17/19 deterministic, 1 raises under determinism (bincount), 1 skipped"
+    assert selftest.verdict_summary(checks) == "17/19 deterministic, 1 raises under determinism (bincount), 1 skipped"
 
 
 def test_summary_names_nondeterministic_ops_first() -> None:
     checks = [_check("a", "deterministic"), _check("b", "NONDETERMINISTIC"), _check("c", "raises-under-determinism")]
-    assert selftest.summarize(checks) == (
+    assert selftest.verdict_summary(checks) == (
         "1/3 deterministic, 1 NONDETERMINISTIC (b), 1 raises under determinism (c)")
 
 
@@ -201,7 +201,7 @@ def _result() -> dict:
         "numpy_version": "1.23.5", "eager": True,
         "determinism": {"requested": "on", "method": "TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported",
                         "TF_DETERMINISTIC_OPS": "1", "enable_op_determinism": "unavailable", "env": {}},
-        "trials": 1, "runs_per_trial": 2, "checks": checks, "summary": selftest.summarize(checks),
+        "trials": 1, "runs_per_trial": 2, "checks": checks, "summary": selftest.verdict_summary(checks),
         "golden": {"hash": "sha256:" + "a" * 64, "hashes": ["sha256:" + "a" * 64] * 2, "runs_equal": True,
                    "device_class": "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off", "steps": 40, "runs": 2},
         "hygiene": [{"check": "PYTHONHASHSEED", "status": "finding", "message": "unset", "fix": "set it"}],

@@ -80,7 +80,7 @@ def test_cli_selftest_without_tensorflow_exits_2_with_one_line(cli, python_witho
     assert "Traceback" not in res.stderr
     assert res.stdout == ""
     res = cli("selftest", "--quick", "--json", "--python", python_without_tensorflow)
-    assert res.code == 2 and '"skipped"' in res.stdout
+    assert res.code == 2 and res.stdout == "" and "self-test skipped" in res.stderr
 
 
 def test_cli_selftest_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -92,8 +92,8 @@ def test_cli_selftest_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore
 
 def test_child_failure_is_reported_not_raised() -> None:
     # A child that dies (here: a module that does not exist) comes back as an error string.
-    from envpin.probe import _d9m
+    from envpin.probe import tfchild
 
-    payload, error, _ = _d9m.run_child("envpin.probe.no_such_module", [], _d9m.child_env(), 60, sys.executable)
+    payload, error, _ = tfchild.run_child("envpin.probe.no_such_module", [], tfchild.child_env(), 60, sys.executable)
     assert payload is None
     assert "exited with status 1" in error and "No module named" in error

@@ -353,7 +353,7 @@ def test_catalog_show_uses_the_override(tmp_path: Path, shipped: dict[str, Any])
     assert by_tag["20.03-tf2-py3"]["verified_from_image"]["declared"] == {"cuda": "10.2.89", "cuda_min": "10.2"}
     assert by_tag["20.03-tf1-py3"]["digest"] is None and "verified_from_image" not in by_tag["20.03-tf1-py3"]
     res = run_envpin("catalog", "show", "20.03-tf2-py3", env={catalog.CATALOG_ENV: str(path)})
-    assert res.code == 0 and f"verified from image: digest {image['digest']}" in res.stderr
+    assert res.code == 0 and f"verified from image: digest {image['digest']}" in res.stdout
 
 
 def test_cli_bad_override_is_one_line(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def relevant_env(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     return {k: environ[k] for k in RELEVANT_ENV if k in environ}
 
 
-def _tail(text: str, lines: int = 6, chars: int = 1200) -> str:
+def tail(text: str, lines: int = 6, chars: int = 1200) -> str:
     kept = [ln for ln in (text or "").strip().splitlines() if ln.strip()][-lines:]
     return "\n".join(kept)[-chars:]
 
@@ -135,7 +135,7 @@ def run_child(module: str, args: List[str], env: Dict[str, str], timeout: float,
             how += " (SIGILL: this CPU lacks an instruction the TensorFlow build needs, e.g. AVX)"
     else:
         how = "exited with status %d" % proc.returncode
-    detail = _tail(proc.stderr)
+    detail = tail(proc.stderr)
     return None, "%s %s%s" % (module, how, (": " + detail) if detail else ""), seconds
 
 

@@ -1,0 +1,106 @@
+"""The command line: one Typer app, one module per command group, one place where errors become exit codes.
+
+Each command parses its options, calls exactly one `envpin.api` function and hands the result to one
+`envpin.views` renderer. api, views, rich and everything heavy are imported inside the commands, so
+`envpin --help` loads Typer and these small modules only.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Annotated
+
+import typer
+
+from envpin import __version__
+from envpin.errors import EnvpinError
+
+app = typer.Typer(
+    name="envpin",
+    help="Pin, build, verify and share bit-reproducible TensorFlow environments on NVIDIA NGC images.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+_state = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"envpin {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    """Attach the command groups (their modules import nothing heavy at module level)."""
+    from envpin.cli import audit, catalog, doctor, environment, probe, selftest
+
+    for module in (catalog, environment, probe, selftest, doctor, audit):
+        module.register(app)
+
+
+_register()
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: the one place where errors become messages and exit codes."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _state["debug"] = "--debug" in args
+    command = typer.main.get_command(app)
+    try:
+        rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
+    except EnvpinError as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        # Messages quote user input and file contents: printed as plain text, never as markup.
+        _say(f"error: {exc.message}")
+        if exc.hint:
+            _say(f"hint: {exc.hint}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _say("interrupted")
+        sys.exit(130)
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":
+            _say("interrupted")
+            sys.exit(130)
+        if not _is_usage_error(exc):
+            _internal_error(exc)
+        # Option-parsing errors: one line and a hint, exit 2, like every other bad input.
+        _say(f"error: {exc.format_message()}")  # type: ignore[attr-defined]
+        ctx = getattr(exc, "ctx", None)
+        _say(f"hint: see '{ctx.command_path if ctx is not None else 'envpin'} --help'")
+        sys.exit(2)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    # click.ClickException, or Typer's vendored copy of it (Typer >= 0.2x no longer depends on click).
+    return hasattr(exc, "format_message") and hasattr(exc, "exit_code") and not isinstance(exc, EnvpinError)
+
+
+def _internal_error(exc: BaseException) -> None:
+    """Last resort: never show a traceback unless --debug asked for one."""
+    if _state["debug"]:
+        raise exc
+    _say(f"error: internal error: {type(exc).__name__}: {exc}")
+    _say("hint: re-run with --debug and report the traceback")
+    sys.exit(2)

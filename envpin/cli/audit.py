@@ -1,0 +1,49 @@
+"""`envpin audit`: reproducibility hazards in existing Dockerfiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("audit")
+    def audit_cmd(
+        dockerfiles: Annotated[list[Path], typer.Argument(help="Dockerfiles to audit.", show_default=False)],
+        as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON on stdout.")] = False,
+        sarif: Annotated[bool, typer.Option("--sarif", help="Print SARIF 2.1.0 on stdout (code scanning).")] = False,
+        fail_on: Annotated[
+            str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning or info.")
+        ] = "warning",
+        fix: Annotated[
+            bool, typer.Option("--fix", help="Write a corrected Dockerfile (<file>.envpin-fixed by default).")
+        ] = False,
+        fix_out: Annotated[Path | None, typer.Option("--fix-out", help="Write the corrected file here.")] = None,
+        in_place: Annotated[bool, typer.Option("--in-place", help="With --fix: overwrite the input.")] = False,
+        no_resolve: Annotated[
+            bool, typer.Option("--no-resolve", help="With --fix: do not ask registries for digests; comment instead.")
+        ] = False,
+        build_arg: Annotated[
+            list[str] | None, typer.Option("--build-arg", help="NAME=VALUE, as given to docker build.")
+        ] = None,
+        target: Annotated[str | None, typer.Option("--target", help="Audit the image of this stage.")] = None,
+        tf: Annotated[
+            str | None, typer.Option("--tf", help="TensorFlow MAJOR.MINOR for a base the catalog does not know.")
+        ] = None,
+    ) -> None:
+        """Report reproducibility hazards in Dockerfiles with file:line, severity and the fix.
+
+        Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
+        """
+        from envpin import api
+        from envpin.errors import UsageError
+        from envpin.views import audit, console
+
+        if as_json and sarif:
+            raise UsageError("--json and --sarif exclude each other", hint="choose one output format")
+        res = api.audit_files(dockerfiles, fail_on=fail_on, build_args=build_arg, target=target, tf=tf, fix=fix,
+                              fix_out=fix_out, in_place=in_place, resolve=not no_resolve)
+        audit.audited(res, "sarif" if sarif else "json" if as_json else "table", fix, console.out(), console.err())
+        raise typer.Exit(res.exit_code)

@@ -1,0 +1,95 @@
+"""`envpin catalog`, `catalog show` and `catalog sync`: every NGC TensorFlow release with its sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from envpin.cli.options import JsonOpt, TfOpt
+
+DEFAULT_REGISTRY = "nvcr.io"  # kept equal to envpin.sync.DEFAULT_REGISTRY by a test
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Every NGC TensorFlow release with its versions and sources.", no_args_is_help=False)
+    app.add_typer(group, name="catalog")
+
+    @group.callback(invoke_without_command=True)
+    def catalog_list(
+        ctx: typer.Context,
+        tf: TfOpt = None,
+        flavor: Annotated[str | None, typer.Option("--flavor", help="py2, py3, tf1 or tf2.")] = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """List the catalog (filter with --tf and --flavor)."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from envpin import api
+        from envpin.views import catalog, console
+
+        entries = api.catalog_entries(tf=tf, flavor=flavor)
+        if as_json:
+            console.print_json([e.to_json() for e in entries])
+        else:
+            catalog.table(entries, console.out())
+
+    @group.command("show")
+    def catalog_show(
+        release: Annotated[str, typer.Argument(help="Release or tag, e.g. 20.02 or 20.02-tf2-py3.")],
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Show one release: every field with its source, or why it is unknown."""
+        from envpin import api
+        from envpin.views import catalog, console
+
+        entries = api.catalog_release(release)
+        if as_json:
+            console.print_json([e.to_json() for e in entries])
+        else:
+            catalog.detail(entries, console.out())
+
+    @group.command("sync")
+    def catalog_sync(
+        registry: Annotated[
+            str,
+            typer.Option(
+                "--registry",
+                metavar="URL",
+                help="Registry (or mirror) to read: HOST[:PORT][/PREFIX]; tags are read from "
+                "HOST/PREFIX/nvidia/tensorflow. http:// only for loopback.",
+            ),
+        ] = DEFAULT_REGISTRY,
+        release: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--release", metavar="R", help="Only this release or tag (20.03, 20.03-tf2-py3); repeat for more."
+            ),
+        ] = None,
+        write: Annotated[
+            Path | None,
+            typer.Option("--write", metavar="FILE", help="Write the catalog with each read tag's image facts to FILE."),
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
+        ca_bundle: Annotated[
+            Path | None,
+            typer.Option("--ca-bundle", metavar="PEM", help="PEM CA bundle to trust (TLS-intercepting proxies)."),
+        ] = None,
+    ) -> None:
+        """Read each tag's image config from the registry and report where it disagrees with the catalog.
+
+        Exit 0: every declared value agrees (or fills a gap, or is more precise); 1: some value disagrees;
+        2: the registry is unreachable or refused access.
+        """
+        from envpin import api
+        from envpin.views import catalog, console
+
+        with console.progress("reading image configs") as update:
+            result = api.sync_catalog(registry, release or [], write, ca_bundle, progress=update)
+        if as_json:
+            console.print_json(result.to_json())
+            console.say(console.err(), catalog.sync_summary(result))
+        else:
+            catalog.sync_report(result, console.out())
+        raise typer.Exit(result.exit_code)

@@ -1,0 +1,107 @@
+"""`envpin recipe`, `render`, `build` and `lock`: from an NGC release to a pinned, built environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from envpin.cli.options import (
+    BaseOpt,
+    CaOpt,
+    ForceOpt,
+    JsonOpt,
+    LockOpt,
+    NameOpt,
+    NgcOpt,
+    OutOpt,
+    ReqOpt,
+    TfOpt,
+)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("recipe")
+    def recipe_cmd(ngc: NgcOpt, tf: TfOpt = None, as_json: JsonOpt = False) -> None:
+        """Show the determinism recipe an image gets: env vars, Python steps, caveats, sources."""
+        from envpin import api
+        from envpin.views import console, environment
+
+        entry, recipe = api.recipe_for(ngc, tf)
+        if as_json:
+            console.print_json({"tag": entry.tag, "hash": recipe.hash, **recipe.to_dict()})
+        else:
+            environment.recipe(entry.tag, recipe, console.out())
+
+    @app.command("render")
+    def render_cmd(
+        ngc: NgcOpt,
+        tf: TfOpt = None,
+        requirements: ReqOpt = None,
+        base_image: BaseOpt = None,
+        ca_bundle: CaOpt = None,
+        name: NameOpt = None,
+        out: OutOpt = None,
+        force: ForceOpt = False,
+    ) -> None:
+        """Write the environment folder: Dockerfile, plan.json, envpin.lock, envpin.pyz, requirement lock."""
+        from envpin import api
+        from envpin.views import console, environment
+
+        res = api.render_environment(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+                                     ca_bundle=ca_bundle, name=name, out=out, force=force)
+        environment.rendered(res, console.out(), console.err())
+
+    @app.command("build")
+    def build_cmd(
+        ngc: Annotated[
+            str | None, typer.Option("--ngc", help="NGC release or tag; omit to build everything from the lock.")
+        ] = None,
+        tf: TfOpt = None,
+        lock: Annotated[Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc).")] = None,
+        requirements: ReqOpt = None,
+        base_image: BaseOpt = None,
+        ca_bundle: CaOpt = None,
+        name: NameOpt = None,
+        out: OutOpt = None,
+        force: ForceOpt = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Render and print the plan; build nothing.")] = False,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
+        pull: Annotated[bool, typer.Option("--pull", help="Pull the base image again even if present.")] = False,
+        update: Annotated[bool, typer.Option("--update", help="Accept a base tag that now points elsewhere.")] = False,
+    ) -> None:
+        """Render the environment, pin the base by digest, and build it with Docker."""
+        from envpin import api
+        from envpin.views import console, environment
+
+        built = api.build_or_plan(
+            ngc=ngc, tf=tf, lock=lock, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
+            name=name, out=out, force=force, no_cache=no_cache, pull=pull, update=update, dry_run=dry_run,
+        )
+        environment.build_outcome(built, console.out(), console.err())
+
+    @app.command("lock")
+    def lock_cmd(
+        requirements_in: Annotated[
+            Path | None, typer.Argument(help="requirements.in: the packages you want, loosely pinned.")
+        ] = None,
+        ngc: Annotated[str | None, typer.Option("--ngc", help="NGC release or tag of the target image.")] = None,
+        tf: TfOpt = None,
+        base_image: BaseOpt = None,
+        out: Annotated[
+            Path | None, typer.Option("--out", help="Lock file (default requirements.lock beside it).")
+        ] = None,
+        check: Annotated[
+            bool, typer.Option("--check", help="Exit 1 if envpin.lock is stale against its inputs (for CI).")
+        ] = False,
+        lock: LockOpt = None,
+    ) -> None:
+        """Lock requirements.in inside the target image; or, with --check, test envpin.lock for staleness."""
+        from envpin import api
+        from envpin.views import console, environment
+
+        res = api.lock_or_check(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out, check=check,
+                                lock=lock)
+        environment.lock_outcome(res, console.out(), console.err())
+        raise typer.Exit(res.exit_code)

@@ -1,0 +1,73 @@
+"""`envpin probe`, `diff` and `verify`: fingerprint a machine and compare fingerprints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from envpin.cli.options import JsonOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("probe")
+    def probe_cmd(
+        out: Annotated[
+            Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
+        ] = None,
+        json_file: Annotated[
+            Path | None, typer.Option("--json", help="Write the JSON report to FILE ('-': stdout).")
+        ] = None,
+        markdown: Annotated[
+            Path | None, typer.Option("--markdown", help="Write the Markdown report to FILE ('-': stdout).")
+        ] = None,
+        with_tf: Annotated[
+            bool, typer.Option("--with-tf", help="Import TensorFlow to read its runtime settings (slow).")
+        ] = False,
+        selftest: Annotated[
+            bool, typer.Option("--selftest", help="Also run the determinism self-test (imports TensorFlow).")
+        ] = False,
+    ) -> None:
+        """Record everything on this machine that can change a training result (JSON on stdout by default)."""
+        from envpin import api
+        from envpin.views import console, probe
+
+        res = api.probe_machine(out=out, json_file=json_file, markdown=markdown, with_tf=with_tf, selftest=selftest)
+        probe.probed(res, console.out(), console.err())
+
+    @app.command("diff")
+    def diff_cmd(
+        a: Annotated[Path, typer.Argument(help="First probe report (JSON).")],
+        b: Annotated[Path, typer.Argument(help="Second probe report (JSON).")],
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Classify every difference between two reports. Exit 0: none breaking; 1: some breaking."""
+        from envpin import api
+        from envpin.views import console, diff
+
+        res = api.diff_files(a, b)
+        diff.differences(res, as_json, console.out())
+        raise typer.Exit(res.exit_code)
+
+    @app.command("verify")
+    def verify_cmd(
+        lock: Annotated[Path, typer.Option("--lock", help="Lock file holding [expected].")] = Path("envpin.lock"),
+        report: Annotated[
+            Path | None, typer.Option("--report", help="Check this report instead of probing live.")
+        ] = None,
+        as_json: JsonOpt = False,
+        record: Annotated[
+            bool,
+            typer.Option("--record", help="Record this machine as the reference (first time) and its golden hash."),
+        ] = False,
+    ) -> None:
+        """Compare this machine (or a report) with the lock's expected fingerprint and golden hashes.
+
+        Exit 0: no breaking difference; 1: some breaking; 2: bad input."""
+        from envpin import api
+        from envpin.views import console, diff
+
+        res = api.verify_environment(lock, report, record)
+        diff.verification(res, as_json, console.out(), console.err())
+        raise typer.Exit(res.exit_code)

@@ -1,0 +1,112 @@
+"""The battery itself, run inside a fresh child process with determinism already set up."""
+
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from envpin.probe import tfchild
+from envpin.probe.selftest.compare import compare_outputs, finish_check, pack
+from envpin.probe.selftest.ops import Check, Trial, select
+
+# A trial = fresh upstream gradients; within a trial the op runs at least `runs` times on identical inputs
+# and every run is compared with the trial's first (NVIDIA's tests: 5 trials x 2 runs). Cheap checks then
+# keep running until the check has used `budget` seconds (at most `max_runs` per trial): some kernels
+# differ only now and then (measured here: weighted Bincount on CPU in 2 to 35 of 50 runs), and a few
+# dozen runs catch those where 2 would not. Full: 3 x >= 2 runs; --quick: 1 x >= 2 runs, short budget.
+FULL = {"trials": 3, "runs": 2, "budget": 0.25, "max_runs": 40}
+QUICK = {"trials": 1, "runs": 2, "budget": 0.05, "max_runs": 10}
+
+
+class Evaluator(object):
+    """Runs a check's tensors to NumPy: directly in eager mode (TF2); in a fresh graph and Session per run
+    in graph mode (TF1 1.15: written against the TF1 API, untested here)."""
+
+    def __init__(self, tf: Any, np: Any, eager: bool) -> None:
+        self.tf, self.np, self.eager = tf, np, eager
+
+    def _is_dataset(self, obj: Any) -> bool:
+        return isinstance(obj, self.tf.data.Dataset)
+
+    def __call__(self, compute: Callable[[], List[Any]]) -> List[Dict[str, Any]]:
+        np = self.np
+        if self.eager:
+            outs = []
+            for o in compute():
+                if self._is_dataset(o):
+                    outs.append(np.asarray([tfchild.to_numpy(e) for e in o]))
+                else:
+                    outs.append(tfchild.to_numpy(o))
+            return [pack(np.asarray(o)) for o in outs]
+        tf = self.tf
+        v1 = tf.compat.v1
+        graph = tf.Graph()
+        with graph.as_default():
+            built = compute()
+            with v1.Session(graph=graph) as sess:
+                outs = []
+                for o in built:
+                    if self._is_dataset(o):
+                        nxt = v1.data.make_one_shot_iterator(o).get_next()
+                        items = []
+                        while True:
+                            try:
+                                items.append(sess.run(nxt))
+                            except tf.errors.OutOfRangeError:
+                                break
+                        outs.append(np.asarray(items))
+                    else:
+                        outs.append(np.asarray(sess.run(o)))
+        return [pack(o) for o in outs]
+
+
+def run_check(check: Check, tf: Any, np: Any, evaluate: Evaluator, determinism: bool, trials: int,
+              runs: int, budget: float = 0.0, max_runs: int = 0) -> Dict[str, Any]:
+    """Run one check in `trials` trials of at least `runs` runs (more while within `budget` seconds, up to
+    `max_runs` per trial) and compare every run with its trial's first run, bitwise."""
+    started = time.time()
+    comparisons = []  # type: List[Dict[str, Any]]
+    done = 0
+    try:
+        for trial in range(trials):
+            compute = check.build(Trial(tf, np, evaluate.eager, check.name, trial, determinism))
+            first = evaluate(compute)
+            done += 1
+            n = 1
+            deadline = started + budget * (trial + 1) / trials
+            while n < runs or (n < max_runs and time.time() < deadline):
+                comparisons.append(compare_outputs(first, evaluate(compute)))
+                done += 1
+                n += 1
+    except Exception as exc:  # an op without a deterministic kernel must not stop the battery
+        return finish_check(check.name, check.op, comparisons, time.time() - started,
+                            exc=(type(exc).__name__, str(exc)), determinism=determinism, runs=done)
+    return finish_check(check.name, check.op, comparisons, time.time() - started, determinism=determinism, runs=done)
+
+
+def battery(determinism: bool = True, quick: bool = False, names: Optional[Sequence[str]] = None,
+            rounds: int = 1) -> Dict[str, Any]:
+    """The battery in this process (which must be fresh, with the environment prepared by the parent)."""
+    try:
+        tf, info = tfchild.import_tensorflow(determinism)
+    except Exception as exc:
+        return {"skipped": "TensorFlow cannot be imported: %s: %s" % (type(exc).__name__, exc)}
+    import numpy as np
+
+    plan = QUICK if quick else FULL
+    eager = tfchild.is_eager(tf)
+    evaluate = Evaluator(tf, np, eager)
+    checks = []
+    for _ in range(rounds):
+        for check in select(names):
+            checks.append(run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
+                                    plan["budget"], plan["max_runs"]))
+    return {
+        "tf_version": getattr(tf, "__version__", "unknown"),
+        "numpy_version": np.__version__,
+        "python": tfchild.python_info(),
+        "eager": eager,
+        "determinism": info,
+        "trials": plan["trials"],
+        "runs_per_trial": plan["runs"],
+        "checks": checks,
+    }
+

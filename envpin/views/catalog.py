@@ -1,0 +1,103 @@
+"""Catalog views: the release table, one release in detail, and the `catalog sync` report."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envpin.views.console import say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from envpin.catalog import Entry
+    from envpin.sync import SyncResult
+
+_SHORT = ("tf_version", "python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")
+
+
+def cell(value: object) -> str:
+    """A catalog value as table text: — for unknown, lists joined."""
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+def table(entries: list[Entry], console: Console) -> None:
+    from rich.table import Table
+
+    t = Table(title="NGC TensorFlow releases (— = not in NVIDIA's notes available to the catalog)")
+    t.add_column("tag")
+    for name in _SHORT:
+        t.add_column(name.replace("_", " "))
+    for e in entries:
+        t.add_row(e.tag, *(cell(e.value(n)) for n in _SHORT))
+    console.print(t)
+    say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns")
+
+
+def detail(entries: list[Entry], console: Console) -> None:
+    from rich.table import Table
+
+    from envpin.catalog import FIELDS
+
+    for e in entries:
+        t = Table(title=f"{e.image}", show_lines=False)
+        t.add_column("field")
+        t.add_column("value")
+        t.add_column("source / why unknown", overflow="fold")
+        for name in FIELDS:
+            fact = e.facts[name]
+            where = e.source_url(name) if fact.known else (fact.reason or "")
+            t.add_row(name, cell(fact.value), where or "")
+        console.print(t)
+        if e.verified:
+            v = e.verified
+            say(console, f"verified from image: digest {v.get('digest')} ({v.get('registry')}, "
+                         f"created {v.get('created') or 'unknown'})")
+            declared = v.get("declared") or {}
+            if declared:
+                listed = ", ".join(f"{k} {cell(declared[k])}" for k in sorted(declared))
+                say(console, f"  declared by the image: {listed}")
+
+
+def sync_report(result: SyncResult, console: Console) -> None:
+    """One row per value that does not simply agree, one row for a tag whose values all agree; summary."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from envpin import sync
+
+    style = {sync.AGREES: "green", sync.MORE_PRECISE: "cyan", sync.FILLED: "yellow",
+             sync.DISAGREES: "bold red", "missing": "magenta"}
+    t = Table(title=f"catalog sync: {result.repository} vs {result.catalog}")
+    for col in ("tag", "field", "catalog", "image", "from", "status"):
+        t.add_column(col, overflow="fold")
+    for tag in result.tags:
+        if tag.missing is not None:
+            t.add_row(tag.entry.tag, "—", "", "not in the registry", "", Text("missing", style=style["missing"]))
+            continue
+        shown = [c for c in tag.comparisons if c.status != sync.AGREES]
+        agreeing = len(tag.comparisons) - len(shown)
+        for c in shown:
+            t.add_row(tag.entry.tag, c.field, cell(c.catalog), cell(c.image), c.origin,
+                      Text(c.status, style=style[c.status]))
+        if agreeing or not shown:
+            t.add_row(tag.entry.tag, f"{agreeing} other" if shown else f"all {agreeing}", "", "", "",
+                      Text(sync.AGREES, style=style[sync.AGREES]))
+    console.print(t)
+    say(console, sync_summary(result))
+
+
+def sync_summary(result: SyncResult) -> str:
+    from envpin import sync
+
+    n = result.counts()
+    line = (
+        f"{n['read']} of {n['tags']} tags read ({n['missing']} missing): {n[sync.DISAGREES]} disagree, "
+        f"{n[sync.FILLED]} filled, {n[sync.MORE_PRECISE]} more precise, {n[sync.AGREES]} agree"
+    )
+    if result.written:
+        line += f"; wrote {result.written} (use it with ENVPIN_CATALOG={result.written})"
+    return line

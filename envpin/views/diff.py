@@ -1,0 +1,69 @@
+"""Views of differences: `envpin diff` and `envpin verify` (verdict line first, then the table)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from envpin.views.console import print_json, say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from envpin.api import DiffResult, VerifyResult
+    from envpin.diff import Difference
+
+ABSENT = "(absent)"
+
+
+def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) -> Any:
+    """A rich table of differences, breaking first (the order diff.sort gives)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from envpin.probe import fields
+
+    style = {fields.BREAKING: "bold red", fields.RISK: "yellow", fields.INFO: "dim"}
+    t = Table(show_lines=False, header_style="bold")
+    t.add_column("severity", no_wrap=True)
+    t.add_column("field", overflow="fold")
+    t.add_column(a_label, overflow="fold", max_width=width)
+    t.add_column(b_label, overflow="fold", max_width=width)
+    t.add_column("why it matters", overflow="fold")
+    for d in diffs:
+        # Text cells: values such as '["a","b"]' must not be read as rich markup.
+        t.add_row(Text(d.severity, style=style.get(d.severity, "")), Text(d.key),
+                  Text(ABSENT if d.a is None else d.a), Text(ABSENT if d.b is None else d.b), Text(d.reason))
+    return t
+
+
+def _show(diffs: list[Difference], notes: list[str], a_label: str, b_label: str, console: Console) -> None:
+    from envpin import diff
+
+    say(console, diff.verdict(diffs))
+    for n in notes:
+        say(console, n)
+    if diffs:
+        console.print(table(diffs, a_label, b_label))
+
+
+def differences(res: DiffResult, as_json: bool, console: Console) -> None:
+    from envpin import diff
+
+    if as_json:
+        print_json(diff.to_json(res.diffs, a=str(res.a), b=str(res.b),
+                                fingerprint={"a": res.fingerprint_a, "b": res.fingerprint_b}))
+    else:
+        _show(res.diffs, [], res.a.name, res.b.name, console)
+
+
+def verification(res: VerifyResult, as_json: bool, console: Console, note: Console) -> None:
+    from envpin import diff
+
+    for line in res.recorded:
+        say(note, f"recorded: {line}")
+    if as_json:
+        print_json(diff.to_json(res.diffs, lock=str(res.lock), report=res.source, notes=res.notes,
+                                recorded=res.recorded,
+                                fingerprint={"expected": res.expected_fingerprint, "actual": res.actual_fingerprint}))
+    else:
+        _show(res.diffs, res.notes, "expected (lock)", "actual", console)

@@ -1,0 +1,28 @@
+"""View of `envpin doctor`: the verdict first, then each reason with its fix, then every check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envpin.views.console import say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from envpin.doctor import Diagnosis
+
+_LABEL = {"ok": "ok", "forward-compat": "fwd-compat", "problem": "PROBLEM", "unknown": "unknown"}
+
+
+def diagnosis(d: Diagnosis, console: Console) -> None:
+    say(console, f"{d.verdict}: {d.target.image} on this host")
+    if d.readings.origin != "host":
+        say(console, f"  (host readings replaced from {d.readings.origin})")
+    for c in d.reasons:
+        say(console, f"  - {c.message}")
+        if c.fix:
+            say(console, f"    {'how to find out' if c.status == 'unknown' else 'fix'}: {c.fix}")
+    say(console, "checks:")
+    width = max(len(c.name) for c in d.checks)
+    for c in d.checks:
+        say(console, f"  {_LABEL[c.status]:<11} {c.name:<{width}}  {c.message}")

@@ -1,0 +1,86 @@
+"""Views of recipes and environment folders: recipe detail, render/build/lock results, lock checks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envpin.api import LockResult
+from envpin.views.console import say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from envpin.api import BuildResult, LockCheck, RenderResult
+    from envpin.recipes import Recipe
+
+
+def recipe(tag: str, r: Recipe, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console.print(f"[bold]{escape(tag)}[/]: TensorFlow {escape(r.tf_version)} → recipe [bold]{escape(r.id)}[/]")
+    say(console, r.summary)
+    t = Table(title="environment")
+    t.add_column("variable")
+    t.add_column("value")
+    t.add_column("why (source)", overflow="fold")
+    for e in r.env:
+        t.add_row(e["name"], e["value"], f"{e['why']} ({r.source_url(e['source'])})")
+    for u in r.unset:
+        t.add_row(u["name"], "must NOT be set", f"{u['why']} ({r.source_url(u['source'])})")
+    console.print(t)
+    say(console, "Python steps: " + ", ".join(s["step"] for s in r.steps))
+    for x in r.raises:
+        say(console, f"raises under determinism: {x['op']} ({x['message']})")
+    for c in r.caveats:
+        say(console, f"caveat: {c['text']}")
+
+
+def rendered(res: RenderResult, console: Console, note: Console) -> None:
+    """The folder's path on stdout (for scripts), what was rendered on stderr."""
+    p = res.plan
+    say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) into {res.out}/")
+    say(console, str(res.out))
+
+
+def build_outcome(res: BuildResult | dict[str, object], console: Console, note: Console) -> None:
+    if isinstance(res, dict):
+        dry_run(res, console, note)
+    else:
+        built(res, console, note)
+
+
+def lock_outcome(res: LockResult | LockCheck, console: Console, note: Console) -> None:
+    if isinstance(res, LockResult):
+        locked(res, console, note)
+    else:
+        lock_check(res, console)
+
+
+def dry_run(plan: dict[str, object], console: Console, note: Console) -> None:
+    from envpin.views.console import print_json
+
+    print_json(plan)
+    say(note, f"dry run: would build {plan['tag']} from {plan['out']}/ (nothing written)")
+
+
+def built(res: BuildResult, console: Console, note: Console) -> None:
+    state = "up to date" if res.up_to_date else "built"
+    say(note, f"{state}: {res.tag} ({res.image_id[:19]}) in {res.seconds:.1f} s; lock: {res.out}/envpin.lock")
+    say(console, res.tag)
+
+
+def locked(res: LockResult, console: Console, note: Console) -> None:
+    say(note, f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "
+              f"({res.base_count} packages of the base kept as they are) -> {res.out}")
+    say(console, str(res.out))
+
+
+def lock_check(res: LockCheck, console: Console) -> None:
+    if not res.problems:
+        say(console, f"{res.path} is up to date with its inputs")
+        return
+    say(console, f"{res.path} is stale ({len(res.problems)} problems):")
+    for p in res.problems:
+        say(console, f"  {p}")
+    say(console, "hint: re-run `envpin render` (or `envpin build`) with the same inputs and commit the result")

@@ -1,0 +1,38 @@
+"""View of a self-test result: the per-op table, the golden hash, seed-hygiene findings, errors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from envpin.views.console import say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_STYLE = {
+    "deterministic": "green",
+    "NONDETERMINISTIC": "bold red",
+    "raises-under-determinism": "yellow",
+    "skipped": "dim",
+}
+
+
+def show(result: dict[str, Any], console: Console) -> None:
+    """Draws from the self-test's neutral summary, as the Markdown report does."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from envpin.probe.selftest.report import summary
+
+    s = summary(result)
+    table = Table(title=s["title"])
+    for col in s["columns"]:
+        table.add_column(col, justify="right" if col in ("differing", "max abs diff", "s") else "left")
+    verdict = s["columns"].index("verdict")
+    for row in s["rows"]:
+        cells = [Text(c) for c in row["cells"]]
+        cells[verdict] = Text(row["verdict"], style=_STYLE.get(row["verdict"], ""))
+        table.add_row(*cells)
+    console.print(table)
+    for line in s["lines"]:
+        say(console, line)
