@@ -11,7 +11,7 @@ from envpin.catalog import Entry
 from envpin.errors import UsageError
 from envpin.plan import BuildPlan, make_plan, validate_name
 from envpin.render import render, write_environment
-from envpin.versions import parse_ngc_spec, parse_tf_spec
+from envpin.versions import parse_tf_spec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,15 +34,8 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[En
 
 
 def catalog_release(release: str) -> list[Entry]:
-    spec = parse_ngc_spec(release)
-    entries = catalog.load().release_entries(spec.release)
-    if spec.flavor:
-        entries = [e for e in entries if e.flavor == spec.flavor]
-        if not entries:
-            raise UsageError(
-                f"NGC {spec.release} has no {spec.flavor} image", hint=f"see 'envpin catalog show {spec.release}'"
-            )
-    return entries
+    """`envpin catalog show`: every tag of a release, or the one tag named."""
+    return catalog.load().select(release)
 
 
 def recipe_for(ngc: str, tf: str | None) -> tuple[Entry, recipes.Recipe]:

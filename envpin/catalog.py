@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import CatalogError, UsageError
-from envpin.versions import NGCSpec, TFSpec, release_index
+from envpin.versions import NGCSpec, TFSpec, parse_ngc_spec, release_index
 
 SCHEMA_VERSION = 1
 FIRST_RELEASE = "19.01"
@@ -182,8 +182,14 @@ class Catalog:
             )
         raise UsageError(f"release {release} is not in the catalog", hint="see 'envpin catalog'")
 
-    def resolve(self, ngc: NGCSpec, tf: TFSpec | None) -> Entry:
-        """Pick exactly one tag for --ngc/--tf, or explain what the release holds and where TF is."""
+    def select(self, ngc: NGCSpec | str, tf: TFSpec | None = None, *, single: bool = False) -> list[Entry]:
+        """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries.
+
+        The release's tags, narrowed by the spec's flavor and by `tf`; every dead end is a UsageError that
+        says what the release holds and where the asked-for TensorFlow is. With single=True exactly one
+        tag must remain (render/build need one image)."""
+        if isinstance(ngc, str):
+            ngc = parse_ngc_spec(ngc)
         entries = self.release_entries(ngc.release)
         if ngc.flavor:
             tagged = [e for e in entries if e.flavor == ngc.flavor]
@@ -191,7 +197,8 @@ class Catalog:
                 raise UsageError(
                     f"NGC {ngc.release} has no {FLAVOR_SUFFIX[ngc.flavor]} image; "
                     f"it was published as {', '.join(e.tag for e in entries)}",
-                    hint=self._tf1_hint(ngc.release) if ngc.flavor == "tf1" else None,
+                    hint=self._tf1_hint(ngc.release) if ngc.flavor == "tf1"
+                    else f"see 'envpin catalog show {ngc.release}'",
                 )
             entries = tagged
         if tf is not None:
@@ -209,13 +216,13 @@ class Catalog:
                 )
             else:
                 raise UsageError(self._not_here(ngc.release, entries, tf), hint=self._where_is(tf, ngc.release))
-        if len(entries) > 1:
+        if single and len(entries) > 1:
             raise UsageError(
                 f"NGC {ngc.release} has {len(entries)} images: "
                 + ", ".join(f"{e.tag} (TF {e.tf_version or 'unknown'})" for e in entries),
                 hint=f"add --tf, or name the tag, e.g. --ngc {entries[-1].tag}",
             )
-        return entries[0]
+        return entries
 
     # -- messages -----------------------------------------------------------------------------------
     def _not_here(self, release: str, entries: Iterable[Entry], tf: TFSpec) -> str:

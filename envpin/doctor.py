@@ -23,7 +23,7 @@ from typing import Any
 from envpin import catalog
 from envpin import lock as lockmod
 from envpin.errors import EngineError, LockError, UsageError
-from envpin.versions import parse_ngc_spec
+from envpin.probe import versions
 
 WILL_RUN = "will run"
 FORWARD_COMPAT = "will run through forward compatibility (data-center GPUs only)"
@@ -63,7 +63,6 @@ _CLASS_WHY = {
     "which the name does not tell apart",
     "unknown": "a GPU envpin does not classify: forward compatibility covers only data-center GPUs",
 }
-_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
 _BRANCH = re.compile(r"^(\d+)(?:\.(xx|\d+(?:\.\d+)*))?(\+)?$")
 
 
@@ -311,11 +310,7 @@ _FACTS = ("driver_min", "driver_compat", "compute_capability_min")
 def target_from_ngc(ngc: str, cat: catalog.Catalog | None = None) -> Target:
     """A release or tag; a release with several tags is fine when their driver/GPU facts agree."""
     cat = cat or catalog.load()
-    spec = parse_ngc_spec(ngc)
-    entries = cat.release_entries(spec.release)
-    if spec.flavor:
-        entries = [cat.resolve(spec, None)]
-    return _target(entries, f"--ngc {ngc}")
+    return _target(cat.select(ngc), f"--ngc {ngc}")
 
 
 def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
@@ -324,7 +319,7 @@ def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
     lock_path = path / lockmod.LOCK_NAME if path.is_dir() else path
     inputs = lockmod.read(lock_path).inputs
     release, flavor = inputs.release, inputs.flavor
-    entries = [e for e in cat.release_entries(release) if e.flavor == flavor]
+    entries = [e for e in cat.release_entries(release) if e.flavor == flavor]  # a lock names one tag
     if not entries:
         raise LockError(f"{lock_path} asks for {release} {flavor}, which the catalog does not hold",
                         hint="is this lock from a newer envpin? upgrade envpin")
@@ -349,8 +344,7 @@ def _target(entries: list[catalog.Entry], chosen_by: str) -> Target:
 # -- driver versions and forward-compatible branches ------------------------------------------------------
 def parse_version(text: str) -> tuple[int, ...] | None:
     """'535.104.05' -> (535, 104, 5); None when it is not a dotted number."""
-    text = text.strip()
-    return tuple(int(p) for p in text.split(".")) if _VERSION.match(text) else None
+    return versions.parse_version(text, exact=True)
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def make_plan(
     cat = cat or catalog.load()
     ngc_spec = parse_ngc_spec(ngc)
     tf_spec = parse_tf_spec(tf) if tf is not None else None
-    entry = cat.resolve(ngc_spec, tf_spec)
+    (entry,) = cat.select(ngc_spec, tf_spec, single=True)
     if entry.flavor == "py2":
         raise UsageError(
             f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",

@@ -22,8 +22,9 @@ from envpin import catalog
 from envpin.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.errors import RegistryError, UsageError
 from envpin.fsutil import atomic_write
+from envpin.probe.versions import components
 from envpin.registry import ImageRef, RegistryClient
-from envpin.versions import parse_ngc_spec, release_index
+from envpin.versions import release_index
 
 DEFAULT_REGISTRY = "https://nvcr.io"
 
@@ -138,12 +139,6 @@ def declared_from_config(config: dict[str, Any]) -> tuple[dict[str, Any], dict[s
 
 
 # -- comparing (pure) ---------------------------------------------------------------------------------------------
-def _parts(version: str) -> list[str]:
-    """'1.15.5+nv21.06' -> ['1', '15', '5', 'nv21', '6']: dotted components, numbers without leading zeros."""
-    parts = [p for p in re.split(r"[.+]", version.strip().lower()) if p]
-    return [str(int(p)) if p.isdigit() else p for p in parts]
-
-
 def compare_version(catalog_value: str | None, image_value: str) -> str:
     """How a version the image declares relates to the release-notes value.
 
@@ -152,7 +147,7 @@ def compare_version(catalog_value: str | None, image_value: str) -> str:
     """
     if catalog_value is None:
         return FILLED
-    c, i = _parts(catalog_value), _parts(image_value)
+    c, i = components(catalog_value), components(image_value)
     if c == i or c[: len(i)] == i:
         return AGREES
     if i[: len(c)] == c:
@@ -372,16 +367,7 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
     chosen: dict[str, Entry] = {}
     for text in releases:
         for item in (x for x in text.split(",") if x.strip()):
-            spec = parse_ngc_spec(item)
-            entries = cat.release_entries(spec.release)
-            if spec.flavor:
-                entries = [e for e in entries if e.flavor == spec.flavor]
-                if not entries:
-                    raise UsageError(
-                        f"NGC {spec.release} has no {spec.flavor} image",
-                        hint=f"see 'envpin catalog show {spec.release}'",
-                    )
-            chosen.update((e.tag, e) for e in entries)
+            chosen.update((e.tag, e) for e in cat.select(item.strip()))
     return sorted(chosen.values(), key=lambda e: (release_index(e.release), e.flavor))
 
 

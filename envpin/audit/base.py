@@ -69,13 +69,12 @@ def _ngc(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:
         return BaseInfo(label, image, reason=f"{image}{via} names no tag, so its TensorFlow is unknown; {unknown}")
     try:
         spec = parse_ngc_spec(tag)
-        entries = catalog.load().release_entries(spec.release)
+        if spec.flavor is None:  # a bare release is not a tag NVIDIA publishes
+            tags = ", ".join(e.tag for e in catalog.load().select(spec))
+            return BaseInfo(label, image, reason=f"NGC {spec.release} has no tag {tag} (it has {tags}); {unknown}")
+        (entry,) = catalog.load().select(spec, single=True)
     except EnvpinError as exc:
         return BaseInfo(label, image, reason=f"{image}{via}: {exc.message}; {unknown}")
-    entry = next((e for e in entries if e.flavor == spec.flavor), None)
-    if entry is None:
-        tags = ", ".join(e.tag for e in entries)
-        return BaseInfo(label, image, reason=f"NGC {spec.release} has no tag {tag} (it has {tags}); {unknown}")
     version = entry.tf_version or tf
     if version is None:
         why = entry.facts["tf_version"].reason or "no source gives it"

@@ -18,8 +18,9 @@ environment hash differently depending on how it was probed. ``envpin diff`` sti
 import fnmatch
 import hashlib
 import json
-import re
 from typing import Any, Dict, List, Optional, Tuple
+
+from envpin.probe import device
 
 BREAKING = "breaking"
 RISK = "risk"
@@ -231,18 +232,13 @@ def gpu_present(flat: Dict[str, str]) -> bool:
 
 
 def device_class(report: Dict[str, Any], flat: Optional[Dict[str, str]] = None) -> str:
-    """The class of device the golden hash belongs to: the self-test's own name for it if it gives one,
-    else ``gpu-<model>-sm<cc>`` or ``cpu-<isa level>``."""
-    golden = (report.get("selftest") or {}).get("golden") or {}
+    """The class of device the golden hash belongs to: the self-test's own class if it gives one (it knows
+    what TensorFlow used), else the same rule (envpin.probe.device) applied to the report's fields."""
+    selftest = report.get("selftest")
+    golden = selftest.get("golden") if isinstance(selftest, dict) else None
     if isinstance(golden, dict) and isinstance(golden.get("device_class"), str) and golden["device_class"]:
         return golden["device_class"]
-    flat = flat if flat is not None else _flat_sections(report)
-    if gpu_present(flat):
-        name = flat.get("gpu.devices.0.name", "unknown")
-        cc = flat.get("gpu.devices.0.compute_capability", "").replace(".", "")
-        return "gpu-%s-sm%s" % (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), cc or "unknown")
-    isa = flat.get("cpu.isa_level") or flat.get("os.arch") or "unknown"
-    return "cpu-%s" % (isa if not isa.startswith(("error", "unavailable")) else flat.get("os.arch", "unknown"))
+    return device.from_flat(flat if flat is not None else _flat_sections(report))
 
 
 def _flat_sections(report: Dict[str, Any]) -> Dict[str, str]:

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envpin.probe import tfchild
+from envpin.probe import device, tfchild, versions
 
 MODEL = "envpin-golden-cnn-v1"
 STEPS = 40
@@ -113,7 +113,7 @@ def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str,
     machine = machine or platform.machine()
     if machine not in ("x86_64", "AMD64", "amd64"):
         return "off"
-    return "on" if tfchild.tf_version_tuple(tf_version) >= (2, 9) else "off"
+    return "on" if (versions.parse_version(tf_version) or (0,)) >= (2, 9) else "off"
 
 
 def _nvidia_smi_gpus() -> List[Tuple[str, str]]:
@@ -139,18 +139,17 @@ def device_class(gpus: Optional[Sequence[Tuple[str, str]]] = None, intra_op: Opt
                  environ: Optional[Dict[str, str]] = None, cpu: Optional[str] = None) -> str:
     """The key a golden hash is stored under: machines with equal classes should train bit-identically.
 
-    GPU: 'gpu:<model>;cc=<major.minor>;count=<n>' (cuBLAS/cuDNN only promise equal bits on the same
-    architecture and SM count). CPU: 'cpu:<ISA level+oneDNN features>;intra_op=..;inter_op=..;onednn=..'.
-    Without arguments the GPUs come from nvidia-smi and the rest from this process's environment; the
-    golden child passes what TensorFlow itself reports (a CPU-only TF on a GPU host trains on the CPU).
+    The format is envpin.probe.device's (the one rule). Without arguments the GPUs come from nvidia-smi
+    and the rest from this process's environment; the golden child passes what TensorFlow itself reports
+    (a CPU-only TF on a GPU host trains on the CPU).
     """
     environ = os.environ if environ is None else environ
     if gpus is None:
         gpus = _nvidia_smi_gpus()
     if gpus:
-        models = sorted(set("%s;cc=%s" % (name, cc or "unknown") for name, cc in gpus))
-        return "gpu:%s;count=%d" % ("|".join(models), len(gpus))
-    return "cpu:%s;intra_op=%s;inter_op=%s;onednn=%s" % (
+        return device.device_class(gpus, "", "", "", "")
+    return device.device_class(
+        [],
         cpu or cpu_isa(),
         _threads_field(intra_op, environ.get("TF_NUM_INTRAOP_THREADS")),
         _threads_field(inter_op, environ.get("TF_NUM_INTEROP_THREADS")),

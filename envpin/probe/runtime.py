@@ -13,6 +13,8 @@ import re
 import sys
 import warnings
 
+from envpin.probe.versions import parse_version, release_index
+
 _TF_DIST = re.compile(
     r"^(tensorflow|tensorflow_cpu|tensorflow_gpu|nvidia_tensorflow|tf_nightly|intel_tensorflow)-"
     r"([0-9][^-]*)\.(dist-info|egg-info)$",
@@ -32,15 +34,9 @@ def load_table(path=None):
 
 
 def _numbers(version):
-    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", version or "")
-    if not m:
-        return None
-    return tuple(int(g) for g in m.groups() if g is not None)
-
-
-def _release_index(release):
-    yy, mm = release.split(".")
-    return int(yy) * 12 + int(mm) - 1
+    """MAJOR.MINOR[.PATCH] of a version, or None (a bare major cannot be placed in a recipe range)."""
+    parsed = parse_version(version)
+    return parsed[:3] if parsed is not None and len(parsed) >= 2 else None
 
 
 def _within(mm, lo, hi):
@@ -65,10 +61,10 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
         if distribution == "ngc":
             if ngc_release is None:
                 raise ValueError("an NGC recipe needs the NGC release (YY.MM)")
-            idx = _release_index(ngc_release)
-            if match.get("ngc_min") and idx < _release_index(match["ngc_min"]):
+            idx = release_index(ngc_release)
+            if match.get("ngc_min") and idx < release_index(match["ngc_min"]):
                 continue
-            if match.get("ngc_max") and idx > _release_index(match["ngc_max"]):
+            if match.get("ngc_max") and idx > release_index(match["ngc_max"]):
                 continue
         common = table["common"]
         return {

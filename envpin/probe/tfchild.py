@@ -177,14 +177,6 @@ def emit(payload: Dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def tf_version_tuple(version: str) -> Tuple[int, int]:
-    parts = (version or "0.0").split(".")
-    try:
-        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
-    except (ValueError, IndexError):
-        return 0, 0
-
-
 def import_tensorflow(determinism: bool) -> Tuple[Any, Dict[str, Any]]:
     """Import TensorFlow in this (fresh) child with determinism as asked, before any op runs.
 

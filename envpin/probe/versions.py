@@ -7,7 +7,7 @@ never accepted.
 """
 
 import re
-from typing import NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 _VERSION = re.compile(r"([0-9]{1,9})((?:\.[0-9]{1,9})*)")
 _TF_SPEC = re.compile(r"([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?\Z")
@@ -25,16 +25,25 @@ class SpecError(ValueError):
         self.hint = hint
 
 
-def parse_version(text: Optional[str]) -> Optional[Tuple[int, ...]]:
+def parse_version(text: Optional[str], exact: bool = False) -> Optional[Tuple[int, ...]]:
     """Numeric components at the start of a version: '2.1.0' -> (2, 1, 0), '1.15.5+nv22.12' -> (1, 15, 5),
-    '535.104.05' -> (535, 104, 5), '2.21.0rc1' -> (2, 21, 0); None when it does not start with a number."""
+    '535.104.05' -> (535, 104, 5), '2.21.0rc1' -> (2, 21, 0); None when it does not start with a number.
+    With exact=True the whole text must be dotted numbers ('535.104.05', not '535.104.05-beta')."""
     if not isinstance(text, str) or len(text) > _MAX_TEXT:
         return None
-    m = _VERSION.match(text.strip())
-    if not m:
+    text = text.strip()
+    m = _VERSION.match(text)
+    if not m or (exact and m.end() != len(text)):
         return None
     parts = [m.group(1)] + [p for p in m.group(2).split(".") if p]
     return tuple(int(p) for p in parts)
+
+
+def components(text: str) -> List[str]:
+    """A version as comparable text components: '1.15.5+nv21.06' -> ['1', '15', '5', 'nv21', '6'] (split at
+    '.' and '+', numbers without leading zeros), for lenient comparisons of versions that carry suffixes."""
+    parts = [p for p in re.split(r"[.+]", str(text).strip().lower()) if p]
+    return [str(int(p)) if re.match(r"[0-9]{1,9}\Z", p) else p for p in parts]
 
 
 def version_text(parts: Tuple[int, ...]) -> str:

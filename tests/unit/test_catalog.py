@@ -101,19 +101,19 @@ def test_every_catalog_tf_version_has_an_ngc_recipe_and_every_ngc_recipe_is_used
 
 def test_users_example_20_01_explains_itself(cat: catalog.Catalog) -> None:
     with pytest.raises(UsageError) as info:
-        cat.resolve(parse_ngc_spec("20.01"), parse_tf_spec("2.1"))
+        cat.select(parse_ngc_spec("20.01"), parse_tf_spec("2.1"), single=True)
     assert "NGC 20.01 contains TF 1.15 (tf1), TF 2.0 (tf2)" in info.value.message
     assert info.value.hint is not None and info.value.hint.startswith("TensorFlow 2.1 is in NGC 20.02, 20.03")
 
 
 @pytest.mark.parametrize("tf", ["2.1", "2.1.0", "2"])
 def test_tf_spec_forms(cat: catalog.Catalog, tf: str) -> None:
-    assert cat.resolve(parse_ngc_spec("20.02"), parse_tf_spec(tf)).tag == "20.02-tf2-py3"
+    assert cat.select(parse_ngc_spec("20.02"), parse_tf_spec(tf), single=True)[0].tag == "20.02-tf2-py3"
 
 
 def test_ngc_tag_form(cat: catalog.Catalog) -> None:
-    assert cat.resolve(parse_ngc_spec("20.02-tf2-py3"), None).tf_version == "2.1"
-    assert cat.resolve(parse_ngc_spec("nvcr.io/nvidia/tensorflow:20.02-tf1-py3"), None).flavor == "tf1"
+    assert cat.select(parse_ngc_spec("20.02-tf2-py3"), None, single=True)[0].tf_version == "2.1"
+    assert cat.select(parse_ngc_spec("nvcr.io/nvidia/tensorflow:20.02-tf1-py3"), None, single=True)[0].flavor == "tf1"
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ def test_ngc_tag_form(cat: catalog.Catalog) -> None:
 )
 def test_release_errors(cat: catalog.Catalog, ngc: str, tf: str | None, message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        cat.resolve(parse_ngc_spec(ngc), parse_tf_spec(tf) if tf else None)
+        cat.select(parse_ngc_spec(ngc), parse_tf_spec(tf) if tf else None, single=True)
 
 
 @pytest.mark.parametrize("text", ["20.2", "2020.02", "20.13", "20.00", "latest", "20.02-tf3-py3", ""])
