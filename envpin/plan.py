@@ -12,12 +12,12 @@ from envpin import __version__, catalog, recipes
 from envpin.errors import UsageError
 from envpin.fsutil import sha256_bytes
 from envpin.payload import payload_hash
+from envpin.probe import imageref
 from envpin.requirements import Requirement, read_lock
 from envpin.versions import parse_ngc_spec, parse_tf_spec, tf_tuple
 
 PLAN_SCHEMA = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9.:_/-]*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
 #: The oldest Python the in-image probe and runtime helper support.
 MIN_IMAGE_PYTHON = (3, 6)
 
@@ -97,11 +97,11 @@ def validate_name(name: str) -> str:
 
 
 def validate_image_ref(ref: str) -> str:
-    if not _IMAGE_REF.match(ref) or ".." in ref or "//" in ref:
-        raise UsageError(
-            f"'{ref}' is not an image reference",
-            hint="use REGISTRY/REPOSITORY:TAG, e.g. registry.example.com/mirror/tensorflow:20.02-tf2-py3",
-        )
+    """--base-image: a full, normalisable reference (envpin.probe.imageref's rules), kept as written."""
+    try:
+        imageref.parse(ref)
+    except imageref.RefError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from None
     return ref
 
 

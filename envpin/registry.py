@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from envpin.errors import RegistryError
+from envpin.probe import imageref
+from envpin.probe.imageref import ImageRef
 
 MANIFEST_TYPES = ", ".join(
     [
@@ -27,48 +29,15 @@ MANIFEST_TYPES = ", ".join(
     ]
 )
 _INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
-_REF = re.compile(
-    r"^(?:(?P<host>[^/]+\.[^/]+|[^/]+:\d+|localhost)/)?(?P<repo>[a-z0-9._/-]+?)"
-    r"(?::(?P<tag>[\w.-]+))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
-)
 TIMEOUT = 20
 
 
-@dataclass(frozen=True)
-class ImageRef:
-    host: str
-    repository: str
-    tag: str | None
-    digest: str | None
-
-    @property
-    def base_url(self) -> str:
-        scheme = "http" if _is_loopback(self.host) else "https"
-        return f"{scheme}://{self.host}/v2/{self.repository}"
-
-    def __str__(self) -> str:
-        s = f"{self.host}/{self.repository}"
-        if self.tag:
-            s += f":{self.tag}"
-        if self.digest:
-            s += f"@{self.digest}"
-        return s
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.split(":")[0]
-    return name in ("localhost", "127.0.0.1", "::1") or name.startswith("127.")
-
-
 def parse_ref(ref: str) -> ImageRef:
-    m = _REF.match(ref)
-    if not m or not (m.group("tag") or m.group("digest")):
-        raise RegistryError(f"'{ref}' is not a full image reference", hint="use REGISTRY/REPOSITORY:TAG")
-    host = m.group("host") or "registry-1.docker.io"
-    repo = m.group("repo")
-    if host == "registry-1.docker.io" and "/" not in repo:
-        repo = f"library/{repo}"
-    return ImageRef(host, repo, m.group("tag"), m.group("digest"))
+    """A reference the registry can be asked about (tag or digest required), as a RegistryError if not."""
+    try:
+        return imageref.parse(ref, need_version=True)
+    except imageref.RefError as exc:
+        raise RegistryError(exc.message, hint=exc.hint) from None
 
 
 @dataclass

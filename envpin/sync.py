@@ -22,8 +22,9 @@ from envpin import catalog
 from envpin.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.errors import RegistryError, UsageError
 from envpin.fsutil import atomic_write
+from envpin.probe.imageref import is_loopback
 from envpin.probe.versions import components
-from envpin.registry import ImageRef, RegistryClient
+from envpin.registry import RegistryClient
 from envpin.versions import release_index
 
 DEFAULT_REGISTRY = "https://nvcr.io"
@@ -266,7 +267,7 @@ def repository_for(registry: str, upstream: str) -> str:
         repo = path
     else:
         repo = f"{path}/{up_path}"
-    plain = ImageRef(host, repo, "x", None).base_url.startswith("http://")
+    plain = is_loopback(host)
     if scheme == "http" and not plain:
         raise UsageError(
             f"--registry '{registry}': plain HTTP is used only for loopback registries",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from envpin import catalog, recipes
 from envpin.audit.parser import Dockerfile, Stage
 from envpin.errors import EnvpinError
+from envpin.probe import imageref
 from envpin.recipes import Recipe
 from envpin.versions import parse_ngc_spec
 
@@ -41,7 +42,7 @@ def identify(df: Dockerfile, stage: Stage, tf: str | None = None) -> BaseInfo:
     if root.unresolved:
         return BaseInfo(image, image, reason=f"the base {root.image_raw}{via} depends on build argument "
                         f"{', '.join(root.unresolved)}, which has no value; determinism env not checked")
-    name, tag = _name_tag(image)
+    name, tag, _digest = imageref.split(image)
     path = name.split("/")
     if path[-2:] == ["nvidia", "tensorflow"]:
         return _ngc(image, tag, tf, via)
@@ -52,14 +53,6 @@ def identify(df: Dockerfile, stage: Stage, tf: str | None = None) -> BaseInfo:
         return _with_recipe(BaseInfo(label, image, tf, distribution="stock"), tf, "stock", None)
     return BaseInfo(label, image, reason=f"the base {label} is not an NGC or tensorflow/tensorflow image, so "
                     "the audit cannot tell which TensorFlow it holds; determinism env not checked")
-
-
-def _name_tag(image: str) -> tuple[str, str | None]:
-    name = image.split("@", 1)[0]
-    slash, colon = name.rfind("/"), name.rfind(":")
-    if colon > slash:
-        return name[:colon], name[colon + 1 :]
-    return name, None
 
 
 def _ngc(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:

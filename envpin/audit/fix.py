@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from envpin import recipes
 from envpin.audit.base import identify
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
-from envpin.audit.rules import D9M_VARS, TRUE, Finding, split_ref
+from envpin.audit.rules import D9M_VARS, TRUE, Finding
 from envpin.errors import EnvpinError
+from envpin.probe import imageref
 
 MARKER = "# envpin audit: recipe "
 _D9M_RULES = frozenset({"d9m-env-missing", "d9m-env-wrong"})
@@ -117,7 +118,7 @@ def _comments_above(df: Dockerfile, ins: Instruction) -> set[str]:
 def _pin_from(
     edits: _Edits, ins: Instruction, st: Stage, resolve: Callable[[str], str], outcome: FixOutcome
 ) -> None:
-    ref = st.image if split_ref(st.image).tag else f"{st.image}:latest"
+    ref = st.image if imageref.split(st.image)[1] else f"{st.image}:latest"
     digest = resolve(ref)
     words = [w for w, _, _ in split_words(ins.args)]
     parts = ["FROM"]

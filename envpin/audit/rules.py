@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from envpin.audit.base import BaseInfo, identify
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, expand, split_words
 from envpin.audit.shell import Command, RunScript, run_script
+from envpin.probe import imageref
 
 SEVERITIES = ("error", "warning", "info")
 #: The switches a recipe may require; the other recipe variables have rules of their own.
@@ -220,33 +221,16 @@ def check_from(ctx: Context) -> None:
             continue
         if st.image.lower() in names:
             continue
-        ref = split_ref(st.image)
-        if ref.digest:
+        name, tag, digest = imageref.split(st.image)
+        if digest:
             continue
-        if ref.tag is None or ref.tag == "latest":
-            what = "no tag (that is :latest)" if ref.tag is None else ":latest"
+        if tag is None or tag == "latest":
+            what = "no tag (that is :latest)" if tag is None else ":latest"
             ctx.add("from-latest", line, f"FROM {st.image} uses {what}: the base changes whenever it is re-pushed",
-                    f"name an exact tag and pin its digest: FROM {ref.name}:TAG@sha256:…")
+                    f"name an exact tag and pin its digest: FROM {name}:TAG@sha256:…")
         else:
             ctx.add("from-no-digest", line, f"FROM {st.image} is not pinned by digest; the tag can be re-pushed",
                     f"pin the digest the tag points to now: FROM {st.image}@sha256:… (envpin audit --fix)")
-
-
-@dataclass(frozen=True)
-class ImageName:
-    name: str
-    tag: str | None
-    digest: str | None
-
-
-def split_ref(image: str) -> ImageName:
-    name, _, digest = image.partition("@")
-    tag = None
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > slash:
-        name, tag = name[:colon], name[colon + 1 :]
-    return ImageName(name, tag, digest or None)
 
 
 # -- determinism environment -------------------------------------------------------------------------

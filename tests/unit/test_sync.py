@@ -246,7 +246,7 @@ def test_release_selection() -> None:
     assert len(sync.select_entries(cat, [])) == len(cat.entries())
     with pytest.raises(UsageError, match=r"no TensorFlow container in 20\.04"):
         sync.select_entries(cat, ["20.04"])
-    with pytest.raises(UsageError, match="has no tf1-py3 image; it was published as 24.01-tf2-py3"):
+    with pytest.raises(UsageError, match=r"has no tf1-py3 image; it was published as 24\.01-tf2-py3"):
         sync.select_entries(cat, ["24.01-tf1-py3"])
 
 

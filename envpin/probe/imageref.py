@@ -1,0 +1,117 @@
+"""Image references, parsed in one place (standard library only, Python 3.6+).
+
+Docker's rules: the first path component is a registry host when it has a '.' or a ':' or is
+'localhost' (an IPv6 host is bracketed: '[::1]:5000'); otherwise the image is on Docker Hub, whose
+canonical name is 'docker.io/library/<name>' for one-component names and whose API host is
+'registry-1.docker.io'. Loopback registries are spoken to over plain HTTP, everything else over HTTPS.
+"""
+
+import re
+from typing import NamedTuple, Optional, Tuple
+
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_API = "registry-1.docker.io"
+_HUB_ALIASES = ("docker.io", "index.docker.io", "registry-1.docker.io")
+_MAX = 512  # longer than any real reference; refused rather than parsed
+_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::[0-9]{1,5})?\Z")
+_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
+
+
+class RefError(ValueError):
+    """Text that is not an image reference; `hint` says what one looks like."""
+
+    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+        ValueError.__init__(self, message)
+        self.message = message
+        self.hint = hint
+
+
+def split(text: str) -> Tuple[str, Optional[str], Optional[str]]:
+    """(name, tag, digest) exactly as written, without validation: what a Dockerfile's FROM says.
+    'nvcr.io/nvidia/tensorflow:20.02-tf2-py3@sha256:..' -> ('nvcr.io/nvidia/tensorflow', '20.02-tf2-py3', ..);
+    a ':' inside the registry host ('127.0.0.1:5000/x') is not a tag."""
+    name, _, digest = text.partition("@")
+    tag = None
+    slash, colon = name.rfind("/"), name.rfind(":")
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1:]
+    return name, tag, digest or None
+
+
+def is_loopback(host: str) -> bool:
+    """'localhost', '127.x.x.x' and '[::1]', with or without a port."""
+    name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    return name in ("localhost", "::1") or re.match(r"127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z", name) is not None
+
+
+class ImageRef(NamedTuple):
+    """A parsed reference: `registry` is the canonical registry name ('docker.io' for Docker Hub)."""
+
+    registry: str
+    repository: str
+    tag: Optional[str]
+    digest: Optional[str]
+
+    @property
+    def host(self) -> str:
+        """The host the registry API answers on."""
+        return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
+
+    @property
+    def scheme(self) -> str:
+        return "http" if is_loopback(self.registry) else "https"
+
+    @property
+    def base_url(self) -> str:
+        return "%s://%s/v2/%s" % (self.scheme, self.host, self.repository)
+
+    @property
+    def name(self) -> str:
+        return "%s/%s" % (self.registry, self.repository)
+
+    def __str__(self) -> str:
+        return self.name + (":" + self.tag if self.tag else "") + ("@" + self.digest if self.digest else "")
+
+
+def parse(text: str, need_version: bool = False) -> ImageRef:
+    """Parse and normalise ('ubuntu' -> docker.io/library/ubuntu); RefError says what is wrong.
+    With need_version, a tag or a digest is required (a registry can only be asked for one of those)."""
+    if not isinstance(text, str) or not text or len(text) > _MAX or text != text.strip() or "\n" in text:
+        raise RefError("'%s' is not an image reference" % _shown(text),
+                       hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE)
+    name, tag, digest = split(text)
+    parts = name.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost" or parts[0].startswith("[")):
+        registry, path = parts[0], parts[1:]
+        if not _HOST.match(registry):
+            raise RefError("'%s': '%s' is not a registry host" % (_shown(text), registry),
+                           hint="use HOST[:PORT], e.g. 127.0.0.1:5000 or [::1]:5000")
+    else:
+        registry, path = DOCKER_HUB, parts
+    if registry.lower() in _HUB_ALIASES:
+        registry = DOCKER_HUB
+        if len(path) == 1:
+            path.insert(0, "library")
+    bad = [p for p in path if not _COMPONENT.match(p)]
+    if bad or not path:
+        raise RefError("'%s' is not an image reference" % _shown(text),
+                       hint="repository names are lower-case letters, digits and '.', '_', '-' separators, "
+                            "e.g. " + EXAMPLE)
+    if tag is not None and not _TAG.match(tag):
+        raise RefError("'%s': '%s' is not a valid tag" % (_shown(text), _shown(tag)),
+                       hint="tags are letters, digits, '_', '.' and '-', at most 128 characters")
+    if digest is not None and not _DIGEST.match(digest):
+        raise RefError("'%s': '%s' is not a sha256 digest" % (_shown(text), _shown(digest)),
+                       hint="a digest is sha256: followed by 64 lower-case hex digits")
+    if need_version and tag is None and digest is None:
+        raise RefError("'%s' is not a full image reference (no tag or digest)" % _shown(text),
+                       hint="use REGISTRY/REPOSITORY:TAG")
+    return ImageRef(registry, "/".join(path), tag, digest)
+
+
+def _shown(text: object) -> str:
+    s = str(text).replace("\n", "\\n").replace("\r", "\\r")
+    return s if len(s) <= 100 else s[:97] + "..."
