@@ -1,4 +1,8 @@
-"""Library entry points behind the CLI: each command calls exactly one of these."""
+"""Library entry points behind the CLI: each command calls exactly one of these.
+
+Imports of the library modules happen inside the functions, so a command loads only what it uses
+(`envpin probe` never loads the catalog, Jinja2 or the Docker SDK).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +10,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envpin import catalog, recipes
-from envpin.catalog import Entry
 from envpin.errors import UsageError
-from envpin.plan import BuildPlan, make_plan, validate_name
-from envpin.render import render, write_environment
-from envpin.versions import parse_tf_spec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from envpin.audit import AuditRun
+    from envpin.catalog import Entry
     from envpin.diff import Difference
     from envpin.doctor import Diagnosis
+    from envpin.plan import BuildPlan
+    from envpin.recipes import Recipe
     from envpin.sync import SyncResult
 
 DEFAULT_IMAGES_DIR = Path("images")
 
 
 def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[Entry]:
+    from envpin import catalog
+    from envpin.versions import parse_tf_spec
+
     spec = parse_tf_spec(tf) if tf else None
     entries = catalog.load().filter(tf=spec, flavor=flavor)
     if not entries:
@@ -35,10 +40,14 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[En
 
 def catalog_release(release: str) -> list[Entry]:
     """`envpin catalog show`: every tag of a release, or the one tag named."""
+    from envpin import catalog
+
     return catalog.load().select(release)
 
 
-def recipe_for(ngc: str, tf: str | None) -> tuple[Entry, recipes.Recipe]:
+def recipe_for(ngc: str, tf: str | None) -> tuple[Entry, Recipe]:
+    from envpin.plan import make_plan
+
     plan = make_plan(ngc=ngc, tf=tf)
     return plan.entry, plan.recipe
 
@@ -60,6 +69,8 @@ def _plan_and_target(
     out: Path | None,
 ) -> tuple[BuildPlan, Path]:
     """The plan for command-line inputs and the folder it goes to (default images/<name>)."""
+    from envpin.plan import make_plan, validate_name
+
     if name is not None:
         validate_name(name)  # before any catalog look-up: a bad name is reported first
     plan = make_plan(ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle)
@@ -79,6 +90,8 @@ def render_environment(
     write: bool = True,
 ) -> RenderResult:
     """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder."""
+    from envpin.render import render, write_environment
+
     plan, target = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
     files = render(plan)
     if write:
@@ -121,6 +134,7 @@ def find_lock(explicit: Path | None = None) -> Path:
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     """Rebuild the plan from a lock's inputs and the files in its folder (requirement lock, CA bundle)."""
     from envpin import lock as lockmod
+    from envpin.plan import make_plan
 
     locked = lockmod.read(lock_path)
     inp, folder = locked.inputs, lock_path.parent
@@ -139,6 +153,7 @@ def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
 def check_lock(lock_path: Path) -> list[str]:
     """Why the lock is stale against its inputs (catalog, recipes, envpin, payload, folder); [] if current."""
     from envpin import lock as lockmod
+    from envpin.render import render
 
     locked = lockmod.read(lock_path)
     plan, folder = plan_from_lock(lock_path)
@@ -167,7 +182,7 @@ def build_environment(
 
     from envpin import build, state
     from envpin.registry import RegistryClient
-    from envpin.render import check_folder
+    from envpin.render import check_folder, render, write_environment
 
     started = time.monotonic()
     if ngc is None:
@@ -259,6 +274,7 @@ def lock_requirements(
 ) -> LockResult:
     """Resolve requirements.in inside the target image and write requirements.lock with hashes."""
     from envpin import build, locking
+    from envpin.plan import make_plan
 
     text = locking.read_requirements_in(source)
     plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
@@ -282,6 +298,8 @@ def build_dry_run(
     out: Path | None = None,
 ) -> dict[str, object]:
     """What `envpin build` would do, as the plan's JSON plus inputs hash, folder and files; writes nothing."""
+    from envpin.render import render
+
     if ngc is None:
         plan, folder = plan_from_lock(find_lock(lock))
     else:

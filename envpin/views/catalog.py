@@ -28,7 +28,7 @@ def table(entries: list[Entry], console: Console) -> None:
     from rich.table import Table
 
     t = Table(title="NGC TensorFlow releases (— = not in NVIDIA's notes available to the catalog)")
-    t.add_column("tag")
+    t.add_column("tag", no_wrap=True)
     for name in _SHORT:
         t.add_column(name.replace("_", " "))
     for e in entries:

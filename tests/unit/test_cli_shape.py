@@ -1,0 +1,84 @@
+"""The CLI's shape: thin commands (one api call, one view), lazy imports, results on stdout."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+CLI = REPO / "envpin" / "cli"
+HEAVY = ("rich", "jinja2", "docker", "envpin.api", "envpin.views", "envpin.catalog", "envpin.probe")
+
+
+def _commands() -> list[tuple[Path, ast.FunctionDef]]:
+    """Every function decorated as a command (or group callback) in envpin/cli/."""
+    found = []
+    for path in sorted(CLI.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ("command", "callback")
+                for d in node.decorator_list
+            ):
+                found.append((path, node))
+    return found
+
+
+def _calls(node: ast.AST, module: str) -> list[str]:
+    return [
+        n.func.attr for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == module
+    ]
+
+
+def test_every_command_calls_one_api_function() -> None:
+    commands = _commands()
+    assert len(commands) >= 14  # catalog, show, sync, recipe, render, build, lock, probe, diff, verify, ...
+    for path, fn in commands:
+        if fn.name == "_root":
+            continue
+        api_calls = _calls(fn, "api")
+        assert len(api_calls) == 1, f"{path.name}:{fn.name} calls {api_calls or 'no'} envpin.api function(s)"
+
+
+def test_views_are_the_only_renderers() -> None:
+    for path in CLI.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in imported if m.split(".")[0] == "rich"}, f"{path.name} renders by itself"
+        assert "print" not in {n.func.id for n in ast.walk(tree)
+                               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}, f"{path.name} prints"
+    for module in ("diff", "audit/report", "build", "catalog", "doctor", "sync", "lock"):
+        text = (REPO / "envpin" / f"{module}.py").read_text()
+        assert "from rich.table" not in text, f"envpin/{module}.py renders a table: that belongs in envpin/views"
+
+
+def test_importing_the_cli_loads_nothing_heavy() -> None:
+    code = (
+        "import json, sys; import envpin.cli; "
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({HEAVY!r}))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(("catalog", "--tf", "2.1"), "20.02-tf2-py3"), (("recipe", "--ngc", "21.06-tf2-py3"), "TF_DETERMINISTIC_OPS"),
+     (("catalog", "show", "20.02-tf2-py3"), "tf_version")],
+)
+def test_results_go_to_stdout_so_pipes_work(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    """`envpin catalog > file`: the table lands in the file, nothing on the terminal."""
+    target = tmp_path / "out.txt"
+    with open(target, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "envpin", *args], stdout=fh, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert needle in target.read_text()
