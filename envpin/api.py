@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from envpin.errors import UsageError
 
@@ -59,40 +59,40 @@ class RenderResult:
     files: dict[str, bytes]
 
 
-def _plan_and_target(
-    ngc: str,
-    tf: str | None,
-    name: str | None,
-    requirements: Path | None,
-    base_image: str | None,
-    ca_bundle: Path | None,
-    out: Path | None,
-) -> tuple[BuildPlan, Path]:
-    """The plan for command-line inputs and the folder it goes to (default images/<name>)."""
+class Inputs(TypedDict, total=False):
+    """What the user says about an environment on the command line (render, build, build --dry-run)."""
+
+    ngc: str | None
+    tf: str | None
+    requirements: Path | None
+    base_image: str | None
+    ca_bundle: Path | None
+    name: str | None
+    out: Path | None
+
+
+def _plan_and_target(lock: Path | None = None, **inputs: Unpack[Inputs]) -> tuple[BuildPlan, Path]:
+    """The plan for command-line inputs and the folder it goes to (default images/<name>); with no --ngc,
+    everything comes from the lock (found as `find_lock` finds it)."""
     from envpin.plan import make_plan, validate_name
 
+    ngc, name, out = inputs.get("ngc"), inputs.get("name"), inputs.get("out")
+    if ngc is None:
+        return plan_from_lock(find_lock(lock))
     if name is not None:
         validate_name(name)  # before any catalog look-up: a bad name is reported first
-    plan = make_plan(ngc=ngc, tf=tf, name=name, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle)
+    plan = make_plan(ngc=ngc, tf=inputs.get("tf"), name=name, requirements=inputs.get("requirements"),
+                     base_image=inputs.get("base_image"), ca_bundle=inputs.get("ca_bundle"))
     return plan, out if out is not None else DEFAULT_IMAGES_DIR / plan.name
 
 
-def render_environment(
-    *,
-    ngc: str,
-    tf: str | None,
-    requirements: Path | None = None,
-    base_image: str | None = None,
-    ca_bundle: Path | None = None,
-    name: str | None = None,
-    out: Path | None = None,
-    force: bool = False,
-    write: bool = True,
-) -> RenderResult:
+def render_environment(*, force: bool = False, write: bool = True, **inputs: Unpack[Inputs]) -> RenderResult:
     """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder."""
     from envpin.render import render, write_environment
 
-    plan, target = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
+    if inputs.get("ngc") is None:
+        raise UsageError("render needs --ngc", hint="e.g. envpin render --ngc 20.02 --tf 2.1")
+    plan, target = _plan_and_target(**inputs)
     files = render(plan)
     if write:
         write_environment(target, plan, files, force=force)
@@ -162,18 +162,12 @@ def check_lock(lock_path: Path) -> list[str]:
 
 def build_environment(
     *,
-    ngc: str | None,
-    tf: str | None,
     lock: Path | None = None,
-    requirements: Path | None = None,
-    base_image: str | None = None,
-    ca_bundle: Path | None = None,
-    name: str | None = None,
-    out: Path | None = None,
     force: bool = False,
     no_cache: bool = False,
     pull: bool = False,
     update: bool = False,
+    **inputs: Unpack[Inputs],
 ) -> BuildResult:
     """Resolve the base digest, render with FROM pinned to it, build, and keep the result machine-local.
 
@@ -185,13 +179,13 @@ def build_environment(
     from envpin.render import check_folder, render, write_environment
 
     started = time.monotonic()
-    if ngc is None:
-        # Everything from the lock: the arrival workflow (`git clone` then `envpin build`).
-        plan, target = plan_from_lock(find_lock(lock))
+    plan, target = _plan_and_target(lock, **inputs)
+    ca_bundle = inputs.get("ca_bundle")
+    if inputs.get("ngc") is None:
+        # Everything from the lock (the arrival workflow: `git clone`, then `envpin build`); the base
+        # digest is resolved again and compared with the pinned one below.
         ca_bundle = target / "ca-bundle.crt" if plan.ca_bundle else None
         plan = replace(plan, base_digest=None)
-    else:
-        plan, target = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
     previous = build.previous_lock(target)
     ref = plan.build_from or plan.image
     digest = RegistryClient(ca_file=str(ca_bundle) if ca_bundle else None).resolve_digest(ref)
@@ -286,24 +280,11 @@ def lock_requirements(
     return LockResult(target, image, python, len(dists), tuple(f"{r.name}=={r.version}" for r in reqs))
 
 
-def build_dry_run(
-    *,
-    ngc: str | None,
-    tf: str | None,
-    lock: Path | None = None,
-    requirements: Path | None = None,
-    base_image: str | None = None,
-    ca_bundle: Path | None = None,
-    name: str | None = None,
-    out: Path | None = None,
-) -> dict[str, object]:
+def build_dry_run(*, lock: Path | None = None, **inputs: Unpack[Inputs]) -> dict[str, object]:
     """What `envpin build` would do, as the plan's JSON plus inputs hash, folder and files; writes nothing."""
     from envpin.render import render
 
-    if ngc is None:
-        plan, folder = plan_from_lock(find_lock(lock))
-    else:
-        plan, folder = _plan_and_target(ngc, tf, name, requirements, base_image, ca_bundle, out)
+    plan, folder = _plan_and_target(lock, **inputs)
     return {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": sorted(render(plan))}
 
 
@@ -466,7 +447,7 @@ def sync_catalog(
 def build_or_plan(*, dry_run: bool = False, **options: Any) -> BuildResult | dict[str, object]:
     """`envpin build`: the build, or with dry_run=True only the plan it would build (nothing written)."""
     if dry_run:
-        keep = ("ngc", "tf", "lock", "requirements", "base_image", "ca_bundle", "name", "out")
+        keep = (*Inputs.__annotations__, "lock")
         return build_dry_run(**{k: v for k, v in options.items() if k in keep})
     return build_environment(**options)
 

@@ -73,15 +73,15 @@ class _Progress:
         from rich.live import Live
         from rich.text import Text
 
-        from envpin.console import err
+        from envpin.views.console import err
 
         self._text = Text
-        self._err = err
+        self._err = err()
         self._start = time.monotonic()
         self._step = "starting"
         self._title = title
-        live = err.is_terminal
-        self._live = Live(self._render(), console=err, refresh_per_second=4, transient=True) if live else None
+        live = self._err.is_terminal
+        self._live = Live(self._render(), console=self._err, refresh_per_second=4, transient=True) if live else None
 
     def _render(self) -> Any:
         return self._text(f"{self._title}: {self._step} ({time.monotonic() - self._start:.1f} s)")

@@ -229,3 +229,39 @@ def test_force_render_removes_an_older_envpins_generated_files(tmp_path: Path) -
     assert not (folder / "envpin" / "probe").exists()
     assert (folder / "envpin" / "notes.py").read_text() == "edited since\n"
     assert lockmod.read(path).inputs.tag == "20.02-tf2-py3"
+
+
+def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    """Through the CLI: recorded from a self-test report, verified with a plain one: not breaking, and said so."""
+    import json
+
+    lock = _folder(tmp_path)
+    with_selftest, plain = tmp_path / "selftest.json", tmp_path / "plain.json"
+    with_selftest.write_text(json.dumps(_with_golden(report, "sha256:" + "a" * 64)))
+    plain.write_text(json.dumps(report))
+    rec = cli("verify", "--lock", str(lock), "--report", str(with_selftest), "--record")
+    assert rec.code == 0, rec.stderr
+    assert "recorded: expected fingerprint sha256:" in rec.stderr
+    assert f"recorded: golden hash for {DEVICE}" in rec.stderr
+    res = cli("verify", "--lock", str(lock), "--report", str(plain))
+    assert res.code == 0, res.stdout
+    assert res.stdout.splitlines()[:2] == ["identical", lockmod.GOLDEN_NOT_CHECKED]
+    doc = json.loads(cli("verify", "--lock", str(lock), "--report", str(plain), "--json").stdout)
+    assert doc["verdict"] == "identical" and doc["notes"] == [lockmod.GOLDEN_NOT_CHECKED] and doc["recorded"] == []
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(_with_golden(report, "sha256:" + "b" * 64)))
+    bad = cli("verify", "--lock", str(lock), "--report", str(changed), "--json")
+    assert bad.code == 1 and json.loads(bad.stdout)["verdict"] == "1 breaking difference"
+
+
+def test_cli_verify_errors_are_one_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lock = _folder(tmp_path)
+    for args, needle in (
+        (("--lock", str(lock)), "has no 'expected' table"),
+        (("--lock", str(tmp_path / "none.lock")), "does not exist"),
+        (("--lock", str(tmp_path)), "is a folder"),
+    ):
+        res = cli("verify", *args)
+        lines = [line for line in res.stderr.splitlines() if line.strip()]
+        assert res.code == 2 and res.stdout == "" and len(lines) == 2, res.stderr
+        assert lines[0].startswith("error: ") and needle in lines[0] and lines[1].startswith("hint: ")
