@@ -30,7 +30,7 @@ FROM {base}
 RUN python3 -m pip install --no-cache-dir tensorflow-cpu=={tf} 'numpy<1.24' 'protobuf<3.20' \\
  && python3 -c "import tensorflow as tf; assert tf.__version__ == '{tf}', tf.__version__"
 """
-SCHEMA = json.loads((REPO / "envpin" / "probe" / "selftest.schema.json").read_text())
+SCHEMA = json.loads((REPO / "envpin" / "probe" / "selftest" / "selftest.schema.json").read_text())
 
 
 @pytest.fixture(scope="module")

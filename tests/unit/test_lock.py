@@ -23,7 +23,8 @@ from envpin.probe import collect, fields
 from envpin.render import render, write_environment
 from tests.conftest import REPO
 
-DEVICE = "cpu-x86-64-v3-intra2-inter2-onednn1"
+DEVICE = "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=on"
+OTHER = "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=off"
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +84,12 @@ def test_golden_hash_has_one_home(tmp_path: Path, report: dict[str, Any]) -> Non
 def test_new_device_class_is_info_and_recorded_deliberately(tmp_path: Path, report: dict[str, Any]) -> None:
     path = _folder(tmp_path)
     lock, _ = lockmod.read(path).record(_with_golden(report, "sha256:" + "a" * 64))
-    other = _with_golden(report, "sha256:" + "c" * 64, "cpu-x86-64-v4-intra1-inter1-onednn0")
+    other = _with_golden(report, "sha256:" + "c" * 64, OTHER)
     diffs = lock.verify(other).differences
-    assert [(d.key, d.severity) for d in diffs] == [("golden.cpu-x86-64-v4-intra1-inter1-onednn0", fields.INFO)]
+    assert [(d.key, d.severity) for d in diffs] == [("golden." + OTHER, fields.INFO)]
     again, done = lock.record(other)
-    assert done == ["golden hash for cpu-x86-64-v4-intra1-inter1-onednn0"]
-    assert again.expected == lock.expected and set(again.golden) == {DEVICE, "cpu-x86-64-v4-intra1-inter1-onednn0"}
+    assert done == ["golden hash for " + OTHER]
+    assert again.expected == lock.expected and set(again.golden) == {DEVICE, OTHER}
     with pytest.raises(LockError, match="already records golden hash"):
         again.record(_with_golden(report, "sha256:" + "d" * 64))
 
