@@ -94,7 +94,7 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
         # Generated files that are no longer generated (e.g. an older envpin's copy of its sources) go,
         # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
         old = recorded or lockmod.recorded_files(lock_path)
-        return [rel for rel in old if rel not in files and _unchanged(out / rel, old[rel])]
+        return [rel for rel in old if rel not in files and _unchanged(out, rel, old[rel])]
     for rel in files:
         path = out / rel
         if not path.exists():
@@ -111,9 +111,9 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
             )
     stale = [rel for rel in recorded if rel not in files and (out / rel).exists()]
     for rel in stale:
-        if sha256_file(out / rel) != recorded[rel]:
+        if not _unchanged(out, rel, recorded[rel]):
             raise RenderError(
-                f"{out / rel} was edited by hand since envpin generated it",
+                f"{out / rel} was edited by hand (or replaced by a link) since envpin generated it",
                 hint="re-run with --force to replace the folder's generated files",
             )
     return stale
@@ -137,9 +137,12 @@ def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force
     return out
 
 
-def _unchanged(path: Path, digest: str) -> bool:
+def _unchanged(out: Path, rel: str, digest: str) -> bool:
+    """A regular file inside `out` (no symlink on the way out of it) that still has the recorded hash."""
+    path = out / rel
     try:
-        return path.is_file() and not path.is_symlink() and sha256_file(path) == digest
+        inside = path.resolve().is_relative_to(out.resolve()) and not path.is_symlink()
+        return inside and path.is_file() and sha256_file(path) == digest
     except OSError:
         return False
 

@@ -49,6 +49,22 @@ def registry_request(path: str, *, method: str = "GET", accept: str | None = Non
         return resp.status, dict(resp.headers.items()), resp.read()
 
 
+def payload_tar(member: str) -> bytes:
+    """A tar holding envpin.pyz (the payload images carry) as `member`, for put_archive into a container."""
+    import io
+    import tarfile
+
+    from envpin.payload import payload
+
+    data = payload()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(member)
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Everything under tests/docker is an engine-tier test."""
     for item in items:

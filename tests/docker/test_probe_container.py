@@ -12,8 +12,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from envpin.payload import PAYLOAD_NAME, payload
+from envpin.payload import PAYLOAD_NAME
 from envpin.probe import collect, fields, load_schema
+from tests.docker.conftest import payload_tar
 
 pytestmark = pytest.mark.docker
 
@@ -54,22 +55,11 @@ def _image(engine: Any, name: str) -> str:
     return ref
 
 
-def _envpin_tar() -> bytes:
-    """The payload as images carry it (envpin.pyz), at /tmp/envpin.pyz."""
-    data = payload()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(PAYLOAD_NAME)
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def _run(engine: Any, image: str, command: list[str], env: dict[str, str], fetch: str | None = None):  # type: ignore[no-untyped-def]
     container = engine.containers.create(image, command=command, environment=env, network_disabled=True)
     hostname = container.attrs["Config"]["Hostname"]
     try:
-        container.put_archive("/tmp", _envpin_tar())
+        container.put_archive("/tmp", payload_tar(PAYLOAD_NAME))
         container.start()
         status = container.wait(timeout=300)
         out = container.logs(stdout=True, stderr=False).decode()

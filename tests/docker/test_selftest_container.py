@@ -9,16 +9,15 @@ images carry it (/opt/envpin on PYTHONPATH) and run by the image's own python3.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from envpin.payload import IMAGE_PATH, PAYLOAD_NAME, payload
+from envpin.payload import IMAGE_PATH, PAYLOAD_NAME
+from tests.docker.conftest import payload_tar
 
 pytestmark = pytest.mark.docker
 
@@ -79,24 +78,13 @@ def tf_image(engine: Any, version: str, tmp_path: Path) -> str:
     return tag
 
 
-def _envpin_tar() -> bytes:
-    """The payload as images carry it: /opt/envpin/envpin.pyz."""
-    data = payload()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("envpin/" + PAYLOAD_NAME)
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def run(engine: Any, image: str, command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     container = engine.containers.create(
         image, command=command, environment={"PYTHONPATH": IMAGE_PATH, "PYTHONHASHSEED": "0", **env},
         network_disabled=True,
     )
     try:
-        container.put_archive("/opt", _envpin_tar())
+        container.put_archive("/opt", payload_tar("envpin/" + PAYLOAD_NAME))
         container.start()
         status = container.wait(timeout=900)
         out = container.logs(stdout=True, stderr=False).decode()
