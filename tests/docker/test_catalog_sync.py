@@ -185,18 +185,18 @@ def test_disagreement_reported_and_refreshed_catalog_used(pushed: dict[str, Any]
         assert t["fields"]["digest"]["status"] == "agrees"
 
 
-def test_table_on_stderr(pushed: dict[str, Any]) -> None:
+def test_table_on_stdout(pushed: dict[str, Any]) -> None:
     res = _sync("--release", "20.03", registry=f"127.0.0.1:5000/{PREFIX}")
-    assert res.code == 1 and res.stdout == "", res.stderr
-    row = next(line for line in res.stderr.splitlines() if "10.1.243" in line)
+    assert res.code == 1 and res.stderr == "", res.stderr
+    row = next(line for line in res.stdout.splitlines() if "10.1.243" in line)
     assert "20.03-tf2-py3" in row and "cuda" in row and "ENV CUDA_VERSION" in row and "disagrees" in row
 
 
 def test_agreeing_tag_exits_0(pushed: dict[str, Any]) -> None:
     res = _sync("--release", "20.03-tf1-py3", registry=f"http://127.0.0.1:5000/{PREFIX}")
     assert res.code == 0, res.stderr
-    assert res.stdout == ""  # the table is human output: stderr
-    assert "more precise" in res.stderr and "1 of 1 tags read (0 missing): 0 disagree" in res.stderr
+    assert res.stderr == ""  # the table and the summary are the result: stdout
+    assert "more precise" in res.stdout and "1 of 1 tags read (0 missing): 0 disagree" in res.stdout
 
 
 def test_missing_tags_are_reported_and_sync_goes_on(pushed: dict[str, Any]) -> None:
