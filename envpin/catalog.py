@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import CatalogError, UsageError
-from envpin.versions import NGCSpec, TFSpec, parse_ngc_spec, release_index
+from envpin.probe import ngc
+from envpin.probe.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
+from envpin.probe.versions import SpecError
+from envpin.versions import NGCSpec, TFSpec, release_index
 
 SCHEMA_VERSION = 1
 FIRST_RELEASE = "19.01"
@@ -38,10 +41,8 @@ FIELDS = (
     "compute_capability_min",
 )
 LIST_FIELDS = frozenset({"driver_compat"})
-FLAVOR_SUFFIX = {"py2": "py2", "py3": "py3", "tf1": "tf1-py3", "tf2": "tf2-py3"}
-#: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with 23.03.
+#: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
 TF_SPLIT_RELEASE = "19.11"
-LAST_TF1_RELEASE = "23.03"
 _RELEASE_RE = re.compile(r"^\d{2}\.(0[1-9]|1[0-2])$")
 _TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
 _IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
@@ -124,6 +125,7 @@ class Catalog:
         self.missing: dict[str, dict[str, Any]] = data["missing_months"]
         self.repository: str = data["image_repository"]
         self._entries = list(self._build_entries())
+        self._selector = ngc.Selector(self._entries, self.missing)
 
     # -- construction -------------------------------------------------------------------------------
     def _build_entries(self) -> Iterator[Entry]:
@@ -165,95 +167,24 @@ class Catalog:
 
     def release_entries(self, release: str) -> list[Entry]:
         """All tags of one release, or a clear error for unknown and release-less months."""
-        entries = [e for e in self._entries if e.release == release]
-        if entries:
-            return entries
-        if release in self.missing:
-            near = self.nearest_releases(release, self.releases(), 2)
-            raise UsageError(
-                f"NVIDIA published no TensorFlow container in {release}: {self.missing[release]['reason']}",
-                hint=f"nearest releases: {', '.join(near)}",
-            )
-        first, last = self.releases()[0], self.releases()[-1]
-        if release_index(release) < release_index(first) or release_index(release) > release_index(last):
-            raise UsageError(
-                f"release {release} is outside the catalog, which covers {first} to {last}",
-                hint=f"{last} was the last NGC TensorFlow release; see 'envpin catalog'",
-            )
-        raise UsageError(f"release {release} is not in the catalog", hint="see 'envpin catalog'")
+        try:
+            return self._selector.release_entries(release)
+        except SpecError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from None
 
     def select(self, ngc: NGCSpec | str, tf: TFSpec | None = None, *, single: bool = False) -> list[Entry]:
         """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries.
 
-        The release's tags, narrowed by the spec's flavor and by `tf`; every dead end is a UsageError that
-        says what the release holds and where the asked-for TensorFlow is. With single=True exactly one
-        tag must remain (render/build need one image)."""
-        if isinstance(ngc, str):
-            ngc = parse_ngc_spec(ngc)
-        entries = self.release_entries(ngc.release)
-        if ngc.flavor:
-            tagged = [e for e in entries if e.flavor == ngc.flavor]
-            if not tagged:
-                raise UsageError(
-                    f"NGC {ngc.release} has no {FLAVOR_SUFFIX[ngc.flavor]} image; "
-                    f"it was published as {', '.join(e.tag for e in entries)}",
-                    hint=self._tf1_hint(ngc.release) if ngc.flavor == "tf1"
-                    else f"see 'envpin catalog show {ngc.release}'",
-                )
-            entries = tagged
-        if tf is not None:
-            matching = [e for e in entries if tf.matches(e.tf_version)]
-            unknown = [e for e in entries if e.tf_version is None and _flavor_major(e.flavor) in (None, tf.major)]
-            if matching:
-                entries = matching
-            elif unknown and len(tf.parts) >= 2:
-                # The catalog does not know this tag's TF version: the user's --tf is taken as their claim.
-                entries = unknown
-            elif tf.major == 1 and all(e.flavor == "tf2" for e in entries):
-                raise UsageError(
-                    f"NGC {ngc.release} ships only TensorFlow 2 ({entries[0].tag}); TensorFlow {tf.text} is not in it",
-                    hint=self._tf1_hint(ngc.release),
-                )
-            else:
-                raise UsageError(self._not_here(ngc.release, entries, tf), hint=self._where_is(tf, ngc.release))
-        if single and len(entries) > 1:
-            raise UsageError(
-                f"NGC {ngc.release} has {len(entries)} images: "
-                + ", ".join(f"{e.tag} (TF {e.tf_version or 'unknown'})" for e in entries),
-                hint=f"add --tf, or name the tag, e.g. --ngc {entries[-1].tag}",
-            )
-        return entries
-
-    # -- messages -----------------------------------------------------------------------------------
-    def _not_here(self, release: str, entries: Iterable[Entry], tf: TFSpec) -> str:
-        held = ", ".join(f"TF {e.tf_version or 'unknown version'} ({e.flavor})" for e in entries)
-        return f"NGC {release} contains {held}, not TensorFlow {tf.text}"
-
-    def _where_is(self, tf: TFSpec, near: str) -> str:
-        have = sorted({e.release for e in self.filter(tf=tf)}, key=release_index)
-        if not have:
-            return f"no NGC release in the catalog is known to contain TensorFlow {tf.text}; see 'envpin catalog'"
-        ordered = self.nearest_releases(near, have, 6)
-        more = "" if len(have) <= 6 else f" (and {len(have) - 6} more: envpin catalog --tf {tf.text})"
-        return f"TensorFlow {tf.text} is in NGC {', '.join(ordered)}{more}"
-
-    def _tf1_hint(self, release: str) -> str:
-        return f"tf1 images ended with {LAST_TF1_RELEASE}; TF 1.15 is in {', '.join(self._tf1_near(release))}"
-
-    def _tf1_near(self, release: str) -> list[str]:
-        have = sorted({e.release for e in self._entries if e.flavor == "tf1"}, key=release_index)
-        return self.nearest_releases(release, have, 3)
+        The rules live in envpin.probe.ngc (standard library); this turns their errors into the CLI's."""
+        try:
+            return self._selector.select(ngc, tf, single)
+        except SpecError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from None
 
     @staticmethod
     def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> list[str]:
         """Candidates ordered by distance in months from `anchor` (later first on ties)."""
-        a = release_index(anchor)
-        ranked = sorted(candidates, key=lambda r: (abs(release_index(r) - a), -release_index(r)))
-        return ranked[:limit]
-
-
-def _flavor_major(flavor: str) -> int | None:
-    return {"tf1": 1, "tf2": 2}.get(flavor)
+        return ngc.nearest_releases(anchor, candidates, limit)
 
 
 # -- loading ----------------------------------------------------------------------------------------

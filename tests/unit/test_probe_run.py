@@ -65,7 +65,7 @@ def _imports(tree: ast.AST):  # type: ignore[no-untyped-def]
 
 def test_probe_imports_only_stdlib_at_module_level() -> None:
     bad = []
-    for path in sorted(PROBE_DIR.glob("*.py")):
+    for path in sorted(PROBE_DIR.rglob("*.py")):  # the selftest package too
         for module, in_func in _imports(ast.parse(path.read_text(), str(path))):
             top = module.split(".")[0]
             ok = top in sys.stdlib_module_names or module.startswith("envpin.probe") or module == "envpin"
@@ -77,7 +77,7 @@ def test_probe_imports_only_stdlib_at_module_level() -> None:
 
 
 def test_envpin_root_module_import_is_version_only() -> None:
-    for path in sorted(PROBE_DIR.glob("*.py")):
+    for path in sorted(PROBE_DIR.rglob("*.py")):  # the selftest package too
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module == "envpin":
                 assert [a.name for a in node.names] == ["__version__"], path.name
