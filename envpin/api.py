@@ -31,7 +31,7 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[En
     from envpin.versions import parse_tf_spec
 
     spec = parse_tf_spec(tf) if tf else None
-    entries = catalog.load().filter(tf=spec, flavor=flavor)
+    entries = catalog.load().select(None, tf=spec, flavor=flavor)
     if not entries:
         what = " and ".join(x for x in (f"TensorFlow {tf}" if tf else "", f"flavor {flavor}" if flavor else "") if x)
         raise UsageError(f"no NGC release in the catalog matches {what}", hint="see 'envpin catalog'")

@@ -43,14 +43,14 @@ FIELDS = (
 LIST_FIELDS = frozenset({"driver_compat"})
 #: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
 TF_SPLIT_RELEASE = "19.11"
-_RELEASE_RE = re.compile(r"^\d{2}\.(0[1-9]|1[0-2])$")
+_RELEASE_RE = re.compile(r"[0-9]{2}\.(0[1-9]|1[0-2])\Z")
 _TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
 _IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
 #: What `envpin catalog sync` may record under a flavor's image.declared: catalog fields plus facts the
 #: release notes do not carry (minimum CUDA from NVIDIA_REQUIRE_CUDA, NVIDIA_BUILD_ID, NVIDIA_TENSORFLOW_VERSION).
 DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_version"}
 IMAGE_SOURCE = "image config"
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
 #: Environment variable naming a catalog file to use instead of the shipped one (e.g. written by catalog sync).
 CATALOG_ENV = "ENVPIN_CATALOG"
 
@@ -155,16 +155,6 @@ class Catalog:
     def releases(self) -> list[str]:
         return sorted(self.data["releases"], key=release_index)
 
-    def filter(self, tf: TFSpec | None = None, flavor: str | None = None) -> list[Entry]:
-        out = self._entries
-        if flavor:
-            if flavor not in FLAVOR_SUFFIX:
-                raise UsageError(f"unknown flavor '{flavor}'", hint="use one of: py2, py3, tf1, tf2")
-            out = [e for e in out if e.flavor == flavor]
-        if tf:
-            out = [e for e in out if tf.matches(e.tf_version)]
-        return list(out)
-
     def release_entries(self, release: str) -> list[Entry]:
         """All tags of one release, or a clear error for unknown and release-less months."""
         try:
@@ -172,12 +162,15 @@ class Catalog:
         except SpecError as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
 
-    def select(self, ngc: NGCSpec | str, tf: TFSpec | None = None, *, single: bool = False) -> list[Entry]:
-        """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries.
+    def select(
+        self, ngc: NGCSpec | str | None, tf: TFSpec | None = None, flavor: str | None = None, *, single: bool = False
+    ) -> list[Entry]:
+        """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries;
+        with no spec (None), every release's entries that fit `tf` and `flavor`, possibly none.
 
         The rules live in envpin.probe.ngc (standard library); this turns their errors into the CLI's."""
         try:
-            return self._selector.select(ngc, tf, single)
+            return self._selector.select(ngc, tf, flavor, single)
         except SpecError as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
 

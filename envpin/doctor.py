@@ -23,7 +23,7 @@ from typing import Any
 from envpin import catalog
 from envpin import lock as lockmod
 from envpin.errors import EngineError, LockError, UsageError
-from envpin.probe import versions
+from envpin.probe.versions import parse_version
 
 WILL_RUN = "will run"
 FORWARD_COMPAT = "will run through forward compatibility (data-center GPUs only)"
@@ -63,7 +63,8 @@ _CLASS_WHY = {
     "which the name does not tell apart",
     "unknown": "a GPU envpin does not classify: forward compatibility covers only data-center GPUs",
 }
-_BRANCH = re.compile(r"^(\d+)(?:\.(xx|\d+(?:\.\d+)*))?(\+)?$")
+#: A branch as the notes write it: a version, or BRANCH.xx, optionally followed by '+'.
+_BRANCH = re.compile(r"([0-9][0-9.]*?)(\.xx)?\+?\Z")
 
 
 def gpu_class(name: str) -> str:
@@ -342,11 +343,6 @@ def _target(entries: list[catalog.Entry], chosen_by: str) -> Target:
 
 
 # -- driver versions and forward-compatible branches ------------------------------------------------------
-def parse_version(text: str) -> tuple[int, ...] | None:
-    """'535.104.05' -> (535, 104, 5); None when it is not a dotted number."""
-    return versions.parse_version(text, exact=True)
-
-
 @dataclass(frozen=True)
 class Branch:
     """One forward-compatible driver branch as NVIDIA's notes write it.
@@ -370,12 +366,12 @@ class Branch:
 
 def parse_branch(text: str) -> Branch | None:
     m = _BRANCH.match(text.strip())
-    if not m:
+    version = parse_version(m.group(1), exact=True) if m else None
+    if m is None or version is None:
         return None
-    major, rest, _plus = m.groups()
-    if rest is None or rest == "xx":
-        return Branch(text, int(major), None)
-    return Branch(text, int(major), (int(major), *(int(p) for p in rest.split("."))))
+    if m.group(2) or len(version) == 1:  # '418.xx', '410': any driver of the branch
+        return Branch(text, version[0], None)
+    return Branch(text, version[0], version)
 
 
 # -- the diagnosis ----------------------------------------------------------------------------------
@@ -427,7 +423,7 @@ def diagnose(target: Target, readings: Readings) -> Diagnosis:
 
 def _checks(t: Target, r: Readings) -> Iterator[Check]:
     yield _docker_check(r)
-    driver = parse_version(r.driver_version) if r.driver_version else None
+    driver = parse_version(r.driver_version, exact=True) if r.driver_version else None
     if r.driver_version is None:
         yield Check("driver", UNKNOWN, f"no NVIDIA driver or GPU is visible on this host: {r.driver_problem}",
                     "run `nvidia-smi` on the machine that will run the container: it prints the driver "
@@ -483,7 +479,7 @@ def _driver_checks(t: Target, r: Readings, driver: tuple[int, ...]) -> Iterator[
         yield Check("driver", UNKNOWN, f"{have} is installed; {t.release}'s minimum driver: unknown: "
                     f"{t.driver_min.reason}", _find_out(t))
         return
-    minimum = parse_version(t.driver_min.value)
+    minimum = parse_version(t.driver_min.value, exact=True)
     if minimum is None:
         yield Check("driver", UNKNOWN, f"the catalog's minimum driver '{t.driver_min.value}' is not a version",
                     _find_out(t))
@@ -551,10 +547,10 @@ def _gpu_checks(t: Target, r: Readings) -> Iterator[Check]:
         yield Check("compute capability", UNKNOWN, f"{t.release}'s minimum compute capability: unknown: "
                     f"{cc.reason}", _find_out(t))
         return
-    minimum = parse_version(cc.value)
+    minimum = parse_version(cc.value, exact=True)
     for g in r.gpus:
         label, name = f"gpu {g.index}", g.name or f"GPU {g.index}"
-        have = parse_version(g.compute_capability) if g.compute_capability else None
+        have = parse_version(g.compute_capability, exact=True) if g.compute_capability else None
         if minimum is None:
             yield Check(label, UNKNOWN, f"the catalog's minimum compute capability '{cc.value}' is not a version",
                         _find_out(t))

@@ -14,10 +14,10 @@ from envpin.fsutil import sha256_bytes
 from envpin.payload import payload_hash
 from envpin.probe import imageref
 from envpin.requirements import Requirement, read_lock
-from envpin.versions import parse_ngc_spec, parse_tf_spec, tf_tuple
+from envpin.versions import parse_ngc_spec, parse_tf_spec, parse_version
 
 PLAN_SCHEMA = 1
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 #: The oldest Python the in-image probe and runtime helper support.
 MIN_IMAGE_PYTHON = (3, 6)
 
@@ -97,12 +97,11 @@ def validate_name(name: str) -> str:
 
 
 def validate_image_ref(ref: str) -> str:
-    """--base-image: a full, normalisable reference (envpin.probe.imageref's rules), kept as written."""
+    """--base-image: a reference envpin.probe.imageref accepts, kept exactly as written for FROM."""
     try:
-        imageref.parse(ref)
+        return imageref.validate(ref)
     except imageref.RefError as exc:
         raise UsageError(exc.message, hint=exc.hint) from None
-    return ref
 
 
 def make_plan(
@@ -126,7 +125,7 @@ def make_plan(
             f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
             hint=f"use {entry.release}-py3",
         )
-    python = tf_tuple(entry.value("python"))
+    python = parse_version(entry.value("python"))
     if python is not None and python[:2] < MIN_IMAGE_PYTHON:
         raise UsageError(
             f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",

@@ -86,12 +86,13 @@ class RegistryClient:
     def _token(self, ref: ImageRef, challenge: str) -> str:
         if not challenge.lower().startswith("bearer "):
             raise RegistryError(
-                f"{ref.host} requires authentication", hint=f"run `docker login {ref.host}` (NGC: nvcr.io) and retry"
+                f"{ref.api_host} requires authentication",
+                hint=f"run `docker login {ref.api_host}` (NGC: nvcr.io) and retry",
             )
         params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
         realm = params.pop("realm", None)
         if not realm:
-            raise RegistryError(f"{ref.host} sent an unusable auth challenge: {challenge}")
+            raise RegistryError(f"{ref.api_host} sent an unusable auth challenge: {challenge}")
         params.setdefault("scope", f"repository:{ref.repository}:pull")
         url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(params)
         try:
@@ -99,37 +100,37 @@ class RegistryClient:
         except urllib.error.HTTPError as exc:
             exc.close()
             raise RegistryError(
-                f"{ref.host} refused an anonymous token for {ref.repository} (HTTP {exc.code})",
-                hint=f"run `docker login {ref.host}` and retry",
+                f"{ref.api_host} refused an anonymous token for {ref.repository} (HTTP {exc.code})",
+                hint=f"run `docker login {ref.api_host}` and retry",
             ) from exc
         except (urllib.error.URLError, OSError) as exc:
             raise self._unreachable(ref, exc) from exc
         data = json.loads(body)
         token = data.get("token") or data.get("access_token")
         if not token:
-            raise RegistryError(f"{ref.host}'s token endpoint returned no token")
+            raise RegistryError(f"{ref.api_host}'s token endpoint returned no token")
         return str(token)
 
     @staticmethod
     def _http_error(ref: ImageRef, exc: urllib.error.HTTPError) -> RegistryError:
         if exc.code in (401, 403):
             return RegistryError(
-                f"{ref.host} requires authentication for {ref.repository} (HTTP {exc.code})",
-                hint=f"run `docker login {ref.host}` and retry",
+                f"{ref.api_host} requires authentication for {ref.repository} (HTTP {exc.code})",
+                hint=f"run `docker login {ref.api_host}` and retry",
             )
         if exc.code == 404:
             what = ref.tag or ref.digest
             return RegistryError(
-                f"{ref.host}/{ref.repository} has no tag or manifest '{what}'",
+                f"{ref.api_host}/{ref.repository} has no tag or manifest '{what}'",
                 hint="check the release with `envpin catalog`, or the mirror's contents",
             )
-        return RegistryError(f"{ref.host} answered HTTP {exc.code} for {ref}")
+        return RegistryError(f"{ref.api_host} answered HTTP {exc.code} for {ref}")
 
     @staticmethod
     def _unreachable(ref: ImageRef, exc: BaseException) -> RegistryError:
         reason = getattr(exc, "reason", exc)
         return RegistryError(
-            f"registry {ref.host} is unreachable: {reason}",
+            f"registry {ref.api_host} is unreachable: {reason}",
             hint="check the network or proxy, or build from a reachable mirror with --base-image",
         )
 

@@ -22,8 +22,8 @@ from envpin import catalog
 from envpin.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.errors import RegistryError, UsageError
 from envpin.fsutil import atomic_write
-from envpin.probe.imageref import is_loopback
-from envpin.probe.versions import components
+from envpin.probe.imageref import is_loopback, is_registry_host, is_repository_path
+from envpin.probe.versions import components, parse_version
 from envpin.registry import RegistryClient
 from envpin.versions import release_index
 
@@ -73,8 +73,9 @@ class RequireCuda:
     unparsed: tuple[str, ...] = ()
 
 
-_CUDA_MIN = re.compile(r"^cuda>=(\d+(?:\.\d+)*)$")
-_DRIVER_GE = re.compile(r"^driver>=(\d+)(?:\.[\d.]*)?$")
+# ASCII digits only, anchored with \Z; a branch longer than nine digits is not a driver, and is left unparsed.
+_CUDA_MIN = re.compile(r"cuda>=([0-9]{1,9}(?:\.[0-9]{1,9})*)\Z")
+_DRIVER_GE = re.compile(r"driver>=([0-9]{1,9})(?:\.[0-9.]*)?\Z")
 
 
 def parse_require_cuda(text: str) -> RequireCuda:
@@ -158,8 +159,8 @@ def compare_version(catalog_value: str | None, image_value: str) -> str:
 
 def driver_branch(version: str) -> str | None:
     """'418.xx', '384.111+', '440.30' -> '418', '384', '440'."""
-    m = re.match(r"\s*(\d+)", version)
-    return str(int(m.group(1))) if m else None
+    parsed = parse_version(version)
+    return str(parsed[0]) if parsed else None
 
 
 def compare_branches(catalog_value: list[str] | None, driver_min: str | None, image_value: list[str]) -> str:
@@ -229,10 +230,6 @@ def compare(
 
 
 # -- the registry side --------------------------------------------------------------------------------------------
-_HOST_RE = re.compile(r"^(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)(?::\d+)?$|^[A-Za-z0-9-]+:\d+$")
-_PATH_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
-
-
 def repository_for(registry: str, upstream: str) -> str:
     """Where the catalog's tags live in `registry`: 'HOST[/PREFIX]' -> 'HOST[/PREFIX]/nvidia/tensorflow'.
 
@@ -243,19 +240,19 @@ def repository_for(registry: str, upstream: str) -> str:
     """
     text = registry.strip().rstrip("/")
     scheme = None
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
     if m:
         scheme = m.group(1).lower()
         text = text[m.end() :]
         if scheme not in ("http", "https"):
             raise UsageError(f"--registry '{registry}': scheme {scheme}:// is not supported", hint="use https://HOST")
     host, _, path = text.partition("/")
-    if not _HOST_RE.match(host):
+    if not is_registry_host(host):
         raise UsageError(
             f"--registry '{registry}' does not start with a registry host",
             hint="give HOST[:PORT][/PREFIX] with a dot or a port in HOST, e.g. nvcr.io or 127.0.0.1:5000/mirror",
         )
-    if path and not _PATH_RE.match(path):
+    if path and not is_repository_path(path):
         raise UsageError(
             f"--registry '{registry}': '{path}' is not a repository path",
             hint="repository paths are lower-case letters, digits, '.', '_', '-' and '/'",

@@ -6,34 +6,43 @@ its SpecError into the CLI's UsageError, with the same message and hint.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from envpin.errors import UsageError
 from envpin.probe import versions as _v
-from envpin.probe.versions import NGCSpec, TFSpec, parse_version
+from envpin.probe.versions import NGCSpec, SpecError, TFSpec, parse_version
 
-__all__ = ["NGCSpec", "TFSpec", "parse_ngc_spec", "parse_tf_spec", "parse_version", "release_index", "tf_tuple"]
+__all__ = [
+    "NGCSpec",
+    "SpecError",
+    "TFSpec",
+    "parse_ngc_spec",
+    "parse_tf_spec",
+    "parse_version",
+    "release_index",
+]
+
+_T = TypeVar("_T")
+
+
+def _as_usage_error(parse: Callable[[str], _T], text: str) -> _T:
+    try:
+        return parse(text)
+    except SpecError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from None
 
 
 def parse_tf_spec(text: str) -> TFSpec:
-    try:
-        return _v.parse_tf_spec(text)
-    except _v.SpecError as exc:
-        raise UsageError(exc.message, hint=exc.hint) from None
+    """'2', '2.1' or '2.1.0': a prefix that catalog TF versions are matched against."""
+    return _as_usage_error(_v.parse_tf_spec, text)
 
 
 def parse_ngc_spec(text: str) -> NGCSpec:
-    try:
-        return _v.parse_ngc_spec(text)
-    except _v.SpecError as exc:
-        raise UsageError(exc.message, hint=exc.hint) from None
+    """'20.02', '20.02-tf2-py3' or 'nvcr.io/nvidia/tensorflow:20.02-tf2-py3'."""
+    return _as_usage_error(_v.parse_ngc_spec, text)
 
 
 def release_index(release: str) -> int:
-    try:
-        return _v.release_index(release)
-    except _v.SpecError as exc:
-        raise UsageError(exc.message, hint=exc.hint or "give YY.MM, e.g. 20.02") from None
-
-
-def tf_tuple(version: str | None) -> tuple[int, ...] | None:
-    """Numeric components of a catalog TF version ('1.15.5+nv22.12' -> (1, 15, 5)); None if unknown."""
-    return parse_version(version)
+    """Months since 2000-01 ('20.02' -> 241)."""
+    return _as_usage_error(_v.release_index, release)

@@ -13,10 +13,11 @@ from envpin import catalog, recipes
 from envpin.audit.parser import Dockerfile, Stage
 from envpin.errors import EnvpinError
 from envpin.probe import imageref
+from envpin.probe.versions import is_ngc_repository
 from envpin.recipes import Recipe
 from envpin.versions import parse_ngc_spec
 
-_STOCK_TAG = re.compile(r"^(\d+\.\d+)(?:\.\d+)?(?:rc\d+)?(?:-.*)?$")
+_STOCK_TAG = re.compile(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:rc[0-9]+)?(?:-.*)?\Z")
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def identify(df: Dockerfile, stage: Stage, tf: str | None = None) -> BaseInfo:
                         f"{', '.join(root.unresolved)}, which has no value; determinism env not checked")
     name, tag, _digest = imageref.split(image)
     path = name.split("/")
-    if path[-2:] == ["nvidia", "tensorflow"]:
+    if is_ngc_repository(name):
         return _ngc(image, tag, tf, via)
     if path[-2:] == ["tensorflow", "tensorflow"] and len(path) <= 3:
         return _stock(image, tag, tf, via)

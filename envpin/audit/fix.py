@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from envpin import recipes
 from envpin.audit.base import identify
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
-from envpin.audit.rules import D9M_VARS, TRUE, Finding
+from envpin.audit.rules import D9M_VARS, TRUE, Finding, seed_ok
 from envpin.errors import EnvpinError
 from envpin.probe import imageref
 
@@ -140,7 +140,7 @@ def _ok(name: str, var: Var | None, want: str) -> bool:
     if name in D9M_VARS:
         return value.lower() in TRUE
     if name == "PYTHONHASHSEED":
-        return value.isdigit() and int(value) <= 4294967295
+        return seed_ok(value)
     return value == want
 
 

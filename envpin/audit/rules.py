@@ -25,6 +25,7 @@ D9M_VARS = (*SWITCHES, "TF_CUDNN_USE_FRONTEND")
 COMMON_VARS = ("PYTHONHASHSEED", "HOROVOD_FUSION_THRESHOLD")
 TRUE = frozenset({"1", "true"})
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
+_SEED = re.compile(r"0*([0-9]{1,10})\Z")
 _PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
 _PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
@@ -323,14 +324,17 @@ def check_hashseed(ctx: Context) -> None:
         ctx.add("pythonhashseed-unset", ctx.target.from_.line,
                 "PYTHONHASHSEED is not set, so str/bytes hashing (set iteration order) differs per process",
                 "add ENV PYTHONHASHSEED=0 (envpin audit --fix adds it)")
-    elif not var.unresolved and not _seed_ok(var.value):
+    elif not var.unresolved and not seed_ok(var.value):
         ctx.add("pythonhashseed-unset", var.line,
                 f"PYTHONHASHSEED={var.value} does not fix hashing (it must be an integer 0..4294967295)",
                 "set ENV PYTHONHASHSEED=0")
 
 
-def _seed_ok(value: str | None) -> bool:
-    return value is not None and value.strip().isdigit() and int(value.strip()) <= 4294967295
+def seed_ok(value: str | None) -> bool:
+    """PYTHONHASHSEED as Python accepts it: ASCII decimal 0..4294967295 (leading zeros allowed). Matched
+    before int(), so '٢' is refused and 5,000 digits are a finding, not int()'s ValueError."""
+    m = _SEED.match(value.strip()) if value is not None else None
+    return m is not None and int(m.group(1)) <= 4294967295
 
 
 def check_horovod(ctx: Context) -> None:

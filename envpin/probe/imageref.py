@@ -13,7 +13,8 @@ DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
 _HUB_ALIASES = ("docker.io", "index.docker.io", "registry-1.docker.io")
 _MAX = 512  # longer than any real reference; refused rather than parsed
-_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::[0-9]{1,5})?\Z")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|%s(?:\.%s)*)(?::([0-9]{1,5}))?\Z" % (_LABEL, _LABEL))
 _COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
@@ -41,6 +42,20 @@ def split(text: str) -> Tuple[str, Optional[str], Optional[str]]:
     return name, tag, digest or None
 
 
+def is_registry_host(text: str) -> bool:
+    """Docker's test for a first path component that names a registry: a '.' or a ':' (a port), 'localhost',
+    or a bracketed IPv6 address; and then a well-formed HOST[:PORT] with a port from 1 to 65535."""
+    if not isinstance(text, str) or not ("." in text or ":" in text or text == "localhost" or text.startswith("[")):
+        return False
+    m = _HOST.match(text)
+    return m is not None and (m.group(1) is None or 0 < int(m.group(1)) <= 65535)
+
+
+def is_repository_path(text: str) -> bool:
+    """'nvidia/tensorflow', 'mirror/nvidia/tensorflow': lower-case components with Docker's separators."""
+    return isinstance(text, str) and bool(text) and all(_COMPONENT.match(p) for p in text.split("/"))
+
+
 def is_loopback(host: str) -> bool:
     """'localhost', '127.x.x.x' and '[::1]', with or without a port."""
     name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
@@ -56,24 +71,39 @@ class ImageRef(NamedTuple):
     digest: Optional[str]
 
     @property
-    def host(self) -> str:
-        """The host the registry API answers on."""
+    def api_host(self) -> str:
+        """The host the registry API answers on (Docker Hub's is not docker.io)."""
         return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
 
     @property
     def scheme(self) -> str:
+        """'http' for loopback registries (what a local `registry:2` speaks), 'https' for every other."""
         return "http" if is_loopback(self.registry) else "https"
 
     @property
     def base_url(self) -> str:
-        return "%s://%s/v2/%s" % (self.scheme, self.host, self.repository)
+        return "%s://%s/v2/%s" % (self.scheme, self.api_host, self.repository)
 
     @property
     def name(self) -> str:
+        """REGISTRY/REPOSITORY, fully qualified: 'docker.io/library/ubuntu'."""
         return "%s/%s" % (self.registry, self.repository)
 
-    def __str__(self) -> str:
+    @property
+    def canonical(self) -> str:
+        """The fully qualified reference; it parses to the same ImageRef."""
         return self.name + (":" + self.tag if self.tag else "") + ("@" + self.digest if self.digest else "")
+
+    @property
+    def familiar(self) -> str:
+        """The short form `docker` prints: 'ubuntu:22.04' for docker.io/library/ubuntu:22.04; others unchanged."""
+        name = self.name
+        if self.registry == DOCKER_HUB:
+            name = self.repository[len("library/"):] if self.repository.startswith("library/") else self.repository
+        return name + (":" + self.tag if self.tag else "") + ("@" + self.digest if self.digest else "")
+
+    def __str__(self) -> str:
+        return self.canonical
 
 
 def parse(text: str, need_version: bool = False) -> ImageRef:
@@ -84,10 +114,11 @@ def parse(text: str, need_version: bool = False) -> ImageRef:
                        hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE)
     name, tag, digest = split(text)
     parts = name.split("/")
-    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost" or parts[0].startswith("[")):
-        registry, path = parts[0], parts[1:]
-        if not _HOST.match(registry):
-            raise RefError("'%s': '%s' is not a registry host" % (_shown(text), registry),
+    first = parts[0]
+    if len(parts) > 1 and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
+        registry, path = first, parts[1:]
+        if not is_registry_host(registry):
+            raise RefError("'%s': '%s' is not a registry host" % (_shown(text), _shown(registry)),
                            hint="use HOST[:PORT], e.g. 127.0.0.1:5000 or [::1]:5000")
     else:
         registry, path = DOCKER_HUB, parts
@@ -103,13 +134,23 @@ def parse(text: str, need_version: bool = False) -> ImageRef:
     if tag is not None and not _TAG.match(tag):
         raise RefError("'%s': '%s' is not a valid tag" % (_shown(text), _shown(tag)),
                        hint="tags are letters, digits, '_', '.' and '-', at most 128 characters")
-    if digest is not None and not _DIGEST.match(digest):
-        raise RefError("'%s': '%s' is not a sha256 digest" % (_shown(text), _shown(digest)),
+    if "@" in text and (digest is None or not _DIGEST.match(digest)):
+        raise RefError("'%s': '%s' is not a sha256 digest" % (_shown(text), _shown(digest or "")),
                        hint="a digest is sha256: followed by 64 lower-case hex digits")
     if need_version and tag is None and digest is None:
         raise RefError("'%s' is not a full image reference (no tag or digest)" % _shown(text),
                        hint="use REGISTRY/REPOSITORY:TAG")
     return ImageRef(registry, "/".join(path), tag, digest)
+
+
+def validate(text: str) -> str:
+    """A reference as the user wrote it, for a FROM line (kept verbatim), or RefError with one message."""
+    try:
+        parse(text)
+    except RefError:
+        raise RefError("'%s' is not an image reference" % _shown(text),
+                       hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE) from None
+    return text
 
 
 def _shown(text: object) -> str:

@@ -15,6 +15,11 @@ LAST_TF1_RELEASE = "23.03"
 _FLAVOR_MAJOR = {"tf1": 1, "tf2": 2}
 
 
+def _check_flavor(flavor: str) -> None:
+    if flavor not in FLAVOR_SUFFIX:
+        raise SpecError("unknown flavor '%s'" % flavor, hint="use one of: py2, py3, tf1, tf2")
+
+
 def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> List[str]:
     """Candidates ordered by distance in months from `anchor` (later first on ties)."""
     a = release_index(anchor)
@@ -45,10 +50,33 @@ class Selector(object):
                             hint="%s was the last NGC TensorFlow release; see 'envpin catalog'" % last)
         raise SpecError("release %s is not in the catalog" % release, hint="see 'envpin catalog'")
 
-    def select(self, ngc: Union[NGCSpec, str], tf: Optional[TFSpec] = None, single: bool = False) -> List[Any]:
-        """The release's tags, narrowed by the spec's flavor and by `tf`; with single=True exactly one."""
+    def filter(self, tf: Optional[TFSpec] = None, flavor: Optional[str] = None) -> List[Any]:
+        """Entries of every release with this flavor and TensorFlow version; empty when none has them."""
+        out = self.entries
+        if flavor:
+            _check_flavor(flavor)
+            out = [e for e in out if e.flavor == flavor]
+        if tf is not None:
+            out = [e for e in out if tf.matches(e.tf_version)]
+        return list(out)
+
+    def select(self, ngc: Union[NGCSpec, str, None], tf: Optional[TFSpec] = None, flavor: Optional[str] = None,
+               single: bool = False) -> List[Any]:
+        """The release's tags, narrowed by the spec's flavor (or `flavor`) and by `tf`; with single=True exactly
+        one. Without a spec, every release's tags that fit `tf` and `flavor` (possibly none)."""
+        if ngc is None:
+            if single:
+                raise ValueError("single=True needs an NGC spec")
+            return self.filter(tf, flavor)
         if isinstance(ngc, str):
             ngc = parse_ngc_spec(ngc)
+        if flavor:
+            _check_flavor(flavor)
+            if ngc.flavor not in (None, flavor):
+                raise SpecError("NGC %s-%s is the %s image, not %s" % (ngc.release, FLAVOR_SUFFIX[ngc.flavor],
+                                                                        ngc.flavor, flavor),
+                                hint="name the tag or the flavor, not both")
+            ngc = NGCSpec(ngc.release, flavor)
         entries = self.release_entries(ngc.release)
         if ngc.flavor:
             tagged = [e for e in entries if e.flavor == ngc.flavor]

@@ -20,6 +20,8 @@ _TF_DIST = re.compile(
     r"([0-9][^-]*)\.(dist-info|egg-info)$",
     re.IGNORECASE,
 )
+#: '20.02-tf2' -> '20.02': ASCII digits and a real month, so release_index() accepts what this returns.
+_NGC_RELEASE = re.compile(r"([0-9]{2}\.(?:0[1-9]|1[0-2]))(?![0-9])")
 
 
 def load_table(path=None):
@@ -33,16 +35,11 @@ def load_table(path=None):
         return json.load(fh)
 
 
-def _numbers(version):
-    """MAJOR.MINOR[.PATCH] of a version, or None (a bare major cannot be placed in a recipe range)."""
-    parsed = parse_version(version)
-    return parsed[:3] if parsed is not None and len(parsed) >= 2 else None
-
-
 def _within(mm, lo, hi):
-    if lo is not None and mm < _numbers(lo)[:2]:
+    """MAJOR.MINOR `mm` inside a recipe row's [tf_min, tf_max] (either end may be open)."""
+    if lo is not None and mm < parse_version(lo)[:2]:
         return False
-    return not (hi is not None and mm > _numbers(hi)[:2])
+    return not (hi is not None and mm > parse_version(hi)[:2])
 
 
 def resolve(table, tf_version, distribution="ngc", ngc_release=None):
@@ -50,8 +47,8 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
 
     Raises LookupError when no row matches and ValueError for an unusable version.
     """
-    parsed = _numbers(tf_version)
-    if parsed is None or len(parsed) < 2:
+    parsed = parse_version(tf_version)
+    if parsed is None or len(parsed) < 2:  # a bare major cannot be placed in a recipe range
         raise ValueError("a recipe needs the TensorFlow version as MAJOR.MINOR, got %r" % (tf_version,))
     mm = parsed[:2]
     for row in table["recipes"]:
@@ -102,7 +99,7 @@ def installed_tf_version():
 
 def ngc_release():
     """The NGC release this process runs in ('20.02'), from the image's own NVIDIA_TENSORFLOW_VERSION."""
-    m = re.match(r"^(\d{2}\.\d{2})", os.environ.get("NVIDIA_TENSORFLOW_VERSION", ""))
+    m = _NGC_RELEASE.match(os.environ.get("NVIDIA_TENSORFLOW_VERSION", ""))
     return m.group(1) if m else None
 
 

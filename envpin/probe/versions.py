@@ -9,10 +9,17 @@ never accepted.
 import re
 from typing import List, NamedTuple, Optional, Tuple
 
-_VERSION = re.compile(r"([0-9]{1,9})((?:\.[0-9]{1,9})*)")
+from envpin.probe import imageref
+
+# Greedy runs of ASCII digits: '1234567890' is one number, never cut to (123456789,). Input is at most
+# _MAX_TEXT characters, far below int()'s 4,300-digit limit.
+_VERSION = re.compile(r"([0-9]+)((?:\.[0-9]+)*)")
 _TF_SPEC = re.compile(r"([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?\Z")
 _NGC_SPEC = re.compile(r"([0-9]{2})\.([0-9]{2})(?:-(py2|py3|tf1-py3|tf2-py3))?\Z")
+_RELEASE = re.compile(r"([0-9]{2})\.(0[1-9]|1[0-2])\Z")
 _SUFFIX_FLAVOR = {"py2": "py2", "py3": "py3", "tf1-py3": "tf1", "tf2-py3": "tf2"}
+#: The repository NGC TensorFlow images live in; a mirror keeps it as the end of its own path.
+NGC_REPOSITORY = "nvidia/tensorflow"
 _MAX_TEXT = 200  # nothing a user types here is longer; longer input is refused, never parsed
 
 
@@ -99,10 +106,11 @@ class NGCSpec(NamedTuple):
 
 
 def parse_ngc_spec(text: str) -> NGCSpec:
-    """'20.02', '20.02-tf2-py3' or a full reference 'nvcr.io/nvidia/tensorflow:20.02-tf2-py3'."""
+    """'20.02', '20.02-tf2-py3' or a full reference 'nvcr.io/nvidia/tensorflow:20.02-tf2-py3' (a mirror's too:
+    any repository ending in nvidia/tensorflow, parsed by envpin.probe.imageref; no digest, the tag decides)."""
     raw = text.strip() if isinstance(text, str) and len(text) <= _MAX_TEXT else ""
-    if ":" in raw and "/" in raw:
-        raw = raw.rsplit(":", 1)[1]
+    if "/" in raw or ":" in raw or "@" in raw:
+        raw = _ngc_tag(raw)
     m = _NGC_SPEC.match(raw)
     if not m:
         raise SpecError(
@@ -115,11 +123,25 @@ def parse_ngc_spec(text: str) -> NGCSpec:
     return NGCSpec("%s.%s" % (yy, mm), _SUFFIX_FLAVOR[suffix] if suffix else None)
 
 
+def _ngc_tag(text: str) -> str:
+    """The tag of a full NGC TensorFlow reference, or '' when `text` is not one (the caller reports it)."""
+    try:
+        ref = imageref.parse(text)
+    except imageref.RefError:
+        return ""
+    return ref.tag if is_ngc_repository(ref.repository) and ref.tag and not ref.digest else ""
+
+
+def is_ngc_repository(repository: str) -> bool:
+    """nvidia/tensorflow itself, or a mirror's copy under its own prefix ('mirror/nvidia/tensorflow')."""
+    return repository == NGC_REPOSITORY or repository.endswith("/" + NGC_REPOSITORY)
+
+
 def release_index(release: str) -> int:
     """Months since 2000-01 ('20.02' -> 241), so releases can be compared and distances measured."""
-    m = re.match(r"([0-9]{2})\.([0-9]{2})", release or "")
+    m = _RELEASE.match(release) if isinstance(release, str) else None
     if not m:
-        raise SpecError("'%s' is not an NGC release (YY.MM)" % _shown(release))
+        raise SpecError("'%s' is not an NGC release (YY.MM)" % _shown(release), hint="give YY.MM, e.g. 20.02")
     return int(m.group(1)) * 12 + int(m.group(2)) - 1
 
 

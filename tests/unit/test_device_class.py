@@ -1,0 +1,24 @@
+"""The one device-class rule, as the self-test builds it and as the fingerprint side applies it to a report."""
+
+from __future__ import annotations
+
+from envpin.probe import device, fields
+
+
+def test_gpu_class_is_model_compute_capability_and_count() -> None:
+    assert device.device_class([("NVIDIA A100", "8.0"), ("NVIDIA A100", "8.0")], "", "", "", "") == (
+        "gpu:NVIDIA A100;cc=8.0;count=2")
+    assert device.device_class([("B", "9.0"), ("A", "")], "", "", "", "") == "gpu:A;cc=unknown|B;cc=9.0;count=2"
+
+
+def test_report_side_uses_the_same_rule() -> None:
+    flat = {"cpu.isa_level": "x86-64-v3", "env.TF_NUM_INTRAOP_THREADS": "2", "env.TF_ENABLE_ONEDNN_OPTS": "0"}
+    assert device.from_flat(flat) == "cpu:x86-64-v3;intra_op=2;inter_op=default;onednn=off"
+    gpu = {"gpu.devices.0.name": "H100", "gpu.devices.0.compute_capability": "9.0"}
+    assert device.from_flat(gpu) == device.device_class([("H100", "9.0")], "", "", "", "")
+
+
+def test_the_self_tests_own_class_wins() -> None:
+    report = {"selftest": {"golden": {"hash": "sha256:" + "1" * 64, "device_class": "cpu:x86-64-v4;intra_op=1;"
+                                                                                  "inter_op=1;onednn=on"}}}
+    assert fields.device_class(report) == "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on"
