@@ -30,7 +30,9 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[En
     from envpin import catalog
     from envpin.versions import parse_tf_spec
 
-    spec = parse_tf_spec(tf) if tf else None
+    spec = parse_tf_spec(tf) if tf is not None else None
+    if flavor is not None and not flavor.strip():
+        raise UsageError("--flavor is empty", hint="use one of: py2, py3, tf1, tf2")
     entries = catalog.load().select(None, tf=spec, flavor=flavor)
     if not entries:
         what = " and ".join(x for x in (f"TensorFlow {tf}" if tf else "", f"flavor {flavor}" if flavor else "") if x)
@@ -362,6 +364,21 @@ def diff_files(a: Path, b: Path) -> DiffResult:
     return DiffResult(diff.diff_reports(ra, rb), a, b, ra.get("fingerprint"), rb.get("fingerprint"))
 
 
+def _check_python(interpreter: str) -> None:
+    """--python must be a Python 3.6+ that starts: anything else is a usage error (exit 2), not a failed test."""
+    import subprocess
+
+    code = "import sys; print('%d.%d' % sys.version_info[:2])"
+    try:
+        proc = subprocess.run([interpreter, "-c", code], capture_output=True, text=True, timeout=60)
+        parts = tuple(int(p) for p in proc.stdout.strip().split(".")) if proc.returncode == 0 else ()
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        parts = ()
+    if parts < (3, 6):
+        raise UsageError(f"{interpreter} is not a Python 3.6 or later that runs",
+                         hint="pass the python executable of the environment that has TensorFlow")
+
+
 class SelftestError(UsageError):
     """The self-test could not run here (no usable TensorFlow)."""
 
@@ -381,6 +398,7 @@ def run_selftest(
         interpreter = shutil.which(python)
         if interpreter is None:
             raise UsageError(f"interpreter {python} not found", hint="pass the path of a python executable")
+        _check_python(interpreter)
     result = selftest.run_selftest(compare=compare, quick=quick, python=interpreter,
                                    hygiene_script=str(hygiene_script) if hygiene_script else None)
     if "skipped" in result:

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+def shown(text: object, limit: int = 100) -> str:
+    """User input quoted in a one-line message: control characters escaped, long input shortened."""
+    s = repr(str(text))[1:-1]
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
 class EnvpinError(Exception):
     """An expected failure: bad input or an unusable environment. Exit code 2 unless a subclass says otherwise."""
 

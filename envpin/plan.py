@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin import __version__, catalog, recipes
-from envpin.errors import UsageError
+from envpin.errors import UsageError, shown
 from envpin.fsutil import sha256_bytes
 from envpin.payload import payload_hash
 from envpin.probe import imageref
@@ -90,7 +90,7 @@ class BuildPlan:
 def validate_name(name: str) -> str:
     if "/" in name or "\\" in name or ".." in name or not _NAME.match(name):
         raise UsageError(
-            f"'{name}' is not a usable environment name",
+            f"'{shown(name)}' is not a usable environment name",
             hint="use letters, digits, '.', '_' and '-' only (no '/' or '..'), at most 64 characters",
         )
     return name
@@ -158,7 +158,7 @@ def make_plan(
         tf_version_source=tf_source,
         recipe=recipe,
         base_digest=base_digest or (entry.verified or {}).get("digest"),
-        build_from=validate_image_ref(base_image) if base_image else None,
+        build_from=validate_image_ref(base_image) if base_image is not None else None,
         requirements=reqs,
         ca_bundle=ca,
     )

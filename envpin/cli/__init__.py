@@ -98,9 +98,9 @@ def _is_usage_error(exc: BaseException) -> bool:
 
 
 def _internal_error(exc: BaseException) -> None:
-    """Last resort: never show a traceback unless --debug asked for one."""
+    """Last resort: never show a traceback unless --debug asked for one; the exit code is 2 either way."""
     if _state["debug"]:
-        raise exc
+        traceback.print_exception(exc)
     _say(f"error: internal error: {type(exc).__name__}: {exc}")
     _say("hint: re-run with --debug and report the traceback")
     sys.exit(2)

@@ -149,3 +149,28 @@ def test_lock_command_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore
     _one_line_error(cli("lock", "--check", cwd=tmp_path), "no --ngc given and no envpin.lock")
     (tmp_path / "req.in").write_bytes(b"\x00\x01")
     _one_line_error(cli("lock", "req.in", "--ngc", "20.02-tf2-py3", cwd=tmp_path), "binary")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("catalog", "--flavor", ""), "--flavor is empty"),
+        (("render", "--ngc", "20.02", "--tf", "2.1", "--base-image", ""), "'' is not an image reference"),
+        (("render", "--ngc", "20.02", "--tf", "2.1", "--name", "abc\n"), "'abc\\n' is not a usable environment name"),
+        (("render", "--ngc", "20.02", "--tf", "2.1", "--base-image", "nvcr.io/x:1\n"), "is not an image reference"),
+        (("catalog", "--tf", "٢.١"), "is not a TensorFlow version"),
+        (("catalog", "--tf", "1" * 4400), "is not a TensorFlow version"),
+        (("selftest", "--quick", "--python", "/bin/false"), "is not a Python 3.6 or later that runs"),
+    ],
+)
+def test_empty_odd_and_non_python_inputs_are_one_line_errors(cli, tmp_path: Path, args: tuple[str, ...],
+                                                            needle: str) -> None:  # type: ignore[no-untyped-def]
+    res = cli(*args, cwd=tmp_path)
+    _one_line_error(res, needle)
+    assert not (tmp_path / "images").exists()
+
+
+def test_debug_keeps_the_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """--debug adds the traceback; it does not change exit 2 into Python's exit 1."""
+    res = run_envpin("--debug", "render", "--ngc", "20.02", "--tf", "2.1", "--name", "../x", cwd=tmp_path)
+    assert res.code == 2 and "Traceback" in res.stderr and "error: " in res.stderr
