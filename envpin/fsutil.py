@@ -42,6 +42,16 @@ def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint
         raise error(f"{path} is not UTF-8 text", hint=f"save the {what} as UTF-8") from exc
 
 
+def folder_files(folder: Path) -> list[str]:
+    """Every file and link under `folder` as a sorted relative POSIX path (links are not followed)."""
+    found: list[str] = []
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        base = Path(root)
+        found += [(base / n).relative_to(folder).as_posix() for n in names]
+        found += [(base / d).relative_to(folder).as_posix() for d in dirs if (base / d).is_symlink()]
+    return sorted(found)
+
+
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ import jinja2
 
 from envpin import lock as lockmod
 from envpin.errors import LockError, RenderError
-from envpin.fsutil import atomic_write_many, sha256_file
+from envpin.fsutil import atomic_write_many, folder_files, sha256_file
 from envpin.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.plan import BuildPlan
 from envpin.requirements import render_lock
@@ -95,6 +95,15 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
         # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
         old = recorded or lockmod.recorded_files(lock_path)
         return [rel for rel in old if rel not in files and _unchanged(out, rel, old[rel])]
+    foreign = [rel for rel in folder_files(out) if rel not in files and rel not in recorded
+               and rel != lockmod.LOCK_NAME] if out.is_dir() else []
+    if foreign:
+        raise RenderError(
+            f"{out / foreign[0]} was not written by envpin"
+            + (f" (and {len(foreign) - 1} more files)" if len(foreign) > 1 else ""),
+            hint="an environment folder holds only generated files: move it away, or re-run with --force "
+            "to write the generated files and leave it where it is",
+        )
     for rel in files:
         path = out / rel
         if not path.exists():

@@ -156,3 +156,20 @@ def test_full_disk_leaves_nothing_behind(tiny_disk: Path) -> None:
     assert res.code == 2 and "disk is full" in res.stderr and "Traceback" not in res.stderr
     leftovers = [p for p in tiny_disk.rglob("*") if p.is_file()]
     assert leftovers == []
+
+
+def test_foreign_files_anywhere_in_the_folder_are_refused_and_reported(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A file envpin did not write, even in a subfolder, stops a re-render and makes `lock --check` fail."""
+    assert cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path).code == 0
+    folder = tmp_path / "images" / "20.02-tf2"
+    evil = folder / "envpin" / "probe" / "evil.py"
+    evil.parent.mkdir(parents=True)
+    evil.write_text("print('hi')\n")
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    res = cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path)
+    assert res.code == 2 and "envpin/probe/evil.py was not written by envpin" in res.stderr
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    check = cli("lock", "--check", cwd=tmp_path)
+    assert check.code == 1 and "envpin/probe/evil.py: in " in check.stdout
+    assert cli("render", "--ngc", "20.02", "--tf", "2.1", "--force", cwd=tmp_path).code == 0
+    assert evil.exists()  # --force writes the generated files and leaves the user's file alone
