@@ -293,8 +293,8 @@ def loads(text: str, origin: str = LOCK_NAME) -> Lock:
     if not isinstance(meta, dict) or "schema" not in meta:
         raise LockError(f"{origin} has no [lock] table", hint="is this an envpin.lock? re-render to recreate it")
     schema = meta["schema"]
-    if schema != LOCK_SCHEMA or isinstance(schema, bool):
-        newer = isinstance(schema, int) and not isinstance(schema, bool) and schema > LOCK_SCHEMA
+    if type(schema) is not int or schema != LOCK_SCHEMA:  # not bool, not float: 2.0 and true are refused
+        newer = type(schema) is int and schema > LOCK_SCHEMA
         raise LockError(
             f"{origin} uses lock schema {schema!r}; this envpin ({__version__}) reads schema {LOCK_SCHEMA}",
             hint="upgrade envpin" if newer

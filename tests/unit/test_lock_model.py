@@ -162,6 +162,7 @@ def _tampered(tmp_path: Path, edit: Any) -> Path:
         (lambda d: d.__setitem__("expected", {"fingerprint": 3}), "must be a 'sha256:...' string"),
         (lambda d: d["lock"].__setitem__("schema", 1), "lock schema 1"),
         (lambda d: d["lock"].__setitem__("schema", True), "lock schema True"),
+        (lambda d: d["lock"].__setitem__("schema", 2.0), "lock schema 2.0"),
     ],
 )
 def test_wrong_shapes_are_one_lock_error(tmp_path: Path, edit: Any, needle: str) -> None:
