@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from envpin.errors import EnvpinError
@@ -42,14 +43,14 @@ def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint
         raise error(f"{path} is not UTF-8 text", hint=f"save the {what} as UTF-8") from exc
 
 
-def folder_files(folder: Path) -> list[str]:
-    """Every file and link under `folder` as a sorted relative POSIX path (links are not followed)."""
-    found: list[str] = []
+def folder_files(folder: Path) -> Iterator[str]:
+    """Files and links under `folder` as relative POSIX paths, lazily (links are not followed), so a caller
+    looking for the first unexpected file stops there even in a large tree."""
     for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
         base = Path(root)
-        found += [(base / n).relative_to(folder).as_posix() for n in names]
-        found += [(base / d).relative_to(folder).as_posix() for d in dirs if (base / d).is_symlink()]
-    return sorted(found)
+        for n in sorted(names) + [d for d in dirs if (base / d).is_symlink()]:
+            yield (base / n).relative_to(folder).as_posix()
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:

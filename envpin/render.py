@@ -80,6 +80,9 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     """Refuse to overwrite anything envpin did not write or that was edited since; returns stale paths."""
     if out.exists() and not out.is_dir():
         raise RenderError(f"{out} exists and is not a folder", hint="choose another --out")
+    if out.resolve() == Path(out.resolve().anchor) or out.resolve() == Path.home().resolve():
+        raise RenderError(f"{out} is a root or home folder, not an environment folder",
+                          hint="choose a folder of its own, e.g. --out images/<name>")
     lock_path = out / lockmod.LOCK_NAME
     recorded: dict[str, str] = {}
     if lock_path.exists():
@@ -95,12 +98,11 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
         # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
         old = recorded or lockmod.recorded_files(lock_path)
         return [rel for rel in old if rel not in files and _unchanged(out, rel, old[rel])]
-    foreign = [rel for rel in folder_files(out) if rel not in files and rel not in recorded
-               and rel != lockmod.LOCK_NAME] if out.is_dir() else []
-    if foreign:
+    known = {*files, *recorded, lockmod.LOCK_NAME}
+    foreign = next((rel for rel in folder_files(out) if rel not in known), None) if out.is_dir() else None
+    if foreign is not None:
         raise RenderError(
-            f"{out / foreign[0]} was not written by envpin"
-            + (f" (and {len(foreign) - 1} more files)" if len(foreign) > 1 else ""),
+            f"{out / foreign} was not written by envpin",
             hint="an environment folder holds only generated files: move it away, or re-run with --force "
             "to write the generated files and leave it where it is",
         )

@@ -173,3 +173,9 @@ def test_foreign_files_anywhere_in_the_folder_are_refused_and_reported(cli, tmp_
     assert check.code == 1 and "envpin/probe/evil.py: in " in check.stdout
     assert cli("render", "--ngc", "20.02", "--tf", "2.1", "--force", cwd=tmp_path).code == 0
     assert evil.exists()  # --force writes the generated files and leaves the user's file alone
+
+
+@pytest.mark.parametrize("out", ["/", "~"])
+def test_root_and_home_are_not_environment_folders(cli, tmp_path: Path, out: str) -> None:  # type: ignore[no-untyped-def]
+    res = cli("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(Path(out).expanduser()), cwd=tmp_path)
+    assert res.code == 2 and "is a root or home folder" in res.stderr and res.stdout == ""
