@@ -176,15 +176,17 @@ def _scalar(v: Any) -> str:
     return json.dumps(v, sort_keys=True)
 
 
-def _flat(prefix: str, v: Any, out: Dict[str, str]) -> None:
+def flatten_value(prefix: str, v: Any, out: Dict[str, str]) -> None:
+    """Add one field's value to `out` as dotted keys under `prefix` with string values (what the
+    fingerprint, diff and the Markdown report all read)."""
     if isinstance(v, dict):
         if not v:
             out[prefix] = "{}"
         for k in sorted(v):
-            _flat("%s.%s" % (prefix, k), v[k], out)
+            flatten_value("%s.%s" % (prefix, k), v[k], out)
     elif isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
         for i, x in enumerate(v):
-            _flat("%s.%d" % (prefix, i), x, out)
+            flatten_value("%s.%d" % (prefix, i), x, out)
     elif isinstance(v, list):
         out[prefix] = json.dumps(v, separators=(",", ":"), ensure_ascii=False)
     else:
@@ -217,7 +219,7 @@ def flatten(report: Dict[str, Any]) -> Dict[str, str]:
             key = "%s.%s" % (section, name)
             text = field_text(fields[name])
             if text is None:
-                _flat(key, fields[name]["value"], out)
+                flatten_value(key, fields[name]["value"], out)
             else:
                 out[key] = text
     golden = golden_field(report)

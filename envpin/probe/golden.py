@@ -3,11 +3,11 @@
 Standard library only at import time (Python 3.6+); TensorFlow and NumPy are imported in the child.
 
 Equal hashes from two fresh processes mean this machine trains run-to-run bit-identically. The hash is
-keyed by :func:`device_class` (GPU model + compute capability, or CPU ISA level + thread settings + oneDNN
-setting), so another machine of the same class can say whether it trains bit-identically to this one.
-On CPU the class has to include the thread settings and oneDNN: Eigen and oneDNN split reductions by the
-number of threads, and oneDNN's kernels sum in a different order than Eigen's, so either changes the
-float32 rounding and therefore the final weights.
+keyed by its device class (the one rule in :mod:`envpin.probe.device`: GPU model + compute capability, or
+CPU ISA level + thread settings + oneDNN setting), so another machine of the same class can say whether it
+trains bit-identically to this one. On CPU the class has to include the thread settings and oneDNN: Eigen
+and oneDNN split reductions by the number of threads, and oneDNN's kernels sum in a different order than
+Eigen's, so either changes the float32 rounding and therefore the final weights.
 
 ``python -m envpin.probe.golden``          both runs, prints one JSON object
 ``python -m envpin.probe.golden --child``  one training run (what the parent starts twice)
@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envpin.probe import device, tfchild, versions
+from envpin.probe import device, tfchild
 
 MODEL = "envpin-golden-cnn-v1"
 STEPS = 40
@@ -57,7 +57,7 @@ def cpu_isa(flags: Optional[Sequence[str]] = None, machine: Optional[str] = None
     """'x86-64-v4+amx_bf16+avx512_bf16+...' on x86-64; the machine name plus a few SIMD features on Arm."""
     flags = _cpu_flags() if flags is None else list(flags)
     machine = machine or platform.machine() or "unknown"
-    if machine in ("x86_64", "AMD64", "amd64"):
+    if machine in device.X86_64:
         from envpin.probe.cpu import isa_level
 
         try:
@@ -80,11 +80,9 @@ def usable_cpus() -> int:
 def _threads_field(explicit: Optional[int], env_value: Optional[str]) -> str:
     if explicit is not None and explicit > 0:
         return str(explicit)
-    if env_value and env_value.strip().isdigit() and int(env_value) > 0:
-        return env_value.strip()
     # Not set: TensorFlow sizes the pool from the CPUs this process may use. The class holds the effective
     # count, so "not set" on a 2-CPU machine and an explicit 2 compare equal (measured: same weights).
-    return str(usable_cpus())
+    return device.thread_count(env_value, str(usable_cpus()))
 
 
 def _threads_source(explicit: Optional[int], env_name: str) -> str:
@@ -97,23 +95,19 @@ def _threads_source(explicit: Optional[int], env_name: str) -> str:
 
 
 def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
-                   machine: Optional[str] = None) -> str:
-    """'on' or 'off' as TensorFlow will decide it: TF_ENABLE_ONEDNN_OPTS wins; unset, oneDNN's custom ops
-    are on by default in Linux x86-64 builds since TF 2.9 and off before; 'unknown' without a version."""
+                   machine: Optional[str] = None, flags: Optional[Sequence[str]] = None) -> str:
+    """'on' or 'off' as TensorFlow will decide it: TF_ENABLE_ONEDNN_OPTS wins; unset, the default rule of
+    :func:`envpin.probe.device.onednn_default` for this CPU; 'unknown' without a TensorFlow version."""
     environ = os.environ if environ is None else environ
-    raw = environ.get("TF_ENABLE_ONEDNN_OPTS")
-    if raw is not None and raw.strip() != "":
-        return "on" if raw.strip().lower() in ("1", "true", "yes", "on") else "off"
+    explicit = device.onednn_switch(environ.get("TF_ENABLE_ONEDNN_OPTS"))
+    if explicit is not None:
+        return explicit
     if tf_version is None:
         from envpin.probe.runtime import installed_tf_version
 
         tf_version = installed_tf_version()
-    if tf_version is None:
-        return "unknown"
-    machine = machine or platform.machine()
-    if machine not in ("x86_64", "AMD64", "amd64"):
-        return "off"
-    return "on" if (versions.parse_version(tf_version) or (0,)) >= (2, 9) else "off"
+    return device.onednn_default(tf_version, _cpu_flags() if flags is None else flags,
+                                 machine or platform.machine())
 
 
 def _nvidia_smi_gpus() -> List[Tuple[str, str]]:

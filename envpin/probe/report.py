@@ -107,7 +107,7 @@ def _field_rows(section: Dict[str, Any]) -> List[List[str]]:
             rows.append([name, text if text != "unavailable" else "unavailable: " + f["unavailable"], src])
             continue
         flat = {}  # type: Dict[str, str]
-        fields._flat(name, f["value"], flat)
+        fields.flatten_value(name, f["value"], flat)
         for key in sorted(flat):
             rows.append([key, flat[key], src])
     return rows

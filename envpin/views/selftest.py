@@ -18,21 +18,23 @@ _STYLE = {
 
 
 def show(result: dict[str, Any], console: Console) -> None:
-    """Draws from the self-test's neutral summary, as the Markdown report does."""
+    """Draws from the self-test's neutral summary (as the Markdown report does), so the two cannot disagree;
+    cell text is never read as Rich markup (op names and messages come from TensorFlow)."""
     from rich.table import Table
     from rich.text import Text
 
-    from envpin.probe.selftest.report import summary
+    from envpin.probe.selftest.report import NUMERIC, summary
 
     s = summary(result)
-    table = Table(title=s["title"])
-    for col in s["columns"]:
-        table.add_column(col, justify="right" if col in ("differing", "max abs diff", "s") else "left")
-    verdict = s["columns"].index("verdict")
-    for row in s["rows"]:
-        cells = [Text(c) for c in row["cells"]]
-        cells[verdict] = Text(row["verdict"], style=_STYLE.get(row["verdict"], ""))
-        table.add_row(*cells)
-    console.print(table)
+    if "skipped" not in s:
+        table = Table(title=Text(s["title"]))
+        for col in s["columns"]:
+            table.add_column(col, justify="right" if col in NUMERIC else "left")
+        verdict = s["columns"].index("verdict")
+        for row in s["rows"]:
+            cells = [Text(c) for c in row["cells"]]
+            cells[verdict] = Text(row["verdict"], style=_STYLE.get(row["verdict"], ""))
+            table.add_row(*cells)
+        console.print(table)
     for line in s["lines"]:
         say(console, line)

@@ -15,6 +15,10 @@ from envpin.probe import selftest, versions
 SCHEMA = json.loads((Path(selftest.__file__).parent / "selftest.schema.json").read_text())
 
 
+def _tf(result: dict[str, Any]) -> tuple[int, ...]:
+    return versions.parse_version(result["tf_version"]) or (0,)
+
+
 @pytest.fixture(scope="module")
 def battery_on() -> dict[str, Any]:
     result = selftest.run_battery(determinism=True)
@@ -28,7 +32,7 @@ def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> Non
     for c in battery_on["checks"]:
         assert c["verdict"] in selftest.VERDICTS
         assert c["verdict"] != "skipped", c  # every check can run on this TensorFlow
-        assert c["seconds"] > 0
+        assert c["seconds"] >= 0  # rounded to ms: an op that raises at once can take less
         if c["verdict"] == "deterministic":
             assert c["runs"] >= battery_on["trials"] * battery_on["runs_per_trial"]
             assert c["differing_elements"] == 0 and c["max_abs_diff"] == 0.0
@@ -36,7 +40,7 @@ def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> Non
             assert c["differing_elements"] > 0
     det = battery_on["determinism"]
     assert det["requested"] == "on" and det["TF_DETERMINISTIC_OPS"] == "1"
-    if versions.parse_version(battery_on["tf_version"]) >= (2, 8):
+    if _tf(battery_on) >= (2, 8):
         assert det["enable_op_determinism"] == "called"
     else:
         assert det["enable_op_determinism"].startswith("unavailable")
@@ -44,7 +48,7 @@ def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> Non
 
 def test_unseeded_random_kernel_raises_under_determinism(battery_on: dict[str, Any]) -> None:
     check = next(c for c in battery_on["checks"] if c["name"] == "random-op-without-seed")
-    if versions.parse_version(battery_on["tf_version"]) >= (2, 7):
+    if _tf(battery_on) >= (2, 7):
         assert check["verdict"] == "raises-under-determinism"
         assert "must have a seed" in check["message"]
     else:  # before the check existed the kernel silently draws from OS entropy

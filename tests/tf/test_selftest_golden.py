@@ -23,19 +23,25 @@ def runs() -> dict[str, dict[str, Any]]:
     out = {
         "default": golden.run_golden(environ=_env()),
         "default_again": golden.run_golden(environ=_env()),
-        "intra1_env": golden.run_golden(environ=_env(TF_NUM_INTRAOP_THREADS="1")),
         "intra1_args": golden.run_golden(intra_op=1, environ=_env()),
         "intra2_args": golden.run_golden(intra_op=2, environ=_env()),
         "onednn_off": golden.run_golden(environ=_env(TF_ENABLE_ONEDNN_OPTS="0")),
     }
-    # The default differs by CPU (TF >= 2.9 turns oneDNN's custom ops on by default only where the CPU has
-    # AVX512_VNNI/BF16/AMX): compare the default with its real opposite, whatever this machine's default is.
-    default_onednn = out["default"]["settings"]["onednn"]
+    # Compare each default with its real opposite, whatever this machine's default is: TF >= 2.9 turns
+    # oneDNN's custom ops on by default only where the CPU has AVX512_VNNI/BF16/AMX, and an unset thread
+    # count is the number of usable CPUs (1 on a one-CPU machine, where "1 thread" would be the default).
+    default = out["default"]["settings"]
     out["onednn_opposite"] = golden.run_golden(
-        environ=_env(TF_ENABLE_ONEDNN_OPTS="0" if default_onednn == "on" else "1"))
+        environ=_env(TF_ENABLE_ONEDNN_OPTS="0" if default["onednn"] == "on" else "1"))
+    out["intra_other_env"] = golden.run_golden(environ=_env(TF_NUM_INTRAOP_THREADS=_other_threads(out)))
     for name, result in out.items():
         assert "hash" in result, (name, result)
     return out
+
+
+def _other_threads(runs: dict[str, dict[str, Any]]) -> str:
+    """An intra-op thread count that is not the default one of this machine."""
+    return "2" if runs["default"]["settings"]["intra_op"] == "1" else "1"
 
 
 def test_two_fresh_runs_with_the_same_settings_are_equal(runs: dict[str, dict[str, Any]]) -> None:
@@ -52,8 +58,10 @@ def test_intra_op_threads_1_vs_2_change_the_weights(runs: dict[str, dict[str, An
     assert one["hash"] != two["hash"]
     assert "intra_op=1" in one["device_class"] and "intra_op=2" in two["device_class"]
     # The environment variable and the argument reach TensorFlow alike.
-    assert runs["intra1_env"]["hash"] == one["hash"]
-    assert runs["intra1_env"]["settings"]["intra_op_source"] == "TF_NUM_INTRAOP_THREADS"
+    other = _other_threads(runs)
+    assert runs["intra_other_env"]["hash"] == runs[f"intra{other}_args"]["hash"]
+    assert runs["intra_other_env"]["settings"]["intra_op_source"] == "TF_NUM_INTRAOP_THREADS"
+    assert runs["intra_other_env"]["settings"]["intra_op"] == other
 
 
 def test_onednn_default_vs_its_opposite_changes_the_weights(runs: dict[str, dict[str, Any]]) -> None:
@@ -85,7 +93,7 @@ def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dic
     default_onednn = runs["default"]["settings"]["onednn"]
     base = _report(_env(), runs["default"])
     same = _report(_env(), runs["default_again"])
-    threads = _report(_env(TF_NUM_INTRAOP_THREADS="1"), runs["intra1_env"])
+    threads = _report(_env(TF_NUM_INTRAOP_THREADS=_other_threads(runs)), runs["intra_other_env"])
     onednn = _report(_env(TF_ENABLE_ONEDNN_OPTS="0" if default_onednn == "on" else "1"), runs["onednn_opposite"])
 
     identical = diffing.diff_reports(base, same)
@@ -106,7 +114,7 @@ def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dic
     # device class, which the lock reports as not recorded yet.
     plan = make_plan(ngc="23.03", tf="2.11")
     locked, done = lockmod.Lock.from_plan(plan, render(plan)).record(base)
-    assert any(d.startswith("golden hash for cpu:") for d in done)
+    assert f"golden hash for {runs['default']['device_class']}" in done
     assert not [d for d in locked.verify(same).differences if d.severity != fields.INFO]
     for other in (threads, onednn):
         found = locked.verify(other).differences

@@ -174,3 +174,25 @@ def test_debug_keeps_the_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     """--debug adds the traceback; it does not change exit 2 into Python's exit 1."""
     res = run_envpin("--debug", "render", "--ngc", "20.02", "--tf", "2.1", "--name", "../x", cwd=tmp_path)
     assert res.code == 2 and "Traceback" in res.stderr and "error: " in res.stderr
+
+
+@pytest.mark.parametrize(("raised", "code", "first"), [
+    (KeyboardInterrupt(), 130, "interrupted"),
+    (RuntimeError("boom"), 2, "error: internal error: RuntimeError: boom"),
+])
+def test_interrupt_and_internal_error(cli, monkeypatch: pytest.MonkeyPatch, raised: BaseException, code: int,
+                                      first: str) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C exits 130; a bug exits 2 with a hint to re-run with --debug, never a bare traceback."""
+    from envpin import api
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(api, "catalog_entries", fail)
+    res = cli("catalog")
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.code == code and lines[0] == first and "Traceback" not in res.stderr and res.stdout == ""
+    if code == 2:
+        assert lines[1] == "hint: re-run with --debug and report the traceback"
+        dbg = cli("--debug", "catalog")
+        assert dbg.code == 2 and "Traceback" in dbg.stderr

@@ -235,3 +235,106 @@ def test_max_abs_diff_none_when_only_nans_differ() -> None:
     check = selftest.finish_check("x", "X", [r], 0.0, runs=2)
     assert check["verdict"] == "NONDETERMINISTIC" and check["max_abs_diff"] is None
     assert "max abs diff n/a" in check["message"]
+
+
+def test_markdown_section_is_unchanged_by_the_summary_it_draws_from() -> None:
+    """The section as it was before the Markdown and the terminal view shared one summary."""
+    assert selftest.render_markdown(_result()) == "\n".join([
+        "## Determinism self-test",
+        "",
+        "TensorFlow 2.7.4, determinism: TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported.",
+        "",
+        "**1/2 deterministic, 1 raises under determinism (bincount)**",
+        "",
+        "| check | op | verdict | differing | max abs diff | seconds |",
+        "|---|---|---|---:|---:|---:|",
+        "| matmul | MatMul | deterministic | 0 | 0 | 0.20 |",
+        "| bincount | Bincount | raises-under-determinism | - | n/a | 0.10 |",
+        "",
+        "- **bincount**: no deterministic implementation in this TensorFlow: a model using Bincount fails once "
+        "determinism is on. TensorFlow said: UnimplementedError: no det",
+        "",
+        "### Golden training hash",
+        "",
+        "- hash: `sha256:" + "a" * 64 + "`",
+        "- device class: `cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off`",
+        "- two fresh runs equal: yes (40 steps)",
+        "",
+        "### Seed hygiene",
+        "",
+        "- PYTHONHASHSEED: finding: unset Fix: set it",
+        "",
+    ])
+
+
+def _compared() -> dict:
+    result = _result()
+    result["without_determinism"] = [dict(result["checks"][0], verdict="NONDETERMINISTIC")]
+    result["summary_without_determinism"] = selftest.verdict_summary(result["without_determinism"])
+    result["checks"][1]["name"] = "bin|count"
+    result["errors"] = ["golden training: boom"]
+    return result
+
+
+def test_markdown_table_with_compare_column_is_well_formed() -> None:
+    # Header, rule and every row have one cell per column (the header once lost its last separator).
+    lines = [ln for ln in selftest.render_markdown(_compared()).splitlines() if ln.startswith("|")]
+    header, rule, *rows = lines
+    assert header == "| check | op | verdict | differing | max abs diff | seconds | without determinism |"
+    assert rule == "|---|---|---|---:|---:|---:|---|"
+
+    def cells(line: str) -> int:
+        return len(line.replace("\\|", "").split("|")) - 2
+
+    assert {cells(ln) for ln in lines} == {7}
+    assert rows == ["| matmul | MatMul | deterministic | 0 | 0 | 0.20 | NONDETERMINISTIC |",
+                    "| bin\\|count | Bincount | raises-under-determinism | - | n/a | 0.10 | - |"]
+
+
+def test_summary_is_plain_data_for_every_renderer() -> None:
+    s = selftest.summary(_compared())
+    json.dumps(s)  # nothing but text, numbers and lists
+    assert s["title"] == "TensorFlow 2.7.4: TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported"
+    assert s["columns"][-1] == "without determinism" and len(s["rows"]) == 2
+    assert s["rows"][1] == {"cells": ["bin|count", "Bincount", "raises-under-determinism", "-", "n/a", "0.10", "-"],
+                            "verdict": "raises-under-determinism"}
+    assert s["notes"] == [{"check": "bin|count", "message": _compared()["checks"][1]["message"]}]
+    assert s["golden"]["hash"] == "sha256:" + "a" * 64 and s["golden"]["runs_equal"] is True
+    assert s["lines"] == [
+        "bin|count: " + s["notes"][0]["message"],
+        "summary: 1/2 deterministic, 1 raises under determinism (bincount)",
+        "without determinism: 0/1 deterministic, 1 NONDETERMINISTIC (matmul)",
+        "golden hash sha256:" + "a" * 64 + " (equal in two fresh runs, 40 steps) on "
+        "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off",
+        "hygiene PYTHONHASHSEED: finding: unset Fix: set it",
+        "error: golden training: boom",
+    ]
+    skipped = selftest.summary({"skipped": "no TF"})
+    assert skipped["skipped"] == "no TF" and skipped["rows"] == [] and skipped["lines"] == ["self-test skipped: no TF"]
+    failed = selftest.summary({"golden": {"error": "boom", "steps": 40}})
+    assert failed["golden"] == {"text": "golden hash not available: boom", "reason": "boom"}
+
+
+def _render(result: dict) -> str:
+    import io
+
+    from rich.console import Console
+
+    from envpin.views import selftest as view
+
+    buffer = io.StringIO()
+    view.show(result, Console(file=buffer, width=200, color_system=None))
+    return buffer.getvalue()
+
+
+def test_terminal_view_shows_the_summary_table_and_lines() -> None:
+    result = _compared()
+    result["checks"][0]["op"] = "[bold]MatMul"  # text from TensorFlow is never read as markup
+    text = _render(result)
+    s = selftest.summary(result)
+    assert s["title"] in text
+    assert "[bold]MatMul" in text and "without determinism" in text and "bin|count" in text
+    for line in s["lines"]:
+        assert line in text
+    assert text.rstrip().endswith("error: golden training: boom")
+    assert _render({"skipped": "no TF"}).strip() == "self-test skipped: no TF"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin.probe import golden, selftest
+from envpin.probe import device, golden, selftest
 
 V3 = ["lm", "cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2", "cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2",
       "ssse3", "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"]
@@ -35,19 +35,36 @@ def test_gpu_device_class_is_model_compute_capability_and_count() -> None:
     assert golden.device_class(gpus=gpus, intra_op=1) == "gpu:NVIDIA A100-SXM4-80GB;cc=8.0;count=2"
 
 
+VNNI = [*V4, "avx512_vnni"]
+
+
 @pytest.mark.parametrize(
-    ("version", "env", "machine", "expected"),
+    ("version", "env", "machine", "flags", "expected"),
     [
-        ("2.21.0", {}, "x86_64", "on"),
-        ("2.9.0", {}, "x86_64", "on"),
-        ("2.8.4", {}, "x86_64", "off"),
-        ("2.7.4", {"TF_ENABLE_ONEDNN_OPTS": "1"}, "x86_64", "on"),
-        ("2.21.0", {"TF_ENABLE_ONEDNN_OPTS": "0"}, "x86_64", "off"),
-        ("2.21.0", {}, "aarch64", "off"),
+        ("2.21.0", {}, "x86_64", VNNI, "on"),
+        ("2.9.0", {}, "x86_64", [*V3, "amx_tile"], "on"),
+        ("2.21.0", {}, "x86_64", V4, "off"),  # AVX-512 without VNNI/BF16/AMX: TensorFlow keeps oneDNN off
+        ("2.21.0", {}, "x86_64", V3, "off"),
+        ("2.8.4", {}, "x86_64", VNNI, "off"),
+        ("2.7.4", {"TF_ENABLE_ONEDNN_OPTS": "1"}, "x86_64", V3, "on"),
+        ("2.21.0", {"TF_ENABLE_ONEDNN_OPTS": "0"}, "x86_64", VNNI, "off"),
+        ("2.21.0", {}, "aarch64", ["asimd", "bf16"], "off"),
     ],
 )
-def test_onednn_setting(version: str, env: dict, machine: str, expected: str) -> None:
-    assert golden.onednn_setting(version, env, machine) == expected
+def test_onednn_setting(version: str, env: dict, machine: str, flags: list[str], expected: str) -> None:
+    assert golden.onednn_setting(version, env, machine, flags) == expected
+
+
+def test_report_side_builds_the_self_tests_class_from_the_same_readings() -> None:
+    flat = {"os.arch": "x86_64", "cpu.isa_level": "x86-64-v3", "cpu.flags": " ".join(V3),
+            "cpu.affinity_cpus": "4", "tensorflow.version": "2.21.0", "env.TF_NUM_INTEROP_THREADS": "1"}
+    assert device.from_flat(flat) == golden.device_class(
+        gpus=[], inter_op=1, cpu="x86-64-v3", environ={"TF_NUM_INTRAOP_THREADS": "4"},
+        onednn=golden.onednn_setting("2.21.0", {}, "x86_64", V3))
+    assert device.from_flat(flat) == "cpu:x86-64-v3;intra_op=4;inter_op=1;onednn=off"
+    # A field the probe could not read never becomes part of the class.
+    arm = {"os.arch": "aarch64", "cpu.isa_level": "unavailable", "cpu.affinity_cpus": "error: x"}
+    assert device.from_flat(arm) == "cpu:aarch64;intra_op=default;inter_op=default;onednn=unknown"
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,27 @@ from typing import Any, Dict, List
 from envpin.probe.selftest.compare import fmt_diff
 
 COLUMNS = ["check", "op", "verdict", "differing", "max abs diff", "s"]
+NUMERIC = ("differing", "max abs diff", "s")  # right-aligned columns
 
 
 def summary(result: Dict[str, Any]) -> Dict[str, Any]:
-    """The result as plain data: a title, table columns and rows (cells as text, plus the verdict), the
-    notes on checks that are not deterministic, the golden hash, hygiene findings and errors."""
+    """The result as plain data (text only, no markup), in the order a person reads it.
+
+    Keys: ``title``; ``tf_version`` and ``method`` (how determinism was switched on); ``headline`` (the
+    verdict summary) and ``without_determinism`` (the --compare one, or ""); ``columns`` and ``rows`` (each
+    ``{"cells": [...], "verdict": ...}``); ``notes`` (``{"check", "message"}`` for every check that is not
+    deterministic); ``golden`` (``{"text"}`` plus ``hash``, ``device_class``, ``runs_equal``, ``steps`` when
+    there is a hash, else ``reason``); ``hygiene`` and ``errors`` (one line each); ``lines`` (everything under
+    the table as plain lines). A skipped self-test has ``skipped`` (the reason), no rows, and one line.
+    """
     if "skipped" in result:
-        return {"title": "Determinism self-test", "skipped": result["skipped"], "columns": [], "rows": [],
-                "notes": [], "golden": "", "hygiene": [], "errors": [], "lines": []}
+        return {"title": "Determinism self-test", "skipped": result["skipped"], "tf_version": None,
+                "method": None, "headline": "", "without_determinism": "", "columns": [], "rows": [],
+                "notes": [], "golden": {"text": ""}, "hygiene": [], "errors": [],
+                "lines": ["self-test skipped: %s" % result["skipped"]]}
     det = result.get("determinism", {})
+    method = det.get("method", det.get("requested"))
     off = dict((c["name"], c["verdict"]) for c in result.get("without_determinism", []))
-    columns = COLUMNS + (["without determinism"] if off else [])
     rows = []
     for c in result.get("checks", []):
         cells = [
@@ -28,41 +38,50 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
         if off:
             cells.append(off.get(c["name"], "-"))
         rows.append({"cells": cells, "verdict": c["verdict"]})
-    notes = ["%s: %s" % (c["name"], c["message"]) for c in result.get("checks", []) if c["verdict"] != "deterministic"]
-    gold = result.get("golden") or {}
-    if "hash" in gold:
-        state = "equal in two fresh runs" if gold["runs_equal"] else "DIFFERENT in two fresh runs"
-        golden = "golden hash %s (%s, %d steps) on %s" % (gold["hash"], state, gold["steps"], gold["device_class"])
-    else:
-        golden = "golden hash not available: %s" % (gold.get("skipped") or gold.get("error"))
-    hygiene = []
-    for h in result.get("hygiene", []):
-        text = "%s: %s: %s" % (h["check"], h["status"], h["message"])
-        if h["status"] == "finding":
-            text += " Fix: %s" % h["fix"]
-        hygiene.append(text)
     out = {
-        "title": "TensorFlow %s: %s" % (result.get("tf_version"), det.get("method", det.get("requested", ""))),
+        "title": "TensorFlow %s: %s" % (result.get("tf_version"), "" if method is None else method),
+        "tf_version": result.get("tf_version"),
+        "method": method,
         "headline": result.get("summary", ""),
         "without_determinism": result.get("summary_without_determinism", ""),
-        "columns": columns,
+        "columns": COLUMNS + (["without determinism"] if off else []),
         "rows": rows,
-        "notes": notes,
-        "golden": golden,
-        "hygiene": hygiene,
-        "errors": list(result.get("errors", [])),
+        "notes": [{"check": c["name"], "message": c["message"]}
+                  for c in result.get("checks", []) if c["verdict"] != "deterministic"],
+        "golden": _golden(result.get("golden") or {}),
+        "hygiene": [_hygiene(h) for h in result.get("hygiene", [])],
+        "errors": [str(e) for e in result.get("errors", [])],
     }  # type: Dict[str, Any]
     out["lines"] = _lines(out)
     return out
 
 
+def _golden(gold: Dict[str, Any]) -> Dict[str, Any]:
+    if "hash" not in gold:
+        reason = gold.get("skipped") or gold.get("error")
+        return {"text": "golden hash not available: %s" % reason, "reason": reason}
+    state = "equal in two fresh runs" if gold["runs_equal"] else "DIFFERENT in two fresh runs"
+    return {
+        "text": "golden hash %s (%s, %d steps) on %s" % (gold["hash"], state, gold["steps"], gold["device_class"]),
+        "hash": gold["hash"], "device_class": gold["device_class"], "runs_equal": gold["runs_equal"],
+        "steps": gold["steps"],
+    }
+
+
+def _hygiene(h: Dict[str, Any]) -> str:
+    text = "%s: %s: %s" % (h["check"], h["status"], h["message"])
+    if h["status"] == "finding":
+        text += " Fix: %s" % h["fix"]
+    return text
+
+
 def _lines(s: Dict[str, Any]) -> List[str]:
     """The text under the table, in the order a person reads it."""
-    lines = list(s["notes"])
+    lines = ["%s: %s" % (n["check"], n["message"]) for n in s["notes"]]
     lines.append("summary: %s" % s["headline"])
     if s["without_determinism"]:
         lines.append("without determinism: %s" % s["without_determinism"])
-    lines.append(s["golden"])
+    lines.append(s["golden"]["text"])
     lines += ["hygiene %s" % h for h in s["hygiene"]]
     lines += ["error: %s" % e for e in s["errors"]]
     return lines
@@ -73,21 +92,22 @@ def _cell(text: Any) -> str:
 
 
 def render_markdown(result: Dict[str, Any]) -> str:
-    """The self-test section of the probe's Markdown report."""
+    """The self-test section of a Markdown report (``python -m envpin.probe.selftest --markdown``)."""
     s = summary(result)
     if "skipped" in s:
         return "## Determinism self-test\n\nSkipped: %s\n" % s["skipped"]
-    lines = ["## Determinism self-test", "", s["title"].replace(": ", ", determinism: ", 1) + ".", "",
+    lines = ["## Determinism self-test", "",
+             "TensorFlow %s, determinism: %s." % (s["tf_version"], s["method"]), "",
              "**%s**" % s["headline"], ""]
     header = "| " + " | ".join("seconds" if c == "s" else c for c in s["columns"]) + " |"
-    rule = "|---|---|---|---:|---:|---:|" + ("---|" if len(s["columns"]) > len(COLUMNS) else "")
+    rule = "|" + "".join("---:|" if c in NUMERIC else "---|" for c in s["columns"])
     lines += [header, rule]
     for row in s["rows"]:
         lines.append("| " + " | ".join(_cell(c) for c in row["cells"]) + " |")
     if s["notes"]:
-        lines += [""] + ["- **%s**:%s" % (n.split(":", 1)[0], _cell(n.split(":", 1)[1])) for n in s["notes"]]
+        lines += [""] + ["- **%s**: %s" % (n["check"], _cell(n["message"])) for n in s["notes"]]
     lines += ["", "### Golden training hash", ""]
-    gold = result.get("golden") or {}
+    gold = s["golden"]
     if "hash" in gold:
         lines += [
             "- hash: `%s`" % gold["hash"],
@@ -95,7 +115,7 @@ def render_markdown(result: Dict[str, Any]) -> str:
             "- two fresh runs equal: %s (%d steps)" % ("yes" if gold["runs_equal"] else "**NO**", gold["steps"]),
         ]
     else:
-        lines.append("- not available: %s" % (gold.get("skipped") or gold.get("error")))
+        lines.append("- not available: %s" % gold["reason"])
     lines += ["", "### Seed hygiene", ""] + ["- %s" % h for h in s["hygiene"]]
     if s["errors"]:
         lines += ["", "### Errors", ""] + ["- %s" % _cell(e) for e in s["errors"]]
