@@ -109,6 +109,14 @@ class BuildResult:
     tag: str
     up_to_date: bool
     seconds: float
+    engine: str = "docker"
+    notes: tuple[str, ...] = ()
+    #: Why the image is not the one envpin.lock records (exit 1), or None.
+    problem: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problem else 0
 
 
 def find_lock(explicit: Path | None = None) -> Path:
@@ -169,18 +177,25 @@ def build_environment(
     no_cache: bool = False,
     pull: bool = False,
     update: bool = False,
+    engine: str | None = None,
+    check: bool = False,
     **inputs: Unpack[Inputs],
 ) -> BuildResult:
     """Resolve the base digest, render with FROM pinned to it, build, and keep the result machine-local.
 
-    The committed lock changes only when the inputs change; the image ID and tag go to envpin.state."""
+    The committed lock changes only when the inputs change (or, with podman, when the reproducible image
+    of new inputs is first recorded); the image ID and tag go to envpin.state."""
     import time
 
-    from envpin import build, state
+    from envpin import build
     from envpin.registry import RegistryClient
-    from envpin.render import check_folder, render, write_environment
+    from envpin.render import render
 
     started = time.monotonic()
+    chosen = build.choose_engine(engine)
+    if check and chosen != "podman":
+        raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
+                         hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
     plan, target = _plan_and_target(lock, **inputs)
     ca_bundle = inputs.get("ca_bundle")
     if inputs.get("ngc") is None:
@@ -194,24 +209,149 @@ def build_environment(
     build.check_base_moved(previous, ref, digest, update)
     plan = replace(plan, base_digest=digest)
     files = render(plan)
-    client = build.docker_client()
-    recorded = state.load(plan.inputs_hash)
-    if (
-        previous is not None
-        and previous.inputs_hash == plan.inputs_hash
-        and recorded is not None
-        and not (no_cache or pull)
-        and build.image_exists(client, recorded.image_id)
-    ):
-        check_folder(target, files, force)  # still refuse if someone edited the folder since
-        return BuildResult(plan, target, recorded.image_id, recorded.tag, True, time.monotonic() - started)
-    write_environment(target, plan, files, force=force)
     tag = f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
-    outcome = build.build_image(
-        client, target, tag, state.log_path(plan.inputs_hash), no_cache=no_cache, pull=pull
-    )
-    state.save(state.BuildRecord(plan.inputs_hash, outcome.image_id, tag, plan.from_ref))
-    return BuildResult(plan, target, outcome.image_id, tag, False, time.monotonic() - started)
+    job = _BuildJob(plan, target, files, tag, previous, force, no_cache, pull, started)
+    return job.podman(check) if chosen == "podman" else job.docker()
+
+
+@dataclass(frozen=True)
+class _BuildJob:
+    """One resolved build: the plan with its base digest, the rendered files, and what the user asked."""
+
+    plan: BuildPlan
+    target: Path
+    files: dict[str, bytes]
+    tag: str
+    previous: Any
+    force: bool
+    no_cache: bool
+    pull: bool
+    started: float
+
+    def _elapsed(self) -> float:
+        import time
+
+        return time.monotonic() - self.started
+
+    def _unchanged(self, engine: str, exists: Callable[[str], bool]) -> Any:
+        """The state record when these inputs were already built here and the image is still there."""
+        from envpin import state
+
+        recorded = state.load(self.plan.inputs_hash, engine)
+        if (
+            self.previous is not None
+            and self.previous.inputs_hash == self.plan.inputs_hash
+            and recorded is not None
+            and not (self.no_cache or self.pull)
+            and exists(recorded.image_id)
+        ):
+            return recorded
+        return None
+
+    def docker(self) -> BuildResult:
+        from envpin import build, state
+        from envpin.render import check_folder, write_environment
+
+        client = build.docker_client()
+        notes: tuple[str, ...] = ()
+        locked = self.previous.expected_image() if self.previous is not None else None
+        if locked is not None:
+            notes = (f"envpin.lock records the reproducible image {locked.id[:19]}… ({locked.engine}); Docker's "
+                     "classic builder stamps build times, so confirm it with `envpin build --engine podman`",)
+        recorded = self._unchanged("docker", lambda image: build.image_exists(client, image))
+        if recorded is not None:
+            check_folder(self.target, self.files, self.force)  # still refuse if someone edited the folder since
+            return BuildResult(self.plan, self.target, recorded.image_id, recorded.tag, True, self._elapsed(),
+                               "docker", notes)
+        write_environment(self.target, self.plan, self.files, force=self.force)
+        outcome = build.build_image(client, self.target, self.tag, state.log_path(self.plan.inputs_hash),
+                                    no_cache=self.no_cache, pull=self.pull)
+        state.save(state.BuildRecord(self.plan.inputs_hash, outcome.image_id, self.tag, self.plan.from_ref))
+        return BuildResult(self.plan, self.target, outcome.image_id, self.tag, False, self._elapsed(), "docker",
+                           notes)
+
+    def podman(self, check: bool) -> BuildResult:
+        """Build from a normalised context with the plan's fixed timestamp; record or confirm the image."""
+        import contextlib
+
+        from envpin import lock as lockmod
+        from envpin import podman, state
+        from envpin.render import check_folder, write_environment
+
+        engine = podman.version()
+        if check:
+            locked = self.previous.image if self.previous is not None else None
+            if locked is None:
+                raise UsageError(f"{self.target / lockmod.LOCK_NAME} records no image to check against",
+                                 hint="build it once with `envpin build --engine podman` and commit the lock")
+            check_folder(self.target, self.files, self.force)
+        else:
+            recorded = self._unchanged("podman", podman.image_exists)
+            if recorded is not None:
+                check_folder(self.target, self.files, self.force)
+                facts = podman.inspect(recorded.image_id)
+                built = lockmod.Image(facts.id, self.plan.inputs_hash, engine, podman.storage_driver(), facts.layers)
+                return self._settle(built, facts, recorded.tag, up_to_date=True)
+            write_environment(self.target, self.plan, self.files, force=self.force)
+        log = state.log_path(self.plan.inputs_hash, "podman")
+        work = state.state_dir() / "podman"
+        with contextlib.ExitStack() as stack:
+            store = stack.enter_context(podman.scratch_store(work)) if check else podman.DEFAULT_STORE
+            context = stack.enter_context(podman.staged_context(self.files, self.plan.source_date_epoch, work))
+            image_id, _ = podman.build(context, self.tag, log, epoch=self.plan.source_date_epoch, store=store,
+                                       no_cache=self.no_cache or check, pull=self.pull)
+            facts = podman.inspect(image_id, store)
+            driver = podman.storage_driver(store)
+        built = lockmod.Image(facts.id, self.plan.inputs_hash, engine, driver, facts.layers)
+        if check:
+            return self._podman_result(facts.id, self.tag, False, engine, _compare_image(locked, built, facts),
+                                       checked=True)
+        state.save(state.BuildRecord(self.plan.inputs_hash, facts.id, self.tag, self.plan.from_ref, "podman"))
+        return self._settle(built, facts, self.tag, up_to_date=False)
+
+    def _settle(self, built: Any, facts: Any, tag: str, *, up_to_date: bool) -> BuildResult:
+        """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
+        from envpin import lock as lockmod
+
+        lock_path = self.target / lockmod.LOCK_NAME
+        current = lockmod.read(lock_path)
+        expected = current.expected_image()
+        if expected is None:
+            replace(current, image=built).write(lock_path)
+            return self._podman_result(built.id, tag, up_to_date, built.engine, None, recorded_now=True)
+        return self._podman_result(built.id, tag, up_to_date, built.engine, _compare_image(expected, built, facts))
+
+    def _podman_result(self, image_id: str, tag: str, up_to_date: bool, engine: str, problem: str | None,
+                       *, recorded_now: bool = False, checked: bool = False) -> BuildResult:
+        lock_name = f"{self.target}/envpin.lock"
+        if problem:
+            notes: tuple[str, ...] = ()
+        elif recorded_now:
+            notes = (f"recorded image {image_id} ({engine}) in {lock_name}: commit it, and every teammate's "
+                     "podman build must reproduce it",)
+        elif checked:
+            notes = (f"reproduced {image_id} in a scratch store: the image {lock_name} records",)
+        else:
+            notes = (f"reproduced {image_id}: the image {lock_name} records",)
+        return BuildResult(self.plan, self.target, image_id, tag, up_to_date, self._elapsed(), "podman", notes,
+                           problem)
+
+
+def _compare_image(expected: Any, built: Any, facts: Any) -> str | None:
+    """None when `built` is the image the lock records; else where and (as far as known) why it differs."""
+    from envpin import podman
+
+    if expected.id == built.id:
+        return None
+    why = [podman.first_difference(expected.layers, facts)]
+    if expected.inputs_hash != built.inputs_hash:
+        why.append(f"the inputs changed since it was recorded ({expected.inputs_hash[:19]}… -> "
+                   f"{built.inputs_hash[:19]}…): a new image is expected; `envpin build --engine podman` records it")
+    if expected.engine != built.engine or expected.storage_driver != built.storage_driver:
+        why.append(f"it was recorded with {expected.engine} on {expected.storage_driver} storage; this build used "
+                   f"{built.engine} on {built.storage_driver} (buildah stamps its version; overlay and vfs differ "
+                   "in RUN layers)")
+    return f"built {built.id[:19]}…, but envpin.lock records {expected.id[:19]}…: " + "; ".join(why)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,36 @@ def docker_client() -> Any:
         raise EngineError(f"the Docker engine is not reachable: {detail}", hint=hint) from exc
 
 
+ENGINES = ("auto", "docker", "podman")
+#: Default for --engine (CI and build hosts that should always use podman).
+ENGINE_ENV = "ENVPIN_ENGINE"
+
+
+def choose_engine(requested: str | None) -> str:
+    """'docker' or 'podman'. auto: Docker when its daemon answers, else podman when installed."""
+    import os
+
+    from envpin.errors import UsageError, shown
+
+    choice = requested or os.environ.get(ENGINE_ENV) or "auto"
+    if choice not in ENGINES:
+        raise UsageError(f"unknown engine '{shown(choice)}'", hint="use --engine auto, docker or podman")
+    if choice != "auto":
+        return choice
+    try:
+        docker_client().close()
+        return "docker"
+    except EngineError as docker_error:
+        from envpin import podman
+
+        if podman.available():
+            return "podman"
+        raise EngineError(
+            f"no container engine answers: {docker_error.message}",
+            hint="start Docker (`bash scripts/services.sh start`) or install podman (`apt-get install podman`)",
+        ) from docker_error
+
+
 def previous_lock(out: Path) -> lockmod.Lock | None:
     """The lock already in the folder, if any and intact (a broken one is refused by render)."""
     path = out / lockmod.LOCK_NAME

@@ -2,8 +2,9 @@
 
 The lock holds what a team commits and reviews: the resolved inputs, the pinned base, the recipe, the hash
 of every generated file, the reference fingerprint and the golden training hashes per device class.
-Nothing machine-local goes in (image IDs differ per machine: they live in envpin.state), so a teammate's
-build from the same inputs leaves the lock byte-identical.
+Nothing machine-local goes in (a Docker image ID differs per machine: it lives in envpin.state), so a
+teammate's build from the same inputs leaves the lock byte-identical. The one image fact it does hold,
+[image], comes from a reproducible podman build and is the same on every machine (docs/reproducible.md).
 
 TOML, one value per line, sorted, with a self-hash over the whole content that detects hand edits.
 No other module indexes the lock by string keys: they use these dataclasses.
@@ -92,6 +93,21 @@ class Expected:
 
 
 @dataclass(frozen=True)
+class Image:
+    """The image a reproducible (podman) build of `inputs_hash` gave: every teammate's build must match.
+
+    `layers` are the uncompressed layer digests the config names, so a mismatch can say which layer (and
+    therefore which Dockerfile step) differs; `engine` and `storage_driver` are what the digest depends on
+    beyond the inputs."""
+
+    id: str
+    inputs_hash: str
+    engine: str
+    storage_driver: str
+    layers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Verification:
     """What comparing a report with the lock found: classified differences plus what was not checked."""
 
@@ -112,6 +128,7 @@ class Lock:
     files: dict[str, str]
     expected: Expected | None = None
     golden: dict[str, str] = field(default_factory=dict)
+    image: Image | None = None
     envpin_version: str = __version__
 
     # --- derive ---------------------------------------------------------------------------------------
@@ -146,7 +163,14 @@ class Lock:
             files={rel: sha256_bytes(data) for rel, data in sorted(files.items())},
             expected=previous.expected if keep and previous else None,
             golden=dict(previous.golden) if keep and previous else {},
+            # Kept across input changes: its own inputs_hash says which inputs it was built from, and a
+            # build of the new inputs replaces it (build --check can then show where the image changed).
+            image=previous.image if previous else None,
         )
+
+    def expected_image(self) -> Image | None:
+        """The recorded image, if it was built from this lock's inputs (else there is nothing to match)."""
+        return self.image if self.image is not None and self.image.inputs_hash == self.inputs_hash else None
 
     def stale_against(self, plan: BuildPlan, fresh: dict[str, bytes], folder: Path) -> list[str]:
         """Why this lock no longer describes `plan` and the folder it sits in; [] when it is current."""
@@ -268,6 +292,8 @@ class Lock:
             data["expected"] = {"fingerprint": self.expected.fingerprint, "fields": dict(self.expected.fields)}
         if self.golden:
             data["golden"] = dict(self.golden)
+        if self.image is not None:
+            data["image"] = {**vars(self.image), "layers": list(self.image.layers)}
         data["lock"]["self_hash"] = self_hash(data)
         return _sorted(data)
 
@@ -334,7 +360,7 @@ def _contained(rel: str) -> bool:
 def _parse(data: dict[str, Any], origin: str) -> Lock:
     """Typed view of checked TOML; any wrong shape is one LockError naming the key."""
     s = _Shape(origin)
-    s.keys(data, "", {"lock", "inputs", "base", "recipe", "files", "expected", "golden"})
+    s.keys(data, "", {"lock", "inputs", "base", "recipe", "files", "expected", "golden", "image"})
     meta = s.table(data, "lock")
     s.keys(meta, "lock", {"schema", "envpin_version", "inputs_hash", "self_hash"})
     inp = s.table(data, "inputs")
@@ -357,6 +383,17 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
                             hint="record it again with 'envpin verify --record' after removing [expected]")
         expected = Expected(fp, fp_fields)
     golden = s.str_map(data, "golden", data.get("golden", {}))
+    image = None
+    if "image" in data:
+        img = s.table(data, "image")
+        s.keys(img, "image", set(Image.__dataclass_fields__))
+        image = Image(
+            id=s.sha(img, "image.id", img.get("id")),
+            inputs_hash=s.sha(img, "image.inputs_hash", img.get("inputs_hash")),
+            engine=s.text(img, "image.engine", img.get("engine")),
+            storage_driver=s.text(img, "image.storage_driver", img.get("storage_driver")),
+            layers=s.str_list("image.layers", img.get("layers", [])),
+        )
     return Lock(
         inputs_hash=s.sha(meta, "lock.inputs_hash", meta.get("inputs_hash")),
         envpin_version=s.text(meta, "lock.envpin_version", meta.get("envpin_version")),
@@ -375,6 +412,7 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         files=s.files(data.get("files", {})),
         expected=expected,
         golden=golden,
+        image=image,
     )
 
 

@@ -48,6 +48,23 @@ class BuildPlan:
             return f"{ref}@{self.base_digest}"
         return ref
 
+    @property
+    def source_date_epoch(self) -> int:
+        """The build's one timestamp: midnight UTC on the first day of the NGC release month.
+
+        Derived from the inputs, never the clock, so every machine stamps the same time into the image
+        (podman build --timestamp) and pip writes hash-based .pyc files (Python 3.7+ reads SOURCE_DATE_EPOCH)."""
+        import calendar
+
+        year, month = (int(part) for part in self.entry.release.split(".")[:2])
+        return calendar.timegm((2000 + year, month, 1, 0, 0, 0))
+
+    @property
+    def pip_compiles_reproducibly(self) -> bool:
+        """Python 3.6's py_compile ignores SOURCE_DATE_EPOCH (its .pyc hold the source mtime): pip must not compile."""
+        python = parse_version(self.entry.value("python") or "")
+        return python is not None and python[:2] >= (3, 7)
+
     def to_dict(self) -> dict[str, Any]:
         e = self.entry
         return {

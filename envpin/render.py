@@ -45,6 +45,8 @@ def render(plan: BuildPlan) -> dict[str, bytes]:
     ctx = {
         **d,
         "from_ref": plan.from_ref,
+        "source_date_epoch": plan.source_date_epoch,
+        "pip_compile": plan.pip_compiles_reproducibly,
         "inputs_hash": plan.inputs_hash,
         "recipe": plan.recipe,
         "recipe_hash": plan.recipe.hash,

@@ -27,13 +27,15 @@ def state_dir() -> Path:
     return Path(base) / "envpin"
 
 
-def _key(inputs_hash: str) -> str:
-    return inputs_hash.split(":", 1)[-1][:32]
+def _key(inputs_hash: str, engine: str = "docker") -> str:
+    """Docker and podman keep separate image stores, so each engine has its own record."""
+    key = inputs_hash.split(":", 1)[-1][:32]
+    return key if engine == "docker" else f"{key}.{engine}"
 
 
-def log_path(inputs_hash: str) -> Path:
+def log_path(inputs_hash: str, engine: str = "docker") -> Path:
     """Where the build log for these inputs goes (the last build's log is kept)."""
-    return state_dir() / "builds" / f"{_key(inputs_hash)}.log"
+    return state_dir() / "builds" / f"{_key(inputs_hash, engine)}.log"
 
 
 @dataclass(frozen=True)
@@ -44,20 +46,22 @@ class BuildRecord:
     image_id: str
     tag: str
     built_from: str
+    engine: str = "docker"
 
 
-def load(inputs_hash: str) -> BuildRecord | None:
-    """The record for these inputs, or None (never built here, or the record is unreadable)."""
-    path = state_dir() / "builds" / f"{_key(inputs_hash)}.json"
+def load(inputs_hash: str, engine: str = "docker") -> BuildRecord | None:
+    """The record for these inputs and engine, or None (never built here, or the record is unreadable)."""
+    path = state_dir() / "builds" / f"{_key(inputs_hash, engine)}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        data.setdefault("engine", "docker")  # records written before podman builds existed
         record = BuildRecord(**{k: str(data[k]) for k in BuildRecord.__dataclass_fields__})
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return record if record.inputs_hash == inputs_hash else None
+    return record if record.inputs_hash == inputs_hash and record.engine == engine else None
 
 
 def save(record: BuildRecord) -> Path:
-    path = state_dir() / "builds" / f"{_key(record.inputs_hash)}.json"
+    path = state_dir() / "builds" / f"{_key(record.inputs_hash, record.engine)}.json"
     atomic_write(path, (json.dumps(asdict(record), sort_keys=True, indent=2) + "\n").encode())
     return path

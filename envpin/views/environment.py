@@ -66,7 +66,12 @@ def dry_run(plan: dict[str, object], console: Console, note: Console) -> None:
 
 def built(res: BuildResult, console: Console, note: Console) -> None:
     state = "up to date" if res.up_to_date else "built"
-    say(note, f"{state}: {res.tag} ({res.image_id[:19]}) in {res.seconds:.1f} s; lock: {res.out}/envpin.lock")
+    say(note, f"{state} with {res.engine}: {res.tag} ({res.image_id[:19]}) in {res.seconds:.1f} s; "
+              f"lock: {res.out}/envpin.lock")
+    for line in res.notes:
+        say(note, line)
+    if res.problem:
+        say(note, f"not reproduced: {res.problem}")
     say(console, res.tag)
 
 
