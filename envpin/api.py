@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from envpin.catalog import Entry
     from envpin.diff import Difference
     from envpin.doctor import Diagnosis
+    from envpin.lock import Image, Lock
     from envpin.plan import BuildPlan
+    from envpin.podman import ImageFacts
     from envpin.recipes import Recipe
+    from envpin.state import BuildRecord
     from envpin.sync import SyncResult
 
 DEFAULT_IMAGES_DIR = Path("images")
@@ -222,7 +225,7 @@ class _BuildJob:
     target: Path
     files: dict[str, bytes]
     tag: str
-    previous: Any
+    previous: Lock | None
     force: bool
     no_cache: bool
     pull: bool
@@ -233,7 +236,7 @@ class _BuildJob:
 
         return time.monotonic() - self.started
 
-    def _unchanged(self, engine: str, exists: Callable[[str], bool]) -> Any:
+    def _unchanged(self, engine: str, exists: Callable[[str], bool]) -> BuildRecord | None:
         """The state record when these inputs were already built here and the image is still there."""
         from envpin import state
 
@@ -309,7 +312,7 @@ class _BuildJob:
         state.save(state.BuildRecord(self.plan.inputs_hash, facts.id, self.tag, self.plan.from_ref, "podman"))
         return self._settle(built, facts, self.tag, up_to_date=False)
 
-    def _settle(self, built: Any, facts: Any, tag: str, *, up_to_date: bool) -> BuildResult:
+    def _settle(self, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
         """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
         from envpin import lock as lockmod
 
@@ -337,7 +340,7 @@ class _BuildJob:
                            problem)
 
 
-def _compare_image(expected: Any, built: Any, facts: Any) -> str | None:
+def _compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | None:
     """None when `built` is the image the lock records; else where and (as far as known) why it differs."""
     from envpin import podman
 

@@ -121,10 +121,26 @@ def test_engine_unreachable(stand_in_image: str, tmp_path: Path) -> None:
         stand_in_image,
         "--out",
         str(tmp_path / "e"),
+        "--engine",
+        "docker",
         env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
     )
     assert res.code == 2 and "Docker engine is not reachable" in res.stderr and "DOCKER_HOST" in res.stderr
     assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.podman
+def test_auto_engine_falls_back_to_podman_when_docker_does_not_answer(stand_in_image: str, tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed; run `sudo bash scripts/services.sh install`")
+    res = run_envpin(
+        "build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(tmp_path / "e"),
+        env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
+    )
+    assert res.code == 0, res.stderr
+    assert "built with podman" in res.stderr and "recorded image sha256:" in res.stderr
 
 
 @pytest.mark.parametrize(
