@@ -24,13 +24,19 @@ def docker_client() -> Any:
         from docker.errors import DockerException
     except ImportError as exc:  # pragma: no cover - docker is a declared dependency
         raise EngineError("the docker Python SDK is not installed", hint="pip install docker") from exc
+    hint = "start the engine (`bash scripts/services.sh start` or `sudo dockerd &`), or set DOCKER_HOST"
+    refused = _unix_socket_error()
+    if refused:
+        raise EngineError(f"the Docker engine is not reachable: {refused}", hint=hint)
+    client = None
     try:
         client = docker.from_env(timeout=120)
         client.ping()
         return client
     except DockerException as exc:
+        if client is not None:
+            client.close()  # the SDK keeps the failed connection's socket open otherwise
         detail = str(exc).split("\n")[0]
-        hint = "start the engine (`bash scripts/services.sh start` or `sudo dockerd &`), or set DOCKER_HOST"
         if "Permission denied" in detail:
             hint = "your user cannot open the Docker socket: add it to the 'docker' group or use sudo"
         raise EngineError(f"the Docker engine is not reachable: {detail}", hint=hint) from exc
@@ -50,6 +56,10 @@ def choose_engine(requested: str | None) -> str:
     choice = requested or os.environ.get(ENGINE_ENV) or "auto"
     if choice not in ENGINES:
         raise UsageError(f"unknown engine '{shown(choice)}'", hint="use --engine auto, docker or podman")
+    if choice == "podman":
+        from envpin import podman
+
+        podman.binary()  # before any registry request or write: a missing podman is said first
     if choice != "auto":
         return choice
     try:
@@ -64,6 +74,28 @@ def choose_engine(requested: str | None) -> str:
             f"no container engine answers: {docker_error.message}",
             hint="start Docker (`bash scripts/services.sh start`) or install podman (`apt-get install podman`)",
         ) from docker_error
+
+
+def _unix_socket_error() -> str | None:
+    """Why the engine's Unix socket refuses a connection, or None (also for TCP hosts, left to the SDK).
+
+    Checked with a plain socket first: when the SDK's connection fails it leaks the socket."""
+    import os
+    import socket
+
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not host.startswith("unix://"):
+        return None
+    path = host[len("unix://"):]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+    except PermissionError:
+        return None  # the SDK's message and the docker-group hint below say it better
+    except OSError as exc:
+        return f"cannot connect to {path}: {exc.strerror or exc}"
+    return None
 
 
 def previous_lock(out: Path) -> lockmod.Lock | None:
@@ -96,7 +128,7 @@ class BuildOutcome:
     log: Path
 
 
-class _Progress:
+class Progress:
     """Live one-line display of the current step and elapsed time (plain lines when not a TTY)."""
 
     def __init__(self, title: str) -> None:
@@ -116,7 +148,7 @@ class _Progress:
     def _render(self) -> Any:
         return self._text(f"{self._title}: {self._step} ({time.monotonic() - self._start:.1f} s)")
 
-    def __enter__(self) -> _Progress:
+    def __enter__(self) -> Progress:
         if self._live:
             self._live.__enter__()
         return self
@@ -147,7 +179,7 @@ def build_image(
     current = "starting"
     cached_steps = steps = 0
     try:
-        with _Progress(f"building {tag}") as progress:
+        with Progress(f"building {tag}") as progress:
             stream = client.api.build(
                 path=str(context), tag=tag, rm=True, forcerm=True, decode=True, nocache=no_cache, pull=pull
             )
@@ -156,7 +188,7 @@ def build_image(
                     message = chunk.get("errorDetail", {}).get("message") or chunk["error"]
                     lines.append(message)
                     tail.append(message.rstrip())
-                    _save_log(log_path, lines)
+                    save_log(log_path, lines)
                     raise EngineError(
                         f"the build failed at {current}: {message.strip().splitlines()[-1]}\n"
                         + "\n".join(f"  | {t}" for t in tail),
@@ -180,21 +212,21 @@ def build_image(
                         cached_steps += 1
             seconds = progress.elapsed
     except KeyboardInterrupt:
-        _save_log(log_path, [*lines, "interrupted\n"])
+        save_log(log_path, [*lines, "interrupted\n"])
         raise
     except EngineError:
         raise
     except Exception as exc:  # docker.errors.APIError, BuildError, requests errors
-        _save_log(log_path, [*lines, f"{exc}\n"])
+        save_log(log_path, [*lines, f"{exc}\n"])
         raise EngineError(f"the build failed: {str(exc).splitlines()[0]}", hint=f"full log: {log_path}") from exc
-    _save_log(log_path, lines)
+    save_log(log_path, lines)
     if image_id is None:
         image_id = client.images.get(tag).id
     from_steps = 1  # FROM is never reported as "Using cache"
     return BuildOutcome(image_id, tag, steps > 0 and cached_steps >= steps - from_steps, seconds, log_path)
 
 
-def _save_log(path: Path, lines: list[str]) -> None:
+def save_log(path: Path, lines: list[str]) -> None:
     with contextlib.suppress(Exception):
         atomic_write(path, "".join(lines).encode())
 

@@ -188,7 +188,7 @@ def build(
     pull: bool = False,
 ) -> tuple[str, float]:
     """Run `podman build` with the fixed timestamp, streaming its log; returns (image ID, seconds)."""
-    from envpin.build import _Progress, _save_log
+    from envpin.build import Progress, save_log
 
     iid = context.parent / "iid"
     cmd = [
@@ -209,7 +209,7 @@ def build(
     current = "starting"
     started = time.monotonic()
     try:
-        with _Progress(f"building {tag} (podman)") as progress:
+        with Progress(f"building {tag} (podman)") as progress:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     errors="replace")
             assert proc.stdout is not None
@@ -224,11 +224,11 @@ def build(
                         progress.step(current)
             rc = proc.wait()
     except KeyboardInterrupt:
-        _save_log(log_path, [*lines, "interrupted\n"])
+        save_log(log_path, [*lines, "interrupted\n"])
         raise
     except OSError as exc:
         raise EngineError(f"could not start podman: {exc}", hint=FIX_PODMAN) from exc
-    _save_log(log_path, lines)
+    save_log(log_path, lines)
     if rc != 0:
         last = tail[-1] if tail else f"exit {rc}"
         raise EngineError(

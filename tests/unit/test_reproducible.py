@@ -144,3 +144,23 @@ def test_inspect_maps_history_to_layers() -> None:
     assert steps == "COPY file:ab in /opt/x"
     assert podman._step_text({"created_by": "/bin/sh -c python3 -m   envpin.probe.runtime --check"}) == (
         "RUN python3 -m envpin.probe.runtime --check")
+
+
+def test_a_missing_engine_is_said_before_anything_is_written(  # type: ignore[no-untyped-def]
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no podman on PATH
+    out = tmp_path / "env"
+    res = cli("build", "--ngc", "20.02", "--tf", "2.1", "--engine", "podman", "--out", str(out))
+    assert res.code == 2 and res.stderr.splitlines() == [
+        "error: podman is not installed (needed for --engine podman)",
+        "hint: install podman (`apt-get install podman buildah`, or `bash scripts/services.sh install`)",
+    ]
+    # auto: Docker does not answer either
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
+    res = cli("build", "--ngc", "20.02", "--tf", "2.1", "--out", str(out))
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and len(lines) == 2
+    assert lines[0].startswith("error: no container engine answers: the Docker engine is not reachable")
+    assert lines[1].startswith("hint: start Docker")
+    assert not out.exists()
