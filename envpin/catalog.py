@@ -2,6 +2,13 @@
 
 Every fact is stored once: a field lives either at release level (shared by all flavors of that month)
 or at flavor level, never both. Unknown facts are ``null`` with a reason; nothing is inferred.
+
+Each source records its kind of evidence, so every value carries it: ``notes`` (NVIDIA's TensorFlow release
+notes for that month), ``nvidia`` (another NVIDIA-owned source about the TensorFlow image: NVIDIA/tensorflow
+branches and releases, framework-reproducibility's version table), ``sibling`` (NVIDIA's notes for another
+framework container of the same month, which shares the CUDA/cuDNN/NCCL/driver base; base-stack fields
+only), ``image`` (declared by the image config, read by ``envpin catalog sync``) and ``user``. ``usage``
+sources (public Dockerfiles that use a tag) show only that a tag was published and back no value.
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ from envpin.probe.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
 from envpin.probe.versions import SpecError
 from envpin.versions import NGCSpec, TFSpec, release_index
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Kinds of evidence, strongest first: a value of an earlier kind outranks a later one where both exist.
+KINDS = ("image", "user", "notes", "nvidia", "sibling")
+SOURCE_KINDS = frozenset(KINDS) | {"usage"}
+#: Fields a sibling framework's notes may give: the shared base stack, never TensorFlow or Python.
+SIBLING_FIELDS = frozenset({"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensorrt", "driver_min", "driver_compat",
+                            "compute_capability_min"})
 FIRST_RELEASE = "19.01"
 LAST_RELEASE = "25.02"
 #: The fields every catalog entry carries, in display order.
@@ -62,6 +75,7 @@ class Fact:
     value: Any
     source: str | None = None
     reason: str | None = None
+    kind: str | None = None
 
     @property
     def known(self) -> bool:
@@ -79,6 +93,8 @@ class Entry:
     facts: dict[str, Fact]
     sources: dict[str, dict[str, str]] = field(repr=False)
     verified: dict[str, Any] | None = None
+    #: Written values that an image-declared value outranks and contradicts, by field.
+    outranked: dict[str, Fact] = field(default_factory=dict)
 
     def value(self, name: str) -> Any:
         return self.facts[name].value
@@ -88,8 +104,10 @@ class Entry:
         return self.facts["tf_version"].value
 
     def source_url(self, name: str) -> str | None:
-        src = self.facts[name].source
-        return self.sources[src]["url"] if src else None
+        fact = self.facts[name]
+        if fact.kind == "image" and self.verified:
+            return f"{self.verified['registry']}@{self.verified['digest']}"
+        return self.sources[fact.source]["url"] if fact.source else None
 
     def to_json(self) -> dict[str, Any]:
         """Flat object for `envpin catalog --json`: values first, provenance alongside."""
@@ -104,10 +122,13 @@ class Entry:
         for name in FIELDS:
             fact = self.facts[name]
             out[name] = fact.value
-            prov: dict[str, Any] = {"source": self.source_url(name)}
+            prov: dict[str, Any] = {"source": self.source_url(name), "kind": fact.kind}
             if fact.reason:
                 prov["reason"] = fact.reason
             provenance[name] = prov
+        for name, fact in self.outranked.items():
+            provenance[name]["outranks"] = {"value": fact.value, "kind": fact.kind,
+                                            "source": self.sources[fact.source]["url"] if fact.source else None}
         out["provenance"] = provenance
         if self.verified:
             out["verified_from_image"] = self.verified
@@ -134,10 +155,19 @@ class Catalog:
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
                 merged = {**rel["fields"], **fl["fields"]}
-                facts = {
-                    name: Fact(merged[name]["value"], merged[name].get("source"), merged[name].get("reason"))
-                    for name in FIELDS
-                }
+                facts, outranked = {}, {}
+                declared = (fl.get("image") or {}).get("declared") or {}
+                for name in FIELDS:
+                    src = merged[name].get("source")
+                    kind = self.sources[src]["kind"] if merged[name]["value"] is not None and src else None
+                    fact = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
+                    if name in declared:
+                        # What the image itself declares outranks every written source; keep the
+                        # written value beside it so a disagreement stays visible.
+                        if fact.known and fact.value != declared[name]:
+                            outranked[name] = fact
+                        fact = Fact(declared[name], IMAGE_SOURCE, None, "image")
+                    facts[name] = fact
                 yield Entry(
                     release=release,
                     flavor=flavor,
@@ -146,6 +176,7 @@ class Catalog:
                     facts=facts,
                     sources=self.sources,
                     verified=fl.get("image"),
+                    outranked=outranked,
                 )
 
     # -- queries ------------------------------------------------------------------------------------
@@ -247,8 +278,10 @@ def _problems(data: Any) -> Iterator[str]:
         return
     sources = data["sources"]
     for sid, src in sources.items():
-        if not isinstance(src, dict) or set(src) != {"title", "url"}:
-            yield f"source {sid}: needs exactly 'title' and 'url'"
+        if not isinstance(src, dict) or set(src) != {"title", "url", "kind"}:
+            yield f"source {sid}: needs exactly 'title', 'url' and 'kind'"
+        elif src["kind"] not in SOURCE_KINDS:
+            yield f"source {sid}: kind {src['kind']!r} is not one of {sorted(SOURCE_KINDS)}"
     releases, missing = data["releases"], data["missing_months"]
     for month, info in missing.items():
         if not _RELEASE_RE.match(month):
@@ -319,6 +352,12 @@ def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[st
     else:
         if fact.get("source") not in sources:
             yield f"source {fact.get('source')!r} is not a known source"
+        else:
+            kind = sources[fact["source"]].get("kind")
+            if kind == "usage":
+                yield f"source {fact['source']!r} shows only that a tag was published; it backs no value"
+            elif kind == "sibling" and name not in SIBLING_FIELDS:
+                yield f"a sibling framework's notes cannot give {name} (base-stack fields only)"
         if name in LIST_FIELDS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 yield "must be a list of strings"

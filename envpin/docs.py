@@ -22,28 +22,39 @@ def recipe_table() -> str:
             if m["distribution"] == "stock"
             else (f"NGC {m.get('ngc_min')}–{m.get('ngc_max')}" if m.get("ngc_max") else f"NGC {m.get('ngc_min')}+")
         )
-        env = ", ".join(f"`{e['name']}={e['value']}`" for e in row["env"]) or "—"
+        env = ", ".join(f"`{e['name']}={e['value']}`" + (" (unverified on NGC builds)"
+                                                          if e["why"].startswith("unverified on NGC builds") else "")
+                        for e in row["env"]) or "—"
         steps = ", ".join(s["step"] for s in row["steps"])
         rows.append(f"| `{row['id']}` | {where}, {tf} | {env} | {steps} |")
     unset = ", ".join(f"`{u['name']}`" for u in common["unset"])
     rows.append("")
     rows.append(f"Every recipe also sets {shared} and requires that {unset} is **not** set.")
+    for item in common["no_effect"]:
+        rows.append(f"`{item['name']}` has no effect: TensorFlow reads `{item['instead']}` "
+                    "(audit and the runtime check report the misspelt name).")
     return "\n".join(rows) + "\n"
 
 
 def coverage_table() -> str:
     cat = catalog.load()
     entries = cat.entries()
-    known = Counter(name for e in entries for name in catalog.FIELDS if e.facts[name].known)
+    kinds = [k for k in catalog.KINDS if any(e.facts[n].kind == k for e in entries for n in catalog.FIELDS)]
+    count = Counter((name, e.facts[name].kind) for e in entries for name in catalog.FIELDS)
     rows = [
         f"{len(cat.releases())} releases ({cat.releases()[0]}–{cat.releases()[-1]}), {len(entries)} image tags; "
-        f"months without a release: {', '.join(sorted(cat.missing))}.",
+        f"months without a release: {', '.join(sorted(cat.missing))}. Values per field by kind of evidence "
+        "(`notes`: NVIDIA's TensorFlow release notes; `nvidia`: other NVIDIA sources on the TensorFlow image; "
+        "`sibling`: another NGC framework's notes of the same month, base stack only):",
         "",
-        "| field | known | unknown (null with a reason) |",
-        "| --- | --- | --- |",
+        "| field | " + " | ".join(kinds) + " | unknown |",
+        "| --- | " + " | ".join("---:" for _ in kinds) + " | ---: |",
     ]
     for name in catalog.FIELDS:
-        rows.append(f"| {name} | {known[name]} | {len(entries) - known[name]} |")
+        cells = [str(count[(name, k)]) for k in kinds] + [str(count[(name, None)])]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    total = [str(sum(count[(n, k)] for n in catalog.FIELDS)) for k in [*kinds, None]]
+    rows.append("| **all** | " + " | ".join(total) + " |")
     return "\n".join(rows) + "\n"
 
 

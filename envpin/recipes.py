@@ -19,9 +19,13 @@ from envpin.probe import runtime
 SCHEMA_VERSION = 1
 #: Python-side steps the runtime helper (envpin.probe.runtime) knows how to perform.
 STEPS = frozenset(
-    {"seed_python", "seed_numpy", "seed_tf", "keras_set_random_seed", "enable_op_determinism", "patch_bias_add"}
+    {"seed_python", "seed_numpy", "seed_tf", "keras_set_random_seed", "enable_op_determinism",
+     "fwr13y_enable_determinism"}
 )
 DISTRIBUTIONS = ("ngc", "stock")
+DEVICES = ("gpu", "any")
+_RAISE_KEYS = {"op", "tf_min", "tf_max", "devices", "exception", "message", "checks", "source"}
+_SILENT_KEYS = {"op", "tf_min", "tf_max", "devices", "why", "checks", "source"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class Recipe:
     summary: str
     env: tuple[dict[str, str], ...]
     unset: tuple[dict[str, str], ...]
+    no_effect: tuple[dict[str, str], ...]
     steps: tuple[dict[str, str], ...]
     caveats: tuple[dict[str, str], ...]
     raises: tuple[dict[str, Any], ...]
@@ -50,6 +55,7 @@ class Recipe:
             "summary": self.summary,
             "env": list(self.env),
             "unset": list(self.unset),
+            "no_effect": list(self.no_effect),
             "steps": list(self.steps),
             "caveats": list(self.caveats),
             "raises_under_determinism": list(self.raises),
@@ -83,9 +89,12 @@ def validate(data: Any) -> None:
         if item.get("source") not in sources:
             problems.append(f"{where}: unknown source {item.get('source')!r}")
 
-    for key in ("env", "unset", "caveats"):
+    for key in ("env", "unset", "no_effect", "caveats"):
         for item in data["common"][key]:
             cite(f"common.{key}", item)
+    for item in data["common"]["no_effect"]:
+        if set(item) != {"name", "instead", "why", "source"}:
+            problems.append("common.no_effect entries need name, instead, why, source")
     seen = set()
     for row in data["recipes"]:
         rid = row.get("id")
@@ -107,8 +116,14 @@ def validate(data: Any) -> None:
             cite(rid, item)
         for item in row["caveats"]:
             cite(rid, item)
-    for item in data["raises_under_determinism"]:
-        cite(f"raises {item.get('op')}", item)
+    for key, keys in (("raises_under_determinism", _RAISE_KEYS), ("nondeterministic_under_determinism", _SILENT_KEYS)):
+        for item in data[key]:
+            where = f"{key} {item.get('op')}"
+            cite(where, item)
+            if set(item) != keys:
+                problems.append(f"{where}: needs exactly {sorted(keys)}")
+            elif item["devices"] not in DEVICES or not isinstance(item["checks"], list):
+                problems.append(f"{where}: devices must be one of {DEVICES} and checks a list")
     if problems:
         raise RecipeError(f"recipes.json is invalid: {problems[0]}")
 
@@ -135,6 +150,7 @@ def select(tf_version: str, distribution: str = "ngc", ngc_release: str | None =
         summary=row["summary"],
         env=tuple(row["env"]),
         unset=tuple(row["unset"]),
+        no_effect=tuple(row["no_effect"]),
         steps=tuple(row["steps"]),
         caveats=tuple(row["caveats"]),
         raises=tuple(row["raises_under_determinism"]),

@@ -3,8 +3,8 @@
 Mechanical: pin FROM by the digest the registry reports for the tag now; set the determinism recipe's
 ENV block right after the produced stage's FROM (only the variables that are missing or wrong; wrong
 settings elsewhere in the stage chain are removed so they cannot override it); remove
-TF_USE_CUDNN_AUTOTUNE. Every other finding gets a ``# envpin audit: <id>: <fix>`` comment above its
-instruction. Lines that need no change are copied byte for byte.
+TF_CUDNN_USE_AUTOTUNE and the misspelt TF_USE_CUDNN_AUTOTUNE. Every other finding gets a
+``# envpin audit: <id>: <fix>`` comment above its instruction. Lines that need no change are copied byte for byte.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ _D9M_RULES = frozenset({"d9m-env-missing", "d9m-env-wrong"})
 _ENV_RULES = _D9M_RULES | {"pythonhashseed-unset", "horovod-fusion-threshold"}
 _FROM_RULES = frozenset({"from-no-digest", "from-latest"})
 #: Rules --fix handles without a comment (FROM rules only when the digest can be resolved).
-MECHANICAL = _ENV_RULES | _FROM_RULES | {"cudnn-autotune-set"}
+#: Rules whose fix is removing the variable from every ENV of the image.
+_REMOVE_RULES = {"cudnn-autotune-set", "env-no-effect"}
+MECHANICAL = _ENV_RULES | _FROM_RULES | _REMOVE_RULES
 
 
 @dataclass
@@ -80,7 +82,7 @@ def fix(
 
     stage = df.stage(target)
     env_findings = [f for f in findings if f.rule in _ENV_RULES]
-    autotune = [f for f in findings if f.rule == "cudnn-autotune-set"]
+    autotune = [f for f in findings if f.rule in _REMOVE_RULES]
     if env_findings or autotune:
         _env_block(df, stage, env_findings, bool(autotune), tf, edits, outcome)
         handled.update(env_findings)
@@ -169,7 +171,9 @@ def _env_block(
     else:
         title = f"{MARKER}settings every TensorFlow version needs (the base's TensorFlow is not known)"
     block = {k: v for k, v in sorted(desired.items()) if not _ok(k, stage.env.get(k), v)}
-    remove = set(block) | ({"TF_USE_CUDNN_AUTOTUNE"} if autotune else set())
+    shared = recipes.table()["common"]
+    forbidden = {u["name"] for u in shared["unset"]} | {u["name"] for u in shared["no_effect"]}
+    remove = set(block) | (forbidden if autotune else set())
     chain = df.chain(stage)
     existing = _existing_block(df, stage)
     for st in chain:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from envpin import recipes
 from envpin.audit.base import BaseInfo, identify
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, expand, split_words
 from envpin.audit.shell import Command, RunScript, run_script
@@ -69,13 +70,19 @@ RULES: dict[str, Rule] = {
         Rule("d9m-unavailable", "info", "no GPU determinism switch for this TensorFlow",
              "TensorFlow before 1.14 (and NGC images before 19.06) has no switch that makes GPU ops "
              "deterministic; only a newer base can fix that."),
-        Rule("cudnn-autotune-set", "error", "TF_USE_CUDNN_AUTOTUNE is set",
-             "NVIDIA's determinism notes: do not set TF_USE_CUDNN_AUTOTUNE at all, not even to 0, "
-             "together with TF_DETERMINISTIC_OPS or TF_CUDNN_DETERMINISTIC. Remove it."),
+        Rule("cudnn-autotune-set", "error", "TF_CUDNN_USE_AUTOTUNE is set",
+             "TensorFlow reads TF_CUDNN_USE_AUTOTUNE (tensorflow/core/util/use_cudnn.cc). Do not set it at "
+             "all, in particular not to 0, together with TF_DETERMINISTIC_OPS or TF_CUDNN_DETERMINISTIC: "
+             "turning autotuning off thwarts the deterministic cuDNN algorithm selection. Remove it."),
+        Rule("env-no-effect", "warning", "a variable TensorFlow never reads",
+             "TF_USE_CUDNN_AUTOTUNE is a misspelling (it appears in NVIDIA's determinism status notes); "
+             "TensorFlow reads TF_CUDNN_USE_AUTOTUNE. Whoever set it believes autotuning is configured "
+             "when it is not. Remove it, and do not set the real name either under determinism."),
         Rule("xla-auto-jit", "warning", "XLA auto-clustering enabled in an image that sets determinism",
-             "TF_XLA_FLAGS=--tf_xla_auto_jit=1/2/fusible compiles clusters with XLA, whose GPU reductions "
-             "and scatter were nondeterministic before TensorFlow 2.8 and whose fusion decisions change "
-             "numerics. Drop the flag, or enable XLA per function with jit_compile=True."),
+             "TF_XLA_FLAGS=--tf_xla_auto_jit=1/2/fusible compiles clusters with XLA. Under determinism "
+             "XLA's GPU reductions are deterministic from TensorFlow 2.2 but its Scatter only from 2.8, and "
+             "auto-clustering decides per run what is fused, which changes numerics. Drop the flag, or "
+             "enable XLA per function with jit_compile=True."),
         Rule("pip-unpinned", "warning", "pip installs packages without == pins",
              "An unpinned requirement resolves to whatever is newest on the day of the build. Pin exact "
              "versions, ideally in a requirements lock with hashes (`envpin render --requirements`)."),
@@ -102,9 +109,9 @@ RULES: dict[str, Rule] = {
         Rule("git-clone-unpinned", "warning", "git clone without a pinned commit",
              "A clone of a branch or tag gets whatever the branch points to at build time. Check out a "
              "commit: git clone URL dir && git -C dir checkout SHA (or git clone --revision=SHA)."),
-        Rule("horovod-fusion-threshold", "error", "Horovod installed but HOROVOD_FUSION_THRESHOLD is not 0",
-             "Horovod's tensor fusion batches allreduces in an order that varies from run to run. Set "
-             "HOROVOD_FUSION_THRESHOLD=0."),
+        Rule("horovod-fusion-threshold", "warning", "Horovod installed but HOROVOD_FUSION_THRESHOLD is not 0",
+             "Horovod's Tensor Fusion batches allreduces in an order that can vary from run to run; NVIDIA's "
+             "determinism notes say you may need to disable it. Set HOROVOD_FUSION_THRESHOLD=0."),
         Rule("nvidia-disable-require", "warning", "NVIDIA_DISABLE_REQUIRE is set",
              "It turns off the container runtime's check that the host driver supports the image's CUDA, "
              "so the image starts on drivers it was not built for (forward compatibility included) and "
@@ -278,10 +285,19 @@ def check_determinism(ctx: Context) -> None:
 
 
 def check_autotune(ctx: Context) -> None:
-    for ins, value in ctx.env_settings("TF_USE_CUDNN_AUTOTUNE"):
-        ctx.add("cudnn-autotune-set", ins.line,
-                f"TF_USE_CUDNN_AUTOTUNE={value} is set; NVIDIA says not to set it at all under determinism",
-                "remove TF_USE_CUDNN_AUTOTUNE from ENV (envpin audit --fix removes it)")
+    """The recipe table's must-not-set and no-effect names, wherever an ENV of the image sets them."""
+    common = recipes.table()["common"]
+    for item in common["unset"]:
+        for ins, value in ctx.env_settings(item["name"]):
+            ctx.add("cudnn-autotune-set", ins.line,
+                    f"{item['name']}={value} is set; {item['why']}",
+                    f"remove {item['name']} from ENV (envpin audit --fix removes it)")
+    for item in common["no_effect"]:
+        for ins, value in ctx.env_settings(item["name"]):
+            ctx.add("env-no-effect", ins.line,
+                    f"{item['name']}={value} has no effect: TensorFlow reads {item['instead']}",
+                    f"remove {item['name']} from ENV (envpin audit --fix removes it); "
+                    f"do not set {item['instead']} either")
 
 
 def xla_auto_jit(flags: str) -> str | None:

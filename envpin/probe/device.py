@@ -56,9 +56,11 @@ def onednn_default(tf_version: Optional[str], flags: Iterable[str], machine: str
 
 def from_flat(flat: Dict[str, str]) -> str:
     """The class as far as a report's flattened fields tell it (used only when a golden hash comes without
-    the self-test's own class): GPUs and ISA level from the report, threads from its env (unset: the CPUs
-    the probe could use, as TensorFlow sizes its pools), oneDNN from its env or TensorFlow's default rule.
-    The ISA level lacks the oneDNN-relevant extensions the self-test appends on CPUs that have them."""
+    the self-test's own class): GPUs and ISA level from the report; threads from TensorFlow's runtime when
+    set there, else from its env (unset: the CPUs the probe could use, as TensorFlow sizes its pools);
+    oneDNN as TensorFlow itself reported it when the probe ran with TensorFlow imported, else from its env
+    or TensorFlow's default rule. The ISA level lacks the oneDNN-relevant extensions the self-test appends
+    on CPUs that have them."""
     gpus = []
     i = 0
     while "gpu.devices.%d.name" % i in flat:
@@ -67,13 +69,17 @@ def from_flat(flat: Dict[str, str]) -> str:
     arch = _reading(flat.get("os.arch"))
     isa = _reading(flat.get("cpu.isa_level")) or arch or "unknown"
     usable = _reading(flat.get("cpu.affinity_cpus"))
-    onednn = onednn_switch(flat.get("env.TF_ENABLE_ONEDNN_OPTS"))
+    onednn = _reading(flat.get("tensorflow.runtime.onednn")) or onednn_switch(flat.get("env.TF_ENABLE_ONEDNN_OPTS"))
     if onednn is None:
         flags = (_reading(flat.get("cpu.flags")) or "").split()
         onednn = onednn_default(_reading(flat.get("tensorflow.version")), flags, arch or "")
     pool = usable or "default"
-    return device_class(gpus, isa, thread_count(flat.get("env.TF_NUM_INTRAOP_THREADS"), pool),
-                        thread_count(flat.get("env.TF_NUM_INTEROP_THREADS"), pool), onednn)
+    counts = []
+    for kind, env in (("intra", "TF_NUM_INTRAOP_THREADS"), ("inter", "TF_NUM_INTEROP_THREADS")):
+        # A count set through tf.config.threading in the probed process outranks the environment.
+        live = thread_count(flat.get("tensorflow.runtime.%s_op_threads" % kind), "")
+        counts.append(live or thread_count(flat.get("env." + env), pool))
+    return device_class(gpus, isa, counts[0], counts[1], onednn)
 
 
 def _reading(text: Optional[str]) -> Optional[str]:

@@ -277,12 +277,13 @@ def _tf_gpus(tf: Any) -> List[Tuple[str, str]]:
 
 
 def _onednn_from_tf(tf_version: str) -> str:
-    try:
-        from tensorflow.python.util import _pywrap_util_port
+    """TensorFlow's own answer once it is imported; the documented rule only where it cannot tell."""
+    from envpin.probe.tf import onednn_enabled
 
-        return "on" if _pywrap_util_port.IsMklEnabled() else "off"
-    except (ImportError, AttributeError):
+    enabled = onednn_enabled()
+    if enabled is None:
         return onednn_setting(tf_version)
+    return "on" if enabled else "off"
 
 
 def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Optional[int] = None) -> Dict[str, Any]:

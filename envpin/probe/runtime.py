@@ -71,6 +71,7 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
             "summary": row["summary"],
             "env": sorted(common["env"] + row["env"], key=lambda e: e["name"]),
             "unset": list(common["unset"]),
+            "no_effect": list(common.get("no_effect", [])),
             "steps": list(row["steps"]),
             "caveats": list(row["caveats"]) + list(common["caveats"]),
             "raises_under_determinism": [
@@ -113,7 +114,8 @@ def current_recipe(table=None):
 
 
 def check_environment(recipe, environ=None):
-    """Problems with the environment for this recipe: wrong or missing env vars, forbidden ones set."""
+    """Problems with the environment for this recipe: wrong or missing env vars, forbidden ones set, and
+    misspelt names that TensorFlow never reads (whoever set one believes a setting is in force that is not)."""
     environ = os.environ if environ is None else environ
     problems = []
     for item in recipe["env"]:
@@ -123,6 +125,9 @@ def check_environment(recipe, environ=None):
     for item in recipe["unset"]:
         if item["name"] in environ:
             problems.append("%s must not be set: %s" % (item["name"], item["why"]))
+    for item in recipe.get("no_effect", ()):
+        if item["name"] in environ:
+            problems.append("%s has no effect: %s" % (item["name"], item["why"]))
     return problems
 
 
@@ -145,7 +150,7 @@ def _step(name, seed, tf, report):
         tf.keras.utils.set_random_seed(seed)
     elif name == "enable_op_determinism":
         tf.config.experimental.enable_op_determinism()
-    elif name == "patch_bias_add":
+    elif name == "fwr13y_enable_determinism":
         try:
             from fwr13y.d9m.tensorflow import enable_determinism as fwr_enable
         except ImportError:
@@ -191,6 +196,9 @@ def enable_determinism(seed=42, strict=False, table=None):
             if item["name"] in os.environ:
                 del os.environ[item["name"]]
                 report["warnings"].append("removed %s: %s" % (item["name"], item["why"]))
+        for item in recipe.get("no_effect", ()):
+            if item["name"] in os.environ:
+                report["warnings"].append("%s has no effect: %s" % (item["name"], item["why"]))
         import tensorflow as tf
 
         for step in recipe["steps"]:

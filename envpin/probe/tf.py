@@ -142,11 +142,25 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
         out["intra_op_threads"] = threading.get_intra_op_parallelism_threads()
         out["inter_op_threads"] = threading.get_inter_op_parallelism_threads()
     out["op_determinism"] = _op_determinism(tf)
+    onednn = onednn_enabled()
+    if onednn is not None:
+        out["onednn"] = "on" if onednn else "off"
     sysconfig = getattr(tf, "sysconfig", None)
     if sysconfig is not None and hasattr(sysconfig, "get_build_info"):
         info = dict(sysconfig.get_build_info())
         out["build_info"] = {k: info[k] for k in sorted(info) if k in _KEEP}
     return out
+
+
+def onednn_enabled() -> Optional[bool]:
+    """Whether TensorFlow runs oneDNN's custom CPU ops in this process (its own IsMklEnabled(), which
+    applies TF_ENABLE_ONEDNN_OPTS and the CPU-feature default); None where this TensorFlow lacks it."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port  # type: ignore[import-not-found]
+
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        return None
 
 
 def _op_determinism(tf: Any) -> Any:

@@ -46,12 +46,16 @@ def detail(entries: list[Entry], console: Console) -> None:
         t = Table(title=f"{e.image}", show_lines=False)
         t.add_column("field")
         t.add_column("value")
+        t.add_column("evidence")
         t.add_column("source / why unknown", overflow="fold")
         for name in FIELDS:
             fact = e.facts[name]
             where = e.source_url(name) if fact.known else (fact.reason or "")
-            t.add_row(name, cell(fact.value), where or "")
+            t.add_row(name, cell(fact.value), fact.kind or "—", where or "")
         console.print(t)
+        for name, old in sorted(e.outranked.items()):
+            say(console, f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
+                         f"({e.sources[old.source]['url'] if old.source else 'no source'})")
         if e.verified:
             v = e.verified
             say(console, f"verified from image: digest {v.get('digest')} ({v.get('registry')}, "

@@ -28,6 +28,8 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
         t.add_row(e["name"], e["value"], f"{e['why']} ({r.source_url(e['source'])})")
     for u in r.unset:
         t.add_row(u["name"], "must NOT be set", f"{u['why']} ({r.source_url(u['source'])})")
+    for u in r.no_effect:
+        t.add_row(u["name"], f"no effect: use {u['instead']}", f"{u['why']} ({r.source_url(u['source'])})")
     console.print(t)
     say(console, "Python steps: " + ", ".join(s["step"] for s in r.steps))
     for x in r.raises:

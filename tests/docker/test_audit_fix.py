@@ -23,7 +23,7 @@ def test_fix_pins_from_by_digest_and_sets_the_recipe(cli, tmp_path: Path, stand_
     (tmp_path / "Dockerfile").write_text(
         f"ARG TAG={tag}\n"
         f"FROM {local_registry}/{STAND_IN_REPO}:${{TAG}} AS train\n"
-        "ENV TF_USE_CUDNN_AUTOTUNE=0\n"
+        "ENV TF_CUDNN_USE_AUTOTUNE=0\n"
         "RUN pip install numpy\n"
     )
     res = cli("audit", "--fix", "Dockerfile", cwd=tmp_path)
@@ -40,7 +40,7 @@ def test_fix_pins_from_by_digest_and_sets_the_recipe(cli, tmp_path: Path, stand_
     block = lines[lines.index(f"FROM {stand_in_image}@{digest} AS train") + 2 :]
     for name, value in recipes.select(entry.tf_version, "ngc", entry.release).env_dict().items():
         assert any(line.strip().rstrip(" \\").endswith(f"{name}={value}") for line in block)
-    assert "TF_USE_CUDNN_AUTOTUNE" not in fixed_path.read_text()
+    assert "TF_CUDNN_USE_AUTOTUNE" not in fixed_path.read_text()
 
 
 def test_fix_in_place_pins_every_stage(cli, tmp_path: Path, stand_in_image: str, stand_in_image_bullseye: str,

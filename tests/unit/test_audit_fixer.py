@@ -22,6 +22,7 @@ def test_recipe_block_replaces_wrong_settings_and_removes_autotune() -> None:
     text = (
         "FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3" + DIGEST + " AS train\n"
         "ENV TF_CUDNN_DETERMINISTIC=1 \\\n"
+        "    TF_CUDNN_USE_AUTOTUNE=0 \\\n"
         "    TF_USE_CUDNN_AUTOTUNE=0 \\\n"
         "    MY_SETTING=keep\n"
         "ENV TF_DETERMINISTIC_OPS=0\n"
@@ -100,7 +101,7 @@ def test_backtick_escape_is_used_for_the_block() -> None:
 
 
 def test_cli_outputs_and_input_untouched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    original = f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3{DIGEST}\nENV TF_USE_CUDNN_AUTOTUNE=1\n"
+    original = f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3{DIGEST}\nENV TF_CUDNN_USE_AUTOTUNE=1\n"
     (tmp_path / "Dockerfile").write_text(original)
     res = cli("audit", "--fix", "Dockerfile", cwd=tmp_path)
     assert res.code == 0, res.stderr  # nothing left at or above warning in the fixed file
@@ -108,7 +109,7 @@ def test_cli_outputs_and_input_untouched(cli, tmp_path: Path) -> None:  # type: 
     assert res.stdout.startswith("left in the fixed files: no findings")  # the result: stdout
     assert (tmp_path / "Dockerfile").read_text() == original
     fixed = (tmp_path / "Dockerfile.envpin-fixed").read_text()
-    assert "TF_USE_CUDNN_AUTOTUNE" not in fixed and audit_text(fixed) == []
+    assert "TF_CUDNN_USE_AUTOTUNE" not in fixed and audit_text(fixed) == []
     res = cli("audit", "--fix", "--fix-out", "out/Fixed", "Dockerfile", cwd=tmp_path)
     assert res.code == 0 and (tmp_path / "out" / "Fixed").read_text() == fixed
     res = cli("audit", "--fix", "--fix-out", "Dockerfile", "Dockerfile", cwd=tmp_path)

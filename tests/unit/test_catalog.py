@@ -67,7 +67,9 @@ def test_each_fact_stored_once() -> None:
         (lambda d: d["releases"]["20.02"]["fields"].__setitem__("cuda", {"value": None}), "null without a reason"),
         (lambda d: d["releases"]["20.03"]["fields"]["cuda"].__setitem__("source", "nowhere"), "not a known source"),
         (lambda d: d["missing_months"].pop("20.04"), "20.04 is neither a release nor a known missing month"),
-        (lambda d: d.__setitem__("schema", 2), "schema 2"),
+        (lambda d: d.__setitem__("schema", 1), "schema 1"),
+        (lambda d: d["sources"]["rn-20.03"].__setitem__("kind", "blog"), "kind .blog. is not one of"),
+        (lambda d: d["sources"]["rn-20.03"].__setitem__("kind", "usage"), "backs no value"),
         (lambda d: d["releases"]["20.03"]["flavors"]["tf2"].__setitem__("tag", "20.03-tf2"), "should be"),
         (
             lambda d: d["releases"]["20.03"]["flavors"]["tf2"]["fields"].__setitem__(

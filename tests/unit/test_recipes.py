@@ -18,8 +18,8 @@ from tests.conftest import REPO
 @pytest.mark.parametrize(
     "tf, dist, rel, rid, env, steps",
     [
-        ("1.14", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"patch_bias_add"}),
-        ("2.0", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"patch_bias_add"}),
+        ("1.14", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"fwr13y_enable_determinism"}),
+        ("2.0", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"fwr13y_enable_determinism"}),
         ("2.1", "stock", None, "stock-2.1-2.4", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
         ("2.6", "stock", None, "stock-2.5-2.7", {"TF_CUDNN_USE_FRONTEND": "1"}, {"seed_tf"}),
         ("2.8", "stock", None, "stock-2.8-plus", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
@@ -37,9 +37,10 @@ def test_selection(tf: str, dist: str, rel: str | None, rid: str, env: dict[str,
     assert env.items() <= r.env_dict().items()
     assert steps <= {s["step"] for s in r.steps}
     assert r.env_dict()["PYTHONHASHSEED"] == "0" and r.env_dict()["HOROVOD_FUSION_THRESHOLD"] == "0"
-    assert [u["name"] for u in r.unset] == ["TF_USE_CUDNN_AUTOTUNE"]
-    assert "TF_USE_CUDNN_AUTOTUNE" not in r.env_dict()
-    for item in [*r.env, *r.unset, *r.steps, *r.caveats, *r.raises]:
+    assert [u["name"] for u in r.unset] == ["TF_CUDNN_USE_AUTOTUNE"]
+    assert [(u["name"], u["instead"]) for u in r.no_effect] == [("TF_USE_CUDNN_AUTOTUNE", "TF_CUDNN_USE_AUTOTUNE")]
+    assert "TF_CUDNN_USE_AUTOTUNE" not in r.env_dict()
+    for item in [*r.env, *r.unset, *r.no_effect, *r.steps, *r.caveats, *r.raises]:
         assert r.source_url(item["source"]).startswith("https://")
 
 
@@ -54,7 +55,19 @@ def test_raises_listed_per_version() -> None:
     assert ops("2.4") == set()
     assert any("segment_sum" in o for o in ops("2.5"))
     assert any("bincount" in o for o in ops("2.7")) and not any("segment_sum" in o for o in ops("2.7"))
-    assert not any("depthwise" in o for o in ops("2.10"))
+    # From 2.10 depthwise backprop to filter raises only with cuDNN older than 7.6.3: TensorFlow's own text.
+    depthwise = [r for r in recipes.select("2.10", "stock").raises if "depthwise" in r["op"]]
+    assert [r["message"] for r in depthwise] == [
+        "A deterministic GPU implementation of DepthwiseConvBackpropFilter is not available with this version of "
+        "cuDNN. Please build with cuDNN version 7.6.3 or later."]
+    # TensorFlow's real segment messages (2.5-2.6), not a paraphrase.
+    assert {r["message"] for r in recipes.select("2.5", "stock").raises} == {
+        "Deterministic GPU implementation of sorted segment reduction op not available.",
+        "Deterministic GPU implementation of unsorted segment reduction op not available."}
+    fake = [r for r in recipes.select("2.8", "stock").raises if "fake_quant" in r["op"]]
+    assert fake and all(r["message"].startswith("Determinism is not yet supported in GPU implementation of FakeQuant")
+                        for r in fake)
+    assert all(r["exception"] and r["devices"] in ("gpu", "any") for r in recipes.select("2.21", "stock").raises)
 
 
 def test_hash_is_stable_and_distinguishes() -> None:
@@ -86,11 +99,12 @@ def test_check_environment() -> None:
     r = recipes.select("2.5", "ngc", "21.06").to_dict()
     good = {e["name"]: e["value"] for e in r["env"]}
     assert runtime.check_environment(r, good) == []
-    bad = {**good, "TF_USE_CUDNN_AUTOTUNE": "0"}
-    bad.pop("TF_CUDNN_USE_FRONTEND")
+    bad = {**good, "TF_CUDNN_USE_AUTOTUNE": "0", "TF_USE_CUDNN_AUTOTUNE": "0"}
+    bad.pop("TF_DETERMINISTIC_OPS")
     problems = runtime.check_environment(r, bad)
-    assert any(p.startswith("TF_CUDNN_USE_FRONTEND should be 1") for p in problems)
-    assert any(p.startswith("TF_USE_CUDNN_AUTOTUNE must not be set") for p in problems)
+    assert any(p.startswith("TF_DETERMINISTIC_OPS should be 1") for p in problems)
+    assert any(p.startswith("TF_CUDNN_USE_AUTOTUNE must not be set") for p in problems)
+    assert any(p.startswith("TF_USE_CUDNN_AUTOTUNE has no effect") for p in problems)
 
 
 def _run_runtime(code: str, env: dict[str, str], site: bool = False) -> subprocess.CompletedProcess[str]:
@@ -160,6 +174,9 @@ def test_runtime_with_real_tensorflow_enables_op_determinism() -> None:
 def test_runtime_check_flags_a_wrong_environment() -> None:
     pytest.importorskip("tensorflow", reason="TensorFlow is not installed in this Python")
     code = "import envpin.probe.runtime as r; raise SystemExit(r.main(['--check']))"
-    proc = _run_runtime(code, {"TF_USE_CUDNN_AUTOTUNE": "0"}, site=True)
+    proc = _run_runtime(code, {"TF_CUDNN_USE_AUTOTUNE": "0"}, site=True)
     assert proc.returncode == 1
-    assert "TF_USE_CUDNN_AUTOTUNE must not be set" in proc.stdout and "PYTHONHASHSEED should be 0" in proc.stdout
+    assert "TF_CUDNN_USE_AUTOTUNE must not be set" in proc.stdout and "PYTHONHASHSEED should be 0" in proc.stdout
+    typo = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_DETERMINISTIC_OPS": "1", "HOROVOD_FUSION_THRESHOLD": "0",
+                               "TF_USE_CUDNN_AUTOTUNE": "0"}, site=True)
+    assert typo.returncode == 1 and "TF_USE_CUDNN_AUTOTUNE has no effect" in typo.stdout, typo.stdout

@@ -4,7 +4,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from envpin.probe import tfchild
+from envpin.probe.runtime import load_table
 from envpin.probe.selftest.compare import compare_outputs, finish_check, pack
+from envpin.probe.selftest.expect import expected, surprise
 from envpin.probe.selftest.ops import Check, Trial, select
 
 # A trial = fresh upstream gradients; within a trial the op runs at least `runs` times on identical inputs
@@ -94,19 +96,36 @@ def battery(determinism: bool = True, quick: bool = False, names: Optional[Seque
     plan = QUICK if quick else FULL
     eager = tfchild.is_eager(tf)
     evaluate = Evaluator(tf, np, eager)
+    version = getattr(tf, "__version__", None)
+    table = load_table() if determinism else None
+    gpu = bool(_gpus(tf))
     checks = []
     for _ in range(rounds):
         for check in select(names):
-            checks.append(run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
-                                    plan["budget"], plan["max_runs"]))
+            result = run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
+                               plan["budget"], plan["max_runs"])
+            if table is not None:
+                result["expected"] = expected(check.name, version, gpu, table)
+                note = surprise(result)
+                if note:
+                    result["surprise"] = note
+            checks.append(result)
     return {
         "tf_version": getattr(tf, "__version__", "unknown"),
         "numpy_version": np.__version__,
         "python": tfchild.python_info(),
         "eager": eager,
+        "device": "gpu" if gpu else "cpu",
         "determinism": info,
         "trials": plan["trials"],
         "runs_per_trial": plan["runs"],
         "checks": checks,
     }
 
+
+def _gpus(tf: Any) -> List[Any]:
+    """The GPUs TensorFlow sees (the expectations of GPU-only entries apply only there)."""
+    config = getattr(tf, "config", None)
+    lister = getattr(config, "list_physical_devices", None) or getattr(
+        getattr(config, "experimental", None), "list_physical_devices", None)
+    return list(lister("GPU")) if lister is not None else []

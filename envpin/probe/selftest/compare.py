@@ -128,14 +128,18 @@ def classify_exception(type_name: str, message: str, determinism: bool) -> Tuple
     """Verdict and message for a check that raised.
 
     Under determinism, TensorFlow signals "no deterministic implementation" with UnimplementedError or
-    InvalidArgumentError (and RuntimeError/ValueError for unseeded random ops): that is
-    raises-under-determinism. Anything else, or any exception with determinism off, means the check itself
-    could not run here: skipped, with the reason.
+    InvalidArgumentError (FailedPreconditionError for tf.timestamp, RuntimeError/ValueError for unseeded
+    random ops), always in a message that
+    says so ("A deterministic GPU implementation of ...", "... when determinism is enabled"): that is
+    raises-under-determinism. Anything else (e.g. "Current CPU implementations do not yet support dilation
+    rates larger than 1"), or any exception with determinism off, means the check itself could not run
+    here: skipped, with the reason.
     """
     text = clean_tf_message(message)
     mentions = "determinis" in text.lower()
-    if determinism and (type_name in ("UnimplementedError", "InvalidArgumentError")
-                        or (type_name in ("RuntimeError", "ValueError") and mentions)):
+    if determinism and mentions and type_name in (
+            "UnimplementedError", "InvalidArgumentError", "FailedPreconditionError", "RuntimeError", "ValueError",
+            "NotImplementedError"):
         return "raises-under-determinism", "%s: %s" % (type_name, text)
     return "skipped", "could not run here: %s: %s" % (type_name, text)
 

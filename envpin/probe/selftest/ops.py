@@ -334,6 +334,283 @@ def _sparse_dense_matmul(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(fn, [c.const(dense)])
 
 
+@_check("conv1d-backprop", "Conv1D (Conv2D on a 1-row image) and its gradients")
+def _conv1d(c: Trial) -> Callable[[], List[Any]]:
+    # 16 sequences of 256 steps, 32 -> 32 channels, width 5: each filter gradient sums 16*256 = 4096 products.
+    x, f = c.normal(16, 256, 32), c.normal(5, 32, 32)
+    tf = c.tf
+    return lambda: c.output_and_grads(lambda xt, ft: tf.nn.conv1d(xt, ft, 1, "SAME"), [c.const(x), c.const(f)])
+
+
+@_check("conv2d-dilated-backprop", "Conv2D with dilation 2 and its gradients")
+def _conv2d_dilated(c: Trial) -> Callable[[], List[Any]]:
+    # Atrous convolution takes other cuDNN algorithms (and, without cuDNN support, space-to-batch) than the
+    # dense case: 8x32x32x8 with a 3x3x8x8 filter at rate 2.
+    x, f = c.normal(8, 32, 32, 8), c.normal(3, 3, 8, 8)
+    tf = c.tf
+    def fn(xt: Any, ft: Any) -> Any:
+        try:  # tf.nn.convolution picks cuDNN's dilated kernels on GPU and space-to-batch where needed
+            return tf.nn.convolution(xt, ft, padding="SAME", dilations=[2, 2])
+        except TypeError:  # the TF1 signature
+            return tf.nn.convolution(xt, ft, padding="SAME", dilation_rate=[2, 2])
+
+    return lambda: c.output_and_grads(fn, [c.const(x), c.const(f)])
+
+
+@_check("conv2d-transpose-backprop", "Conv2DTranspose (Conv2DBackpropInput forward) and its gradients")
+def _conv2d_transpose(c: Trial) -> Callable[[], List[Any]]:
+    # The work-around NVIDIA suggests for nearest-neighbour upsampling: stride-2 transposed convolution,
+    # 8x16x16x16 -> 8x32x32x8; its filter gradient is a Conv2DBackpropFilter over 8192 output pixels.
+    x, f = c.normal(8, 16, 16, 16), c.normal(3, 3, 8, 16)
+    tf = c.tf
+    return lambda: c.output_and_grads(
+        lambda xt, ft: tf.nn.conv2d_transpose(xt, ft, [8, 32, 32, 8], S2, "SAME"), [c.const(x), c.const(f)])
+
+
+@_check("conv3d-backprop", "Conv3D and its gradients")
+def _conv3d(c: Trial) -> Callable[[], List[Any]]:
+    # 4x8x16x16x8 volumes with a 3x3x3x8x8 filter: each filter gradient sums 4*8*16*16 = 8192 products
+    # (cuDNN's 3D backprop-filter algorithms accumulate across blocks).
+    x, f = c.normal(4, 8, 16, 16, 8), c.normal(3, 3, 3, 8, 8)
+    tf = c.tf
+    s = [1, 1, 1, 1, 1]
+    return lambda: c.output_and_grads(lambda xt, ft: tf.nn.conv3d(xt, ft, s, "SAME"), [c.const(x), c.const(f)])
+
+
+@_check("max-pool-1d-backprop", "MaxPool (1-D) gradient")
+def _max_pool_1d(c: Trial) -> Callable[[], List[Any]]:
+    # Windows of 3 at stride 2 overlap: up to 2 windows scatter into one input step.
+    x = c.normal(16, 512, 16)
+    tf = c.tf
+    return lambda: c.grads(lambda xt: tf.nn.max_pool1d(xt, 3, 2, "SAME"), [c.const(x)])
+
+
+@_check("max-pool-3d-backprop", "MaxPool3DGrad")
+def _max_pool_3d(c: Trial) -> Callable[[], List[Any]]:
+    # 3x3x3 windows at stride 2 overlap in three dimensions: up to 8 windows per input voxel.
+    x = c.normal(4, 16, 16, 16, 8)
+    tf = c.tf
+    return lambda: c.grads(lambda xt: tf.nn.max_pool3d(xt, [1, 3, 3, 3, 1], [1, 2, 2, 2, 1], "SAME"), [c.const(x)])
+
+
+@_check("avg-pool-3d-backprop", "AvgPool3DGrad")
+def _avg_pool_3d(c: Trial) -> Callable[[], List[Any]]:
+    x = c.normal(4, 16, 16, 16, 8)
+    tf = c.tf
+    return lambda: c.grads(lambda xt: tf.nn.avg_pool3d(xt, [1, 3, 3, 3, 1], [1, 2, 2, 2, 1], "SAME"), [c.const(x)])
+
+
+def _crop_and_resize(c: Trial, to_boxes: bool) -> Callable[[], List[Any]]:
+    # 256 boxes cropped from 4 images of 64x64x8 and resized to 16x16: overlapping boxes scatter their
+    # gradients into the same image pixels (CropAndResizeGradImage) and every box coordinate gradient sums
+    # 16*16*8 terms (CropAndResizeGradBoxes).
+    np = c.np
+    image = c.normal(4, 64, 64, 8)
+    lo = c.rs.uniform(0.0, 0.5, size=(256, 2))
+    boxes = np.concatenate([lo, lo + c.rs.uniform(0.2, 0.5, size=(256, 2))], axis=1).astype(np.float32)
+    ind = c.rs.randint(0, 4, size=256).astype(np.int32)
+    tf = c.tf
+
+    def fn(img: Any, bx: Any) -> Any:
+        return tf.image.crop_and_resize(img, bx, c.const(ind), [16, 16])
+
+    if to_boxes:
+        return lambda: c.grads(lambda bx: fn(c.const(image), bx), [c.const(boxes)])
+    return lambda: c.grads(lambda img: fn(img, c.const(boxes)), [c.const(image)])
+
+
+@_check("crop-and-resize-backprop-image", "CropAndResizeGradImage")
+def _crop_image(c: Trial) -> Callable[[], List[Any]]:
+    return _crop_and_resize(c, False)
+
+
+@_check("crop-and-resize-backprop-boxes", "CropAndResizeGradBoxes")
+def _crop_boxes(c: Trial) -> Callable[[], List[Any]]:
+    return _crop_and_resize(c, True)
+
+
+@_check("adjust-contrast", "AdjustContrastv2")
+def _adjust_contrast(c: Trial) -> Callable[[], List[Any]]:
+    # The per-channel mean over 256x256 pixels is a reduction (atomicAdd on GPU; raises there from TF 2.7).
+    x = c.normal(8, 256, 256, 3)
+    tf = c.tf
+    return lambda: [tf.image.adjust_contrast(c.const(x), 1.7)]
+
+
+def _segment(c: Trial, op: str, sorted_ids: bool) -> Callable[[], List[Any]]:
+    # 4096x64 rows into 128 segments, forward and gradient; prod stays finite on inputs near 1.
+    np = c.np
+    data = c.normal(4096, 64)
+    if op == "prod":
+        data = (1.0 + 0.01 * data).astype(np.float32)
+    ids = c.rs.randint(0, 128, size=4096)
+    ids = (np.sort(ids) if sorted_ids else ids).astype(np.int32)
+    tf = c.tf
+    if sorted_ids:
+        fn = getattr(tf.math, "segment_" + op)
+        return lambda: c.output_and_grads(lambda d: fn(d, c.const(ids)), [c.const(data)])
+    fn = getattr(tf.math, "unsorted_segment_" + op)
+    return lambda: c.output_and_grads(lambda d: fn(d, c.const(ids), 128), [c.const(data)])
+
+
+@_check("segment-prod", "SegmentProd")
+def _segment_prod(c: Trial) -> Callable[[], List[Any]]:
+    return _segment(c, "prod", True)
+
+
+@_check("segment-mean", "SegmentMean")
+def _segment_mean(c: Trial) -> Callable[[], List[Any]]:
+    return _segment(c, "mean", True)
+
+
+@_check("unsorted-segment-prod", "UnsortedSegmentProd")
+def _unsorted_segment_prod(c: Trial) -> Callable[[], List[Any]]:
+    return _segment(c, "prod", False)
+
+
+@_check("unsorted-segment-mean", "UnsortedSegmentSum (unsorted_segment_mean)")
+def _unsorted_segment_mean(c: Trial) -> Callable[[], List[Any]]:
+    return _segment(c, "mean", False)
+
+
+@_check("unsorted-segment-sqrt-n", "UnsortedSegmentSum (unsorted_segment_sqrt_n)")
+def _unsorted_segment_sqrt_n(c: Trial) -> Callable[[], List[Any]]:
+    return _segment(c, "sqrt_n", False)
+
+
+def _scatter(c: Trial, kind: str) -> Callable[[], List[Any]]:
+    # 16384 float updates onto 1024 rows (~16 duplicates per row): duplicates accumulate with atomics on GPU.
+    idx = c.rs.randint(0, 1024, size=(16384, 1)).astype(c.np.int32)
+    upd = c.normal(16384, 64)
+    tf = c.tf
+    if kind == "scatter_nd":
+        return lambda: [tf.scatter_nd(c.const(idx), c.const(upd), [1024, 64])]
+    fn = getattr(tf, "tensor_scatter_nd_" + kind)
+    return lambda: [fn(tf.ones([1024, 64], tf.float32), c.const(idx), c.const(upd))]
+
+
+@_check("scatter-nd", "ScatterNd")
+def _scatter_nd(c: Trial) -> Callable[[], List[Any]]:
+    return _scatter(c, "scatter_nd")
+
+
+@_check("tensor-scatter-nd-sub", "TensorScatterSub")
+def _tensor_scatter_sub(c: Trial) -> Callable[[], List[Any]]:
+    return _scatter(c, "sub")
+
+
+@_check("tensor-scatter-nd-update", "TensorScatterUpdate")
+def _tensor_scatter_update(c: Trial) -> Callable[[], List[Any]]:
+    # With duplicate indices the last writer wins, and which write is last depends on thread order.
+    return _scatter(c, "update")
+
+
+@_check("matmul-fp16", "MatMul (float16)")
+def _matmul_fp16(c: Trial) -> Callable[[], List[Any]]:
+    # Half precision takes other cuBLAS kernels (Tensor Cores) and other Eigen paths than float32.
+    a, b = c.normal(256, 1024).astype(c.np.float16), c.normal(1024, 256).astype(c.np.float16)
+    tf = c.tf
+    return lambda: c.output_and_grads(tf.matmul, [c.const(a), c.const(b)])
+
+
+@_check("conv2d-fp16-backprop", "Conv2D (float16) and its gradients")
+def _conv2d_fp16(c: Trial) -> Callable[[], List[Any]]:
+    x, f = c.normal(8, 32, 32, 16).astype(c.np.float16), c.normal(3, 3, 16, 16).astype(c.np.float16)
+    tf = c.tf
+    return lambda: c.output_and_grads(lambda xt, ft: tf.nn.conv2d(xt, ft, S1, "SAME"), [c.const(x), c.const(f)])
+
+
+@_check("reduce-sum-fp64", "Sum (float64)")
+def _reduce_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
+    x = c.rs.standard_normal((1024, 2048))
+    tf = c.tf
+
+    def run() -> List[Any]:
+        t = c.const(x)
+        return [tf.reduce_sum(t), tf.reduce_sum(t, axis=0)]
+
+    return run
+
+
+@_check("unsorted-segment-sum-fp64", "UnsortedSegmentSum (float64)")
+def _unsorted_segment_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
+    data = c.rs.standard_normal((4096, 64))
+    ids = c.rs.randint(0, 128, size=4096).astype(c.np.int32)
+    tf = c.tf
+    return lambda: [tf.math.unsorted_segment_sum(c.const(data), c.const(ids), 128)]
+
+
+def _xla(c: Trial, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` compiled with XLA (jit_compile=True; experimental_compile before TF 2.5). Raises XlaUnavailable
+    in graph mode or where this TensorFlow has no XLA JIT, which the battery reports as skipped."""
+    tf = c.tf
+    if not c.eager:
+        raise XlaUnavailable("XLA checks run eagerly (tf.function(jit_compile=True)); TF1 graph mode has no such API")
+    try:
+        return tf.function(fn, jit_compile=True)
+    except TypeError:
+        return tf.function(fn, experimental_compile=True)
+
+
+class XlaUnavailable(Exception):
+    """XLA cannot run in this TensorFlow or mode."""
+
+
+@_check("xla-reduce-sum", "XLA reduce (jit_compile=True)")
+def _xla_reduce(c: Trial) -> Callable[[], List[Any]]:
+    # XLA's GPU reductions were nondeterministic before TF 2.2; from 2.2 TF_DETERMINISTIC_OPS makes them
+    # deterministic. 1024x4096, all axes and each axis.
+    x = c.normal(1024, 4096)
+    tf = c.tf
+    f = _xla(c, lambda t: [tf.reduce_sum(t), tf.reduce_sum(t, axis=0), tf.reduce_sum(t, axis=1)])
+    return lambda: list(f(c.const(x)))
+
+
+@_check("xla-scatter-add", "XLA scatter (jit_compile=True)")
+def _xla_scatter(c: Trial) -> Callable[[], List[Any]]:
+    # XLA's Scatter with duplicate indices: nondeterministic on GPU before TF 2.8.
+    idx = c.rs.randint(0, 1024, size=(16384, 1)).astype(c.np.int32)
+    upd = c.normal(16384, 64)
+    tf = c.tf
+    f = _xla(c, lambda i, u: tf.tensor_scatter_nd_add(tf.zeros([1024, 64], tf.float32), i, u))
+    return lambda: [f(c.const(idx), c.const(upd))]
+
+
+@_check("xla-gather-gradient", "XLA gather gradient (jit_compile=True)")
+def _xla_gather_grad(c: Trial) -> Callable[[], List[Any]]:
+    # The embedding gradient compiled by XLA becomes a scatter-add over 16384 indices into 1000 rows.
+    params = c.normal(1000, 64)
+    idx = c.rs.randint(0, 1000, size=16384).astype(c.np.int32)
+    up = c.normal(16384, 64)
+    tf = c.tf
+
+    def grad(p: Any, i: Any, u: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(p)
+            loss = tf.reduce_sum(tf.gather(p, i) * u)
+        return tf.convert_to_tensor(tape.gradient(loss, p))
+
+    f = _xla(c, grad)
+    return lambda: [f(c.const(params), c.const(idx), c.const(up))]
+
+
+@_check("max-pool-with-argmax-backprop", "MaxPoolGradWithArgmax")
+def _max_pool_argmax(c: Trial) -> Callable[[], List[Any]]:
+    # The argmax variant scatters each window's gradient to the recorded input position.
+    x = c.normal(8, 64, 64, 8)
+    tf = c.tf
+    return lambda: c.grads(lambda xt: tf.nn.max_pool_with_argmax(xt, K3, S2, "SAME")[0], [c.const(x)])
+
+
+@_check("dilation2d-backprop", "Dilation2DBackpropInput/Filter")
+def _dilation2d(c: Trial) -> Callable[[], List[Any]]:
+    # Morphological dilation: every output pixel sends its gradient to the argmax of its 3x3 window.
+    x, f = c.normal(4, 32, 32, 8), c.normal(3, 3, 8)
+    tf = c.tf
+    v1 = tf.compat.v1.nn.dilation2d
+    return lambda: c.grads(lambda xt, ft: v1(xt, ft, S1, [1, 1, 1, 1], "SAME"), [c.const(x), c.const(f)])
+
+
 def _slow_identity(tf: Any, value: Any) -> Any:
     """Element i takes ((7*i) mod 5) / 2 ms: with deterministic=False a parallel stage emits elements in
     completion order, which then depends on thread scheduling."""
@@ -400,6 +677,14 @@ def _unseeded_random(c: Trial) -> Callable[[], List[Any]]:
         return [gen_random_ops.random_standard_normal([4096], tf.float32, seed=0, seed2=0)]
 
     return run
+
+
+@_check("timestamp", "Timestamp")
+def _timestamp(c: Trial) -> Callable[[], List[Any]]:
+    # Wall-clock time inside the graph (e.g. logging in a tf.data map): different in every run, so from
+    # TF 2.7 determinism refuses it on every device.
+    tf = c.tf
+    return lambda: [tf.timestamp()]
 
 
 # ---- planted checks: never in the battery; the tests use them to prove the machinery catches problems.

@@ -15,8 +15,9 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
     Keys: ``title``; ``tf_version`` and ``method`` (how determinism was switched on); ``headline`` (the
     verdict summary) and ``without_determinism`` (the --compare one, or ""); ``columns`` and ``rows`` (each
     ``{"cells": [...], "verdict": ...}``); ``notes`` (``{"check", "message"}`` for every check that is not
-    deterministic); ``golden`` (``{"text"}`` plus ``hash``, ``device_class``, ``runs_equal``, ``steps`` when
-    there is a hash, else ``reason``); ``hygiene`` and ``errors`` (one line each); ``lines`` (everything under
+    deterministic or whose verdict contradicts the recipe table, the surprise first); ``golden``
+    (``{"text"}`` plus ``hash``, ``device_class``, ``runs_equal``, ``steps`` when there is a hash, else
+    ``reason``); ``hygiene`` and ``errors`` (one line each); ``lines`` (everything under
     the table as plain lines). A skipped self-test has ``skipped`` (the reason), no rows, and one line.
     """
     if "skipped" in result:
@@ -46,14 +47,23 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
         "without_determinism": result.get("summary_without_determinism", ""),
         "columns": COLUMNS + (["without determinism"] if off else []),
         "rows": rows,
-        "notes": [{"check": c["name"], "message": c["message"]}
-                  for c in result.get("checks", []) if c["verdict"] != "deterministic"],
+        "notes": [{"check": c["name"], "message": _note(c)}
+                  for c in result.get("checks", []) if c["verdict"] != "deterministic" or c.get("surprise")],
         "golden": _golden(result.get("golden") or {}),
         "hygiene": [_hygiene(h) for h in result.get("hygiene", [])],
         "errors": [str(e) for e in result.get("errors", [])],
     }  # type: Dict[str, Any]
     out["lines"] = _lines(out)
     return out
+
+
+def _note(check: Dict[str, Any]) -> str:
+    """The check's message, led by the surprise when its verdict contradicts the recipe table."""
+    if check.get("surprise"):
+        source = (check.get("expected") or {}).get("source")
+        cite = " (%s)" % source if source else ""
+        return "%s%s. %s" % (check["surprise"], cite, check["message"])
+    return check["message"]
 
 
 def _golden(gold: Dict[str, Any]) -> Dict[str, Any]:

@@ -78,6 +78,7 @@ def run_selftest(compare: bool = False, quick: bool = False, environ: Optional[D
             "tf_version": on["tf_version"],
             "numpy_version": on["numpy_version"],
             "eager": on["eager"],
+            "device": on.get("device", "cpu"),
             "determinism": on["determinism"],
             "trials": on["trials"],
             "runs_per_trial": on["runs_per_trial"],

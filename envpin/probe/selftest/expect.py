@@ -1,0 +1,50 @@
+"""What each check should show under determinism, from the recipe table's lists (one home for the facts).
+
+recipes.json lists, per TensorFlow version range and device, the ops that raise under determinism and the
+ops that stay nondeterministic without raising; each entry names the battery checks that exercise it. A
+check's expectation is the first entry that covers this TensorFlow and device, else "deterministic". A
+verdict that differs from its expectation is reported as a surprise: either this environment is not what
+the table says, or the table is missing something.
+"""
+
+from typing import Any, Dict, Optional
+
+from envpin.probe.versions import parse_version
+
+RAISES = "raises-under-determinism"
+SILENT = "NONDETERMINISTIC"
+
+
+def _covers(entry: Dict[str, Any], mm: tuple, gpu: bool) -> bool:
+    if entry.get("devices", "any") == "gpu" and not gpu:
+        return False
+    lo, hi = entry.get("tf_min"), entry.get("tf_max")
+    if lo is not None and mm < parse_version(lo)[:2]:
+        return False
+    return not (hi is not None and mm > parse_version(hi)[:2])
+
+
+def expected(name: str, tf_version: Optional[str], gpu: bool, table: Dict[str, Any]) -> Dict[str, Any]:
+    """``{"verdict", "why", "source"}`` for check `name` on this TensorFlow (on a GPU or not)."""
+    parsed = parse_version(tf_version or "")
+    if parsed is None or len(parsed) < 2:
+        return {"verdict": None, "why": "TensorFlow version unknown", "source": None}
+    mm = parsed[:2]
+    for key, verdict in (("raises_under_determinism", RAISES), ("nondeterministic_under_determinism", SILENT)):
+        for entry in table.get(key, ()):
+            if name in entry.get("checks", ()) and _covers(entry, mm, gpu):
+                src = table["sources"].get(entry["source"], {}).get("url")
+                return {"verdict": verdict, "why": entry.get("message") or entry.get("why", ""), "source": src}
+    return {"verdict": "deterministic", "why": "no entry of the recipe table covers it", "source": None}
+
+
+def surprise(check: Dict[str, Any]) -> Optional[str]:
+    """A sentence when the verdict contradicts the expectation; None when it fits (or cannot be judged).
+
+    A silently nondeterministic op may still agree in every run of a short battery, so "deterministic"
+    where NONDETERMINISTIC was expected is no surprise; a skipped check proves nothing either way."""
+    want = (check.get("expected") or {}).get("verdict")
+    got = check.get("verdict")
+    if want is None or got == "skipped" or got == want or (want == SILENT and got == "deterministic"):
+        return None
+    return "expected %s here, got %s" % (want, got)

@@ -1,0 +1,58 @@
+"""Each battery check's expectation comes from the recipe table's raise and silent lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envpin import recipes
+from envpin.probe.selftest import expect
+from envpin.probe.selftest.ops import CHECKS
+
+TABLE: dict[str, Any] = {
+    "sources": {"s": {"title": "t", "url": "https://example.org/s"}},
+    "raises_under_determinism": [
+        {"op": "Bincount", "tf_min": "2.7", "tf_max": None, "devices": "gpu", "checks": ["bincount"],
+         "message": "Determinism is not yet supported in GPU implementation of Bincount.", "source": "s"},
+        {"op": "random", "tf_min": "2.7", "tf_max": None, "devices": "any", "checks": ["random-op-without-seed"],
+         "message": "When determinism is enabled, random ops must have a seed specified.", "source": "s"},
+    ],
+    "nondeterministic_under_determinism": [
+        {"op": "ParallelMap", "tf_min": "2.1", "tf_max": "2.6", "devices": "any",
+         "checks": ["tf-data-parallel-map-order"], "why": "no rewrite before 2.7", "source": "s"},
+    ],
+}
+
+
+def test_gpu_only_entries_apply_on_gpus_and_ranges_are_inclusive() -> None:
+    assert expect.expected("bincount", "2.7.0", True, TABLE)["verdict"] == expect.RAISES
+    assert expect.expected("bincount", "2.21.0", False, TABLE)["verdict"] == "deterministic"
+    assert expect.expected("bincount", "2.6.2", True, TABLE)["verdict"] == "deterministic"
+    hit = expect.expected("random-op-without-seed", "2.8", False, TABLE)
+    assert hit == {"verdict": expect.RAISES, "source": "https://example.org/s",
+                   "why": "When determinism is enabled, random ops must have a seed specified."}
+    assert expect.expected("tf-data-parallel-map-order", "2.6.0", False, TABLE)["verdict"] == expect.SILENT
+    assert expect.expected("tf-data-parallel-map-order", "2.7.0", False, TABLE)["verdict"] == "deterministic"
+    assert expect.expected("matmul", None, False, TABLE)["verdict"] is None
+
+
+def test_surprise_only_when_the_verdict_contradicts_the_table() -> None:
+    def check(verdict: str, want: str | None) -> dict[str, Any]:
+        return {"verdict": verdict, "expected": {"verdict": want, "why": "", "source": None}}
+
+    assert expect.surprise(check("deterministic", "deterministic")) is None
+    assert expect.surprise(check("deterministic", expect.SILENT)) is None  # may agree by chance in a short run
+    assert expect.surprise(check("skipped", expect.RAISES)) is None
+    assert expect.surprise(check(expect.RAISES, "deterministic")) == (
+        "expected deterministic here, got raises-under-determinism")
+    assert expect.surprise(check("NONDETERMINISTIC", "deterministic")) is not None
+    assert expect.surprise(check("deterministic", expect.RAISES)) is not None
+    assert expect.surprise(check("deterministic", None)) is None
+
+
+def test_the_real_table_names_only_checks_the_battery_has() -> None:
+    names = {c.name for c in CHECKS}
+    table = recipes.table()
+    for key in ("raises_under_determinism", "nondeterministic_under_determinism"):
+        for entry in table[key]:
+            assert set(entry["checks"]) <= names, entry["op"]
+    assert len(CHECKS) >= 40
