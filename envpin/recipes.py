@@ -42,6 +42,7 @@ class Recipe:
     steps: tuple[dict[str, str], ...]
     caveats: tuple[dict[str, str], ...]
     raises: tuple[dict[str, Any], ...]
+    silent: tuple[dict[str, Any], ...]
     sources: dict[str, dict[str, str]]
 
     def env_dict(self) -> dict[str, str]:
@@ -59,6 +60,7 @@ class Recipe:
             "steps": list(self.steps),
             "caveats": list(self.caveats),
             "raises_under_determinism": list(self.raises),
+            "nondeterministic_under_determinism": list(self.silent),
         }
 
     @property
@@ -154,6 +156,7 @@ def select(tf_version: str, distribution: str = "ngc", ngc_release: str | None =
         steps=tuple(row["steps"]),
         caveats=tuple(row["caveats"]),
         raises=tuple(row["raises_under_determinism"]),
+        silent=tuple(row["nondeterministic_under_determinism"]),
         sources=data["sources"],
     )
 

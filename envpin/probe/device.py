@@ -16,9 +16,11 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 from envpin.probe import versions
 
 X86_64 = ("x86_64", "AMD64", "amd64")
+AARCH64 = ("aarch64", "arm64")
 
 # CPU flags for which TensorFlow >= 2.9 on Linux x86-64 turns oneDNN's custom ops on when
-# TF_ENABLE_ONEDNN_OPTS is unset (TensorFlow's DefaultOneDnnPolicy); without any of them it stays off.
+# TF_ENABLE_ONEDNN_OPTS is unset (tensorflow/core/util/port.cc, DefaultOneDnnPolicy: AVX512_VNNI,
+# AVX512_BF16, AVX_VNNI, AMX_TILE/INT8/BF16, or an Arm Neoverse V1); without any of them it stays off.
 ONEDNN_DEFAULT_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
 
 
@@ -49,7 +51,13 @@ def onednn_default(tf_version: Optional[str], flags: Iterable[str], machine: str
     neural-network instructions (VNNI, BF16, AMX), off otherwise; 'unknown' without a TensorFlow version."""
     if tf_version is None:
         return "unknown"
-    if machine not in X86_64 or (versions.parse_version(tf_version) or (0,)) < (2, 9):
+    if (versions.parse_version(tf_version) or (0,)) < (2, 9):
+        return "off"
+    if machine in AARCH64:
+        # TensorFlow also turns them on for one Arm core (Neoverse V1, by its CPU id): TensorFlow's own
+        # answer (probe --with-tf, the self-test) says; this rule cannot.
+        return "unknown"
+    if machine not in X86_64:
         return "off"
     return "on" if set(flags) & set(ONEDNN_DEFAULT_FLAGS) else "off"
 

@@ -77,6 +77,9 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
             "raises_under_determinism": [
                 r for r in table["raises_under_determinism"] if _within(mm, r["tf_min"], r["tf_max"])
             ],
+            "nondeterministic_under_determinism": [
+                r for r in table.get("nondeterministic_under_determinism", ()) if _within(mm, r["tf_min"], r["tf_max"])
+            ],
         }
     raise LookupError("no determinism recipe covers TensorFlow %s (%s)" % (tf_version, distribution))
 

@@ -33,7 +33,13 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
     console.print(t)
     say(console, "Python steps: " + ", ".join(s["step"] for s in r.steps))
     for x in r.raises:
-        say(console, f"raises under determinism: {x['op']} ({x['message']})")
+        where = "on GPUs" if x["devices"] == "gpu" else "on every device"
+        say(console, f"raises under determinism {where}: {x['op']}: {x['exception']}: {x['message']} "
+                     f"({r.source_url(x['source'])})")
+    for x in r.silent:
+        where = "on GPUs" if x["devices"] == "gpu" else "on every device"
+        say(console, f"stays nondeterministic {where}, no exception: {x['op']}: {x['why']} "
+                     f"({r.source_url(x['source'])})")
     for c in r.caveats:
         say(console, f"caveat: {c['text']}")
 

@@ -156,3 +156,30 @@ def test_json_shape(cat: catalog.Catalog) -> None:
         obj = e.to_json()
         assert required <= set(obj)
         assert set(obj["provenance"]) == set(catalog.FIELDS)
+
+
+def test_every_value_carries_its_kind_and_an_image_outranks_the_notes() -> None:
+    data = json.loads(catalog.shipped_catalog_path().read_text())
+    cat = catalog.Catalog(copy.deepcopy(data), "shipped")
+    e = next(x for x in cat.entries() if x.tag == "20.03-tf2-py3")
+    assert e.facts["cuda"].kind == "notes" and e.facts["tf_version"].kind == "nvidia"
+    assert all(f.kind is None for f in e.facts.values() if not f.known)
+    assert {f.kind for x in cat.entries() for f in x.facts.values() if f.known} <= set(catalog.KINDS)
+    fl = data["releases"]["20.03"]["flavors"]["tf2"]
+    fl["image"] = {"digest": "sha256:" + "b" * 64, "created": None, "registry": "127.0.0.1:5000/nvidia/tensorflow",
+                   "source": catalog.IMAGE_SOURCE, "declared": {"tf_version": "2.1.0", "cuda": "10.2.90"}}
+    e = next(x for x in catalog.Catalog(data, "synced").entries() if x.tag == "20.03-tf2-py3")
+    assert (e.tf_version, e.facts["tf_version"].kind) == ("2.1.0", "image")
+    assert e.source_url("cuda") == "127.0.0.1:5000/nvidia/tensorflow@sha256:" + "b" * 64
+    # The notes said 10.2.89: the image wins, and the contradiction stays visible.
+    assert e.outranked["cuda"].value == "10.2.89" and e.outranked["cuda"].kind == "notes"
+    assert e.to_json()["provenance"]["cuda"]["outranks"]["value"] == "10.2.89"
+    assert "cudnn" not in e.outranked
+
+
+def test_sibling_notes_give_base_stack_fields_only() -> None:
+    data = json.loads(catalog.shipped_catalog_path().read_text())
+    sibling = next(sid for sid, src in data["sources"].items() if src["kind"] == "sibling")
+    data["releases"]["20.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {"value": "2.1", "source": sibling}
+    with pytest.raises(CatalogError, match="base-stack fields only"):
+        catalog.validate(data)

@@ -35,3 +35,14 @@ def test_what_tensorflow_reported_outranks_the_rule() -> None:
     assert device.from_flat(live) == "cpu:x86-64-v4;intra_op=1;inter_op=2;onednn=off"
     failed = {**flat, "tensorflow.runtime.onednn": "error: ImportError"}
     assert device.from_flat(failed).endswith("onednn=on")
+
+
+def test_the_documented_onednn_rule() -> None:
+    """tensorflow/core/util/port.cc: default on from TF 2.9 on x86-64 with VNNI/BF16/AMX; Arm Neoverse V1 is
+    recognised by its CPU id, which the rule cannot see, so aarch64 stays 'unknown' until TensorFlow says."""
+    assert device.onednn_default("2.21.0", ["avx2", "avx512f"], "x86_64") == "off"
+    assert device.onednn_default("2.21.0", ["avx2", "avx_vnni"], "x86_64") == "on"
+    assert device.onednn_default("2.8.4", ["avx512_vnni"], "x86_64") == "off"
+    assert device.onednn_default("2.21.0", [], "aarch64") == "unknown"
+    assert device.onednn_default("2.8.0", [], "aarch64") == "off"
+    assert device.onednn_default(None, ["amx_tile"], "x86_64") == "unknown"
