@@ -95,9 +95,15 @@ class Entry:
     verified: dict[str, Any] | None = None
     #: Written values that an image-declared value outranks and contradicts, by field.
     outranked: dict[str, Fact] = field(default_factory=dict)
+    #: Every field as the written sources give it, before any image-declared value (what sync compares with).
+    written: dict[str, Fact] = field(default_factory=dict, repr=False)
 
     def value(self, name: str) -> Any:
         return self.facts[name].value
+
+    def written_value(self, name: str) -> Any:
+        """The value the written sources give, ignoring what an image declared (sync compares with this)."""
+        return (self.written.get(name) or self.facts[name]).value
 
     @property
     def tf_version(self) -> str | None:
@@ -155,12 +161,12 @@ class Catalog:
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
                 merged = {**rel["fields"], **fl["fields"]}
-                facts, outranked = {}, {}
+                facts, outranked, written = {}, {}, {}
                 declared = (fl.get("image") or {}).get("declared") or {}
                 for name in FIELDS:
                     src = merged[name].get("source")
                     kind = self.sources[src]["kind"] if merged[name]["value"] is not None and src else None
-                    fact = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
+                    fact = written[name] = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
                     if name in declared:
                         # What the image itself declares outranks every written source; keep the
                         # written value beside it so a disagreement stays visible.
@@ -177,6 +183,7 @@ class Catalog:
                     sources=self.sources,
                     verified=fl.get("image"),
                     outranked=outranked,
+                    written=written,
                 )
 
     # -- queries ------------------------------------------------------------------------------------

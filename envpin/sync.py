@@ -214,13 +214,15 @@ def compare(
         if key == "nvidia_tensorflow_version":
             out.append(Comparison(key, entry.tag, value, compare_ngc_version(entry.tag, value), src))
         elif key == "cuda_min":
-            out.append(Comparison(key, entry.value("cuda"), value, compare_version(entry.value("cuda"), value), src))
+            cuda = entry.written_value("cuda")
+            out.append(Comparison(key, cuda, value, compare_version(cuda, value), src))
         elif key == "driver_compat":
-            driver_min = entry.value("driver_min") or declared.get("driver_min")
-            status = compare_branches(entry.value("driver_compat"), driver_min, value)
-            out.append(Comparison(key, entry.value("driver_compat"), value, status, src))
+            driver_min = entry.written_value("driver_min") or declared.get("driver_min")
+            status = compare_branches(entry.written_value("driver_compat"), driver_min, value)
+            out.append(Comparison(key, entry.written_value("driver_compat"), value, status, src))
         else:
-            out.append(Comparison(key, entry.value(key), value, compare_version(entry.value(key), value), src))
+            noted = entry.written_value(key)
+            out.append(Comparison(key, noted, value, compare_version(noted, value), src))
     recorded = entry.verified or {}
     if recorded.get("digest") and recorded.get("registry") == repository:
         # The tag was verified before from this same repository: a new digest means the tag was re-pushed.

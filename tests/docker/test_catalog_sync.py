@@ -176,7 +176,10 @@ def test_disagreement_reported_and_refreshed_catalog_used(pushed: dict[str, Any]
     assert shown["20.03-tf2-py3"]["digest"] == pushed["tf2"]
     assert shown["20.03-tf1-py3"]["digest"] == pushed["tf1_index"]
     assert shown["20.03-tf2-py3"]["verified_from_image"]["declared"]["cuda"] == "10.1.243"
-    assert shown["20.03-tf2-py3"]["cuda"] == notes.value("cuda")  # the notes' value is still the catalog's
+    # The image's value outranks the notes' in the refreshed catalog; the notes' value stays visible beside it.
+    assert shown["20.03-tf2-py3"]["cuda"] == "10.1.243"
+    assert shown["20.03-tf2-py3"]["provenance"]["cuda"]["kind"] == "image"
+    assert shown["20.03-tf2-py3"]["provenance"]["cuda"]["outranks"]["value"] == notes.value("cuda")
 
     # Syncing again from the refreshed file also checks the recorded digests (same tags, same digests).
     again = _sync("--release", "20.03", "--json", registry=f"127.0.0.1:5000/{PREFIX}", catalog_file=out)
