@@ -101,7 +101,7 @@ def battery(determinism: bool = True, quick: bool = False, names: Optional[Seque
     gpu = bool(_gpus(tf))
     checks = []
     for _ in range(rounds):
-        for check in select(names):
+        for check in select(names, quick):
             result = run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
                                plan["budget"], plan["max_runs"])
             if table is not None:

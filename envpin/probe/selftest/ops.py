@@ -17,17 +17,21 @@ class Check(object):
     """One battery entry: ``build(trial)`` makes the inputs and returns a zero-argument function that
     builds the op(s) and returns the tensors (or one tf.data.Dataset) to compare."""
 
-    def __init__(self, name: str, op: str, build: Callable[["Trial"], Callable[[], List[Any]]]) -> None:
-        self.name, self.op, self.build = name, op, build
+    def __init__(self, name: str, op: str, build: Callable[["Trial"], Callable[[], List[Any]]],
+                 quick: bool = True) -> None:
+        self.name, self.op, self.build, self.quick = name, op, build, quick
 
 
 CHECKS = []  # type: List[Check]
 PLANTED = []  # type: List[Check]
 
 
-def _check(name: str, op: str, planted: bool = False) -> Callable[[Any], Any]:
+def _check(name: str, op: str, planted: bool = False, quick: bool = True) -> Callable[[Any], Any]:
+    """Register a check; quick=False for a variant (another dtype, rank or flavour of an op family that a
+    quick check already covers), which only the full battery runs."""
+
     def register(fn: Any) -> Any:
-        (PLANTED if planted else CHECKS).append(Check(name, op, fn))
+        (PLANTED if planted else CHECKS).append(Check(name, op, fn, quick))
         return fn
 
     return register
@@ -174,7 +178,7 @@ def _reduce_sum(c: Trial) -> Callable[[], List[Any]]:
     return run
 
 
-@_check("reduce-mean-large", "Mean")
+@_check("reduce-mean-large", "Mean", quick=False)
 def _reduce_mean(c: Trial) -> Callable[[], List[Any]]:
     # Same 4M-element input as reduce-sum-large.
     x = c.normal(1024, 4096)
@@ -334,7 +338,7 @@ def _sparse_dense_matmul(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(fn, [c.const(dense)])
 
 
-@_check("conv1d-backprop", "Conv1D (Conv2D on a 1-row image) and its gradients")
+@_check("conv1d-backprop", "Conv1D (Conv2D on a 1-row image) and its gradients", quick=False)
 def _conv1d(c: Trial) -> Callable[[], List[Any]]:
     # 16 sequences of 256 steps, 32 -> 32 channels, width 5: each filter gradient sums 16*256 = 4096 products.
     x, f = c.normal(16, 256, 32), c.normal(5, 32, 32)
@@ -342,7 +346,7 @@ def _conv1d(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(lambda xt, ft: tf.nn.conv1d(xt, ft, 1, "SAME"), [c.const(x), c.const(f)])
 
 
-@_check("conv2d-dilated-backprop", "Conv2D with dilation 2 and its gradients")
+@_check("conv2d-dilated-backprop", "Conv2D with dilation 2 and its gradients", quick=False)
 def _conv2d_dilated(c: Trial) -> Callable[[], List[Any]]:
     # Atrous convolution takes other cuDNN algorithms (and, without cuDNN support, space-to-batch) than the
     # dense case: 8x32x32x8 with a 3x3x8x8 filter at rate 2.
@@ -357,7 +361,7 @@ def _conv2d_dilated(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(fn, [c.const(x), c.const(f)])
 
 
-@_check("conv2d-transpose-backprop", "Conv2DTranspose (Conv2DBackpropInput forward) and its gradients")
+@_check("conv2d-transpose-backprop", "Conv2DTranspose (Conv2DBackpropInput forward) and its gradients", quick=False)
 def _conv2d_transpose(c: Trial) -> Callable[[], List[Any]]:
     # The work-around NVIDIA suggests for nearest-neighbour upsampling: stride-2 transposed convolution,
     # 8x16x16x16 -> 8x32x32x8; its filter gradient is a Conv2DBackpropFilter over 8192 output pixels.
@@ -377,7 +381,7 @@ def _conv3d(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(lambda xt, ft: tf.nn.conv3d(xt, ft, s, "SAME"), [c.const(x), c.const(f)])
 
 
-@_check("max-pool-1d-backprop", "MaxPool (1-D) gradient")
+@_check("max-pool-1d-backprop", "MaxPool (1-D) gradient", quick=False)
 def _max_pool_1d(c: Trial) -> Callable[[], List[Any]]:
     # Windows of 3 at stride 2 overlap: up to 2 windows scatter into one input step.
     x = c.normal(16, 512, 16)
@@ -385,7 +389,7 @@ def _max_pool_1d(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.grads(lambda xt: tf.nn.max_pool1d(xt, 3, 2, "SAME"), [c.const(x)])
 
 
-@_check("max-pool-3d-backprop", "MaxPool3DGrad")
+@_check("max-pool-3d-backprop", "MaxPool3DGrad", quick=False)
 def _max_pool_3d(c: Trial) -> Callable[[], List[Any]]:
     # 3x3x3 windows at stride 2 overlap in three dimensions: up to 8 windows per input voxel.
     x = c.normal(4, 16, 16, 16, 8)
@@ -393,7 +397,7 @@ def _max_pool_3d(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.grads(lambda xt: tf.nn.max_pool3d(xt, [1, 3, 3, 3, 1], [1, 2, 2, 2, 1], "SAME"), [c.const(x)])
 
 
-@_check("avg-pool-3d-backprop", "AvgPool3DGrad")
+@_check("avg-pool-3d-backprop", "AvgPool3DGrad", quick=False)
 def _avg_pool_3d(c: Trial) -> Callable[[], List[Any]]:
     x = c.normal(4, 16, 16, 16, 8)
     tf = c.tf
@@ -424,7 +428,7 @@ def _crop_image(c: Trial) -> Callable[[], List[Any]]:
     return _crop_and_resize(c, False)
 
 
-@_check("crop-and-resize-backprop-boxes", "CropAndResizeGradBoxes")
+@_check("crop-and-resize-backprop-boxes", "CropAndResizeGradBoxes", quick=False)
 def _crop_boxes(c: Trial) -> Callable[[], List[Any]]:
     return _crop_and_resize(c, True)
 
@@ -453,27 +457,27 @@ def _segment(c: Trial, op: str, sorted_ids: bool) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(lambda d: fn(d, c.const(ids), 128), [c.const(data)])
 
 
-@_check("segment-prod", "SegmentProd")
+@_check("segment-prod", "SegmentProd", quick=False)
 def _segment_prod(c: Trial) -> Callable[[], List[Any]]:
     return _segment(c, "prod", True)
 
 
-@_check("segment-mean", "SegmentMean")
+@_check("segment-mean", "SegmentMean", quick=False)
 def _segment_mean(c: Trial) -> Callable[[], List[Any]]:
     return _segment(c, "mean", True)
 
 
-@_check("unsorted-segment-prod", "UnsortedSegmentProd")
+@_check("unsorted-segment-prod", "UnsortedSegmentProd", quick=False)
 def _unsorted_segment_prod(c: Trial) -> Callable[[], List[Any]]:
     return _segment(c, "prod", False)
 
 
-@_check("unsorted-segment-mean", "UnsortedSegmentSum (unsorted_segment_mean)")
+@_check("unsorted-segment-mean", "UnsortedSegmentSum (unsorted_segment_mean)", quick=False)
 def _unsorted_segment_mean(c: Trial) -> Callable[[], List[Any]]:
     return _segment(c, "mean", False)
 
 
-@_check("unsorted-segment-sqrt-n", "UnsortedSegmentSum (unsorted_segment_sqrt_n)")
+@_check("unsorted-segment-sqrt-n", "UnsortedSegmentSum (unsorted_segment_sqrt_n)", quick=False)
 def _unsorted_segment_sqrt_n(c: Trial) -> Callable[[], List[Any]]:
     return _segment(c, "sqrt_n", False)
 
@@ -489,23 +493,23 @@ def _scatter(c: Trial, kind: str) -> Callable[[], List[Any]]:
     return lambda: [fn(tf.ones([1024, 64], tf.float32), c.const(idx), c.const(upd))]
 
 
-@_check("scatter-nd", "ScatterNd")
+@_check("scatter-nd", "ScatterNd", quick=False)
 def _scatter_nd(c: Trial) -> Callable[[], List[Any]]:
     return _scatter(c, "scatter_nd")
 
 
-@_check("tensor-scatter-nd-sub", "TensorScatterSub")
+@_check("tensor-scatter-nd-sub", "TensorScatterSub", quick=False)
 def _tensor_scatter_sub(c: Trial) -> Callable[[], List[Any]]:
     return _scatter(c, "sub")
 
 
-@_check("tensor-scatter-nd-update", "TensorScatterUpdate")
+@_check("tensor-scatter-nd-update", "TensorScatterUpdate", quick=False)
 def _tensor_scatter_update(c: Trial) -> Callable[[], List[Any]]:
     # With duplicate indices the last writer wins, and which write is last depends on thread order.
     return _scatter(c, "update")
 
 
-@_check("matmul-fp16", "MatMul (float16)")
+@_check("matmul-fp16", "MatMul (float16)", quick=False)
 def _matmul_fp16(c: Trial) -> Callable[[], List[Any]]:
     # Half precision takes other cuBLAS kernels (Tensor Cores) and other Eigen paths than float32.
     a, b = c.normal(256, 1024).astype(c.np.float16), c.normal(1024, 256).astype(c.np.float16)
@@ -520,7 +524,7 @@ def _conv2d_fp16(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.output_and_grads(lambda xt, ft: tf.nn.conv2d(xt, ft, S1, "SAME"), [c.const(x), c.const(f)])
 
 
-@_check("reduce-sum-fp64", "Sum (float64)")
+@_check("reduce-sum-fp64", "Sum (float64)", quick=False)
 def _reduce_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
     x = c.rs.standard_normal((1024, 2048))
     tf = c.tf
@@ -532,7 +536,7 @@ def _reduce_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
     return run
 
 
-@_check("unsorted-segment-sum-fp64", "UnsortedSegmentSum (float64)")
+@_check("unsorted-segment-sum-fp64", "UnsortedSegmentSum (float64)", quick=False)
 def _unsorted_segment_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
     data = c.rs.standard_normal((4096, 64))
     ids = c.rs.randint(0, 128, size=4096).astype(c.np.int32)
@@ -556,7 +560,7 @@ class XlaUnavailable(Exception):
     """XLA cannot run in this TensorFlow or mode."""
 
 
-@_check("xla-reduce-sum", "XLA reduce (jit_compile=True)")
+@_check("xla-reduce-sum", "XLA reduce (jit_compile=True)", quick=False)
 def _xla_reduce(c: Trial) -> Callable[[], List[Any]]:
     # XLA's GPU reductions were nondeterministic before TF 2.2; from 2.2 TF_DETERMINISTIC_OPS makes them
     # deterministic. 1024x4096, all axes and each axis.
@@ -576,7 +580,7 @@ def _xla_scatter(c: Trial) -> Callable[[], List[Any]]:
     return lambda: [f(c.const(idx), c.const(upd))]
 
 
-@_check("xla-gather-gradient", "XLA gather gradient (jit_compile=True)")
+@_check("xla-gather-gradient", "XLA gather gradient (jit_compile=True)", quick=False)
 def _xla_gather_grad(c: Trial) -> Callable[[], List[Any]]:
     # The embedding gradient compiled by XLA becomes a scatter-add over 16384 indices into 1000 rows.
     params = c.normal(1000, 64)
@@ -602,7 +606,7 @@ def _max_pool_argmax(c: Trial) -> Callable[[], List[Any]]:
     return lambda: c.grads(lambda xt: tf.nn.max_pool_with_argmax(xt, K3, S2, "SAME")[0], [c.const(x)])
 
 
-@_check("dilation2d-backprop", "Dilation2DBackpropInput/Filter")
+@_check("dilation2d-backprop", "Dilation2DBackpropInput/Filter", quick=False)
 def _dilation2d(c: Trial) -> Callable[[], List[Any]]:
     # Morphological dilation: every output pixel sends its gradient to the argmax of its 3x3 window.
     x, f = c.normal(4, 32, 32, 8), c.normal(3, 3, 8)
@@ -729,10 +733,10 @@ def all_checks() -> List[Check]:
     return list(CHECKS) + list(PLANTED)
 
 
-def select(names: Optional[Sequence[str]]) -> List[Check]:
-    """The default battery, or the named checks (planted ones only by name)."""
+def select(names: Optional[Sequence[str]], quick: bool = False) -> List[Check]:
+    """The default battery (its quick part with quick=True), or the named checks (planted ones only by name)."""
     if not names:
-        return list(CHECKS)
+        return [c for c in CHECKS if c.quick or not quick]
     known = dict((c.name, c) for c in all_checks())
     unknown = [n for n in names if n not in known]
     if unknown:
