@@ -35,8 +35,8 @@ def load_table(path=None):
         return json.load(fh)
 
 
-def _within(mm, lo, hi):
-    """MAJOR.MINOR `mm` inside a recipe row's [tf_min, tf_max] (either end may be open)."""
+def within(mm, lo, hi):
+    """MAJOR.MINOR `mm` inside a table entry's [tf_min, tf_max] (either end may be open)."""
     if lo is not None and mm < parse_version(lo)[:2]:
         return False
     return not (hi is not None and mm > parse_version(hi)[:2])
@@ -53,7 +53,7 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
     mm = parsed[:2]
     for row in table["recipes"]:
         match = row["match"]
-        if match["distribution"] != distribution or not _within(mm, match["tf_min"], match["tf_max"]):
+        if match["distribution"] != distribution or not within(mm, match["tf_min"], match["tf_max"]):
             continue
         if distribution == "ngc":
             if ngc_release is None:
@@ -75,10 +75,10 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
             "steps": list(row["steps"]),
             "caveats": list(row["caveats"]) + list(common["caveats"]),
             "raises_under_determinism": [
-                r for r in table["raises_under_determinism"] if _within(mm, r["tf_min"], r["tf_max"])
+                r for r in table["raises_under_determinism"] if within(mm, r["tf_min"], r["tf_max"])
             ],
             "nondeterministic_under_determinism": [
-                r for r in table.get("nondeterministic_under_determinism", ()) if _within(mm, r["tf_min"], r["tf_max"])
+                r for r in table.get("nondeterministic_under_determinism", ()) if within(mm, r["tf_min"], r["tf_max"])
             ],
         }
     raise LookupError("no determinism recipe covers TensorFlow %s (%s)" % (tf_version, distribution))

@@ -9,6 +9,7 @@ the table says, or the table is missing something.
 
 from typing import Any, Dict, Optional
 
+from envpin.probe.runtime import within
 from envpin.probe.versions import parse_version
 
 RAISES = "raises-under-determinism"
@@ -18,10 +19,7 @@ SILENT = "NONDETERMINISTIC"
 def _covers(entry: Dict[str, Any], mm: tuple, gpu: bool) -> bool:
     if entry.get("devices", "any") == "gpu" and not gpu:
         return False
-    lo, hi = entry.get("tf_min"), entry.get("tf_max")
-    if lo is not None and mm < parse_version(lo)[:2]:
-        return False
-    return not (hi is not None and mm > parse_version(hi)[:2])
+    return within(mm, entry.get("tf_min"), entry.get("tf_max"))
 
 
 def expected(name: str, tf_version: Optional[str], gpu: bool, table: Dict[str, Any]) -> Dict[str, Any]:
