@@ -93,10 +93,14 @@ class Entry:
     facts: dict[str, Fact]
     sources: dict[str, dict[str, str]] = field(repr=False)
     verified: dict[str, Any] | None = None
-    #: Written values that an image-declared value outranks and contradicts, by field.
-    outranked: dict[str, Fact] = field(default_factory=dict)
     #: Every field as the written sources give it, before any image-declared value (what sync compares with).
     written: dict[str, Fact] = field(default_factory=dict, repr=False)
+
+    @property
+    def outranked(self) -> dict[str, Fact]:
+        """Written values that an image-declared value outranks and contradicts, by field."""
+        return {name: w for name, w in self.written.items()
+                if self.facts[name].kind == "image" and w.known and w.value != self.facts[name].value}
 
     def value(self, name: str) -> Any:
         return self.facts[name].value
@@ -161,19 +165,16 @@ class Catalog:
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
                 merged = {**rel["fields"], **fl["fields"]}
-                facts, outranked, written = {}, {}, {}
+                facts, written = {}, {}
                 declared = (fl.get("image") or {}).get("declared") or {}
                 for name in FIELDS:
                     src = merged[name].get("source")
                     kind = self.sources[src]["kind"] if merged[name]["value"] is not None and src else None
-                    fact = written[name] = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
-                    if name in declared:
-                        # What the image itself declares outranks every written source; keep the
-                        # written value beside it so a disagreement stays visible.
-                        if fact.known and fact.value != declared[name]:
-                            outranked[name] = fact
-                        fact = Fact(declared[name], IMAGE_SOURCE, None, "image")
-                    facts[name] = fact
+                    written[name] = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
+                    # What the image itself declares outranks every written source; the written value is
+                    # kept beside it (Entry.outranked) so a disagreement stays visible.
+                    facts[name] = (Fact(declared[name], IMAGE_SOURCE, None, "image") if name in declared
+                                   else written[name])
                 yield Entry(
                     release=release,
                     flavor=flavor,
@@ -182,7 +183,6 @@ class Catalog:
                     facts=facts,
                     sources=self.sources,
                     verified=fl.get("image"),
-                    outranked=outranked,
                     written=written,
                 )
 

@@ -22,8 +22,8 @@ def recipe_table() -> str:
             if m["distribution"] == "stock"
             else (f"NGC {m.get('ngc_min')}–{m.get('ngc_max')}" if m.get("ngc_max") else f"NGC {m.get('ngc_min')}+")
         )
-        env = ", ".join(f"`{e['name']}={e['value']}`" + (" (unverified on NGC builds)"
-                                                          if e["why"].startswith("unverified on NGC builds") else "")
+        env = ", ".join(f"`{e['name']}={e['value']}`" + (f" (unverified {e['unverified'].split(':')[0]})"
+                                                          if "unverified" in e else "")
                         for e in row["env"]) or "—"
         steps = ", ".join(s["step"] for s in row["steps"])
         rows.append(f"| `{row['id']}` | {where}, {tf} | {env} | {steps} |")

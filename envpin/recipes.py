@@ -109,8 +109,8 @@ def validate(data: Any) -> None:
         if row["match"].get("distribution") not in DISTRIBUTIONS:
             problems.append(f"{rid}: distribution must be one of {DISTRIBUTIONS}")
         for item in row["env"]:
-            if set(item) != {"name", "value", "why", "source"}:
-                problems.append(f"{rid}: env entries need name, value, why, source")
+            if not {"name", "value", "why", "source"} <= set(item) <= {"name", "value", "why", "source", "unverified"}:
+                problems.append(f"{rid}: env entries need name, value, why, source (and optionally unverified)")
             cite(rid, item)
         for item in row["steps"]:
             if item.get("step") not in STEPS:

@@ -4,7 +4,8 @@ Mechanical: pin FROM by the digest the registry reports for the tag now; set the
 ENV block right after the produced stage's FROM (only the variables that are missing or wrong; wrong
 settings elsewhere in the stage chain are removed so they cannot override it); remove
 TF_CUDNN_USE_AUTOTUNE and the misspelt TF_USE_CUDNN_AUTOTUNE. Every other finding gets a
-``# envpin audit: <id>: <fix>`` comment above its instruction. Lines that need no change are copied byte for byte.
+``# envpin audit: <id>: <fix>`` comment above its instruction. Lines that need no change are copied byte
+for byte.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ MARKER = "# envpin audit: recipe "
 _D9M_RULES = frozenset({"d9m-env-missing", "d9m-env-wrong"})
 _ENV_RULES = _D9M_RULES | {"pythonhashseed-unset", "horovod-fusion-threshold"}
 _FROM_RULES = frozenset({"from-no-digest", "from-latest"})
-#: Rules --fix handles without a comment (FROM rules only when the digest can be resolved).
 #: Rules whose fix is removing the variable from every ENV of the image.
 _REMOVE_RULES = {"cudnn-autotune-set", "env-no-effect"}
+#: Rules --fix handles without a comment (FROM rules only when the digest can be resolved).
 MECHANICAL = _ENV_RULES | _FROM_RULES | _REMOVE_RULES
 
 
@@ -82,11 +83,11 @@ def fix(
 
     stage = df.stage(target)
     env_findings = [f for f in findings if f.rule in _ENV_RULES]
-    autotune = [f for f in findings if f.rule in _REMOVE_RULES]
-    if env_findings or autotune:
-        _env_block(df, stage, env_findings, bool(autotune), tf, edits, outcome)
+    removals = [f for f in findings if f.rule in _REMOVE_RULES]
+    if env_findings or removals:
+        _env_block(df, stage, env_findings, bool(removals), tf, edits, outcome)
         handled.update(env_findings)
-        handled.update(autotune)
+        handled.update(removals)
 
     for f in findings:
         if f in handled:
@@ -150,7 +151,7 @@ def _env_block(
     df: Dockerfile,
     stage: Stage,
     env_findings: list[Finding],
-    autotune: bool,
+    remove_forbidden: bool,
     tf: str | None,
     edits: _Edits,
     outcome: FixOutcome,
@@ -173,7 +174,7 @@ def _env_block(
     block = {k: v for k, v in sorted(desired.items()) if not _ok(k, stage.env.get(k), v)}
     shared = recipes.table()["common"]
     forbidden = {u["name"] for u in shared["unset"]} | {u["name"] for u in shared["no_effect"]}
-    remove = set(block) | (forbidden if autotune else set())
+    remove = set(block) | (forbidden if remove_forbidden else set())
     chain = df.chain(stage)
     existing = _existing_block(df, stage)
     for st in chain:

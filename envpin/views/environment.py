@@ -25,7 +25,8 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
     t.add_column("value")
     t.add_column("why (source)", overflow="fold")
     for e in r.env:
-        t.add_row(e["name"], e["value"], f"{e['why']} ({r.source_url(e['source'])})")
+        unverified = f"; unverified {e['unverified']}" if "unverified" in e else ""
+        t.add_row(e["name"], e["value"], f"{e['why']}{unverified} ({r.source_url(e['source'])})")
     for u in r.unset:
         t.add_row(u["name"], "must NOT be set", f"{u['why']} ({r.source_url(u['source'])})")
     for u in r.no_effect:

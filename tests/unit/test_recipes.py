@@ -180,3 +180,9 @@ def test_runtime_check_flags_a_wrong_environment() -> None:
     typo = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_DETERMINISTIC_OPS": "1", "HOROVOD_FUSION_THRESHOLD": "0",
                                "TF_USE_CUDNN_AUTOTUNE": "0"}, site=True)
     assert typo.returncode == 1 and "TF_USE_CUDNN_AUTOTUNE has no effect" in typo.stdout, typo.stdout
+
+
+def test_frontend_work_around_is_marked_unverified_only_on_ngc() -> None:
+    ngc = next(e for e in recipes.select("2.5", "ngc", "21.06").env if e["name"] == "TF_CUDNN_USE_FRONTEND")
+    stock = next(e for e in recipes.select("2.5", "stock").env if e["name"] == "TF_CUDNN_USE_FRONTEND")
+    assert ngc["unverified"].startswith("on NGC builds") and "unverified" not in stock

@@ -129,11 +129,10 @@ def classify_exception(type_name: str, message: str, determinism: bool) -> Tuple
 
     Under determinism, TensorFlow signals "no deterministic implementation" with UnimplementedError or
     InvalidArgumentError (FailedPreconditionError for tf.timestamp, RuntimeError/ValueError for unseeded
-    random ops), always in a message that
-    says so ("A deterministic GPU implementation of ...", "... when determinism is enabled"): that is
-    raises-under-determinism. Anything else (e.g. "Current CPU implementations do not yet support dilation
-    rates larger than 1"), or any exception with determinism off, means the check itself could not run
-    here: skipped, with the reason.
+    random ops), always in a message that says so ("A deterministic GPU implementation of ...", "... when
+    determinism is enabled"): that is raises-under-determinism. Anything else (e.g. "Current CPU
+    implementations do not yet support dilation rates larger than 1"), or any exception with determinism
+    off, means the check itself could not run here: skipped, with the reason.
     """
     text = clean_tf_message(message)
     mentions = "determinis" in text.lower()

@@ -352,6 +352,7 @@ def _conv2d_dilated(c: Trial) -> Callable[[], List[Any]]:
     # dense case: 8x32x32x8 with a 3x3x8x8 filter at rate 2.
     x, f = c.normal(8, 32, 32, 8), c.normal(3, 3, 8, 8)
     tf = c.tf
+
     def fn(xt: Any, ft: Any) -> Any:
         try:  # tf.nn.convolution picks cuDNN's dilated kernels on GPU and space-to-batch where needed
             return tf.nn.convolution(xt, ft, padding="SAME", dilations=[2, 2])
