@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from envpin.podman import ImageFacts
     from envpin.recipes import Recipe
     from envpin.state import BuildRecord
-    from envpin.sync import SyncResult
+    from envpin.sync import ImageRead, SyncResult
 
 DEFAULT_IMAGES_DIR = Path("images")
 
@@ -35,7 +35,7 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[En
 
     spec = parse_tf_spec(tf) if tf is not None else None
     if flavor is not None and not flavor.strip():
-        raise UsageError("--flavor is empty", hint="use one of: py2, py3, tf1, tf2")
+        raise UsageError("--flavor is empty", hint="use one of: py2, py3, tf1, tf1-py2, tf2")
     entries = catalog.load().select(None, tf=spec, flavor=flavor)
     if not entries:
         what = " and ".join(x for x in (f"TensorFlow {tf}" if tf else "", f"flavor {flavor}" if flavor else "") if x)
@@ -62,6 +62,8 @@ class RenderResult:
     plan: BuildPlan
     out: Path
     files: dict[str, bytes]
+    #: What was read on the way (e.g. the TensorFlow version from the image config), for stderr.
+    notes: tuple[str, ...] = ()
 
 
 class Inputs(TypedDict, total=False):
@@ -76,19 +78,74 @@ class Inputs(TypedDict, total=False):
     out: Path | None
 
 
-def _plan_and_target(lock: Path | None = None, **inputs: Unpack[Inputs]) -> tuple[BuildPlan, Path]:
+def _plan_and_target(
+    lock: Path | None = None, notes: list[str] | None = None, keep: bool = True, **inputs: Unpack[Inputs]
+) -> tuple[BuildPlan, Path]:
     """The plan for command-line inputs and the folder it goes to (default images/<name>); with no --ngc,
-    everything comes from the lock (found as `find_lock` finds it)."""
-    from envpin.plan import make_plan, validate_name
+    everything comes from the lock (found as `find_lock` finds it).
+
+    When no source gives the tag's TensorFlow version and --tf is not given, the image config is read from
+    the registry (--base-image, else the upstream tag): two small requests instead of a question. What was
+    read goes to `notes`, and (keep=True) into the image-facts cache when the image names this very tag."""
+    from envpin.plan import UnknownTF, make_plan, validate_name
 
     ngc, name, out = inputs.get("ngc"), inputs.get("name"), inputs.get("out")
     if ngc is None:
         return plan_from_lock(find_lock(lock))
     if name is not None:
         validate_name(name)  # before any catalog look-up: a bad name is reported first
-    plan = make_plan(ngc=ngc, tf=inputs.get("tf"), name=name, requirements=inputs.get("requirements"),
-                     base_image=inputs.get("base_image"), ca_bundle=inputs.get("ca_bundle"))
+    args: dict[str, Any] = {"ngc": ngc, "tf": inputs.get("tf"), "name": name,
+                            "requirements": inputs.get("requirements"), "base_image": inputs.get("base_image"),
+                            "ca_bundle": inputs.get("ca_bundle")}
+    try:
+        plan = make_plan(**args)
+    except UnknownTF as unknown:
+        from envpin import sync
+        from envpin.plan import release_version
+
+        got = _read_unknown_tf(unknown.entry, args["tf"], args["base_image"], args["ca_bundle"],
+                               notes if notes is not None else [], keep)
+        plan = make_plan(**{**args, "tf": release_version(got.declared["tf_version"])}, tf_source="image",
+                         base_digest=got.digest, base_declared=sync.version_env(got.env))
     return plan, out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+
+
+def _read_unknown_tf(
+    entry: Entry, tf: str | None, base_image: str | None, ca_bundle: Path | None, notes: list[str], keep: bool
+) -> ImageRead:
+    """The image config of `entry` (or of the mirror that stands for it), which must declare its TensorFlow."""
+    from envpin import catalog, imagecache, sync
+    from envpin.errors import RegistryError
+    from envpin.plan import release_version, validate_image_ref
+
+    ref = validate_image_ref(base_image) if base_image is not None else entry.image
+    what = f"the catalog does not know which TensorFlow {entry.tag} contains"
+    try:
+        got = sync.read_image(sync.registry_client(ca_bundle), ref)
+    except RegistryError as exc:
+        raise UsageError(f"{what}, and {ref}'s image config could not be read: {exc.message}",
+                         hint="give it as --tf MAJOR.MINOR, or read it from a mirror that holds the tag with "
+                         "--base-image MIRROR/nvidia/tensorflow:TAG") from exc
+    declared = got.declared.get("tf_version")
+    if not declared:
+        raise UsageError(f"{what}, and {ref}'s image config does not declare it (no ENV TENSORFLOW_VERSION)",
+                         hint="give it as --tf MAJOR.MINOR")
+    version = release_version(declared)
+    if tf is not None and not (version + ".").startswith(tf.strip() + "."):
+        raise UsageError(f"--tf {tf} does not match TensorFlow {declared}, which {ref} declares",
+                         hint=f"drop --tf, or build from an image that holds TensorFlow {tf}")
+    named = got.declared.get("nvidia_tensorflow_version")
+    if named and sync.compare_ngc_version(entry.tag, named) != sync.AGREES:
+        raise UsageError(f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}",
+                         hint="--base-image must be a copy of the tag named with --ngc")
+    note = f"read TensorFlow {declared} from the image config of {ref} ({got.digest[:19]}…)"
+    if named and keep:
+        cache = imagecache.save(catalog.load().repository, {entry.tag: got.image})
+        note += f"; kept in {cache}"
+    elif not named:
+        note += "; not kept: the image does not name its NGC release (ENV NVIDIA_TENSORFLOW_VERSION)"
+    notes.append(note)
+    return got
 
 
 def render_environment(*, force: bool = False, write: bool = True, **inputs: Unpack[Inputs]) -> RenderResult:
@@ -97,11 +154,12 @@ def render_environment(*, force: bool = False, write: bool = True, **inputs: Unp
 
     if inputs.get("ngc") is None:
         raise UsageError("render needs --ngc", hint="e.g. envpin render --ngc 20.02 --tf 2.1")
-    plan, target = _plan_and_target(**inputs)
+    notes: list[str] = []
+    plan, target = _plan_and_target(notes=notes, keep=write, **inputs)
     files = render(plan)
     if write:
         write_environment(target, plan, files, force=force)
-    return RenderResult(plan, target, files)
+    return RenderResult(plan, target, files, tuple(notes))
 
 
 @dataclass(frozen=True)
@@ -116,6 +174,8 @@ class BuildResult:
     notes: tuple[str, ...] = ()
     #: Why the image is not the one envpin.lock records (exit 1), or None.
     problem: str | None = None
+    #: What the base image declares that the catalog does not say (the build went on).
+    warnings: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -153,12 +213,14 @@ def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     inp, folder = locked.inputs, lock_path.parent
     plan = make_plan(
         ngc=inp.tag,
-        tf=inp.tf_version if inp.tf_version_source == "user" else None,
+        tf=inp.tf_version if inp.tf_version_source != "catalog" else None,
         name=inp.name,
         requirements=folder / "requirements.lock" if inp.requirements_hash else None,
         base_image=inp.build_from,
         base_digest=locked.base.digest,
         ca_bundle=folder / "ca-bundle.crt" if inp.ca_bundle_hash else None,
+        tf_source=inp.tf_version_source if inp.tf_version_source != "catalog" else None,
+        base_declared=locked.base.declared or None,
     )
     return plan, folder
 
@@ -190,8 +252,7 @@ def build_environment(
     of new inputs is first recorded); the image ID and tag go to envpin.state."""
     import time
 
-    from envpin import build
-    from envpin.registry import RegistryClient
+    from envpin import basecheck, build, sync
     from envpin.render import render
 
     started = time.monotonic()
@@ -199,7 +260,8 @@ def build_environment(
     if check and chosen != "podman":
         raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
                          hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
-    plan, target = _plan_and_target(lock, **inputs)
+    notes: list[str] = []
+    plan, target = _plan_and_target(lock, notes, **inputs)
     ca_bundle = inputs.get("ca_bundle")
     if inputs.get("ngc") is None:
         # Everything from the lock (the arrival workflow: `git clone`, then `envpin build`); the base
@@ -208,13 +270,16 @@ def build_environment(
         plan = replace(plan, base_digest=None)
     previous = build.previous_lock(target)
     ref = plan.build_from or plan.image
-    digest = RegistryClient(ca_file=str(ca_bundle) if ca_bundle else None).resolve_digest(ref)
-    build.check_base_moved(previous, ref, digest, update)
-    plan = replace(plan, base_digest=digest)
+    # The manifest gives the digest to pin; the config (one more small request) what the base declares.
+    got = sync.read_image(sync.registry_client(ca_bundle), ref)
+    build.check_base_moved(previous, ref, got.digest, update)
+    warnings = basecheck.cross_check(plan, got)
+    plan = replace(plan, base_digest=got.digest, base_declared=sync.version_env(got.env))
     files = render(plan)
     tag = f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
     job = _BuildJob(plan, target, files, tag, previous, force, no_cache, pull, started)
-    return job.podman(check) if chosen == "podman" else job.docker()
+    result = job.podman(check) if chosen == "podman" else job.docker()
+    return replace(result, notes=(*notes, *result.notes), warnings=tuple(warnings))
 
 
 @dataclass(frozen=True)
@@ -251,6 +316,16 @@ class _BuildJob:
             return recorded
         return None
 
+    def _record_declared(self) -> None:
+        """An up-to-date folder whose lock lacks what the base declares gets it; nothing else is rewritten."""
+        from envpin import lock as lockmod
+
+        declared = self.plan.base_declared
+        if self.previous is None or declared is None or self.previous.base.declared == declared:
+            return
+        updated = replace(self.previous, base=replace(self.previous.base, declared=dict(declared)))
+        updated.write(self.target / lockmod.LOCK_NAME)
+
     def docker(self) -> BuildResult:
         from envpin import build, state
         from envpin.render import check_folder, write_environment
@@ -264,6 +339,7 @@ class _BuildJob:
         recorded = self._unchanged("docker", lambda image: build.image_exists(client, image))
         if recorded is not None:
             check_folder(self.target, self.files, self.force)  # still refuse if someone edited the folder since
+            self._record_declared()
             return BuildResult(self.plan, self.target, recorded.image_id, recorded.tag, True, self._elapsed(),
                                "docker", notes)
         write_environment(self.target, self.plan, self.files, force=self.force)
@@ -292,6 +368,7 @@ class _BuildJob:
             recorded = self._unchanged("podman", podman.image_exists)
             if recorded is not None:
                 check_folder(self.target, self.files, self.force)
+                self._record_declared()
                 facts = podman.inspect(recorded.image_id)
                 built = lockmod.Image(facts.id, self.plan.inputs_hash, engine, podman.storage_driver(), facts.layers)
                 return self._settle(built, facts, recorded.tag, up_to_date=True)
@@ -429,8 +506,10 @@ def build_dry_run(*, lock: Path | None = None, **inputs: Unpack[Inputs]) -> dict
     """What `envpin build` would do, as the plan's JSON plus inputs hash, folder and files; writes nothing."""
     from envpin.render import render
 
-    plan, folder = _plan_and_target(lock, **inputs)
-    return {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": sorted(render(plan))}
+    notes: list[str] = []
+    plan, folder = _plan_and_target(lock, notes, keep=False, **inputs)
+    out = {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": sorted(render(plan))}
+    return {**out, "notes": notes} if notes else out
 
 
 @dataclass(frozen=True)
@@ -597,12 +676,13 @@ def audit_files(
 
 def sync_catalog(
     registry: str, releases: list[str], write: Path | None = None, ca_bundle: Path | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, save: bool = True,
 ) -> SyncResult:
-    """`envpin catalog sync`: compare each tag's image config with the catalog; optionally write it."""
+    """`envpin catalog sync`: compare each tag's image config with the catalog, keep what was read in the
+    user's image-facts cache (unless save=False), optionally write a refreshed catalog file."""
     from envpin import sync
 
-    return sync.sync_catalog(registry, tuple(releases), write, ca_bundle, progress=progress)
+    return sync.sync_catalog(registry, tuple(releases), write, ca_bundle, progress=progress, save=save)
 
 
 def build_or_plan(*, dry_run: bool = False, **options: Any) -> BuildResult | dict[str, object]:

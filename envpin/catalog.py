@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -95,6 +96,13 @@ class Entry:
     verified: dict[str, Any] | None = None
     #: Every field as the written sources give it, before any image-declared value (what sync compares with).
     written: dict[str, Fact] = field(default_factory=dict, repr=False)
+    #: When this user's image-facts cache supplied the image object: the facts the catalog file alone gives.
+    portable: dict[str, Fact] | None = field(default=None, repr=False)
+
+    @property
+    def cached(self) -> bool:
+        """The image facts come from this user's cache (envpin.imagecache), not from the catalog file."""
+        return self.portable is not None
 
     @property
     def outranked(self) -> dict[str, Fact]:
@@ -108,6 +116,11 @@ class Entry:
     def written_value(self, name: str) -> Any:
         """The value the written sources give, ignoring what an image declared (sync compares with this)."""
         return (self.written.get(name) or self.facts[name]).value
+
+    def portable_value(self, name: str) -> Any:
+        """The value every machine with the same catalog file resolves: facts only this user's image-facts
+        cache holds are left out, so a plan (and its lock) never depends on one person's cache."""
+        return (self.portable or self.facts)[name].value
 
     @property
     def tf_version(self) -> str | None:
@@ -148,10 +161,12 @@ class Entry:
 class Catalog:
     """The loaded, validated catalog with the look-ups the CLI needs."""
 
-    def __init__(self, data: dict[str, Any], origin: str) -> None:
+    def __init__(self, data: dict[str, Any], origin: str, portable: dict[str, dict[str, Fact]] | None = None) -> None:
         validate(data, origin)
         self.data = data
         self.origin = origin
+        #: For tags whose image object came from the user's image-facts cache: the catalog file's own facts.
+        self._portable = portable or {}
         self.sources: dict[str, dict[str, str]] = data["sources"]
         self.missing: dict[str, dict[str, Any]] = data["missing_months"]
         self.repository: str = data["image_repository"]
@@ -184,6 +199,7 @@ class Catalog:
                     sources=self.sources,
                     verified=fl.get("image"),
                     written=written,
+                    portable=self._portable.get(fl["tag"]),
                 )
 
     # -- queries ------------------------------------------------------------------------------------
@@ -229,8 +245,11 @@ def catalog_path() -> Path:
     return Path(override).expanduser().absolute() if override else shipped_catalog_path()
 
 
-def load(path: str | None = None) -> Catalog:
-    """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`)."""
+def load(path: str | None = None, *, cache: bool = True) -> Catalog:
+    """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`), with the
+    user's image-facts cache merged in unless cache=False (the README's tables describe the shipped file only)."""
+    from envpin import imagecache
+
     override = os.environ.get(CATALOG_ENV, "").strip()
     if path:
         p, missing_hint, bad_hint = Path(path).expanduser().absolute(), None, None
@@ -247,11 +266,51 @@ def load(path: str | None = None) -> Catalog:
         raise CatalogError(f"catalog file {p} cannot be read: {exc.strerror or exc}", hint=bad_hint) from exc
     try:
         # Keyed on the path and its stat, so a file rewritten in place (catalog sync --write) is read again.
-        return _load_file(str(p), st.st_mtime_ns, st.st_size)
+        cat = _load_file(str(p), st.st_mtime_ns, st.st_size)
     except CatalogError as exc:
         if bad_hint and not exc.hint:
             raise CatalogError(exc.message, hint=bad_hint) from exc
         raise
+    if not cache:
+        return cat
+    cache_file = imagecache.cache_path()
+    try:
+        cst = cache_file.stat()
+    except FileNotFoundError:
+        return cat
+    except OSError as exc:
+        raise CatalogError(f"the image-facts cache {cache_file} cannot be read: {exc.strerror or exc}",
+                           hint=f"fix its permissions or delete it (`rm {cache_file}`)") from exc
+    return _with_cache(cat, str(cache_file), cst.st_mtime_ns, cst.st_size)
+
+
+@lru_cache(maxsize=4)
+def _with_cache(cat: Catalog, cache_file: str, mtime_ns: int, size: int) -> Catalog:
+    """`cat` with each cached tag's image object in place of the file's (the cache was read more recently)."""
+    from envpin import imagecache
+
+    images = imagecache.read(cat.repository, Path(cache_file))
+    portable = {e.tag: e.facts for e in cat.entries() if e.tag in images}
+    if not portable:
+        return cat
+    return Catalog(with_images(cat.data, images), f"{cat.origin} + image facts from {cache_file}", portable)
+
+
+def with_images(data: dict[str, Any], images: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A copy of catalog data with these image objects (by tag) recorded; written fields are never touched."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for rel in out["releases"].values():
+        for fl in rel["flavors"].values():
+            if fl["tag"] in images:
+                fl["image"] = copy.deepcopy(images[fl["tag"]])
+    return out
+
+
+def coverage(entries: Iterable[Entry]) -> Counter[tuple[str, str | None]]:
+    """How many values each (field, kind of evidence) has; kind None counts the unknowns."""
+    return Counter((name, e.facts[name].kind) for e in entries for name in FIELDS)
 
 
 @lru_cache(maxsize=4)
@@ -323,9 +382,9 @@ def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterat
         if flavor not in FLAVOR_SUFFIX:
             yield f"{where}: unknown flavor"
             continue
-        if split != (flavor in ("tf1", "tf2")):
+        if split != (flavor in ("tf1", "tf1-py2", "tf2")):
             yield f"{where}: flavor does not fit the naming of that era"
-        if flavor == "tf1" and release_index(release) > release_index(LAST_TF1_RELEASE):
+        if flavor in ("tf1", "tf1-py2") and release_index(release) > release_index(LAST_TF1_RELEASE):
             yield f"{where}: tf1 images ended with {LAST_TF1_RELEASE}"
         if not isinstance(fl, dict) or not {"tag", "fields"} <= set(fl) or set(fl) - {"tag", "fields", "image"}:
             yield f"{where}: needs 'tag' and 'fields' (and optionally 'image')"
@@ -333,7 +392,7 @@ def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterat
         if fl["tag"] != f"{release}-{FLAVOR_SUFFIX[flavor]}":
             yield f"{where}: tag {fl['tag']!r} should be {release}-{FLAVOR_SUFFIX[flavor]}"
         if "image" in fl:
-            yield from (f"{where}.image: {p}" for p in _image_problems(fl["image"]))
+            yield from (f"{where}.image: {p}" for p in image_problems(fl["image"]))
         both = set(rel["fields"]) & set(fl["fields"])
         if both:
             yield f"{where}: {sorted(both)} defined at release and flavor level"
@@ -374,7 +433,7 @@ def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[st
         yield f"source {fact['source']!r} is not a known source"
 
 
-def _image_problems(image: Any) -> Iterator[str]:
+def image_problems(image: Any) -> Iterator[str]:
     """What `catalog sync` recorded from the image config: digest, created, registry, declared, source."""
     if not isinstance(image, dict) or set(image) != _IMAGE_KEYS:
         got = sorted(image) if isinstance(image, dict) else type(image).__name__

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from envpin import catalog, recipes
 
 
@@ -37,10 +35,10 @@ def recipe_table() -> str:
 
 
 def coverage_table() -> str:
-    cat = catalog.load()
+    cat = catalog.load(cache=False)
     entries = cat.entries()
-    kinds = [k for k in catalog.KINDS if any(e.facts[n].kind == k for e in entries for n in catalog.FIELDS)]
-    count = Counter((name, e.facts[name].kind) for e in entries for name in catalog.FIELDS)
+    count = catalog.coverage(entries)
+    kinds = [k for k in catalog.KINDS if any(kind == k for _, kind in count)]
     rows = [
         f"{len(cat.releases())} releases ({cat.releases()[0]}–{cat.releases()[-1]}), {len(entries)} image tags; "
         f"months without a release: {', '.join(sorted(cat.missing))}. Values per field by kind of evidence "

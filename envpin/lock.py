@@ -67,10 +67,12 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Base:
-    """The upstream image identity (always nvcr.io) and the digest it was pinned to, once resolved."""
+    """The upstream image identity (always nvcr.io), the digest it was pinned to, once resolved, and the
+    version variables the image config at that digest declares (ENV name -> value), once read."""
 
     image: str
     digest: str | None = None
+    declared: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,9 @@ class Lock:
         """The lock for a rendered plan; recorded results carry over only while the inputs are the same."""
         d = plan.to_dict()
         keep = previous is not None and previous.inputs_hash == plan.inputs_hash
+        declared = plan.base_declared
+        if declared is None and previous is not None and previous.base.digest == d["base_digest"]:
+            declared = previous.base.declared  # still the same image: what it declares has not changed
         return cls(
             inputs_hash=plan.inputs_hash,
             inputs=Inputs(
@@ -152,7 +157,7 @@ class Lock:
                 requirements_hash=d["requirements_hash"],
                 ca_bundle_hash=d["ca_bundle_hash"],
             ),
-            base=Base(image=d["image"], digest=d["base_digest"]),
+            base=Base(image=d["image"], digest=d["base_digest"], declared=dict(declared or {})),
             recipe=Recipe(
                 id=plan.recipe.id,
                 hash=plan.recipe.hash,
@@ -278,7 +283,7 @@ class Lock:
         data: dict[str, Any] = {
             "lock": {"schema": LOCK_SCHEMA, "envpin_version": self.envpin_version, "inputs_hash": self.inputs_hash},
             "inputs": _drop_none(vars(self.inputs)),
-            "base": _drop_none(vars(self.base)),
+            "base": {k: v for k, v in _drop_none(vars(self.base)).items() if v != {}},
             "recipe": {
                 "id": self.recipe.id,
                 "hash": self.recipe.hash,
@@ -366,7 +371,7 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
     inp = s.table(data, "inputs")
     s.keys(inp, "inputs", set(Inputs.__dataclass_fields__))
     base = s.table(data, "base")
-    s.keys(base, "base", {"image", "digest"})
+    s.keys(base, "base", {"image", "digest", "declared"})
     rec = s.table(data, "recipe")
     s.keys(rec, "recipe", {"id", "hash", "env", "unset", "steps"})
     expected = None
@@ -401,7 +406,8 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
             k: (s.text if k in _REQUIRED_INPUTS else s.opt_text)(inp, f"inputs.{k}", inp.get(k))
             for k in Inputs.__dataclass_fields__
         }),
-        base=Base(s.text(base, "base.image", base.get("image")), s.opt_text(base, "base.digest", base.get("digest"))),
+        base=Base(s.text(base, "base.image", base.get("image")), s.opt_text(base, "base.digest", base.get("digest")),
+                  s.str_map(base, "base.declared", base.get("declared", {}))),
         recipe=Recipe(
             id=s.text(rec, "recipe.id", rec.get("id")),
             hash=s.text(rec, "recipe.hash", rec.get("hash")),

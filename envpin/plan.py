@@ -13,8 +13,9 @@ from envpin.errors import UsageError, shown
 from envpin.fsutil import sha256_bytes
 from envpin.payload import payload_hash
 from envpin.probe import imageref
+from envpin.probe.ngc import PY2_FLAVORS
 from envpin.requirements import Requirement, read_lock
-from envpin.versions import parse_ngc_spec, parse_tf_spec, parse_version
+from envpin.versions import TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
 
 PLAN_SCHEMA = 1
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -29,12 +30,17 @@ class BuildPlan:
     name: str
     entry: catalog.Entry
     tf_version: str
-    tf_version_source: str  # "catalog" or "user" (catalog had no version for this tag)
+    #: "catalog" (the catalog file's sources), "image" (the image config declares it: read from the registry,
+    #: or kept in this user's image-facts cache) or "user" (--tf, where no source gives it).
+    tf_version_source: str
     recipe: recipes.Recipe
     base_digest: str | None = None
     build_from: str | None = None
     requirements: tuple[Requirement, ...] = ()
     ca_bundle: bytes | None = field(default=None, repr=False)
+    #: The version variables the base image's config declares at base_digest (ENV name -> value), when read.
+    #: A fact about the pinned digest, recorded in the lock; not an input, so not in to_dict.
+    base_declared: dict[str, str] | None = field(default=None, compare=False)
 
     @property
     def image(self) -> str:
@@ -62,7 +68,7 @@ class BuildPlan:
     @property
     def pip_compiles_reproducibly(self) -> bool:
         """Python 3.6's py_compile ignores SOURCE_DATE_EPOCH (its .pyc hold the source mtime): pip must not compile."""
-        python = parse_version(self.entry.value("python") or "")
+        python = parse_version(self.entry.portable_value("python") or "")
         return python is not None and python[:2] >= (3, 7)
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,7 +85,9 @@ class BuildPlan:
             "build_from": self.build_from,
             "tf_version": self.tf_version,
             "tf_version_source": self.tf_version_source,
-            "catalog": {k: e.value(k) for k in ("python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")},
+            # What every machine with the same catalog file resolves (one user's image-facts cache is left
+            # out), so teammates derive the same inputs hash.
+            "catalog": {k: e.portable_value(k) for k in ("python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")},
             "recipe": {
                 "id": self.recipe.id,
                 "hash": self.recipe.hash,
@@ -102,6 +110,73 @@ class BuildPlan:
     @property
     def inputs_hash(self) -> str:
         return sha256_bytes(json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode())
+
+
+class UnknownTF(UsageError):
+    """No source gives the tag's TensorFlow version and --tf was not given: the caller may read the image config."""
+
+    def __init__(self, entry: catalog.Entry) -> None:
+        super().__init__(
+            f"the catalog does not know which TensorFlow {entry.tag} contains",
+            hint=f"give it as --tf MAJOR.MINOR (check with: docker run --rm {entry.image} "
+            "python -c 'import tensorflow as tf; print(tf.__version__)'), or run `envpin catalog sync`",
+        )
+        self.entry = entry
+
+
+def release_version(declared: str) -> str:
+    """'2.14.0' -> '2.14.0'; '1.15.5+nv23.03' -> '1.15.5': the TensorFlow release an image declares."""
+    m = re.match(r"[0-9]+(?:\.[0-9]+){1,2}", declared.strip())
+    if not m:
+        raise UsageError(f"the image declares TensorFlow '{shown(declared)}', which is not a version",
+                         hint="give the version with --tf MAJOR.MINOR")
+    return m.group(0)
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple((parse_version(version) or ())[:2])
+
+
+def same_minor(a: str, b: str) -> bool:
+    """Same TensorFlow major.minor: the unit recipes are chosen by."""
+    return len(_minor(a)) == 2 and _minor(a) == _minor(b)
+
+
+def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | None = None) -> tuple[str, str]:
+    """(TensorFlow version, where it comes from) for a plan. The catalog file's value first; then what the
+    image declares (this user's cache, or tf_source="image" for a value read from the registry or a lock);
+    then --tf. A cached image value that contradicts the catalog's major.minor is refused: the recipe
+    depends on it."""
+    written, declared = entry.portable_value("tf_version"), entry.tf_version
+    if declared is not None and declared != written:
+        declared = release_version(declared)
+    if written is not None:
+        if declared is None or same_minor(declared, written):
+            return written, "catalog"
+        if tf_spec is not None and same_minor(tf_spec.text, declared):
+            return declared, "image"
+        raise UsageError(
+            f"{entry.tag}: the catalog gives TensorFlow {written}, but the image config (kept by "
+            f"`envpin catalog sync`) declares {declared}; the recipe depends on which is right",
+            hint=f"pass --tf {'.'.join(map(str, _minor(declared)))} to build for what the image declares, or "
+            f"re-read it with `envpin catalog sync --release {entry.tag}`",
+        )
+    if declared is not None:
+        return declared, "image"
+    if tf_spec is not None and len(tf_spec.parts) >= 2:
+        return tf_spec.text, tf_source or "user"
+    raise UnknownTF(entry)
+
+
+def _known_digest(entry: catalog.Entry, build_from: str | None) -> str | None:
+    """The digest the catalog file recorded for the tag, when it was read from the repository the build pulls
+    from (a digest read from one mirror says nothing about what another repository holds under that tag). One
+    user's image-facts cache never pins a render: teammates without it must derive the same plan."""
+    if entry.cached:
+        return None
+    verified = entry.verified or {}
+    pulled_from = imageref.parse(build_from).name if build_from else entry.image.rsplit(":", 1)[0]
+    return verified.get("digest") if verified.get("registry") == pulled_from else None
 
 
 def validate_name(name: str) -> str:
@@ -131,16 +206,18 @@ def make_plan(
     base_digest: str | None = None,
     ca_bundle: Path | None = None,
     cat: catalog.Catalog | None = None,
+    tf_source: str | None = None,
+    base_declared: dict[str, str] | None = None,
 ) -> BuildPlan:
     """Resolve user input into a plan, or raise an EnvpinError saying exactly what is wrong."""
     cat = cat or catalog.load()
     ngc_spec = parse_ngc_spec(ngc)
     tf_spec = parse_tf_spec(tf) if tf is not None else None
     (entry,) = cat.select(ngc_spec, tf_spec, single=True)
-    if entry.flavor == "py2":
+    if entry.flavor in PY2_FLAVORS:
         raise UsageError(
             f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
-            hint=f"use {entry.release}-py3",
+            hint=f"use {entry.tag.replace('py2', 'py3')}",
         )
     python = parse_version(entry.value("python"))
     if python is not None and python[:2] < MIN_IMAGE_PYTHON:
@@ -148,17 +225,9 @@ def make_plan(
             f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
             hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",
         )
-    if entry.tf_version is not None:
-        tf_version, tf_source = entry.tf_version, "catalog"
-    else:
-        if tf_spec is None or len(tf_spec.parts) < 2:
-            raise UsageError(
-                f"the catalog does not know which TensorFlow {entry.tag} contains",
-                hint=f"give it as --tf MAJOR.MINOR (check with: docker run --rm {entry.image} "
-                "python -c 'import tensorflow as tf; print(tf.__version__)'), or run `envpin catalog sync`",
-            )
-        tf_version, tf_source = tf_spec.text, "user"
+    tf_version, tf_source = resolve_tf(entry, tf_spec, tf_source)
     recipe = recipes.select(tf_version, "ngc", entry.release)
+    build_from = validate_image_ref(base_image) if base_image is not None else None
     reqs = read_lock(requirements) if requirements is not None else ()
     ca = None
     if ca_bundle is not None:
@@ -174,8 +243,9 @@ def make_plan(
         tf_version=tf_version,
         tf_version_source=tf_source,
         recipe=recipe,
-        base_digest=base_digest or (entry.verified or {}).get("digest"),
-        build_from=validate_image_ref(base_image) if base_image is not None else None,
+        base_digest=base_digest or _known_digest(entry, build_from),
+        build_from=build_from,
         requirements=reqs,
         ca_bundle=ca,
+        base_declared=base_declared,
     )

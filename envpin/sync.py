@@ -14,11 +14,11 @@ import re
 import ssl
 import urllib.error
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envpin import catalog
+from envpin import catalog, imagecache
 from envpin.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.errors import RegistryError, UsageError
 from envpin.fsutil import atomic_write
@@ -113,6 +113,12 @@ def parse_env(env: Iterable[str]) -> dict[str, str]:
         if sep and name:
             out[name] = value
     return out
+
+
+def version_env(env: dict[str, str]) -> dict[str, str]:
+    """The version variables among an image's ENV, as declared (what envpin.lock records under [base.declared])."""
+    names = {name for names in ENV_KEYS.values() for name in names} | {REQUIRE_CUDA_ENV}
+    return {name: env[name].strip() for name in sorted(names) if env.get(name, "").strip()}
 
 
 def declared_from_config(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -286,7 +292,8 @@ def _not_found(exc: RegistryError) -> bool:
     return isinstance(cause, urllib.error.HTTPError) and cause.code == 404
 
 
-def _client(ca_bundle: Path | None) -> RegistryClient:
+def registry_client(ca_bundle: Path | None) -> RegistryClient:
+    """A registry client trusting `ca_bundle` as well (a TLS-intercepting proxy), checked before any request."""
     if ca_bundle is None:
         return RegistryClient()
     if not ca_bundle.is_file():
@@ -335,6 +342,12 @@ class SyncResult:
     catalog: str
     tags: list[TagResult]
     written: Path | None = None
+    #: The image-facts cache updated with what was read (None with save=False).
+    cache: Path | None = None
+    #: Known values per kind of evidence ("unknown" for nulls) over the whole catalog, before and after the
+    #: facts read here were merged.
+    coverage_before: dict[str, int] = field(default_factory=dict)
+    coverage_after: dict[str, int] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Tags read/missing and field statuses over all tags (for the summary line and the JSON)."""
@@ -356,6 +369,8 @@ class SyncResult:
             "summary": self.counts(),
             "tags": [t.to_json() for t in self.tags],
             "written": str(self.written) if self.written else None,
+            "cache": str(self.cache) if self.cache else None,
+            "coverage": {"before": self.coverage_before, "after": self.coverage_after},
             "exit_code": self.exit_code,
         }
 
@@ -371,15 +386,29 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
     return sorted(chosen.values(), key=lambda e: (release_index(e.release), e.flavor))
 
 
-def read_tag(client: RegistryClient, entry: Entry, repository: str) -> TagResult:
-    """Manifest(s) and config blob of one tag; a 404 is a result ("missing"), other registry errors raise."""
-    ref = f"{repository}:{entry.tag}"
+@dataclass(frozen=True)
+class ImageRead:
+    """One image config as read from a registry: the digest the reference resolved to, the config's ENV, and
+    the catalog's "image" object for it."""
+
+    ref: str
+    digest: str
+    env: dict[str, str]
+    image: dict[str, Any]
+    origin: dict[str, str]
+
+    @property
+    def declared(self) -> dict[str, Any]:
+        return self.image["declared"]
+
+
+def read_image(client: RegistryClient, ref: str) -> ImageRead:
+    """Manifest(s) and config blob of `ref` (never a layer). Registry errors raise RegistryError."""
+    from envpin.registry import parse_ref
+
+    repository = parse_ref(ref).name
     try:
         digest, config = client.image_config(ref)
-    except RegistryError as exc:
-        if _not_found(exc):
-            return TagResult(entry, ref, missing=exc.message)
-        raise
     except ValueError as exc:  # JSON that is not JSON: a broken registry or proxy page
         raise RegistryError(f"{ref}: the registry sent an unreadable manifest or config ({exc})") from exc
     if not isinstance(config, dict):
@@ -393,16 +422,38 @@ def read_tag(client: RegistryClient, entry: Entry, repository: str) -> TagResult
         "declared": declared,
         "source": IMAGE_SOURCE,
     }
-    return TagResult(entry, ref, image, tuple(compare(entry, declared, origin, digest, repository)))
+    env = parse_env((config.get("config") or {}).get("Env") or [])
+    return ImageRead(ref, digest, env, image, origin)
+
+
+def read_tag(client: RegistryClient, entry: Entry, repository: str) -> TagResult:
+    """One catalog tag from `repository`; a 404 is a result ("missing"), other registry errors raise."""
+    ref = f"{repository}:{entry.tag}"
+    try:
+        got = read_image(client, ref)
+    except RegistryError as exc:
+        if _not_found(exc):
+            return TagResult(entry, ref, missing=exc.message)
+        raise
+    return TagResult(entry, ref, got.image, tuple(compare(entry, got.declared, got.origin, got.digest, repository)))
 
 
 def updated_catalog(cat: Catalog, results: Iterable[TagResult]) -> dict[str, Any]:
     """The catalog data with each read tag's "image" object replaced; release-notes values are untouched."""
-    data = copy.deepcopy(cat.data)
-    for r in results:
-        if r.image is not None:
-            data["releases"][r.entry.release]["flavors"][r.entry.flavor]["image"] = copy.deepcopy(r.image)
-    return data
+    return catalog.with_images(cat.data, read_images(results))
+
+
+def read_images(results: Iterable[TagResult]) -> dict[str, dict[str, Any]]:
+    """Image objects by tag, for the tags that were read."""
+    return {r.entry.tag: copy.deepcopy(r.image) for r in results if r.image is not None}
+
+
+def coverage_by_kind(cat: Catalog) -> dict[str, int]:
+    """Known values per kind of evidence over the whole catalog; "unknown" counts the nulls."""
+    out: dict[str, int] = {}
+    for (_, kind), n in sorted(catalog.coverage(cat.entries()).items(), key=lambda x: str(x[0][1])):
+        out[kind or "unknown"] = out.get(kind or "unknown", 0) + n
+    return out
 
 
 def dump_catalog(data: dict[str, Any]) -> bytes:
@@ -416,8 +467,10 @@ def sync_catalog(
     write: Path | None = None,
     ca_bundle: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    save: bool = True,
 ) -> SyncResult:
-    """Read each selected tag's config from `registry`, compare with the catalog, optionally write a refreshed copy.
+    """Read each selected tag's config from `registry`, compare with the catalog, record what was read in the
+    user's image-facts cache (unless save=False), and optionally write a refreshed copy of the catalog.
 
     Tags the registry does not hold are reported and skipped; an unreachable registry or refused access stops
     the run (RegistryError), as does a registry that holds none of the selected tags (almost always a wrong
@@ -426,7 +479,7 @@ def sync_catalog(
     cat = catalog.load()
     repository = repository_for(registry, cat.repository)
     entries = select_entries(cat, releases)
-    client = _client(ca_bundle)
+    client = registry_client(ca_bundle)
     results: list[TagResult] = []
     for i, entry in enumerate(entries, 1):
         if progress:
@@ -437,10 +490,13 @@ def sync_catalog(
             f"{repository} holds none of the {len(results)} selected tags (first: {results[0].missing})",
             hint="check --registry: the tags must be at HOST[/PREFIX]/nvidia/tensorflow:TAG",
         )
-    result = SyncResult(repository, cat.origin, results)
+    data = updated_catalog(cat, results)
+    after = Catalog(data, f"the refreshed catalog for {write or 'the image-facts cache'}")
+    result = SyncResult(repository, cat.origin, results, coverage_before=coverage_by_kind(cat),
+                        coverage_after=coverage_by_kind(after))
     if write is not None:
-        data = updated_catalog(cat, results)
-        catalog.validate(data, f"the refreshed catalog for {write}")
         atomic_write(write, dump_catalog(data))
         result.written = write
+    if save and read_images(results):
+        result.cache = imagecache.save(cat.repository, read_images(results))
     return result

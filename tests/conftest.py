@@ -33,8 +33,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
 
 @pytest.fixture(autouse=True)
 def _own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sees a machine on which nothing was built yet (envpin.state lives outside the repo)."""
+    """Each test sees a machine on which nothing was built or synced yet (envpin.state and the image-facts
+    cache live outside the repo)."""
     monkeypatch.setenv("ENVPIN_STATE_DIR", str(tmp_path_factory.mktemp("envpin-state")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
     def catalog_list(
         ctx: typer.Context,
         tf: TfOpt = None,
-        flavor: Annotated[str | None, typer.Option("--flavor", help="py2, py3, tf1 or tf2.")] = None,
+        flavor: Annotated[str | None, typer.Option("--flavor", help="py2, py3, tf1, tf1-py2 or tf2.")] = None,
         as_json: JsonOpt = False,
     ) -> None:
         """List the catalog (filter with --tf and --flavor)."""
@@ -71,13 +71,19 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--write", metavar="FILE", help="Write the catalog with each read tag's image facts to FILE."),
         ] = None,
+        no_save: Annotated[
+            bool,
+            typer.Option("--no-save", help="Only compare: do not record what was read in the image-facts cache "
+                         "($XDG_CACHE_HOME/envpin/image-facts.json) that every envpin command merges."),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
         ca_bundle: Annotated[
             Path | None,
             typer.Option("--ca-bundle", metavar="PEM", help="PEM CA bundle to trust (TLS-intercepting proxies)."),
         ] = None,
     ) -> None:
-        """Read each tag's image config from the registry and report where it disagrees with the catalog.
+        """Read each tag's image config from the registry, report where it disagrees with the catalog, and keep
+        what the images declare in the image-facts cache (image-declared values outrank written ones).
 
         Exit 0: every declared value agrees (or fills a gap, or is more precise); 1: some value disagrees;
         2: the registry is unreachable or refused access.
@@ -86,7 +92,7 @@ def register(app: typer.Typer) -> None:
         from envpin.views import catalog, console
 
         with console.progress("reading image configs") as update:
-            result = api.sync_catalog(registry, release or [], write, ca_bundle, progress=update)
+            result = api.sync_catalog(registry, release or [], write, ca_bundle, progress=update, save=not no_save)
         if as_json:
             console.print_json(result.to_json())
             console.say(console.err(), catalog.sync_summary(result))

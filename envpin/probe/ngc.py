@@ -9,15 +9,17 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from envpin.probe.versions import NGCSpec, SpecError, TFSpec, parse_ngc_spec, release_index
 
-FLAVOR_SUFFIX = {"py2": "py2", "py3": "py3", "tf1": "tf1-py3", "tf2": "tf2-py3"}
+FLAVOR_SUFFIX = {"py2": "py2", "py3": "py3", "tf1": "tf1-py3", "tf1-py2": "tf1-py2", "tf2": "tf2-py3"}
+#: Flavors whose images hold Python 2 (19.11 and 19.12 still shipped a TF1 image for it).
+PY2_FLAVORS = frozenset(["py2", "tf1-py2"])
 #: tf1 images ended with this release.
 LAST_TF1_RELEASE = "23.03"
-_FLAVOR_MAJOR = {"tf1": 1, "tf2": 2}
+_FLAVOR_MAJOR = {"tf1": 1, "tf1-py2": 1, "tf2": 2}
 
 
 def _check_flavor(flavor: str) -> None:
     if flavor not in FLAVOR_SUFFIX:
-        raise SpecError("unknown flavor '%s'" % flavor, hint="use one of: py2, py3, tf1, tf2")
+        raise SpecError("unknown flavor '%s'" % flavor, hint="use one of: py2, py3, tf1, tf1-py2, tf2")
 
 
 def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> List[str]:
@@ -90,6 +92,9 @@ class Selector(object):
             entries = tagged
         if tf is not None:
             entries = self._with_tf(ngc.release, entries, tf)
+        if single and len(entries) > 1:
+            # A Python 2 image is chosen only by its tag: envpin's in-image code needs Python 3.
+            entries = [e for e in entries if e.flavor not in PY2_FLAVORS] or entries
         if single and len(entries) > 1:
             raise SpecError(
                 "NGC %s has %d images: %s" % (ngc.release, len(entries), ", ".join(

@@ -15,9 +15,9 @@ from envpin.probe import imageref
 # _MAX_TEXT characters, far below int()'s 4,300-digit limit.
 _VERSION = re.compile(r"([0-9]+)((?:\.[0-9]+)*)")
 _TF_SPEC = re.compile(r"([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?\Z")
-_NGC_SPEC = re.compile(r"([0-9]{2})\.([0-9]{2})(?:-(py2|py3|tf1-py3|tf2-py3))?\Z")
+_NGC_SPEC = re.compile(r"([0-9]{2})\.([0-9]{2})(?:-(py2|py3|tf1-py3|tf1-py2|tf2-py3))?\Z")
 _RELEASE = re.compile(r"([0-9]{2})\.(0[1-9]|1[0-2])\Z")
-_SUFFIX_FLAVOR = {"py2": "py2", "py3": "py3", "tf1-py3": "tf1", "tf2-py3": "tf2"}
+_SUFFIX_FLAVOR = {"py2": "py2", "py3": "py3", "tf1-py3": "tf1", "tf1-py2": "tf1-py2", "tf2-py3": "tf2"}
 #: The repository NGC TensorFlow images live in; a mirror keeps it as the end of its own path.
 NGC_REPOSITORY = "nvidia/tensorflow"
 _MAX_TEXT = 200  # nothing a user types here is longer; longer input is refused, never parsed

@@ -35,6 +35,12 @@ def table(entries: list[Entry], console: Console) -> None:
         t.add_row(e.tag, *(cell(e.value(n)) for n in _SHORT))
     console.print(t)
     say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns")
+    cached = sum(e.cached for e in entries)
+    if cached:
+        from envpin.imagecache import cache_path
+
+        say(console, f"{cached} of them carry what their image config declares, from {cache_path()} "
+                     "(`envpin catalog sync`); those values outrank the written sources")
 
 
 def detail(entries: list[Entry], console: Console) -> None:
@@ -58,8 +64,14 @@ def detail(entries: list[Entry], console: Console) -> None:
                          f"({e.sources[old.source]['url'] if old.source else 'no source'})")
         if e.verified:
             v = e.verified
+            if e.cached:
+                from envpin.imagecache import cache_path
+
+                kept = f", kept in {cache_path()}"
+            else:
+                kept = ""
             say(console, f"verified from image: digest {v.get('digest')} ({v.get('registry')}, "
-                         f"created {v.get('created') or 'unknown'})")
+                         f"created {v.get('created') or 'unknown'}{kept})")
             declared = v.get("declared") or {}
             if declared:
                 listed = ", ".join(f"{k} {cell(declared[k])}" for k in sorted(declared))
@@ -91,7 +103,25 @@ def sync_report(result: SyncResult, console: Console) -> None:
             t.add_row(tag.entry.tag, f"{agreeing} other" if shown else f"all {agreeing}", "", "", "",
                       Text(sync.AGREES, style=style[sync.AGREES]))
     console.print(t)
+    coverage(result, console)
     say(console, sync_summary(result))
+
+
+def coverage(result: SyncResult, console: Console) -> None:
+    """Values per kind of evidence over the whole catalog, before and after what this sync read."""
+    from rich.table import Table
+
+    from envpin.catalog import KINDS
+
+    before, after = result.coverage_before, result.coverage_after
+    t = Table(title="catalog coverage (values over all tags)")
+    for col in ("evidence", "before", "after", "change"):
+        t.add_column(col, justify="left" if col == "evidence" else "right")
+    for kind in [*KINDS, "unknown"]:
+        b, a = before.get(kind, 0), after.get(kind, 0)
+        if a or b:
+            t.add_row(kind, str(b), str(a), f"{a - b:+d}" if a != b else "")
+    console.print(t)
 
 
 def sync_summary(result: SyncResult) -> str:
@@ -104,4 +134,6 @@ def sync_summary(result: SyncResult) -> str:
     )
     if result.written:
         line += f"; wrote {result.written} (use it with ENVPIN_CATALOG={result.written})"
+    if result.cache:
+        line += f"; image facts kept in {result.cache} (merged by every envpin command)"
     return line

@@ -48,6 +48,8 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
 def rendered(res: RenderResult, console: Console, note: Console) -> None:
     """The folder's path on stdout (for scripts), what was rendered on stderr."""
     p = res.plan
+    for line in res.notes:
+        say(note, line)
     say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) into {res.out}/")
     say(console, str(res.out))
 
@@ -79,6 +81,8 @@ def built(res: BuildResult, console: Console, note: Console) -> None:
               f"lock: {res.out}/envpin.lock")
     for line in res.notes:
         say(note, line)
+    for line in res.warnings:
+        say(note, f"warning: {line}")
     if res.problem:
         say(note, f"not reproduced: {res.problem}")
     say(console, res.tag)

@@ -53,7 +53,9 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     assert first.code == 0, first.stderr
     lock = lockmod.read(out / "envpin.lock")
     digest = _digest(local_registry, "nvidia/tensorflow", "20.02-tf2-py3")
-    assert lock.base == lockmod.Base("nvcr.io/nvidia/tensorflow:20.02-tf2-py3", digest)
+    assert (lock.base.image, lock.base.digest) == ("nvcr.io/nvidia/tensorflow:20.02-tf2-py3", digest)
+    # What the base's config declares is recorded (the stand-in declares NGC 20.02's variables).
+    assert lock.base.declared["TENSORFLOW_VERSION"] == "2.1.0" and "NVIDIA_REQUIRE_CUDA" in lock.base.declared
     assert lock.inputs.build_from == stand_in_image
     dockerfile = (out / "Dockerfile").read_text()
     assert f"FROM {stand_in_image}@{digest}\n" in dockerfile

@@ -29,10 +29,23 @@ def test_flavor_eras(cat: catalog.Catalog) -> None:
     for e in cat.entries():
         if release_index(e.release) <= release_index("19.10"):
             assert e.flavor in ("py2", "py3") and e.tag == f"{e.release}-{e.flavor}"
+        elif e.flavor == "tf1-py2":  # NVIDIA's 19.11 and 19.12 notes name a Python 2 TF1 image too
+            assert e.release in ("19.11", "19.12") and e.tag == f"{e.release}-tf1-py2"
         else:
             assert e.flavor in ("tf1", "tf2") and e.tag == f"{e.release}-{e.flavor}-py3"
         if release_index(e.release) > release_index("23.03"):
             assert e.flavor == "tf2"
+
+
+def test_a_python_2_image_is_chosen_only_by_its_tag(cat: catalog.Catalog) -> None:
+    assert [e.tag for e in cat.select("19.11", parse_tf_spec("1.15"), single=True)] == ["19.11-tf1-py3"]
+    assert [e.tag for e in cat.select("19.10", single=True)] == ["19.10-py3"]
+    assert [e.tag for e in cat.select("19.12-tf1-py2", single=True)] == ["19.12-tf1-py2"]
+    assert [e.tag for e in cat.select("19.12", flavor="tf1-py2")] == ["19.12-tf1-py2"]
+    with pytest.raises(UsageError, match="Python 2 image"):
+        from envpin.plan import make_plan
+
+        make_plan(ngc="nvcr.io/nvidia/tensorflow:19.12-tf1-py2")
 
 
 def test_every_fact_has_a_source_or_a_reason(cat: catalog.Catalog) -> None:

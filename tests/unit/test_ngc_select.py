@@ -70,7 +70,7 @@ def test_flavor_narrows_like_a_tag() -> None:
         CAT.select("20.03-tf2-py3", flavor="tf1")
     with pytest.raises(UsageError) as info:
         CAT.select("20.03", flavor="tf3")
-    assert (info.value.message, info.value.hint) == ("unknown flavor 'tf3'", "use one of: py2, py3, tf1, tf2")
+    assert (info.value.message, info.value.hint) == ("unknown flavor 'tf3'", "use one of: py2, py3, tf1, tf1-py2, tf2")
 
 
 def test_without_a_spec_every_release_is_searched() -> None:

@@ -1,0 +1,156 @@
+"""The registry completes the catalog: `catalog sync` into the image-facts cache, `render` reading an unknown
+TensorFlow version from the image config, and `build` cross-checking what the base declares.
+
+Stand-in images FROM the 20.02 stand-in are pushed to a repository of their own (envpin-facts-test/...), so the
+shared stand-ins are never touched. Their ENV says what a test needs, not what NVIDIA's images hold:
+- 23.10-tf2-py3 declares a TensorFlow version (and cuDNN, NCCL) that no written source gives for that tag, and
+  the base stack the catalog holds for 23.10 otherwise;
+- 20.02-tf2-py3 declares TensorFlow 1.15.2, contradicting the catalog's 2.1;
+- cuda-differs declares the 20.02 tf2 image's TensorFlow with another CUDA.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envpin import catalog, imagecache
+from envpin import lock as lockmod
+from tests.conftest import run_envpin
+
+pytestmark = pytest.mark.docker
+
+PREFIX = "envpin-facts-test"
+REPO = f"{PREFIX}/nvidia/tensorflow"
+
+
+def _stack_23_10() -> dict[str, str]:
+    """23.10's base stack as the catalog holds it, so only the gaps are news."""
+    e = next(x for x in catalog.load(cache=False).entries() if x.tag == "23.10-tf2-py3")
+    branches = [v.split(".")[0] for v in e.value("driver_compat") if v.split(".")[0] != e.value("driver_min")]
+    cuda_min = ".".join(e.value("cuda").split(".")[:2])
+    require = " ".join([f"cuda>={cuda_min}", *(f"brand=tesla,driver>={b},driver<{int(b) + 1}" for b in branches)])
+    return {"CUDA_VERSION": e.value("cuda"), "CUDA_DRIVER_VERSION": e.value("driver_min"),
+            "NVIDIA_REQUIRE_CUDA": require}
+
+
+def _push(client: Any, base: str, tag: str, env: dict[str, str]) -> str:
+    lines = [f"FROM {base}", "LABEL org.envpin.test=image-facts"]
+    lines += [f"ENV {name}={json.dumps(value)}" for name, value in sorted(env.items())]
+    ref = f"127.0.0.1:5000/{REPO}:{tag}"
+    client.images.build(fileobj=io.BytesIO("\n".join(lines).encode()), tag=ref, rm=True, pull=False)
+    for event in client.images.push(f"127.0.0.1:5000/{REPO}", tag=tag, stream=True, decode=True):
+        assert "error" not in event, event
+    return ref
+
+
+@pytest.fixture(scope="module")
+def images(docker_client: Any, stand_in_image: str) -> dict[str, str]:
+    return {
+        "23.10": _push(docker_client, stand_in_image, "23.10-tf2-py3", {
+            **_stack_23_10(), "TENSORFLOW_VERSION": "2.14.0", "NVIDIA_TENSORFLOW_VERSION": "23.10-tf2",
+            "CUDNN_VERSION": "8.9.5.29", "NCCL_VERSION": "2.19.3", "CUBLAS_VERSION": "", "TENSORRT_VERSION": "",
+            "HOROVOD_VERSION": "", "PYVER": "", "NVIDIA_BUILD_ID": "",
+        }),
+        "tf1-as-tf2": _push(docker_client, stand_in_image, "20.02-tf2-py3",
+                            {"TENSORFLOW_VERSION": "1.15.2", "NVIDIA_TENSORFLOW_VERSION": "20.02-tf1"}),
+        "cuda-differs": _push(docker_client, stand_in_image, "cuda-differs", {"CUDA_VERSION": "10.1.243"}),
+    }
+
+
+def test_sync_keeps_image_facts_that_every_command_then_uses(images: dict[str, str], tmp_path: Path) -> None:
+    res = run_envpin("catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "23.10")
+    assert res.code == 0, res.stderr
+    assert "tf_version" in res.stdout and "filled" in res.stdout and "disagrees" not in res.stdout
+    # The coverage table: three gaps filled (tf_version, cudnn, nccl), the base stack now image evidence.
+    assert "catalog coverage" in res.stdout
+    unknown_row = next(line for line in res.stdout.splitlines() if "unknown" in line)
+    before, after = (int(x) for x in unknown_row.replace("│", " ").split()[1:3])
+    assert before - after == 3
+    cache = imagecache.cache_path()
+    assert f"image facts kept in {cache}" in res.stdout
+    assert json.loads(cache.read_text())["tags"]["23.10-tf2-py3"]["declared"]["tf_version"] == "2.14.0"
+
+    shown = run_envpin("catalog", "show", "23.10-tf2-py3", "--json")
+    entry = json.loads(shown.stdout)[0]
+    assert entry["tf_version"] == "2.14.0" and entry["provenance"]["tf_version"]["kind"] == "image"
+    assert entry["provenance"]["tf_version"]["source"].startswith(f"127.0.0.1:5000/{REPO}@sha256:")
+    listed = run_envpin("catalog", "--tf", "2.14")
+    assert listed.code == 0 and "23.10-tf2-py3" in listed.stdout and "carry what their image config" in listed.stdout
+
+    out = tmp_path / "env"
+    rendered = run_envpin("render", "--ngc", "23.10-tf2-py3", "--out", str(out))
+    assert rendered.code == 0, rendered.stderr
+    plan = json.loads((out / "plan.json").read_text())
+    assert (plan["tf_version"], plan["tf_version_source"], plan["recipe"]["id"]) == ("2.14.0", "image",
+                                                                                    "ngc-tf2.8-plus")
+    assert "FROM nvcr.io/nvidia/tensorflow:23.10-tf2-py3\n" in (out / "Dockerfile").read_text()
+    # A teammate without this cache finds the committed lock current.
+    cache.unlink()
+    check = run_envpin("lock", "--check", "--lock", str(out / "envpin.lock"))
+    assert check.code == 0, check.stdout
+
+
+def test_sync_no_save_only_compares(images: dict[str, str]) -> None:
+    res = run_envpin("catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "23.10-tf2-py3",
+                     "--no-save", "--json")
+    assert res.code == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["cache"] is None and not imagecache.cache_path().exists()
+    # tf_version, cuda, cudnn, nccl, driver_min and driver_compat now come from the image.
+    assert report["coverage"]["after"]["image"] == report["coverage"]["before"].get("image", 0) + 6
+
+
+def test_render_reads_an_unknown_tf_from_the_image_config(images: dict[str, str], tmp_path: Path) -> None:
+    dry = run_envpin("build", "--dry-run", "--ngc", "23.10-tf2-py3", "--base-image", images["23.10"])
+    assert dry.code == 0, dry.stderr
+    assert json.loads(dry.stdout)["tf_version"] == "2.14.0" and not imagecache.cache_path().exists()
+
+    out = tmp_path / "env"
+    res = run_envpin("render", "--ngc", "23.10-tf2-py3", "--base-image", images["23.10"], "--out", str(out))
+    assert res.code == 0, res.stderr
+    assert f"read TensorFlow 2.14.0 from the image config of {images['23.10']}" in res.stderr
+    assert f"kept in {imagecache.cache_path()}" in res.stderr
+    lock = lockmod.read(out / "envpin.lock")
+    assert (lock.inputs.tf_version, lock.inputs.tf_version_source) == ("2.14.0", "image")
+    assert lock.base.digest and lock.base.declared["TENSORFLOW_VERSION"] == "2.14.0"
+    assert f"FROM {images['23.10']}@{lock.base.digest}\n" in (out / "Dockerfile").read_text()
+
+
+def test_render_says_why_when_the_config_cannot_be_read(images: dict[str, str], tmp_path: Path) -> None:
+    missing = f"127.0.0.1:5000/{REPO}:23.11-tf2-py3"
+    res = run_envpin("render", "--ngc", "23.10-tf2-py3", "--base-image", missing, "--out", str(tmp_path / "e"))
+    assert res.code == 2 and not (tmp_path / "e").exists()
+    error, hint = res.stderr.strip().splitlines()
+    assert error.startswith("error: the catalog does not know which TensorFlow 23.10-tf2-py3 contains, and")
+    assert "has no tag or manifest '23.11-tf2-py3'" in error and hint.startswith("hint: give it as --tf")
+    wrong = run_envpin("render", "--ngc", "23.10-tf2-py3", "--base-image", images["tf1-as-tf2"],
+                       "--out", str(tmp_path / "e"))
+    assert wrong.code == 2 and "declares it is NGC 20.02-tf1" in wrong.stderr
+
+
+def test_build_refuses_a_base_whose_tensorflow_contradicts_the_catalog(images: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "env"
+    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", images["tf1-as-tf2"], "--out", str(out))
+    assert res.code == 2 and res.stdout == "" and not out.exists()
+    error, hint = res.stderr.strip().splitlines()
+    assert "declares TensorFlow 1.15.2" in error and "the plan is for TensorFlow 2.1 (from the catalog)" in error
+    assert hint.startswith("hint: build from a copy of 20.02-tf2-py3")
+
+
+def test_build_warns_about_other_differences_and_records_what_the_base_declares(
+    images: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "env"
+    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", images["cuda-differs"], "--out", str(out))
+    assert res.code == 0, res.stderr
+    cuda = next(e for e in catalog.load().entries() if e.tag == "20.02-tf2-py3").value("cuda")
+    warning = f"warning: {images['cuda-differs']} declares CUDA_VERSION 10.1.243; the catalog says cuda {cuda}"
+    assert warning in res.stderr
+    declared = lockmod.read(out / "envpin.lock").base.declared
+    assert declared["CUDA_VERSION"] == "10.1.243" and declared["TENSORFLOW_VERSION"] == "2.1.0"
+    assert declared["NVIDIA_TENSORFLOW_VERSION"] == "20.02-tf2"

@@ -1,0 +1,268 @@
+"""Image facts beyond the written sources: the user's image-facts cache and how the catalog merges it, the
+TensorFlow version a plan takes (catalog, image, --tf), the base image's declared versions in the lock, and the
+build's cross-check. The registry side runs in tests/docker/test_image_facts.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envpin import basecheck, catalog, imagecache, sync
+from envpin import lock as lockmod
+from envpin.errors import CatalogError, UsageError
+from envpin.plan import UnknownTF, make_plan, release_version, resolve_tf
+from envpin.render import render
+from envpin.sync import ImageRead
+from envpin.versions import parse_tf_spec
+
+REPO = "nvcr.io/nvidia/tensorflow"
+
+
+@pytest.fixture(autouse=True)
+def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(catalog.CATALOG_ENV, raising=False)
+
+
+def _image(registry: str = REPO, **declared: Any) -> dict[str, Any]:
+    return {
+        "digest": "sha256:" + hashlib.sha256(json.dumps(declared, sort_keys=True).encode()).hexdigest(),
+        "created": "2023-10-20T00:00:00Z",
+        "registry": registry,
+        "declared": declared,
+        "source": "image config",
+    }
+
+
+def _entry(tag: str) -> catalog.Entry:
+    return next(e for e in catalog.load().entries() if e.tag == tag)
+
+
+# -- the cache file -------------------------------------------------------------------------------------------------
+def test_cache_lives_under_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c"))
+    assert imagecache.cache_path() == tmp_path / "c" / "envpin" / "image-facts.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert imagecache.cache_path() == Path.home() / ".cache" / "envpin" / "image-facts.json"
+
+
+def test_save_merges_by_tag_and_writes_canonical_json() -> None:
+    assert imagecache.read(REPO) == {}
+    a, b, b2 = _image(tf_version="2.14.0"), _image(cuda="12.2.2"), _image(cuda="12.2.1")
+    path = imagecache.save(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b})
+    imagecache.save(REPO, {"23.11-tf2-py3": b2})
+    assert imagecache.read(REPO) == {"23.10-tf2-py3": a, "23.11-tf2-py3": b2}
+    text = path.read_bytes()
+    assert text == imagecache.dumps(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b2})
+    assert text.endswith(b"\n") and json.loads(text)["schema"] == imagecache.SCHEMA
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", "is not JSON"),
+        ("[]", "needs exactly the keys"),
+        (json.dumps({"schema": 9, "image_repository": REPO, "tags": {}}), "schema 9"),
+        (json.dumps({"schema": 1, "image_repository": "other/repo", "tags": {}}), "holds facts for 'other/repo'"),
+        (json.dumps({"schema": 1, "image_repository": REPO, "tags": {"x": {"digest": "nope"}}}), "is invalid: x"),
+    ],
+)
+def test_a_broken_cache_is_one_error_naming_the_file(content: str, message: str) -> None:
+    path = imagecache.cache_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.raises(CatalogError, match=message) as info:
+        catalog.load()
+    assert str(path) in info.value.message and f"rm {path}" in (info.value.hint or "")
+
+
+def test_cli_reports_a_broken_cache_in_two_lines(cli) -> None:  # type: ignore[no-untyped-def]
+    path = imagecache.cache_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("{")
+    res = cli("catalog", "show", "20.02")
+    assert res.code == 2 and res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: the image-facts cache") and lines[1].startswith("hint:")
+
+
+# -- merging into the catalog ---------------------------------------------------------------------------------------
+def test_cached_image_facts_outrank_written_ones_but_stay_out_of_portable_values() -> None:
+    before = _entry("23.10-tf2-py3")
+    assert before.tf_version is None and not before.cached
+    imagecache.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0", cuda="12.2.1")})
+    cat = catalog.load()
+    e = next(x for x in cat.entries() if x.tag == "23.10-tf2-py3")
+    assert e.cached and e.tf_version == "2.14.0" and e.facts["tf_version"].kind == "image"
+    assert e.value("cuda") == "12.2.1" and e.outranked["cuda"].value == before.value("cuda")
+    assert e.portable_value("tf_version") is None and e.portable_value("cuda") == before.value("cuda")
+    assert str(imagecache.cache_path()) in cat.origin
+    assert [x.tag for x in cat.select(None, tf=parse_tf_spec("2.14"))] == ["23.10-tf2-py3"]
+    # The README's tables describe the shipped file alone.
+    assert not any(x.cached for x in catalog.load(cache=False).entries())
+
+
+def test_a_cache_with_no_catalog_tag_changes_nothing() -> None:
+    shipped = catalog.load()
+    imagecache.save(REPO, {"99.99-tf2-py3": _image(tf_version="9.9.0")})
+    assert catalog.load() is shipped
+
+
+def test_coverage_counts_values_per_kind() -> None:
+    cat = catalog.load()
+    before = sync.coverage_by_kind(cat)
+    assert sum(before.values()) == len(cat.entries()) * len(catalog.FIELDS)
+    imagecache.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
+    after = sync.coverage_by_kind(catalog.load())
+    assert after["image"] == before.get("image", 0) + 1 and after["unknown"] == before["unknown"] - 1
+
+
+# -- which TensorFlow a plan is for ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, version", [("2.14.0", "2.14.0"), ("1.15.5+nv23.03", "1.15.5"), (" 2.9 ", "2.9"),
+                                           ("2.17.0rc1", "2.17.0")])
+def test_release_version(text: str, version: str) -> None:
+    assert release_version(text) == version
+
+
+def test_release_version_refuses_what_is_not_a_version() -> None:
+    with pytest.raises(UsageError, match="not a version"):
+        release_version("latest")
+
+
+def test_tf_from_the_catalog_file_first() -> None:
+    assert resolve_tf(_entry("20.02-tf2-py3"), None) == ("2.1", "catalog")
+
+
+def test_unknown_tf_asks_unless_given() -> None:
+    e = _entry("23.10-tf2-py3")
+    with pytest.raises(UnknownTF) as info:
+        resolve_tf(e, None)
+    assert info.value.entry is e and "--tf" in (info.value.hint or "")
+    with pytest.raises(UnknownTF):
+        resolve_tf(e, parse_tf_spec("2"))  # a major alone does not choose a recipe
+    assert resolve_tf(e, parse_tf_spec("2.14")) == ("2.14", "user")
+    assert resolve_tf(e, parse_tf_spec("2.14.0"), "image") == ("2.14.0", "image")
+
+
+def test_a_cached_tf_fills_the_gap_as_image_evidence() -> None:
+    imagecache.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
+    assert resolve_tf(_entry("23.10-tf2-py3"), None) == ("2.14.0", "image")
+
+
+def test_a_cached_tf_agreeing_in_major_minor_keeps_the_catalogs() -> None:
+    imagecache.save(REPO, {"20.02-tf2-py3": _image(tf_version="2.1.0")})
+    assert resolve_tf(_entry("20.02-tf2-py3"), None) == ("2.1", "catalog")
+
+
+def test_a_cached_tf_contradicting_the_catalog_is_refused_unless_chosen() -> None:
+    imagecache.save(REPO, {"20.02-tf2-py3": _image(tf_version="2.2.0")})
+    e = _entry("20.02-tf2-py3")
+    with pytest.raises(UsageError) as info:
+        resolve_tf(e, None)
+    assert "2.1" in info.value.message and "2.2.0" in info.value.message and "--tf 2.2" in (info.value.hint or "")
+    assert resolve_tf(e, parse_tf_spec("2.2")) == ("2.2.0", "image")
+
+
+def test_a_plan_does_not_depend_on_one_users_cache() -> None:
+    """Teammates with and without the cache derive the same inputs hash (the lock stays current for both)."""
+    plain = make_plan(ngc="20.03-tf2-py3")
+    imagecache.save(REPO, {"20.03-tf2-py3": _image(tf_version="2.1.0", cuda="10.1.243", python="3.6.9")})
+    assert _entry("20.03-tf2-py3").value("cuda") == "10.1.243"
+    cached = make_plan(ngc="20.03-tf2-py3")
+    assert cached.inputs_hash == plain.inputs_hash and render(cached) == render(plain)
+    assert cached.base_digest is None  # a cached digest never pins a render
+
+
+def test_a_digest_is_pinned_only_for_the_repository_it_was_read_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = json.loads(catalog.shipped_catalog_path().read_text())
+    image = _image(registry="127.0.0.1:5000/mirror/nvidia/tensorflow", tf_version="2.1.0")
+    data["releases"]["20.02"]["flavors"]["tf2"]["image"] = image
+    path = tmp_path / "catalog.json"
+    path.write_bytes(sync.dump_catalog(data))
+    monkeypatch.setenv(catalog.CATALOG_ENV, str(path))
+    assert make_plan(ngc="20.02-tf2-py3").base_digest is None  # read from a mirror; FROM is nvcr.io
+    mirrored = make_plan(ngc="20.02-tf2-py3", base_image="127.0.0.1:5000/mirror/nvidia/tensorflow:20.02-tf2-py3")
+    assert mirrored.base_digest == image["digest"]
+
+
+# -- the base's declared versions in the lock ----------------------------------------------------------------------
+DECLARED = {"TENSORFLOW_VERSION": "2.1.0", "CUDA_VERSION": "10.2.89", "NVIDIA_REQUIRE_CUDA": "cuda>=10.2"}
+
+
+def test_version_env_keeps_the_version_variables_only() -> None:
+    env = {**DECLARED, "PATH": "/usr/bin", "NCCL_VERSION": " ", "PYVER": "3.6"}
+    assert sync.version_env(env) == {**DECLARED, "PYVER": "3.6"}
+
+
+def test_lock_records_what_the_base_declares_outside_the_inputs_hash() -> None:
+    plan = make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64)
+    files = render(plan)
+    bare = lockmod.Lock.from_plan(plan, files)
+    assert bare.base.declared == {} and "declared" not in bare.dumps().decode()
+    with_declared = lockmod.Lock.from_plan(make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64,
+                                                     base_declared=DECLARED), files)
+    assert with_declared.inputs_hash == bare.inputs_hash
+    text = with_declared.dumps().decode()
+    assert '[base.declared]\nCUDA_VERSION = "10.2.89"\n' in text
+    assert lockmod.loads(text).base.declared == DECLARED
+    # A re-render of the same digest keeps it; another digest drops it.
+    assert lockmod.Lock.from_plan(plan, files, with_declared).base.declared == DECLARED
+    other = make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "2" * 64)
+    assert lockmod.Lock.from_plan(other, render(other), with_declared).base.declared == {}
+
+
+def test_lock_refuses_declared_values_that_are_not_strings() -> None:
+    plan = make_plan(ngc="20.02-tf2-py3", base_declared=DECLARED)
+    data = lockmod.Lock.from_plan(plan, render(plan)).to_toml()
+    data["base"]["declared"] = {"CUDA_VERSION": 10}
+    data["lock"]["self_hash"] = lockmod.self_hash(data)
+    import tomli_w
+
+    with pytest.raises(Exception, match=r"base\.declared must map names to strings"):
+        lockmod.loads(lockmod.HEADER + tomli_w.dumps(data))
+
+
+# -- the build's cross-check ---------------------------------------------------------------------------------------
+def _read(**env: str) -> ImageRead:
+    config = {"config": {"Env": [f"{k}={v}" for k, v in env.items()]}}
+    declared, origin = sync.declared_from_config(config)
+    image = {"digest": "sha256:" + "3" * 64, "created": None, "registry": "127.0.0.1:5000/m/nvidia/tensorflow",
+             "declared": declared, "source": "image config"}
+    return ImageRead("127.0.0.1:5000/m/nvidia/tensorflow:20.02-tf2-py3", image["digest"], dict(env), image, origin)
+
+
+def test_cross_check_accepts_what_agrees() -> None:
+    plan = make_plan(ngc="20.02-tf2-py3")
+    got = _read(TENSORFLOW_VERSION="2.1.0", NVIDIA_TENSORFLOW_VERSION="20.02-tf2",
+                CUDA_VERSION=plan.entry.value("cuda"))
+    assert basecheck.cross_check(plan, got) == []
+    assert basecheck.cross_check(plan, _read()) == []  # an image that declares nothing is not contradicted
+
+
+def test_cross_check_refuses_another_tensorflow_minor_with_both_values() -> None:
+    plan = make_plan(ngc="20.02-tf2-py3")
+    with pytest.raises(UsageError) as info:
+        basecheck.cross_check(plan, _read(TENSORFLOW_VERSION="1.15.2"))
+    message = info.value.message
+    assert "declares TensorFlow 1.15.2" in message and "TensorFlow 2.1 (from the catalog)" in message
+    assert "catalog sync --release 20.02-tf2-py3" in (info.value.hint or "")
+    user = make_plan(ngc="23.10-tf2-py3", tf="2.13")
+    with pytest.raises(UsageError) as info:
+        basecheck.cross_check(user, _read(TENSORFLOW_VERSION="2.14.0"))
+    assert info.value.hint == "pass --tf 2.14, the version the image holds"
+
+
+def test_cross_check_warns_about_other_differences() -> None:
+    plan = make_plan(ngc="20.02-tf2-py3")
+    got = _read(TENSORFLOW_VERSION="2.1.0+nv20.02", NVIDIA_TENSORFLOW_VERSION="20.03-tf2", CUDA_VERSION="10.1.243",
+                NVIDIA_REQUIRE_CUDA="cuda>=11.0")
+    warnings = basecheck.cross_check(plan, got)
+    assert len(warnings) == 3
+    assert "declares it is NGC 20.03-tf2" in warnings[0]
+    assert f"declares CUDA_VERSION 10.1.243; the catalog says cuda {plan.entry.value('cuda')}" in warnings[1]
+    assert "requires CUDA >= 11.0" in warnings[2]
