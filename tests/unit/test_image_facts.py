@@ -1,6 +1,6 @@
 """Image facts beyond the written sources: the user's image-facts cache and how the catalog merges it, the
 TensorFlow version a plan takes (catalog, image, --tf), the base image's declared versions in the lock, and the
-build's cross-check. The registry side runs in tests/docker/test_image_facts.py."""
+build's cross-check. The registry side runs in tests/docker/test_catalog_from_images.py."""
 
 from __future__ import annotations
 
