@@ -5,6 +5,8 @@ image so that training scripts can ``import envpin; envpin.enable_determinism(se
 """
 
 __version__ = "0.1.0"
+#: Where envpin lives; its documentation is under docs/ there (audit rules link to their sections).
+HOMEPAGE = "https://github.com/envpin/envpin"
 
 
 def enable_determinism(seed=42, **kwargs):

@@ -642,7 +642,7 @@ def diagnose_host(ngc: str | None = None, lock: Path | None = None) -> Diagnosis
 def audit_files(
     dockerfiles: list[Path],
     *,
-    fail_on: str = "warning",
+    fail_on: str | None = None,
     build_args: list[str] | None = None,
     target: str | None = None,
     tf: str | None = None,
@@ -650,9 +650,14 @@ def audit_files(
     fix_out: Path | None = None,
     in_place: bool = False,
     resolve: bool = True,
+    use_config: bool = True,
 ) -> AuditRun:
-    """`envpin audit`: findings for each Dockerfile, and with fix=True the corrected files."""
+    """`envpin audit`: findings for each Dockerfile, and with fix=True the corrected files. The nearest
+    pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and fail-on."""
     from envpin import audit
+    from envpin.audit import config as audit_config
+
+    settings = audit_config.load(audit_config.find(Path.cwd())) if use_config else audit_config.AuditConfig()
 
     if not fix and not resolve:
         raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
@@ -663,7 +668,8 @@ def audit_files(
         resolver = RegistryClient().resolve_digest
     return audit.run(
         [str(p) for p in dockerfiles],
-        fail_on=fail_on,
+        fail_on=fail_on or settings.fail_on or "warning",
+        config=settings,
         build_args=audit.parse_build_args(build_args or []),
         target=target,
         tf=tf,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from envpin import catalog, recipes
 
 
@@ -56,12 +58,33 @@ def coverage_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def audit_rule_reference() -> str:
+    """One section per audit rule; SARIF's helpUri points at each by its id (the heading's anchor)."""
+    from envpin.audit import MECHANICAL, RULES
+    from envpin.audit.config import UNSUPPRESSIBLE
+
+    out = []
+    for rid in sorted(RULES):
+        r = RULES[rid]
+        if rid == UNSUPPRESSIBLE:
+            how = ("`--fix` refuses a file with this finding: it rewrites only files it fully understands. It "
+                   "cannot be suppressed or ignored.")
+        else:
+            fix = "`--fix` fixes it." if rid in MECHANICAL else "`--fix` leaves a comment on the line."
+            how = (f"{fix} Suppress one occurrence with `# envpin: ignore={rid}` on the line or the line above, "
+                   "or every one with `ignore` in `[tool.envpin.audit]`.")
+        out += [f"### {rid}", "", f"**{r.severity}**: {r.title}.", "", r.help, "", how, ""]
+    return "\n".join(out)
+
+
 BLOCKS = {"recipes": recipe_table, "coverage": coverage_table}
+#: Generated blocks of docs/audit.md.
+AUDIT_BLOCKS = {"audit-rules": audit_rule_reference}
 
 
-def refresh(text: str) -> str:
+def refresh(text: str, blocks: dict[str, Callable[[], str]] | None = None) -> str:
     """Replace every `<!-- envpin:NAME -->...<!-- /envpin:NAME -->` block with freshly generated content."""
-    for name, make in BLOCKS.items():
+    for name, make in (BLOCKS if blocks is None else blocks).items():
         start, end = f"<!-- envpin:{name} -->\n", f"<!-- /envpin:{name} -->"
         if start in text and end in text:
             head, rest = text.split(start, 1)

@@ -1,7 +1,8 @@
 """`envpin audit`: reproducibility hazards in existing Dockerfiles, with file:line, severity and the fix.
 
-Everything is read and parsed before anything is reported or written, so a file that cannot be read
-or does not parse stops the whole run (exit 2) with nothing written.
+Everything is read and parsed before anything is reported or written. A line the builder would reject is a
+`parse-error` finding and the rest is still audited; a file that cannot be read at all (missing, binary,
+not UTF-8) stops the whole run (exit 2), as does any parse problem with --fix, and nothing is written.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envpin.audit.config import AuditConfig, unknown_marks
+from envpin.audit.config import apply as apply_config
 from envpin.audit.fix import MECHANICAL, FixOutcome, fix
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
 from envpin.audit.rules import RULES, SEVERITIES, Finding, audit
@@ -68,8 +71,18 @@ def parse_build_args(values: Sequence[str]) -> dict[str, str]:
 def audit_text(text: str, path: str = "Dockerfile", **kwargs: object) -> list[Finding]:
     """Parse and audit Dockerfile text (what the tests and the corpus use)."""
     build_args = kwargs.pop("build_args", None)
-    df = parse(text, path, build_args)  # type: ignore[arg-type]
+    tolerant = bool(kwargs.pop("tolerant", False))
+    df = parse(text, path, build_args, tolerant=tolerant)  # type: ignore[arg-type]
     return audit(df, **kwargs)  # type: ignore[arg-type]
+
+
+def _kept(df: Dockerfile, findings: list[Finding], config: AuditConfig) -> list[Finding]:
+    """Findings after suppressions, plus one for each suppression that names no rule."""
+    marks = [Finding("suppression-unknown", RULES["suppression-unknown"].severity, df.path, line,
+                     f"'# envpin: ignore={rid}' names no rule that can be suppressed",
+                     "use the rule id the finding shows (docs/audit.md lists them)")
+             for line, rid in unknown_marks(df.lines)]
+    return sorted(apply_config([*findings, *marks], {df.path: df.lines}, config), key=lambda f: (f.line, f.rule))
 
 
 def _output_path(source: str, fix_out: Path | None, in_place: bool) -> Path:
@@ -91,8 +104,11 @@ def run(
     fix_out: Path | None = None,
     in_place: bool = False,
     resolve: Callable[[str], str] | None = None,
+    config: AuditConfig | None = None,
 ) -> AuditRun:
-    """Audit files; with do_fix, write corrected copies and report what is left in them."""
+    """Audit files; with do_fix, write corrected copies and report what is left in them. `config` (from
+    pyproject.toml) and inline suppressions silence findings before anything is fixed or reported."""
+    config = config or AuditConfig()
     if fail_on not in SEVERITIES:
         raise UsageError(f"--fail-on {fail_on!r} is not a severity", hint="use error, warning or info")
     if not paths:
@@ -104,8 +120,10 @@ def run(
     if fix_out is not None and len(paths) != 1:
         raise UsageError("--fix-out names one output file, but several Dockerfiles were given",
                          hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed")
-    parsed: list[Dockerfile] = [read(p, build_args) for p in paths]
-    findings = {df.path: audit(df, target=target, tf=tf) for df in parsed}
+    # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
+    # files, so it needs every line understood.
+    parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths]
+    findings = {df.path: _kept(df, audit(df, target=target, tf=tf), config) for df in parsed}
     if not do_fix:
         return AuditRun(list(paths), [f for df in parsed for f in findings[df.path]], fail_on)
     fixed: list[FixedFile] = []
@@ -117,7 +135,7 @@ def run(
             raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
         outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
         again = parse(outcome.text, str(out), build_args)
-        remaining.extend(audit(again, target=target, tf=tf))
+        remaining.extend(_kept(again, audit(again, target=target, tf=tf), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
         outputs[out] = (outcome.text, os.stat(df.path).st_mode & 0o777)
     from envpin.fsutil import atomic_write

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from envpin.errors import EnvpinError
@@ -23,6 +23,20 @@ from envpin.errors import EnvpinError
 
 class DockerfileError(EnvpinError):
     """A Dockerfile that cannot be read or does not parse; the message starts with FILE:LINE."""
+
+    def __init__(self, message: str, hint: str | None = None, line: int | None = None, reason: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.line = line
+        self.reason = reason or message
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line the builder would reject, kept as a finding when parsing tolerantly (the audit goes on)."""
+
+    line: int
+    message: str
+    hint: str | None = None
 
 
 INSTRUCTIONS = frozenset(
@@ -132,6 +146,8 @@ class Dockerfile:
     instructions: list[Instruction]
     global_args: dict[str, Var]
     stages: list[Stage]
+    #: What could not be parsed (only with parse(..., tolerant=True); otherwise the first one raises).
+    problems: list[Problem] = field(default_factory=list)
 
     def stage(self, target: str | None = None) -> Stage:
         """The stage a build produces: the last one, or the one named by --target."""
@@ -311,26 +327,41 @@ def split_words(text: str, escape: str = "\\") -> list[tuple[str, int, int]]:
 
 
 # -- parsing -----------------------------------------------------------------------------------------
-def parse(text: str, path: str = "Dockerfile", build_args: Mapping[str, str] | None = None) -> Dockerfile:
-    """Parse Dockerfile text; raise DockerfileError('PATH:LINE: why') for anything the builder rejects."""
+def parse(
+    text: str, path: str = "Dockerfile", build_args: Mapping[str, str] | None = None, *, tolerant: bool = False
+) -> Dockerfile:
+    """Parse Dockerfile text; raise DockerfileError('PATH:LINE: why') for anything the builder rejects.
+
+    With tolerant=True nothing raises: each rejected instruction is left out and recorded in
+    `Dockerfile.problems`, so the rest of the file can still be audited."""
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-    escape, directives, first = _directives(lines, path)
-    instructions = list(_instructions(lines, first, escape, path))
-    df = Dockerfile(path, lines, escape, directives, instructions, {}, [])
-    _resolve(df, dict(build_args or {}))
+    problems: list[Problem] = []
+
+    def problem(exc: DockerfileError) -> None:
+        if not tolerant:
+            raise exc
+        problems.append(Problem(exc.line or 1, exc.reason, exc.hint))
+
+    escape, directives, first = _directives(lines, path, problem)
+    instructions = list(_instructions(lines, first, escape, path, problem))
+    df = Dockerfile(path, lines, escape, directives, instructions, {}, [], problems)
+    _resolve(df, dict(build_args or {}), problem)
+    df.problems.sort(key=lambda x: x.line)
     return df
 
 
 def _err(path: str, line: int, message: str, hint: str | None = None) -> DockerfileError:
-    return DockerfileError(f"{path}:{line}: {message}", hint=hint)
+    return DockerfileError(f"{path}:{line}: {message}", hint=hint, line=line, reason=message)
 
 
-def _directives(lines: list[str], path: str) -> tuple[str, dict[str, str], int]:
+def _directives(
+    lines: list[str], path: str, problem: Callable[[DockerfileError], None]
+) -> tuple[str, dict[str, str], int]:
     """Parser directives: only at the very top, before any blank line, comment or instruction."""
     found: dict[str, str] = {}
     i = 0
@@ -340,13 +371,14 @@ def _directives(lines: list[str], path: str) -> tuple[str, dict[str, str], int]:
             break
         name = m.group(1).lower()
         if name in found:
-            raise _err(path, i + 1, f"the '{name}' parser directive is given twice")
-        found[name] = m.group(2)
+            problem(_err(path, i + 1, f"the '{name}' parser directive is given twice"))
+        found.setdefault(name, m.group(2))
         i += 1
     escape = found.get("escape", "\\")
     if escape not in ("\\", "`"):
         line = next(n for n, ln in enumerate(lines, 1) if "escape" in ln.lower())
-        raise _err(path, line, f"invalid escape directive {escape!r}", hint="the escape character is \\ or `")
+        problem(_err(path, line, f"invalid escape directive {escape!r}", hint="the escape character is \\ or `"))
+        escape = "\\"
     return escape, found, i
 
 
@@ -358,7 +390,9 @@ def _continues(line: str, escape: str) -> tuple[str, bool]:
     return line, False
 
 
-def _instructions(lines: list[str], first: int, escape: str, path: str):  # type: ignore[no-untyped-def]
+def _instructions(  # type: ignore[no-untyped-def]
+    lines: list[str], first: int, escape: str, path: str, problem: Callable[[DockerfileError], None]
+):
     i, n = first, len(lines)
     seen_from = False
     while i < n:
@@ -375,33 +409,44 @@ def _instructions(lines: list[str], first: int, escape: str, path: str):  # type
             while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
                 i += 1
             if i >= n:
-                raise _err(
+                problem(_err(
                     path,
                     start + 1,
                     "the instruction's last line ends with a line continuation, but the file ends there",
                     hint=f"remove the trailing {escape} or finish the instruction",
-                )
+                ))
+                break
             body, more = _continues(lines[i], escape)
             parts.append(body)
         i += 1
         logical = "".join(parts)
-        ins = _instruction(logical, start + 1, i, escape, path)
+        try:
+            ins = _instruction(logical, start + 1, i, escape, path)
+        except DockerfileError as exc:
+            problem(exc)
+            continue
         ins.indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
         if ins.keyword in _HEREDOC_FORM and ins.exec_form is None and "<<" in ins.args:
-            i = _read_heredocs(ins, lines, i, escape, path)
+            try:
+                i = _read_heredocs(ins, lines, i, escape, path)
+            except DockerfileError as exc:
+                problem(exc)  # the heredoc ran to the end of the file: nothing after it is an instruction
+                i = n
+                continue
         ins.end_line = i
         if ins.keyword == "FROM":
             seen_from = True
         elif not seen_from and ins.keyword != "ARG":
-            raise _err(
+            problem(_err(
                 path,
                 ins.line,
                 f"{ins.keyword} before the first FROM",
                 hint="only ARG (and comments or parser directives) may come before FROM",
-            )
+            ))
+            continue
         yield ins
     if not seen_from:
-        raise _err(path, 1, "no FROM instruction", hint="is this a Dockerfile?")
+        problem(_err(path, 1, "no FROM instruction", hint="is this a Dockerfile?"))
 
 
 def _read_heredocs(ins: Instruction, lines: list[str], i: int, escape: str, path: str) -> int:
@@ -525,16 +570,24 @@ def _unquote(word: str, escape: str) -> str:
 
 
 # -- stages and scopes -------------------------------------------------------------------------------
-def _resolve(df: Dockerfile, build_args: dict[str, str]) -> None:
-    """Walk the instructions once, applying ARG/ENV scoping to give every instruction its variables."""
+def _resolve(df: Dockerfile, build_args: dict[str, str], problem: Callable[[DockerfileError], None]) -> None:
+    """Walk the instructions once, applying ARG/ENV scoping to give every instruction its variables.
+
+    An instruction that fails here (tolerant parsing) is left out of the stages, as the builder would stop."""
     glob: dict[str, Var] = {k: Var(k, v, 0, "builtin") for k, v in BUILTIN_ARGS.items()}
     names: dict[str, int] = {}
     esc = df.escape
+    kept = []
     for ins in df.instructions:
+        if not df.stages and ins.keyword not in ("ARG", "FROM"):
+            continue  # its FROM was rejected (and reported)
         try:
             _apply(df, ins, glob, names, build_args, esc)
         except ValueError as exc:
-            raise _err(df.path, ins.line, _prefixed(ins.keyword, str(exc))) from None
+            problem(_err(df.path, ins.line, _prefixed(ins.keyword, str(exc))))
+            continue
+        kept.append(ins)
+    df.instructions = kept
     df.global_args = {k: v for k, v in glob.items() if v.kind != "builtin"}
 
 
@@ -625,8 +678,9 @@ def _set_arg(
     target[p.key] = Var(p.key, value, ins.line, kind, unresolved)
 
 
-def read(path: str, build_args: Mapping[str, str] | None = None) -> Dockerfile:
-    """Read and parse a file; unreadable, binary or non-UTF-8 files raise DockerfileError."""
+def read(path: str, build_args: Mapping[str, str] | None = None, *, tolerant: bool = False) -> Dockerfile:
+    """Read and parse a file; unreadable, binary or non-UTF-8 files raise DockerfileError (even when tolerant:
+    there is nothing to audit in them)."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -644,4 +698,4 @@ def read(path: str, build_args: Mapping[str, str] | None = None) -> Dockerfile:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DockerfileError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
-    return parse(text, path, build_args)
+    return parse(text, path, build_args, tolerant=tolerant)

@@ -1,4 +1,5 @@
-"""Audit output for machines: JSON and SARIF 2.1.0 for code-scanning upload (the table is in envpin.views)."""
+"""Audit output: one line per finding for terminals (tty), compilers' form (gcc), GitHub workflow annotations,
+JSON, and SARIF 2.1.0 for code-scanning upload. Every text form says file, line, rule, severity and the fix."""
 
 from __future__ import annotations
 
@@ -7,12 +8,54 @@ import urllib.parse
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from envpin import __version__
+from envpin import HOMEPAGE, __version__
 from envpin.audit.rules import RULES, SEVERITIES, Finding
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+FORMATS = ("tty", "json", "sarif", "gcc", "github")
+#: Each rule's section in docs/audit.md (the rule id is its anchor).
+RULE_DOCS = f"{HOMEPAGE}/blob/main/docs/audit.md"
+
+
+def help_uri(rule: str) -> str:
+    return f"{RULE_DOCS}#{rule}"
+
+
+def text(f: Finding) -> str:
+    """The finding's message and fix as one sentence pair (the same words in every format)."""
+    return f"{f.message}. Fix: {f.fix}"
+
+
+def tty_line(f: Finding) -> str:
+    """hadolint's and ruff's shape: `path:line rule severity: message`, one line whatever its length."""
+    return f"{f.file}:{f.line} {f.rule} {f.severity}: {_one_line(text(f))}"
+
+
+def gcc_line(f: Finding) -> str:
+    """What compilers print and editors' problem matchers read: `path:line:col: level: message [rule]`."""
+    level = "note" if f.severity == "info" else f.severity
+    return f"{f.file}:{f.line}:1: {level}: {_one_line(text(f))} [{f.rule}]"
+
+
+def github_line(f: Finding) -> str:
+    """A GitHub Actions workflow command: the finding becomes an annotation on the file and line."""
+    level = "notice" if f.severity == "info" else f.severity
+    props = f"file={_gh_prop(f.file)},line={f.line},title={_gh_prop(f'envpin {f.rule}')}"
+    return f"::{level} {props}::{_gh_data(text(f))}"
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _gh_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(value: str) -> str:
+    return _gh_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
 def summary(findings: list[Finding]) -> dict[str, int]:
@@ -66,6 +109,7 @@ def to_sarif(findings: list[Finding]) -> dict[str, Any]:
             "shortDescription": {"text": RULES[rid].title},
             "fullDescription": {"text": RULES[rid].help},
             "help": {"text": RULES[rid].help, "markdown": f"**{RULES[rid].title}**\n\n{RULES[rid].help}"},
+            "helpUri": help_uri(rid),
             "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[rid].severity]},
             "properties": {"tags": ["reproducibility", "dockerfile"]},
         }
@@ -76,7 +120,7 @@ def to_sarif(findings: list[Finding]) -> dict[str, Any]:
             "ruleId": f.rule,
             "ruleIndex": ids.index(f.rule),
             "level": _SARIF_LEVEL[f.severity],
-            "message": {"text": f"{f.message}. Fix: {f.fix}"},
+            "message": {"text": text(f)},
             "locations": [
                 {
                     "physicalLocation": {

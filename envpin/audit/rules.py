@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from envpin import recipes
@@ -44,10 +44,11 @@ class Rule:
 RULES: dict[str, Rule] = {
     r.id: r
     for r in (
-        Rule("from-latest", "error", "FROM uses :latest or no tag",
-             "A base named by :latest (or by no tag, which means :latest) is whatever was pushed last: "
-             "the same Dockerfile builds a different image next month. Name the exact tag and pin its "
-             "digest: FROM image:TAG@sha256:..."),
+        Rule("from-latest", "error", "FROM uses :latest, another floating tag, or no tag",
+             "A base named by :latest (or by no tag, which means :latest) or by another tag that follows a moving "
+             "line (latest-gpu, nightly, devel-gpu, ...) is whatever was pushed last: the same Dockerfile builds "
+             "a different image next month. Name the exact release tag and pin its digest: "
+             "FROM image:TAG@sha256:..."),
         Rule("from-no-digest", "warning", "FROM pins a tag but not a digest",
              "Tags are mutable: NVIDIA and Docker Hub re-push tags with security fixes. Append the digest "
              "the tag points to now (`envpin audit --fix` resolves it through the registry)."),
@@ -93,10 +94,16 @@ RULES: dict[str, Rule] = {
         Rule("pip-requirements-file", "info", "requirements file not checked",
              "The audit reads the Dockerfile only; make sure the requirements or constraints file pins "
              "every package with == and --hash, or install it with --require-hashes so pip enforces it."),
-        Rule("pip-extra-index", "warning", "extra or alternative package index with unpinned packages",
-             "With --extra-index-url, --index-url or --find-links pip takes the highest version any index "
-             "offers, so an unpinned name can be served by a different index tomorrow (dependency "
-             "confusion). Pin exact versions with hashes."),
+        Rule("pip-extra-index", "warning", "extra or alternative package source without hash checking",
+             "With --extra-index-url, --index-url, --find-links (-f), the PIP_* variables, `pip config set` or "
+             "nvidia-pyindex (which writes extra-index-url into pip's configuration), pip takes the highest "
+             "version any source offers, and for a pinned version whichever file a source serves: a name can "
+             "be served by a different source tomorrow (dependency confusion). Pin exact versions with hashes "
+             "(--require-hashes), or install from one index only."),
+        Rule("pip-trusted-host", "warning", "pip trusts a host without TLS verification",
+             "--trusted-host (or PIP_TRUSTED_HOST, or `pip config set global.trusted-host`) turns off certificate "
+             "checks for that host, so anyone on the network path can serve the packages. Give pip the CA that "
+             "signs the host's certificate (--cert or PIP_CERT) instead, and install with hashes."),
         Rule("apt-unpinned", "warning", "apt installs packages without versions or a snapshot",
              "apt-get install NAME installs the archive's current version. Pin versions (NAME=VERSION) or "
              "point apt at a dated snapshot (snapshot.ubuntu.com, snapshot.debian.org)."),
@@ -109,6 +116,9 @@ RULES: dict[str, Rule] = {
         Rule("git-clone-unpinned", "warning", "git clone without a pinned commit",
              "A clone of a branch or tag gets whatever the branch points to at build time. Check out a "
              "commit: git clone URL dir && git -C dir checkout SHA (or git clone --revision=SHA)."),
+        Rule("git-clone-tag", "info", "git clone pinned to a release tag, not a commit",
+             "A tag is better than a branch, but it can be deleted and pushed again pointing elsewhere (and "
+             "some projects move tags such as v2 or latest). Check out the commit the tag names now."),
         Rule("horovod-fusion-threshold", "warning", "Horovod installed but HOROVOD_FUSION_THRESHOLD is not 0",
              "Horovod's Tensor Fusion batches allreduces in an order that can vary from run to run; NVIDIA's "
              "determinism notes say you may need to disable it. Set HOROVOD_FUSION_THRESHOLD=0."),
@@ -119,6 +129,13 @@ RULES: dict[str, Rule] = {
         Rule("pythonhashseed-unset", "warning", "PYTHONHASHSEED is not fixed",
              "Without a fixed PYTHONHASHSEED, str and bytes hashes (set and dict-of-set iteration order) "
              "differ between processes. Set it to an integer with ENV, before Python starts."),
+        Rule("parse-error", "error", "a line the builder rejects",
+             "Docker stops the build at this line. The audit checked the rest of the file as if the line were "
+             "not there. Fix the line; a common cause is a RUN whose previous line lost its trailing "
+             "backslash, so the next command reads as an instruction."),
+        Rule("suppression-unknown", "warning", "an inline suppression names no rule",
+             "A `# envpin: ignore=...` comment names a rule that does not exist (or parse-error, which cannot be "
+             "suppressed), so it silences nothing: usually a typo. Use the rule id the finding shows."),
         Rule("shell-unparsed", "info", "RUN command could not be split into words",
              "The audit could not split the command (an unterminated quote, usually), so it was not "
              "checked."),
@@ -188,9 +205,13 @@ class Context:
 
 
 def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None) -> list[Finding]:
-    """All findings for one parsed Dockerfile, sorted by line and rule."""
+    """All findings for one parsed Dockerfile, sorted by line and rule (lines it could not parse included)."""
+    problems = [Finding("parse-error", RULES["parse-error"].severity, df.path, p.line, p.message,
+                        p.hint or "fix or remove the line") for p in df.problems]
+    if not df.stages:
+        return merge(problems)  # no FROM survived: nothing else to judge
     stage = df.stage(target)
-    ctx = Context(df, stage, identify(df, stage, tf))
+    ctx = Context(df, stage, identify(df, stage, tf), findings=problems)
     for check in CHECKS:
         check(ctx)
     return merge(ctx.findings)
@@ -215,6 +236,16 @@ def merge(findings: list[Finding]) -> list[Finding]:
 
 
 # -- FROM --------------------------------------------------------------------------------------------
+#: Words that make a tag follow a moving line rather than name a release (latest-gpu, nightly, devel-gpu-py3).
+FLOATING_WORDS = frozenset({"latest", "nightly", "devel", "edge", "stable", "rolling", "main", "master", "dev"})
+
+
+def floating_tag(tag: str) -> bool:
+    """A tag that names a moving line: its first or last '-'-separated word is latest, nightly, devel..."""
+    words = tag.lower().split("-")
+    return words[0] in FLOATING_WORDS or words[-1] in FLOATING_WORDS
+
+
 def check_from(ctx: Context) -> None:
     names = {s.name for s in ctx.df.stages if s.name}
     for st in ctx.df.stages:
@@ -232,8 +263,8 @@ def check_from(ctx: Context) -> None:
         name, tag, digest = imageref.split(st.image)
         if digest:
             continue
-        if tag is None or tag == "latest":
-            what = "no tag (that is :latest)" if tag is None else ":latest"
+        if tag is None or floating_tag(tag):
+            what = "no tag (that is :latest)" if tag is None else f"the floating tag :{tag}"
             ctx.add("from-latest", line, f"FROM {st.image} uses {what}: the base changes whenever it is re-pushed",
                     f"name an exact tag and pin its digest: FROM {name}:TAG@sha256:…")
         else:
@@ -401,6 +432,11 @@ _PIP_VALUE = frozenset({
 _PIP_GLUED = ("-r", "-c", "-e", "-i", "-f", "-t", "-C", "-w", "-d")
 _INDEX_OPTS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
 _PIP_INDEX_ENV = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
+#: What installing nvidia-pyindex adds to pip's configuration (its setup writes extra-index-url).
+NVIDIA_PYINDEX = "https://pypi.ngc.nvidia.com (added by nvidia-pyindex)"
+_CONFIG_INDEX_KEYS = ("index-url", "extra-index-url", "find-links")
+#: Sources read besides the index itself: with two sources, even a pinned version may come from either.
+_EXTRA_ENV = ("PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
 
 
 @dataclass
@@ -411,6 +447,9 @@ class PipCall:
     requirements: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
+    #: Sources pip reads besides the (default or --index-url) index: --extra-index-url, --find-links.
+    extra: list[str] = field(default_factory=list)
+    trusted: list[str] = field(default_factory=list)
     require_hashes: bool = False
 
 
@@ -467,6 +506,10 @@ def pip_call(cmd: Command) -> PipCall | None:
             call.editables.append(value)
         elif name in _INDEX_OPTS and value:
             call.indexes.append(value)
+            if name not in ("-i", "--index-url"):
+                call.extra.append(value)
+        elif name == "--trusted-host" and value:
+            call.trusted.append(value)
         elif name == "--require-hashes":
             call.require_hashes = True
     return call
@@ -515,9 +558,29 @@ def spec_state(spec: str) -> str:
     return "unpinned"
 
 
+def pip_config(cmd: Command) -> tuple[str, str] | None:
+    """`pip config set [global.]extra-index-url URL` and the like: (key, value) it writes, or None."""
+    argv = cmd.argv
+    if _PIP.match(cmd.name):
+        rest = argv[1:]
+    elif _PYTHON.match(cmd.name) and len(argv) > 2 and argv[1] == "-m" and _PIP.match(argv[2]):
+        rest = argv[3:]
+    else:
+        return None
+    words = [w for w in rest if not w.startswith("-")]
+    if len(words) >= 4 and words[:2] == ["config", "set"]:
+        return words[2].rsplit(".", 1)[-1], words[3]
+    return None
+
+
 def check_pip(ctx: Context) -> None:
-    """One finding per rule and RUN, listing every package of every pip call in it."""
+    """One finding per rule and RUN, listing every package of every pip call in it. Package sources written
+    into pip's configuration (nvidia-pyindex, `pip config set`) count for every later call in the stage and in
+    the stages built on it."""
+    configured: dict[int, tuple[list[str], list[str], list[str]]] = {}
     for st in ctx.df.stages:
+        up = configured.get(st.parent, ([], [], [])) if st.parent is not None else ([], [], [])
+        indexes, extra, trusted = list(up[0]), list(up[1]), list(up[2])
         for ins in st.instructions:
             if ins.keyword != "RUN":
                 continue
@@ -526,8 +589,19 @@ def check_pip(ctx: Context) -> None:
                 call = pip_call(cmd) if cmd.argv else None
                 if call is not None:
                     env = {**{k: v.value for k, v in ins.scope.items() if v.value is not None}, **cmd.assigns}
-                    acc.add(call, env)
+                    acc.add(call, env, indexes, extra, trusted)
+                    if "nvidia-pyindex" in {_req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
+                        indexes.append(NVIDIA_PYINDEX)
+                        extra.append(NVIDIA_PYINDEX)
+                setting = pip_config(cmd) if cmd.argv else None
+                if setting is not None and setting[0] in _CONFIG_INDEX_KEYS:
+                    indexes.append(setting[1])
+                    if setting[0] != "index-url":
+                        extra.append(setting[1])
+                elif setting is not None and setting[0] == "trusted-host":
+                    trusted.append(setting[1])
             acc.report(ctx, ins)
+        configured[st.index] = (indexes, extra, trusted)
 
 
 @dataclass
@@ -538,8 +612,10 @@ class _PipFindings:
     files: list[tuple[str, str]] = field(default_factory=list)
     indexed: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
+    trusted: list[str] = field(default_factory=list)
 
-    def add(self, call: PipCall, env: dict[str, str]) -> None:
+    def add(self, call: PipCall, env: dict[str, str], configured: Sequence[str] = (),
+            configured_extra: Sequence[str] = (), configured_trust: Sequence[str] = ()) -> None:
         verb = f"pip {call.subcommand}"
         if verb not in self.verbs:
             self.verbs.append(verb)
@@ -554,10 +630,16 @@ class _PipFindings:
                               if state in ("pinned", "unpinned") and "#sha256=" not in s and s not in self.unhashed]
             self.files += [("requirements", f) for f in call.requirements]
             self.files += [("constraints", f) for f in call.constraints]
-        indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)]
-        if indexes and unpinned:
-            self.indexed += [s for s in unpinned if s not in self.indexed]
+        indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)] + list(configured)
+        extra = call.extra + [env[k] for k in _EXTRA_ENV if env.get(k)] + list(configured_extra)
+        exposed = [s for s, state in states.items()
+                   if state == "unpinned"
+                   or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
+        if indexes and exposed:
+            self.indexed += [s for s in exposed if s not in self.indexed]
             self.indexes += [i for i in indexes if i not in self.indexes]
+        trusted = call.trusted + env.get("PIP_TRUSTED_HOST", "").split() + list(configured_trust)
+        self.trusted += [t for t in trusted if t not in self.trusted]
 
     def report(self, ctx: Context, ins: Instruction) -> None:
         verb = "/".join(self.verbs)
@@ -573,9 +655,13 @@ class _PipFindings:
                     f"pin every line of {name} with == and --hash, and install with --require-hashes")
         if self.indexed:
             ctx.add("pip-extra-index", ins.line,
-                    f"{verb} from {', '.join(self.indexes)} with unpinned {', '.join(self.indexed)}: "
-                    "any of the indexes may serve them",
-                    "pin exact versions with hashes, or install from one index only")
+                    f"{verb} from {', '.join(self.indexes)} without hash checking of {', '.join(self.indexed)}: "
+                    "any of the sources may serve them",
+                    "pin exact versions with --hash and --require-hashes, or install from one index only")
+        if self.trusted:
+            ctx.add("pip-trusted-host", ins.line,
+                    f"{verb} trusts {', '.join(self.trusted)} without TLS verification",
+                    "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)")
 
 
 # -- apt -----------------------------------------------------------------------------------------------
@@ -706,6 +792,7 @@ class _Clone:
     url: str
     path: str
     pinned: bool
+    tag: str | None = None  # a release tag it is pinned to (which can move, unlike a commit)
 
 
 def _git(cmd: Command, cwd: str) -> tuple[str, list[str], str] | None:
@@ -745,21 +832,44 @@ def check_git(ctx: Context) -> None:
                 if sub == "clone":
                     clones.append(_clone(ins, args, where))
                 elif sub in ("checkout", "switch", "reset"):
-                    refs = [a for a in args if not a.startswith("-")]
-                    if any(_HEX.match(r) for r in refs) or ("FETCH_HEAD" in refs and where in fetched):
+                    refs = [_ref_value(a, ins) for a in args if not a.startswith("-")]
+                    if any(r is None or _HEX.match(r) for r in refs) or ("FETCH_HEAD" in refs and where in fetched):
                         _pin(clones, where)
+                    elif any(_TAG.match(r) for r in refs if r):
+                        _pin(clones, where, tag=next(r for r in refs if r and _TAG.match(r)))
                 elif sub == "fetch" and any(_HEX.match(a) for a in args):
                     fetched.add(where)
         for c in clones:
-            if not c.pinned:
+            if c.pinned:
+                continue
+            if c.tag is not None:
+                ctx.add("git-clone-tag", c.ins.line,
+                        f"git clone {c.url} is pinned to the tag {c.tag}, which can be moved or re-created",
+                        f"check out the commit the tag names: git -C {c.path} checkout SHA")
+            else:
                 ctx.add("git-clone-unpinned", c.ins.line,
                         f"git clone {c.url} is not pinned to a commit (it gets whatever the branch holds today)",
                         f"check out a commit after cloning: git -C {c.path} checkout SHA")
 
 
+#: A release tag: v2.4.3, 1.15.5, r2.4, v0.19.0-rc1 (a branch name such as main or release/2.4 is not).
+_TAG = re.compile(r"^(v|r|release-|version-)?[0-9]+(\.[0-9]+)+([-.+][0-9A-Za-z.]+)?$")
+_VAR_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
+
+
+def _ref_value(ref: str, ins: Instruction) -> str | None:
+    """The ref a checkout names: a $VARIABLE is looked up in the RUN's ARG/ENV scope; None when the audit cannot
+    know its value (a build argument without a default), which counts as a commit: the clone is not flagged."""
+    m = _VAR_REF.match(ref)
+    if not m:
+        return ref
+    var = ins.scope.get(m.group(1) or m.group(2))
+    return var.value if var is not None and var.value else None
+
 def _clone(ins: Instruction, args: list[str], cwd: str) -> _Clone:
     positional: list[str] = []
     pinned = False
+    tag = None
     i = 0
     while i < len(args):
         tok = args[i]
@@ -770,23 +880,27 @@ def _clone(ins: Instruction, args: list[str], cwd: str) -> _Clone:
             i += 1
         if name == "--revision" and _HEX.match(value):
             pinned = True
+        if name in ("-b", "--branch") and _TAG.match(value):
+            tag = value
         if not tok.startswith("-"):
             positional.append(tok)
         i += 1
     url = positional[0] if positional else "?"
     target = positional[1] if len(positional) > 1 else posixpath.basename(url.rstrip("/")).removesuffix(".git")
-    return _Clone(ins, url, posixpath.normpath(posixpath.join(cwd, target)), pinned)
+    return _Clone(ins, url, posixpath.normpath(posixpath.join(cwd, target)), pinned, tag)
 
 
-def _pin(clones: list[_Clone], where: str) -> None:
-    for c in reversed(clones):
-        if not c.pinned and (c.path == where or posixpath.basename(c.path) == posixpath.basename(where)):
-            c.pinned = True
-            return
-    for c in reversed(clones):
-        if not c.pinned:
-            c.pinned = True
-            return
+def _pin(clones: list[_Clone], where: str, tag: str | None = None) -> None:
+    """Mark the clone checked out in `where` as pinned (to a commit), or as pinned to a release tag."""
+    for matching in (lambda c: c.path == where or posixpath.basename(c.path) == posixpath.basename(where),
+                     lambda c: True):
+        for c in reversed(clones):
+            if not c.pinned and matching(c):
+                if tag is None:
+                    c.pinned = True
+                else:
+                    c.tag = tag
+                return
 
 
 def check_shell_syntax(ctx: Context) -> None:

@@ -80,7 +80,53 @@ class ShellSyntaxError(ValueError):
     """shlex could not split the text (an unterminated quote, usually)."""
 
 
+def _normalize(text: str) -> str:
+    """Rewrite what shlex cannot see as one unit: `cmd` becomes $(cmd) (the same command substitution), and
+    an arithmetic expansion $((...)) becomes the number it stands for, so neither is read as commands.
+
+    Single-quoted text is left alone; escaped backticks stay literal."""
+    out: list[str] = []
+    i, n, quote = 0, len(text), ""
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            out.append(c)
+            quote = "" if c == "'" else quote
+            i += 1
+            continue
+        if c == "\\" and i + 1 < n:
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if c == "'" and not quote:
+            quote = "'"
+        elif c == '"':
+            quote = "" if quote == '"' else '"'
+        if text.startswith("$((", i):
+            depth, k = 0, i + 1
+            while k < n:
+                depth += {"(": 1, ")": -1}.get(text[k], 0)
+                k += 1
+                if depth == 0:
+                    break
+            out.append("0")
+            i = k
+            continue
+        if c == "`":
+            k = i + 1
+            while k < n and text[k] != "`":
+                k += 2 if text[k] == "\\" else 1
+            if k < n:
+                out.append("$(" + _normalize(text[i + 1 : k]) + ")")
+                i = k + 1
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def parse_script(text: str, depth: int = 0) -> Script:
+    text = _normalize(text)
     lex = shlex.shlex(text, posix=True, punctuation_chars=_PUNCT)
     lex.whitespace = " \t\r"
     lex.whitespace_split = True
@@ -185,7 +231,8 @@ def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
 
 
 def _substitutions(word: str) -> list[str]:
-    """The texts of $(...) and `...` inside one (quoted) word."""
+    """The texts of $(...) inside one (quoted) word. Backticks were turned into $(...) before splitting
+    (_normalize); one left in a word was quoted literally ('`...`' or \\`)."""
     out: list[str] = []
     i = 0
     while i < len(word):
@@ -196,12 +243,6 @@ def _substitutions(word: str) -> list[str]:
                 k += 1
             out.append(word[i + 2 : k - 1])
             i = k
-        elif word[i] == "`":
-            k = word.find("`", i + 1)
-            if k < 0:
-                break
-            out.append(word[i + 1 : k])
-            i = k + 1
         else:
             i += 1
     return out

@@ -12,11 +12,22 @@ def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit_cmd(
         dockerfiles: Annotated[list[Path], typer.Argument(help="Dockerfiles to audit.", show_default=False)],
-        as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON on stdout.")] = False,
-        sarif: Annotated[bool, typer.Option("--sarif", help="Print SARIF 2.1.0 on stdout (code scanning).")] = False,
+        fmt: Annotated[
+            str | None,
+            typer.Option("--format", metavar="tty|json|sarif|gcc|github",
+                         help="Output: one line per finding (tty, the default; gcc: path:line:col: level: message "
+                         "[rule]), GitHub workflow annotations, JSON, or SARIF 2.1.0 for code scanning."),
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+        sarif: Annotated[bool, typer.Option("--sarif", help="Same as --format sarif.")] = False,
         fail_on: Annotated[
-            str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning or info.")
-        ] = "warning",
+            str | None,
+            typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning (default) or "
+                         "info; default from [tool.envpin.audit] fail-on."),
+        ] = None,
+        no_config: Annotated[
+            bool, typer.Option("--no-config", help="Ignore [tool.envpin.audit] in pyproject.toml.")
+        ] = False,
         fix: Annotated[
             bool, typer.Option("--fix", help="Write a corrected Dockerfile (<file>.envpin-fixed by default).")
         ] = False,
@@ -38,12 +49,10 @@ def register(app: typer.Typer) -> None:
         Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
         """
         from envpin import api
-        from envpin.errors import UsageError
         from envpin.views import audit, console
 
-        if as_json and sarif:
-            raise UsageError("--json and --sarif exclude each other", hint="choose one output format")
+        chosen = audit.output_format(fmt, as_json, sarif)
         res = api.audit_files(dockerfiles, fail_on=fail_on, build_args=build_arg, target=target, tf=tf, fix=fix,
-                              fix_out=fix_out, in_place=in_place, resolve=not no_resolve)
-        audit.audited(res, "sarif" if sarif else "json" if as_json else "table", fix, console.out(), console.err())
+                              fix_out=fix_out, in_place=in_place, resolve=not no_resolve, use_config=not no_config)
+        audit.audited(res, chosen, fix, console.out(), console.err())
         raise typer.Exit(res.exit_code)

@@ -186,18 +186,52 @@ def _one_line_error(res, fragment: str) -> None:  # type: ignore[no-untyped-def]
     [
         (b"FROM x:1\nRUN a\x00b\n", "bad:2: binary file"),
         (b"FROM x:1\nLABEL a=\xff\n", "bad:2: not UTF-8"),
-        (b"FROM x:1\nRUN echo \\\n", "bad:2: "),
-        (b"RUN echo\nFROM x:1\n", "bad:1: RUN before the first FROM"),
-        (b"FROM x:1\nFETCH x\n", "bad:2: unknown instruction 'FETCH'"),
     ],
 )
-def test_bad_files_exit_2_and_write_nothing(cli, tmp_path: Path, content: bytes, fragment: str) -> None:  # type: ignore[no-untyped-def]
+def test_unreadable_files_exit_2_and_write_nothing(cli, tmp_path: Path, content: bytes, fragment: str) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "bad").write_bytes(content)
     good = _write(tmp_path, "good", ERRORS)
     for args in (["bad"], ["--json", good, "bad"], ["--sarif", "bad"], ["--fix", "--no-resolve", good, "bad"]):
         _one_line_error(cli("audit", *args, cwd=tmp_path), fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "good"]
     assert (tmp_path / "bad").read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "fragment"),
+    [
+        (b"FROM x:1\nRUN echo \\\n", 2, "ends with a line continuation"),
+        (b"RUN echo\nFROM x:1\n", 1, "RUN before the first FROM"),
+        (b"FROM x:1\nFETCH x\n", 2, "unknown instruction 'FETCH'"),
+    ],
+)
+def test_a_rejected_line_is_a_finding_and_the_rest_is_audited(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, content: bytes, line: int, fragment: str
+) -> None:
+    (tmp_path / "bad").write_bytes(content)
+    good = _write(tmp_path, "good", ERRORS)
+    res = cli("audit", "--json", "bad", good, cwd=tmp_path)
+    assert res.code == 1, res.stderr
+    found = json.loads(res.stdout)["findings"]
+    parse_errors = [f for f in found if f["rule"] == "parse-error"]
+    assert [(f["file"], f["line"], f["severity"]) for f in parse_errors] == [("bad", line, "error")]
+    assert fragment in parse_errors[0]["message"]
+    assert {f["file"] for f in found} == {"bad", "good"}  # the other file is still audited
+    # --fix rewrites files, so it refuses one it cannot fully read, and writes nothing.
+    _one_line_error(cli("audit", "--fix", "--no-resolve", good, "bad", cwd=tmp_path), f"bad:{line}: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "good"]
+
+
+def test_a_forgotten_continuation_still_audits_the_rest_of_the_file() -> None:
+    from envpin.audit import audit_text
+
+    text = ("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n"
+            "RUN apt-get update && \\\n    apt-get install -y curl\n    pip install requests\n"
+            "ENV TF_XLA_FLAGS=--tf_xla_auto_jit=2\n")
+    found = audit_text(text, tolerant=True)
+    assert ("parse-error", 4) in [(f.rule, f.line) for f in found]
+    assert "unknown instruction 'pip'" in next(f.message for f in found if f.rule == "parse-error")
+    assert {"apt-unpinned", "from-no-digest", "d9m-env-missing"} <= {f.rule for f in found}
 
 
 def test_missing_and_directory_inputs(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -18,4 +18,7 @@ def test_rule_table_matches_the_rules() -> None:
 def test_fix_column_says_which_rules_are_mechanical() -> None:
     for rid in RULES:
         row = next(line for line in DOC.splitlines() if line.startswith(f"| `{rid}` |"))
+        if rid == "parse-error":
+            assert row.rstrip(" |").endswith("`--fix` refuses the file"), row
+            continue
         assert (row.rstrip(" |").endswith("comment")) is (rid not in MECHANICAL), row

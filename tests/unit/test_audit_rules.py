@@ -264,7 +264,7 @@ def test_curl_pipe_shell(run: str, hit: bool) -> None:
     ("runs", "unpinned"),
     [
         (["git clone https://github.com/a/b"], [3]),
-        (["git clone --depth 1 -b v2.0 https://github.com/a/b.git /opt/b"], [3]),
+        (["git clone --depth 1 -b main https://github.com/a/b.git /opt/b"], [3]),
         (["git clone https://github.com/a/b.git && cd b && git checkout 0123abcd"], []),
         (["git clone https://github.com/a/b.git /opt/b && git -C /opt/b checkout -q 0123abcdef0123abcdef"], []),
         (["git clone --revision=0123abcd https://github.com/a/b.git"], []),
