@@ -651,6 +651,8 @@ def audit_files(
     in_place: bool = False,
     resolve: bool = True,
     use_config: bool = True,
+    context: Path | None = None,
+    read_context: bool = True,
 ) -> AuditRun:
     """`envpin audit`: findings for each Dockerfile, and with fix=True the corrected files. The nearest
     pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and fail-on."""
@@ -661,6 +663,10 @@ def audit_files(
 
     if not fix and not resolve:
         raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
+    if context is not None and not read_context:
+        raise UsageError("--context and --no-context exclude each other", hint="choose one")
+    if context is not None and not context.is_dir():
+        raise UsageError(f"--context {context} is not a directory", hint="give the folder `docker build` is given")
     resolver = None
     if fix and resolve:
         from envpin.registry import RegistryClient
@@ -670,6 +676,8 @@ def audit_files(
         [str(p) for p in dockerfiles],
         fail_on=fail_on or settings.fail_on or "warning",
         config=settings,
+        context=context,
+        read_context=read_context,
         build_args=audit.parse_build_args(build_args or []),
         target=target,
         tf=tf,

@@ -35,7 +35,8 @@ class Requirement:
         return " \\\n    ".join([head, *(f"--hash={h}" for h in self.hashes)])
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first physical line, logical line) of a requirements file: comments dropped, continuations joined."""
     out: list[tuple[int, str]] = []
     buf, start = "", 0
     for no, raw in enumerate(text.splitlines(), 1):
@@ -57,7 +58,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ...]:
     """Parse a pip requirements file where every line is `name==version --hash=sha256:...`."""
     reqs: dict[str, Requirement] = {}
-    for no, line in _logical_lines(text):
+    for no, line in logical_lines(text):
         where = f"{origin}:{no}"
         if line.startswith("-"):
             raise RequirementsError(

@@ -82,7 +82,15 @@ def _kept(df: Dockerfile, findings: list[Finding], config: AuditConfig) -> list[
                      f"'# envpin: ignore={rid}' names no rule that can be suppressed",
                      "use the rule id the finding shows (docs/audit.md lists them)")
              for line, rid in unknown_marks(df.lines)]
-    return sorted(apply_config([*findings, *marks], {df.path: df.lines}, config), key=lambda f: (f.line, f.rule))
+    lines_of = {df.path: df.lines}
+    for f in findings:  # requirement files of the build context carry suppressions too
+        if f.file not in lines_of:
+            try:
+                lines_of[f.file] = Path(f.file).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                lines_of[f.file] = []
+    kept = apply_config([*findings, *marks], lines_of, config)
+    return sorted(kept, key=lambda f: (f.file != df.path, f.file, f.line, f.rule))
 
 
 def _output_path(source: str, fix_out: Path | None, in_place: bool) -> Path:
@@ -105,6 +113,8 @@ def run(
     in_place: bool = False,
     resolve: Callable[[str], str] | None = None,
     config: AuditConfig | None = None,
+    context: Path | None = None,
+    read_context: bool = True,
 ) -> AuditRun:
     """Audit files; with do_fix, write corrected copies and report what is left in them. `config` (from
     pyproject.toml) and inline suppressions silence findings before anything is fixed or reported."""
@@ -123,7 +133,11 @@ def run(
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
     parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths]
-    findings = {df.path: _kept(df, audit(df, target=target, tf=tf), config) for df in parsed}
+    def where(df: Dockerfile) -> Path | None:
+        """The build context: --context DIR, else the Dockerfile's folder; None with --no-context."""
+        return None if not read_context else (context if context is not None else Path(df.path).parent)
+
+    findings = {df.path: _kept(df, audit(df, target=target, tf=tf, context=where(df)), config) for df in parsed}
     if not do_fix:
         return AuditRun(list(paths), [f for df in parsed for f in findings[df.path]], fail_on)
     fixed: list[FixedFile] = []
@@ -135,7 +149,7 @@ def run(
             raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
         outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
         again = parse(outcome.text, str(out), build_args)
-        remaining.extend(_kept(again, audit(again, target=target, tf=tf), config))
+        remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
         outputs[out] = (outcome.text, os.stat(df.path).st_mode & 0o777)
     from envpin.fsutil import atomic_write

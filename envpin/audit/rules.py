@@ -12,9 +12,11 @@ import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from envpin import recipes
 from envpin.audit.base import BaseInfo, identify
+from envpin.audit.context import BuildContext, audit_requirements
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, expand, split_words
 from envpin.audit.shell import Command, RunScript, run_script
 from envpin.probe import imageref
@@ -92,8 +94,11 @@ RULES: dict[str, Rule] = {
              "index serves for that version, including wheels uploaded later. Install from a requirements "
              "file with --hash entries and --require-hashes."),
         Rule("pip-requirements-file", "info", "requirements file not checked",
-             "The audit reads the Dockerfile only; make sure the requirements or constraints file pins "
-             "every package with == and --hash, or install it with --require-hashes so pip enforces it."),
+             "The audit reads requirement and constraint files that a COPY or ADD brings in from the build "
+             "context (--context DIR, default the Dockerfile's folder) line by line. This one could not be read: "
+             "it comes from another stage, a download or the base image, its name is a variable, or the "
+             "context is not read (--no-context). Make sure it pins every package with == and --hash, or install "
+             "it with --require-hashes so pip enforces that."),
         Rule("pip-extra-index", "warning", "extra or alternative package source without hash checking",
              "With --extra-index-url, --index-url, --find-links (-f), the PIP_* variables, `pip config set` or "
              "nvidia-pyindex (which writes extra-index-url into pip's configuration), pip takes the highest "
@@ -170,11 +175,17 @@ class Context:
     base: BaseInfo
     findings: list[Finding] = field(default_factory=list)
     runs: dict[int, RunScript] = field(default_factory=dict)
+    #: The build context directory, when the audit reads it (requirement files COPY'd from it).
+    build: BuildContext | None = None
 
     def add(self, rule: str, line: int, message: str, fix: str, severity: str | None = None) -> None:
         self.findings.append(
             Finding(rule, severity or RULES[rule].severity, self.df.path, line, message, fix)
         )
+
+    def add_at(self, rule: str, file: str, line: int, message: str, fix: str) -> None:
+        """A finding in another file of the build context (a requirements file's own line)."""
+        self.findings.append(Finding(rule, RULES[rule].severity, file, line, message, fix))
 
     def chain(self) -> list[Stage]:
         return self.df.chain(self.target)
@@ -204,14 +215,16 @@ class Context:
                         yield ins, cmd
 
 
-def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None) -> list[Finding]:
+def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None,
+          context: Path | None = None) -> list[Finding]:
     """All findings for one parsed Dockerfile, sorted by line and rule (lines it could not parse included)."""
     problems = [Finding("parse-error", RULES["parse-error"].severity, df.path, p.line, p.message,
                         p.hint or "fix or remove the line") for p in df.problems]
     if not df.stages:
         return merge(problems)  # no FROM survived: nothing else to judge
     stage = df.stage(target)
-    ctx = Context(df, stage, identify(df, stage, tf), findings=problems)
+    ctx = Context(df, stage, identify(df, stage, tf), findings=problems,
+                  build=BuildContext(context) if context is not None else None)
     for check in CHECKS:
         check(ctx)
     return merge(ctx.findings)
@@ -600,7 +613,7 @@ def check_pip(ctx: Context) -> None:
                         extra.append(setting[1])
                 elif setting is not None and setting[0] == "trusted-host":
                     trusted.append(setting[1])
-            acc.report(ctx, ins)
+            acc.report(ctx, ins, st)
         configured[st.index] = (indexes, extra, trusted)
 
 
@@ -641,7 +654,7 @@ class _PipFindings:
         trusted = call.trusted + env.get("PIP_TRUSTED_HOST", "").split() + list(configured_trust)
         self.trusted += [t for t in trusted if t not in self.trusted]
 
-    def report(self, ctx: Context, ins: Instruction) -> None:
+    def report(self, ctx: Context, ins: Instruction, stage: Stage) -> None:
         verb = "/".join(self.verbs)
         if self.unpinned:
             ctx.add("pip-unpinned", ins.line, f"{verb} without == pins: {', '.join(self.unpinned)}",
@@ -650,9 +663,19 @@ class _PipFindings:
             ctx.add("pip-no-hashes", ins.line, f"{verb} of {', '.join(self.unhashed)} without hash checking",
                     "install from a requirements file with --hash entries and --require-hashes")
         for kind, name in dict.fromkeys(self.files):
-            ctx.add("pip-requirements-file", ins.line,
-                    f"cannot check {kind} file {name} (the audit reads the Dockerfile only)",
-                    f"pin every line of {name} with == and --hash, and install with --require-hashes")
+            if ctx.build is None:
+                ctx.add("pip-requirements-file", ins.line,
+                        f"cannot check {kind} file {name} (the build context is not read: --no-context)",
+                        f"pin every line of {name} with == and --hash, and install with --require-hashes")
+                continue
+            found = ctx.build.locate(ctx.df.chain(stage), ins, name) if "$" not in name else None
+            if found is None:
+                ctx.add("pip-requirements-file", ins.line,
+                        f"cannot check {kind} file {name}: no COPY or ADD brings it in from the build context "
+                        f"{ctx.build.root}", f"pin every line of {name} with == and --hash, and install with "
+                        "--require-hashes (or audit with --context DIR)")
+                continue
+            audit_requirements(found, kind, ctx.add_at, ctx.build, _shown_path(found))
         if self.indexed:
             ctx.add("pip-extra-index", ins.line,
                     f"{verb} from {', '.join(self.indexes)} without hash checking of {', '.join(self.indexed)}: "
@@ -662,6 +685,14 @@ class _PipFindings:
             ctx.add("pip-trusted-host", ins.line,
                     f"{verb} trusts {', '.join(self.trusted)} without TLS verification",
                     "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)")
+
+
+def _shown_path(path: Path) -> str:
+    """A context file as findings name it: relative to the working directory when below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 # -- apt -----------------------------------------------------------------------------------------------

@@ -25,6 +25,14 @@ def register(app: typer.Typer) -> None:
             typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning (default) or "
                          "info; default from [tool.envpin.audit] fail-on."),
         ] = None,
+        context: Annotated[
+            Path | None,
+            typer.Option("--context", metavar="DIR", help="Build context the requirement files are COPY'd from "
+                         "(default: each Dockerfile's folder)."),
+        ] = None,
+        no_context: Annotated[
+            bool, typer.Option("--no-context", help="Read the Dockerfiles only, not the files of the build context.")
+        ] = False,
         no_config: Annotated[
             bool, typer.Option("--no-config", help="Ignore [tool.envpin.audit] in pyproject.toml.")
         ] = False,
@@ -53,6 +61,7 @@ def register(app: typer.Typer) -> None:
 
         chosen = audit.output_format(fmt, as_json, sarif)
         res = api.audit_files(dockerfiles, fail_on=fail_on, build_args=build_arg, target=target, tf=tf, fix=fix,
-                              fix_out=fix_out, in_place=in_place, resolve=not no_resolve, use_config=not no_config)
+                              fix_out=fix_out, in_place=in_place, resolve=not no_resolve, use_config=not no_config,
+                              context=context, read_context=not no_context)
         audit.audited(res, chosen, fix, console.out(), console.err())
         raise typer.Exit(res.exit_code)
