@@ -522,10 +522,26 @@ class LockCheck:
         return 1 if self.problems else 0
 
 
-def check_lock_file(lock: Path | None = None) -> LockCheck:
-    """`envpin lock --check`: the lock found as a flag-less build finds it, checked for staleness."""
+@dataclass(frozen=True)
+class LockChecks:
+    """`envpin lock --check` over one or more locks."""
+
+    checks: list[LockCheck]
+
+    @property
+    def exit_code(self) -> int:
+        return max((c.exit_code for c in self.checks), default=0)
+
+
+def check_lock_file(lock: Path | None = None) -> LockChecks:
+    """`envpin lock --check`: --lock, else ./envpin.lock, else every images/*/envpin.lock (what a pre-commit hook
+    or CI job wants: one command for all environments of a repository), each checked for staleness."""
+    if lock is None and not Path("envpin.lock").exists():
+        found = sorted(DEFAULT_IMAGES_DIR.glob("*/envpin.lock"))
+        if len(found) > 1:
+            return LockChecks([LockCheck(p, check_lock(p)) for p in found])
     path = find_lock(lock)
-    return LockCheck(path, check_lock(path))
+    return LockChecks([LockCheck(path, check_lock(path))])
 
 
 @dataclass(frozen=True)
@@ -716,7 +732,7 @@ def lock_or_check(
     out: Path | None = None,
     check: bool = False,
     lock: Path | None = None,
-) -> LockResult | LockCheck:
+) -> LockResult | LockChecks:
     """`envpin lock`: lock requirements.in inside the image, or with check=True test envpin.lock."""
     if check:
         return check_lock_file(lock)

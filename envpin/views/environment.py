@@ -10,7 +10,7 @@ from envpin.views.console import say
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.api import BuildResult, LockCheck, RenderResult
+    from envpin.api import BuildResult, LockChecks, RenderResult
     from envpin.recipes import Recipe
 
 
@@ -61,7 +61,7 @@ def build_outcome(res: BuildResult | dict[str, object], console: Console, note: 
         built(res, console, note)
 
 
-def lock_outcome(res: LockResult | LockCheck, console: Console, note: Console) -> None:
+def lock_outcome(res: LockResult | LockChecks, console: Console, note: Console) -> None:
     if isinstance(res, LockResult):
         locked(res, console, note)
     else:
@@ -94,11 +94,13 @@ def locked(res: LockResult, console: Console, note: Console) -> None:
     say(console, str(res.out))
 
 
-def lock_check(res: LockCheck, console: Console) -> None:
-    if not res.problems:
-        say(console, f"{res.path} is up to date with its inputs")
-        return
-    say(console, f"{res.path} is stale ({len(res.problems)} problems):")
-    for p in res.problems:
-        say(console, f"  {p}")
-    say(console, "hint: re-run `envpin render` (or `envpin build`) with the same inputs and commit the result")
+def lock_check(res: LockChecks, console: Console) -> None:
+    for check in res.checks:
+        if not check.problems:
+            say(console, f"{check.path} is up to date with its inputs")
+            continue
+        say(console, f"{check.path} is stale ({len(check.problems)} problems):")
+        for p in check.problems:
+            say(console, f"  {p}")
+    if res.exit_code:
+        say(console, "hint: re-run `envpin render` (or `envpin build`) with the same inputs and commit the result")

@@ -144,6 +144,19 @@ def test_lock_check_and_flagless_dry_run(cli, tmp_path: Path) -> None:  # type: 
     _one_line_error(cli("lock", "--check", cwd=tmp_path), "edited by hand")
 
 
+def test_lock_check_covers_every_environment_under_images(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
+    assert cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path).code == 0
+    ok = cli("lock", "--check", cwd=tmp_path)
+    assert ok.code == 0 and ok.stdout.count("is up to date with its inputs") == 2
+    (tmp_path / "images" / "20.02-tf2" / "Dockerfile").write_text("FROM elsewhere\n")
+    stale = cli("lock", "--check", cwd=tmp_path)
+    assert stale.code == 1 and "images/20.02-tf2/envpin.lock is stale" in stale.stdout
+    assert "images/21.06-tf2/envpin.lock is up to date" in stale.stdout
+    one = cli("lock", "--check", "--lock", "images/21.06-tf2/envpin.lock", cwd=tmp_path)
+    assert one.code == 0
+
+
 def test_lock_command_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _one_line_error(cli("lock", cwd=tmp_path), "lock needs REQUIREMENTS_IN and --ngc")
     _one_line_error(cli("lock", "--check", cwd=tmp_path), "no --ngc given and no envpin.lock")
