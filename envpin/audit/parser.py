@@ -174,6 +174,10 @@ class Expansion:
 
 
 # -- variable substitution ---------------------------------------------------------------------------
+#: The characters expand() must look at one by one (quotes, the escape, $ and #), per escape character.
+_SPECIAL = {esc: re.compile("[" + re.escape("'\"$#" + esc) + "]") for esc in ("\\", "`")}
+
+
 def expand(
     raw: str,
     scope: Mapping[str, Var],
@@ -223,8 +227,11 @@ def expand(
             unresolved.extend(names)
             i += used
             continue
-        out.append(c)
-        i += 1
+        # An ordinary character: copy it and every ordinary one after it in one slice (linear time).
+        m = _SPECIAL[escape].search(raw, i + 1)
+        j = m.start() if m else n
+        out.append(raw[i:j])
+        i = j
     if quote is not None and not keep_quotes:
         raise ValueError(f"unterminated {quote} quote")
     return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))

@@ -7,6 +7,7 @@ spelled ``pip3``, ``python3 -m pip`` or ``sudo -H pip``, after ``&&``/``||``/``;
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -39,10 +40,15 @@ class Command:
     assigns: dict[str, str] = field(default_factory=dict)
     nested: list[Script] = field(default_factory=list)  # $(...), <(...), sh -c '...', eval
     via_c: list[Script] = field(default_factory=list)  # the subset run by sh -c / eval
+    _name: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:
-        return posixpath.basename(self.argv[0]) if self.argv else ""
+        """The program's base name ('/usr/bin/pip3' -> 'pip3'); computed once, rules ask it for every command."""
+        key = self.argv[0] if self.argv else ""
+        if self._name is None or self._name[0] != key:
+            self._name = (key, posixpath.basename(key))
+        return self._name[1]
 
     @property
     def text(self) -> str:
@@ -85,6 +91,8 @@ def _normalize(text: str) -> str:
     an arithmetic expansion $((...)) becomes the number it stands for, so neither is read as commands.
 
     Single-quoted text is left alone; escaped backticks stay literal."""
+    if "`" not in text and "$((" not in text:
+        return text
     out: list[str] = []
     i, n, quote = 0, len(text), ""
     while i < n:
@@ -125,23 +133,63 @@ def _normalize(text: str) -> str:
     return "".join(out)
 
 
-def parse_script(text: str, depth: int = 0) -> Script:
-    text = _normalize(text)
-    lex = shlex.shlex(text, posix=True, punctuation_chars=_PUNCT)
-    lex.whitespace = " \t\r"
-    lex.whitespace_split = True
-    lex.commenters = ""
-    try:
-        raw = list(lex)
-    except ValueError as exc:
-        raise ShellSyntaxError(str(exc)) from None
+_TOKEN = re.compile(
+    r"""(?P<ws>[ \t\r]+)
+    | (?P<op>[;&|()<>\n]+)
+    | (?P<word>(?:[^ \t\r;&|()<>\n"'\\]+ | "(?:[^"\\]|\\.)*" | '[^']*' | \\.)+)
+    """,
+    re.X | re.S,
+)
+_DQ_ESCAPE = re.compile(r'\\([\\"])')
+_PIECE = re.compile(r""""((?:[^"\\]|\\.)*)"|'([^']*)'|\\(.)|([^"'\\]+)""", re.S)
+
+
+def split_tokens(text: str) -> list[tuple[str, bool]]:
+    """(token, is_operator) as shlex.shlex(posix=True, punctuation_chars=";&|()<>\\n", whitespace " \\t\\r",
+    whitespace_split=True, no comments) splits it, in linear time with one regular expression.
+
+    Quotes are removed as a POSIX shell removes them: '...' literally, "..." with \\\\ and \\" unescaped,
+    \\x outside quotes is x. An unterminated quote or a trailing backslash is a ShellSyntaxError."""
     tokens: list[tuple[str, bool]] = []
-    for tok in raw:
-        if tok and all(c in _PUNCT for c in tok):
-            tokens.extend((op, True) for op in _split_operators(tok))
-        else:
-            tokens.append((tok, False))
-    return _build(tokens, depth)
+    pos = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != pos:
+            break
+        pos = m.end()
+        kind = m.lastgroup
+        if kind == "word":
+            word = m.group()
+            tokens.append((_unquote(word) if _QUOTING.search(word) else word, False))
+        elif kind == "op":
+            tokens.extend(_operator_tokens(m.group()))
+    if pos != len(text):
+        rest = text[pos:]
+        trailing = len(rest) - len(rest.rstrip("\\"))
+        if trailing % 2 and not (rest.startswith("'") and rest.count("'") == 1):
+            raise ShellSyntaxError("No escaped character")  # the text ends inside an escape, as shlex says
+        raise ShellSyntaxError("No closing quotation")
+    return tokens
+
+
+_QUOTING = re.compile(r"[\"'\\]")
+
+
+@functools.lru_cache(maxsize=256)
+def _operator_tokens(run: str) -> tuple[tuple[str, bool], ...]:
+    """The operators of a punctuation run, as tokens (few distinct runs occur: cached)."""
+    return tuple((op, True) for op in _split_operators(run))
+
+
+def _unquote(word: str) -> str:
+    out = []
+    for m in _PIECE.finditer(word):
+        group = m.lastindex
+        out.append(_DQ_ESCAPE.sub(r"\1", m.group(1)) if group == 1 else m.group(group or 4))
+    return "".join(out)
+
+
+def parse_script(text: str, depth: int = 0) -> Script:
+    return _build(split_tokens(_normalize(text)), depth)
 
 
 def _split_operators(run: str) -> list[str]:
@@ -208,7 +256,8 @@ def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
                 continue
             else:
                 words.append(tok)
-                nested.extend(parse_script(sub, depth + 1) for sub in _substitutions(tok) if depth < 8)
+                if "$(" in tok and depth < 8:
+                    nested.extend(parse_script(sub, depth + 1) for sub in _substitutions(tok))
             i += 1
             continue
         if tok in ("<(", ">("):
@@ -233,6 +282,8 @@ def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
 def _substitutions(word: str) -> list[str]:
     """The texts of $(...) inside one (quoted) word. Backticks were turned into $(...) before splitting
     (_normalize); one left in a word was quoted literally ('`...`' or \\`)."""
+    if "$(" not in word:
+        return []
     out: list[str] = []
     i = 0
     while i < len(word):
