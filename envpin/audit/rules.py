@@ -668,7 +668,12 @@ class _PipFindings:
                         f"cannot check {kind} file {name} (the build context is not read: --no-context)",
                         f"pin every line of {name} with == and --hash, and install with --require-hashes")
                 continue
-            found = ctx.build.locate(ctx.df.chain(stage), ins, name) if "$" not in name else None
+            if "$" in name:
+                ctx.add("pip-requirements-file", ins.line,
+                        f"cannot check {kind} file {name}: its name is a variable the audit cannot follow",
+                        "pin every line of it with == and --hash, and install with --require-hashes")
+                continue
+            found = ctx.build.locate(ctx.df.chain(stage), ins, name)
             if found is None:
                 ctx.add("pip-requirements-file", ins.line,
                         f"cannot check {kind} file {name}: no COPY or ADD brings it in from the build context "

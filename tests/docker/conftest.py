@@ -49,6 +49,21 @@ def registry_request(path: str, *, method: str = "GET", accept: str | None = Non
         return resp.status, dict(resp.headers.items()), resp.read()
 
 
+def push_with_env(client: Any, base: str, repository: str, tag: str, env: dict[str, str], label: str) -> str:
+    """Build an image FROM `base` that declares `env`, push it to the local registry as REPOSITORY:TAG (a
+    repository the test owns, never the shared stand-ins), and return its reference."""
+    import io
+    import json
+
+    lines = [f"FROM {base}", f"LABEL org.envpin.test={label}"]
+    lines += [f"ENV {name}={json.dumps(value)}" for name, value in sorted(env.items())]
+    ref = f"{REGISTRY}/{repository}:{tag}"
+    client.images.build(fileobj=io.BytesIO("\n".join(lines).encode()), tag=ref, rm=True, pull=False)
+    for event in client.images.push(f"{REGISTRY}/{repository}", tag=tag, stream=True, decode=True):
+        assert "error" not in event, event
+    return ref
+
+
 def payload_tar(member: str) -> bytes:
     """A tar holding envpin.pyz (the payload images carry) as `member`, for put_archive into a container."""
     import io

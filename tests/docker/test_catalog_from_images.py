@@ -11,7 +11,6 @@ shared stand-ins are never touched. Their ENV says what a test needs, not what N
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from envpin import catalog, imagecache
 from envpin import lock as lockmod
 from tests.conftest import run_envpin
+from tests.docker.conftest import push_with_env
 
 pytestmark = pytest.mark.docker
 
@@ -39,13 +39,7 @@ def _stack_23_10() -> dict[str, str]:
 
 
 def _push(client: Any, base: str, tag: str, env: dict[str, str]) -> str:
-    lines = [f"FROM {base}", "LABEL org.envpin.test=image-facts"]
-    lines += [f"ENV {name}={json.dumps(value)}" for name, value in sorted(env.items())]
-    ref = f"127.0.0.1:5000/{REPO}:{tag}"
-    client.images.build(fileobj=io.BytesIO("\n".join(lines).encode()), tag=ref, rm=True, pull=False)
-    for event in client.images.push(f"127.0.0.1:5000/{REPO}", tag=tag, stream=True, decode=True):
-        assert "error" not in event, event
-    return ref
+    return push_with_env(client, base, REPO, tag, env, "image-facts")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ the platform choice and the index digest are checked on a real registry too.
 from __future__ import annotations
 
 import http.server
-import io
 import json
 import os
 import socket
@@ -26,7 +25,7 @@ import pytest
 
 from envpin import catalog, sync
 from tests.conftest import Result, run_envpin
-from tests.docker.conftest import MANIFEST_ACCEPT, registry_request
+from tests.docker.conftest import MANIFEST_ACCEPT, push_with_env, registry_request
 
 PREFIX = "envpin-sync-test"
 REPO = f"{PREFIX}/nvidia/tensorflow"
@@ -87,20 +86,11 @@ def _put_manifest(tag: str, body: bytes, media_type: str) -> str:
         return resp.headers["Docker-Content-Digest"]
 
 
-def _build_and_push(client: Any, base: str, tag: str, env: dict[str, str]) -> None:
-    lines = [f"FROM {base}", "LABEL org.envpin.test=catalog-sync"]
-    lines += [f"ENV {name}={json.dumps(value)}" for name, value in sorted(env.items())]
-    ref = f"127.0.0.1:5000/{REPO}:{tag}"
-    client.images.build(fileobj=io.BytesIO("\n".join(lines).encode()), tag=ref, rm=True, pull=False)
-    for event in client.images.push(f"127.0.0.1:5000/{REPO}", tag=tag, stream=True, decode=True):
-        assert "error" not in event, event
-
-
 @pytest.fixture(scope="module")
 def pushed(docker_client: Any, stand_in_image: str) -> dict[str, Any]:
     """Push both images, then turn the tf1 tag into an index; returns digests as the registry reports them."""
     for tag, env in IMAGES.items():
-        _build_and_push(docker_client, stand_in_image, tag, env)
+        push_with_env(docker_client, stand_in_image, REPO, tag, env, "catalog-sync")
     amd64_digest, amd64_body, amd64 = _manifest("20.03-tf1-py3")
     other_digest, other_body, other = _manifest("20.03-tf2-py3")
     assert amd64["mediaType"] == DOCKER_MANIFEST and other["mediaType"] == DOCKER_MANIFEST
