@@ -29,6 +29,11 @@ class BuildContext:
     root: Path
     #: Requirement files already audited (by resolved path), so two RUNs installing one file report it once.
     seen: set[Path] = field(default_factory=set)
+    #: COPY/ADD sources already looked up in the context (a source is asked for by every RUN after its COPY).
+    _sources: dict[str, list[Path]] = field(default_factory=dict)
+
+    def done(self, path: Path) -> bool:
+        return path.resolve() in self.seen
 
     def locate(self, chain: list[Stage], run: Instruction, image_path: str) -> Path | None:
         """The context file that ends up at `image_path` (absolute or relative to the RUN's workdir), or None
@@ -66,6 +71,11 @@ class BuildContext:
         return None
 
     def _expand(self, src: str) -> list[Path]:
+        if src not in self._sources:
+            self._sources[src] = self._lookup(src)
+        return self._sources[src]
+
+    def _lookup(self, src: str) -> list[Path]:
         rel = src.lstrip("/")
         if any(c in rel for c in "*?["):
             return sorted(Path(p) for p in glob.glob(str(self.root / rel)) if self._inside(Path(p)))

@@ -571,6 +571,16 @@ def spec_state(spec: str) -> str:
     return "unpinned"
 
 
+#: The variables that change what pip installs from (read from the RUN's ARG/ENV scope and the command's own).
+_PIP_ENV = ("PIP_REQUIRE_HASHES", "PIP_TRUSTED_HOST", *_PIP_INDEX_ENV)
+
+
+def _pip_env(ins: Instruction, cmd: Command) -> dict[str, str]:
+    out = {k: v.value for k in _PIP_ENV if (v := ins.scope.get(k)) is not None and v.value is not None}
+    out.update((k, cmd.assigns[k]) for k in _PIP_ENV if k in cmd.assigns)
+    return out
+
+
 def pip_config(cmd: Command) -> tuple[str, str] | None:
     """`pip config set [global.]extra-index-url URL` and the like: (key, value) it writes, or None."""
     argv = cmd.argv
@@ -601,7 +611,7 @@ def check_pip(ctx: Context) -> None:
             for cmd in ctx.run(ins).script.commands():
                 call = pip_call(cmd) if cmd.argv else None
                 if call is not None:
-                    env = {**{k: v.value for k, v in ins.scope.items() if v.value is not None}, **cmd.assigns}
+                    env = _pip_env(ins, cmd)
                     acc.add(call, env, indexes, extra, trusted)
                     if "nvidia-pyindex" in {_req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
                         indexes.append(NVIDIA_PYINDEX)
@@ -674,6 +684,8 @@ class _PipFindings:
                         "pin every line of it with == and --hash, and install with --require-hashes")
                 continue
             found = ctx.build.locate(ctx.df.chain(stage), ins, name)
+            if found is not None and ctx.build.done(found):
+                continue  # already audited through another RUN or an include
             if found is None:
                 ctx.add("pip-requirements-file", ins.line,
                         f"cannot check {kind} file {name}: no COPY or ADD brings it in from the build context "
