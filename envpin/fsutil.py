@@ -74,7 +74,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def atomic_write_many(files: dict[Path, bytes]) -> None:
+def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = None) -> None:
     """All or nothing: stage every file next to its target first, then rename them all into place.
 
     Renames need no free space, so a full disk or a permission problem is found while staging, before
@@ -90,7 +90,7 @@ def atomic_write_many(files: dict[Path, bytes]) -> None:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
+            os.chmod(tmp, (modes or {}).get(path, 0o644))
     except OSError as exc:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

@@ -158,6 +158,7 @@ def _run(
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
     parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths]
+
     def where(df: Dockerfile) -> Path | None:
         """The build context: --context DIR, else the Dockerfile's folder; None with --no-context."""
         return None if not read_context else (context if context is not None else Path(df.path).parent)
@@ -172,13 +173,29 @@ def _run(
         out = _output_path(df.path, fix_out, in_place)
         if out.resolve() == Path(df.path).resolve() and not in_place:
             raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
+        _check_output(out, in_place)
         outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
         again = parse(outcome.text, str(out), build_args)
         remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
         outputs[out] = (outcome.text, os.stat(df.path).st_mode & 0o777)
-    from envpin.fsutil import atomic_write
+    from envpin.fsutil import atomic_write_many
 
-    for out, (text, mode) in outputs.items():
-        atomic_write(out, text.encode("utf-8"), mode=mode)
+    # All or nothing: every fixed file is staged beside its target before any is renamed into place.
+    atomic_write_many({out: text.encode("utf-8") for out, (text, _) in outputs.items()},
+                      {out: mode for out, (_, mode) in outputs.items()})
     return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)
+
+
+def _check_output(out: Path, in_place: bool) -> None:
+    """Refuse a destination the fixed file must not replace or create, before anything is written."""
+    how = "fix the file it names instead" if in_place else "choose another --fix-out"
+    if out.is_symlink():
+        raise UsageError(f"{out} is a symbolic link: writing the fixed file would replace the link with a file",
+                         hint=how if not in_place else f"fix the file it points to: {os.path.realpath(out)}")
+    if out.is_dir():
+        raise UsageError(f"{out} is a directory", hint="give the path of the fixed file, not a folder")
+    if not out.parent.is_dir():
+        raise UsageError(f"the folder {out.parent} does not exist", hint="create it first, or choose another path")
+    if out.exists() and not os.stat(out).st_mode & 0o222:
+        raise UsageError(f"{out} is read-only", hint=f"make it writable (chmod u+w {out}) if it should change")

@@ -111,6 +111,9 @@ def test_cli_outputs_and_input_untouched(cli, tmp_path: Path) -> None:  # type: 
     fixed = (tmp_path / "Dockerfile.envpin-fixed").read_text()
     assert "TF_CUDNN_USE_AUTOTUNE" not in fixed and audit_text(fixed) == []
     res = cli("audit", "--fix", "--fix-out", "out/Fixed", "Dockerfile", cwd=tmp_path)
+    assert res.code == 2 and "the folder out does not exist" in res.stderr and not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()
+    res = cli("audit", "--fix", "--fix-out", "out/Fixed", "Dockerfile", cwd=tmp_path)
     assert res.code == 0 and (tmp_path / "out" / "Fixed").read_text() == fixed
     res = cli("audit", "--fix", "--fix-out", "Dockerfile", "Dockerfile", cwd=tmp_path)
     assert res.code == 2 and "--in-place" in res.stderr
@@ -127,3 +130,28 @@ def test_registry_error_exits_2_and_writes_nothing(cli, tmp_path: Path) -> None:
     assert res.code == 2 and res.stdout == ""
     assert res.stderr.startswith(f"error: registry 127.0.0.1:{port} is unreachable")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Dockerfile"]
+
+
+def test_fix_never_replaces_a_link_a_read_only_file_or_writes_half(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    original = f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3{DIGEST}\nENV TF_CUDNN_USE_AUTOTUNE=1\n"
+    (tmp_path / "real").write_text(original)
+    (tmp_path / "Dockerfile").symlink_to("real")
+    res = cli("audit", "--fix", "--in-place", "Dockerfile", cwd=tmp_path)
+    assert res.code == 2 and "is a symbolic link" in res.stderr and str(tmp_path / "real") in res.stderr
+    assert (tmp_path / "Dockerfile").is_symlink() and (tmp_path / "real").read_text() == original
+
+    (tmp_path / "ro").write_text(original)
+    os.chmod(tmp_path / "ro", 0o444)
+    res = cli("audit", "--fix", "--in-place", "ro", cwd=tmp_path)
+    assert res.code == 2 and "ro is read-only" in res.stderr and (tmp_path / "ro").read_text() == original
+
+    # Two inputs, the second one's output impossible: nothing is written, not even the first.
+    (tmp_path / "a").write_text(original)
+    (tmp_path / "b").write_text(original)
+    (tmp_path / "b.envpin-fixed").mkdir()
+    res = cli("audit", "--fix", "a", "b", cwd=tmp_path)
+    assert res.code == 2 and "b.envpin-fixed is a directory" in res.stderr
+    assert not (tmp_path / "a.envpin-fixed").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
