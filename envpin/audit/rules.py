@@ -469,6 +469,8 @@ class PipCall:
 def pip_call(cmd: Command) -> PipCall | None:
     """The install/wheel/download call a command makes, with its options sorted out, or None."""
     argv = cmd.argv
+    if not cmd.name.startswith(("pip", "python", "uv")):
+        return None
     if _PIP.match(cmd.name):
         rest = argv[1:]
     elif _PYTHON.match(cmd.name) and len(argv) > 2 and argv[1] == "-m" and _PIP.match(argv[2]):
@@ -584,6 +586,8 @@ def _pip_env(ins: Instruction, cmd: Command) -> dict[str, str]:
 def pip_config(cmd: Command) -> tuple[str, str] | None:
     """`pip config set [global.]extra-index-url URL` and the like: (key, value) it writes, or None."""
     argv = cmd.argv
+    if "config" not in argv:
+        return None
     if _PIP.match(cmd.name):
         rest = argv[1:]
     elif _PYTHON.match(cmd.name) and len(argv) > 2 and argv[1] == "-m" and _PIP.match(argv[2]):

@@ -40,15 +40,11 @@ class Command:
     assigns: dict[str, str] = field(default_factory=dict)
     nested: list[Script] = field(default_factory=list)  # $(...), <(...), sh -c '...', eval
     via_c: list[Script] = field(default_factory=list)  # the subset run by sh -c / eval
-    _name: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
+    #: The program's base name ('/usr/bin/pip3' -> 'pip3'): set once, every rule asks it of every command.
+    name: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def name(self) -> str:
-        """The program's base name ('/usr/bin/pip3' -> 'pip3'); computed once, rules ask it for every command."""
-        key = self.argv[0] if self.argv else ""
-        if self._name is None or self._name[0] != key:
-            self._name = (key, posixpath.basename(key))
-        return self._name[1]
+    def __post_init__(self) -> None:
+        self.name = posixpath.basename(self.argv[0]) if self.argv else ""
 
     @property
     def text(self) -> str:
@@ -151,24 +147,34 @@ def split_tokens(text: str) -> list[tuple[str, bool]]:
     Quotes are removed as a POSIX shell removes them: '...' literally, "..." with \\\\ and \\" unescaped,
     \\x outside quotes is x. An unterminated quote or a trailing backslash is a ShellSyntaxError."""
     tokens: list[tuple[str, bool]] = []
-    pos = 0
-    for m in _TOKEN.finditer(text):
-        if m.start() != pos:
-            break
-        pos = m.end()
-        kind = m.lastgroup
-        if kind == "word":
-            word = m.group()
+    matched = 0
+    for ws, op, word in _TOKEN.findall(text):
+        if word:
+            matched += len(word)
             tokens.append((_unquote(word) if _QUOTING.search(word) else word, False))
-        elif kind == "op":
-            tokens.extend(_operator_tokens(m.group()))
-    if pos != len(text):
+        elif op:
+            matched += len(op)
+            tokens.extend(_operator_tokens(op))
+        else:
+            matched += len(ws)
+    if matched != len(text):  # findall skipped what no alternative matches: an unterminated quote or escape
+        pos = _first_gap(text)
         rest = text[pos:]
         trailing = len(rest) - len(rest.rstrip("\\"))
         if trailing % 2 and not (rest.startswith("'") and rest.count("'") == 1):
             raise ShellSyntaxError("No escaped character")  # the text ends inside an escape, as shlex says
         raise ShellSyntaxError("No closing quotation")
     return tokens
+
+
+def _first_gap(text: str) -> int:
+    """Where the first character no token alternative matches is (only computed for a text that fails)."""
+    pos = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != pos:
+            break
+        pos = m.end()
+    return pos
 
 
 _QUOTING = re.compile(r"[\"'\\]")
