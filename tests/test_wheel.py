@@ -42,3 +42,29 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
         check=True,
     ).stdout.strip()
     assert where.startswith(str(venv)) and where.endswith("envpin/templates")
+    # Packaging metadata: license file, classifiers, URLs, the typing marker.
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "envpin/py.typed" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta
+    assert "Classifier: Typing :: Typed" in meta
+    assert "Project-URL: Homepage, https://github.com/envpin/envpin" in meta
+    assert "Provides-Extra: dev" in meta and "Provides-Extra: test" in meta
+
+
+def test_sdist_includes_name_files_that_exist() -> None:
+    """Every path the sdist includes is in the checkout (docs, compose files, CI and service scripts...)."""
+    import tomllib
+
+    from envpin import HOMEPAGE
+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    include = data["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]
+    missing = [p for p in include if not (REPO / p).exists()]
+    assert missing == []
+    assert {"docs", "compose.cpu.yaml", "LICENSE"} <= set(include)
+    assert data["project"]["urls"]["Homepage"] == HOMEPAGE

@@ -23,6 +23,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,
+    # -h as well as --help, on every command (click hands the names down to subcommands).
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 _state = {"debug": False}

@@ -82,3 +82,10 @@ def test_results_go_to_stdout_so_pipes_work(tmp_path: Path, args: tuple[str, ...
                               text=True, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0 and proc.stderr == ""
     assert needle in target.read_text()
+
+
+@pytest.mark.parametrize("args", [("-h",), ("audit", "-h"), ("catalog", "sync", "-h"), ("lock", "-h"),
+                                  ("probe", "-h"), ("build", "-h")])
+def test_dash_h_is_help_everywhere(cli, args: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    res = cli(*args)
+    assert res.code == 0 and res.stdout.startswith("Usage: envpin") and "-h, --help" in res.stdout
