@@ -14,6 +14,7 @@ from envpin.fsutil import sha256_bytes
 from envpin.payload import payload_hash
 from envpin.probe import imageref
 from envpin.probe.ngc import PY2_FLAVORS
+from envpin.probe.versions import version_text
 from envpin.requirements import Requirement, read_lock
 from envpin.versions import TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
 
@@ -126,11 +127,11 @@ class UnknownTF(UsageError):
 
 def release_version(declared: str) -> str:
     """'2.14.0' -> '2.14.0'; '1.15.5+nv23.03' -> '1.15.5': the TensorFlow release an image declares."""
-    m = re.match(r"[0-9]+(?:\.[0-9]+){1,2}", declared.strip())
-    if not m:
+    parts = parse_version(declared)
+    if parts is None or len(parts) < 2:
         raise UsageError(f"the image declares TensorFlow '{shown(declared)}', which is not a version",
                          hint="give the version with --tf MAJOR.MINOR")
-    return m.group(0)
+    return version_text(parts[:3])
 
 
 def _minor(version: str) -> tuple[int, ...]:

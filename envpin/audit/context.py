@@ -96,7 +96,7 @@ Report = Callable[[str, str, int, str, str], None]
 def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext, shown: str,
                        require_hashes: bool = False, depth: int = 0) -> None:
     """Audit one requirements (or constraints) file; `shown` is how findings name it."""
-    from envpin.audit.rules import _req_name, spec_state
+    from envpin.audit.rules import req_name, spec_state
     from envpin.requirements import logical_lines
 
     key = path.resolve()
@@ -151,7 +151,7 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
             continue
         specs.append((no, spec, state))
         if kind == "requirements" and not ("--hash" in line or require_hashes) and state in ("pinned", "unpinned"):
-            unhashed.append((no, _req_name(spec) or spec))
+            unhashed.append((no, req_name(spec) or spec))
     for no, spec, state in specs:
         if state == "unpinned" and kind == "requirements":
             if "://" in spec or spec.startswith(("git+", "hg+", "svn+", "bzr+")):

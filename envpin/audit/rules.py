@@ -427,7 +427,7 @@ def _horovod_site(ctx: Context) -> tuple[int, str] | None:
                 if key.startswith("HOROVOD_") and key != "HOROVOD_FUSION_THRESHOLD":
                     sites.append((ins.line, f"{key} build variable"))
             call = pip_call(cmd)
-            if call and any(_req_name(s) == "horovod" for s in call.specs):
+            if call and any(req_name(s) == "horovod" for s in call.specs):
                 sites.append((ins.line, "pip install horovod"))
     return min(sites) if sites else None
 
@@ -540,7 +540,8 @@ def _is_local(spec: str) -> bool:
     )
 
 
-def _req_name(spec: str) -> str | None:
+def req_name(spec: str) -> str | None:
+    """A requirement's normalised project name ('Flask[async]>=2' -> 'flask'); None for URLs and local paths."""
     m = _REQ.match(spec.strip())
     if not m or "://" in spec or _is_local(spec):
         return None
@@ -617,7 +618,7 @@ def check_pip(ctx: Context) -> None:
                 if call is not None:
                     env = _pip_env(ins, cmd)
                     acc.add(call, env, indexes, extra, trusted)
-                    if "nvidia-pyindex" in {_req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
+                    if "nvidia-pyindex" in {req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
                         indexes.append(NVIDIA_PYINDEX)
                         extra.append(NVIDIA_PYINDEX)
                 setting = pip_config(cmd) if cmd.argv else None
