@@ -10,7 +10,7 @@ set -euo pipefail
 set -o errtrace
 
 # Bump to force a rebuild of the stand-in images (part of the content key).
-readonly RECIPE_VERSION=1
+readonly RECIPE_VERSION=2
 
 readonly CACHE_DIR="${ENVPIN_TEST_CACHE:-/var/cache/envpin-test}"
 readonly LOG_DIR="${ENVPIN_TEST_LOG_DIR:-/var/log/envpin-test}"
@@ -38,6 +38,9 @@ readonly REGISTRY_DATA="$CACHE_DIR/registry"
 readonly ROOTFS_DIR="$CACHE_DIR/rootfs"
 readonly WORK_DIR="$CACHE_DIR/work"
 readonly COMPOSE_VENV="$TOOLS_DIR/venv"
+# A real TLS-intercepting proxy for the proxy build test (tests/docker/test_proxy_build.py).
+readonly MITMPROXY_VERSION="${ENVPIN_MITMPROXY_VERSION:-11.0.2}"
+readonly MITMPROXY_VENV="$TOOLS_DIR/mitmproxy"
 readonly PLUGIN_DIR="${DOCKER_CONFIG:-${HOME:-/root}/.docker}/cli-plugins"
 
 # Always talk to the dockerd on the default socket (there may be several
@@ -144,7 +147,8 @@ cmd_install() {
   need_root
   take_lock
   local log="$LOG_DIR/install.log" p
-  local pkgs=(docker.io docker-registry debootstrap curl ca-certificates python3 python3-venv podman buildah)
+  local pkgs=(docker.io docker-registry debootstrap curl ca-certificates python3 python3-venv podman buildah
+    apache2-utils openssl golang-docker-credential-helpers pass gnupg)
   local missing=()
   step install-packages "$log"
   for p in "${pkgs[@]}"; do
@@ -162,6 +166,7 @@ cmd_install() {
     say "install: apt packages present (${pkgs[*]})"
   fi
   install_compose
+  install_mitmproxy
   configure_podman
 }
 
@@ -176,6 +181,22 @@ configure_podman() {
     printf '%s\n' "$want" >"$PODMAN_REGISTRY_CONF"
     say "install: podman may pull from http://$REGISTRY_ADDR ($PODMAN_REGISTRY_CONF)"
   fi
+}
+
+install_mitmproxy() {
+  local log="$LOG_DIR/install.log" have
+  step install-mitmproxy "$log"
+  if [[ ! -x $MITMPROXY_VENV/bin/python ]]; then
+    say "install: creating tools venv $MITMPROXY_VENV"
+    mkdir -p "$TOOLS_DIR"
+    run_logged "$log" /usr/bin/python3 -m venv "$MITMPROXY_VENV"
+  fi
+  have=$("$MITMPROXY_VENV/bin/python" -m pip show mitmproxy 2>/dev/null | sed -n 's/^Version: //p' || true)
+  if [[ $have != "$MITMPROXY_VERSION" ]]; then
+    say "install: pip install mitmproxy==$MITMPROXY_VERSION into $MITMPROXY_VENV"
+    run_logged "$log" "$MITMPROXY_VENV/bin/python" -m pip install --disable-pip-version-check "mitmproxy==$MITMPROXY_VERSION"
+  fi
+  say "install: $("$MITMPROXY_VENV/bin/mitmdump" --version 2>/dev/null | head -n 1) ($MITMPROXY_VENV/bin/mitmdump)"
 }
 
 install_compose() {
@@ -590,8 +611,12 @@ build_image() {
     safe_rm_tree "$work"
     mkdir -p "$work"
     run_logged "$log" tar --numeric-owner --xattrs -xpf "$tarball" -C "$work"
-    # Host CA bundle, so that pip in containers works behind TLS-intercepting proxies.
+    # Host CA bundle, so that pip in containers works behind TLS-intercepting proxies; the host's local
+    # CAs also go where update-ca-certificates finds them, so a rebuilt store (`--ca-bundle`) keeps them.
     install -m 0644 "$HOST_CA_BUNDLE" "$work/etc/ssl/certs/ca-certificates.crt"
+    for c in /usr/local/share/ca-certificates/*.crt; do
+      if [[ -f $c ]]; then install -D -m 0644 "$c" "$work/usr/local/share/ca-certificates/$(basename "$c")"; fi
+    done
     for c in "${CHANGES[@]}" "LABEL $KEY_LABEL=\"$key\""; do
       change_args+=(--change "$c")
     done

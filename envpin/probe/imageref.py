@@ -3,7 +3,8 @@
 Docker's rules: the first path component is a registry host when it has a '.' or a ':' or is
 'localhost' (an IPv6 host is bracketed: '[::1]:5000'); otherwise the image is on Docker Hub, whose
 canonical name is 'docker.io/library/<name>' for one-component names and whose API host is
-'registry-1.docker.io'. Loopback registries are spoken to over plain HTTP, everything else over HTTPS.
+'registry-1.docker.io'. How a registry is spoken to (HTTPS, HTTP for a loopback one that answers HTTP,
+logins) is the registry client's business, on the host side.
 """
 
 import re
@@ -74,15 +75,6 @@ class ImageRef(NamedTuple):
     def api_host(self) -> str:
         """The host the registry API answers on (Docker Hub's is not docker.io)."""
         return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
-
-    @property
-    def scheme(self) -> str:
-        """'http' for loopback registries (what a local `registry:2` speaks), 'https' for every other."""
-        return "http" if is_loopback(self.registry) else "https"
-
-    @property
-    def base_url(self) -> str:
-        return "%s://%s/v2/%s" % (self.scheme, self.api_host, self.repository)
 
     @property
     def name(self) -> str:

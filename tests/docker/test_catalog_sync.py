@@ -268,7 +268,7 @@ def auth_registry(tmp_path: Path, local_registry: str) -> Iterator[str]:
 
 def test_registry_demanding_login_stops_with_exit_2(auth_registry: str) -> None:
     res = _sync("--release", "20.03", registry=auth_registry)
-    _one_line_error(res, f"{auth_registry} requires authentication")
+    _one_line_error(res, f"{auth_registry} requires a login")
     assert "docker login" in res.stderr
 
 

@@ -77,7 +77,9 @@ def test_hadolint_clean_with_requirements_ca_and_mirror(tmp_path: Path) -> None:
     text = files["Dockerfile"].decode()
     assert "FROM registry.example.com/mirror/tensorflow:20.02-tf2-py3\n" in text
     assert 'org.opencontainers.image.base.name="nvcr.io/nvidia/tensorflow:20.02-tf2-py3"' in text
-    assert "--require-hashes --no-deps" in text and "PIP_CERT=/opt/envpin/ca-bundle.crt" in text
+    assert "--require-hashes --no-deps" in text and "PIP_CERT=/etc/ssl/certs/ca-certificates.crt" in text
+    # The bundle is added to the system store (public CAs stay trusted), before pip runs.
+    assert text.index("update-ca-certificates") < text.index("pip install")
 
 
 @pytest.mark.parametrize("tag, tf", CASES)

@@ -45,8 +45,12 @@ EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
 )
 def test_normalisation(text: str, registry_name: str, repository: str, api_host: str, scheme: str) -> None:
     ref = imageref.parse(text)
-    assert (ref.registry, ref.repository, ref.api_host, ref.scheme) == (registry_name, repository, api_host, scheme)
-    assert ref.base_url == f"{scheme}://{api_host}/v2/{repository}"
+    assert (ref.registry, ref.repository, ref.api_host) == (registry_name, repository, api_host)
+    # "http" marks the loopback hosts, the only ones the registry client may speak plain HTTP to.
+    assert imageref.is_loopback(ref.api_host) == (scheme == "http")
+    if scheme == "https":
+        url = registry.RegistryClient()._url(ref, "manifests/1")
+        assert url == f"https://{api_host}/v2/{repository}/manifests/1"
     assert imageref.parse(ref.canonical) == ref == imageref.parse(ref.familiar)
 
 
@@ -110,7 +114,8 @@ def test_registry_client_needs_a_tag_or_digest() -> None:
         registry.parse_ref("nvcr.io/nvidia/tensorflow")
     with pytest.raises(RegistryError, match="is not a registry host"):
         registry.parse_ref("a..b/c:1")
-    assert registry.parse_ref("ubuntu:22.04").base_url == "https://registry-1.docker.io/v2/library/ubuntu"
+    url = registry.RegistryClient()._url(registry.parse_ref("ubuntu:22.04"), "tags/list")
+    assert url == "https://registry-1.docker.io/v2/library/ubuntu/tags/list"
 
 
 def test_split_keeps_what_was_written() -> None:
@@ -183,7 +188,7 @@ def test_round_trip_and_idempotent(registry_name: str | None, path: list[str], t
     assert again == ref and again.canonical == ref.canonical
     assert imageref.parse(ref.familiar) == ref
     assert imageref.validate(text) == text
-    assert ref.scheme == ("http" if registry_name in ("127.0.0.1:5000", "[::1]:5000", "localhost") else "https")
+    assert imageref.is_loopback(ref.api_host) == (registry_name in ("127.0.0.1:5000", "[::1]:5000", "localhost"))
     if registry_name in (None, "docker.io", "index.docker.io"):
         assert ref.registry == "docker.io" and ref.api_host == "registry-1.docker.io"
 

@@ -1,0 +1,152 @@
+"""Reading docker's stored logins: config.json layouts, helper routing, and what never gets printed."""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envpin import dockerauth, registry
+from envpin.dockerauth import Credentials
+from envpin.errors import RegistryError
+
+
+def _auth(user: str, password: str) -> str:
+    return base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+@pytest.mark.parametrize(
+    "key, registry_name",
+    [
+        ("127.0.0.1:5443", "127.0.0.1:5443"),
+        ("https://127.0.0.1:5443", "127.0.0.1:5443"),
+        ("https://127.0.0.1:5443/v1/", "127.0.0.1:5443"),
+        ("http://mirror.example.com/v2/", "mirror.example.com"),
+        ("https://index.docker.io/v1/", "docker.io"),
+        ("docker.io", "docker.io"),
+        ("registry-1.docker.io", "docker.io"),
+    ],
+)
+def test_auths_keys_as_docker_writes_them(key: str, registry_name: str) -> None:
+    config = {"auths": {key: {"auth": _auth("u", "p:with:colons")}}}
+    creds = dockerauth.lookup(registry_name, config)
+    assert creds == Credentials("u", "p:with:colons")
+    assert dockerauth.lookup("other.example.com", config) is None
+
+
+def test_entry_forms() -> None:
+    assert dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {"username": "a", "password": "b"}}}) \
+        == Credentials("a", "b")
+    token = dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {"identitytoken": "refresh-xyz"}}})
+    assert token is not None and token.identity_token and token.secret == "refresh-xyz"
+    assert dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {}}}) is None  # kept in a store
+    assert dockerauth.lookup("r.example.com", {"auths": []}) is None
+    with pytest.raises(RegistryError, match="not base64"):
+        dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {"auth": "%%%"}}})
+
+
+def test_helper_routing_and_missing_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker-credential-* programs at all
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    config = {"credsStore": "nosuch", "credHelpers": {"r.example.com": "other"},
+              "auths": {"plain.example.com": {"auth": _auth("u", "p")}}}
+    with pytest.raises(RegistryError) as info:
+        dockerauth.lookup("r.example.com", config)  # the per-registry helper wins over credsStore
+    assert "docker-credential-other is not on PATH" in info.value.message
+    with pytest.raises(RegistryError, match="docker-credential-nosuch"):
+        dockerauth.lookup("plain.example.com", config)  # credsStore wins over auths, as in docker
+
+
+def test_helper_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper is a program: `get`, the server on stdin, JSON out; 'not found' is no login, not an error."""
+    helper = tmp_path / "docker-credential-envpintest"
+    helper.write_text(
+        "#!/bin/sh\nread server\n"
+        'case "$server" in\n'
+        '  r.example.com) echo \'{"ServerURL":"r.example.com","Username":"alice","Secret":"s3"}\';;\n'
+        '  https://index.docker.io/v1/) echo \'{"ServerURL":"hub","Username":"<token>","Secret":"rt"}\';;\n'
+        '  broken.example.com) echo "not json";;\n'
+        '  *) echo "credentials not found in native keychain"; exit 1;;\n'
+        "esac\n"
+    )
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    config = {"credsStore": "envpintest"}
+    assert dockerauth.lookup("r.example.com", config) == Credentials("alice", "s3", 'credential helper "envpintest"')
+    hub = dockerauth.lookup("docker.io", config)
+    assert hub is not None and hub.identity_token
+    assert dockerauth.lookup("none.example.com", config) is None
+    with pytest.raises(RegistryError, match="not its JSON"):
+        dockerauth.lookup("broken.example.com", config)
+
+
+def test_config_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    assert dockerauth.load_config() == {}
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(RegistryError) as info:
+        dockerauth.load_config()
+    assert str(tmp_path / "config.json") in info.value.message and info.value.hint
+    (tmp_path / "config.json").write_text("[]")
+    with pytest.raises(RegistryError, match="not a JSON object"):
+        dockerauth.load_config()
+
+
+def test_secrets_are_never_shown() -> None:
+    creds = Credentials("alice", "hunter2-secret")
+    assert "hunter2" not in repr(creds) and "hunter2" not in str(creds)
+    assert creds.basic() == "Basic " + _auth("alice", "hunter2-secret")
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["auths", "credHelpers", "credsStore", "x"]), _json, max_size=3),
+       st.sampled_from(["docker.io", "r.example.com", "127.0.0.1:5000"]))
+def test_any_config_gives_credentials_none_or_an_envpin_error(config: dict, name: str) -> None:
+    try:
+        got = dockerauth.lookup(name, config)
+    except RegistryError as exc:
+        assert exc.message and exc.hint
+    else:
+        assert got is None or isinstance(got, Credentials)
+
+
+class _Plain(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Docker-Content-Digest", "sha256:" + "a" * 64)
+        self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+        body = json.dumps({"schemaVersion": 2}).encode()
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_loopback_http_only_when_it_answers_http() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Plain)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        host = f"127.0.0.1:{server.server_address[1]}"
+        client = registry.RegistryClient(credentials=lambda name: None)
+        assert client.resolve_digest(f"{host}/x/y:1") == "sha256:" + "a" * 64
+        assert client._schemes[host] == "http"
+        # A host that is not loopback is never spoken to over plain HTTP.
+        assert client._url(registry.parse_ref("10.0.0.1:5000/x:1"), "manifests/1").startswith("https://")
+    finally:
+        server.shutdown()
+        server.server_close()
