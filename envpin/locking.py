@@ -25,12 +25,13 @@ _LIST = (
     "d, _ = pyenv.scan_distributions(pyenv.search_paths());"
     "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'dists': {x['name']: x['version'] for x in d}}))"
 )
-# A recent pip (for --dry-run --report) goes to /tmp/pip in the throwaway container only.
+# A recent pip (for --dry-run --report) goes to /tmp/pip in the throwaway container only. The dry run installs
+# nothing, so a PEP 668 marker (Debian 12, Ubuntu 24.04 bases) is overridden for it.
 _RESOLVE = (
     "set -e; python3 -m pip install -q --disable-pip-version-check --no-cache-dir --target /tmp/pip 'pip>=23.1' "
     ">/work/pip-bootstrap.log 2>&1 || { cat /work/pip-bootstrap.log >&2; exit 3; }; "
-    "PYTHONPATH=/tmp/pip python3 -m pip install --disable-pip-version-check --dry-run --quiet "
-    "--report /work/report.json -c /work/constraints.txt -r /work/requirements.in"
+    "PYTHONPATH=/tmp/pip PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --disable-pip-version-check --dry-run "
+    "--quiet --report /work/report.json -c /work/constraints.txt -r /work/requirements.in"
 )
 
 
