@@ -6,14 +6,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from envpin.errors import RequirementsError
+from envpin.errors import RequirementsError, shown
 from envpin.fsutil import read_user_text
 
-_REQ = re.compile(
-    r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?P<extras>\[[A-Za-z0-9._,\s-]*\])?"
-    r"\s*==\s*(?P<version>[A-Za-z0-9.+!_-]+)\s*(?P<marker>;[^-]*?)?\s*(?P<opts>(?:--\S.*)?)$"
-)
-_HASH = re.compile(r"--hash[=\s](sha256:[0-9a-f]{64})\b")
+_HASH = re.compile(r"sha256:[0-9a-f]{64}\Z")
+#: Longest logical line read; a locked line is a name, a version and a few hashes.
+MAX_LINE = 100_000
 
 
 @dataclass(frozen=True)
@@ -23,13 +21,15 @@ class Requirement:
     hashes: tuple[str, ...]
     extras: str = ""
     marker: str = ""
+    #: '==' or, for a version that is not PEP 440, '===' (arbitrary equality).
+    op: str = "=="
 
     @property
     def key(self) -> str:
         return re.sub(r"[-_.]+", "-", self.name).lower()
 
     def render(self) -> str:
-        head = f"{self.name}{self.extras}=={self.version}"
+        head = f"{self.name}{self.extras}{self.op}{self.version}"
         if self.marker:
             head += f" ; {self.marker}"
         return " \\\n    ".join([head, *(f"--hash={h}" for h in self.hashes)])
@@ -55,6 +55,68 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _split_options(line: str) -> tuple[str, list[str]]:
+    """(requirement, option tokens): options start at the first ' --' outside a quoted marker string."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "-" and line.startswith("--", i) and i > 0 and line[i - 1] == " ":
+            return line[:i].strip(), line[i:].split()
+    return line.strip(), []
+
+
+def _hashes(tokens: list[str], where: str) -> tuple[str, ...]:
+    """The sha256 values of `--hash=sha256:H` / `--hash sha256:H`; anything else after the requirement is an
+    error (pip would reject it, or it is junk that must not be dropped silently)."""
+    found: list[str] = []
+    it = iter(tokens)
+    for tok in it:
+        value = tok[len("--hash="):] if tok.startswith("--hash=") else next(it, "") if tok == "--hash" else None
+        if value is None:
+            raise RequirementsError(f"{where}: '{shown(tok)}' is not allowed after a locked requirement",
+                                    hint="a locked line is NAME==VERSION followed by --hash=sha256:... only")
+        if not _HASH.match(value):
+            raise RequirementsError(f"{where}: '{shown(value)}' is not a sha256 hash",
+                                    hint="use --hash=sha256: followed by 64 lower-case hex digits")
+        found.append(value)
+    return tuple(found)
+
+
+def parse_line(line: str, where: str) -> Requirement:
+    """One logical line `NAME[EXTRAS]==VERSION [; MARKER] --hash=sha256:...`, parsed with `packaging`
+    (the grammar pip uses); the hash options are envpin's, since `packaging` does not read them."""
+    from packaging.requirements import InvalidRequirement
+    from packaging.requirements import Requirement as Spec
+
+    if len(line) > MAX_LINE:
+        raise RequirementsError(f"{where}: a line of {len(line)} characters is not a requirement",
+                                hint=f"requirement lines are at most {MAX_LINE} characters")
+    spec_text, options = _split_options(line)
+    unpinned = RequirementsError(
+        f"{where}: '{shown(spec_text)}' is not pinned with == to one version",
+        hint="lock it first: `envpin lock requirements.in` (or pip-compile --generate-hashes)",
+    )
+    try:
+        spec = Spec(spec_text)
+    except InvalidRequirement:
+        raise unpinned from None
+    pins = list(spec.specifier)
+    if spec.url or len(pins) != 1 or pins[0].operator not in ("==", "===") or pins[0].version.endswith(".*"):
+        raise unpinned
+    hashes = _hashes(options, where)
+    if not hashes:
+        raise RequirementsError(
+            f"{where}: {spec.name}{pins[0].operator}{pins[0].version} has no --hash=sha256:...",
+            hint="lock it with hashes: `envpin lock requirements.in` (or pip-compile --generate-hashes)",
+        )
+    extras = f"[{','.join(sorted(spec.extras))}]" if spec.extras else ""
+    return Requirement(spec.name, pins[0].version, tuple(sorted(set(hashes))), extras,
+                       str(spec.marker) if spec.marker else "", pins[0].operator)
+
+
 def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ...]:
     """Parse a pip requirements file where every line is `name==version --hash=sha256:...`."""
     reqs: dict[str, Requirement] = {}
@@ -62,28 +124,13 @@ def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ..
         where = f"{origin}:{no}"
         if line.startswith("-"):
             raise RequirementsError(
-                f"{where}: option '{line.split()[0]}' is not allowed in a locked requirements file",
+                f"{where}: option '{shown(line.split()[0])}' is not allowed in a locked requirements file",
                 hint="envpin installs with --require-hashes --no-deps from PyPI; remove index/options lines",
             )
-        m = _REQ.match(line)
-        if not m:
-            raise RequirementsError(
-                f"{where}: '{line.split(' --hash')[0]}' is not pinned with == to one version",
-                hint="lock it first: `envpin lock requirements.in` (or pip-compile --generate-hashes)",
-            )
-        hashes = tuple(_HASH.findall(m.group("opts") or ""))
-        if not hashes:
-            raise RequirementsError(
-                f"{where}: {m.group('name')}=={m.group('version')} has no --hash=sha256:...",
-                hint="lock it with hashes: `envpin lock requirements.in` (or pip-compile --generate-hashes)",
-            )
-        marker = (m.group("marker") or "").lstrip(";").strip()
-        req = Requirement(
-            m.group("name"), m.group("version"), tuple(sorted(set(hashes))), m.group("extras") or "", marker
-        )
-        if req.key in reqs and not marker:
+        req = parse_line(line, where)
+        if req.key in reqs and not req.marker:
             raise RequirementsError(f"{where}: {req.name} is listed twice", hint="keep one pinned line per package")
-        reqs[req.key + (";" + marker if marker else "")] = req
+        reqs[req.key + (";" + req.marker if req.marker else "")] = req
     return tuple(reqs[k] for k in sorted(reqs))
 
 
