@@ -29,8 +29,9 @@ WILL_RUN = "will run"
 FORWARD_COMPAT = "will run through forward compatibility (data-center GPUs only)"
 WILL_NOT_RUN = "will not run"
 CANNOT_TELL = "cannot tell"
-#: Exit status per verdict. "cannot tell" is not 0: a script gating a pull must not go ahead on it.
-EXIT_CODES = {WILL_RUN: 0, FORWARD_COMPAT: 0, WILL_NOT_RUN: 1, CANNOT_TELL: 1}
+#: Exit status per verdict. "cannot tell" is not 0, so a script gating a pull does not go ahead on it, and not
+#: 1 either, so that a script can tell "this host cannot run it" from "find out more first" (2 is bad input).
+EXIT_CODES = {WILL_RUN: 0, FORWARD_COMPAT: 0, WILL_NOT_RUN: 1, CANNOT_TELL: 3}
 
 #: Testing aid: a JSON file whose sections replace the host readings (see docs/doctor.md).
 FAKE_ENV = "ENVPIN_DOCTOR_FAKE"

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Before pulling: can this host run the image? Docker, NVIDIA runtime/CDI, driver, GPUs.
 
-        Exit 0: will run (possibly through forward compatibility); 1: will not run, or cannot tell; 2: bad input.
+        Exit 0: will run (possibly through forward compatibility); 1: will not run; 3: cannot tell; 2: bad input.
         Without --ngc/--lock, the envpin.lock of the current directory is used.
         """
         from envpin import api
