@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from envpin.lock import Image, Lock
     from envpin.plan import BuildPlan
     from envpin.podman import ImageFacts
+    from envpin.probeimage import ImageProbe
     from envpin.recipes import Recipe
     from envpin.state import BuildRecord
     from envpin.sync import ImageRead, SyncResult
@@ -579,6 +580,25 @@ def probe_machine(
                        len(report["probe"]["errors"]["value"]), [w for w in written if w != "-"], on_stdout)
 
 
+def probe_image(
+    image: str, *, out: Path | None = None, gpus: str = "auto", selftest: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ImageProbe:
+    """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports)."""
+    from envpin import build, probeimage
+    from envpin.plan import validate_image_ref
+
+    ref = validate_image_ref(image)
+    if gpus not in probeimage.GPU_CHOICES:
+        raise UsageError(f"--gpus must be one of {', '.join(probeimage.GPU_CHOICES)}",
+                         hint="the default, auto, asks the host")
+    client = build.docker_client()
+    try:
+        return probeimage.run(client, ref, out or Path("reports"), gpus=gpus, selftest=selftest, progress=progress)
+    finally:
+        client.close()
+
+
 @dataclass(frozen=True)
 class DiffResult:
     diffs: list[Difference]
@@ -721,6 +741,20 @@ def build_or_plan(*, dry_run: bool = False, **options: Any) -> BuildResult | dic
         keep = (*Inputs.__annotations__, "lock")
         return build_dry_run(**{k: v for k, v in options.items() if k in keep})
     return build_environment(**options)
+
+
+def probe_here_or_image(
+    *, image: str | None = None, gpus: str = "auto", progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> ProbeResult | ImageProbe:
+    """`envpin probe`: this machine, or with image= a throwaway container of that image (GPUs per `gpus`)."""
+    if image is None:
+        return probe_machine(**options)
+    if options.get("json_file") or options.get("markdown") or options.get("with_tf"):
+        raise UsageError("--image writes both reports into --out; --json, --markdown and --with-tf are for "
+                         "probing this machine", hint="drop them, or give --out DIR")
+    return probe_image(image, out=options.get("out"), gpus=gpus, selftest=bool(options.get("selftest")),
+                       progress=progress)
 
 
 def lock_or_check(

@@ -113,6 +113,24 @@ class Readings:
     container_hooks: tuple[str, ...] = ()
     origin: str = "host"
 
+    @property
+    def gpu_access(self) -> str | None:
+        """How a container gets this host's GPUs: 'runtime' (the nvidia runtime or its hook, `--gpus`),
+        'cdi' (a CDI-aware Docker with an NVIDIA spec), or None (containers run without GPUs)."""
+        if "nvidia" in self.docker.runtimes or self.container_hooks:
+            return "runtime"
+        if self.cdi_specs and self.docker.cdi_spec_dirs:
+            return "cdi"
+        return None
+
+    @property
+    def compose_advice(self) -> str:
+        """Which of the repository's compose files fits this host (compose.yaml asks for NVIDIA GPUs)."""
+        if self.gpu_access:
+            return "docker compose run --rm probe (compose.yaml: GPUs through the NVIDIA runtime)"
+        return ("docker compose -f compose.yaml -f compose.cpu.yaml run --rm probe, or envpin probe --image IMAGE "
+                "(this host has no NVIDIA container runtime, so compose.yaml alone cannot start)")
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["docker"]["reachable"] = self.docker.reachable
@@ -409,6 +427,7 @@ class Diagnosis:
             "reasons": [asdict(c) for c in self.reasons],
             "checks": [asdict(c) for c in self.checks],
             "readings": self.readings.to_json(),
+            "compose": self.readings.compose_advice,
         }
 
 

@@ -28,13 +28,31 @@ def register(app: typer.Typer) -> None:
         selftest: Annotated[
             bool, typer.Option("--selftest", help="Also run the determinism self-test (imports TensorFlow).")
         ] = False,
+        image: Annotated[
+            str | None, typer.Option("--image", metavar="IMAGE",
+                                     help="Probe inside a container of IMAGE (reports to --out, default ./reports).")
+        ] = None,
+        gpus: Annotated[
+            str, typer.Option("--gpus", metavar="auto|all|none",
+                              help="With --image: GPUs when the host has the NVIDIA runtime or CDI (auto).")
+        ] = "auto",
     ) -> None:
-        """Record everything on this machine that can change a training result (JSON on stdout by default)."""
+        """Record everything on this machine that can change a training result (JSON on stdout by default).
+
+        With --image, the probe runs inside a container of that image instead (any NGC image: nothing is
+        installed), with GPUs when this host can give them; exit 1 when the probe fails in the container."""
         from envpin import api
         from envpin.views import console, probe
 
-        res = api.probe_machine(out=out, json_file=json_file, markdown=markdown, with_tf=with_tf, selftest=selftest)
-        probe.probed(res, console.out(), console.err())
+        res = api.probe_here_or_image(
+            image=image, gpus=gpus, out=out, json_file=json_file, markdown=markdown, with_tf=with_tf,
+            selftest=selftest, progress=lambda text: console.say(console.err(), text),
+        )
+        if isinstance(res, api.ProbeResult):
+            probe.probed(res, console.out(), console.err())
+            return
+        probe.image_probed(res, console.out(), console.err())
+        raise typer.Exit(0 if res.exit_code == 0 else 1)
 
     @app.command("diff")
     def diff_cmd(

@@ -26,3 +26,4 @@ def diagnosis(d: Diagnosis, console: Console) -> None:
     width = max(len(c.name) for c in d.checks)
     for c in d.checks:
         say(console, f"  {_LABEL[c.status]:<11} {c.name:<{width}}  {c.message}")
+    say(console, f"probe the image here with: {d.readings.compose_advice}")

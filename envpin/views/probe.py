@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.api import ProbeResult
+    from envpin.probeimage import ImageProbe
 
 
 def probed(res: ProbeResult, console: Console, note: Console) -> None:
@@ -18,3 +19,15 @@ def probed(res: ProbeResult, console: Console, note: Console) -> None:
     say(where, f"fingerprint {res.fingerprint} ({res.fingerprinted} fingerprinted fields, {res.errors} with errors)")
     for path in res.written:
         say(where, f"wrote {path}")
+
+
+def image_probed(res: ImageProbe, console: Console, note: Console) -> None:
+    """The files on stdout; how the container ran, and its last lines when it failed, on stderr."""
+    if res.exit_code != 0:
+        say(note, f"the probe failed inside {res.image} (exit {res.exit_code}), run {res.gpus}; its last lines:")
+        for line in res.log_tail:
+            say(note, f"  | {line}")
+    else:
+        say(note, f"probed {res.image}")
+    for path in res.written:
+        say(console, f"wrote {path}")

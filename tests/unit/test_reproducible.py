@@ -36,11 +36,11 @@ def test_pip_compiles_only_where_python_honours_source_date_epoch(tmp_path: Path
     req.write_text(TWO)
     py36 = make_plan(ngc="19.07-py3", requirements=req)  # the catalog says Python 3.6 for 19.07
     assert not py36.pip_compiles_reproducibly
-    assert "--no-deps --no-compile -r /opt/envpin/requirements.lock" in render(py36)["Dockerfile"].decode()
+    assert '--no-deps --no-compile "$@" -r /opt/envpin/requirements.lock' in render(py36)["Dockerfile"].decode()
     py38 = make_plan(ngc="21.04-tf1-py3", requirements=req)  # Python 3.8
     assert py38.pip_compiles_reproducibly
     text = render(py38)["Dockerfile"].decode()
-    assert "--no-compile" not in text and "--no-deps -r /opt/envpin/requirements.lock" in text
+    assert "--no-compile" not in text and '--no-deps "$@" -r /opt/envpin/requirements.lock' in text
     # The ARG comes before the pip step, so pip's Python sees SOURCE_DATE_EPOCH.
     assert text.index("ARG SOURCE_DATE_EPOCH=") < text.index("pip install")
 
