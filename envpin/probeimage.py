@@ -64,8 +64,6 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
 
     from envpin.payload import payload
 
-    if gpus not in GPU_CHOICES:
-        raise UsageError(f"--gpus must be one of {', '.join(GPU_CHOICES)}", hint="the default, auto, asks the host")
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent} does not exist", hint="create it, or choose another --out")
     if out.exists() and not out.is_dir():
@@ -81,6 +79,7 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
         except APIError as exc:
             raise EngineError(f"cannot pull {image}: {exc.explanation or exc}",
                               hint="check the name and `docker login`, or build the image first") from None
+    created = not out.exists()
     out.mkdir(exist_ok=True)
     before = set(os.listdir(out))
     command = f"PYTHONPATH={MOUNT}${{PYTHONPATH:+:$PYTHONPATH}} exec python3 -m envpin.probe --out /reports"
@@ -100,6 +99,8 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
                                                                                             "mode": "rw"}},
             )
         except APIError as exc:
+            if created:
+                out.rmdir()  # nothing was written: leave no empty folder behind
             raise EngineError(f"cannot start a container of {image}: {exc.explanation or exc}",
                               hint="`envpin doctor` checks the engine and the GPU runtime") from None
         try:

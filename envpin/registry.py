@@ -147,6 +147,9 @@ class RegistryClient:
             exc.close()
             if creds is not None and exc.code in (400, 401, 403):
                 raise self._refused(ref, creds) from None
+            if creds is not None:
+                raise RegistryError(f"{ref.api_host}'s token endpoint answered HTTP {exc.code} for {ref.repository}",
+                                    hint="check the registry's auth service") from exc
             raise RegistryError(
                 f"{ref.api_host} refused an anonymous token for {ref.repository} (HTTP {exc.code})",
                 hint=f"run `docker login {ref.registry}` and retry",

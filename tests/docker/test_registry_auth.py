@@ -25,6 +25,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for_port(port: int) -> None:
+    """Until the registry started in the background accepts connections (at most 10 s)."""
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 @pytest.fixture
 def token_registry(tmp_path: Path):  # type: ignore[no-untyped-def]
     """distribution's 'silly' auth: every anonymous request gets 401 + a Bearer challenge whose token
@@ -43,12 +53,7 @@ def token_registry(tmp_path: Path):  # type: ignore[no-untyped-def]
     )
     proc = subprocess.Popen([exe, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(50):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        _wait_for_port(port)
         yield f"127.0.0.1:{port}"
     finally:
         proc.terminate()
@@ -136,12 +141,7 @@ def login_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: str
     proc = subprocess.Popen([shutil.which("docker-registry") or "", "serve", str(root / "registry.yml")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        _wait_for_port(port)
         reg = LoginRegistry(root, f"127.0.0.1:{port}")
         (root / "gnupg").mkdir(mode=0o700)
         _sh("gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key",
@@ -263,3 +263,133 @@ def test_build_from_the_login_protected_mirror(login_registry: LoginRegistry, tm
     assert bundle.count("BEGIN CERTIFICATE") > 100  # the public CAs are still there
     texts = [p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".pyz"]
     _no_secret(res.stdout, res.stderr, state.log_path(lock.inputs_hash).read_text(), *texts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Bearer tokens with a login: distribution's `token` auth, which verifies RS256 JWTs against a root
+# certificate, and a token service (the distribution token protocol) that checks the Basic login.
+# --------------------------------------------------------------------------------------------------
+
+
+def _b64url(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class _TokenService:
+    """Issues a signed JWT for the requested scope to USER/PASSWORD, 401 to anyone else; counts requests."""
+
+    def __init__(self, root: Path, service: str, issuer: str) -> None:
+        self.root, self.service, self.issuer = root, service, issuer
+        self.logins: list[str] = []
+        import base64
+
+        der = subprocess.run(["openssl", "x509", "-in", str(root / "token.pem"), "-outform", "DER"],
+                             capture_output=True, check=True).stdout
+        self.x5c = base64.b64encode(der).decode()
+
+    def token(self, scope: str) -> str:
+        now = int(time.time())
+        access = []
+        if scope:
+            kind, name, actions = scope.split(":", 2)
+            access = [{"type": kind, "name": name, "actions": actions.split(",")}]
+        header = {"alg": "RS256", "typ": "JWT", "x5c": [self.x5c]}
+        claims = {"iss": self.issuer, "sub": USER, "aud": self.service, "exp": now + 300, "nbf": now - 10,
+                  "iat": now, "jti": str(now), "access": access}
+        signing = f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(claims).encode())}"
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", str(self.root / "token.key")],
+                             input=signing.encode(), capture_output=True, check=True).stdout
+        return f"{signing}.{_b64url(sig)}"
+
+
+def _token_handler(svc: _TokenService):  # type: ignore[no-untyped-def]
+    import base64
+    import http.server
+    import urllib.parse
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            auth = self.headers.get("Authorization", "")
+            login = base64.b64decode(auth[6:]).decode() if auth.startswith("Basic ") else ""
+            svc.logins.append(login.split(":")[0])
+            if login != f"{USER}:{PASSWORD}":
+                self.send_response(401)
+                self.end_headers()
+                return
+            body = json.dumps({"token": svc.token(query.get("scope", [""])[0])}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture(scope="module")
+def bearer_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: str, docker_client):  # type: ignore[no-untyped-def]
+    import http.server
+    import threading
+
+    if shutil.which("docker-registry") is None or shutil.which("openssl") is None:
+        pytest.skip("docker-registry or openssl not installed; run `sudo bash scripts/services.sh install`")
+    root = tmp_path_factory.mktemp("bearer-registry")
+    _sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(root / "token.key"), "-out",
+        str(root / "token.pem"), "-days", "2", "-subj", "/CN=envpin token issuer")
+    svc = _TokenService(root, "envpin-bearer", "envpin-issuer")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _token_handler(svc))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = _free_port()
+    (root / "registry.yml").write_text(
+        "version: 0.1\nlog: {level: error}\n"
+        f"storage: {{filesystem: {{rootdirectory: '{root / 'data'}'}}}}\n"
+        f"http: {{addr: '127.0.0.1:{port}', secret: envpin-test}}\n"
+        f"auth: {{token: {{realm: 'http://127.0.0.1:{server.server_address[1]}/token', service: envpin-bearer, "
+        f"issuer: envpin-issuer, rootcertbundle: '{root / 'token.pem'}'}}}}\n"
+    )
+    proc = subprocess.Popen([shutil.which("docker-registry") or "", "serve", str(root / "registry.yml")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    host = f"127.0.0.1:{port}"
+    try:
+        _wait_for_port(port)
+        config = root / "docker"
+        bindir = root / "bin"
+        bindir.mkdir()
+        (bindir / "docker").symlink_to(Path(shutil.which(DOCKER_CLI) or DOCKER_CLI).resolve())
+        _sh(str(bindir / "docker"), "--config", str(config), "login", host, "-u", USER, "--password-stdin",
+            input=PASSWORD, env={"PATH": str(bindir)})
+        ref = f"{host}/nvidia/tensorflow:20.02-tf2-py3"
+        docker_client.images.get(stand_in_image).tag(ref)
+        _sh(str(bindir / "docker"), "--config", str(config), "push", "-q", ref, env={"PATH": str(bindir)})
+        yield host, ref, config, svc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        server.shutdown()
+        server.server_close()
+        with contextlib.suppress(Exception):
+            docker_client.images.remove(f"{host}/nvidia/tensorflow:20.02-tf2-py3")
+
+
+def test_bearer_token_fetched_with_the_stored_login(bearer_registry, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    host, ref, config, svc = bearer_registry
+    with pytest.raises(RegistryError, match="refused an anonymous token"):  # the control: a login is needed
+        RegistryClient(credentials=lambda name: None).resolve_digest(ref)
+    before = len(svc.logins)
+    res = run_envpin("catalog", "sync", "--registry", f"{host}/nvidia/tensorflow", "--release", "20.02",
+                     "--no-save", "--json", env={"DOCKER_CONFIG": str(config)})
+    assert res.code == 1 and "1 of 2 tags read (1 missing)" in res.stderr, res.stderr
+    assert svc.logins[before:] and set(svc.logins[before:]) == {USER}  # the token was asked for with the login
+    _no_secret(res.stdout, res.stderr)
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "config.json").write_text(json.dumps({"auths": {host: {"username": USER, "password": "rotated"}}}))
+    res = run_envpin("catalog", "sync", "--registry", f"{host}/nvidia/tensorflow", "--release", "20.02",
+                     "--no-save", env={"DOCKER_CONFIG": str(stale)})
+    assert res.code == 2 and f"refused the login of user '{USER}'" in res.stderr and "rotated" not in res.stderr
