@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import urllib.request
 from pathlib import Path
 
@@ -189,12 +190,20 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
         text=True,
     )
     assert proc.stderr is not None
+    install_step = None
     with proc.stderr:
         for line in proc.stderr:
-            if "pip install" in line:  # the progress line of the RUN pip step
+            # Progress lines read "building TAG: step N/M (INSTRUCTION...)"; the pip install is the RUN step
+            # right after COPY requirements.lock.
+            m = re.search(r"step (\d+)/\d+ \((\w+)", line)
+            if m and "COPY requirements.lock" in line:
+                install_step = int(m.group(1)) + 1
+            elif m and install_step is not None and int(m.group(1)) == install_step:
+                assert m.group(2) == "RUN", line
                 proc.send_signal(signal.SIGINT)
                 break
         rest = proc.stderr.read()
+    assert install_step is not None, rest
     assert proc.wait(timeout=120) == 130, rest
     lock = lockmod.read(out / "envpin.lock")  # parses, self-hash intact
     assert state.load(lock.inputs_hash) is None  # nothing recorded for an interrupted build
