@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,39 +26,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_for_port(port: int) -> None:
-    """Until the registry started in the background accepts connections (at most 10 s)."""
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
+@contextlib.contextmanager
+def _serve_registry(folder: Path, *, storage: str, http: str = "", auth: str) -> Iterator[str]:
+    """A real `docker-registry` (CNCF distribution) on a free loopback port with the given storage, extra
+    `http` settings and `auth` section (YAML flow mappings, where $HOST stands for the registry's own
+    HOST:PORT); yields HOST:PORT once it accepts connections."""
+    exe = shutil.which("docker-registry")
+    if exe is None:
+        pytest.skip("docker-registry is not installed; run `sudo bash scripts/services.sh install`")
+    port = _free_port()
+    config = folder / "registry.yml"
+    config.write_text(
+        "version: 0.1\nlog: {level: error}\n"
+        f"storage: {storage}\n"
+        f"http: {{addr: '127.0.0.1:{port}', secret: envpin-test{', ' + http if http else ''}}}\n"
+        f"auth: {auth.replace('$HOST', f'127.0.0.1:{port}')}\n"
+    )
+    proc = subprocess.Popen([exe, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # at most 10 s
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 @pytest.fixture
 def token_registry(tmp_path: Path):  # type: ignore[no-untyped-def]
     """distribution's 'silly' auth: every anonymous request gets 401 + a Bearer challenge whose token
     realm (here: a path on the registry itself) hands out no token, as a private registry would."""
-    exe = shutil.which("docker-registry")
-    if exe is None:
-        pytest.skip("docker-registry is not installed (bash scripts/services.sh install)")
-    port = _free_port()
-    config = tmp_path / "registry.yml"
-    config.write_text(
-        "version: 0.1\n"
-        "log: {level: error}\n"
-        "storage: {inmemory: {}}\n"
-        f"http: {{addr: '127.0.0.1:{port}', secret: envpin-test}}\n"
-        f"auth: {{silly: {{realm: 'http://127.0.0.1:{port}/token', service: envpin-test}}}}\n"
-    )
-    proc = subprocess.Popen([exe, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_port(port)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with _serve_registry(tmp_path, storage="{inmemory: {}}",
+                         auth="{silly: {realm: 'http://$HOST/token', service: envpin-test}}") as host:
+        yield host
 
 
 def test_bearer_challenge_without_token_says_docker_login(token_registry: str) -> None:
@@ -105,6 +110,16 @@ class LoginRegistry:
         return {"DOCKER_CONFIG": str(config), **self.store_env}
 
 
+def _docker_without_helpers(folder: Path) -> tuple[str, dict[str, str]]:
+    """(docker CLI, env) with no credential helper on PATH. docker picks docker-credential-pass whenever it
+    is on PATH; without one, it stores the login in config.json itself (base64 user:password), the layout
+    of most CI runners."""
+    bindir = folder / "bin"
+    bindir.mkdir()
+    (bindir / "docker").symlink_to(Path(shutil.which(DOCKER_CLI) or DOCKER_CLI).resolve())
+    return str(bindir / "docker"), {"PATH": str(bindir)}
+
+
 def _certificates(root: Path) -> None:
     """A CA and a server certificate for 127.0.0.1 signed by it, as an internal registry would have."""
     _sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(root / "ca.key"), "-out",
@@ -130,19 +145,11 @@ def login_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: str
     root = tmp_path_factory.mktemp("login-registry")
     _certificates(root)
     (root / "htpasswd").write_text(_sh("htpasswd", "-Bbn", USER, PASSWORD))
-    port = _free_port()
-    (root / "registry.yml").write_text(
-        "version: 0.1\nlog: {level: error}\n"
-        f"storage: {{filesystem: {{rootdirectory: '{root / 'data'}'}}}}\n"
-        f"http: {{addr: '127.0.0.1:{port}', secret: envpin-test, "
-        f"tls: {{certificate: '{root / 'server.pem'}', key: '{root / 'server.key'}'}}}}\n"
-        f"auth: {{htpasswd: {{realm: envpin-test, path: '{root / 'htpasswd'}'}}}}\n"
-    )
-    proc = subprocess.Popen([shutil.which("docker-registry") or "", "serve", str(root / "registry.yml")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_port(port)
-        reg = LoginRegistry(root, f"127.0.0.1:{port}")
+    storage = f"{{filesystem: {{rootdirectory: '{root / 'data'}'}}}}"
+    tls = f"tls: {{certificate: '{root / 'server.pem'}', key: '{root / 'server.key'}'}}"
+    auth = f"{{htpasswd: {{realm: envpin-test, path: '{root / 'htpasswd'}'}}}}"
+    with _serve_registry(root, storage=storage, http=tls, auth=auth) as host:
+        reg = LoginRegistry(root, host)
         (root / "gnupg").mkdir(mode=0o700)
         _sh("gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key",
             "envpin test <test@envpin.invalid>", "default", "default", "never", env=reg.store_env)
@@ -155,13 +162,12 @@ def login_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: str
         _sh(DOCKER_CLI, "--config", str(login), "login", reg.host, "-u", USER, "--password-stdin",
             input=PASSWORD, env=reg.store_env)
         docker_client.images.get(stand_in_image).tag(reg.ref)
-        _sh(DOCKER_CLI, "--config", str(login), "push", "-q", reg.ref, env=reg.store_env)
-        yield reg
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        with contextlib.suppress(Exception):
-            docker_client.images.remove(f"127.0.0.1:{port}/nvidia/tensorflow:20.02-tf2-py3")
+        try:
+            _sh(DOCKER_CLI, "--config", str(login), "push", "-q", reg.ref, env=reg.store_env)
+            yield reg
+        finally:
+            with contextlib.suppress(Exception):
+                docker_client.images.remove(reg.ref)
 
 
 def _no_secret(*texts: str) -> None:
@@ -192,13 +198,9 @@ def test_cred_helpers_entry_and_plain_auths(login_registry: LoginRegistry, tmp_p
     (helpers / "config.json").write_text(json.dumps({"credHelpers": {reg.host: "pass"}}))
     plain = tmp_path / "plain"
     plain.mkdir()
-    # docker picks docker-credential-pass whenever it is on PATH; without it on PATH, docker stores the
-    # login in config.json itself (base64 user:password), the layout of most CI runners.
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "docker").symlink_to(Path(shutil.which(DOCKER_CLI) or DOCKER_CLI).resolve())
-    _sh(str(bindir / "docker"), "--config", str(plain), "login", reg.host, "-u", USER, "--password-stdin",
-        input=PASSWORD, env={"PATH": str(bindir)})
+    docker, path = _docker_without_helpers(tmp_path)
+    _sh(docker, "--config", str(plain), "login", reg.host, "-u", USER, "--password-stdin", input=PASSWORD,
+        env=path)
     assert '"auth"' in (plain / "config.json").read_text()
     for config in (helpers, plain):
         client = RegistryClient(ca_file=str(reg.ca))
@@ -345,36 +347,26 @@ def bearer_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: st
     svc = _TokenService(root, "envpin-bearer", "envpin-issuer")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _token_handler(svc))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = _free_port()
-    (root / "registry.yml").write_text(
-        "version: 0.1\nlog: {level: error}\n"
-        f"storage: {{filesystem: {{rootdirectory: '{root / 'data'}'}}}}\n"
-        f"http: {{addr: '127.0.0.1:{port}', secret: envpin-test}}\n"
-        f"auth: {{token: {{realm: 'http://127.0.0.1:{server.server_address[1]}/token', service: envpin-bearer, "
-        f"issuer: envpin-issuer, rootcertbundle: '{root / 'token.pem'}'}}}}\n"
-    )
-    proc = subprocess.Popen([shutil.which("docker-registry") or "", "serve", str(root / "registry.yml")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    host = f"127.0.0.1:{port}"
+    auth = (f"{{token: {{realm: 'http://127.0.0.1:{server.server_address[1]}/token', service: envpin-bearer, "
+            f"issuer: envpin-issuer, rootcertbundle: '{root / 'token.pem'}'}}}}")
     try:
-        _wait_for_port(port)
-        config = root / "docker"
-        bindir = root / "bin"
-        bindir.mkdir()
-        (bindir / "docker").symlink_to(Path(shutil.which(DOCKER_CLI) or DOCKER_CLI).resolve())
-        _sh(str(bindir / "docker"), "--config", str(config), "login", host, "-u", USER, "--password-stdin",
-            input=PASSWORD, env={"PATH": str(bindir)})
-        ref = f"{host}/nvidia/tensorflow:20.02-tf2-py3"
-        docker_client.images.get(stand_in_image).tag(ref)
-        _sh(str(bindir / "docker"), "--config", str(config), "push", "-q", ref, env={"PATH": str(bindir)})
-        yield host, ref, config, svc
+        with _serve_registry(root, storage=f"{{filesystem: {{rootdirectory: '{root / 'data'}'}}}}",
+                             auth=auth) as host:
+            config = root / "docker"
+            docker, path = _docker_without_helpers(root)
+            _sh(docker, "--config", str(config), "login", host, "-u", USER, "--password-stdin", input=PASSWORD,
+                env=path)
+            ref = f"{host}/nvidia/tensorflow:20.02-tf2-py3"
+            docker_client.images.get(stand_in_image).tag(ref)
+            try:
+                _sh(docker, "--config", str(config), "push", "-q", ref, env=path)
+                yield host, ref, config, svc
+            finally:
+                with contextlib.suppress(Exception):
+                    docker_client.images.remove(ref)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
         server.shutdown()
         server.server_close()
-        with contextlib.suppress(Exception):
-            docker_client.images.remove(f"{host}/nvidia/tensorflow:20.02-tf2-py3")
 
 
 def test_bearer_token_fetched_with_the_stored_login(bearer_registry, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
