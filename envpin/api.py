@@ -552,6 +552,8 @@ class ProbeResult:
     errors: int
     written: list[str]
     report_on_stdout: bool
+    selftest: str | None = None  # the self-test's one-line outcome, when it ran or was asked for
+    exit_code: int = 0  # 1 when the self-test failed
 
 
 def probe_machine(
@@ -561,11 +563,12 @@ def probe_machine(
     markdown: Path | None = None,
     with_tf: bool = False,
     selftest: bool = False,
+    quick: bool = False,
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
 
-    report = probe.collect(selftest=selftest, with_tf=with_tf)
+    report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf)
     try:
         written = probe.write_reports(
             report,
@@ -576,15 +579,22 @@ def probe_machine(
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}", hint="check the output path") from None
     on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
+    failed, line = False, None
+    if "selftest" in report:
+        from envpin.probe.selftest.run import verdict
+
+        failed, line = verdict(report["selftest"], insisted=True)
     return ProbeResult(report["fingerprint"], len(probe.fingerprint_fields(report)),
-                       len(report["probe"]["errors"]["value"]), [w for w in written if w != "-"], on_stdout)
+                       len(report["probe"]["errors"]["value"]), [w for w in written if w != "-"], on_stdout,
+                       line, 1 if failed else 0)
 
 
 def probe_image(
-    image: str, *, out: Path | None = None, gpus: str = "auto", selftest: bool = False,
+    image: str, *, out: Path | None = None, gpus: str = "auto", selftest: bool | None = None, quick: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ImageProbe:
-    """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports)."""
+    """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
+    the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin import build, probeimage
     from envpin.plan import validate_image_ref
 
@@ -594,7 +604,8 @@ def probe_image(
                          hint="the default, auto, asks the host")
     client = build.docker_client()
     try:
-        return probeimage.run(client, ref, out or Path("reports"), gpus=gpus, selftest=selftest, progress=progress)
+        return probeimage.run(client, ref, out or Path("reports"), gpus=gpus, selftest=selftest, quick=quick,
+                              progress=progress)
     finally:
         client.close()
 
@@ -747,14 +758,21 @@ def probe_here_or_image(
     *, image: str | None = None, gpus: str = "auto", progress: Callable[[str], None] | None = None,
     **options: Any,
 ) -> ProbeResult | ImageProbe:
-    """`envpin probe`: this machine, or with image= a throwaway container of that image (GPUs per `gpus`)."""
+    """`envpin probe`: this machine, or with image= a throwaway container of that image (GPUs per `gpus`).
+
+    The self-test (selftest None) is opt-in on this machine and the default in a container, as in every
+    image the probe runs in."""
     if image is None:
+        if options.get("quick") and not options.get("selftest"):
+            raise UsageError("--quick shortens the self-test, which runs on this machine only with --selftest",
+                             hint="add --selftest, or drop --quick")
+        options["selftest"] = bool(options.get("selftest"))
         return probe_machine(**options)
     if options.get("json_file") or options.get("markdown") or options.get("with_tf"):
         raise UsageError("--image writes both reports into --out; --json, --markdown and --with-tf are for "
                          "probing this machine", hint="drop them, or give --out DIR")
-    return probe_image(image, out=options.get("out"), gpus=gpus, selftest=bool(options.get("selftest")),
-                       progress=progress)
+    return probe_image(image, out=options.get("out"), gpus=gpus, selftest=options.get("selftest"),
+                       quick=bool(options.get("quick")), progress=progress)
 
 
 def lock_or_check(

@@ -31,6 +31,7 @@ class ImageProbe:
     exit_code: int
     written: tuple[str, ...]
     log_tail: tuple[str, ...]
+    selftest: str | None = None  # the self-test's one-line outcome, read from the written report
 
 
 def _device_requests(gpus: str) -> tuple[list[Any] | None, str]:
@@ -57,9 +58,11 @@ def _device_requests(gpus: str) -> tuple[list[Any] | None, str]:
     return None, "without GPUs: this host has no NVIDIA container runtime or CDI spec (`envpin doctor` says more)"
 
 
-def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: bool = False,
-        progress: Any = None) -> ImageProbe:
-    """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists)."""
+def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: bool | None = None,
+        quick: bool = False, progress: Any = None) -> ImageProbe:
+    """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists).
+
+    selftest None is the probe's own default: the self-test runs where the image has TensorFlow."""
     from docker.errors import APIError, ImageNotFound
 
     from envpin.payload import payload
@@ -83,8 +86,7 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
     out.mkdir(exist_ok=True)
     before = set(os.listdir(out))
     command = f"PYTHONPATH={MOUNT}${{PYTHONPATH:+:$PYTHONPATH}} exec python3 -m envpin.probe --out /reports"
-    if selftest:
-        command += " --selftest"
+    command += {None: "", True: " --selftest", False: " --no-selftest"}[selftest] + (" --quick" if quick else "")
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     with tempfile.TemporaryDirectory(prefix="envpin-probe-") as tmp:
         archive = Path(tmp) / "envpin.pyz"
@@ -109,4 +111,23 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
         finally:
             container.remove(force=True)
     written = tuple(str(out / n) for n in sorted(set(os.listdir(out)) - before))
-    return ImageProbe(image, said, code, written, tuple(logs.strip().splitlines()[-15:]))
+    return ImageProbe(image, said, code, written, tuple(logs.strip().splitlines()[-15:]),
+                      _selftest_line(written, insisted=selftest is True))
+
+
+def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:
+    """What the self-test in the container found, from the JSON report it wrote (None: no report, or no
+    self-test in it)."""
+    import json
+
+    from envpin.probe.selftest.run import verdict
+
+    for path in written:
+        if path.endswith(".json"):
+            try:
+                report = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            if isinstance(report, dict) and "selftest" in report:
+                return verdict(report["selftest"], insisted=insisted)[1]
+    return None

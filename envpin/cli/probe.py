@@ -26,8 +26,12 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--with-tf", help="Import TensorFlow to read its runtime settings (slow).")
         ] = False,
         selftest: Annotated[
-            bool, typer.Option("--selftest", help="Also run the determinism self-test (imports TensorFlow).")
-        ] = False,
+            bool | None,
+            typer.Option("--selftest/--no-selftest",
+                         help="The determinism self-test: opt-in on this machine; with --image it runs by "
+                              "default where the image has TensorFlow."),
+        ] = None,
+        quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
         image: Annotated[
             str | None, typer.Option("--image", metavar="IMAGE",
                                      help="Probe inside a container of IMAGE (reports to --out, default ./reports).")
@@ -46,11 +50,11 @@ def register(app: typer.Typer) -> None:
 
         res = api.probe_here_or_image(
             image=image, gpus=gpus, out=out, json_file=json_file, markdown=markdown, with_tf=with_tf,
-            selftest=selftest, progress=lambda text: console.say(console.err(), text),
+            selftest=selftest, quick=quick, progress=lambda text: console.say(console.err(), text),
         )
         if isinstance(res, api.ProbeResult):
             probe.probed(res, console.out(), console.err())
-            return
+            raise typer.Exit(res.exit_code)
         probe.image_probed(res, console.out(), console.err())
         raise typer.Exit(0 if res.exit_code == 0 else 1)
 

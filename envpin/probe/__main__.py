@@ -1,13 +1,17 @@
 """``python -m envpin.probe``: write the environment report (JSON and Markdown).
 
-Exit status: 0 report written; 1 the self-test ran and did not pass; 2 bad arguments or unwritable output.
+The determinism self-test runs by default where TensorFlow is importable (``--no-selftest`` skips it,
+``--quick`` shortens it); without TensorFlow the report says why it did not run. ``--selftest`` insists.
+
+Exit status: 0 report written; 1 the self-test ran and did not pass, or ``--selftest`` was given and it
+could not run; 2 bad arguments or unwritable output.
 """
 
 import argparse
 import sys
 from typing import List, Optional
 
-from envpin.probe.report import collect, write_reports
+from envpin.probe.report import collect, tensorflow_missing, write_reports
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -18,7 +22,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write <hostname>-<UTC time>-<pid>.json and .md into DIR")
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE ('-' for stdout)")
     p.add_argument("--markdown", metavar="FILE", help="write the Markdown report to FILE ('-' for stdout)")
-    p.add_argument("--selftest", action="store_true", help="also run the determinism self-test (imports TF)")
+    choice = p.add_mutually_exclusive_group()
+    choice.add_argument("--selftest", dest="selftest", action="store_const", const=True, default=None,
+                        help="run the determinism self-test, and fail when it cannot run (default: run it "
+                             "when TensorFlow is importable, else record why not)")
+    choice.add_argument("--no-selftest", dest="selftest", action="store_const", const=False,
+                        help="fingerprint only")
     p.add_argument("--quick", action="store_true", help="shorter self-test (the fingerprint is never reduced)")
     p.add_argument("--compare", action="store_true", help="self-test: also run the op battery with determinism off")
     p.add_argument("--with-tf", action="store_true", help="import TensorFlow to read its runtime settings")
@@ -26,23 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _failed(result: object) -> bool:
-    """The self-test module decides what counts as a failure (its problems()); a self-test that could not
-    run at all is one too."""
-    if not isinstance(result, dict):
-        return False
-    if "error" in result:
-        return True
-    try:
-        from envpin.probe import selftest as module
-
-        return bool(module.problems(result))
-    except Exception:
-        return result.get("passed") is False
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.selftest or (args.selftest is None and tensorflow_missing() is None):
+        sys.stderr.write("running the determinism self-test%s (--no-selftest skips it)\n"
+                         % (" (quick)" if args.quick else ""))
     report = collect(selftest=args.selftest, quick=args.quick, compare=args.compare,
                      with_tf=args.with_tf, root=args.root)
     try:
@@ -50,9 +47,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         sys.stderr.write("error: cannot write the report: %s\n" % exc)
         return 2
-    if args.selftest and _failed(report.get("selftest")):
-        return 1
-    return 0
+    if "selftest" not in report:
+        return 0
+    from envpin.probe.selftest.run import verdict
+
+    failed, line = verdict(report["selftest"], insisted=bool(args.selftest))
+    sys.stderr.write(line + "\n")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

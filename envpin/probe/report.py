@@ -34,8 +34,29 @@ COLLECTORS = (
 )
 
 
-def _selftest(compare: bool, quick: bool) -> Dict[str, Any]:
-    """The determinism self-test lives in its own module, imported only when asked for (it imports TF)."""
+def tensorflow_missing() -> Optional[str]:
+    """Why the self-test cannot run in this interpreter (None when TensorFlow is importable), found without
+    importing TensorFlow: the default self-test must cost nothing in images that do not have it."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("tensorflow")
+    except (ImportError, ValueError) as exc:
+        return "TensorFlow cannot be found by %s: %s" % (sys.executable, describe(exc))
+    if found is None:
+        return "TensorFlow is not installed for %s (no module named tensorflow)" % sys.executable
+    return None
+
+
+def _selftest(compare: bool, quick: bool, requested: bool) -> Dict[str, Any]:
+    """The determinism self-test lives in its own module, imported only when it runs (it imports TF).
+
+    Not requested explicitly (the default), it runs where TensorFlow is importable and otherwise records why
+    it did not run, instead of failing."""
+    if not requested:
+        missing = tensorflow_missing()
+        if missing:
+            return {"skipped": missing + "; the fingerprint is complete without it"}
     try:
         from envpin.probe import selftest as module
     except Exception as exc:
@@ -49,11 +70,13 @@ def _selftest(compare: bool, quick: bool) -> Dict[str, Any]:
     return result
 
 
-def collect(selftest: bool = False, quick: bool = False, compare: bool = False, *, with_tf: bool = False,
+def collect(selftest: Optional[bool] = False, quick: bool = False, compare: bool = False, *, with_tf: bool = False,
             root: Optional[str] = None, environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """Probe this process's environment and return the report (a JSON-able dict).
 
-    selftest/quick/compare are handed to the determinism self-test; quick never shortens the fingerprint.
+    selftest: True runs the determinism self-test, False leaves it out, None (what images run by default)
+    runs it where TensorFlow is importable and otherwise records why not. quick/compare are handed to the
+    self-test; quick never shortens the fingerprint.
     with_tf imports TensorFlow to read runtime settings (seconds). root reads /proc, /sys and /etc under
     another folder (default: ENVPIN_PROBE_ROOT or /)."""
     started = time.monotonic()
@@ -65,14 +88,15 @@ def collect(selftest: bool = False, quick: bool = False, compare: bool = False, 
         if name == "tensorflow":
             build = report[name].get("build_info", {})
             ctx.cache["tf_build_info"] = build.get("value") if isinstance(build, dict) else None
-    if selftest:
-        report["selftest"] = _selftest(compare=compare, quick=quick)
+    if selftest is not False:
+        report["selftest"] = _selftest(compare=compare, quick=quick, requested=bool(selftest))
     report = secrets.scrub(report)
     errors = sorted(k for k, v in fields.flatten(report).items() if v.startswith("error:"))
     report["probe"] = {
         "duration_s": value(round(time.monotonic() - started, 3), "time.monotonic()"),
         "options": value(
-            {"selftest": selftest, "quick": quick, "compare": compare, "with_tf": with_tf, "root": ctx.root},
+            {"selftest": "auto" if selftest is None else selftest, "quick": quick, "compare": compare,
+             "with_tf": with_tf, "root": ctx.root},
             "arguments",
         ),
         "interpreter": value(sys.executable, "sys.executable"),
@@ -143,8 +167,18 @@ def to_markdown(report: Dict[str, Any]) -> str:
             lines.append("| %s | `%s` | %s | %s |" % (mark, key.replace("|", "\\|"), _md(text), _md(src)))
         lines.append("")
     if isinstance(report.get("selftest"), dict):
-        lines += ["## selftest", "", "```json", json.dumps(report["selftest"], sort_keys=True, indent=2), "```", ""]
+        lines += _selftest_markdown(report["selftest"])
     return "\n".join(lines)
+
+
+def _selftest_markdown(result: Dict[str, Any]) -> List[str]:
+    """The self-test's own Markdown rendering; the raw JSON when the section is not one it can read."""
+    try:
+        from envpin.probe.selftest.report import render_markdown
+
+        return [*render_markdown(result).splitlines(), ""]
+    except Exception:
+        return ["## selftest", "", "```json", json.dumps(result, sort_keys=True, indent=2), "```", ""]
 
 
 def write_atomic(path: str, text: str) -> None:

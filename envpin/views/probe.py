@@ -17,6 +17,8 @@ def probed(res: ProbeResult, console: Console, note: Console) -> None:
     """When the report itself went to stdout, the summary goes to stderr so stdout stays one JSON document."""
     where = note if res.report_on_stdout else console
     say(where, f"fingerprint {res.fingerprint} ({res.fingerprinted} fingerprinted fields, {res.errors} with errors)")
+    if res.selftest:
+        say(where, res.selftest)
     for path in res.written:
         say(where, f"wrote {path}")
 
@@ -29,5 +31,7 @@ def image_probed(res: ImageProbe, console: Console, note: Console) -> None:
             say(note, f"  | {line}")
     else:
         say(note, f"probed {res.image}")
+    if res.selftest:
+        say(note, res.selftest)
     for path in res.written:
         say(console, f"wrote {path}")

@@ -23,7 +23,8 @@ def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> No
     # What a team repository holds: an environment folder, whose envpin.pyz the probe service mounts.
     assert run_envpin("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path).code == 0
     env = {**os.environ, "ENVPIN_IMAGE": stand_in_image, "TF_ENABLE_ONEDNN_OPTS": "0"}
-    for _ in range(2):  # two runs: report names must not collide
+    for args in ("", "--no-selftest"):  # two runs: report names must not collide
+        env["ENVPIN_PROBE_ARGS"] = args
         proc = subprocess.run(
             ["docker", "compose", "-f", "compose.yaml", "-f", "compose.cpu.yaml", "run", "--rm", "probe"],
             cwd=tmp_path,
@@ -36,9 +37,15 @@ def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> No
     reports = sorted((tmp_path / "reports").iterdir())
     jsons = [p for p in reports if p.suffix == ".json"]
     assert len(jsons) == 2 and len([p for p in reports if p.suffix == ".md"]) == 2
-    report = json.loads(jsons[0].read_text())
+    first, second = (json.loads(p.read_text()) for p in jsons)
+    if first["probe"]["options"]["value"]["selftest"] is False:
+        first, second = second, first
+    report = first
     assert report["fingerprint"].startswith("sha256:")
-    text = jsons[0].read_text()
+    # The stand-in has no TensorFlow: the default self-test says why it did not run, and exit stays 0.
+    assert report["selftest"]["skipped"].startswith("TensorFlow is not installed for /usr/bin/python3")
+    assert "selftest" not in second and second["probe"]["options"]["value"]["selftest"] is False
+    text = json.dumps(report)
     assert "20.02-tf2" in text  # the stand-in's NVIDIA_TENSORFLOW_VERSION was read inside the container
     assert '"TF_ENABLE_ONEDNN_OPTS"' in text
 

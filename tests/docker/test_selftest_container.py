@@ -133,3 +133,25 @@ def test_selftest_in_bullseye_stand_in(engine: Any, version: str, tmp_path: Path
     assert planted == ["NONDETERMINISTIC"] * 20
     assert [c["verdict"] for c in raising] == ["raises-under-determinism"] * 20
     assert "PlantedOp" in raising[0]["message"]
+
+
+def test_probe_image_runs_the_self_test_by_default_where_the_image_has_tensorflow(
+    engine: Any, tmp_path: Path
+) -> None:
+    """`envpin probe --image` on an image with TensorFlow: the report carries the self-test (quick battery
+    and golden hash), its one-line outcome is printed, and the exit status follows it."""
+    from envpin.probe.selftest import problems
+    from tests.conftest import run_envpin
+
+    image = tf_image(engine, "2.7.4", tmp_path)
+    res = run_envpin("probe", "--image", image, "--gpus", "none", "--quick", "--out", str(tmp_path / "reports"))
+    report_path = next((tmp_path / "reports").glob("*.json"))
+    report = json.loads(report_path.read_text())
+    result = report["selftest"]
+    jsonschema.validate(result, SCHEMA)
+    assert result["mode"] == "quick" and result["tf_version"] == "2.7.4"
+    assert result["golden"]["hash"].startswith("sha256:")
+    found = problems(result)
+    assert res.code == (1 if found else 0), res.stderr
+    assert ("self-test FAILED" if found else "self-test passed") in res.stderr
+    assert report["probe"]["options"]["value"]["selftest"] == "auto"

@@ -37,3 +37,15 @@ def test_probe_unwritable_output(cli, tmp_path: Path) -> None:  # type: ignore[n
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2 and lines[0].startswith("error: cannot write the report")
     assert len(lines) == 2 and lines[1].startswith("hint: ") and res.stdout == ""
+
+
+def test_host_probe_leaves_the_self_test_out_unless_asked(cli) -> None:  # type: ignore[no-untyped-def]
+    """On this machine the self-test is opt-in (it is the default only inside images)."""
+    res = cli("probe")
+    assert res.code == 0 and "selftest" not in json.loads(res.stdout)
+    quick_alone = cli("probe", "--quick")
+    assert quick_alone.code == 2 and quick_alone.stdout == ""
+    assert quick_alone.stderr.splitlines() == [
+        "error: --quick shortens the self-test, which runs on this machine only with --selftest",
+        "hint: add --selftest, or drop --quick",
+    ]

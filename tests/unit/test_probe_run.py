@@ -4,6 +4,7 @@ no secrets in any output, and broken environments recorded field by field instea
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import shutil
@@ -28,10 +29,14 @@ _STUB = (
 
 
 def run_probe(*args: str, env: dict[str, Any] | None = None, no_site: bool = False,
-              timeout: int = 120) -> subprocess.CompletedProcess[str]:
+              timeout: int = 120, selftest: str = "--no-selftest",
+              python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    """The probe in an isolated interpreter; `selftest` is the self-test flag ("" for the default, which runs
+    it where TensorFlow is importable: the tests that are not about it leave it out)."""
     base: dict[str, Any] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
     base.update(env or {})
-    cmd = [sys.executable, "-I", *(["-S"] if no_site else []), "-c", _STUB.format(repo=str(REPO)), *args]
+    flags = [selftest] if selftest else []
+    cmd = [python, "-I", *(["-S"] if no_site else []), "-c", _STUB.format(repo=str(REPO)), *flags, *args]
     return subprocess.run(cmd, env=base, capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -176,6 +181,38 @@ def test_default_probe_does_not_import_tensorflow() -> None:
     imported, reason = res.stdout.strip().split(" ", 1)
     assert imported == "False"
     assert "not imported" in reason or "not installed" in reason
+
+
+def test_default_self_test_says_why_it_did_not_run_without_tensorflow(tmp_path: Path) -> None:
+    """Images without TensorFlow still give the fingerprint, exit 0, and the report says why no self-test."""
+    res = run_probe("--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), no_site=True,
+                    selftest="")
+    assert res.returncode == 0, res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    jsonschema.validate(report, load_schema())
+    reason = report["selftest"]["skipped"]
+    assert reason.startswith(f"TensorFlow is not installed for {sys.executable}")
+    assert report["probe"]["options"]["value"]["selftest"] == "auto"
+    assert "self-test skipped: TensorFlow is not installed" in res.stderr
+    assert "running the determinism self-test" not in res.stderr
+    assert f"Skipped: {reason}" in (tmp_path / "r.md").read_text()
+
+
+def test_insisted_self_test_without_tensorflow_fails_and_no_selftest_leaves_it_out(tmp_path: Path) -> None:
+    # A virtual environment of its own: the self-test's children run the same interpreter, with its site.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    insisted = run_probe("--json", str(tmp_path / "a.json"), selftest="--selftest", python=python)
+    assert insisted.returncode == 1
+    skipped = json.loads((tmp_path / "a.json").read_text())["selftest"]["skipped"]
+    assert "No module named 'tensorflow'" in skipped
+    assert f"self-test could not run: {skipped}" in insisted.stderr
+    left_out = run_probe("--json", str(tmp_path / "b.json"), no_site=True, selftest="--no-selftest")
+    assert left_out.returncode == 0 and left_out.stderr == ""
+    report = json.loads((tmp_path / "b.json").read_text())
+    assert "selftest" not in report and report["probe"]["options"]["value"]["selftest"] is False
+    both = run_probe("--selftest", no_site=True, selftest="--no-selftest")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
 
 
 def test_out_dir_names_are_host_time_pid(tmp_path: Path) -> None:
@@ -394,3 +431,22 @@ def test_with_tf_reads_runtime_and_keeps_fingerprint(tmp_path: Path) -> None:
     # TF runtime fields are compared by diff but never hashed: the same environment keeps its fingerprint.
     # (TF_CPP_MIN_LOG_LEVEL is a logging variable, outside the fingerprint too.)
     assert with_tf["fingerprint"] == plain["fingerprint"]
+
+
+@pytest.mark.tensorflow
+@pytest.mark.slow
+def test_default_probe_runs_the_self_test_where_tensorflow_is_importable(tmp_path: Path) -> None:
+    """What images run by default: the quick battery and the golden hash, judged into the exit status."""
+    from envpin.probe.selftest import problems
+
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed in this interpreter")
+    res = run_probe("--json", str(tmp_path / "r.json"), "--quick", selftest="", timeout=600)
+    assert "running the determinism self-test (quick) (--no-selftest skips it)" in res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    result = report["selftest"]
+    assert result["mode"] == "quick" and result["checks"] and result["golden"]["hash"].startswith("sha256:")
+    found = problems(result)
+    assert res.returncode == (1 if found else 0), res.stderr
+    assert ("self-test FAILED" if found else "self-test passed") in res.stderr
+    assert report["probe"]["options"]["value"]["selftest"] == "auto"

@@ -57,6 +57,20 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def outcome(result: Any, problems: List[str]) -> str:
+    """One line for a terminal or a log: what the self-test found, or why it did not run. `problems` is
+    run.problems(result) (passed in: this module does not decide what fails)."""
+    if not isinstance(result, dict):
+        return "self-test: no result"
+    if "skipped" in result:
+        return "self-test skipped: %s" % result["skipped"]
+    if "error" in result:
+        return "self-test could not run: %s" % result["error"]
+    s = summary(result)
+    verdict = "FAILED (%d problem%s)" % (len(problems), "" if len(problems) == 1 else "s") if problems else "passed"
+    return "self-test %s: %s; %s" % (verdict, s["headline"], s["golden"]["text"])
+
+
 def _note(check: Dict[str, Any]) -> str:
     """The check's message, led by the surprise when its verdict contradicts the recipe table."""
     if check.get("surprise"):

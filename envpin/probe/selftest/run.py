@@ -3,13 +3,13 @@
 import argparse
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envpin.probe import tfchild
 from envpin.probe.selftest.battery import battery
 from envpin.probe.selftest.compare import verdict_summary
 from envpin.probe.selftest.ops import select
-from envpin.probe.selftest.report import render_markdown
+from envpin.probe.selftest.report import outcome, render_markdown
 
 SCHEMA = "envpin.selftest/1"
 
@@ -117,6 +117,22 @@ def problems(result: Dict[str, Any]) -> List[str]:
     out.extend(result.get("errors", []))
     return out
 
+
+
+def verdict(result: Any, insisted: bool = False) -> Tuple[bool, str]:
+    """(failed, one line) for a self-test result: failed on problems() or when it could not run; a skipped
+    one (no TensorFlow) fails only when it was asked for by name (`insisted`)."""
+    if not isinstance(result, dict):
+        return False, "self-test: no result"
+    if "skipped" in result:
+        return insisted, ("self-test could not run: %s" % result["skipped"]) if insisted else outcome(result, [])
+    if "error" in result:
+        return True, outcome(result, [])
+    try:
+        found = problems(result)
+    except (KeyError, TypeError, AttributeError) as exc:
+        return True, "self-test result is malformed: %s" % exc
+    return bool(found), outcome(result, found)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
