@@ -108,6 +108,10 @@ def _plan_and_target(
                                notes if notes is not None else [], keep)
         plan = make_plan(**{**args, "tf": release_version(got.declared["tf_version"])}, tf_source="image",
                          base_digest=got.digest, base_declared=sync.version_env(got.env))
+    if out is not None:
+        from envpin.fsutil import check_path_length
+
+        check_path_length(out, "--out")
     return plan, out if out is not None else DEFAULT_IMAGES_DIR / plan.name
 
 
@@ -567,7 +571,11 @@ def probe_machine(
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
+    from envpin.fsutil import check_path_length
 
+    for path, option in ((out, "--out"), (json_file, "--json"), (markdown, "--markdown")):
+        if path is not None and str(path) != "-":
+            check_path_length(path, option)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf)
     try:
         written = probe.write_reports(
@@ -596,9 +604,12 @@ def probe_image(
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin import build, probeimage
+    from envpin.fsutil import check_path_length
     from envpin.plan import validate_image_ref
 
     ref = validate_image_ref(image)
+    if out is not None:
+        check_path_length(out, "--out")
     if gpus not in probeimage.GPU_CHOICES:
         raise UsageError(f"--gpus must be one of {', '.join(probeimage.GPU_CHOICES)}",
                          hint="the default, auto, asks the host")

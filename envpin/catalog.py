@@ -13,7 +13,6 @@ sources (public Dockerfiles that use a tag) show only that a tag was published a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -316,11 +315,13 @@ def coverage(entries: Iterable[Entry]) -> Counter[tuple[str, str | None]]:
 @lru_cache(maxsize=4)
 def _load_file(path: str, mtime_ns: int, size: int) -> Catalog:
     p = Path(path)
+    from envpin.fsutil import parse_json
+
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
-    return Catalog(data, str(p))
+    return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p))
 
 
 # -- schema -----------------------------------------------------------------------------------------

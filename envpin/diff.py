@@ -6,12 +6,12 @@ image and the differences shown on a host use the same rules.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import ReportError
+from envpin.errors import ReportError, shown
+from envpin.fsutil import parse_json
 from envpin.probe import PROBE_SCHEMA, fields
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
@@ -43,10 +43,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"cannot read report {p}: it is not UTF-8 text") from None
     except OSError as exc:
         raise ReportError(f"cannot read report {p}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"report {p} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    data = parse_json(text, f"report {p}", ReportError, hint="write it again with `envpin probe`")
     check_report(data, str(p))
     return data
 
@@ -57,14 +54,16 @@ def check_report(data: Any, name: str = "report") -> None:
     if not isinstance(data, dict):
         raise ReportError(f"{name} is not a probe report (a JSON object was expected)")
     version = data.get("probe_schema")
-    if not isinstance(version, int):
-        raise ReportError(f"{name} is not a probe report (no probe_schema)")
+    if type(version) is not int or version < 1:  # not bool: true is not schema 1
+        raise ReportError(f"{name} is not a probe report (probe_schema must be a positive integer, "
+                          f"not {shown(version)})" if "probe_schema" in data
+                          else f"{name} is not a probe report (no probe_schema)")
     if version > PROBE_SCHEMA:
         raise ReportError(
             f"{name} uses probe schema {version}; this envpin reads up to {PROBE_SCHEMA}",
             hint="upgrade envpin on this machine",
         )
-    for section in fields.SECTIONS:
+    for section in (*fields.SECTIONS, "selftest"):
         if section in data and not isinstance(data[section], dict):
             raise ReportError(f"{name}: section '{section}' is not an object")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envpin.errors import RegistryError, shown
+from envpin.fsutil import parse_json
 from envpin.probe.imageref import DOCKER_HUB
 
 #: The key docker uses for Docker Hub in config.json and with credential helpers.
@@ -83,11 +84,7 @@ def load_config(path: Path | None = None) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise RegistryError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
                             hint="fix its permissions, or point DOCKER_CONFIG at another folder") from exc
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise RegistryError(f"{path} is not valid JSON ({exc.args[0].split(':')[0]})",
-                            hint="repair it, or remove it and run `docker login` again") from None
+    data = parse_json(text, str(path), RegistryError, hint="repair it, or remove it and run `docker login` again")
     if not isinstance(data, dict):
         raise RegistryError(f"{path} is not a JSON object", hint="remove it and run `docker login` again")
     return data

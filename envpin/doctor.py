@@ -11,7 +11,6 @@ Nothing is guessed: a catalog fact that is unknown, or a GPU/driver that is not 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -242,12 +241,15 @@ def read_host(environ: dict[str, str] | None = None) -> Readings:
 
 def load_fake(path: Path) -> dict[str, Any]:
     """Read and check a fake-readings file; any mistake in it is a usage error (exit 2)."""
+    from envpin.fsutil import parse_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{FAKE_ENV}: cannot read {path}: {exc.strerror}", hint="unset it to read this host") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{FAKE_ENV}: {path} is not JSON: {exc}", hint="see docs/doctor.md") from exc
+    data = parse_json(text, f"{FAKE_ENV}: {path}", UsageError, hint="see docs/doctor.md")
     problem = _fake_problem(data)
     if problem:
         raise UsageError(f"{FAKE_ENV}: {path}: {problem}", hint="see docs/doctor.md for the format")

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import CatalogError
-from envpin.fsutil import atomic_write
+from envpin.errors import CatalogError, EnvpinError
+from envpin.fsutil import atomic_write, parse_json
 
 SCHEMA = 1
 FILE_NAME = "image-facts.json"
@@ -46,9 +46,9 @@ def read(repository: str, path: Path | None = None) -> dict[str, dict[str, Any]]
     except (OSError, UnicodeDecodeError) as exc:
         raise _broken(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise _broken(path, f"is not JSON ({exc})") from exc
+        data = parse_json(text, "it", EnvpinError)
+    except EnvpinError as exc:
+        raise _broken(path, exc.message.removeprefix("it ")) from None
     if not isinstance(data, dict) or set(data) != _KEYS:
         raise _broken(path, f"needs exactly the keys {sorted(_KEYS)}")
     if data["schema"] != SCHEMA:

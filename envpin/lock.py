@@ -22,7 +22,7 @@ import tomli_w
 
 from envpin import __version__
 from envpin.errors import LockError
-from envpin.fsutil import atomic_write, read_user_text, sha256_bytes
+from envpin.fsutil import atomic_write, exclusive, read_user_text, sha256_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -306,7 +306,9 @@ class Lock:
         return (HEADER + tomli_w.dumps(self.to_toml(), multiline_strings=False)).encode()
 
     def write(self, path: Path) -> None:
-        atomic_write(path, self.dumps())
+        """Replace the lock file, serialised with any envpin writing its folder (render, build)."""
+        with exclusive(path.parent):
+            atomic_write(path, self.dumps())
 
 
 # --- reading ------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import jinja2
 
 from envpin import lock as lockmod
 from envpin.errors import LockError, RenderError
-from envpin.fsutil import atomic_write_many, folder_files, sha256_file
+from envpin.fsutil import exclusive, folder_files, replace_folder, sha256_file
 from envpin.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.plan import BuildPlan
 from envpin.requirements import render_lock
@@ -133,20 +133,21 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
 
 
 def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force: bool = False) -> Path:
-    """Write the folder: every check first, then each file atomically, the lock last."""
-    stale = check_folder(out, files, force)
-    previous = None
-    if (out / lockmod.LOCK_NAME).exists():
-        try:
-            previous = lockmod.read(out / lockmod.LOCK_NAME)
-        except LockError:
-            previous = None  # only reachable with --force: the broken lock is replaced
-    lock_bytes = lockmod.Lock.from_plan(plan, files, previous).dumps()
-    # The lock comes last in the dict, so it is renamed into place after every file it describes.
-    atomic_write_many({**{out / rel: data for rel, data in files.items()}, out / lockmod.LOCK_NAME: lock_bytes})
-    for rel in stale:
-        (out / rel).unlink()
-        _prune_empty(out, (out / rel).parent)
+    """Write the folder as one transaction: under the writers' lock, every check, then the whole new
+    folder (files and lock) staged beside it and swapped in. With --force, files envpin did not write stay."""
+    target = out.resolve() if out.is_symlink() else out  # a linked environment folder stays linked
+    with exclusive(target):
+        stale = check_folder(out, files, force)
+        previous = None
+        if (out / lockmod.LOCK_NAME).exists():
+            try:
+                previous = lockmod.read(out / lockmod.LOCK_NAME)
+            except LockError:
+                previous = None  # only reachable with --force: the broken lock is replaced
+        lock_bytes = lockmod.Lock.from_plan(plan, files, previous).dumps()
+        leave = {*files, lockmod.LOCK_NAME, *stale}
+        keep = tuple(rel for rel in folder_files(target) if rel not in leave) if target.is_dir() else ()
+        replace_folder(target, {**files, lockmod.LOCK_NAME: lock_bytes}, keep)
     return out
 
 
@@ -158,13 +159,3 @@ def _unchanged(out: Path, rel: str, digest: str) -> bool:
         return inside and path.is_file() and sha256_file(path) == digest
     except OSError:
         return False
-
-
-def _prune_empty(top: Path, folder: Path) -> None:
-    """Remove folders emptied by removing stale files, up to (not including) the environment folder."""
-    while folder != top and top in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent

@@ -495,8 +495,8 @@ def _instruction(logical: str, line: int, end_line: int, escape: str, path: str)
         if keyword in _JSON_FORM and ins.args.startswith("["):
             try:
                 value = json.loads(ins.args)
-            except ValueError:
-                value = None  # not JSON: the builder falls back to shell form
+            except (ValueError, RecursionError):
+                value = None  # not JSON (or nested past the decoder's limit): the builder uses shell form
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 ins.exec_form = value
         _check(ins, escape, path)

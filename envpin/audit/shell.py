@@ -194,6 +194,11 @@ def _unquote(word: str) -> str:
     return "".join(out)
 
 
+#: Deepest nesting of $(...), <(...) and sh -c scripts that is parsed; deeper code is taken as words, so a
+#: pathological line costs linear time and no recursion.
+MAX_NESTING = 8
+
+
 def parse_script(text: str, depth: int = 0) -> Script:
     return _build(split_tokens(_normalize(text)), depth)
 
@@ -254,7 +259,7 @@ def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
         if not op:
             if redirect:
                 redirect = False
-            elif tok.endswith("$") and i + 1 < len(tokens) and tokens[i + 1] == ("(", True):
+            elif tok.endswith("$") and i + 1 < len(tokens) and tokens[i + 1] == ("(", True) and depth < MAX_NESTING:
                 end = _matching(tokens, i + 2)
                 nested.append(_build(tokens[i + 2 : end - 1], depth + 1))
                 words.append(tok + "(…)")
@@ -262,11 +267,11 @@ def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
                 continue
             else:
                 words.append(tok)
-                if "$(" in tok and depth < 8:
+                if "$(" in tok and depth < MAX_NESTING:
                     nested.extend(parse_script(sub, depth + 1) for sub in _substitutions(tok))
             i += 1
             continue
-        if tok in ("<(", ">("):
+        if tok in ("<(", ">(") and depth < MAX_NESTING:
             end = _matching(tokens, i + 1)
             nested.append(_build(tokens[i + 1 : end - 1], depth + 1))
             words.append(tok + "…)")
@@ -330,7 +335,7 @@ def _command(words: list[str], nested: list[Script], depth: int) -> Command:
                 key, _, value = word.partition("=")
                 cmd.assigns[key] = value
     script = _inline_script(cmd)
-    if script is not None and depth < 8:
+    if script is not None and depth < MAX_NESTING:
         sub = parse_script(script, depth + 1)
         cmd.nested.append(sub)
         cmd.via_c.append(sub)

@@ -66,16 +66,17 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
-    command = typer.main.get_command(app)
+    command = None
     try:
+        command = typer.main.get_command(app)  # inside the try: Ctrl-C while Typer builds it is Ctrl-C too
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
     except EnvpinError as exc:
         if _state["debug"]:
             traceback.print_exc()
         # Messages quote user input and file contents: printed as plain text, never as markup.
         _say(f"error: {exc.message}")
-        if exc.hint:
-            _say(f"hint: {exc.hint}")
+        # Every error comes with a hint: the error's own, else where the expected input is described.
+        _say(f"hint: {exc.hint or 'see ' + repr(_command_path(command, args) + ' --help')}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _say("interrupted")
@@ -95,6 +96,20 @@ def main(argv: list[str] | None = None) -> None:
         # Typer (vendored click) turns Ctrl-C into a silent Exit(130); no command exits 130 by itself.
         _say("interrupted")
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _command_path(command: object, args: list[str]) -> str:
+    """'envpin catalog show' for the arguments given: the command an error belongs to."""
+    path, current = ["envpin"], command
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        sub = getattr(current, "commands", {}).get(arg)
+        if sub is None:
+            break
+        path.append(arg)
+        current = sub
+    return " ".join(path)
 
 
 def _is_usage_error(exc: BaseException) -> bool:

@@ -5,10 +5,11 @@ import datetime
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
 
 from envpin import __version__
 from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
@@ -181,34 +182,71 @@ def _selftest_markdown(result: Dict[str, Any]) -> List[str]:
         return ["## selftest", "", "```json", json.dumps(result, sort_keys=True, indent=2), "```", ""]
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write text to path via a temporary file in the same folder; devices and pipes are written directly."""
-    # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
-    data = text.encode("utf-8", "backslashreplace")
-    if path == "-":
-        sys.stdout.flush()
-        out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(data.decode("utf-8"))
-        else:
-            out.write(data)
-            out.flush()
-        return
-    if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
-        with open(path, "wb") as fh:
-            fh.write(data)
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".envpin-", suffix=".tmp", dir=directory)
+def _stage(path: str, data: bytes) -> str:
+    """A complete temporary copy of `path`'s new content in its folder, for a rename into place."""
+    fd, tmp = tempfile.mkstemp(prefix=".envpin-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return tmp
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and termination wait until renames that belong together are done (main thread only)."""
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def write_all(texts: Dict[str, str]) -> None:
+    """Write several files all or nothing: each is staged beside its target, then all are renamed into place
+    together, with signals held back; devices and pipes ('-', /dev/null, a fifo) are written directly."""
+    staged = []  # type: List[Tuple[str, str]]
+    try:
+        for path, text in texts.items():
+            # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
+            data = text.encode("utf-8", "backslashreplace")
+            if path == "-":
+                sys.stdout.flush()
+                out = getattr(sys.stdout, "buffer", None)
+                if out is None:
+                    sys.stdout.write(data.decode("utf-8"))
+                else:
+                    out.write(data)
+                    out.flush()
+            elif os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
+                with open(path, "wb") as fh:
+                    fh.write(data)
+            else:
+                staged.append((_stage(path, data), path))
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    with _signals_held():
+        for tmp, path in staged:
+            os.replace(tmp, path)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write text to path via a temporary file in the same folder; devices and pipes are written directly."""
+    write_all({path: text})
 
 
 def report_basename(report: Dict[str, Any]) -> str:
@@ -225,23 +263,31 @@ def report_basename(report: Dict[str, Any]) -> str:
 
 def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_path: Optional[str] = None,
                   markdown_path: Optional[str] = None) -> List[str]:
-    """Write the requested outputs; with none requested, JSON goes to stdout. Returns the paths written."""
-    written = []
+    """Write the requested outputs, all or nothing; with none requested, JSON goes to stdout. Returns the
+    paths written. A report folder this call created is removed again when the writing fails."""
+    texts = {}  # type: Dict[str, str]
+    created = None
     if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
+        if not os.path.isdir(out_dir):
+            os.makedirs(out_dir)
+            created = out_dir
         base = os.path.join(out_dir, report_basename(report))
-        write_atomic(base + ".json", to_json(report))
-        write_atomic(base + ".md", to_markdown(report))
-        written += [base + ".json", base + ".md"]
+        texts[base + ".json"] = to_json(report)
+        texts[base + ".md"] = to_markdown(report)
     if json_path:
-        write_atomic(json_path, to_json(report))
-        written.append(json_path)
+        texts[json_path] = to_json(report)
     if markdown_path:
-        write_atomic(markdown_path, to_markdown(report))
-        written.append(markdown_path)
-    if not (out_dir or json_path or markdown_path):
-        write_atomic("-", to_json(report))
-    return written
+        texts[markdown_path] = to_markdown(report)
+    if not texts:
+        texts["-"] = to_json(report)
+    try:
+        write_all(texts)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(created)
+        raise
+    return [path for path in texts if path != "-"]
 
 
 def load_schema() -> Dict[str, Any]:

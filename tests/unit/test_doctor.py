@@ -326,7 +326,7 @@ def test_cli_bad_fake_file_exit_2(cli, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv(doctor.FAKE_ENV, str(bad))
     _one_line_error(cli("doctor", "--ngc", "22.06"), "cannot read")
     bad.write_text("{")
-    _one_line_error(cli("doctor", "--ngc", "22.06"), "is not JSON")
+    _one_line_error(cli("doctor", "--ngc", "22.06"), "is not valid JSON")
     bad.write_text(json.dumps({"driver": {"version": "470.82.01"}}))
     _one_line_error(cli("doctor", "--ngc", "22.06"), "'driver' and 'gpus' come together")
     bad.write_text(json.dumps({"drivers": {}}))

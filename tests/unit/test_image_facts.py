@@ -63,7 +63,7 @@ def test_save_merges_by_tag_and_writes_canonical_json() -> None:
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("{", "is not JSON"),
+        ("{", "is not valid JSON"),
         ("[]", "needs exactly the keys"),
         (json.dumps({"schema": 9, "image_repository": REPO, "tags": {}}), "schema 9"),
         (json.dumps({"schema": 1, "image_repository": "other/repo", "tags": {}}), "holds facts for 'other/repo'"),

@@ -336,7 +336,7 @@ def test_a_bad_override_names_the_file(
         catalog.load()
     assert info.value.hint and catalog.CATALOG_ENV in info.value.hint
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(CatalogError, match=re.escape(f"catalog file {bad} cannot be read")):
+    with pytest.raises(CatalogError, match=re.escape(f"catalog file {bad} is not valid JSON")):
         catalog.load()
     monkeypatch.setenv(catalog.CATALOG_ENV, str(tmp_path / "absent.json"))
     with pytest.raises(CatalogError, match=r"absent\.json does not exist") as info:

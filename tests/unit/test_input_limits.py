@@ -1,0 +1,75 @@
+"""Documented input limits: nesting, number length and path length are refused with one error and a hint,
+never an internal error, and pathological Dockerfile nesting is parsed without recursion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envpin import fsutil
+from envpin.errors import ReportError
+
+
+def _one_error(res, needle: str) -> None:  # type: ignore[no-untyped-def]
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and res.stdout == "", res.stderr
+    assert len(lines) == 2 and lines[0].startswith("error: ") and needle in lines[0], lines
+    assert lines[1].startswith("hint: ") and "internal error" not in res.stderr
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ('{"probe_schema": 1, "a": ' + "[" * 3000 + "]" * 3000 + "}", "nested more than 64 levels deep"),
+    ('{"a": ' * 3000 + "1" + "}" * 3000, "nested more than 64 levels deep"),
+    ('{"probe_schema": 1, "cpu": {"x": {"value": ' + "9" * 5000 + "}}}", "holds a number too long to read"),
+    ('{"probe_schema": 1, "selftest": [1]}', "section 'selftest' is not an object"),
+    ('{"probe_schema": true}', "probe_schema must be a positive integer, not True"),
+    ('{"probe_schema": -7}', "probe_schema must be a positive integer, not -7"),
+    ("{not json", "is not valid JSON (line 1, column 2"),
+])
+def test_malformed_reports_are_one_error(cli, tmp_path: Path, text: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+    report = tmp_path / "r.json"
+    report.write_text(text)
+    _one_error(cli("diff", str(report), str(report)), needle)
+
+
+def test_parse_json_depth_is_counted_without_recursion() -> None:
+    ok = json.dumps({"a": [[{"b": 1}]]})
+    assert fsutil.parse_json(ok, "x", ReportError) == {"a": [[{"b": 1}]]}
+    at_limit = "[" * fsutil.MAX_JSON_DEPTH + "]" * fsutil.MAX_JSON_DEPTH
+    assert fsutil.parse_json(at_limit, "x", ReportError) is not None
+    with pytest.raises(ReportError, match="nested more than 64"):
+        fsutil.parse_json("[" + at_limit + "]", "x", ReportError)
+
+
+def test_over_long_out_paths_are_refused_before_anything_is_written(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    name = tmp_path / ("a" * 300)
+    _one_error(cli("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(name)), "a name of 300 bytes")
+    deep = tmp_path / ("d/" * 2100)
+    _one_error(cli("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(deep)), "paths are limited to 4,095")
+    _one_error(cli("probe", "--out", str(name)), "a name of 300 bytes")
+    _one_error(cli("probe", "--json", str(name)), "--json has a name of 300 bytes")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("line", [
+    "RUN echo " + "$(" * 3000,
+    "RUN echo " + "<(" * 3000,
+    "RUN echo " + "$(echo " * 500 + ")" * 500,
+    "CMD " + "[" * 3000 + "]" * 3000,
+])
+def test_pathological_nesting_in_a_dockerfile_is_audited(cli, tmp_path: Path, line: str) -> None:  # type: ignore[no-untyped-def]
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM ubuntu:22.04\n{line}\n")
+    res = cli("audit", str(dockerfile), "--format", "json")
+    assert res.code in (0, 1), res.stderr
+    assert "internal error" not in res.stderr
+    assert isinstance(json.loads(res.stdout), (dict, list))
+
+
+def test_an_error_without_its_own_hint_points_at_the_commands_help(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = tmp_path / "r.json"
+    report.write_text('{"probe_schema": 1, "selftest": [1]}')
+    res = cli("diff", str(report), str(report))
+    assert res.stderr.splitlines()[-1] == "hint: see 'envpin diff --help'"
