@@ -210,34 +210,25 @@ def find_lock(explicit: Path | None = None) -> Path:
 
 
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
-    """Rebuild the plan from a lock's inputs and the files in its folder (requirement lock, CA bundle)."""
+    """The plan for building from a lock: its inputs re-derived, and the lock refused when it states
+    something they do not produce (envpin.lock.read_checked)."""
     from envpin import lock as lockmod
-    from envpin.plan import make_plan
 
-    locked = lockmod.read(lock_path)
-    inp, folder = locked.inputs, lock_path.parent
-    plan = make_plan(
-        ngc=inp.tag,
-        tf=inp.tf_version if inp.tf_version_source != "catalog" else None,
-        name=inp.name,
-        requirements=folder / "requirements.lock" if inp.requirements_hash else None,
-        base_image=inp.build_from,
-        base_digest=locked.base.digest,
-        ca_bundle=folder / "ca-bundle.crt" if inp.ca_bundle_hash else None,
-        tf_source=inp.tf_version_source if inp.tf_version_source != "catalog" else None,
-        base_declared=locked.base.declared or None,
-    )
-    return plan, folder
+    _, plan = lockmod.read_checked(lock_path)
+    return plan, lock_path.parent
 
 
 def check_lock(lock_path: Path) -> list[str]:
-    """Why the lock is stale against its inputs (catalog, recipes, envpin, payload, folder); [] if current."""
+    """Why the lock is wrong or stale against its inputs (catalog, recipes, envpin, payload, folder); [] if
+    current. Fields the inputs do not produce come first."""
     from envpin import lock as lockmod
     from envpin.render import render
 
     locked = lockmod.read(lock_path)
-    plan, folder = plan_from_lock(lock_path)
-    return locked.stale_against(plan, render(plan), folder)
+    plan = lockmod.plan_of(locked, lock_path.parent)
+    wrong = locked.disagreements(plan)
+    stale = locked.stale_against(plan, render(plan), lock_path.parent)
+    return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))]
 
 
 def build_environment(
@@ -460,7 +451,7 @@ def verify_environment(lock: Path, report: Path | None = None, record: bool = Fa
     from envpin import diff, probe
     from envpin import lock as lockmod
 
-    locked = lockmod.read(lock)
+    locked, _ = lockmod.read_checked(lock)
     actual = diff.load_report(report) if report is not None else probe.collect()
     done: list[str] = []
     if record:

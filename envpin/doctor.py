@@ -339,7 +339,7 @@ def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
     """The image an envpin.lock was made for (a folder means its envpin.lock)."""
     cat = cat or catalog.load()
     lock_path = path / lockmod.LOCK_NAME if path.is_dir() else path
-    inputs = lockmod.read(lock_path).inputs
+    inputs = lockmod.read_checked(lock_path)[0].inputs
     release, flavor = inputs.release, inputs.flavor
     entries = [e for e in cat.release_entries(release) if e.flavor == flavor]  # a lock names one tag
     if not entries:

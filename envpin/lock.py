@@ -177,6 +177,32 @@ class Lock:
         """The recorded image, if it was built from this lock's inputs (else there is nothing to match)."""
         return self.image if self.image is not None and self.image.inputs_hash == self.inputs_hash else None
 
+    def disagreements(self, plan: BuildPlan) -> list[str]:
+        """Where this lock states something its own inputs do not produce: a field of [inputs], [base] or
+        [recipe] that differs from what this envpin derives (catalog, recipe table), or an inputs hash that
+        is not the hash of the inputs it lists (with its own payload hash and envpin version, so a lock
+        written by an older envpin is stale, not wrong). The self-hash cannot find these: anyone can
+        recompute it after an edit."""
+        derived = Lock.from_plan(plan, {}).to_toml()
+        mine = self.to_toml()
+        out = []
+        for table in ("inputs", "base", "recipe"):
+            for key in sorted(set(mine[table]) | set(derived[table])):
+                if (table, key) in _NOT_DERIVED:
+                    continue
+                have, want = mine[table].get(key), derived[table].get(key)
+                if isinstance(have, dict) and isinstance(want, dict):  # recipe.env: name the variable
+                    pairs = [(f"{table}.{key}.{k}", have.get(k), want.get(k)) for k in sorted({*have, *want})]
+                else:
+                    pairs = [(f"{table}.{key}", have, want)]
+                out += [f"{name} is {_said(a)} in the lock, but its inputs give {_said(b)}"
+                        for name, a, b in pairs if a != b]
+        own = plan.inputs_hash_with(payload_hash=self.inputs.payload_hash, envpin_version=self.envpin_version)
+        if own != self.inputs_hash:
+            out.append(f"lock.inputs_hash {self.inputs_hash[:19]}… is not the hash of the inputs the lock lists "
+                       f"({own[:19]}…)")
+        return out
+
     def stale_against(self, plan: BuildPlan, fresh: dict[str, bytes], folder: Path) -> list[str]:
         """Why this lock no longer describes `plan` and the folder it sits in; [] when it is current."""
         problems = []
@@ -311,6 +337,17 @@ class Lock:
             atomic_write(path, self.dumps())
 
 
+#: Fields a lock records that no derivation reproduces: the payload of the envpin that wrote it (a newer envpin
+#: makes the lock stale, which `lock --check` says), and the base's digest and declared versions, which come
+#: from the registry when the lock was written.
+_NOT_DERIVED = {("inputs", "payload_hash"), ("base", "digest"), ("base", "declared")}
+
+
+def _said(value: Any) -> str:
+    text = "absent" if value is None else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 # --- reading ------------------------------------------------------------------------------------------
 
 
@@ -342,6 +379,40 @@ def loads(text: str, origin: str = LOCK_NAME) -> Lock:
             hint="restore it from git, or re-render with --force",
         )
     return _parse(data, origin)
+
+
+def plan_of(locked: Lock, folder: Path) -> BuildPlan:
+    """The plan this envpin derives from a lock's inputs and the files beside it (requirement lock, CA bundle)."""
+    from envpin.plan import make_plan
+
+    inp = locked.inputs
+    return make_plan(
+        ngc=inp.tag,
+        tf=inp.tf_version if inp.tf_version_source != "catalog" else None,
+        name=inp.name,
+        requirements=folder / "requirements.lock" if inp.requirements_hash else None,
+        base_image=inp.build_from,
+        base_digest=locked.base.digest,
+        ca_bundle=folder / "ca-bundle.crt" if inp.ca_bundle_hash else None,
+        tf_source=inp.tf_version_source if inp.tf_version_source != "catalog" else None,
+        base_declared=locked.base.declared or None,
+    )
+
+
+def read_checked(path: Path) -> tuple[Lock, BuildPlan]:
+    """Read a lock and re-derive it: refuse (LockError naming the field) a lock that states something its
+    own inputs do not produce. What build, verify and doctor act on; `lock --check` lists every problem."""
+    locked = read(path)
+    plan = plan_of(locked, path.parent)
+    problems = locked.disagreements(plan)
+    if problems:
+        more = f" (and {len(problems) - 1} more: `envpin lock --check` lists them)" if len(problems) > 1 else ""
+        raise LockError(
+            f"{path} does not match what its inputs produce: {problems[0]}{more}",
+            hint="restore it from git, or re-render it with `envpin render --force` and review the lock's diff "
+            "(its self-hash detects accidents, not edits)",
+        )
+    return locked, plan
 
 
 def recorded_files(path: Path) -> dict[str, str]:

@@ -110,7 +110,13 @@ class BuildPlan:
 
     @property
     def inputs_hash(self) -> str:
-        return sha256_bytes(json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode())
+        return self.inputs_hash_with()
+
+    def inputs_hash_with(self, **recorded: Any) -> str:
+        """The inputs hash with some inputs as a lock recorded them (payload_hash, envpin_version): a lock
+        written by another envpin must still hash its own listed inputs to its own inputs hash."""
+        return sha256_bytes(json.dumps({**self.to_dict(), **recorded}, sort_keys=True,
+                                       separators=(",", ":")).encode())
 
 
 class UnknownTF(UsageError):
