@@ -559,6 +559,7 @@ def probe_machine(
     with_tf: bool = False,
     selftest: bool = False,
     quick: bool = False,
+    anonymize: bool = False,
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
@@ -567,7 +568,7 @@ def probe_machine(
     for path, option in ((out, "--out"), (json_file, "--json"), (markdown, "--markdown")):
         if path is not None and str(path) != "-":
             check_path_length(path, option)
-    report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf)
+    report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
         written = probe.write_reports(
             report,
@@ -590,7 +591,7 @@ def probe_machine(
 
 def probe_image(
     image: str, *, out: Path | None = None, gpus: str = "auto", selftest: bool | None = None, quick: bool = False,
-    progress: Callable[[str], None] | None = None,
+    anonymize: bool = False, progress: Callable[[str], None] | None = None,
 ) -> ImageProbe:
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
@@ -607,7 +608,7 @@ def probe_image(
     client = build.docker_client()
     try:
         return probeimage.run(client, ref, out or Path("reports"), gpus=gpus, selftest=selftest, quick=quick,
-                              progress=progress)
+                              anonymize=anonymize, progress=progress)
     finally:
         client.close()
 
@@ -774,7 +775,7 @@ def probe_here_or_image(
         raise UsageError("--image writes both reports into --out; --json, --markdown and --with-tf are for "
                          "probing this machine", hint="drop them, or give --out DIR")
     return probe_image(image, out=options.get("out"), gpus=gpus, selftest=options.get("selftest"),
-                       quick=bool(options.get("quick")), progress=progress)
+                       quick=bool(options.get("quick")), anonymize=bool(options.get("anonymize")), progress=progress)
 
 
 def lock_or_check(

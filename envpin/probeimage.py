@@ -59,7 +59,7 @@ def _device_requests(gpus: str) -> tuple[list[Any] | None, str]:
 
 
 def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: bool | None = None,
-        quick: bool = False, progress: Any = None) -> ImageProbe:
+        quick: bool = False, anonymize: bool = False, progress: Any = None) -> ImageProbe:
     """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists).
 
     selftest None is the probe's own default: the self-test runs where the image has TensorFlow."""
@@ -87,6 +87,7 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
     before = set(os.listdir(out))
     command = f"PYTHONPATH={MOUNT}${{PYTHONPATH:+:$PYTHONPATH}} exec python3 -m envpin.probe --out /reports"
     command += {None: "", True: " --selftest", False: " --no-selftest"}[selftest] + (" --quick" if quick else "")
+    command += " --anonymize" if anonymize else ""
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     with tempfile.TemporaryDirectory(prefix="envpin-probe-") as tmp:
         archive = Path(tmp) / "envpin.pyz"

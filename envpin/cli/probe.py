@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
                               "default where the image has TensorFlow."),
         ] = None,
         quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+        anonymize: Annotated[
+            bool, typer.Option("--anonymize", help="Replace host name, user name and home folder by placeholders.")
+        ] = False,
         image: Annotated[
             str | None, typer.Option("--image", metavar="IMAGE",
                                      help="Probe inside a container of IMAGE (reports to --out, default ./reports).")
@@ -50,7 +53,7 @@ def register(app: typer.Typer) -> None:
 
         res = api.probe_here_or_image(
             image=image, gpus=gpus, out=out, json_file=json_file, markdown=markdown, with_tf=with_tf,
-            selftest=selftest, quick=quick, progress=lambda text: console.say(console.err(), text),
+            selftest=selftest, quick=quick, anonymize=anonymize, progress=lambda text: console.say(console.err(), text),
         )
         if isinstance(res, api.ProbeResult):
             probe.probed(res, console.out(), console.err())

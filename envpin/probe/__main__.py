@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="shorter self-test (the fingerprint is never reduced)")
     p.add_argument("--compare", action="store_true", help="self-test: also run the op battery with determinism off")
     p.add_argument("--with-tf", action="store_true", help="import TensorFlow to read its runtime settings")
+    p.add_argument("--anonymize", action="store_true",
+                   help="replace the host name, user name and home folder by <host>, <user> and <home>")
     p.add_argument("--root", metavar="DIR", help="read /proc, /sys and /etc under DIR (diagnostics)")
     return p
 
@@ -41,7 +43,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("running the determinism self-test%s (--no-selftest skips it)\n"
                          % (" (quick)" if args.quick else ""))
     report = collect(selftest=args.selftest, quick=args.quick, compare=args.compare,
-                     with_tf=args.with_tf, root=args.root)
+                     with_tf=args.with_tf, root=args.root, anonymize=args.anonymize)
     try:
         write_reports(report, out_dir=args.out, json_path=args.json, markdown_path=args.markdown)
     except OSError as exc:

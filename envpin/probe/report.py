@@ -72,14 +72,16 @@ def _selftest(compare: bool, quick: bool, requested: bool) -> Dict[str, Any]:
 
 
 def collect(selftest: Optional[bool] = False, quick: bool = False, compare: bool = False, *, with_tf: bool = False,
-            root: Optional[str] = None, environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+            root: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
+            anonymize: bool = False) -> Dict[str, Any]:
     """Probe this process's environment and return the report (a JSON-able dict).
 
     selftest: True runs the determinism self-test, False leaves it out, None (what images run by default)
     runs it where TensorFlow is importable and otherwise records why not. quick/compare are handed to the
     self-test; quick never shortens the fingerprint.
     with_tf imports TensorFlow to read runtime settings (seconds). root reads /proc, /sys and /etc under
-    another folder (default: ENVPIN_PROBE_ROOT or /)."""
+    another folder (default: ENVPIN_PROBE_ROOT or /). anonymize replaces the host name, user name and home
+    folder by <host>, <user> and <home> everywhere (before the fingerprint is taken)."""
     started = time.monotonic()
     env = dict(os.environ if environ is None else environ)
     ctx = Context(root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf)
@@ -92,17 +94,24 @@ def collect(selftest: Optional[bool] = False, quick: bool = False, compare: bool
     if selftest is not False:
         report["selftest"] = _selftest(compare=compare, quick=quick, requested=bool(selftest))
     report = secrets.scrub(report)
+    who = None
+    if anonymize:
+        hostname = report.get("host", {}).get("hostname", {})
+        who = secrets.identity(env, str(hostname.get("value", "")) if isinstance(hostname, dict) else "")
+        report = secrets.anonymize(report, who)
     errors = sorted(k for k, v in fields.flatten(report).items() if v.startswith("error:"))
     report["probe"] = {
         "duration_s": value(round(time.monotonic() - started, 3), "time.monotonic()"),
         "options": value(
             {"selftest": "auto" if selftest is None else selftest, "quick": quick, "compare": compare,
-             "with_tf": with_tf, "root": ctx.root},
+             "with_tf": with_tf, "root": ctx.root, "anonymize": anonymize},
             "arguments",
         ),
         "interpreter": value(sys.executable, "sys.executable"),
         "errors": value(errors, "fields that recorded an error"),
     }
+    if who is not None:
+        report["probe"] = secrets.anonymize(report["probe"], who)
     report["fingerprint"] = fields.fingerprint(report)
     return report
 
@@ -258,7 +267,7 @@ def report_basename(report: Dict[str, Any]) -> str:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     pid = str(host.get("pid", {}).get("value", os.getpid()))
     stamp = stamp.replace("-", "").replace(":", "")
-    return "%s-%s-%s" % (re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "host", stamp, pid)
+    return "%s-%s-%s" % (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "host", stamp, pid)
 
 
 def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_path: Optional[str] = None,

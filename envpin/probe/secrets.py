@@ -4,21 +4,27 @@ Two tests, either one is enough to redact an environment variable:
 
 * its NAME looks like a credential (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``, ``AUTH``...);
 * its VALUE looks like one: a known token prefix (``ghp_``, ``AKIA``, ``hf_``, ``xoxb-``...), a JWT, a URL
-  with ``user:password@``, a PEM private key, or a long high-entropy run of letters and digits.
+  with ``user:password@``, a ``Bearer``/``Basic`` credential, a PEM private key, or a long high-entropy run
+  of letters and digits.
 
 Besides, every string of a finished report is scanned for the unmistakable value patterns (not the
-entropy test, which would hit digests) and such substrings are replaced by ``<redacted>``.
+entropy test, which would hit digests) and such substrings are replaced by ``<redacted>``; so are the
+values of credential-named parameters inside any string (``?sig=...``, ``--some_token=...``,
+``"password": "..."``), keeping the parameter's name so the rest of a flag list stays readable.
+
+``anonymize`` replaces the host name, the user name and the home folder by fixed placeholders.
 """
 
 import math
 import re
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
 
 REDACTED = "<redacted>"
 
 _NAME = re.compile(
-    r"TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|PWD$|CREDENTIAL|AUTH|KEY|PRIVATE|COOKIE|SESSION|SIGNATURE"
-    r"|(^|_)SALT($|_)|(^|_)PASS($|_)|(^|_)PAT($|_)|(^|_)DSN($|_)|WEBHOOK",
+    r"TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|PWD$|CRED|AUTH|KEY|PRIVATE|COOKIE|SESSION|SIGNATURE|BEARER|LOGIN"
+    r"|(^|_)SALT($|_)|(^|_)PASS($|_)|(^|_)PAT($|_)|(^|_)DSN($|_)|(^|_)PW($|_)|(^|_)SIG($|_)|(^|_)SAS($|_)"
+    r"|WEBHOOK",
     re.IGNORECASE,
 )
 
@@ -37,9 +43,18 @@ _TOKEN_PATTERNS = [
     r"npm_[A-Za-z0-9]{20,}",
     r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
-    r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@",  # URL with user:password@
+    r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@]+@",  # URL with user:password@ (or :password@)
+    r"\b(?:[Bb]earer|[Bb]asic|[Tt]oken)\s+[A-Za-z0-9._~+/=\-]{8,}",  # an Authorization header's credential
 ]
 _TOKEN = re.compile("|".join("(?:%s)" % p for p in _TOKEN_PATTERNS))
+# The value of a credential-named parameter: query strings (?sig=, &token=), flags (--some_token=),
+# key: value and JSON pairs ("password": "..."). Group 1 (the name and separator) is kept.
+_KEYED = re.compile(
+    r"((?:^|(?<=[^A-Za-z0-9]))[A-Za-z0-9_\-]*(?:token|secret|passw(?:or)?d|passphrase|pwd|cred\w*|api[_\-]?key"
+    r"|access[_\-]?key|private[_\-]?key|auth\w*|sig|signature|sas|session)[A-Za-z0-9_\-]*[\"']?\s*[=:]\s*[\"']?)"
+    r"(?!<redacted>)([^\s&;,\"'<>]+)",
+    re.IGNORECASE,
+)
 _SEGMENTS = re.compile(r"[\s:/,;=@\"'()\[\]{}\-]+")
 
 
@@ -75,7 +90,8 @@ def high_entropy(text: str) -> bool:
 
 
 def secret_value(text: str) -> Optional[str]:
-    """The reason a VALUE looks like a credential, or None."""
+    """The reason a VALUE looks like a credential, or None (credential-named parameters inside a value are
+    redacted by scrub(), keeping the rest of the value)."""
     if _TOKEN.search(text):
         return "value matches a credential pattern"
     if high_entropy(text):
@@ -92,7 +108,9 @@ def _clean(text: str) -> str:
     if _SURROGATE.search(text):
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         text = _SURROGATE.sub("?", text)
-    return _TOKEN.sub(REDACTED, text) if _TOKEN.search(text) else text
+    if _TOKEN.search(text):
+        text = _TOKEN.sub(REDACTED, text)
+    return _KEYED.sub(lambda m: m.group(1) + REDACTED, text) if _KEYED.search(text) else text
 
 
 def scrub(obj: Any) -> Any:
@@ -105,3 +123,54 @@ def scrub(obj: Any) -> Any:
     if isinstance(obj, list):
         return [scrub(v) for v in obj]
     return obj
+
+
+HOST, USER, HOME = "<host>", "<user>", "<home>"
+
+
+def identity(environ: Dict[str, str], hostname: str) -> Dict[str, str]:
+    """What `anonymize` replaces on this machine: the host name (as the report recorded it), the user name
+    and the home folder."""
+    import os
+
+    out = {"host": hostname}  # type: Dict[str, str]
+    try:
+        import pwd
+
+        entry = pwd.getpwuid(os.getuid())
+        out["user"], out["home"] = entry.pw_name, entry.pw_dir
+    except (ImportError, KeyError, OSError):
+        pass
+    out["user"] = environ.get("USER") or environ.get("LOGNAME") or out.get("user", "")
+    out["home"] = environ.get("HOME") or out.get("home", "")
+    return out
+
+
+def anonymize(obj: Any, who: Dict[str, str]) -> Any:
+    """Copy of a JSON-able object with the home folder (as a path), the user name and the host name (as whole
+    words) replaced by <home>, <user> and <host>. Values too short or too general to replace safely (a
+    one-letter name, the home folder /) are left alone."""
+    subs = []  # type: List[Tuple[Any, str]]
+    home = (who.get("home") or "").rstrip("/")
+    if len(home) > 1:
+        subs.append((re.compile(re.escape(home) + r"(?=/|$|[\s:;,\"'])"), HOME))
+    for key, placeholder in (("user", USER), ("host", HOST)):
+        word = who.get(key) or ""
+        if len(word) >= 2:
+            subs.append((re.compile(r"(?<![A-Za-z0-9_.\-])" + re.escape(word) + r"(?![A-Za-z0-9_\-])"), placeholder))
+
+    def text(value: str) -> str:
+        for pattern, placeholder in subs:
+            value = pattern.sub(placeholder, value)
+        return value
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return text(node)
+        if isinstance(node, dict):
+            return {walk(k): walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(obj) if subs else obj

@@ -4,7 +4,6 @@ and refuse a lock that states anything else, naming the field, even when its sel
 from __future__ import annotations
 
 import copy
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 import tomli_w
 
-from envpin.lock import HEADER, LOCK_NAME, plan_of, read, self_hash
+from envpin.lock import HEADER, LOCK_NAME, plan_of, read, self_hash, tomllib  # 3.10: tomli
 
 Mutation = Callable[[dict[str, Any]], None]
 
