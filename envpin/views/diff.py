@@ -13,6 +13,26 @@ if TYPE_CHECKING:
     from envpin.diff import Difference
 
 ABSENT = "(absent)"
+#: Longest value shown in a table cell or line (the JSON output has every value whole).
+MAX_CELL = 200
+#: Above this many differences the table becomes one line per difference: the same content, at the speed of
+#: the JSON output (rich lays a table out cell by cell).
+MAX_TABLE_ROWS = 200
+
+
+def cell(value: str | None) -> str:
+    """A value as shown: (absent), or shortened past MAX_CELL characters with its length said."""
+    if value is None:
+        return ABSENT
+    if len(value) <= MAX_CELL:
+        return value
+    return f"{value[:MAX_CELL]}… ({len(value):,} characters; --json shows the whole value)"
+
+
+def lines(diffs: list[Difference], a_label: str, b_label: str) -> str:
+    """One line per difference, breaking first: `severity key: A -> B (why)`."""
+    return "".join(f"{d.severity} {d.key}: {a_label} {cell(d.a)} -> {b_label} {cell(d.b)} ({d.reason})\n"
+                   for d in diffs)
 
 
 def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) -> Any:
@@ -32,7 +52,7 @@ def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) 
     for d in diffs:
         # Text cells: values such as '["a","b"]' must not be read as rich markup.
         t.add_row(Text(d.severity, style=style.get(d.severity, "")), Text(d.key),
-                  Text(ABSENT if d.a is None else d.a), Text(ABSENT if d.b is None else d.b), Text(d.reason))
+                  Text(cell(d.a)), Text(cell(d.b)), Text(d.reason))
     return t
 
 
@@ -42,7 +62,10 @@ def _show(diffs: list[Difference], notes: list[str], a_label: str, b_label: str,
     say(console, diff.verdict(diffs))
     for n in notes:
         say(console, n)
-    if diffs:
+    if len(diffs) > MAX_TABLE_ROWS:
+        console.file.write(lines(diffs, a_label, b_label))
+        console.file.flush()
+    elif diffs:
         console.print(table(diffs, a_label, b_label))
 
 

@@ -203,3 +203,27 @@ def test_diff_corrupt_input(cli, tmp_path: Path, report: dict[str, Any], content
 def test_diff_missing_and_unreadable_files(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _one_line_error(cli("diff", str(tmp_path / "nope.json"), str(tmp_path / "nope.json")), "does not exist")
     _one_line_error(cli("diff", str(tmp_path), str(tmp_path)), "cannot read report")
+
+
+def test_many_differences_become_lines_and_long_values_are_shortened(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Past 200 differences the table is one line per difference (every difference, breaking first); a
+    value past 200 characters is shortened with its length, in the table and in the lines."""
+    from envpin.views.diff import MAX_CELL, MAX_TABLE_ROWS
+
+    base = json.loads(cli("probe").stdout)
+    a, b = json.loads(json.dumps(base)), json.loads(json.dumps(base))
+    for i in range(MAX_TABLE_ROWS + 1):
+        a["env"][f"TF_MANY_{i}"] = {"value": str(i), "source": "environ:test"}
+        b["env"][f"TF_MANY_{i}"] = {"value": str(i + 1), "source": "environ:test"}
+    a["env"]["TF_LONG"] = {"value": "x" * 5000, "source": "environ:test"}
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    res = cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert res.code == 1
+    body = res.stdout.splitlines()[1:]
+    assert len(body) == MAX_TABLE_ROWS + 2
+    assert "breaking env.TF_MANY_0: a.json 0 -> b.json 1 (" in res.stdout
+    long_line = next(line for line in body if "TF_LONG" in line)
+    assert "x" * MAX_CELL + "… (5,000 characters; --json shows the whole value) -> b.json (absent)" in long_line
+    whole = json.loads(cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json").stdout)
+    assert any(d["a"] == "x" * 5000 for d in whole["differences"])
