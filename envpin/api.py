@@ -65,6 +65,8 @@ class RenderResult:
     files: dict[str, bytes]
     #: What was read on the way (e.g. the TensorFlow version from the image config), for stderr.
     notes: tuple[str, ...] = ()
+    #: The output formats rendered (docker, apptainer).
+    formats: tuple[str, ...] = ("docker",)
 
 
 class Inputs(TypedDict, total=False):
@@ -153,18 +155,29 @@ def _read_unknown_tf(
     return got
 
 
-def render_environment(*, force: bool = False, write: bool = True, **inputs: Unpack[Inputs]) -> RenderResult:
-    """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder."""
-    from envpin.render import render, write_environment
+def render_environment(
+    *, force: bool = False, write: bool = True, formats: tuple[str, ...] | None = None, **inputs: Unpack[Inputs]
+) -> RenderResult:
+    """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder.
+
+    formats: docker and/or apptainer; None keeps what the folder's lock records (docker for a new folder)."""
+    from envpin.render import DEF_NAME, apptainer_from, choose_formats, parse_formats, render, write_environment
 
     if inputs.get("ngc") is None:
         raise UsageError("render needs --ngc", hint="e.g. envpin render --ngc 20.02 --tf 2.1")
+    if formats is not None:
+        formats = parse_formats(formats)  # a bad --format is reported before any catalog look-up
     notes: list[str] = []
     plan, target = _plan_and_target(notes=notes, keep=write, **inputs)
-    files = render(plan)
+    chosen = choose_formats(formats, target)
+    if "apptainer" in chosen and not apptainer_from(plan.from_ref)[1]:
+        notes.append(f"{DEF_NAME}: {plan.from_ref} is not pinned by digest (none is known for it), so Apptainer "
+                     "pulls what the tag names on the day of the build; `envpin build` pins it, or give "
+                     "--base-image REF@sha256:DIGEST")
+    files = render(plan, chosen)
     if write:
         write_environment(target, plan, files, force=force)
-    return RenderResult(plan, target, files, tuple(notes))
+    return RenderResult(plan, target, files, tuple(notes), chosen)
 
 
 @dataclass(frozen=True)
@@ -209,6 +222,15 @@ def find_lock(explicit: Path | None = None) -> Path:
     )
 
 
+def build_formats(folder: Path) -> tuple[str, ...]:
+    """What a build renders into `folder`: the Dockerfile it builds, and every other format the folder's lock
+    records (an Apptainer definition stays, pinned to the same digest)."""
+    from envpin.render import FORMATS, choose_formats
+
+    kept = choose_formats(None, folder)
+    return tuple(name for name in FORMATS if name == "docker" or name in kept)
+
+
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     """The plan for building from a lock: its inputs re-derived, and the lock refused when it states
     something they do not produce (envpin.lock.read_checked)."""
@@ -222,12 +244,12 @@ def check_lock(lock_path: Path) -> list[str]:
     """Why the lock is wrong or stale against its inputs (catalog, recipes, envpin, payload, folder); [] if
     current. Fields the inputs do not produce come first."""
     from envpin import lock as lockmod
-    from envpin.render import render
+    from envpin.render import formats_of, render
 
     locked = lockmod.read(lock_path)
     plan = lockmod.plan_of(locked, lock_path.parent)
     wrong = locked.disagreements(plan)
-    stale = locked.stale_against(plan, render(plan), lock_path.parent)
+    stale = locked.stale_against(plan, render(plan, formats_of(locked.files)), lock_path.parent)
     return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))]
 
 
@@ -271,7 +293,7 @@ def build_environment(
     build.check_base_moved(previous, ref, got.digest, update)
     warnings = basecheck.cross_check(plan, got)
     plan = replace(plan, base_digest=got.digest, base_declared=sync.version_env(got.env))
-    files = render(plan)
+    files = render(plan, build_formats(target))
     tag = f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
     job = _BuildJob(plan, target, files, tag, previous, force, no_cache, pull, started)
     result = job.podman(check) if chosen == "podman" else job.docker()
@@ -504,7 +526,8 @@ def build_dry_run(*, lock: Path | None = None, **inputs: Unpack[Inputs]) -> dict
 
     notes: list[str] = []
     plan, folder = _plan_and_target(lock, notes, keep=False, **inputs)
-    out = {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": sorted(render(plan))}
+    files = sorted(render(plan, build_formats(folder)))
+    out = {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": files}
     return {**out, "notes": notes} if notes else out
 
 

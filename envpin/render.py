@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import functools
+import shlex
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import jinja2
 
 from envpin import lock as lockmod
-from envpin.errors import LockError, RenderError
+from envpin.errors import LockError, RenderError, UsageError, shown
 from envpin.fsutil import exclusive, folder_files, replace_folder, sha256_file
 from envpin.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.plan import BuildPlan
+from envpin.probe import imageref
 from envpin.requirements import render_lock
 
 _PKG = Path(__file__).resolve().parent
 GENERATED_MARK = "# envpin: generated from inputs "
+#: The Apptainer (Singularity) definition file of an environment folder (docs/apptainer.md).
+DEF_NAME = "envpin.def"
+#: What each output format adds to the folder, beside what every format shares (plan.json, the payload,
+#: requirements.lock and ca-bundle.crt when given); the first file names the format in a lock's [files].
+FORMATS: dict[str, tuple[str, ...]] = {"docker": ("Dockerfile", ".dockerignore"), "apptainer": (DEF_NAME,)}
+DEFAULT_FORMATS = ("docker",)
 
 
 def templates_dir() -> Path:
@@ -25,8 +35,10 @@ def templates_dir() -> Path:
     raise RenderError("envpin's templates are missing", hint="reinstall envpin")
 
 
+@functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    """One environment per process: it caches the compiled templates (and reloads one whose file changed)."""
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -34,14 +46,48 @@ def _env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["sh"] = shlex.quote  # one word for a POSIX shell, whatever the value holds
+    return env
 
 
-def render(plan: BuildPlan) -> dict[str, bytes]:
+def parse_formats(asked: Sequence[str]) -> tuple[str, ...]:
+    """--format values, checked, once each, in FORMATS order."""
+    unknown = [name for name in asked if name not in FORMATS]
+    if unknown or not asked:
+        raise UsageError(f"'{shown(unknown[0] if unknown else '')}' is not an output format",
+                         hint="use --format docker or --format apptainer; repeat --format for both")
+    return tuple(name for name in FORMATS if name in asked)
+
+
+def choose_formats(asked: Sequence[str] | None, folder: Path) -> tuple[str, ...]:
+    """The formats to render into `folder`: those asked for; else those its envpin.lock records (a re-render
+    keeps what the folder holds); else Docker's."""
+    if asked is not None:
+        return parse_formats(asked)
+    return formats_of(lockmod.recorded_files(folder / lockmod.LOCK_NAME))
+
+
+def formats_of(files: Iterable[str]) -> tuple[str, ...]:
+    """The formats whose files a lock's [files] lists (a lock always describes at least one: else Docker's)."""
+    have = set(files)
+    return tuple(name for name, names in FORMATS.items() if names[0] in have) or DEFAULT_FORMATS
+
+
+def apptainer_from(ref: str) -> tuple[str, bool]:
+    """(From: reference for Apptainer's docker bootstrap, whether it is pinned). A pinned reference keeps
+    the digest alone: Apptainer's image library refuses one that carries a tag and a digest."""
+    name, _tag, digest = imageref.split(ref)
+    return (f"{name}@{digest}", True) if digest else (ref, False)
+
+
+def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[str, bytes]:
     """All files of the environment folder except envpin.lock, as bytes, keyed by relative path.
 
     The folder holds only what a reviewer should read plus the one payload artifact, so plain
-    `docker build images/<name>` works without envpin installed."""
+    `docker build images/<name>` (or `apptainer build` there) works without envpin installed. Every
+    format renders the same plan: the same base, recipe, payload, labels and build steps."""
     d = plan.to_dict()
+    def_from, def_pinned = apptainer_from(plan.from_ref)
     ctx = {
         **d,
         "from_ref": plan.from_ref,
@@ -56,20 +102,19 @@ def render(plan: BuildPlan) -> dict[str, bytes]:
         "cuda": d["catalog"]["cuda"],
         "cudnn": d["catalog"]["cudnn"],
         "driver_min": d["catalog"]["driver_min"],
-        "env_lines": [
-            *(f"{k}={v}" for k, v in plan.recipe.env_dict().items()),
-            f"ENVPIN_RECIPE={plan.recipe.id}",
-            "ENVPIN_PLAN=/opt/envpin/plan.json",
-            f"PYTHONPATH={IMAGE_PATH}${{PYTHONPATH:+:${{PYTHONPATH}}}}",
-        ],
+        "recipe_env": list(plan.recipe.env_dict().items()),
+        "def_from": def_from,
+        "def_pinned": def_pinned,
+        "def_named": plan.from_ref.partition("@")[0],
     }
     env = _env()
     header = f"{GENERATED_MARK}{plan.inputs_hash}; do not edit, re-run `envpin render`.\n"
-    files = {
-        "Dockerfile": env.get_template("Dockerfile.j2").render(**ctx).encode(),
-        ".dockerignore": env.get_template("dockerignore.j2").render(**ctx).encode(),
-        "plan.json": plan.canonical_json().encode(),
-    }
+    files = {"plan.json": plan.canonical_json().encode()}
+    if "docker" in formats:
+        files["Dockerfile"] = env.get_template("Dockerfile.j2").render(**ctx).encode()
+        files[".dockerignore"] = env.get_template("dockerignore.j2").render(**ctx).encode()
+    if "apptainer" in formats:
+        files[DEF_NAME] = env.get_template("envpin.def.j2").render(**ctx).encode()
     if plan.requirements:
         files["requirements.lock"] = render_lock(plan.requirements, header).encode()
     if plan.ca_bundle is not None:

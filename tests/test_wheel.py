@@ -24,15 +24,17 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     proc = subprocess.run(
-        [str(venv / "bin" / "envpin"), "render", "--tf", "2.1", "--ngc", "20.02"],
+        [str(venv / "bin" / "envpin"), "render", "--tf", "2.1", "--ngc", "20.02", "--format", "docker",
+         "--format", "apptainer"],
         cwd=work,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    rendered = (work / "images" / "20.02-tf2" / "Dockerfile").read_bytes()
-    assert rendered == (REPO / "tests" / "golden" / "20.02-tf2-py3" / "Dockerfile").read_bytes()
+    for name in ("Dockerfile", "envpin.def"):  # every template, the one both import included, is in the wheel
+        rendered = (work / "images" / "20.02-tf2" / name).read_bytes()
+        assert rendered == (REPO / "tests" / "golden" / "20.02-tf2-py3" / name).read_bytes()
     # The installed package, not the checkout, provided the templates.
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import envpin.render as r; print(r.templates_dir())"],

@@ -44,13 +44,20 @@ def register(app: typer.Typer) -> None:
         name: NameOpt = None,
         out: OutOpt = None,
         force: ForceOpt = False,
+        formats: Annotated[
+            list[str] | None,
+            typer.Option("--format", metavar="docker|apptainer",
+                         help="Output: a Dockerfile, an Apptainer definition (envpin.def), or both (repeat it). "
+                         "Default: what the folder holds, else docker."),
+        ] = None,
     ) -> None:
-        """Write the environment folder: Dockerfile, plan.json, envpin.lock, envpin.pyz, requirement lock."""
+        """Write the environment folder: Dockerfile or Apptainer definition, plan.json, envpin.lock, envpin.pyz."""
         from envpin import api
         from envpin.views import console, environment
 
         res = api.render_environment(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
-                                     ca_bundle=ca_bundle, name=name, out=out, force=force)
+                                     ca_bundle=ca_bundle, name=name, out=out, force=force,
+                                     formats=tuple(formats) if formats else None)
         environment.rendered(res, console.out(), console.err())
 
     @app.command("build")

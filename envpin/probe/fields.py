@@ -79,6 +79,8 @@ RULES = [
     Rule("container.runtime", RISK, "container runtime"),
     Rule("container.in_container", RISK, "container runtime"),
     Rule("container.gpu_runtime", RISK, "container runtime"),
+    Rule("container.image", INFO, "the image file the runtime started: a host path (its contents are compared "
+         "field by field)"),
     Rule("container.*", INFO, "container identity"),
     Rule("cpu.isa_level", BREAKING, "CPU ISA level: oneDNN/Eigen/MKL dispatch on CPU", cpu_only=True),
     Rule("cpu.simd_flags", BREAKING, "SIMD extensions: kernel dispatch on CPU", cpu_only=True),

@@ -88,12 +88,47 @@ _CGROUP_HINTS = (
 )
 
 
-def _container(ctx: Context) -> Dict[str, Any]:
-    evidence = []  # type: List[str]
+# Apptainer sets these in every container it starts, under both prefixes (SINGULARITY_* for compatibility);
+# SingularityCE sets the SINGULARITY_* ones only. The host's own Apptainer settings use other names
+# (APPTAINER_BIND, APPTAINER_CACHEDIR...), so a shell on the host does not carry these.
+# https://apptainer.org/docs/user/main/environment_and_metadata.html
+_APPTAINER_VARS = ("APPTAINER_CONTAINER", "APPTAINER_NAME")
+_SINGULARITY_VARS = ("SINGULARITY_CONTAINER", "SINGULARITY_NAME")
+# Every Apptainer/Singularity image holds its metadata (environment scripts, runscript, labels.json) here.
+_SINGULARITY_DIR = "/.singularity.d"
+
+
+def _apptainer(ctx: Context) -> Tuple[Optional[str], List[str], Optional[str]]:
+    """(runtime, evidence, image file) from what Apptainer and SingularityCE leave in every container."""
+    evidence = ["environ:" + name for name in _APPTAINER_VARS + _SINGULARITY_VARS if ctx.environ.get(name)]
     runtime = None  # type: Optional[str]
+    if any(ctx.environ.get(name) for name in _APPTAINER_VARS):
+        runtime = "apptainer"
+    elif any(ctx.environ.get(name) for name in _SINGULARITY_VARS):
+        runtime = "singularity"
+    if os.path.isdir(ctx.path(_SINGULARITY_DIR)):
+        evidence.append(_SINGULARITY_DIR)
+        runtime = runtime or "apptainer or singularity"
+        if any(n.startswith("libcuda.so") for n in _listdir(ctx.path(_SINGULARITY_DIR + "/libs"))):
+            evidence.append(_SINGULARITY_DIR + "/libs holds the host's libcuda (--nv)")
+    image = ctx.environ.get("APPTAINER_CONTAINER") or ctx.environ.get("SINGULARITY_CONTAINER") or None
+    return runtime, evidence, image
+
+
+def _listdir(path: str) -> List[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _container(ctx: Context) -> Dict[str, Any]:
+    # Apptainer first: it passes the host's environment in (container=..., KUBERNETES_SERVICE_HOST) and
+    # shares the host's /proc/1 unless --pid, so the other signals describe the host, not this container.
+    runtime, evidence, image = _apptainer(ctx)
     if ctx.exists("/.dockerenv"):
         evidence.append("/.dockerenv")
-        runtime = "docker"
+        runtime = runtime or "docker"
     if ctx.exists("/run/.containerenv"):
         evidence.append("/run/.containerenv")
         runtime = runtime or "podman"
@@ -140,11 +175,14 @@ def _container(ctx: Context) -> Dict[str, Any]:
         "gpu_runtime": gpu_runtime or "none",
         "evidence": sorted(set(evidence)),
         "container_id": container_id or "unknown",
+        # The image file the runtime says it started (Apptainer/Singularity: a path on the host).
+        "image": image or "unknown",
     }
 
 
 def collect_container(ctx: Context) -> Dict[str, Any]:
-    field = capture("/.dockerenv, /run/.containerenv, /proc/1/cgroup, /proc/self/mountinfo", _container, ctx)
+    field = capture("$APPTAINER_*/$SINGULARITY_*, /.singularity.d, /.dockerenv, /run/.containerenv, "
+                    "/proc/1/cgroup, /proc/self/mountinfo", _container, ctx)
     if "value" not in field:
         return {"detection": field}
     src = field["source"]

@@ -50,7 +50,8 @@ def rendered(res: RenderResult, console: Console, note: Console) -> None:
     p = res.plan
     for line in res.notes:
         say(note, line)
-    say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) into {res.out}/")
+    say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) for "
+              f"{' and '.join(res.formats)} into {res.out}/")
     say(console, str(res.out))
 
 

@@ -1,4 +1,5 @@
-"""Rendered Dockerfiles and plans, byte for byte, for representative releases; hadolint-clean.
+"""Rendered Dockerfiles, Apptainer definitions and plans, byte for byte, for representative releases;
+the Dockerfiles hadolint-clean.
 
 Regenerate with `pytest tests/golden --update-golden` and review the diff.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envpin.plan import make_plan
-from envpin.render import render
+from envpin.render import DEF_NAME, FORMATS, render
 
 HERE = Path(__file__).resolve().parent
 # (tag, --tf): 25.02's TF version is not in the catalog, so it is given as a user claim.
@@ -27,12 +28,12 @@ CASES = [
     ("23.03-tf1-py3", None),
     ("25.02-tf2-py3", "2.17"),
 ]
-GOLDEN_FILES = ("Dockerfile", "plan.json", ".dockerignore")
+GOLDEN_FILES = ("Dockerfile", "plan.json", ".dockerignore", DEF_NAME)
 
 
 @pytest.mark.parametrize("tag, tf", CASES)
 def test_golden(tag: str, tf: str | None, update_golden: bool) -> None:
-    files = render(make_plan(ngc=tag, tf=tf))
+    files = render(make_plan(ngc=tag, tf=tf), tuple(FORMATS))
     folder = HERE / tag
     for name in GOLDEN_FILES:
         path = folder / name
