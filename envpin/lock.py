@@ -480,11 +480,12 @@ class _Shape:
 # --- helpers ------------------------------------------------------------------------------------------
 
 
-def fingerprint_fields(report: dict[str, Any]) -> dict[str, str]:
-    """The report's result-affecting fields without golden hashes (those are compared by their own rule)."""
+def fingerprint_fields(report: dict[str, Any], flat: dict[str, str] | None = None) -> dict[str, str]:
+    """The report's result-affecting fields without golden hashes (those are compared by their own rule);
+    `flat`: fields.flatten(report), when the caller has it already."""
     from envpin.probe import fields
 
-    return {k: v for k, v in fields.fingerprint_fields(report).items() if not k.startswith(GOLDEN_PREFIX)}
+    return {k: v for k, v in fields.fingerprint_fields(report, flat).items() if not k.startswith(GOLDEN_PREFIX)}
 
 
 def _fingerprint_of(fp_fields: dict[str, str]) -> str:
