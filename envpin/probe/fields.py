@@ -238,11 +238,15 @@ def flatten(report: Dict[str, Any]) -> Dict[str, str]:
             continue
         for name in sorted(fields):
             key = "%s.%s" % (section, name)
-            text = field_text(fields[name])
-            if text is None:
-                flatten_value(key, fields[name]["value"], out)
+            field = fields[name]
+            if type(field) is dict and "value" in field:
+                v = field["value"]
+                if type(v) is str:
+                    out[key] = v
+                else:
+                    flatten_value(key, v, out)
             else:
-                out[key] = text
+                out[key] = field_text(field)
     golden = golden_field(report)
     if golden is not None:
         out[golden[0]] = golden[1]
@@ -303,13 +307,19 @@ def fingerprint_fields(report: Dict[str, Any], flat: Optional[Dict[str, str]] = 
     cpu_compute = not gpu_present(flat)
     out = {}
     for key in sorted(flat):
-        rule = rule_for(key)
-        if rule.severity != BREAKING or not rule.fingerprint:
-            continue
-        if rule.cpu_only and not cpu_compute:
-            continue
-        out[key] = flat[key]
+        taken = _fingerprinted(key)
+        if taken or (taken is False and cpu_compute):
+            out[key] = flat[key]
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _fingerprinted(key: str) -> Optional[bool]:
+    """Whether `key` is a fingerprint field: True always, False only when computing on CPU, None never."""
+    rule = rule_for(key)
+    if rule.severity != BREAKING or not rule.fingerprint:
+        return None
+    return not rule.cpu_only
 
 
 def fingerprint_of_fields(fields: Dict[str, str]) -> str:
