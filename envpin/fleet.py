@@ -242,7 +242,8 @@ class _Probed:
     name: str
     source: str | None
     flat: dict[str, str]
-    fingerprint: str
+    fp_fields: dict[str, str]
+    key: frozenset[tuple[str, str]]  # equal for equal fingerprint fields; cheaper than hashing each node
     device_class: str
     golden: str | None
 
@@ -270,10 +271,11 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
         report = dict(item)
         diff.check_report(report, f"node {name}" + (f" ({source})" if source else ""))
         flat = fields.flatten(report)
-        fp = fields.fingerprint_of_fields(lock.fingerprint_fields(report, flat))
+        fp = lock.fingerprint_fields(report, flat)
         found = lock.report_golden(report)
         device_class = found[0] if found else fields.device_class(report, flat)
-        probed.append(_Probed(name, source, flat, fp, device_class, found[1] if found else None))
+        probed.append(_Probed(name, source, flat, fp, frozenset(fp.items()), device_class,
+                              found[1] if found else None))
 
     classes = _classes(probed)
     class_of = {n: c.id for c in classes for n in c.nodes}
@@ -300,12 +302,14 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
 
 def _classes(probed: list[_Probed]) -> list[NodeClass]:
     """Largest first (ties: by the first node's name); the first is the reference."""
-    groups: dict[str, list[_Probed]] = {}
+    from envpin.probe import fields
+
+    groups: dict[frozenset[tuple[str, str]], list[_Probed]] = {}
     for p in probed:
-        groups.setdefault(p.fingerprint, []).append(p)
+        groups.setdefault(p.key, []).append(p)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), min(p.name for p in g)))
     return [
-        NodeClass(i + 1, g[0].fingerprint, tuple(sorted(p.name for p in g)),
+        NodeClass(i + 1, fields.fingerprint_of_fields(g[0].fp_fields), tuple(sorted(p.name for p in g)),
                   tuple(sorted({p.device_class for p in g})), i == 0)
         for i, g in enumerate(ordered)
     ]

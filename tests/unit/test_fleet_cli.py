@@ -228,3 +228,14 @@ def test_inputs_naming_no_node_are_bad_input(cli, tmp_path: Path) -> None:  # ty
     (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": []}))
     res = cli("fleet", "report", "pods.json", cwd=tmp_path)
     assert res.code == 2 and res.stderr.startswith("error: no probe reports or probe pods in pods.json\nhint: ")
+
+
+def test_output_does_not_depend_on_hash_seed(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "reports")
+    outputs = []
+    for seed in ("1", "2"):
+        res = run_envpin("fleet", "report", "reports", "--format", "json", "--html", f"{seed}.html", cwd=tmp_path,
+                         env={"PYTHONHASHSEED": seed})
+        assert res.code == 1, res.stderr
+        outputs.append((res.stdout, (tmp_path / f"{seed}.html").read_bytes()))
+    assert outputs[0] == outputs[1]
