@@ -93,12 +93,6 @@ class Spread:
     def golden(self) -> bool:
         return self.key.startswith(GOLDEN_PREFIX)
 
-    def value_of(self, node: str) -> str | None:
-        for value, nodes in self.values.items():
-            if node in nodes:
-                return value
-        return None
-
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "severity": self.severity, "reason": self.reason, "common": self.common,
                 "values": {v: list(n) for v, n in self.values.items()}, "absent": list(self.absent)}
