@@ -817,3 +817,69 @@ def lock_or_check(
     if requirements_in is None or ngc is None:
         raise UsageError("lock needs REQUIREMENTS_IN and --ngc", hint="e.g. envpin lock requirements.in --ngc 20.02")
     return lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out)
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    result: Any  # envpin.fleet.FleetResult
+    html: Path | None
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.result.exit_code)
+
+
+def fleet_report(paths: list[Path], html: Path | None = None) -> FleetReport:
+    """`envpin fleet report`: every node's report (files, folders, collected Kubernetes output) compared at
+    once; with html= also the HTML page, written atomically."""
+    from envpin import fleet, fleetinput
+    from envpin.fsutil import atomic_write
+
+    entries = fleetinput.read(paths)
+    result = fleet.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries])
+    if html is not None:
+        atomic_write(html, fleet.html_bytes(result))
+    return FleetReport(result, html)
+
+
+@dataclass(frozen=True)
+class FleetManifest:
+    text: str
+    written: Path | None
+    warnings: list[str]
+
+
+def fleet_manifest(
+    *, kubernetes: bool, image: str | None = None, namespace: str = "default", out: Path | None = None,
+    selftest: bool | None = None, quick: bool = False,
+) -> FleetManifest:
+    """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
+    node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
+    from envpin import kube
+    from envpin.fsutil import atomic_write
+    from envpin.payload import payload
+
+    if not kubernetes:
+        raise UsageError("say which manifest to write: --kubernetes",
+                         hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...")
+    warnings = []
+    if image is None:
+        image = _newest_ngc_image()
+        warnings.append(f"no --image given: using {image}, the newest NGC TensorFlow image in the catalog")
+    manifest = kube.render(image, namespace, payload(), selftest=selftest, quick=quick)
+    if not manifest.pinned:
+        warnings.append(f"{image} is not pinned by digest: nodes that pull it at different times may run "
+                        "different images (add @sha256:..., e.g. from 'docker buildx imagetools inspect')")
+    if out is not None:
+        atomic_write(out, manifest.text.encode("utf-8"))
+    return FleetManifest(manifest.text, out, warnings)
+
+
+def _newest_ngc_image() -> str:
+    """The newest tf2 image of the catalog, by digest when the catalog file records the one nvcr.io serves."""
+    from envpin import catalog
+    from envpin.plan import _known_digest
+
+    entry = max((e for e in catalog.load().entries() if e.flavor.startswith("tf2")), key=lambda e: e.release)
+    digest = _known_digest(entry, None)
+    return f"{entry.image}@{digest}" if digest else entry.image

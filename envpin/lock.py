@@ -553,11 +553,17 @@ class _Shape:
 # --- helpers ------------------------------------------------------------------------------------------
 
 
-def fingerprint_fields(report: dict[str, Any]) -> dict[str, str]:
-    """The report's result-affecting fields without golden hashes (those are compared by their own rule)."""
+def fingerprint_fields(report: dict[str, Any], flat: dict[str, str] | None = None) -> dict[str, str]:
+    """The report's result-affecting fields without golden hashes (those are compared by their own rule);
+    `flat`: fields.flatten(report), when the caller has it already."""
     from envpin.probe import fields
 
-    return {k: v for k, v in fields.fingerprint_fields(report).items() if not k.startswith(GOLDEN_PREFIX)}
+    out = fields.fingerprint_fields(report, flat)
+    # A report has at most one golden field, the one golden_field names.
+    golden = fields.golden_field(report)
+    if golden is not None:
+        out.pop(golden[0], None)
+    return out
 
 
 def _fingerprint_of(fp_fields: dict[str, str]) -> str:

@@ -16,8 +16,10 @@ environment hash differently depending on how it was probed. ``envpin diff`` sti
 """
 
 import fnmatch
+import functools
 import hashlib
 import json
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from envpin.probe import device
@@ -133,6 +135,9 @@ RULES = [
     Rule("env.NVIDIA_TENSORFLOW_VERSION", BREAKING, "NGC release"),
     Rule("env.NVIDIA_REQUIRE_*", INFO, "container runtime requirement"),
     Rule("env.NVIDIA_PRODUCT_NAME", INFO, "image name"),
+    Rule("env.NVIDIA_VISIBLE_DEVICES", INFO,
+         "which GPUs the container runtime exposes (a device plugin names them by UUID; their number and "
+         "models are compared under gpu.*)"),
     Rule("env.NVIDIA_*", RISK, "NGC image or container runtime setting"),
     Rule("env.PYTHONHASHSEED", BREAKING, "hash seed: set and dict iteration order"),
     Rule("env.PYTHON*", RISK, "interpreter setting"),
@@ -163,6 +168,9 @@ RULES = [
 DEFAULT_RULE = Rule("*", RISK, "unclassified field")
 
 
+# Reports repeat the same keys (a fleet of reports: thousands of times each), and the first-match scan costs
+# about a hundred fnmatch calls per key; bounded, because keys come from reports.
+@functools.lru_cache(maxsize=65536)
 def rule_for(key: str) -> Rule:
     for rule in RULES:
         if fnmatch.fnmatchcase(key, rule.pattern):
@@ -175,6 +183,14 @@ def _scalar(v: Any) -> str:
         return v
     if v is None:
         return "null"
+    # What json.dumps gives, without its cost for the common types (a report holds hundreds of numbers).
+    kind = type(v)
+    if kind is bool:
+        return "true" if v else "false"
+    if kind is int:
+        return str(v)
+    if kind is float and math.isfinite(v):
+        return repr(v)
     return json.dumps(v, sort_keys=True)
 
 
@@ -185,7 +201,12 @@ def flatten_value(prefix: str, v: Any, out: Dict[str, str]) -> None:
         if not v:
             out[prefix] = "{}"
         for k in sorted(v):
-            flatten_value("%s.%s" % (prefix, k), v[k], out)
+            x = v[k]
+            # Most leaves are strings (package versions, settings): stored without another call.
+            if type(x) is str:
+                out["%s.%s" % (prefix, k)] = x
+            else:
+                flatten_value("%s.%s" % (prefix, k), x, out)
     elif isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
         for i, x in enumerate(v):
             flatten_value("%s.%d" % (prefix, i), x, out)
@@ -219,11 +240,15 @@ def flatten(report: Dict[str, Any]) -> Dict[str, str]:
             continue
         for name in sorted(fields):
             key = "%s.%s" % (section, name)
-            text = field_text(fields[name])
-            if text is None:
-                flatten_value(key, fields[name]["value"], out)
+            field = fields[name]
+            if type(field) is dict and "value" in field:
+                v = field["value"]
+                if type(v) is str:
+                    out[key] = v
+                else:
+                    flatten_value(key, v, out)
             else:
-                out[key] = text
+                out[key] = field_text(field)
     golden = golden_field(report)
     if golden is not None:
         out[golden[0]] = golden[1]
@@ -275,25 +300,34 @@ def severity(key: str, cpu_compute: bool, absent: bool = False) -> Tuple[str, st
     return sev, rule.reason
 
 
-def fingerprint_fields(report: Dict[str, Any]) -> Dict[str, str]:
+def fingerprint_fields(report: Dict[str, Any], flat: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """The result-affecting fields: every breaking field of the report (CPU features only when the
-    report has no GPU), never volatile ones, never TensorFlow runtime settings."""
-    flat = flatten(report)
+    report has no GPU), never volatile ones, never TensorFlow runtime settings. `flat`: flatten(report),
+    when the caller has it already."""
+    if flat is None:
+        flat = flatten(report)
     cpu_compute = not gpu_present(flat)
     out = {}
     for key in sorted(flat):
-        rule = rule_for(key)
-        if rule.severity != BREAKING or not rule.fingerprint:
-            continue
-        if rule.cpu_only and not cpu_compute:
-            continue
-        out[key] = flat[key]
+        taken = _fingerprinted(key)
+        if taken or (taken is False and cpu_compute):
+            out[key] = flat[key]
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _fingerprinted(key: str) -> Optional[bool]:
+    """Whether `key` is a fingerprint field: True always, False only when computing on CPU, None never."""
+    rule = rule_for(key)
+    if rule.severity != BREAKING or not rule.fingerprint:
+        return None
+    return not rule.cpu_only
 
 
 def fingerprint_of_fields(fields: Dict[str, str]) -> str:
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a report read from JSON may carry lone surrogates (\udcxx); valid text hashes as before.
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def fingerprint(report: Dict[str, Any]) -> str:

@@ -1,0 +1,172 @@
+"""Benchmark: `envpin fleet report` on 1,000 nodes: aggregation, canonical JSON and the HTML page.
+
+    .venv/bin/python benchmarks/bench_fleet.py [--nodes 1000] [--runs 5] [--json]
+
+The reports are derived from a real one: the probe runs once on this machine (``python -m envpin.probe
+--json -``, no TensorFlow import), and each node gets a copy made to look like a GPU node of an NGC
+cluster: eight A100 GPUs read through NVML (the fields the probe's NVML collector writes), an NGC-sized
+package set, its own host name, PID, time, GPU UUIDs and PCI slots, and a self-test golden hash. Then a
+realistic minority varies: 5 % another driver minor version (risk), 2 % another OMP_NUM_THREADS and
+0.5 % another NumPy (breaking), 3 nodes with H100s (another device class), one node whose golden hash
+differs from its device class's, and 10 failed and 5 timed-out nodes. Figures are medians of --runs runs.
+Reading the files (JSON parsing of every report) is timed separately: it depends on the disk cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from envpin import fleet, fleetinput  # noqa: E402  (the repository is put on sys.path above)
+from envpin.probe import flatten  # noqa: E402
+
+GOAL_SECONDS = 2.0
+A100 = "NVIDIA A100-SXM4-80GB"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def real_report() -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    out = subprocess.run([sys.executable, "-m", "envpin.probe", "--json", "-"], env=env, capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def _v(value: Any, source: str = "nvml") -> dict[str, Any]:
+    return {"value": value, "source": source}
+
+
+def gpu_section(model: str, cc: str, driver: str, node: int) -> dict[str, Any]:
+    """What the NVML collector (envpin.probe.nvml) records for an eight-GPU node."""
+    g: dict[str, Any] = {"backend": _v("nvml", "ctypes libnvidia-ml.so.1"), "count": _v(8),
+                         "driver_version": _v(driver), "driver_major": _v(driver.split(".")[0]),
+                         "nvml_version": _v("12." + driver), "cuda_driver_version": _v("12.4")}
+    for i in range(8):
+        dev = {"name": model, "uuid": f"GPU-{hashlib.md5(f'{node}-{i}'.encode()).hexdigest()}",
+               "compute_capability": cc, "memory_total_bytes": 85899345920, "pci_bus_id": f"00000000:{i + 7:02X}:00.0",
+               "ecc": "enabled", "mig": "disabled", "persistence_mode": "enabled", "compute_mode": "Default",
+               "clocks_max_mhz": {"graphics": 1410, "memory": 1593, "sm": 1410},
+               "clocks_applications_mhz": {"graphics": 1410, "memory": 1593},
+               "power_limit_w": 400.0, "power_enforced_limit_w": 400.0, "vbios": "92.00.36.00.01"}
+        for k, val in dev.items():
+            g[f"devices.{i}.{k}"] = _v(val)
+    return g
+
+
+def make_fleet(base: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any] | fleet.NodeFailure]]:
+    base = copy.deepcopy(base)
+    dists = base["packages"]["distributions"]["value"]
+    dists.update({f"ngc-package-{i:03d}": f"{i % 7}.{i % 13}.{i % 3}" for i in range(350)})
+    dists["numpy"] = "1.26.4"
+    base["packages"]["count"]["value"] = len(dists)
+    out: list[tuple[str, dict[str, Any] | fleet.NodeFailure]] = []
+    for i in range(n):
+        name = f"gpu-{i:04d}"
+        if i % 100 == 37:
+            out.append((name, fleet.NodeFailure(fleet.FAILED, "probe exited 2 (Error)")))
+            continue
+        if i % 200 == 73:
+            out.append((name, fleet.NodeFailure(fleet.TIMED_OUT, "the pod was not scheduled (Insufficient GPU)")))
+            continue
+        r = copy.deepcopy(base)
+        r["host"]["hostname"] = _v(name, "os.uname().nodename")
+        r["host"]["pid"] = _v(1000 + i, "os.getpid()")
+        r["host"]["time_utc"] = _v(f"2025-03-01T12:{i % 60:02d}:00Z", "datetime.now(utc)")
+        h100 = i in (11, 511, 911)
+        driver = "550.90.07" if i % 20 == 3 else "550.54.15"
+        r["gpu"] = gpu_section(H100 if h100 else A100, "9.0" if h100 else "8.0", driver, i)
+        r["env"]["OMP_NUM_THREADS"] = _v("4" if i % 50 == 5 else "8", "environ:OMP_NUM_THREADS")
+        if i % 200 == 17:
+            r["packages"]["distributions"]["value"]["numpy"] = "1.26.3"
+        device = f"gpu:{H100 if h100 else A100};cc={'9.0' if h100 else '8.0'};count=8"
+        golden = "sha256:" + ("b" if h100 else "a") * 64
+        if i == 423:
+            golden = "sha256:" + "c" * 64
+        r["selftest"] = {"golden": {"hash": golden, "device_class": device}}
+        out.append((name, r))
+    return out
+
+
+def timed(fn: Any, runs: int) -> tuple[float, float, Any]:
+    """Median wall time and median CPU time of this process (the CPU figure holds on a busy machine)."""
+    walls, cpus, result = [], [], None
+    for _ in range(runs):
+        t, c = time.perf_counter(), time.process_time()
+        result = fn()
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return statistics.median(walls), statistics.median(cpus), result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+
+    base = real_report()
+    nodes = make_fleet(base, args.nodes)
+    agg_s, agg_cpu, result = timed(lambda: fleet.aggregate(nodes), args.runs)
+    json_s, json_cpu, doc = timed(lambda: fleet.to_json_text(result), args.runs)
+    html_s, html_cpu, page = timed(lambda: fleet.html_bytes(result), args.runs)
+    with tempfile.TemporaryDirectory(prefix="envpin-bench-fleet-") as tmp:
+        for name, item in nodes:
+            if isinstance(item, dict):
+                (Path(tmp) / f"{name}.json").write_text(json.dumps(item, sort_keys=True, indent=2) + "\n")
+        read_s, _, _ = timed(lambda: fleetinput.read([Path(tmp)]), args.runs)
+    total, total_cpu = agg_s + json_s + html_s, agg_cpu + json_cpu + html_cpu
+    c = result.counts()
+    figures = {
+        "nodes": args.nodes,
+        "fields_per_report": len(flatten(next(item for _, item in nodes if isinstance(item, dict)))),
+        "aggregate_s": round(agg_s, 3),
+        "json_s": round(json_s, 3),
+        "html_s": round(html_s, 3),
+        "total_s": round(total, 3),
+        "total_cpu_s": round(total_cpu, 3),
+        "read_files_s": round(read_s, 3),
+        "json_bytes": len(doc.encode()),
+        "html_bytes": len(page),
+        "classes": c["classes"],
+        "outliers": c["outliers"],
+        "breaking": c["breaking"],
+        "risk": c["risk"],
+        "failed": c["failed"],
+        "timed_out": c["timed_out"],
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+        "goal_s": GOAL_SECONDS,
+        "met": total < GOAL_SECONDS,
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2, sort_keys=True))
+    else:
+        print(f"{args.nodes} nodes, {figures['fields_per_report']} fields per report "
+              f"(median of {args.runs} runs, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+              f"load average {figures['load_average_1min']})")
+        print(f"  aggregate {agg_s:.3f} s + JSON {json_s:.3f} s ({figures['json_bytes'] / 1e6:.1f} MB) "
+              f"+ HTML {html_s:.3f} s ({figures['html_bytes'] / 1e6:.1f} MB) = {total:.3f} s wall, "
+              f"{total_cpu:.3f} s CPU (goal < {GOAL_SECONDS} s: {'met' if figures['met'] else 'NOT met'})")
+        print(f"  reading {args.nodes - c['failed'] - c['timed_out']} report files: {read_s:.3f} s")
+        print(f"  result: {c['classes']} classes, {c['outliers']} outliers, {c['breaking']} breaking and "
+              f"{c['risk']} risk fields, {c['failed']} failed, {c['timed_out']} timed out")
+    return 0 if figures["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

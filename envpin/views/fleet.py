@@ -1,0 +1,133 @@
+"""Views of `envpin fleet`: the fleet summary (or its JSON), and the manifest."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from envpin.errors import UsageError, shown
+from envpin.views.console import say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from envpin.api import FleetManifest, FleetReport
+    from envpin.fleet import FleetResult, Spread
+
+FORMATS = ("text", "json")
+_STYLE = {"breaking": "bold red", "risk": "yellow", "info": "dim"}
+#: Node names listed per value/class before "and N more": a summary stays readable for thousands of nodes.
+NAMES_SHOWN = 6
+VALUES_SHOWN = 4
+FIELDS_SHOWN = 40
+
+
+def output_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not '{shown(fmt)}'",
+                         hint="the default is text")
+    return fmt
+
+
+def _names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:
+    # Names come from reports: control characters escaped before they reach a terminal.
+    head = ", ".join(shown(n, 60) for n in names[:limit])
+    return head + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def report(res: FleetReport, fmt: str, console: Console, note: Console) -> None:
+    """Text: verdict first, then classes, outliers, differing fields, golden hashes, nodes without a report."""
+    if fmt == "json":
+        from envpin.fleet import to_json_text
+
+        sys.stdout.write(to_json_text(res.result))
+        sys.stdout.flush()
+    else:
+        summary(res.result, console)
+    if res.html is not None:
+        say(note, f"wrote {res.html}")
+
+
+def summary(result: FleetResult, console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    c = result.counts()
+    say(console, result.verdict())
+    say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out)")
+    if result.classes:
+        t = Table(title="classes (identical result-affecting fields)", title_justify="left", header_style="bold")
+        for col in ("class", "nodes", "fingerprint", "device classes", "members"):
+            t.add_column(col, overflow="fold")
+        for k in result.classes:
+            t.add_row(Text(f"{k.id}{' (reference)' if k.reference else ''}"), Text(str(len(k.nodes))),
+                      Text(k.fingerprint[:19] + "…"), Text("\n".join(shown(d, 200) for d in k.device_classes)),
+                      Text(_names(k.nodes)))
+        console.print(t)
+    if result.outliers:
+        say(console, f"outliers: {_names(result.outliers, 20)}")
+    if result.spreads:
+        t = Table(title="fields that differ", title_justify="left", header_style="bold")
+        for col in ("severity", "field", "values (nodes)", "why it matters"):
+            t.add_column(col, overflow="fold")
+        for s in result.spreads[:FIELDS_SHOWN]:
+            t.add_row(Text(s.severity, style=_STYLE.get(s.severity, "")), Text(shown(s.key, 200)), Text(_values(s)),
+                      Text(s.reason))
+        console.print(t)
+        if len(result.spreads) > FIELDS_SHOWN:
+            say(console, f"… and {len(result.spreads) - FIELDS_SHOWN} more fields (--format json and --html show all)")
+    if result.golden:
+        t = Table(title="golden training hashes per device class", title_justify="left", header_style="bold")
+        for col in ("device class", "verdict", "hashes (nodes)"):
+            t.add_column(col, overflow="fold")
+        for g in result.golden:
+            lines = [f"{shown(h, 80)[:19]}… ({len(ns)}: {_names(ns, 3)})" for h, ns in g.hashes.items()]
+            if g.unchecked:
+                lines.append(f"not checked, no self-test ({len(g.unchecked)}: {_names(g.unchecked, 3)})")
+            t.add_row(Text(shown(g.device_class, 200)),
+                      Text("consistent" if g.consistent else "differs", style="" if g.consistent else "bold red"),
+                      Text("\n".join(lines)))
+        console.print(t)
+    failed = [n for n in result.nodes if n.status != "ok"]
+    if failed:
+        t = Table(title="nodes without a report", title_justify="left", header_style="bold")
+        for col in ("node", "status", "reason"):
+            t.add_column(col, overflow="fold")
+        for n in failed:
+            t.add_row(Text(shown(n.name, 80)), Text(n.status.replace("_", " "), style="bold red"),
+                      Text(shown(n.reason or "", 300)))
+        console.print(t)
+    if result.informational:
+        keys = list(result.informational)
+        more = f" and {len(keys) - 8} more" if len(keys) > 8 else ""
+        say(console, f"informational differences (not shown): {', '.join(shown(k, 80) for k in keys[:8])}{more}")
+
+
+def _values(s: Spread) -> str:
+    """The most common value first; minority values name their nodes."""
+    groups: list[tuple[str, tuple[str, ...]]] = [(v, n) for v, n in s.values.items()]
+    if s.absent:
+        groups.append(("(not checked)" if s.golden else "(absent)", s.absent))
+    groups.sort(key=lambda g: (-len(g[1]), g[0]))
+    lines = []
+    for value, nodes in groups[:VALUES_SHOWN]:
+        shown_value = shown(value, 60)
+        is_common = value == s.common or (s.common is None and value == "(absent)")
+        who = "" if is_common else f": {_names(nodes, 3)}"
+        lines.append(f"{shown_value} ({len(nodes)}{who})")
+    if len(groups) > VALUES_SHOWN:
+        lines.append(f"… {len(groups) - VALUES_SHOWN} more values")
+    return "\n".join(lines)
+
+
+def manifest(res: FleetManifest, console: Console, note: Console) -> None:
+    """The manifest on stdout (so `> file` and `| kubectl apply -f -` work), or the file written; warnings
+    on stderr."""
+    for w in res.warnings:
+        say(note, f"warning: {w}")
+    if res.written is not None:
+        say(console, f"wrote {res.written}")
+    else:
+        sys.stdout.write(res.text)
+        sys.stdout.flush()
+
