@@ -1,0 +1,126 @@
+"""Property-based tests over the readers of untrusted input not covered elsewhere (the version, tag, image
+reference, requirement-line, shell-token and docker-config parsers have their own): the lock reader, the
+report reader with the comparison behind diff and verify, and the Dockerfile parser with the audit rules.
+
+Each asserts the same contract: envpin's own error (one line, exit 2 on the command line) or a valid result,
+never another exception, within a bounded time per example."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import string
+from typing import Any
+
+import tomli_w
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envpin import diff
+from envpin.audit import audit_text
+from envpin.errors import EnvpinError
+from envpin.lock import HEADER, loads, self_hash
+
+# JSON-shaped values with the awkward parts: huge and negative integers, booleans where numbers go, lone
+# surrogates, deep nesting (bounded by the strategy), empty keys.
+_scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
+            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30))
+_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=25)
+_SETTINGS = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _field(value: Any) -> dict[str, Any]:
+    return {"value": value, "source": "test"}
+
+
+_sections = st.dictionaries(
+    st.sampled_from(["cpu", "gpu", "env", "python", "packages", "tensorflow", "cuda", "os", "limits", "selftest",
+                     "probe", "host", "container", "memory", "image"]),
+    _json | st.dictionaries(st.text(min_size=1, max_size=15), _json.map(_field) | _json, max_size=5),
+    max_size=6,
+)
+_reports = st.builds(lambda version, sections: {"probe_schema": version, **sections},
+                     st.integers(min_value=-2, max_value=3) | st.booleans() | st.text(max_size=3), _sections)
+
+
+@_SETTINGS
+@given(a=_reports, b=_reports)
+def test_report_reader_and_comparison_raise_only_envpin_errors(a: dict[str, Any], b: dict[str, Any]) -> None:
+    try:
+        diff.check_report(a, "a")
+        diff.check_report(b, "b")
+    except EnvpinError:
+        return
+    diffs = diff.diff_reports(a, b)
+    doc = diff.to_json(diffs)
+    assert doc["verdict"] == diff.verdict(diffs)
+    json.dumps(doc)  # the --json output can always be written
+
+
+@_SETTINGS
+@given(text=st.text(max_size=400))
+def test_report_reader_on_arbitrary_text(text: str, tmp_path_factory: Any) -> None:
+    path = tmp_path_factory.mktemp("r") / "r.json"
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    with contextlib.suppress(EnvpinError):
+        diff.load_report(path)
+
+
+_toml_keys = st.text(alphabet=string.ascii_letters + "_.-", min_size=1, max_size=12)
+_toml_values = st.recursive(
+    st.booleans() | st.integers(min_value=-(10**20), max_value=10**20) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_toml_keys, inner, max_size=3), max_leaves=12)
+_locks = st.fixed_dictionaries(
+    {"lock": st.fixed_dictionaries({"schema": st.sampled_from([2, 2, 1, 3, True, "2"]),
+                                    "envpin_version": st.text(max_size=8),
+                                    "inputs_hash": st.text(max_size=80)})},
+    optional={table: st.dictionaries(_toml_keys, _toml_values, max_size=5)
+              for table in ("inputs", "base", "recipe", "files", "expected", "golden", "image", "extra")},
+)
+
+
+@_SETTINGS
+@given(data=_locks)
+def test_lock_reader_with_a_valid_self_hash_raises_only_lock_errors(data: dict[str, Any]) -> None:
+    """The self-hash is recomputed, so the shape checks behind it are what is exercised."""
+    data["lock"]["self_hash"] = self_hash(data)
+    try:
+        text = HEADER + tomli_w.dumps(data)
+    except (TypeError, ValueError):
+        return  # not representable as TOML: no file could hold it
+    try:
+        locked = loads(text, "envpin.lock")
+    except EnvpinError:
+        return
+    assert locked.to_toml()["lock"]["schema"] == 2
+
+
+@_SETTINGS
+@given(text=st.text(max_size=300))
+def test_lock_reader_on_arbitrary_text(text: str) -> None:
+    with contextlib.suppress(EnvpinError):
+        loads(text, "envpin.lock")
+
+
+_keywords = st.sampled_from(["FROM", "RUN", "ENV", "ARG", "COPY", "ADD", "CMD", "ENTRYPOINT", "LABEL", "USER",
+                             "WORKDIR", "SHELL", "ONBUILD", "HEALTHCHECK", "EXPOSE", "VOLUME", "STOPSIGNAL",
+                             "from", "# syntax=docker/dockerfile:1", "# escape=`", "#", ""])
+_fragments = st.sampled_from(["$(", ")", "${A:-", "}", "<(", "'", '"', "\\", "`", "&&", "|", ";", "--mount=type=cache",
+                              "[", "]", '"a"', ",", "<<EOF", "EOF", "\n", " ", "TF_DETERMINISTIC_OPS=1",
+                              "nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "@sha256:" + "a" * 64, "pip install x",
+                              "AS", "b", "=", "$A", "${A}", "sh -c"])
+_dockerfiles = st.lists(st.tuples(_keywords, st.lists(_fragments | st.text(max_size=8), max_size=10)),
+                        max_size=12).map(lambda lines: "\n".join(k + " " + "".join(f) for k, f in lines))
+
+
+@_SETTINGS
+@given(text=_dockerfiles | st.text(max_size=300))
+def test_dockerfile_parser_and_rules_raise_only_envpin_errors(text: str) -> None:
+    for tolerant in (False, True):
+        try:
+            findings = audit_text(text, "Dockerfile", tolerant=tolerant)
+        except EnvpinError:
+            continue
+        for finding in findings:
+            assert finding.line >= 1 and finding.rule
