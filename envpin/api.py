@@ -734,6 +734,12 @@ def audit_files(
 
     settings = audit_config.load(audit_config.find(Path.cwd())) if use_config else audit_config.AuditConfig()
 
+    if tf is not None:
+        from envpin.versions import parse_tf_spec
+
+        if len(parse_tf_spec(tf).parts) < 2:
+            raise UsageError(f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR",
+                             hint="e.g. --tf 2.1")
     if not fix and not resolve:
         raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
     if context is not None and not read_context:

@@ -73,3 +73,15 @@ def test_an_error_without_its_own_hint_points_at_the_commands_help(cli, tmp_path
     report.write_text('{"probe_schema": 1, "selftest": [1]}')
     res = cli("diff", str(report), str(report))
     assert res.stderr.splitlines()[-1] == "hint: see 'envpin diff --help'"
+
+
+@pytest.mark.parametrize(("tf", "needle"), [
+    ("abc", "'abc' is not a TensorFlow version"),
+    ("", "'' is not a TensorFlow version"),
+    ("٢.١", "is not a TensorFlow version"),
+    ("2", "--tf 2 names no minor version"),
+])
+def test_audit_refuses_a_tf_that_is_not_major_minor(cli, tmp_path: Path, tf: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM ubuntu:22.04\n")
+    _one_error(cli("audit", "--tf", tf, str(dockerfile)), needle)
