@@ -588,7 +588,7 @@ def probe_machine(
     from envpin import probe
     from envpin.fsutil import check_path_length
 
-    for path, option in ((out, "--out"), (json_file, "--json"), (markdown, "--markdown")):
+    for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
         if path is not None and str(path) != "-":
             check_path_length(path, option)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
@@ -801,7 +801,7 @@ def probe_here_or_image(
         options["selftest"] = bool(options.get("selftest"))
         return probe_machine(**options)
     if options.get("json_file") or options.get("markdown") or options.get("with_tf"):
-        raise UsageError("--image writes both reports into --out; --json, --markdown and --with-tf are for "
+        raise UsageError("--image writes both reports into --out; --output, --markdown and --with-tf are for "
                          "probing this machine", hint="drop them, or give --out DIR")
     return probe_image(image, out=options.get("out"), gpus=gpus, selftest=options.get("selftest"),
                        quick=bool(options.get("quick")), anonymize=bool(options.get("anonymize")), progress=progress)

@@ -38,7 +38,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ReportError(f"report {p} does not exist", hint="write one with 'envpin probe --json FILE'") from None
+        raise ReportError(f"report {p} does not exist", hint="write one with 'envpin probe -o FILE'") from None
     except UnicodeDecodeError:
         raise ReportError(f"cannot read report {p}: it is not UTF-8 text") from None
     except OSError as exc:

@@ -2,7 +2,7 @@
 
 Accepted inputs (a folder is searched, not recursively, for ``*.json`` and ``*.log``):
 
-* a probe report (``envpin probe --json FILE`` / ``--out DIR``, ``python3 envpin.pyz --json -``);
+* a probe report (``envpin probe -o FILE`` / ``--out DIR``, ``python3 envpin.pyz --json -``);
 * the probe pods' output as ``kubectl logs --prefix`` writes it: every line starts with
   ``[pod/<pod>/<container>] ``; each pod's lines hold one report, or whatever the probe printed when it
   failed, which makes that node a failed one (not bad input);
@@ -29,7 +29,7 @@ from envpin.fleet import FAILED, TIMED_OUT, NodeFailure, kubernetes_node_name, n
 PROBE_CONTAINER = "envpin-probe"
 SUFFIXES = (".json", ".log")
 _PREFIX = re.compile(r"\[pod/([^/\]]+)/([^\]]*)\] ?")
-_HINT = "pass probe reports (envpin probe --json FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
+_HINT = "pass probe reports (envpin probe -o FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ app = typer.Typer(
     help="Pin, build, verify and share bit-reproducible TensorFlow environments on NVIDIA NGC images.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     rich_markup_mode=None,
     # -h as well as --help, on every command (click hands the names down to subcommands).
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -42,8 +42,21 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr (errors still).")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Progress as plain lines even when stderr is not a terminal.")
+    ] = False,
 ) -> None:
+    from envpin.views import console
+
+    if quiet and verbose:
+        from envpin.errors import UsageError
+
+        raise UsageError("--quiet and --verbose exclude each other", hint="choose one")
     _state["debug"] = debug
+    console.settings.update(quiet=quiet, verbose=verbose)
 
 
 def _register() -> None:
@@ -66,6 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
+    from envpin.views import console
+
+    console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
     command = None
     try:
         command = typer.main.get_command(app)  # inside the try: Ctrl-C while Typer builds it is Ctrl-C too

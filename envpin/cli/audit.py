@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from envpin.cli.options import Severity, value
+
 
 def register(app: typer.Typer) -> None:
     @app.command("audit")
@@ -21,7 +23,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
         sarif: Annotated[bool, typer.Option("--sarif", help="Same as --format sarif.")] = False,
         fail_on: Annotated[
-            str | None,
+            Severity | None,
             typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning (default) or "
                          "info; default from [tool.envpin.audit] fail-on."),
         ] = None,
@@ -60,7 +62,7 @@ def register(app: typer.Typer) -> None:
         from envpin.views import audit, console
 
         chosen = audit.output_format(fmt, as_json, sarif)
-        res = api.audit_files(dockerfiles, fail_on=fail_on, build_args=build_arg, target=target, tf=tf, fix=fix,
+        res = api.audit_files(dockerfiles, fail_on=value(fail_on), build_args=build_arg, target=target, tf=tf, fix=fix,
                               fix_out=fix_out, in_place=in_place, resolve=not no_resolve, use_config=not no_config,
                               context=context, read_context=not no_context)
         audit.audited(res, chosen, fix, console.out(), console.err())

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import JsonOpt, TfOpt
+from envpin.cli.options import Flavor, Format, FormatOpt, JsonOpt, TfOpt, value, wants_json
 
 DEFAULT_REGISTRY = "nvcr.io"  # kept equal to envpin.sync.DEFAULT_REGISTRY by a test
 
@@ -20,8 +20,9 @@ def register(app: typer.Typer) -> None:
     def catalog_list(
         ctx: typer.Context,
         tf: TfOpt = None,
-        flavor: Annotated[str | None, typer.Option("--flavor", help="py2, py3, tf1, tf1-py2 or tf2.")] = None,
+        flavor: Annotated[Flavor | None, typer.Option("--flavor", help="The tag's flavor.")] = None,
         as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
     ) -> None:
         """List the catalog (filter with --tf and --flavor)."""
         if ctx.invoked_subcommand is not None:
@@ -29,8 +30,8 @@ def register(app: typer.Typer) -> None:
         from envpin import api
         from envpin.views import catalog, console
 
-        entries = api.catalog_entries(tf=tf, flavor=flavor)
-        if as_json:
+        entries = api.catalog_entries(tf=tf, flavor=value(flavor))
+        if wants_json(fmt, as_json):
             console.print_json([e.to_json() for e in entries])
         else:
             catalog.table(entries, console.out())
@@ -39,13 +40,14 @@ def register(app: typer.Typer) -> None:
     def catalog_show(
         release: Annotated[str, typer.Argument(help="Release or tag, e.g. 20.02 or 20.02-tf2-py3.")],
         as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
     ) -> None:
         """Show one release: every field with its source, or why it is unknown."""
         from envpin import api
         from envpin.views import catalog, console
 
         entries = api.catalog_release(release)
-        if as_json:
+        if wants_json(fmt, as_json):
             console.print_json([e.to_json() for e in entries])
         else:
             catalog.detail(entries, console.out())
@@ -76,7 +78,8 @@ def register(app: typer.Typer) -> None:
             typer.Option("--no-save", help="Only compare: do not record what was read in the image-facts cache "
                          "($XDG_CACHE_HOME/envpin/image-facts.json) that every envpin command merges."),
         ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
+        as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
         ca_bundle: Annotated[
             Path | None,
             typer.Option("--ca-bundle", metavar="PEM", help="PEM CA bundle to trust (TLS-intercepting proxies)."),
@@ -93,7 +96,7 @@ def register(app: typer.Typer) -> None:
 
         with console.progress("reading image configs") as update:
             result = api.sync_catalog(registry, release or [], write, ca_bundle, progress=update, save=not no_save)
-        if as_json:
+        if wants_json(fmt, as_json):
             console.print_json(result.to_json())
             console.say(console.err(), catalog.sync_summary(result))
         else:

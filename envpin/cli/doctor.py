@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import JsonOpt
+from envpin.cli.options import Format, FormatOpt, JsonOpt, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--lock", help="Check the image of this envpin.lock (or folder holding one).")
         ] = None,
         as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
     ) -> None:
         """Before pulling: can this host run the image? Docker, NVIDIA runtime/CDI, driver, GPUs.
 
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
         from envpin.views import console, doctor
 
         diagnosis = api.diagnose_host(ngc=ngc, lock=lock)
-        if as_json:
+        if wants_json(fmt, as_json):
             console.print_json(diagnosis.to_json())
         else:
             doctor.diagnosis(diagnosis, console.out())

@@ -10,7 +10,10 @@ import typer
 from envpin.cli.options import (
     BaseOpt,
     CaOpt,
+    Engine,
     ForceOpt,
+    Format,
+    FormatOpt,
     JsonOpt,
     LockOpt,
     NameOpt,
@@ -18,18 +21,21 @@ from envpin.cli.options import (
     OutOpt,
     ReqOpt,
     TfOpt,
+    value,
+    wants_json,
 )
 
 
 def register(app: typer.Typer) -> None:
     @app.command("recipe")
-    def recipe_cmd(ngc: NgcOpt, tf: TfOpt = None, as_json: JsonOpt = False) -> None:
+    def recipe_cmd(ngc: NgcOpt, tf: TfOpt = None, as_json: JsonOpt = False,
+                   fmt: FormatOpt = Format.text) -> None:
         """Show the determinism recipe an image gets: env vars, Python steps, caveats, sources."""
         from envpin import api
         from envpin.views import console, environment
 
         entry, recipe = api.recipe_for(ngc, tf)
-        if as_json:
+        if wants_json(fmt, as_json):
             console.print_json({"tag": entry.tag, "hash": recipe.hash, **recipe.to_dict()})
         else:
             environment.recipe(entry.tag, recipe, console.out())
@@ -78,8 +84,8 @@ def register(app: typer.Typer) -> None:
         pull: Annotated[bool, typer.Option("--pull", help="Pull the base image again even if present.")] = False,
         update: Annotated[bool, typer.Option("--update", help="Accept a base tag that now points elsewhere.")] = False,
         engine: Annotated[
-            str | None,
-            typer.Option("--engine", metavar="auto|docker|podman", envvar="ENVPIN_ENGINE",
+            Engine | None,
+            typer.Option("--engine", envvar="ENVPIN_ENGINE",
                          help="auto: Docker when its daemon answers, else podman (reproducible images)."),
         ] = None,
         check: Annotated[
@@ -94,7 +100,7 @@ def register(app: typer.Typer) -> None:
         built = api.build_or_plan(
             ngc=ngc, tf=tf, lock=lock, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
             name=name, out=out, force=force, no_cache=no_cache, pull=pull, update=update, dry_run=dry_run,
-            engine=engine, check=check,
+            engine=value(engine), check=check,
         )
         environment.build_outcome(built, console.out(), console.err())
         raise typer.Exit(getattr(built, "exit_code", 0))

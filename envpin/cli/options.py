@@ -2,14 +2,68 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+
+class Format(str, Enum):
+    """What a command prints on stdout."""
+
+    text = "text"
+    json = "json"
+
+
+class Gpus(str, Enum):
+    """`probe --image --gpus`: ask the host (auto), insist, or none."""
+
+    auto = "auto"
+    all = "all"
+    none = "none"
+
+
+class Engine(str, Enum):
+    """`build --engine`."""
+
+    auto = "auto"
+    docker = "docker"
+    podman = "podman"
+
+
+class Severity(str, Enum):
+    """`audit --fail-on`."""
+
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+class Flavor(str, Enum):
+    """`catalog --flavor`: the NGC tag flavors."""
+
+    py2 = "py2"
+    py3 = "py3"
+    tf1 = "tf1"
+    tf1_py2 = "tf1-py2"
+    tf2 = "tf2"
+
+
+def value(choice: Enum | None) -> str | None:
+    """An option's plain string for envpin.api (which takes strings, like any Python caller)."""
+    return None if choice is None else str(choice.value)
+
+
+def wants_json(fmt: Format, as_json: bool) -> bool:
+    """--format json, or its older spelling --json."""
+    return as_json or fmt is Format.json
+
+
 TfOpt = Annotated[str | None, typer.Option("--tf", help="TensorFlow version: 2, 2.1 or 2.1.0.")]
 NgcOpt = Annotated[str, typer.Option("--ngc", help="NGC release or tag: 20.02 or 20.02-tf2-py3.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of a table.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="text (tables and lines) or json (canonical JSON).")]
 ReqOpt = Annotated[
     Path | None, typer.Option("--requirements", help="Locked requirements (== pins and --hash) to install.")
 ]

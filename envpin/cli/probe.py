@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import JsonOpt
+from envpin.cli.options import Format, FormatOpt, Gpus, JsonOpt, value, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -16,8 +16,11 @@ def register(app: typer.Typer) -> None:
         out: Annotated[
             Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
         ] = None,
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Write the JSON report to FILE ('-': stdout).")
+        ] = None,
         json_file: Annotated[
-            Path | None, typer.Option("--json", help="Write the JSON report to FILE ('-': stdout).")
+            Path | None, typer.Option("--json", help="Deprecated spelling of --output FILE.", hidden=True)
         ] = None,
         markdown: Annotated[
             Path | None, typer.Option("--markdown", help="Write the Markdown report to FILE ('-': stdout).")
@@ -40,19 +43,25 @@ def register(app: typer.Typer) -> None:
                                      help="Probe inside a container of IMAGE (reports to --out, default ./reports).")
         ] = None,
         gpus: Annotated[
-            str, typer.Option("--gpus", metavar="auto|all|none",
-                              help="With --image: GPUs when the host has the NVIDIA runtime or CDI (auto).")
-        ] = "auto",
+            Gpus, typer.Option("--gpus", help="With --image: GPUs when the host has the NVIDIA runtime or CDI (auto).")
+        ] = Gpus.auto,
     ) -> None:
         """Record everything on this machine that can change a training result (JSON on stdout by default).
 
         With --image, the probe runs inside a container of that image instead (any NGC image: nothing is
         installed), with GPUs when this host can give them; exit 1 when the probe fails in the container."""
         from envpin import api
+        from envpin.errors import UsageError
         from envpin.views import console, probe
 
+        if json_file is not None:
+            if output is not None:
+                raise UsageError("--json FILE is the old spelling of --output FILE; give one of them",
+                                 hint="use --output FILE (-o FILE)")
+            console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
+            output = json_file
         res = api.probe_here_or_image(
-            image=image, gpus=gpus, out=out, json_file=json_file, markdown=markdown, with_tf=with_tf,
+            image=image, gpus=str(value(gpus)), out=out, json_file=output, markdown=markdown, with_tf=with_tf,
             selftest=selftest, quick=quick, anonymize=anonymize, progress=lambda text: console.say(console.err(), text),
         )
         if isinstance(res, api.ProbeResult):
@@ -66,13 +75,14 @@ def register(app: typer.Typer) -> None:
         a: Annotated[Path, typer.Argument(help="First probe report (JSON).")],
         b: Annotated[Path, typer.Argument(help="Second probe report (JSON).")],
         as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
     ) -> None:
         """Classify every difference between two reports. Exit 0: none breaking; 1: some breaking."""
         from envpin import api
         from envpin.views import console, diff
 
         res = api.diff_files(a, b)
-        diff.differences(res, as_json, console.out())
+        diff.differences(res, wants_json(fmt, as_json), console.out())
         raise typer.Exit(res.exit_code)
 
     @app.command("verify")
@@ -82,6 +92,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--report", help="Check this report instead of probing live.")
         ] = None,
         as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
         record: Annotated[
             bool,
             typer.Option("--record", help="Record this machine as the reference (first time) and its golden hash."),
@@ -94,5 +105,5 @@ def register(app: typer.Typer) -> None:
         from envpin.views import console, diff
 
         res = api.verify_environment(lock, report, record)
-        diff.verification(res, as_json, console.out(), console.err())
+        diff.verification(res, wants_json(fmt, as_json), console.out(), console.err())
         raise typer.Exit(res.exit_code)

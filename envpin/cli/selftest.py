@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import JsonOpt
+from envpin.cli.options import Format, FormatOpt, JsonOpt, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--quick", help="One trial per op; hygiene checks only the hash seed.")
         ] = False,
         as_json: JsonOpt = False,
+        fmt: FormatOpt = Format.text,
         script: Annotated[
             Path | None,
             typer.Option("--hygiene-script", help="Check this training script's seeding (runs it twice)."),
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from envpin.views import console, selftest
 
         result = api.run_selftest(compare=compare, quick=quick, hygiene_script=script, python=python)
-        if as_json:
+        if wants_json(fmt, as_json):
             console.print_json(result)
         else:
             selftest.show(result, console.out())

@@ -24,11 +24,16 @@ def _width(stream: Any) -> int | None:
         return 120
 
 
+#: Set by the root options -q/--quiet (no progress or notes on stderr; errors still) and -v/--verbose
+#: (progress as plain lines even when stderr is not a terminal).
+settings = {"quiet": False, "verbose": False}
+
+
 @functools.cache
-def _console(stderr: bool) -> Console:
+def _console(stderr: bool, quiet: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, width=_width(sys.stderr if stderr else sys.stdout))
+    return Console(stderr=stderr, highlight=False, width=_width(sys.stderr if stderr else sys.stdout), quiet=quiet)
 
 
 def out() -> Console:
@@ -37,8 +42,8 @@ def out() -> Console:
 
 
 def err() -> Console:
-    """Progress, warnings and errors."""
-    return _console(True)
+    """Progress, warnings and notes (quiet with -q; errors are printed by the CLI's main, always)."""
+    return _console(True, settings["quiet"])
 
 
 def say(console: Console, text: str) -> None:
@@ -47,7 +52,9 @@ def say(console: Console, text: str) -> None:
 
 
 def note(text: str) -> None:
-    """One plain line on stderr, without loading rich (progress and status notes)."""
+    """One plain line on stderr, without loading rich (progress and status notes); nothing with -q."""
+    if settings["quiet"]:
+        return
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
 
@@ -63,8 +70,11 @@ def progress(title: str) -> Iterator[Callable[[str], None] | None]:
     """A callback showing the latest progress message on a terminal's stderr (None when not a TTY);
     the spinner is gone before the result is printed."""
     console = err()
-    if not console.is_terminal:
+    if settings["quiet"]:
         yield None
+        return
+    if not console.is_terminal:
+        yield (lambda message: say(console, message)) if settings["verbose"] else None
         return
     with console.status(title) as status:
         yield lambda message: status.update(message)

@@ -243,7 +243,8 @@ def test_missing_and_directory_inputs(cli, tmp_path: Path) -> None:  # type: ign
 def test_option_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     name = _write(tmp_path, "Dockerfile", WARNINGS)
     _one_line_error(cli("audit", "--json", "--sarif", name, cwd=tmp_path), "exclude each other")
-    _one_line_error(cli("audit", "--fail-on", "fatal", name, cwd=tmp_path), "is not a severity")
+    _one_line_error(cli("audit", "--fail-on", "fatal", name, cwd=tmp_path),
+                    "'fatal' is not one of 'error', 'warning', 'info'")
     _one_line_error(cli("audit", "--build-arg", "NOEQUALS", name, cwd=tmp_path), "is not NAME=VALUE")
     _one_line_error(cli("audit", "--in-place", name, cwd=tmp_path), "only make sense with --fix")
     _one_line_error(cli("audit", "--target", "nope", name, cwd=tmp_path), "no stage named 'nope'")

@@ -85,7 +85,7 @@ def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
         (["render", "--ngc", "20.02", "--tf", "2.1", "--requirements", "missing.txt"], "does not exist"),
         (["render", "--ngc", "20.02", "--tf", "2.1", "--ca-bundle", "missing.pem"], "cannot read CA bundle"),
         (["render"], "Missing option"),
-        (["catalog", "--flavor", "tf3"], "unknown flavor"),
+        (["catalog", "--flavor", "tf3"], "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
         (["catalog", "show", "20.04"], "no TensorFlow container in 20.04"),
         (["catalog", "--tf", "3"], "no NGC release in the catalog matches"),
         (["nosuchcommand"], "No such command"),
@@ -167,7 +167,7 @@ def test_lock_command_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (("catalog", "--flavor", ""), "--flavor is empty"),
+        (("catalog", "--flavor", ""), "'' is not one of 'py2', 'py3'"),
         (("render", "--ngc", "20.02", "--tf", "2.1", "--base-image", ""), "'' is not an image reference"),
         (("render", "--ngc", "20.02", "--tf", "2.1", "--name", "abc\n"), "'abc\\n' is not a usable environment name"),
         (("render", "--ngc", "20.02", "--tf", "2.1", "--base-image", "nvcr.io/x:1\n"), "is not an image reference"),

@@ -23,7 +23,7 @@ def _probe(tmp_path: Path, name: str, **env: str) -> Path:
     """A real report from the real CLI in a separate process."""
     path = tmp_path / name
     base = {"OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1"}
-    res = run_envpin("probe", "--json", str(path), env={**base, **env})
+    res = run_envpin("probe", "-o", str(path), env={**base, **env})
     assert res.code == 0, res.stderr
     assert res.stderr == "" and "fingerprint sha256:" in res.stdout  # the report went to a file
     return path

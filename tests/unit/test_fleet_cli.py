@@ -112,7 +112,7 @@ def test_reports_of_one_machine_are_consistent_end_to_end(tmp_path: Path) -> Non
     folder = tmp_path / "reports"
     folder.mkdir()
     for name in ("a.json", "b.json"):
-        res = run_envpin("probe", "--json", str(folder / name), env={"OMP_NUM_THREADS": "2"})
+        res = run_envpin("probe", "-o", str(folder / name), env={"OMP_NUM_THREADS": "2"})
         assert res.code == 0, res.stderr
     res = run_envpin("fleet", "report", str(folder))
     assert res.code == 0, res.stderr

@@ -49,7 +49,7 @@ def test_over_long_out_paths_are_refused_before_anything_is_written(cli, tmp_pat
     deep = tmp_path / ("d/" * 2100)
     _one_error(cli("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(deep)), "paths are limited to 4,095")
     _one_error(cli("probe", "--out", str(name)), "a name of 300 bytes")
-    _one_error(cli("probe", "--json", str(name)), "--json has a name of 300 bytes")
+    _one_error(cli("probe", "--output", str(name)), "--output has a name of 300 bytes")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -133,7 +133,8 @@ def test_podman_and_docker_results_are_kept_apart(monkeypatch: pytest.MonkeyPatc
 def test_engine_choice_is_validated_and_check_needs_podman(cli) -> None:  # type: ignore[no-untyped-def]
     res = cli("build", "--ngc", "20.02", "--tf", "2.1", "--engine", "kaniko")
     assert res.code == 2 and res.stderr.splitlines() == [
-        "error: unknown engine 'kaniko'", "hint: use --engine auto, docker or podman"]
+        "error: Invalid value for '--engine' (env var: 'ENVPIN_ENGINE'): 'kaniko' is not one of 'auto', 'docker', "
+        "'podman'.", "hint: see 'envpin build --help'"]
     res = cli("build", "--ngc", "20.02", "--tf", "2.1", "--engine", "docker", "--check")
     assert res.code == 2 and "--check rebuilds with podman" in res.stderr
     assert "hint: add --engine podman" in res.stderr
