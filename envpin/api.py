@@ -773,3 +773,47 @@ def lock_or_check(
     if requirements_in is None or ngc is None:
         raise UsageError("lock needs REQUIREMENTS_IN and --ngc", hint="e.g. envpin lock requirements.in --ngc 20.02")
     return lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out)
+
+
+if TYPE_CHECKING:
+    from envpin.slurm import Divergence, NodeSummary
+
+
+@dataclass(frozen=True)
+class FleetProbe:
+    """`envpin fleet probe --slurm`: one row per node, the reference nodes and the breaking divergences."""
+
+    job_id: str | None
+    partition: str
+    out: Path
+    rows: list[NodeSummary]
+    reference: list[str]
+    divergences: list[Divergence]
+
+    @property
+    def exit_code(self) -> int:
+        """0: every node probed and no breaking difference; 1: a node failed or timed out, or they differ."""
+        return 1 if self.divergences or any(r.status != "ok" for r in self.rows) else 0
+
+
+def probe_fleet(
+    *, slurm: bool = False, nodes: int | None = None, partition: str | None = None, image: str | None = None,
+    runtime: str | None = None, out: Path | None = None, timeout: int | None = None,
+    slurm_args: list[str] | None = None, progress: Callable[[str], None] | None = None,
+) -> FleetProbe:
+    """`envpin fleet probe --slurm`: the probe on every node (or `nodes` of them) of a Slurm partition,
+    one report per node in `out` (./fleet-reports), compared by fingerprint."""
+    from envpin import slurm as slurm_backend
+
+    if not slurm:
+        raise UsageError("fleet probe needs to know how to reach the nodes", hint="add --slurm")
+    if runtime is not None and image is None:
+        raise UsageError("--runtime chooses how --image runs", hint="add --image IMAGE, or drop --runtime")
+    target = out or Path("fleet-reports")
+    job_id, used, outcomes = slurm_backend.probe(
+        target, nodes=nodes, partition=partition, image=image, runtime=runtime or "apptainer",
+        timeout=slurm_backend.DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        slurm_args=slurm_args or (), progress=progress,
+    )
+    rows, reference, divergences = slurm_backend.summarize(outcomes)
+    return FleetProbe(job_id, used, target, rows, reference, divergences)

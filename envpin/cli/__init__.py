@@ -48,9 +48,9 @@ def _root(
 
 def _register() -> None:
     """Attach the command groups (their modules import nothing heavy at module level)."""
-    from envpin.cli import audit, catalog, doctor, environment, probe, selftest
+    from envpin.cli import audit, catalog, doctor, environment, fleet, probe, selftest
 
-    for module in (catalog, environment, probe, selftest, doctor, audit):
+    for module in (catalog, environment, probe, selftest, doctor, audit, fleet):
         module.register(app)
 
 
