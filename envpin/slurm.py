@@ -50,6 +50,7 @@ OK, FAILED, TIMEOUT = "ok", "failed", "timeout"
 _STATE_FLAGS = "*~#!%$@^-"
 _JOB_ID = re.compile(r"job allocation (\d+)")
 _SRUN_NODE_LINE = re.compile(r"^(?:srun: error: ([^\s:]+): (.*)|slurmstepd-([^\s:]+): error: (.*))$")
+_SRUN_LAUNCH = re.compile(r"^srun: error: Task launch for \S+ failed on node ([^\s:]+): (.*)$")
 
 
 @dataclass(frozen=True)
@@ -256,23 +257,31 @@ def parse_task_output(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, s
     return results, broken
 
 
-def node_errors(srun_stderr: str) -> dict[str, list[str]]:
-    """srun's and slurmstepd's error lines, by the node they name ('srun: error: n2: task 1: Exited with
-    exit code 127')."""
-    out: dict[str, list[str]] = {}
-    for line in srun_stderr.splitlines():
-        m = _SRUN_NODE_LINE.match(line.strip())
-        if m:
+def node_errors(srun_stderr: str, nodes: Sequence[str]) -> dict[str, list[str]]:
+    """srun's and slurmstepd's error lines by the node they name ('srun: error: n2: task 1: Exited with exit
+    code 127'); srun's other errors ('Application launch failed: ...', which ends every node's task) are
+    added to every node, after its own."""
+    own: dict[str, list[str]] = {n: [] for n in nodes}
+    general: list[str] = []
+    for raw in srun_stderr.splitlines():
+        line = raw.strip()
+        launch = _SRUN_LAUNCH.match(line)
+        m = _SRUN_NODE_LINE.match(line)
+        if launch and launch.group(1) in own:
+            own[launch.group(1)].append("task launch failed: " + launch.group(2).strip())
+        elif m and (m.group(1) or m.group(3)) in own:
             node, text = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            out.setdefault(node, []).append(text.strip())
-    return out
+            own[node].append(text.strip())
+        elif line.startswith("srun: error: "):
+            general.append("srun: " + line[len("srun: error: "):])
+    return {n: lines + general for n, lines in own.items() if lines or general}
 
 
 def outcome(node: str, result: dict[str, Any] | None, broken: str | None, errors: Sequence[str],
             timed_out: bool, timeout: int) -> NodeOutcome:
     """One node's outcome from what came back; no result is never silently ok."""
     if result is None:
-        said = "; ".join(errors[-3:])
+        said = "; ".join(errors[:4])
         if broken:
             return NodeOutcome(node, FAILED, error=broken + (f" ({said})" if said else ""))
         if timed_out:
@@ -406,7 +415,7 @@ def _run_tasks(job_id: str, p: Plan, task: list[str], archive: bytes, timeout: i
             with contextlib.suppress(Exception):
                 srun.communicate(timeout=5)
     results, broken = parse_task_output(stdout.decode("utf-8", "replace"))
-    errors = node_errors(stderr.decode("utf-8", "replace"))
+    errors = node_errors(stderr.decode("utf-8", "replace"), allocated)
     return [outcome(n, results.get(n), broken.get(n), errors.get(n, []), timed_out, timeout) for n in allocated]
 
 

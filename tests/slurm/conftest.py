@@ -61,7 +61,7 @@ class Cluster:
 
     def node_exec(self, node: str, *cmd: str) -> None:
         """Run a command inside a node's container (the nodes are containers named after their hosts)."""
-        subprocess.run([_docker(), "exec", node, *cmd], check=True, capture_output=True, timeout=60)
+        subprocess.run([docker(), "exec", node, *cmd], check=True, capture_output=True, timeout=60)
 
     def node_env(self, node: str, *pairs: str) -> None:
         """Set (none given: clear) environment variables for every task on `node`, as a site's TaskProlog
@@ -70,7 +70,7 @@ class Cluster:
                        timeout=60)
 
 
-def _docker() -> str:
+def docker() -> str:
     return shutil.which("docker", path="/usr/bin") or shutil.which("docker") or "docker"
 
 

@@ -7,11 +7,12 @@ interpreter, a drained node, a probe that hangs) and checks that the node is nam
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from envpin.diff import check_report
 from tests.conftest import Result, run_envpin
-from tests.slurm.conftest import Cluster
+from tests.slurm.conftest import Cluster, docker
 
 
 def fleet_probe(cluster: Cluster, out: Path, *args: str) -> Result:
@@ -137,3 +138,20 @@ def test_image_needs_a_container_runtime_on_the_nodes(cluster: Cluster, tmp_path
     failed = errors(tmp_path / "fleet")
     assert sorted(failed) == list(cluster.nodes) and reports(tmp_path / "fleet") == {}
     assert all("apptainer: No such file or directory" in text for text in failed.values())
+
+
+def test_a_node_that_stops_answering_is_reported(cluster: Cluster, tmp_path: Path) -> None:
+    """One node's slurmd hangs (its container is frozen): srun cannot launch there and, as Slurm does,
+    ends the step on every node. Every node is reported failed with srun's reason; none is dropped."""
+    frozen = cluster.nodes[-1]
+    subprocess.run([docker(), "pause", frozen], check=True, capture_output=True, timeout=60)
+    try:
+        res = fleet_probe(cluster, tmp_path / "fleet", "--timeout", "30")
+    finally:
+        subprocess.run([docker(), "unpause", frozen], check=True, capture_output=True, timeout=60)
+    assert res.code == 1, res.stdout + res.stderr
+    failed = errors(tmp_path / "fleet")
+    assert sorted(failed) == list(cluster.nodes) and reports(tmp_path / "fleet") == {}
+    assert f"{len(cluster.nodes)} failed" in res.stdout
+    assert "task launch failed" in failed[frozen]
+    assert all("Application launch failed" in text for text in failed.values())

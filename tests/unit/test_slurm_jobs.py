@@ -151,8 +151,27 @@ def test_node_errors_by_node() -> None:
     text = ("slurmstepd-n2: error: execve(): python3: No such file or directory\n"
             "srun: error: n2: task 1: Exited with exit code 2\n"
             "srun: launch/slurm: _step_signal: Terminating StepId=5.0\n")
-    assert slurm.node_errors(text) == {
+    assert slurm.node_errors(text, ["n1", "n2"]) == {
         "n2": ["execve(): python3: No such file or directory", "task 1: Exited with exit code 2"]}
+
+
+def test_a_node_that_cannot_launch_ends_every_task() -> None:
+    """srun's real output when one node's slurmd does not answer: the step is aborted everywhere."""
+    text = ("srun: error: slurm_receive_msgs: [[172.24.0.5]:6818] failed: Socket timed out on send/recv operation\n"
+            "srun: error: Task launch for StepId=18.0 failed on node n3: Socket timed out on send/recv operation\n"
+            "srun: error: Application launch failed: Socket timed out on send/recv operation\n"
+            "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+            "slurmstepd-n1: error: *** STEP 18.0 ON n1 CANCELLED AT 2026-11-23T14:19:40 ***\n"
+            "srun: error: n2: task 1: Killed\n"
+            "srun: error: n1: task 0: Killed\n")
+    errors = slurm.node_errors(text, ["n1", "n2", "n3"])
+    general = ["srun: slurm_receive_msgs: [[172.24.0.5]:6818] failed: Socket timed out on send/recv operation",
+               "srun: Application launch failed: Socket timed out on send/recv operation"]
+    assert errors["n3"] == ["task launch failed: Socket timed out on send/recv operation", *general]
+    assert errors["n2"] == ["task 1: Killed", *general]
+    o = slurm.outcome("n3", None, None, errors["n3"], False, 10)
+    assert (o.status, o.error) == ("failed", "no result from the node: task launch failed: Socket timed out on "
+                                   "send/recv operation; " + "; ".join(general))
 
 
 def _lines(node: str, result: dict[str, object]) -> list[str]:
