@@ -10,7 +10,8 @@ envpin.pyz, not a part of it.
 Output: the task's result as one JSON document, compressed and base64-encoded, cut into lines of
 ``@envpin-task 1 NODE SEQ TOTAL DIGEST CHUNK``. Every line names its node and the digest of the whole
 message, so the host reassembles each node's message even when the launcher interleaves the lines of
-several nodes, and notices a damaged one. Lines stay well under the 1 KiB srun forwards in one piece.
+several nodes, and notices a damaged one. Lines stay short (about 650 bytes), which srun delivers whole
+(docs/slurm.md).
 The task exits 0 whenever it printed its result; the result says whether the probe worked.
 """
 

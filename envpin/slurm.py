@@ -179,10 +179,10 @@ def task_source() -> str:
     return (Path(__file__).resolve().parent / "nodetask.py").read_text(encoding="utf-8")
 
 
-def task_command(payload_sha256: str, timeout: int, *, image: str | None = None, runtime: str = "apptainer",
-                 probe_args: Sequence[str] = ()) -> list[str]:
+def task_command(payload_sha256: str, timeout: int, *, image: str | None = None,
+                 runtime: str = "apptainer") -> list[str]:
     """The command each task runs: the node-side task under python3, inside `image` when given."""
-    python = ["python3", "-c", task_source(), payload_sha256, str(timeout), *probe_args]
+    python = ["python3", "-c", task_source(), payload_sha256, str(timeout)]
     if image is None or runtime == "pyxis":
         return python
     # --nv binds the node's NVIDIA driver and devices into the container (a warning on a node without GPUs).
@@ -333,6 +333,13 @@ def _run(cmd: list[str], what: str, timeout: float = 60) -> subprocess.Completed
     return proc
 
 
+def _said(text: str) -> str:
+    """What a client command said that matters: its first error line, else its first line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or ["no message"])[0]
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "no message"
@@ -340,7 +347,7 @@ def _last_line(text: str) -> str:
 
 def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, image: str | None = None,
           runtime: str = "apptainer", timeout: int = DEFAULT_TIMEOUT_S, slurm_args: Sequence[str] = (),
-          probe_args: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+          progress: Callable[[str], None] | None = None,
           ) -> tuple[str | None, str, list[NodeOutcome]]:
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
     Returns (job id, partition, one outcome per node, sorted by node)."""
@@ -358,7 +365,7 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
     require_clients()
     archive = payload()
     sha = hashlib.sha256(archive).hexdigest()
-    task = task_command(sha, timeout, image=image, runtime=runtime, probe_args=probe_args)
+    task = task_command(sha, timeout, image=image, runtime=runtime)
 
     cmd = ["sinfo", "-h", "-N", "-o", SINFO_FORMAT] + ([f"--partition={partition}"] if partition else [])
     proc = _run(cmd, "sinfo")
@@ -374,9 +381,12 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
         alloc = _run(salloc_command(p, timeout, slurm_args), "salloc", timeout=timeout + 60)
         job_id = parse_job_id(alloc.stderr)
         try:
-            if alloc.returncode != 0 or job_id is None:
+            if job_id is None:
+                raise SlurmError(f"salloc refused the request: {_said(alloc.stderr)}",
+                                 hint="check the partition and the --slurm-arg options (salloc --help)")
+            if alloc.returncode != 0:
                 raise SlurmError(f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
-                                 f"within {timeout} s: {_last_line(alloc.stderr)}",
+                                 f"within {timeout} s: {_said(alloc.stderr)}",
                                  hint="the nodes may be busy: retry later, or with a longer --timeout")
             outcomes += _run_tasks(job_id, p, task, archive, timeout, image, runtime, say)
         finally:
