@@ -293,8 +293,8 @@ run_container() { # run_container NAME ROLE
     "$IMAGE_NAME" "$role"
 }
 
-# node states as "name state" lines (state without the * / ~ / # suffixes)
-node_states() { slurm_client timeout 10 sinfo -h -N -p "$PARTITION" -o '%N %T' 2>/dev/null | sed 's/[*~#!%$@^-]*$//' | sort -u; }
+# node states as "name state" lines; a state keeps Slurm's flags ("idle*": not responding is not idle)
+node_states() { slurm_client timeout 10 sinfo -h -N -p "$PARTITION" -o '%N %T' 2>/dev/null | sort -u; }
 
 wait_idle() { # wait_idle N
   local n=$1 waited=0 idle states
