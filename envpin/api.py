@@ -889,3 +889,44 @@ def _newest_ngc_image() -> str:
     entry = max((e for e in catalog.load().entries() if e.flavor.startswith("tf2")), key=lambda e: e.release)
     digest = _known_digest(entry, None)
     return f"{entry.image}@{digest}" if digest else entry.image
+
+
+@dataclass(frozen=True)
+class FleetProbe:
+    """`envpin fleet probe --slurm`: where each node's report (or error) went, and the fleet comparison of
+    them all (envpin.fleet: the same classes, outliers and golden hashes as `fleet report`)."""
+
+    job_id: str | None
+    partition: str
+    out: Path
+    outcomes: list[Any]  # envpin.slurm.NodeOutcome, one per node, none dropped
+    result: Any  # envpin.fleet.FleetResult
+
+    @property
+    def exit_code(self) -> int:
+        """0: every node probed and consistent; 1: a node failed or timed out, or a breaking difference."""
+        return int(self.result.exit_code)
+
+
+def probe_fleet(
+    *, slurm: bool = False, nodes: int | None = None, partition: str | None = None, image: str | None = None,
+    runtime: str | None = None, out: Path | None = None, timeout: int | None = None,
+    slurm_args: list[str] | None = None, progress: Callable[[str], None] | None = None,
+    selftest: bool | None = None, quick: bool = False,
+) -> FleetProbe:
+    """`envpin fleet probe --slurm`: the probe on every node (or `nodes` of them) of a Slurm partition,
+    one report per node in `out` (./fleet-reports), compared by fingerprint."""
+    from envpin import slurm as slurm_backend
+
+    if not slurm:
+        raise UsageError("fleet probe needs to know how to reach the nodes", hint="add --slurm")
+    if runtime is not None and image is None:
+        raise UsageError("--runtime chooses how --image runs", hint="add --image IMAGE, or drop --runtime")
+    target = out or Path("fleet-reports")
+    job_id, used, outcomes = slurm_backend.probe(
+        target, nodes=nodes, partition=partition, image=image, runtime=runtime or "apptainer",
+        timeout=slurm_backend.DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        slurm_args=slurm_args or (), progress=progress,
+        probe_args=[*{True: ["--selftest"], False: ["--no-selftest"]}.get(selftest, []), *(["--quick"] * quick)],
+    )
+    return FleetProbe(job_id, used, target, list(outcomes), slurm_backend.fleet_result(outcomes))

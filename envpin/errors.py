@@ -57,3 +57,7 @@ class RegistryError(EnvpinError):
 
 class ReportError(EnvpinError):
     """A probe report could not be read or does not follow the report schema."""
+
+
+class SlurmError(EnvpinError):
+    """A Slurm client command failed: no controller answers, or the allocation was refused or timed out."""

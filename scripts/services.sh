@@ -691,4 +691,7 @@ main() {
   [[ $cmd == help || $cmd == -h || $cmd == --help || $cmd == status ]] || say "$cmd: done"
 }
 
-main "$@"
+# Sourced (scripts/slurm.sh reuses the functions above): define only, run nothing.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  main "$@"
+fi

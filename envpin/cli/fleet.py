@@ -1,4 +1,4 @@
-"""`envpin fleet report` and `fleet manifest`: many machines at once."""
+"""`envpin fleet report`, `fleet manifest` and `fleet probe --slurm`: many machines at once."""
 
 from __future__ import annotations
 
@@ -64,3 +64,57 @@ def register(app: typer.Typer) -> None:
         res = api.fleet_manifest(kubernetes=kubernetes, image=image, namespace=namespace, out=out, selftest=selftest,
                                  quick=quick)
         fleet.manifest(res, console.out(), console.err())
+
+    @group.command("probe")
+    def fleet_probe(
+        slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
+        nodes: Annotated[
+            int | None, typer.Option("--nodes", metavar="N",
+                                     help="Probe N nodes (default: every node of the partition).")
+        ] = None,
+        partition: Annotated[
+            str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
+        ] = None,
+        image: Annotated[
+            str | None, typer.Option("--image", metavar="IMAGE",
+                                     help="Probe inside IMAGE on each node (see --runtime).")
+        ] = None,
+        runtime: Annotated[
+            str | None, typer.Option("--runtime", metavar="apptainer|singularity|pyxis",
+                                     help="How --image runs on the nodes (default apptainer).")
+        ] = None,
+        out: Annotated[
+            Path | None, typer.Option("--out", metavar="DIR",
+                                      help="Write DIR/<node>.json (or <node>.error.txt); default ./fleet-reports.")
+        ] = None,
+        timeout: Annotated[
+            int | None, typer.Option("--timeout", metavar="SECONDS",
+                                     help="Limit for the allocation and for each node's probe (default 300).")
+        ] = None,
+        slurm_arg: Annotated[
+            list[str] | None, typer.Option("--slurm-arg", metavar="OPTION",
+                                           help="Extra salloc option, repeatable: --slurm-arg=--account=ml.")
+        ] = None,
+        selftest: Annotated[
+            bool | None,
+            typer.Option("--selftest/--no-selftest",
+                         help="The determinism self-test runs by default where the nodes' Python has "
+                              "TensorFlow; --selftest insists, --no-selftest leaves it out."),
+        ] = None,
+        quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    ) -> None:
+        """Run the probe once on every node and collect one report per node.
+
+        Exit 0: every node probed and all share one fingerprint; 1: a node failed or timed out, or nodes differ
+        in a breaking field; 2: bad input or no Slurm."""
+        from envpin import api
+        from envpin.views import console
+        from envpin.views import slurm as slurm_view
+
+        res = api.probe_fleet(
+            slurm=slurm, nodes=nodes, partition=partition, image=image, runtime=runtime, out=out, timeout=timeout,
+            slurm_args=slurm_arg, progress=lambda text: console.say(console.err(), text), selftest=selftest,
+            quick=quick,
+        )
+        slurm_view.probed(res, console.out(), console.err())
+        raise typer.Exit(res.exit_code)
