@@ -434,19 +434,9 @@ def html_context(result: FleetResult) -> dict[str, Any]:
 
 def to_html(result: FleetResult) -> str:
     """One self-contained page (inline CSS, no script, no external asset); every text is HTML-escaped."""
-    import jinja2
+    from envpin.render import template_env
 
-    from envpin.render import templates_dir
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return env.get_template("fleet-report.html.j2").render(**html_context(result))
+    return template_env(autoescape=True).get_template("fleet-report.html.j2").render(**html_context(result))
 
 
 def html_bytes(result: FleetResult) -> bytes:

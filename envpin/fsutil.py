@@ -14,7 +14,6 @@ import errno
 import hashlib
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError
+from envpin.probe._common import signals_held
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -179,26 +179,9 @@ def _hint(exc: OSError) -> str | None:
     return None
 
 
-#: Signals that would stop envpin between two renames that belong together.
-_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: How long a writer waits for another envpin writing in the same folder.
 LOCK_WAIT_S = 60.0
 _STAGE, _OLD = ".envpin-new-", ".envpin-old-"
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold back Ctrl-C and termination for a few renames that must happen together; they are delivered
-    right after. Only the main thread can block them; elsewhere this does nothing."""
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ which YAML reads as a double-quoted scalar.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from dataclasses import dataclass
 
@@ -66,13 +65,11 @@ def probe_command(selftest: bool | None, quick: bool = False) -> list[str]:
 
 def render(image: str, namespace: str, payload: bytes, selftest: bool | None = None, quick: bool = False) -> Manifest:
     """The manifest (ConfigMap with the payload + DaemonSet) for `image` in `namespace`."""
-    import jinja2
-
     from envpin.fsutil import sha256_bytes
     from envpin.payload import IMAGE_PATH, PAYLOAD_NAME
     from envpin.plan import validate_image_ref
     from envpin.probe import imageref
-    from envpin.render import templates_dir
+    from envpin.render import template_env
 
     validate_image_ref(image)
     ref = imageref.parse(image)
@@ -83,17 +80,7 @@ def render(image: str, namespace: str, payload: bytes, selftest: bool | None = N
     if len(encoded) >= CONFIGMAP_LIMIT:
         raise UsageError(f"the probe payload ({len(payload)} bytes) does not fit in a ConfigMap",
                          hint="this envpin's payload is too large for Kubernetes; report it")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    # A JSON string is a valid YAML double-quoted scalar: nothing a value holds can change the structure.
-    env.filters["q"] = lambda v: json.dumps(str(v))
-    text = env.get_template("kubernetes-probe.yaml.j2").render(
+    text = template_env().get_template("kubernetes-probe.yaml.j2").render(
         name=NAME,
         namespace=validate_namespace(namespace),
         labels=LABELS,

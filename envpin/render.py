@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,19 +36,27 @@ def templates_dir() -> Path:
     raise RenderError("envpin's templates are missing", hint="reinstall envpin")
 
 
-@functools.lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    """One environment per process: it caches the compiled templates (and reloads one whose file changed)."""
+@functools.lru_cache(maxsize=2)
+def template_env(autoescape: bool = False) -> jinja2.Environment:
+    """The one Jinja2 environment for envpin's templates (Dockerfile, Apptainer definition, Kubernetes
+    manifest, HTML fleet report): StrictUndefined, so a missing value is an error, never an empty string.
+    autoescape=True for HTML. One per process, so compiled templates are reused. Filters: `sh` (one POSIX
+    shell word) and `q` (a JSON string, which YAML reads as a double-quoted scalar)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
-        autoescape=False,
+        autoescape=autoescape,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters["sh"] = shlex.quote  # one word for a POSIX shell, whatever the value holds
+    env.filters["q"] = lambda v: json.dumps(str(v))  # nothing a value holds can change a YAML structure
     return env
+
+
+def _env() -> jinja2.Environment:
+    return template_env()
 
 
 def parse_formats(asked: Sequence[str]) -> tuple[str, ...]:

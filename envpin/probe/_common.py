@@ -10,8 +10,10 @@ Every field of a report is one small object that says how it was read:
 * ``{"present": true, "redacted": true, ...}``   an environment variable that looks like a credential.
 """
 
+import contextlib
 import os
-from typing import Any, Callable, Dict, Optional
+import signal
+from typing import Any, Callable, Dict, Iterator, Optional
 
 
 class Unavailable(Exception):
@@ -94,3 +96,20 @@ def package_data(package: str, name: str) -> bytes:
     if data is None:
         raise IOError("%s/%s cannot be read by its loader" % (package, name))
     return data
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold back Ctrl-C and termination for a few renames that must happen together (both reports, or an
+    environment folder's swap); they are delivered right after. Only the main thread can block them;
+    elsewhere this does nothing."""
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

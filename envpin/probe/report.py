@@ -5,7 +5,6 @@ import datetime
 import json
 import os
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -13,7 +12,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tup
 
 from envpin import __version__
 from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
-from envpin.probe._common import Context, describe, guarded_section, value
+from envpin.probe._common import Context, describe, guarded_section, signals_held, value
 
 PROBE_SCHEMA = 1
 
@@ -207,21 +206,6 @@ def _stage(path: str, data: bytes) -> str:
     return tmp
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ctrl-C and termination wait until renames that belong together are done (main thread only)."""
-    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def write_all(texts: Dict[str, str]) -> None:
     """Write several files all or nothing: each is staged beside its target, then all are renamed into place
     together, with signals held back; devices and pipes ('-', /dev/null, a fifo) are written directly."""
@@ -248,7 +232,7 @@ def write_all(texts: Dict[str, str]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
-    with _signals_held():
+    with signals_held():
         for tmp, path in staged:
             os.replace(tmp, path)
 
