@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,47 +127,6 @@ class BuildOutcome:
     log: Path
 
 
-class Progress:
-    """Live one-line display of the current step and elapsed time (plain lines when not a TTY)."""
-
-    def __init__(self, title: str) -> None:
-        from rich.live import Live
-        from rich.text import Text
-
-        from envpin.views.console import err
-
-        self._text = Text
-        self._err = err()
-        self._start = time.monotonic()
-        self._step = "starting"
-        self._title = title
-        live = self._err.is_terminal
-        self._live = Live(self._render(), console=self._err, refresh_per_second=4, transient=True) if live else None
-
-    def _render(self) -> Any:
-        return self._text(f"{self._title}: {self._step} ({time.monotonic() - self._start:.1f} s)")
-
-    def __enter__(self) -> Progress:
-        if self._live:
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live:
-            self._live.__exit__(*exc)  # type: ignore[arg-type]
-
-    def step(self, text: str) -> None:
-        self._step = text
-        if self._live:
-            self._live.update(self._render())
-        else:
-            self._err.print(f"{self._title}: {text}", soft_wrap=True, markup=False)
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self._start
-
-
 def build_image(
     client: Any, context: Path, tag: str, log_path: Path, *, no_cache: bool = False, pull: bool = False
 ) -> BuildOutcome:
@@ -179,6 +137,8 @@ def build_image(
     current = "starting"
     cached_steps = steps = 0
     try:
+        from envpin.views.console import Progress
+
         with Progress(f"building {tag}") as progress:
             stream = client.api.build(
                 path=str(context), tag=tag, rm=True, forcerm=True, decode=True, nocache=no_cache, pull=pull

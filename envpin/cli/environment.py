@@ -125,7 +125,9 @@ def register(app: typer.Typer) -> None:
         from envpin import api
         from envpin.views import console, environment
 
-        res = api.lock_or_check(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out, check=check,
-                                lock=lock)
+        with console.progress("envpin lock") as update:
+            update("checking" if check else f"resolving inside the {ngc} image")
+            res = api.lock_or_check(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out, check=check,
+                                    lock=lock)
         environment.lock_outcome(res, console.out(), console.err())
         raise typer.Exit(res.exit_code)

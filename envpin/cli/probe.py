@@ -60,10 +60,11 @@ def register(app: typer.Typer) -> None:
                                  hint="use --output FILE (-o FILE)")
             console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
             output = json_file
-        res = api.probe_here_or_image(
-            image=image, gpus=str(value(gpus)), out=out, json_file=output, markdown=markdown, with_tf=with_tf,
-            selftest=selftest, quick=quick, anonymize=anonymize, progress=lambda text: console.say(console.err(), text),
-        )
+        with console.progress(f"probing {image}" if image else "probing this machine") as update:
+            res = api.probe_here_or_image(
+                image=image, gpus=str(value(gpus)), out=out, json_file=output, markdown=markdown, with_tf=with_tf,
+                selftest=selftest, quick=quick, anonymize=anonymize, progress=update,
+            )
         if isinstance(res, api.ProbeResult):
             probe.probed(res, console.out(), console.err())
             raise typer.Exit(res.exit_code)

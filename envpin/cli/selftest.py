@@ -37,7 +37,9 @@ def register(app: typer.Typer) -> None:
         from envpin import api
         from envpin.views import console, selftest
 
-        result = api.run_selftest(compare=compare, quick=quick, hygiene_script=script, python=python)
+        with console.progress("determinism self-test" + (" (quick)" if quick else "")) as update:
+            update("TensorFlow children running")
+            result = api.run_selftest(compare=compare, quick=quick, hygiene_script=script, python=python)
         if wants_json(fmt, as_json):
             console.print_json(result)
         else:

@@ -65,16 +65,54 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+class Progress:
+    """The one progress display: a spinner, the current step and the elapsed time on a terminal's stderr,
+    gone before the result is printed. Off when stderr is not a terminal (plain lines with -v) and with -q."""
+
+    def __init__(self, title: str) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._step = "starting"
+        self._title = title
+        self._err = err()
+        self._live: Any = None
+        if self._err.is_terminal and not settings["quiet"]:
+            from rich.live import Live
+            from rich.spinner import Spinner
+
+            self._spinner = Spinner("dots")
+            self._live = Live(self, console=self._err, refresh_per_second=4, transient=True)
+
+    def __rich__(self) -> Any:
+        """Drawn again at every refresh, so the elapsed time runs between steps."""
+        self._spinner.update(text=f"{self._title}: {self._step} ({self.elapsed:.0f} s)")
+        return self._spinner
+
+    def __enter__(self) -> Progress:
+        if self._live:
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live:
+            self._live.__exit__(*exc)
+
+    def step(self, text: str) -> None:
+        self._step = text
+        if self._live:
+            self._live.refresh()
+        elif settings["verbose"] and not settings["quiet"]:
+            say(self._err, f"{self._title}: {text}")
+
+    @property
+    def elapsed(self) -> float:
+        return self._clock() - self._start
+
+
 @contextlib.contextmanager
-def progress(title: str) -> Iterator[Callable[[str], None] | None]:
-    """A callback showing the latest progress message on a terminal's stderr (None when not a TTY);
-    the spinner is gone before the result is printed."""
-    console = err()
-    if settings["quiet"]:
-        yield None
-        return
-    if not console.is_terminal:
-        yield (lambda message: say(console, message)) if settings["verbose"] else None
-        return
-    with console.status(title) as status:
-        yield lambda message: status.update(message)
+def progress(title: str) -> Iterator[Callable[[str], None]]:
+    """A Progress for a command: yields the callback api functions take as progress=."""
+    with Progress(title) as shown:
+        yield shown.step

@@ -30,7 +30,7 @@ def image_probed(res: ImageProbe, console: Console, note: Console) -> None:
         for line in res.log_tail:
             say(note, f"  | {line}")
     else:
-        say(note, f"probed {res.image}")
+        say(note, f"probed {res.image} {res.gpus}")
     if res.selftest:
         say(note, res.selftest)
     for path in res.written:

@@ -38,8 +38,8 @@ def test_a_failing_probe_fails_the_command(docker_client: Any, stand_in_image: s
     "args, fragment",
     [
         (["--gpus", "all"], "--gpus all, but this host has no NVIDIA container runtime"),
-        (["--gpus", "some"], "--gpus must be one of auto, all, none"),
-        (["--json", "x.json"], "--image writes both reports into --out"),
+        (["--gpus", "some"], "'some' is not one of 'auto', 'all', 'none'"),
+        (["-o", "x.json"], "--image writes both reports into --out"),
     ],
 )
 def test_refusals(stand_in_image: str, tmp_path: Path, args: list[str], fragment: str) -> None:

@@ -82,3 +82,16 @@ def test_probe_output_option_and_the_deprecated_json_file(cli, tmp_path: Path) -
     assert "warning: --json FILE is deprecated; use --output FILE (-o FILE)" in old.stderr
     both = cli("probe", "--json", "x", "-o", "y")
     assert both.code == 2 and both.stderr.startswith("error: --json FILE is the old spelling of --output FILE")
+
+
+def test_progress_is_off_in_a_pipe_and_plain_lines_with_verbose(tmp_path: Path) -> None:
+    """stderr is a pipe here: no spinner; -v prints the steps as lines (a CI log); -q prints nothing."""
+    out = tmp_path / "env"
+    assert run_envpin("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(out)).code == 0
+    lock = str(out / "envpin.lock")
+    plain = run_envpin("lock", "--check", "--lock", lock)
+    assert plain.code == 0 and "envpin lock: checking" not in plain.stderr
+    verbose = run_envpin("-v", "lock", "--check", "--lock", lock)
+    assert verbose.code == 0 and "envpin lock: checking" in verbose.stderr
+    quiet = run_envpin("-q", "lock", "--check", "--lock", lock)
+    assert quiet.code == 0 and quiet.stderr == ""
