@@ -175,6 +175,7 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
             sys.executable,
             "-m",
             "envpin",
+            "-v",  # stderr is a pipe: -v prints the progress steps as lines
             "build",
             "--ngc",
             "20.02-tf2-py3",
@@ -193,7 +194,7 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
     install_step = None
     with proc.stderr:
         for line in proc.stderr:
-            # Progress lines read "building TAG: step N/M (INSTRUCTION...)"; the pip install is the RUN step
+            # Progress lines (-v) read "building TAG: step N/M (INSTRUCTION...)"; the pip install is the RUN step
             # right after COPY requirements.lock.
             m = re.search(r"step (\d+)/\d+ \((\w+)", line)
             if m and "COPY requirements.lock" in line:
