@@ -722,9 +722,11 @@ _APT_VALUE = frozenset({"-o", "-c", "-t", "--option", "--config-file", "--target
 
 
 def check_apt(ctx: Context) -> None:
+    # Whether a snapshot source is set up by the end of each stage: a stage starts with its parent's state,
+    # so a chain of N stages costs N steps, not N² (stages build only on earlier ones).
+    ended: dict[int, bool] = {}
     for st in ctx.df.stages:
-        earlier = [i for up in ctx.df.chain(st)[:-1] for i in up.instructions if i.keyword == "RUN"]
-        snapshot = any(_mentions_snapshot(ctx.run(i)) for i in earlier)
+        snapshot = ended.get(st.parent, False) if st.parent is not None else False
         for ins in st.instructions:
             if ins.keyword != "RUN":
                 continue
@@ -748,10 +750,7 @@ def check_apt(ctx: Context) -> None:
                             "snapshot.debian.org source")
             if any(h in t for t in run.texts for h in SNAPSHOT_HOSTS):
                 snapshot = True
-
-
-def _mentions_snapshot(run: RunScript) -> bool:
-    return any(h in t for t in run.texts for h in SNAPSHOT_HOSTS)
+        ended[st.index] = snapshot
 
 
 def _apt_install(cmd: Command) -> tuple[list[str], bool] | None:
