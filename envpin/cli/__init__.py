@@ -79,12 +79,12 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
-    from envpin.views import console
-
-    console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
     command = None
-    try:
-        command = typer.main.get_command(app)  # inside the try: Ctrl-C while Typer builds it is Ctrl-C too
+    try:  # everything inside: Ctrl-C while modules load or Typer builds the command is Ctrl-C too
+        from envpin.views import console
+
+        console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
+        command = typer.main.get_command(app)
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
     except EnvpinError as exc:
         if _state["debug"]:
