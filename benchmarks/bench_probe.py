@@ -84,12 +84,12 @@ def main() -> int:
 
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
-        probe_cmd = [py, "-m", "envpin.probe", "--json", os.devnull]
+        probe_cmd = [py, "-m", "envpin.probe", "--no-selftest", "--json", os.devnull]
         torch_cmd = [py, "-m", "torch.utils.collect_env"]
 
         # One run of each whose output is kept, for the field counts (and as the warm-up).
         report_path = Path(tmp) / "report.json"
-        _, p = _timed([py, "-m", "envpin.probe", "--json", str(report_path)], tmp)
+        _, p = _timed([py, "-m", "envpin.probe", "--no-selftest", "--json", str(report_path)], tmp)
         if p.returncode != 0:
             sys.stderr.write(p.stderr)
             return 2
