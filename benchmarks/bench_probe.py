@@ -4,7 +4,7 @@
 
 Both are measured the same way: wall time of a fresh interpreter process (``python -m ...``), the two
 commands alternating run by run after one unmeasured warm-up each, so both see the same machine state and
-file cache. The probe runs as the images run it (``python -m envpin.probe --json /dev/null``): no
+file cache. The probe runs as the images run it (``python -m envpin.probe --no-selftest --json /dev/null``): no
 TensorFlow import, no self-test. collect_env needs ``pip install torch`` (it imports torch).
 
 How fields are counted (what each tool *records*, not how many lines it prints):
