@@ -43,18 +43,44 @@ _TOKEN_PATTERNS = [
     r"npm_[A-Za-z0-9]{20,}",
     r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
-    r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@]+@",  # URL with user:password@ (or :password@)
-    r"\b(?:[Bb]earer|[Bb]asic|[Tt]oken)\s+[A-Za-z0-9._~+/=\-]{8,}",  # an Authorization header's credential
+    # URL with user:password@ (or :password@); the scheme starts a word, so a long run of letters is one try
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@]+@",
+    # An Authorization header's credential: Bearer <token>; Basic <base64> (with a digit, '+', '/' or '=',
+    # so "Basic training" is prose)
+    r"\b[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8,}",
+    r"\b[Bb]asic\s+(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}",
 ]
 _TOKEN = re.compile("|".join("(?:%s)" % p for p in _TOKEN_PATTERNS))
-# The value of a credential-named parameter: query strings (?sig=, &token=), flags (--some_token=),
-# key: value and JSON pairs ("password": "..."). Group 1 (the name and separator) is kept.
-_KEYED = re.compile(
-    r"((?:^|(?<=[^A-Za-z0-9]))[A-Za-z0-9_\-]*(?:token|secret|passw(?:or)?d|passphrase|pwd|cred\w*|api[_\-]?key"
-    r"|access[_\-]?key|private[_\-]?key|auth\w*|sig|signature|sas|session)[A-Za-z0-9_\-]*[\"']?\s*[=:]\s*[\"']?)"
-    r"(?!<redacted>)([^\s&;,\"'<>]+)",
-    re.IGNORECASE,
+# A NAME=VALUE, NAME: VALUE or "NAME": "VALUE" pair inside a longer string (query strings, flag lists, JSON).
+# The name starts a word (one try per word: no backtracking across long runs), ':' separates only when
+# followed by a space or after a quote (so a path list such as /opt/tokenizers:/usr/lib is not a pair), and
+# whether the name is a credential's is decided by its parts (_keyed_name), not by a substring.
+_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{1,80})"
+    r"((?:[\"']?\s*=\s*|[\"']?\s*:\s+|[\"']:\s*)[\"']?)"
+    r"([^\s&;,\"'<>]+)"
 )
+_KEY_PARTS = re.compile(r"[_\-]+|(?<=[a-z])(?=[A-Z])")
+_SECRET_PARTS = frozenset([
+    "token", "tokens", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "pass", "pw", "cred",
+    "creds", "credential", "credentials", "auth", "authorization", "sig", "signature", "sas", "apikey",
+])
+_KEY_QUALIFIERS = frozenset(["api", "access", "private", "secret", "signing", "account"])
+
+
+def _keyed_name(name: str) -> bool:
+    """Whether a parameter NAME holds a credential: one of its parts (split at '_', '-' and camelCase) is a
+    credential word, or it is a key qualified as one (api_key, access-key, privateKey)."""
+    parts = set(p.lower() for p in _KEY_PARTS.split(name) if p)
+    return bool(parts & _SECRET_PARTS) or ("key" in parts and bool(parts & _KEY_QUALIFIERS))
+
+
+def _redact_pair(m: Any) -> str:
+    if m.group(3) == REDACTED or not _keyed_name(m.group(1)):
+        return m.group(0)
+    return m.group(1) + m.group(2) + REDACTED
+
+
 _SEGMENTS = re.compile(r"[\s:/,;=@\"'()\[\]{}\-]+")
 
 
@@ -108,9 +134,8 @@ def _clean(text: str) -> str:
     if _SURROGATE.search(text):
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         text = _SURROGATE.sub("?", text)
-    if _TOKEN.search(text):
-        text = _TOKEN.sub(REDACTED, text)
-    return _KEYED.sub(lambda m: m.group(1) + REDACTED, text) if _KEYED.search(text) else text
+    text = _TOKEN.sub(REDACTED, text)
+    return _PAIR.sub(_redact_pair, text)
 
 
 def scrub(obj: Any) -> Any:
@@ -147,30 +172,37 @@ def identity(environ: Dict[str, str], hostname: str) -> Dict[str, str]:
 
 
 def anonymize(obj: Any, who: Dict[str, str]) -> Any:
-    """Copy of a JSON-able object with the home folder (as a path), the user name and the host name (as whole
-    words) replaced by <home>, <user> and <host>. Values too short or too general to replace safely (a
-    one-letter name, the home folder /) are left alone."""
-    subs = []  # type: List[Tuple[Any, str]]
+    """Copy of a JSON-able object whose values name no one: the home folder (as a path prefix) becomes <home>;
+    the user name and the host name become <user> and <host> where they are a whole value or a path
+    component (/srv/alice/data). Keys, and words inside other text, are left alone: a user called `gpu`
+    must not rename the gpu section. Values too short or too general to replace safely (a one-letter name,
+    the home folder /) are left alone."""
     home = (who.get("home") or "").rstrip("/")
-    if len(home) > 1:
-        subs.append((re.compile(re.escape(home) + r"(?=/|$|[\s:;,\"'])"), HOME))
+    home_re = re.compile(re.escape(home) + r"(?=/|$|[\s:;,\"'])") if len(home) > 1 else None
+    names = []  # type: List[Tuple[str, str, Any]]
     for key, placeholder in (("user", USER), ("host", HOST)):
         word = who.get(key) or ""
         if len(word) >= 2:
-            subs.append((re.compile(r"(?<![A-Za-z0-9_.\-])" + re.escape(word) + r"(?![A-Za-z0-9_\-])"), placeholder))
+            names.append((word, placeholder, re.compile(r"(?<=/)" + re.escape(word) + r"(?=/|$)")))
 
     def text(value: str) -> str:
-        for pattern, placeholder in subs:
-            value = pattern.sub(placeholder, value)
+        for word, placeholder, _ in names:
+            if value == word:
+                return placeholder
+        if home_re is not None:
+            value = home_re.sub(HOME, value)
+        for _, placeholder, component in names:
+            if "/" in value:
+                value = component.sub(placeholder, value)
         return value
 
     def walk(node: Any) -> Any:
         if isinstance(node, str):
             return text(node)
         if isinstance(node, dict):
-            return {walk(k): walk(v) for k, v in node.items()}
+            return {k: walk(v) for k, v in node.items()}
         if isinstance(node, list):
             return [walk(v) for v in node]
         return node
 
-    return walk(obj) if subs else obj
+    return walk(obj) if (home_re is not None or names) else obj
