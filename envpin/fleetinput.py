@@ -15,7 +15,6 @@ ReportError: one message, exit 2.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -101,12 +100,9 @@ def read(paths: Sequence[Path]) -> list[Entry]:
 
 
 def _json(text: str, path: Path) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno})", hint=_HINT) from None
-    except RecursionError:
-        raise ReportError(f"{path} nests too deeply to be a probe report", hint=_HINT) from None
+    from envpin.fsutil import parse_json
+
+    return parse_json(text, str(path), ReportError, hint=_HINT)
 
 
 def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status: _Pod | None) -> Entry:
@@ -152,11 +148,13 @@ def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:
     closing = [i for i, line in enumerate(lines) if line.rstrip() == "}"]
     if opening and closing and opening[0] < closing[-1]:
         candidates.append("\n".join(lines[opening[0]: closing[-1] + 1]))
+    from envpin.fsutil import parse_json
+
     for candidate in candidates:
         try:
-            data = json.loads(candidate)
+            data = parse_json(candidate, name, ReportError)
             break
-        except (json.JSONDecodeError, RecursionError):
+        except ReportError:
             continue
     else:
         said = next((line.strip() for line in lines if line.strip()), "")
@@ -211,7 +209,8 @@ def _node_of(spec: Mapping[str, Any]) -> str | None:
 def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
     """None when the probe container exited 0; else failed (it exited otherwise) or timed out (it has not
     finished: pending, unschedulable, still running)."""
-    for st in status.get("initContainerStatuses") or []:
+    statuses = status.get("initContainerStatuses")
+    for st in statuses if isinstance(statuses, list) else []:
         if not isinstance(st, dict) or st.get("name") != PROBE_CONTAINER:
             continue
         state = st.get("state") if isinstance(st.get("state"), dict) else {}

@@ -119,15 +119,14 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
 def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:
     """What the self-test in the container found, from the JSON report it wrote (None: no report, or no
     self-test in it)."""
-    import json
-
+    from envpin.fsutil import parse_json
     from envpin.probe.selftest.run import verdict
 
     for path in written:
         if path.endswith(".json"):
             try:
-                report = json.loads(Path(path).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                report = parse_json(Path(path).read_text(encoding="utf-8"), path, EngineError)
+            except (OSError, ValueError, EngineError):
                 return None
             if isinstance(report, dict) and "selftest" in report:
                 return verdict(report["selftest"], insisted=insisted)[1]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import json
 import math
 import re
 import shutil
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import ReportError, SlurmError, UsageError
+from envpin.fsutil import parse_json
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
 #: Container runtimes for --image: the first two run inside the task, pyxis is an srun plugin.
@@ -249,9 +249,13 @@ def parse_task_output(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, s
                 broken[node] = "the node's result arrived damaged (checksum mismatch)"
                 continue
             try:
-                result = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+                result = parse_json(zlib.decompress(base64.b64decode(blob)).decode("utf-8"), "the result",
+                                    SlurmError)
             except (ValueError, zlib.error) as exc:
                 broken[node] = f"the node's result cannot be decoded: {exc}"
+                continue
+            except SlurmError as exc:
+                broken[node] = f"the node's result cannot be decoded: {exc.message}"
                 continue
             if isinstance(result, dict):
                 results[node] = result
@@ -296,10 +300,8 @@ def outcome(node: str, result: dict[str, Any] | None, broken: str | None, errors
 
         text = result.get("report")
         try:
-            data = json.loads(text) if isinstance(text, str) else None
+            data = parse_json(text, "the probe's output", ReportError) if isinstance(text, str) else None
             check_report(data, f"the report of {node}")
-        except ValueError:
-            return NodeOutcome(node, FAILED, error="the probe's output is not JSON")
         except ReportError as exc:
             return NodeOutcome(node, FAILED, error=exc.message)
         return NodeOutcome(node, OK, data=data)

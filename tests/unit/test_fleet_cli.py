@@ -157,7 +157,7 @@ def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type:
     (None, ("missing",), "error: missing does not exist\nhint: check the path\n"),
     ("empty", ("empty",), "error: no probe reports (*.json, *.log) in empty\n"
                           "hint: write them with 'envpin probe --out DIR', or see docs/fleet.md\n"),
-    ("broken", ("broken",), "error: broken/x.json is not valid JSON (line 1, column 2)\n"),
+    ("broken", ("broken",), "error: broken/x.json is not valid JSON (line 1, column 2: "),
     ("foreign", ("foreign",), "error: foreign/plan.json is not a probe report (no probe_schema)\n"),
     ("empty", ("empty", "--format", "xml"), "error: --format must be one of text, json, not 'xml'\n"),
     (None, (), "error: Missing argument 'DIR|FILE...'.\n"),
@@ -247,3 +247,15 @@ def test_output_does_not_depend_on_hash_seed(tmp_path: Path) -> None:
         assert res.code == 1, res.stderr
         outputs.append((res.stdout, (tmp_path / f"{seed}.html").read_bytes()))
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ('{"probe_schema": 1, "cpu": {"x": {"value": ' + "9" * 5000 + "}}}", "holds a number too long to read"),
+    ('{"kind": "List", "items": [{"metadata": {"name": "p"}, "status": {"initContainerStatuses": 5}}]}',
+     "no probe reports or probe pods in"),
+])
+def test_malformed_fleet_input_is_one_error(cli, tmp_path: Path, text: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "in.json").write_text(text)
+    res = cli("fleet", "report", str(tmp_path / "in.json"))
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and len(lines) == 2 and needle in lines[0] and lines[1].startswith("hint: ")
