@@ -410,12 +410,15 @@ class _BuildJob:
     def _settle(self, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
         """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
         from envpin import lock as lockmod
+        from envpin.fsutil import exclusive
 
         lock_path = self.target / lockmod.LOCK_NAME
-        current = lockmod.read(lock_path)
-        expected = current.expected_image()
+        with exclusive(self.target):  # read and record as one step against other envpin writers
+            current = lockmod.read(lock_path)
+            expected = current.expected_image()
+            if expected is None:
+                replace(current, image=built).write(lock_path)
         if expected is None:
-            replace(current, image=built).write(lock_path)
             return self._podman_result(built.id, tag, up_to_date, built.engine, None, recorded_now=True)
         return self._podman_result(built.id, tag, up_to_date, built.engine, _compare_image(expected, built, facts))
 
@@ -473,13 +476,18 @@ def verify_environment(lock: Path, report: Path | None = None, record: bool = Fa
     from envpin import diff, probe
     from envpin import lock as lockmod
 
-    locked, _ = lockmod.read_checked(lock)
     actual = diff.load_report(report) if report is not None else probe.collect()
     done: list[str] = []
     if record:
-        locked, done = locked.record(actual)
-        if done:
-            locked.write(lock)
+        from envpin.fsutil import exclusive
+
+        with exclusive(lock.parent):  # read, add, write as one step against other envpin writers
+            locked, _ = lockmod.read_checked(lock)
+            locked, done = locked.record(actual)
+            if done:
+                locked.write(lock)
+    else:
+        locked, _ = lockmod.read_checked(lock)
     checked = locked.verify(actual, str(lock))
     return VerifyResult(
         diffs=checked.differences,

@@ -184,16 +184,34 @@ LOCK_WAIT_S = 60.0
 _STAGE, _OLD = ".envpin-new-", ".envpin-old-"
 
 
+#: Parent folders this process holds the writers' lock on, with a count: exclusive() is re-entrant, so a
+#: read-modify-write of the lock (verify --record) can hold it around a Lock.write that takes it too.
+_HELD: dict[str, int] = {}
+
+
 @contextlib.contextmanager
 def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
     """Serialise envpin processes writing `target` (a folder): an fcntl lock on its parent folder, which
     exists for as long as the target can be swapped and leaves no lock file behind. Staging left there by
-    a killed writer is removed once the lock is held."""
+    a killed writer is removed once the lock is held. Where the file system cannot lock (some NFS mounts
+    refuse an exclusive lock on a folder opened for reading), the write goes ahead unserialised: the swap
+    itself is still atomic."""
     import fcntl
 
     parent = target.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
+        key = str(parent.resolve())
+    except OSError as exc:
+        raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+    if _HELD.get(key):
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    try:
         fd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
@@ -210,8 +228,16 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
                         hint="wait for it to finish and retry (it holds an advisory lock on the folder)",
                     ) from None
                 time.sleep(0.02)
-        _remove_leftovers(target)
-        yield
+            except OSError as exc:
+                if exc.errno not in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
+                    raise EnvpinError(f"cannot lock {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+                break  # this file system cannot lock: unserialised, still atomic
+        _HELD[key] = 1
+        try:
+            _remove_leftovers(target)
+            yield
+        finally:
+            _HELD.pop(key, None)
     finally:
         os.close(fd)
 
@@ -308,7 +334,11 @@ def _swap_in(stage: Path, target: Path) -> None:
             os.rmdir(old)
             with signals_held():
                 os.rename(target, old)
-                os.rename(stage, target)
+                try:
+                    os.rename(stage, target)
+                except OSError:
+                    os.rename(old, target)  # put the old folder back: never leave the target missing
+                    raise
     except OSError as exc:
         shutil.rmtree(stage, ignore_errors=True)
         raise EnvpinError(f"cannot replace {target}: {exc.strerror or exc}", hint=_hint(exc)) from exc

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from envpin.cli.options import Format, FormatOpt, JsonOpt, wants_json
+
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Compare the probe reports of many machines; probe every GPU node of a cluster.",
@@ -20,7 +22,8 @@ def register(app: typer.Typer) -> None:
             typer.Argument(metavar="DIR|FILE...", help="Probe reports or folders of them (*.json, *.log), "
                                                        "'kubectl logs --prefix' output, 'kubectl get pods -o json'."),
         ],
-        fmt: Annotated[str, typer.Option("--format", metavar="text|json", help="What goes to stdout.")] = "text",
+        fmt: FormatOpt = Format.text,
+        as_json: JsonOpt = False,
         html: Annotated[
             Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report.")
         ] = None,
@@ -32,7 +35,7 @@ def register(app: typer.Typer) -> None:
         from envpin import api
         from envpin.views import console, fleet
 
-        chosen = fleet.output_format(fmt)
+        chosen = "json" if wants_json(fmt, as_json) else "text"
         res = api.fleet_report(paths, html=html)
         fleet.report(res, chosen, console.out(), console.err())
         raise typer.Exit(res.exit_code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -60,7 +61,9 @@ def register(app: typer.Typer) -> None:
                                  hint="use --output FILE (-o FILE)")
             console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
             output = json_file
-        with console.progress(f"probing {image}" if image else "probing this machine") as update:
+        # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
+        # its JSON on stdout, which a spinner on the same terminal would interleave with.
+        with console.progress(f"probing {image}") if image else contextlib.nullcontext(None) as update:
             res = api.probe_here_or_image(
                 image=image, gpus=str(value(gpus)), out=out, json_file=output, markdown=markdown, with_tf=with_tf,
                 selftest=selftest, quick=quick, anonymize=anonymize, progress=update,

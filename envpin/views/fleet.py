@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from envpin.errors import UsageError, shown
+from envpin.errors import shown
 from envpin.views.console import say
 
 if TYPE_CHECKING:
@@ -14,19 +14,11 @@ if TYPE_CHECKING:
     from envpin.api import FleetManifest, FleetReport
     from envpin.fleet import FleetResult, Spread
 
-FORMATS = ("text", "json")
 _STYLE = {"breaking": "bold red", "risk": "yellow", "info": "dim"}
 #: Node names listed per value/class before "and N more": a summary stays readable for thousands of nodes.
 NAMES_SHOWN = 6
 VALUES_SHOWN = 4
 FIELDS_SHOWN = 40
-
-
-def output_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not '{shown(fmt)}'",
-                         hint="the default is text")
-    return fmt
 
 
 def _names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:

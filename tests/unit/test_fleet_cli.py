@@ -159,7 +159,8 @@ def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type:
                           "hint: write them with 'envpin probe --out DIR', or see docs/fleet.md\n"),
     ("broken", ("broken",), "error: broken/x.json is not valid JSON (line 1, column 2: "),
     ("foreign", ("foreign",), "error: foreign/plan.json is not a probe report (no probe_schema)\n"),
-    ("empty", ("empty", "--format", "xml"), "error: --format must be one of text, json, not 'xml'\n"),
+    ("empty", ("empty", "--format", "xml"),
+     "error: Invalid value for '--format': 'xml' is not one of 'text', 'json'.\n"),
     (None, (), "error: Missing argument 'DIR|FILE...'.\n"),
 ])
 def test_bad_input_is_one_error_and_exit_2(cli, tmp_path: Path, setup: str | None, args: tuple[str, ...],  # type: ignore[no-untyped-def]

@@ -3,7 +3,7 @@ reference, requirement-line, shell-token and docker-config parsers have their ow
 report reader with the comparison behind diff and verify, and the Dockerfile parser with the audit rules.
 
 Each asserts the same contract: envpin's own error (one line, exit 2 on the command line) or a valid result,
-never another exception, within a bounded time per example."""
+never another exception."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ _scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_val
             | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30))
 _json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
                      | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=25)
-_SETTINGS = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+# No deadline: timing belongs in benchmarks/; a pathological input that hung would stop the run instead.
+_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _field(value: Any) -> dict[str, Any]:
