@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envpin.errors import ReportError
+from envpin.lock import GOLDEN_PREFIX  # the key prefix of golden hashes, defined once
 
 FLEET_SCHEMA = 1
 OK = "ok"
 FAILED = "failed"
 TIMED_OUT = "timed_out"
 NODE_STATUSES = (OK, FAILED, TIMED_OUT)
-GOLDEN_PREFIX = "golden."
 GOLDEN_REASON = "golden training hash: nodes of one device class train differently"
 #: The environment variable the Kubernetes manifest sets to the node's name (a pod's hostname is its own name).
 NODE_NAME_ENV = "ENVPIN_NODE_NAME"
