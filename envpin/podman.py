@@ -188,7 +188,8 @@ def build(
     pull: bool = False,
 ) -> tuple[str, float]:
     """Run `podman build` with the fixed timestamp, streaming its log; returns (image ID, seconds)."""
-    from envpin.build import Progress, save_log
+    from envpin.build import save_log
+    from envpin.views.console import Progress
 
     iid = context.parent / "iid"
     cmd = [
