@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError
-from envpin.probe._common import signals_held
+from envpin.probe._common import replace_all, signals_held
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -138,35 +138,17 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 
 def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = None) -> None:
-    """All or nothing: stage every file next to its target first, then rename them all into place.
-
-    Renames need no free space, so a full disk or a permission problem is found while staging, before
-    any target changes.
-    """
-    staged: list[tuple[str, Path]] = []
+    """All or nothing (envpin.probe._common.replace_all), with missing parent folders made first and an
+    OSError as one envpin error."""
+    path = None
     try:
-        for path, data in files.items():
+        for path in files:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            staged.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, (modes or {}).get(path, 0o644))
+        replace_all({str(p): data for p, data in files.items()},
+                    {str(p): mode for p, mode in (modes or {}).items()})
     except OSError as exc:
-        for tmp, _ in staged:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise EnvpinError(f"cannot write {path}: {exc.strerror or exc}", hint=_hint(exc)) from exc
-    except BaseException:
-        for tmp, _ in staged:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-    with signals_held():
-        for tmp, path in staged:
-            os.replace(tmp, path)
+        where = exc.filename or path
+        raise EnvpinError(f"cannot write {where}: {exc.strerror or exc}", hint=_hint(exc)) from exc
 
 
 def _hint(exc: OSError) -> str | None:

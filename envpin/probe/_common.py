@@ -13,7 +13,7 @@ Every field of a report is one small object that says how it was read:
 import contextlib
 import os
 import signal
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments)
 
 
 class Unavailable(Exception):
@@ -113,3 +113,33 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None) -> None:
+    """Write several files all or nothing: each is staged (fsynced) beside its target, then all are renamed
+    into place together with signals held back. Renames need no free space, so a full disk or a permission
+    problem is found while staging, before any target changes; then every staged file is removed and the
+    error raised. The probe's reports and envpin's host-side writes both use this."""
+    import tempfile
+
+    staged = []  # type: List[Tuple[str, str]]
+    try:
+        for path, data in files.items():
+            folder = os.path.dirname(os.path.abspath(path))
+            staged.append(("", path))  # reserved first: a Ctrl-C right after mkstemp still finds the file
+            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+            staged[-1] = (tmp, path)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, (modes or {}).get(path, 0o644))
+    except BaseException:
+        for tmp, _ in staged:
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        raise
+    with signals_held():
+        for tmp, path in staged:
+            os.replace(tmp, path)

@@ -6,13 +6,12 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
 
 from envpin import __version__
 from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
-from envpin.probe._common import Context, describe, guarded_section, signals_held, value
+from envpin.probe._common import Context, describe, guarded_section, replace_all, value
 
 PROBE_SCHEMA = 1
 
@@ -190,51 +189,27 @@ def _selftest_markdown(result: Dict[str, Any]) -> List[str]:
         return ["## selftest", "", "```json", json.dumps(result, sort_keys=True, indent=2), "```", ""]
 
 
-def _stage(path: str, data: bytes) -> str:
-    """A complete temporary copy of `path`'s new content in its folder, for a rename into place."""
-    fd, tmp = tempfile.mkstemp(prefix=".envpin-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
 def write_all(texts: Dict[str, str]) -> None:
-    """Write several files all or nothing: each is staged beside its target, then all are renamed into place
-    together, with signals held back; devices and pipes ('-', /dev/null, a fifo) are written directly."""
-    staged = []  # type: List[Tuple[str, str]]
-    try:
-        for path, text in texts.items():
-            # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
-            data = text.encode("utf-8", "backslashreplace")
-            if path == "-":
-                sys.stdout.flush()
-                out = getattr(sys.stdout, "buffer", None)
-                if out is None:
-                    sys.stdout.write(data.decode("utf-8"))
-                else:
-                    out.write(data)
-                    out.flush()
-            elif os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
-                with open(path, "wb") as fh:
-                    fh.write(data)
+    """Write several files all or nothing (envpin.probe._common.replace_all); devices and pipes ('-',
+    /dev/null, a fifo) are written directly."""
+    files = {}  # type: Dict[str, bytes]
+    for path, text in texts.items():
+        # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
+        data = text.encode("utf-8", "backslashreplace")
+        if path == "-":
+            sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", None)
+            if out is None:
+                sys.stdout.write(data.decode("utf-8"))
             else:
-                staged.append((_stage(path, data), path))
-    except BaseException:
-        for tmp, _ in staged:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-    with signals_held():
-        for tmp, path in staged:
-            os.replace(tmp, path)
+                out.write(data)
+                out.flush()
+        elif os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
+            with open(path, "wb") as fh:
+                fh.write(data)
+        else:
+            files[path] = data
+    replace_all(files)
 
 
 def write_atomic(path: str, text: str) -> None:
