@@ -126,9 +126,9 @@ def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None)
     try:
         for path, data in files.items():
             folder = os.path.dirname(os.path.abspath(path))
-            staged.append(("", path))  # reserved first: a Ctrl-C right after mkstemp still finds the file
-            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-            staged[-1] = (tmp, path)
+            with signals_held():  # a Ctrl-C between mkstemp and the bookkeeping would leak the file
+                fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+                staged.append((tmp, path))
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -136,9 +136,8 @@ def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None)
             os.chmod(tmp, (modes or {}).get(path, 0o644))
     except BaseException:
         for tmp, _ in staged:
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
     with signals_held():
         for tmp, path in staged:
