@@ -51,6 +51,12 @@ _STATE_FLAGS = "*~#!%$@^-"
 _JOB_ID = re.compile(r"job allocation (\d+)")
 _SRUN_NODE_LINE = re.compile(r"^(?:srun: error: ([^\s:]+): (.*)|slurmstepd-([^\s:]+): error: (.*))$")
 _SRUN_LAUNCH = re.compile(r"^srun: error: Task launch for \S+ failed on node ([^\s:]+): (.*)$")
+# The task's own line when the program it starts (python3, the container runtime) is not on the node's PATH.
+_TASK_ERROR = re.compile(r"^@envpin-task-error ([^\s:]+): (.*)$")
+# Checks before exec: when execve fails, slurmstepd's "execve(): ...: No such file or directory" can be lost
+# (srun may end the step before it arrives), while a line the task itself writes always arrives.
+_START = ('command -v "$1" >/dev/null 2>&1 || { echo "@envpin-task-error ${SLURMD_NODENAME:-$(uname -n)}: '
+          '$1 is not installed on the node (not found on PATH)" >&2; exit 127; }; exec "$@"')
 
 
 @dataclass(frozen=True)
@@ -183,12 +189,12 @@ def task_command(payload_sha256: str, timeout: int, *, image: str | None = None,
                  runtime: str = "apptainer", probe_args: Sequence[str] = ()) -> list[str]:
     """The command each task runs: the node-side task under python3, inside `image` when given. The probe
     runs the determinism self-test by default where TensorFlow is importable (probe_args: --no-selftest,
-    --quick)."""
+    --quick). /bin/sh starts it only after checking that the program is on the node's PATH (_START)."""
     python = ["python3", "-c", task_source(), payload_sha256, str(timeout), *probe_args]
     if image is None or runtime == "pyxis":
-        return python
+        return ["/bin/sh", "-c", _START, "envpin-task", *python]
     # --nv binds the node's NVIDIA driver and devices into the container (a warning on a node without GPUs).
-    return [runtime, "exec", "--nv", apptainer_image(image), *python]
+    return ["/bin/sh", "-c", _START, "envpin-task", runtime, "exec", "--nv", apptainer_image(image), *python]
 
 
 def salloc_command(p: Plan, timeout: int, extra: Sequence[str] = ()) -> list[str]:
@@ -265,15 +271,18 @@ def parse_task_output(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, s
 
 def node_errors(srun_stderr: str, nodes: Sequence[str]) -> dict[str, list[str]]:
     """srun's and slurmstepd's error lines by the node they name ('srun: error: n2: task 1: Exited with exit
-    code 127'); srun's other errors ('Application launch failed: ...', which ends every node's task) are
-    added to every node, after its own."""
+    code 127') and the task's own ('@envpin-task-error n2: ...'); srun's other errors ('Application launch
+    failed: ...', which ends every node's task) are added to every node, after its own."""
     own: dict[str, list[str]] = {n: [] for n in nodes}
     general: list[str] = []
     for raw in srun_stderr.splitlines():
         line = raw.strip()
         launch = _SRUN_LAUNCH.match(line)
         m = _SRUN_NODE_LINE.match(line)
-        if launch and launch.group(1) in own:
+        task = _TASK_ERROR.match(line)
+        if task and task.group(1) in own:
+            own[task.group(1)].append(task.group(2).strip())
+        elif launch and launch.group(1) in own:
             own[launch.group(1)].append("task launch failed: " + launch.group(2).strip())
         elif m and (m.group(1) or m.group(3)) in own:
             node, text = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))

@@ -98,7 +98,7 @@ def test_a_node_without_python_is_reported_failed(cluster: Cluster, tmp_path: Pa
     assert sorted(reports(out)) == [n for n in cluster.nodes if n != broken]
     failed = errors(out)
     assert list(failed) == [broken]
-    assert failed[broken].startswith("status: failed\n") and "python3: No such file or directory" in failed[broken]
+    assert failed[broken].startswith("status: failed\n") and "python3 is not installed on the node" in failed[broken]
     assert "1 failed" in res.stdout and broken in res.stdout
 
 
@@ -143,7 +143,7 @@ def test_image_needs_a_container_runtime_on_the_nodes(cluster: Cluster, tmp_path
     assert res.code == 1, res.stdout + res.stderr
     failed = errors(tmp_path / "fleet")
     assert sorted(failed) == list(cluster.nodes) and reports(tmp_path / "fleet") == {}
-    assert all("apptainer: No such file or directory" in text for text in failed.values())
+    assert all("apptainer is not installed on the node (not found on PATH)" in text for text in failed.values())
 
 
 def test_a_node_that_stops_answering_is_reported(cluster: Cluster, tmp_path: Path) -> None:

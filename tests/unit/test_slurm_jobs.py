@@ -100,7 +100,8 @@ def test_salloc_command() -> None:
 
 def test_srun_command_runs_one_task_per_node_with_stdin_for_all() -> None:
     task = slurm.task_command("ab" * 32, 300)
-    assert task[:2] == ["python3", "-c"] and task[2] == slurm.task_source() and task[3:] == ["ab" * 32, "300"]
+    assert task[:2] == ["/bin/sh", "-c"] and task[3] == "envpin-task"
+    assert task[4:6] == ["python3", "-c"] and task[6] == slurm.task_source() and task[7:] == ["ab" * 32, "300"]
     assert slurm.srun_command("42", 3, task) == [
         "srun", "--jobid=42", "--nodes=3", "--ntasks=3", "--ntasks-per-node=1", "--input=all", "--chdir=/tmp",
         "--mpi=none", "--kill-on-bad-exit=0", "--job-name=envpin-fleet-probe", *task]
@@ -115,7 +116,7 @@ def test_srun_command_runs_one_task_per_node_with_stdin_for_all() -> None:
 ])
 def test_apptainer_and_singularity_run_the_task_inside_the_image(image: str, runtime: str, runs: list[str]) -> None:
     task = slurm.task_command("ab" * 32, 60, image=image, runtime=runtime)
-    assert task[:4] == runs and task[4:6] == ["python3", "-c"]
+    assert task[4:8] == runs and task[8:10] == ["python3", "-c"]
     assert "--container-image" not in " ".join(slurm.srun_command("1", 1, task, image=image, runtime=runtime))
 
 
@@ -129,7 +130,7 @@ def test_apptainer_and_singularity_run_the_task_inside_the_image(image: str, run
 ])
 def test_pyxis_gets_the_image_as_an_srun_option(image: str, pyxis: str) -> None:
     task = slurm.task_command("ab" * 32, 60, image=image, runtime="pyxis")
-    assert task[:2] == ["python3", "-c"]
+    assert task[4:6] == ["python3", "-c"]
     cmd = slurm.srun_command("7", 2, task, image=image, runtime="pyxis")
     assert cmd[cmd.index("--job-name=envpin-fleet-probe") + 1] == "--container-image=" + pyxis
     assert cmd[-len(task):] == task
@@ -331,3 +332,28 @@ def test_no_slurm_on_path(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert res.code == 2
     assert "error: Slurm's client commands are not on PATH (missing: sinfo, salloc, srun" in res.stderr
     assert "hint: run this on a login node" in res.stderr and not (tmp_path / "reports").exists()
+
+
+def test_a_missing_program_is_named_by_the_task_itself(tmp_path: Path) -> None:
+    """The task's /bin/sh start checks the runtime is on PATH and says so on its node's line, which
+    node_errors attributes; slurmstepd's own execve() line is not needed (it can be lost)."""
+    task = slurm.task_command(_sha(), 60, image="/images/tf.sif", runtime="apptainer")
+    proc = subprocess.run(task, input=b"", capture_output=True, timeout=60,
+                          env={"PATH": str(tmp_path), "SLURMD_NODENAME": "node-7"})
+    assert proc.returncode == 127 and proc.stdout == b""
+    errors = slurm.node_errors(proc.stderr.decode() + "srun: error: node-7: task 0: Exited with exit code 127\n",
+                               ["node-7", "node-8"])
+    assert errors == {"node-7": ["apptainer is not installed on the node (not found on PATH)",
+                                 "task 0: Exited with exit code 127"]}
+
+
+def test_the_task_start_execs_the_program_it_checked() -> None:
+    """With the program on PATH the start is a plain exec: the task's result comes back as usual."""
+    task = slurm.task_command(_sha(), 120, probe_args=["--no-selftest"])
+    bindir = str(Path(sys.executable).parent)
+    proc = subprocess.run(task, input=payload(), capture_output=True, timeout=120,
+                          env={**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+                               "SLURMD_NODENAME": "node-7"})
+    assert proc.returncode == 0, proc.stderr
+    results, broken = slurm.parse_task_output(proc.stdout.decode())
+    assert broken == {} and results["node-7"]["status"] == "ok"
