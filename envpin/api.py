@@ -508,13 +508,17 @@ class LockResult:
     python: str
     base_count: int
     locked: tuple[str, ...]
+    #: "image" (pip inside a container of the image) or "host" (uv, for the image's Python and tags).
+    resolver: str = "image"
     exit_code: int = 0
 
 
 def lock_requirements(
-    source: Path, *, ngc: str, tf: str | None = None, base_image: str | None = None, out: Path | None = None
+    source: Path, *, ngc: str, tf: str | None = None, base_image: str | None = None, out: Path | None = None,
+    resolver: str = "auto",
 ) -> LockResult:
-    """Resolve requirements.in inside the target image and write requirements.lock with hashes."""
+    """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
+    (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.locking)."""
     from envpin import build, locking
     from envpin.plan import make_plan
 
@@ -522,10 +526,11 @@ def lock_requirements(
     plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
     image = plan.build_from or plan.image
     client = build.docker_client()
-    python, dists, reqs = locking.resolve(client, image, text)
+    res = locking.resolve(client, image, text, resolver)
     target = out or source.with_name("requirements.lock")
-    locking.write_lock(target, reqs, image, python, source, text)
-    return LockResult(target, image, python, len(dists), tuple(f"{r.name}=={r.version}" for r in reqs))
+    locking.write_lock(target, res.locked, image, res.facts.python, source, text, res.where)
+    return LockResult(target, image, res.facts.python, len(res.facts.dists),
+                      tuple(f"{r.name}=={r.version}" for r in res.locked), res.where)
 
 
 def build_dry_run(*, lock: Path | None = None, **inputs: Unpack[Inputs]) -> dict[str, object]:
@@ -824,13 +829,15 @@ def lock_or_check(
     out: Path | None = None,
     check: bool = False,
     lock: Path | None = None,
+    resolver: str | None = None,
 ) -> LockResult | LockChecks:
-    """`envpin lock`: lock requirements.in inside the image, or with check=True test envpin.lock."""
+    """`envpin lock`: lock requirements.in for the image, or with check=True test envpin.lock."""
     if check:
         return check_lock_file(lock)
     if requirements_in is None or ngc is None:
         raise UsageError("lock needs REQUIREMENTS_IN and --ngc", hint="e.g. envpin lock requirements.in --ngc 20.02")
-    return lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out)
+    return lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out,
+                             resolver=resolver or "auto")
 
 
 @dataclass(frozen=True)

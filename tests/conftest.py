@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
-REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm")
+REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

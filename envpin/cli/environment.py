@@ -20,6 +20,7 @@ from envpin.cli.options import (
     NgcOpt,
     OutOpt,
     ReqOpt,
+    Resolver,
     TfOpt,
     value,
     wants_json,
@@ -120,14 +121,19 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--check", help="Exit 1 if envpin.lock is stale against its inputs (for CI).")
         ] = False,
         lock: LockOpt = None,
+        resolver: Annotated[
+            Resolver, typer.Option("--resolver", help="Where to resolve: inside the image (needs its Python 3.7+), "
+                                   "on the host with uv for the image's Python and platform, or auto (the image "
+                                   "when it can, else the host: the Python 3.6 images).")
+        ] = Resolver.auto,
     ) -> None:
-        """Lock requirements.in inside the target image; or, with --check, test envpin.lock for staleness."""
+        """Lock requirements.in for the target image; or, with --check, test envpin.lock for staleness."""
         from envpin import api
         from envpin.views import console, environment
 
         with console.progress("envpin lock") as update:
-            update("checking" if check else f"resolving inside the {ngc} image")
+            update("checking" if check else f"resolving for the {ngc} image")
             res = api.lock_or_check(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out, check=check,
-                                    lock=lock)
+                                    lock=lock, resolver=value(resolver))
         environment.lock_outcome(res, console.out(), console.err())
         raise typer.Exit(res.exit_code)

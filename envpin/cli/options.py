@@ -32,6 +32,14 @@ class Engine(str, Enum):
     podman = "podman"
 
 
+class Resolver(str, Enum):
+    """`lock --resolver`."""
+
+    auto = "auto"
+    image = "image"
+    host = "host"
+
+
 class Severity(str, Enum):
     """`audit --fail-on`."""
 

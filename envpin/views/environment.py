@@ -90,8 +90,9 @@ def built(res: BuildResult, console: Console, note: Console) -> None:
 
 
 def locked(res: LockResult, console: Console, note: Console) -> None:
+    where = "resolved inside the image" if res.resolver == "image" else "resolved on the host with uv"
     say(note, f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "
-              f"({res.base_count} packages of the base kept as they are) -> {res.out}")
+              f"({res.base_count} packages of the base kept as they are; {where}) -> {res.out}")
     say(console, str(res.out))
 
 
