@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import math
 import re
+import secrets
 import shutil
 import subprocess
 import zlib
@@ -197,15 +198,69 @@ def task_command(payload_sha256: str, timeout: int, *, image: str | None = None,
     return ["/bin/sh", "-c", _START, "envpin-task", runtime, "exec", "--nv", apptainer_image(image), *python]
 
 
-def salloc_command(p: Plan, timeout: int, extra: Sequence[str] = ()) -> list[str]:
+def salloc_command(p: Plan, timeout: int, extra: Sequence[str] = (), token: str | None = None) -> list[str]:
     """Allocate the nodes and return at once (--no-shell); give up when Slurm cannot within `timeout`.
-    The time limit outlives the probe, so the allocation never ends under a running task."""
+    The time limit outlives the probe, so the allocation never ends under a running task. `token` goes into
+    the job's comment, so an interrupted run finds its job before salloc has said its id (release)."""
     minutes = math.ceil((timeout + GRACE_S) / 60) + 1
     cmd = ["salloc", "--no-shell", f"--partition={p.partition}", f"--nodes={p.count}", "--ntasks-per-node=1",
            f"--job-name={JOB_NAME}", f"--time={minutes}", f"--immediate={timeout}"]
+    if token is not None:
+        cmd.append(f"--comment={token}")
     if p.nodelist is not None:
         cmd.append("--nodelist=" + ",".join(p.nodelist))
     return [*cmd, *extra]
+
+
+def allocate(cmd: list[str], timeout: float, token: str) -> subprocess.CompletedProcess[str]:
+    """Run salloc. Interrupted (Ctrl-C, a signal), it leaves no job behind: salloc gets SIGINT, with which it
+    withdraws a pending request, and any job it was granted, or that carries `token` in its comment, is
+    cancelled before the interrupt goes on. salloc's stderr goes to a file, so what it said before the
+    interrupt (the job id) is never lost in a pipe."""
+    import signal
+    import tempfile
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        except OSError as exc:
+            raise SlurmError(f"cannot run salloc: {exc.strerror or exc}") from None
+        try:
+            code = proc.wait(timeout=timeout)
+        except BaseException as exc:
+            from envpin.probe._common import signals_held
+
+            with signals_held():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+                    try:
+                        proc.wait(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+                err.seek(0)
+                release(token, err.read())
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise SlurmError(f"salloc did not answer within {timeout:.0f} s",
+                                 hint="is slurmctld up? try `scontrol ping`") from None
+            raise
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, code, "", err.read())
+
+
+def release(token: str, salloc_said: str) -> list[str]:
+    """Cancel the jobs an interrupted allocation may have left: the ids salloc printed and this user's jobs
+    whose comment is `token`. Returns the ids cancelled."""
+    ids = set(_JOB_ID.findall(salloc_said))
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        listed = subprocess.run(["squeue", "-h", "--me", "-o", "%i|%k"], capture_output=True, text=True,
+                                timeout=30, stdin=subprocess.DEVNULL)
+        ids |= {job for job, _, comment in (ln.partition("|") for ln in listed.stdout.splitlines())
+                if comment.strip() == token and job.strip().isdigit()}
+    for job in sorted(ids):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["scancel", job], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    return sorted(ids)
 
 
 def srun_command(job_id: str, count: int, task: Sequence[str], *, image: str | None = None,
@@ -391,9 +446,11 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
     if p.count:
         say(f"allocating {p.count} node(s) in partition {p.partition}"
             + (f" ({len(p.left_out)} left out: not usable)" if p.left_out else ""))
-        alloc = _run(salloc_command(p, timeout, slurm_args), "salloc", timeout=timeout + 60)
-        job_id = parse_job_id(alloc.stderr)
+        token = f"envpin-{secrets.token_hex(8)}"
+        alloc = None
         try:
+            alloc = allocate(salloc_command(p, timeout, slurm_args, token), timeout + 60, token)
+            job_id = parse_job_id(alloc.stderr)
             if job_id is None:
                 raise SlurmError(f"salloc refused the request: {_said(alloc.stderr)}",
                                  hint="check the partition and the --slurm-arg options (salloc --help)")
@@ -405,6 +462,8 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
         finally:
             if job_id is not None:
                 _run(["scancel", job_id], "scancel")
+            elif alloc is not None:  # salloc gave no id: make sure no job of this run is left either way
+                release(token, alloc.stderr)
     outcomes.sort(key=lambda o: o.node)
     _write(out, outcomes)
     return job_id, p.partition, [_with_path(out, o) for o in outcomes]

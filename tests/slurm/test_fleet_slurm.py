@@ -7,7 +7,11 @@ interpreter, a drained node, a probe that hangs) and checks that the node is nam
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 from envpin.diff import check_report
@@ -161,3 +165,39 @@ def test_a_node_that_stops_answering_is_reported(cluster: Cluster, tmp_path: Pat
     assert f"{len(cluster.nodes)} failed" in res.stdout
     assert "task launch failed" in failed[frozen]
     assert all("Application launch failed" in text for text in failed.values())
+
+
+def _our_jobs(cluster: Cluster) -> list[str]:
+    proc = cluster.run("squeue", "-h", "--me", "-n", "envpin-fleet-probe", "-o", "%i %T %k")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split("\n")[:-1]
+
+
+def test_ctrl_c_while_the_allocation_waits_leaves_no_job(cluster: Cluster, tmp_path: Path) -> None:
+    """Every node is busy, so the fleet probe's request pends. An interrupt to envpin alone (salloc gets no
+    signal from the terminal) ends it with 130, and its pending job is gone: it would otherwise be granted
+    later and sit idle until its time limit."""
+    import signal
+
+    hold = cluster.run("salloc", "--no-shell", f"--nodes={len(cluster.nodes)}", "--job-name=envpin-test-hold",
+                       "--time=5")
+    held = re.search(r"job allocation (\d+)", hold.stderr)
+    assert hold.returncode == 0 and held, hold.stderr
+    script = Path(sys.executable).with_name("envpin")
+    try:
+        proc = subprocess.Popen([str(script), "fleet", "probe", "--slurm", "--out", str(tmp_path / "fleet")],
+                                env={**os.environ, **cluster.env}, cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not any(" PENDING envpin-" in job for job in _our_jobs(cluster)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, stderr
+        assert _our_jobs(cluster) == []
+        assert "Traceback" not in stderr
+        assert not (tmp_path / "fleet").exists()
+    finally:
+        cluster.run("scancel", held.group(1))
+        cluster.wait_idle()

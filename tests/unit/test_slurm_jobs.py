@@ -96,6 +96,8 @@ def test_salloc_command() -> None:
         "salloc", "--no-shell", "--partition=gpu", "--nodes=2", "--ntasks-per-node=1",
         "--job-name=envpin-fleet-probe", "--time=7", "--immediate=300", "--nodelist=n1,n2", "--account=ml"]
     assert "--nodelist" not in " ".join(slurm.salloc_command(slurm.Plan("gpu", 5, None, ()), 30))
+    tagged = slurm.salloc_command(slurm.Plan("gpu", 5, None, ()), 30, token="envpin-0123")
+    assert "--comment=envpin-0123" in tagged
 
 
 def test_srun_command_runs_one_task_per_node_with_stdin_for_all() -> None:
