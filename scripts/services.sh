@@ -56,33 +56,35 @@ fi
 
 CUR_STEP=""
 CUR_LOG=""
+# The prefix of every message; scripts that source this one (slurm.sh) set their own before sourcing.
+LOG_TAG=${LOG_TAG:-services}
 
-say() { printf '[services] %s\n' "$*"; }
-warn() { printf '[services] WARNING: %s\n' "$*" >&2; }
+say() { printf '[%s] %s\n' "$LOG_TAG" "$*"; }
+warn() { printf '[%s] WARNING: %s\n' "$LOG_TAG" "$*" >&2; }
 
 show_log_tail() {
   if [[ -n $CUR_LOG && -s $CUR_LOG ]]; then
-    printf '[services] --- last lines of %s ---\n' "$CUR_LOG" >&2
+    printf '[%s] --- last lines of %s ---\n' "$LOG_TAG" "$CUR_LOG" >&2
     # only what the latest "### ..." section (the failing command) wrote
     awk '/^### /{buf=""} {buf=buf $0 "\n"} END{printf "%s", buf}' "$CUR_LOG" | tail -n 20 >&2 || true
-    printf '[services] --- end of %s ---\n' "$CUR_LOG" >&2
+    printf '[%s] --- end of %s ---\n' "$LOG_TAG" "$CUR_LOG" >&2
   fi
 }
 
 die() {
-  printf '[services] ERROR: %s\n' "$*" >&2
+  printf '[%s] ERROR: %s\n' "$LOG_TAG" "$*" >&2
   show_log_tail
-  [[ -n $CUR_LOG ]] && printf '[services] full log: %s\n' "$CUR_LOG" >&2
+  [[ -n $CUR_LOG ]] && printf '[%s] full log: %s\n' "$LOG_TAG" "$CUR_LOG" >&2
   exit 1
 }
 
 on_err() {
   local rc=$? line=$1 cmd=$2
   ((BASH_SUBSHELL == 0)) || return 0 # report once, from the top-level shell
-  printf '[services] FAILED (exit %s) at line %s during "%s": %s\n' \
+  printf '[%s] FAILED (exit %s) at line %s during "%s": %s\n' "$LOG_TAG" \
     "$rc" "$line" "${CUR_STEP:-?}" "$cmd" >&2
   show_log_tail
-  [[ -n $CUR_LOG ]] && printf '[services] full log: %s\n' "$CUR_LOG" >&2
+  [[ -n $CUR_LOG ]] && printf '[%s] full log: %s\n' "$LOG_TAG" "$CUR_LOG" >&2
 }
 trap 'on_err "$LINENO" "$BASH_COMMAND"' ERR
 

@@ -11,6 +11,7 @@ set -euo pipefail
 set -o errtrace
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LOG_TAG=slurm # the prefix of services.sh's say/warn/die/on_err messages
 # shellcheck source=services.sh
 source "$HERE/services.sh" # its functions and paths; its main does not run when sourced
 
@@ -41,22 +42,6 @@ readonly IN_KEY=/etc/envpin-slurm/munge.key.in
 readonly IN_TASK_ENV=/etc/envpin-slurm/task-env
 readonly IN_TASK_PROLOG=/usr/local/lib/envpin-slurm/task-prolog
 readonly IN_ENTRYPOINT=/usr/local/sbin/envpin-slurm-entrypoint
-
-say() { printf '[slurm] %s\n' "$*"; }
-warn() { printf '[slurm] WARNING: %s\n' "$*" >&2; }
-die() {
-  printf '[slurm] ERROR: %s\n' "$*" >&2
-  show_log_tail
-  [[ -n $CUR_LOG ]] && printf '[slurm] full log: %s\n' "$CUR_LOG" >&2
-  exit 1
-}
-on_err() {
-  local rc=$? line=$1 cmd=$2
-  ((BASH_SUBSHELL == 0)) || return 0
-  printf '[slurm] FAILED (exit %s) at line %s during "%s": %s\n' "$rc" "$line" "${CUR_STEP:-?}" "$cmd" >&2
-  show_log_tail
-  [[ -n $CUR_LOG ]] && printf '[slurm] full log: %s\n' "$CUR_LOG" >&2
-}
 
 node_name() { printf '%s-n%d' "$PREFIX" "$1"; }
 
