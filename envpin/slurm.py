@@ -47,7 +47,10 @@ SINFO_FORMAT = "%N|%P|%T|%E"
 #: Node states (sinfo %T, long form) in which Slurm gives a node to no new job.
 UNUSABLE_STATES = ("down", "drained", "draining", "fail", "failing", "future", "inval", "maint", "unknown",
                    "reboot_issued", "reboot_requested", "powering_down", "power_down")
-OK, FAILED, TIMEOUT = "ok", "failed", "timeout"
+#: A node's outcome: the fleet report's statuses (envpin.fleet.OK, FAILED, TIMED_OUT), one vocabulary.
+OK, FAILED, TIMED_OUT = "ok", "failed", "timed_out"
+#: What the node-side task says when the probe ran past its time (envpin/nodetask.py, protocol 1).
+_TASK_TIMEOUT = "timeout"
 _STATE_FLAGS = "*~#!%$@^-"
 _JOB_ID = re.compile(r"job allocation (\d+)")
 _SRUN_NODE_LINE = re.compile(r"^(?:srun: error: ([^\s:]+): (.*)|slurmstepd-([^\s:]+): error: (.*))$")
@@ -355,7 +358,7 @@ def outcome(node: str, result: dict[str, Any] | None, broken: str | None, errors
         if broken:
             return NodeOutcome(node, FAILED, error=broken + (f" ({said})" if said else ""))
         if timed_out:
-            return NodeOutcome(node, TIMEOUT, error=f"no result within {timeout + GRACE_S} s"
+            return NodeOutcome(node, TIMED_OUT, error=f"no result within {timeout + GRACE_S} s"
                                + (f" ({said})" if said else ""))
         return NodeOutcome(node, FAILED, error="no result from the node" + (f": {said}" if said else ""))
     status = result.get("status")
@@ -369,8 +372,8 @@ def outcome(node: str, result: dict[str, Any] | None, broken: str | None, errors
         except ReportError as exc:
             return NodeOutcome(node, FAILED, error=exc.message)
         return NodeOutcome(node, OK, data=data)
-    if status == TIMEOUT:
-        return NodeOutcome(node, TIMEOUT, error=str(result.get("error") or "the probe timed out"))
+    if status == _TASK_TIMEOUT:
+        return NodeOutcome(node, TIMED_OUT, error=str(result.get("error") or "the probe timed out"))
     return NodeOutcome(node, FAILED, error=str(result.get("error") or f"unknown task status {status!r}"))
 
 
@@ -540,6 +543,5 @@ def fleet_result(outcomes: Sequence[NodeOutcome]) -> Any:
         if o.status == OK and o.data is not None:
             entries.append((o.node, o.data))
         else:
-            status = fleet.TIMED_OUT if o.status == TIMEOUT else fleet.FAILED
-            entries.append((o.node, fleet.NodeFailure(status, o.error or "no report")))
+            entries.append((o.node, fleet.NodeFailure(o.status, o.error or "no report")))
     return fleet.aggregate(entries, sources=[str(o.report) if o.report else None for o in outcomes])

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
     from envpin.api import FleetProbe
 
-_STYLE = {"ok": "green", "failed": "bold red", "timeout": "bold red"}
+_STYLE = {"ok": "green", "failed": "bold red", "timed_out": "bold red"}
 
 
 def probed(res: FleetProbe, console: Console, note: Console) -> None:
@@ -29,7 +29,7 @@ def probed(res: FleetProbe, console: Console, note: Console) -> None:
     for o in res.outcomes:
         where = str(o.report) if o.status == "ok" or o.error is None else o.error
         # Text cells: node names and error text must not be read as rich markup.
-        t.add_row(Text(o.node), Text(o.status, style=_STYLE.get(o.status, "")), Text(where))
+        t.add_row(Text(o.node), Text(o.status.replace("_", " "), style=_STYLE.get(o.status, "")), Text(where))
     console.print(t)
     fleet.summary(res.result, console)
     say(console, f"reports in {res.out}")

@@ -136,7 +136,7 @@ def test_a_hanging_probe_times_out_on_its_node(cluster: Cluster, tmp_path: Path)
         cluster.node_env(slow)
         cluster.node_exec(slow, "rm", "-rf", "/opt/envpin-hang")
     assert res.code == 1, res.stdout + res.stderr
-    assert errors(tmp_path / "fleet") == {slow: "status: timeout\nerror: the probe did not finish within 5 s\n"}
+    assert errors(tmp_path / "fleet") == {slow: "status: timed_out\nerror: the probe did not finish within 5 s\n"}
     assert sorted(reports(tmp_path / "fleet")) == list(cluster.nodes[1:])
     assert "1 timed out" in res.stdout
 

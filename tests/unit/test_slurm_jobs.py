@@ -260,7 +260,7 @@ def test_the_task_reports_its_own_timeout() -> None:
     result = _run_task(payload(), _sha(), "0.001")
     assert result["status"] == "timeout"
     o = slurm.outcome("node-7", result, None, [], False, 1)
-    assert (o.status, o.error) == ("timeout", "the probe did not finish within 0.001 s")
+    assert (o.status, o.error) == ("timed_out", "the probe did not finish within 0.001 s")
 
 
 def test_node_task_runs_on_python36() -> None:
@@ -275,7 +275,7 @@ def test_node_task_runs_on_python36() -> None:
 # --------------------------------------------------------------------------- outcomes and the comparison
 
 @pytest.mark.parametrize(("result", "broken", "errors", "timed_out", "status", "error"), [
-    (None, None, [], True, "timeout", "no result within 70 s"),
+    (None, None, [], True, "timed_out", "no result within 70 s"),
     (None, None, ["task 1: Exited with exit code 2"], False, "failed",
      "no result from the node: task 1: Exited with exit code 2"),
     (None, "the node's result arrived damaged (checksum mismatch)", [], True, "failed",
@@ -299,7 +299,7 @@ def test_the_fleet_result_names_the_node_and_the_breaking_field() -> None:
     same = collect(environ={"PATH": "/usr/bin"})
     other = collect(environ={"PATH": "/usr/bin", "OMP_NUM_THREADS": "3"})
     outcomes = [slurm.NodeOutcome("a", "ok", data=same), slurm.NodeOutcome("b", "ok", data=other),
-                slurm.NodeOutcome("c", "ok", data=same), slurm.NodeOutcome("d", "timeout", error="late")]
+                slurm.NodeOutcome("c", "ok", data=same), slurm.NodeOutcome("d", "timed_out", error="late")]
     result = slurm.fleet_result(outcomes)
     assert [k.nodes for k in result.classes if k.reference] == [("a", "c")]
     assert result.outliers == ("b",)
