@@ -212,11 +212,6 @@ def write_all(texts: Dict[str, str]) -> None:
     replace_all(files)
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write text to path via a temporary file in the same folder; devices and pipes are written directly."""
-    write_all({path: text})
-
-
 def report_basename(report: Dict[str, Any]) -> str:
     """``<hostname>-<UTC time>-<pid>``: unique per host, second and process."""
     host = report.get("host", {})
