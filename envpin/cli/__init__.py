@@ -70,6 +70,30 @@ def _register() -> None:
 _register()
 
 
+#: Options of the root command (all flags), which may come before the command's name.
+_ROOT_FLAGS = frozenset({"--debug", "--quiet", "-q", "--verbose", "-v"})
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app with only the command `args` name, else the whole app. Typer turns every registered command
+    into a click command before it runs one (about a third of `envpin probe`'s start-up); the whole app is
+    needed only for the root's help, shell completion and an unknown command's error."""
+    import os
+
+    name = next((a for a in args if a not in _ROOT_FLAGS), None)
+    if name is None or name.startswith("-") or any(k.endswith("_COMPLETE") for k in os.environ):
+        return app
+    commands = [c for c in app.registered_commands if c.name == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    import copy
+
+    only = copy.copy(app)
+    only.registered_commands, only.registered_groups = commands, groups
+    return only
+
+
 def _say(text: str) -> None:
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
@@ -84,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         from envpin.views import console
 
         console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
-        command = typer.main.get_command(app)
+        command = typer.main.get_command(_app_for(args))
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
     except EnvpinError as exc:
         if _state["debug"]:
