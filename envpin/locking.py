@@ -157,15 +157,13 @@ def _conflict_hint(logs: str) -> str:
     return " / ".join((keep or lines)[-3:])
 
 
-def _version_tuple(python: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", python)[:2])
-
-
 def choose(resolver: str, python: str) -> str:
     """Where to resolve: `resolver` as asked, or for auto the image when its Python runs a recent pip."""
     if resolver not in RESOLVERS:
         raise RequirementsError(f"unknown resolver {resolver!r}", hint="use one of " + ", ".join(RESOLVERS))
-    version = _version_tuple(python)
+    from envpin.versions import parse_version
+
+    version = (parse_version(python) or (0,))[:2]
     where = resolver if resolver != "auto" else ("image" if version >= IMAGE_RESOLVER_MIN else "host")
     if where == "image" and version < IMAGE_RESOLVER_MIN:
         raise RequirementsError(f"the image's Python {python} cannot run the pip that resolves inside it "
