@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import ReportError, SlurmError, UsageError
+from envpin.fleet import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fsutil import parse_json
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
@@ -47,8 +48,6 @@ SINFO_FORMAT = "%N|%P|%T|%E"
 #: Node states (sinfo %T, long form) in which Slurm gives a node to no new job.
 UNUSABLE_STATES = ("down", "drained", "draining", "fail", "failing", "future", "inval", "maint", "unknown",
                    "reboot_issued", "reboot_requested", "powering_down", "power_down")
-#: A node's outcome: the fleet report's statuses (envpin.fleet.OK, FAILED, TIMED_OUT), one vocabulary.
-OK, FAILED, TIMED_OUT = "ok", "failed", "timed_out"
 #: What the node-side task says when the probe ran past its time (envpin/nodetask.py, protocol 1).
 _TASK_TIMEOUT = "timeout"
 _STATE_FLAGS = "*~#!%$@^-"
@@ -86,7 +85,7 @@ class PartitionNode:
 
 @dataclass(frozen=True)
 class NodeOutcome:
-    """What became of one node: ok with its report, or failed / timeout with the reason."""
+    """What became of one node: ok with its report, or failed / timed_out with the reason."""
 
     node: str
     status: str
