@@ -43,6 +43,7 @@ def test_diff_format_json(cli, tmp_path: Path) -> None:  # type: ignore[no-untyp
     (("catalog", "--flavor", "tf3"), "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
     (("build", "--ngc", "20.02", "--engine", "rkt"), "'rkt' is not one of 'auto', 'docker', 'podman'"),
     (("audit", "Dockerfile", "--fail-on", "fatal"), "'fatal' is not one of 'error', 'warning', 'info'"),
+    (("lock", "requirements.in", "--ngc", "20.02", "--resolver", "pip"), "'pip' is not one of 'auto', 'image', 'host'"),
 ])
 def test_choices_are_listed_in_the_error(cli, args: tuple[str, ...], listed: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args)
