@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from envpin.errors import EnvpinError
@@ -193,10 +193,13 @@ def expand(
     every variable is known (FROM lines: an undeclared name is empty); elsewhere an undeclared name may
     come from the base image, so the reference is kept as written and reported as unresolved.
     """
-    out: list[str] = []
+    special = _SPECIAL[escape].search(raw)
+    if special is None:  # nothing to substitute or unquote (most words)
+        return Expansion(raw, ())
+    i, n = special.start(), len(raw)
+    out: list[str] = [raw[:i]] if i else []
     unresolved: list[str] = []
     quote: str | None = None
-    i, n = 0, len(raw)
     while i < n:
         c = raw[i]
         if c == escape and quote != "'":
@@ -301,36 +304,34 @@ def _dollar(
 
 
 # -- words -------------------------------------------------------------------------------------------
+def _word_patterns(esc: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(one word, blanks or one word) for an escape character: unquoted characters, the escape and the character
+    after it (or alone at the very end), "..." with escapes, '...' literally."""
+    e = re.escape(esc)
+    word = rf"""(?:[^ \t\r\n'"{e}]+|{e}.|{e}\Z|"(?:[^"{e}]|{e}.)*"|'[^']*')+"""
+    return re.compile(word, re.S), re.compile(rf"[ \t\r\n]+|({word})", re.S)
+
+
+_WORDS = {esc: _word_patterns(esc) for esc in ("\\", "`")}
+
+
+def iter_words(text: str, escape: str = "\\", pos: int = 0) -> Iterator[tuple[str, int, int]]:
+    """Whitespace-separated words of text[pos:] with quotes and escapes kept: (raw word, start, end), one at a
+    time. A quote left open raises ValueError when the iteration reaches it."""
+    match = _WORDS[escape][1].match
+    n = len(text)
+    while pos < n:
+        m = match(text, pos)
+        if m is None:  # only a quote that is never closed stops a word
+            raise ValueError(f"unterminated {text[pos]} quote")
+        if m.lastindex:
+            yield m.group(1), pos, m.end()
+        pos = m.end()
+
+
 def split_words(text: str, escape: str = "\\") -> list[tuple[str, int, int]]:
     """Whitespace-separated words with quotes and escapes kept: (raw word, start, end)."""
-    words: list[tuple[str, int, int]] = []
-    quote: str | None = None
-    start = -1
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if quote is None and c in " \t\r\n":
-            if start >= 0:
-                words.append((text[start:i], start, i))
-                start = -1
-            i += 1
-            continue
-        if start < 0:
-            start = i
-        if c == escape and quote != "'" and i + 1 < n:
-            i += 2
-            continue
-        if c in "'\"":
-            if quote is None:
-                quote = c
-            elif quote == c:
-                quote = None
-        i += 1
-    if quote is not None:
-        raise ValueError(f"unterminated {quote} quote")
-    if start >= 0:
-        words.append((text[start:], start, n))
-    return words
+    return list(iter_words(text, escape))
 
 
 # -- parsing -----------------------------------------------------------------------------------------
@@ -458,11 +459,11 @@ def _instructions(  # type: ignore[no-untyped-def]
 
 def _read_heredocs(ins: Instruction, lines: list[str], i: int, escape: str, path: str) -> int:
     try:
-        words = [w for w, _, _ in split_words(ins.args, escape)]
+        words = [w for w, _, _ in iter_words(ins.args, escape) if w.startswith("<<")]
     except ValueError:
         return i
     for word in words:
-        if not word.startswith("<<") or word.startswith("<<<"):
+        if word.startswith("<<<"):
             continue
         m = _HEREDOC_RE.match(word)
         if not m:
@@ -509,18 +510,34 @@ def _prefixed(keyword: str, message: str) -> str:
     return message if message.startswith(keyword) else f"{keyword}: {message}"
 
 
+_BLANKS = re.compile(r"\s*")  # what str.lstrip() removes
+
+
+def _lstripped(text: str, pos: int) -> int:
+    """Where text[pos:].lstrip() would start, without copying the text."""
+    m = _BLANKS.match(text, pos)
+    return m.end() if m else pos
+
+
 def _take_flags(ins: Instruction, escape: str) -> None:
+    """Move the leading --flags out of ins.args. The whole text must split into words (as the builder splits it);
+    the flags are then read one word at a time, so a long RUN with flags is not split again per flag."""
+    args = ins.args
+    if not args.startswith("--"):
+        return
+    for _ in iter_words(args, escape):  # raises ValueError for a quote left open anywhere
+        pass
     taken: list[str] = []
-    while ins.args.startswith("--"):
-        words = split_words(ins.args, escape)
-        raw, _, end = words[0]
+    pos = 0
+    while args.startswith("--", pos):
+        raw, _, end = next(iter_words(args, escape, pos))
+        pos = _lstripped(args, end)
         if raw == "--":
-            ins.args = ins.args[end:].lstrip()
             break
         name, _, value = raw[2:].partition("=")
         ins.flags[name.lower()] = value if "=" in raw else None
         taken.append(raw)
-        ins.args = ins.args[end:].lstrip()
+    ins.args = args[pos:]
     ins.flags_text = " ".join(taken)
 
 
@@ -557,7 +574,7 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
         if len(words) not in (1, 3) or (len(words) == 3 and words[1][0].lower() != "as"):
             raise ValueError("FROM takes an image and optionally AS NAME")
     elif kw in ("COPY", "ADD"):
-        count = len(ins.exec_form) if ins.exec_form is not None else len(split_words(args, escape))
+        count = len(ins.exec_form) if ins.exec_form is not None else sum(1 for _ in iter_words(args, escape))
         if count < 2 and not (count == 1 and args.startswith("<<")):
             raise ValueError(f"{kw} needs a source and a destination")
     elif kw in ("RUN", "WORKDIR", "USER", "ONBUILD", "SHELL", "MAINTAINER", "STOPSIGNAL", "EXPOSE", "VOLUME"):
