@@ -398,6 +398,10 @@ def _continues(line: str, escape: str) -> tuple[str, bool]:
     return line, False
 
 
+#: How many continuation lines are collected before they are joined into one piece.
+_JOIN_EVERY = 1024
+
+
 def _instructions(  # type: ignore[no-untyped-def]
     lines: list[str], first: int, escape: str, path: str, problem: Callable[[DockerfileError], None]
 ):
@@ -409,25 +413,30 @@ def _instructions(  # type: ignore[no-untyped-def]
             i += 1
             continue
         start = i
-        parts: list[str] = []
-        body, more = _continues(lines[i], escape)
-        parts.append(body)
-        while more:
-            i += 1
-            while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+        logical, more = _continues(lines[i], escape)
+        if more:
+            # A long chain is joined as it goes, so its pieces never all exist at once beside the file's lines.
+            parts: list[str] = [logical]
+            joined: list[str] = []
+            while more:
                 i += 1
-            if i >= n:
-                problem(_err(
-                    path,
-                    start + 1,
-                    "the instruction's last line ends with a line continuation, but the file ends there",
-                    hint=f"remove the trailing {escape} or finish the instruction",
-                ))
-                break
-            body, more = _continues(lines[i], escape)
-            parts.append(body)
+                while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+                    i += 1
+                if i >= n:
+                    problem(_err(
+                        path,
+                        start + 1,
+                        "the instruction's last line ends with a line continuation, but the file ends there",
+                        hint=f"remove the trailing {escape} or finish the instruction",
+                    ))
+                    break
+                body, more = _continues(lines[i], escape)
+                parts.append(body)
+                if len(parts) >= _JOIN_EVERY:
+                    joined.append("".join(parts))
+                    parts = []
+            logical = "".join(joined + parts) if joined else "".join(parts)
         i += 1
-        logical = "".join(parts)
         try:
             ins = _instruction(logical, start + 1, i, escape, path)
         except DockerfileError as exc:
@@ -600,13 +609,14 @@ def _resolve(df: Dockerfile, build_args: dict[str, str], problem: Callable[[Dock
     An instruction that fails here (tolerant parsing) is left out of the stages, as the builder would stop."""
     glob: dict[str, Var] = {k: Var(k, v, 0, "builtin") for k, v in BUILTIN_ARGS.items()}
     names: dict[str, int] = {}
+    scopes: dict[int, dict[str, Var]] = {}
     esc = df.escape
     kept = []
     for ins in df.instructions:
         if not df.stages and ins.keyword not in ("ARG", "FROM"):
             continue  # its FROM was rejected (and reported)
         try:
-            _apply(df, ins, glob, names, build_args, esc)
+            _apply(df, ins, glob, names, build_args, esc, scopes)
         except ValueError as exc:
             problem(_err(df.path, ins.line, _prefixed(ins.keyword, str(exc))))
             continue
@@ -622,7 +632,11 @@ def _apply(
     names: dict[str, int],
     build_args: dict[str, str],
     esc: str,
+    scopes: dict[int, dict[str, Var]],
 ) -> None:
+    """Give `ins` its stage, scope and working directory, and apply what it declares. `scopes` holds each stage's
+    variables as one dict that the instructions share until an ARG or ENV changes them (nobody writes to
+    Instruction.scope)."""
     if ins.keyword == "ARG" and not df.stages:
         ins.scope = dict(glob)
         for p in ins.pairs:
@@ -651,9 +665,13 @@ def _apply(
     st = df.stages[-1]
     ins.stage = st.index
     st.instructions.append(ins)
-    scope = {**st.args, **st.env}
+    scope = scopes.get(st.index)
+    if scope is None:
+        scope = scopes[st.index] = {**st.args, **st.env}
     ins.scope = scope
     ins.workdir = st.workdir
+    if ins.keyword in ("ARG", "ENV"):
+        del scopes[st.index]  # the next instruction sees what this one declares
     if ins.keyword == "ARG":
         for p in ins.pairs:
             _set_arg(p, ins, st.args, scope, build_args, esc, closed=False, outer=glob)
@@ -722,4 +740,5 @@ def read(path: str, build_args: Mapping[str, str] | None = None, *, tolerant: bo
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DockerfileError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+    del raw  # not needed while parsing: a 10 MB file is then held once as text, not also as bytes
     return parse(text, path, build_args, tolerant=tolerant)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from envpin.audit.parser import Instruction, expand
@@ -129,6 +129,16 @@ class Script:
             for cmd in pipe:
                 for sub in cmd.nested:
                     yield from sub.all_pipelines()
+
+    def visit(self, pipeline: Callable[[list[Command]], None], command: Callable[[Command], None]) -> None:
+        """One walk for both views: pipeline() gets every pipeline in all_pipelines() order and command() every
+        command in commands() order (a nested script's pipelines and commands come right after its command)."""
+        for pipe in self._walk():
+            pipeline(pipe)
+            for cmd in pipe:
+                command(cmd)
+                for sub in cmd.nested:
+                    sub.visit(pipeline, command)
 
     def check(self) -> None:
         """Build every command, nested scripts included, in the order a full split meets them, so that a
@@ -445,6 +455,8 @@ def _substitutions(word: str) -> list[str]:
         i = k
 
 
+#: Commands that run the command after them (_unwrap takes them and their options off).
+_WRAPPERS = frozenset({"sudo", "doas", "env", "nohup", "exec", "command", "time", "stdbuf", "nice", "xargs"})
 _SUDO_VALUE = frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"})
 _XARGS_VALUE = frozenset({"-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"})
 
@@ -455,23 +467,25 @@ def _command(words: list[str], nested: list[Script], depth: int, check: bool = F
     start, n = 0, len(words)
     while start < n:
         word = words[start]
-        if _ASSIGNMENT.match(word):
+        if "=" in word and _ASSIGNMENT.match(word):
             key, _, value = word.partition("=")
             assigns[key] = value
         elif word not in _PREFIX_WORDS:
             break
         start += 1
-    start = _unwrap(words, start, assigns)
+    if start < n and words[start].rpartition("/")[2] in _WRAPPERS:
+        start = _unwrap(words, start, assigns)
     argv = words[start:] if start else words
     if argv and argv[0] in _SKIP_COMMANDS:
         argv = []
     cmd = Command(argv, assigns, nested)
-    if cmd.name == "export":
+    name = cmd.name
+    if name == "export":
         for word in argv[1:]:
             if _ASSIGNMENT.match(word):
                 key, _, value = word.partition("=")
                 cmd.assigns[key] = value
-    script = _inline_script(cmd)
+    script = _inline_script(cmd) if name == "eval" or name in SHELLS else None
     if script is not None and depth < MAX_NESTING:
         sub = _nested(_script(script, depth + 1), check)
         cmd.nested.append(sub)
