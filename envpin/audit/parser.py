@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from envpin.errors import EnvpinError
@@ -30,7 +30,7 @@ class DockerfileError(EnvpinError):
         self.reason = reason or message
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Problem:
     """A line the builder would reject, kept as a finding when parsing tolerantly (the audit goes on)."""
 
@@ -53,6 +53,7 @@ _HEREDOC_FORM = frozenset({"RUN", "COPY", "ADD"})
 _DIRECTIVES = frozenset({"syntax", "escape", "check"})
 _DIRECTIVE_RE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.*?)\s*$")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACED_NAME_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KEYWORD_RE = re.compile(r"^\s*(\S+)(.*)$", re.S)
 _HEREDOC_RE = re.compile(r"^<<(-?)\s*(['\"]?)([A-Za-z0-9_.\-]+)\2$")
 #: Arguments BuildKit defines in the global scope for every build (usable in FROM without an ARG).
@@ -69,7 +70,7 @@ BUILTIN_ARGS = {
 
 
 # -- data ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Var:
     """A build variable: ``value`` None means declared without a value (``ARG NAME``)."""
 
@@ -80,7 +81,7 @@ class Var:
     unresolved: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class Pair:
     """One NAME=VALUE of ENV, ARG or LABEL: as written and after substitution."""
 
@@ -91,13 +92,13 @@ class Pair:
     unresolved: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Heredoc:
     name: str
     body: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     """One instruction; ``line`` is its first physical line, ``end_line`` its last (heredocs included)."""
 
@@ -117,7 +118,7 @@ class Instruction:
     legacy_env: bool = False  # ENV NAME value (one pair, value is the rest of the line)
 
 
-@dataclass
+@dataclass(slots=True)
 class Stage:
     index: int
     name: str | None
@@ -167,7 +168,7 @@ class Dockerfile:
         return out[::-1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Expansion:
     value: str
     unresolved: tuple[str, ...]
@@ -196,6 +197,8 @@ def expand(
     special = _SPECIAL[escape].search(raw)
     if special is None:  # nothing to substitute or unquote (most words)
         return Expansion(raw, ())
+    if keep_quotes:
+        return _expand_verbatim(raw, special.start(), scope, escape, closed)
     i, n = special.start(), len(raw)
     out: list[str] = [raw[:i]] if i else []
     unresolved: list[str] = []
@@ -240,67 +243,103 @@ def expand(
     return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
 
 
+def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, closed: bool) -> Expansion:
+    """expand(keep_quotes=True) from raw[i], the first special character: quotes and escapes stay as written,
+    so only substitutions and comments change the text and everything between them is copied in one slice."""
+    out: list[str] = []
+    unresolved: list[str] = []
+    quote: str | None = None
+    search = _SPECIAL[escape].search
+    n = len(raw)
+    done = 0  # raw[done:i] goes to the output as it is
+    while i < n:
+        c = raw[i]
+        if c == escape and quote != "'":
+            i += 2
+            continue
+        if c in "'\"" and (quote is None or quote == c):
+            quote = c if quote is None else None
+            i += 1
+            continue
+        if c == "#" and quote is None and (i == 0 or raw[i - 1] in " \t\n;&|()"):
+            out.append(raw[done:i])
+            end = raw.find("\n", i)
+            i = done = n if end < 0 else end
+            continue
+        if c == "$" and quote != "'":
+            text, used, names = _dollar(raw, i, scope, escape, True, closed)
+            out.append(raw[done:i])
+            out.append(text)
+            unresolved.extend(names)
+            i = done = i + used
+            continue
+        m = search(raw, i + 1)
+        i = m.start() if m else n
+    out.append(raw[done:])
+    return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
+
+
 def _dollar(
     raw: str, i: int, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool
-) -> tuple[str, int, list[str]]:
+) -> tuple[str, int, Sequence[str]]:
     """Expand the reference starting at raw[i] == '$': (text, characters used, unresolved names)."""
     n = len(raw)
     if i + 1 >= n:
-        return "$", 1, []
+        return "$", 1, ()
+    # $NAME and ${NAME}: no operator, so the value, or the reference itself when there is none
+    m = _NAME_RE.match(raw, i + 1) if raw[i + 1] != "{" else _BRACED_NAME_RE.match(raw, i + 1)
+    if m is not None:
+        name = m.group(1) if m.lastindex else m.group()
+        var = scope.get(name)
+        if var is not None and var.value is not None:
+            return var.value, m.end() - i, var.unresolved
+        return raw[i : m.end()], m.end() - i, (name,)
+    if raw[i + 1] != "{":
+        return "$", 1, ()
     op: str | None = None
     word = ""
-    if raw[i + 1] == "{":
-        depth, k = 1, i + 2
-        while k < n and depth:
-            if raw[k] == "{":
-                depth += 1
-            elif raw[k] == "}":
-                depth -= 1
-            k += 1
-        if depth:
-            return "$", 1, []
-        literal, inner = raw[i:k], raw[i + 2 : k - 1]
-        m = _NAME_RE.match(inner)
-        if not m:
-            return literal, len(literal), []
-        name, rest = m.group(), inner[m.end() :]
-        if rest:
-            if rest[:2] in (":-", ":+", ":?"):
-                op, word = rest[:2], rest[2:]
-            elif rest[0] in "-+?":
-                op, word = rest[0], rest[1:]
-            else:  # ${VAR#pattern} and friends: not evaluated here
-                return literal, len(literal), [name]
-    else:
-        m = _NAME_RE.match(raw, i + 1)
-        if not m:
-            return "$", 1, []
-        name, literal = m.group(), "$" + m.group()
+    depth, k = 1, i + 2
+    while k < n and depth:
+        if raw[k] == "{":
+            depth += 1
+        elif raw[k] == "}":
+            depth -= 1
+        k += 1
+    if depth:
+        return "$", 1, ()
+    literal, inner = raw[i:k], raw[i + 2 : k - 1]
+    m = _NAME_RE.match(inner)
+    if not m:
+        return literal, len(literal), ()
+    name, rest = m.group(), inner[m.end() :]
+    if rest:
+        if rest[:2] in (":-", ":+", ":?"):
+            op, word = rest[:2], rest[2:]
+        elif rest[0] in "-+?":
+            op, word = rest[0], rest[1:]
+        else:  # ${VAR#pattern} and friends: not evaluated here
+            return literal, len(literal), (name,)
     used = len(literal)
     var = scope.get(name)
     if var is None and closed:
         var = Var(name, None, 0, "undeclared")
     declared = var is not None
     value = var.value if var is not None else None
-    own = list(var.unresolved) if var is not None else []
-
-    def sub(text: str) -> tuple[str, int, list[str]]:
-        e = expand(text, scope, escape=escape, keep_quotes=keep_quotes, closed=closed)
-        return e.value, used, list(e.unresolved)
-
+    own = var.unresolved if var is not None else ()
     if op is None:
-        return (value, used, own) if value is not None else (literal, used, [name])
+        return (value, used, own) if value is not None else (literal, used, (name,))
     if op in (":-", "-"):
         if value is not None and (value != "" or op == "-"):
             return value, used, own
-        return sub(word) if declared else (literal, used, [name])
-    if op in (":+", "+"):
-        if value is not None and (value != "" or op == "+"):
-            return sub(word)
-        return ("", used, []) if declared else (literal, used, [name])
-    if value is not None and (value != "" or op == "?"):
-        return value, used, own
-    return literal, used, [name]
+        if not declared:
+            return literal, used, (name,)
+    elif op in (":+", "+"):
+        if value is None or (value == "" and op != "+"):
+            return ("", used, ()) if declared else (literal, used, (name,))
+    else:
+        return (value, used, own) if value is not None and (value != "" or op == "?") else (literal, used, (name,))
+    e = expand(word, scope, escape=escape, keep_quotes=keep_quotes, closed=closed)  # the default or alternative
+    return e.value, used, e.unresolved
 
 
 # -- words -------------------------------------------------------------------------------------------
@@ -313,6 +352,7 @@ def _word_patterns(esc: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 
 _WORDS = {esc: _word_patterns(esc) for esc in ("\\", "`")}
+_PLAIN_WORD = re.compile(r"[^ \t\r\n]+")
 
 
 def iter_words(text: str, escape: str = "\\", pos: int = 0) -> Iterator[tuple[str, int, int]]:
@@ -331,7 +371,16 @@ def iter_words(text: str, escape: str = "\\", pos: int = 0) -> Iterator[tuple[st
 
 def split_words(text: str, escape: str = "\\") -> list[tuple[str, int, int]]:
     """Whitespace-separated words with quotes and escapes kept: (raw word, start, end)."""
+    if '"' not in text and "'" not in text and escape not in text:  # no quotes or escapes: blanks split it
+        return [(m.group(), m.start(), m.end()) for m in _PLAIN_WORD.finditer(text)]
     return list(iter_words(text, escape))
+
+
+def _count_words(text: str, escape: str) -> int:
+    """len(split_words(text, escape)), without the list (a COPY of many files)."""
+    if '"' not in text and "'" not in text and escape not in text:
+        return sum(1 for _ in _PLAIN_WORD.finditer(text))
+    return sum(1 for _ in iter_words(text, escape))
 
 
 # -- parsing -----------------------------------------------------------------------------------------
@@ -347,7 +396,8 @@ def parse(
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    if "\r" in text:
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
     problems: list[Problem] = []
 
     def problem(exc: DockerfileError) -> None:
@@ -408,12 +458,14 @@ def _instructions(  # type: ignore[no-untyped-def]
     i, n = first, len(lines)
     seen_from = False
     while i < n:
-        stripped = lines[i].strip()
-        if not stripped or stripped.startswith("#"):
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped or stripped[0] == "#":
             i += 1
             continue
         start = i
-        logical, more = _continues(lines[i], escape)
+        last = line[-1]
+        logical, more = _continues(line, escape) if last == escape or last in " \t" else (line, False)
         if more:
             # A long chain is joined as it goes, so its pieces never all exist at once beside the file's lines.
             parts: list[str] = [logical]
@@ -442,7 +494,8 @@ def _instructions(  # type: ignore[no-untyped-def]
         except DockerfileError as exc:
             problem(exc)
             continue
-        ins.indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        first_line = lines[start]
+        ins.indent = first_line[: len(first_line) - len(first_line.lstrip())]
         if ins.keyword in _HEREDOC_FORM and ins.exec_form is None and "<<" in ins.args:
             try:
                 i = _read_heredocs(ins, lines, i, escape, path)
@@ -583,7 +636,7 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
         if len(words) not in (1, 3) or (len(words) == 3 and words[1][0].lower() != "as"):
             raise ValueError("FROM takes an image and optionally AS NAME")
     elif kw in ("COPY", "ADD"):
-        count = len(ins.exec_form) if ins.exec_form is not None else sum(1 for _ in iter_words(args, escape))
+        count = len(ins.exec_form) if ins.exec_form is not None else _count_words(args, escape)
         if count < 2 and not (count == 1 and args.startswith("<<")):
             raise ValueError(f"{kw} needs a source and a destination")
     elif kw in ("RUN", "WORKDIR", "USER", "ONBUILD", "SHELL", "MAINTAINER", "STOPSIGNAL", "EXPOSE", "VOLUME"):

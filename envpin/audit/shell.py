@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -395,7 +396,7 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
             elif deeper and tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
                 end = _matching(tokens, i + 2)
                 nested.append(_nested(Script.from_tokens(tokens[i + 2 : end - 1], depth + 1), check))
-                words.append(tok + "(…)")
+                words.append(sys.intern(tok + "(…)"))  # one object however many $(...) a line has
                 i = end
                 continue
             else:
@@ -407,7 +408,7 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
         if deeper and tok in _PROCESS:
             end = _matching(tokens, i + 1)
             nested.append(_nested(Script.from_tokens(tokens[i + 1 : end - 1], depth + 1), check))
-            words.append(tok + "…)")
+            words.append(sys.intern(tok + "…)"))
             i = end
             continue
         if tok in _REDIRECTS:
