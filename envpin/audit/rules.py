@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -222,21 +223,44 @@ def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None,
     return merge(ctx.findings)
 
 
+class _Parts:
+    """A message (or fix) that findings are merged into: its parts joined by '; ', each part once. Which parts it
+    has is kept as a set (the parts of "a; b" are a and b), so merging n findings takes time linear in n."""
+
+    __slots__ = ("parts", "seen")
+
+    def __init__(self, text: str) -> None:
+        self.parts = [text]
+        self.seen = set(text.split("; "))
+
+    def add(self, text: str) -> None:
+        if text not in self.seen:
+            self.parts.append(text)
+            self.seen.update(text.split("; "))
+
+    def text(self) -> str:
+        return "; ".join(self.parts)
+
+
 def merge(findings: list[Finding]) -> list[Finding]:
     """One finding per rule and instruction: two unpinned pip calls in one RUN are one hazard to fix there."""
     merged: dict[tuple[str, int, str], Finding] = {}
+    joined: dict[tuple[str, int, str], tuple[_Parts, _Parts]] = {}
     for f in findings:
         key = (f.file, f.line, f.rule)
-        if key not in merged:
+        m = merged.get(key)
+        if m is None:
             merged[key] = f
             continue
-        m = merged[key]
-        merged[key] = replace(
-            m,
-            severity=min(m.severity, f.severity, key=SEVERITIES.index),
-            message=m.message if f.message in m.message.split("; ") else f"{m.message}; {f.message}",
-            fix=m.fix if f.fix in m.fix.split("; ") else f"{m.fix}; {f.fix}",
-        )
+        if key not in joined:
+            joined[key] = (_Parts(m.message), _Parts(m.fix))
+        message, fix = joined[key]
+        message.add(f.message)
+        fix.add(f.fix)
+        if SEVERITIES.index(f.severity) < SEVERITIES.index(m.severity):
+            merged[key] = replace(m, severity=f.severity)
+    for key, (message, fix) in joined.items():
+        merged[key] = replace(merged[key], message=message.text(), fix=fix.text())
     return sorted(merged.values(), key=lambda f: (f.file, f.line, f.rule))
 
 
@@ -392,10 +416,9 @@ def seed_ok(value: str | None) -> bool:
 # -- RUN commands ------------------------------------------------------------------------------------
 class RunRule:
     """A rule that reads the commands of RUN instructions. check_runs() walks the stages once and calls, in
-    order: stage(st); instruction(ins) for each instruction, and for a RUN run(ins, run), pipeline() and
-    command() for each pipeline and command (nested ones included, in Script.visit order), run_end();
-    stage_end() after the stage's last instruction; finish() after the last stage. `st`, `ins` and
-    `run_script` say where the walk is."""
+    order: stage(st); for each RUN of the stage run(ins, run), pipeline() and command() for each pipeline and
+    command (nested ones included, in Script.visit order), run_end(); stage_end() after the stage's last
+    instruction; finish() after the last stage. `st`, `ins` and `run_script` say where the walk is."""
 
     st: Stage
     ins: Instruction
@@ -406,9 +429,6 @@ class RunRule:
 
     def stage(self, st: Stage) -> None:
         """A stage starts."""
-
-    def instruction(self, ins: Instruction) -> None:
-        """Any instruction of the stage."""
 
     def run(self, ins: Instruction, run: RunScript) -> None:
         """A RUN, before its commands."""
@@ -437,11 +457,12 @@ class _Horovod(RunRule):
         super().__init__(ctx)
         self.sites: list[tuple[int, str]] = []
 
-    def instruction(self, ins: Instruction) -> None:
-        if ins.keyword in ("ENV", "ARG"):
-            for p in ins.pairs:
-                if p.key.startswith("HOROVOD_") and p.key != "HOROVOD_FUSION_THRESHOLD":
-                    self.sites.append((ins.line, f"{ins.keyword} {p.key}"))
+    def stage(self, st: Stage) -> None:
+        for ins in st.instructions:
+            if ins.keyword in ("ENV", "ARG"):
+                for p in ins.pairs:
+                    if p.key.startswith("HOROVOD_") and p.key != "HOROVOD_FUSION_THRESHOLD":
+                        self.sites.append((ins.line, f"{ins.keyword} {p.key}"))
 
     def command(self, cmd: Command) -> None:
         if not cmd.argv:
@@ -449,9 +470,11 @@ class _Horovod(RunRule):
         for key in cmd.assigns:
             if key.startswith("HOROVOD_") and key != "HOROVOD_FUSION_THRESHOLD":
                 self.sites.append((self.ins.line, f"{key} build variable"))
-        call = pip_call(cmd) if cmd.name.startswith(_PIP_NAMES) else None
-        if call and any(req_name(s) == "horovod" for s in call.specs):
-            self.sites.append((self.ins.line, "pip install horovod"))
+        # a requirement named horovod has the word in it (any case): only then is the pip call worth reading
+        if cmd.name.startswith(_PIP_NAMES) and "horovod" in " ".join(cmd.argv).lower():
+            call = pip_call(cmd)
+            if call and any(req_name(s) == "horovod" for s in call.specs):
+                self.sites.append((self.ins.line, "pip install horovod"))
 
     def finish(self) -> None:
         if not self.sites:
@@ -703,6 +726,16 @@ class _PipFindings:
     indexed: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
     trusted: list[str] = field(default_factory=list)
+    #: What each list above holds, for membership in O(1): a RUN of many pip calls stays linear.
+    _seen: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def _extend(self, name: str, items: Iterable[str]) -> None:
+        """self.<name> += the items it does not hold yet (as it was before this call: repeats among `items`
+        are all added, as `lst += [x for x in items if x not in lst]` adds them)."""
+        seen = self._seen[name]
+        new = [x for x in items if x not in seen]
+        getattr(self, name).extend(new)
+        seen.update(new)
 
     def add(self, call: PipCall, env: dict[str, str], configured: Sequence[str] = (),
             configured_extra: Sequence[str] = (), configured_trust: Sequence[str] = ()) -> None:
@@ -714,10 +747,10 @@ class _PipFindings:
         states = {s: spec_state(s) for s in specs}
         unpinned = [s for s, state in states.items() if state == "unpinned"]
         if not call.constraints:
-            self.unpinned += [s for s in unpinned if s not in self.unpinned]
+            self._extend("unpinned", unpinned)
         if not require_hashes:
-            self.unhashed += [s for s, state in states.items()
-                              if state in ("pinned", "unpinned") and "#sha256=" not in s and s not in self.unhashed]
+            self._extend("unhashed", [s for s, state in states.items()
+                                      if state in ("pinned", "unpinned") and "#sha256=" not in s])
             self.files += [("requirements", f) for f in call.requirements]
             self.files += [("constraints", f) for f in call.constraints]
         indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)] + list(configured)
@@ -726,10 +759,10 @@ class _PipFindings:
                    if state == "unpinned"
                    or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
         if indexes and exposed:
-            self.indexed += [s for s in exposed if s not in self.indexed]
-            self.indexes += [i for i in indexes if i not in self.indexes]
+            self._extend("indexed", exposed)
+            self._extend("indexes", indexes)
         trusted = call.trusted + env.get("PIP_TRUSTED_HOST", "").split() + list(configured_trust)
-        self.trusted += [t for t in trusted if t not in self.trusted]
+        self._extend("trusted", trusted)
 
     def report(self, ctx: Context, ins: Instruction, stage: Stage) -> None:
         verb = "/".join(self.verbs)
@@ -879,9 +912,11 @@ class _CurlPipe(RunRule):
 
     def pipeline(self, pipe: list[Command]) -> None:
         ctx, ins = self.ctx, self.ins
+        sinks: list[Command | None] | None = None
         for i, cmd in enumerate(pipe):
             if cmd.name in _FETCHERS:
-                sink = next((c for c in pipe[i + 1 :] if c.is_interpreter()), None)
+                sinks = sinks or _next_interpreters(pipe)
+                sink = sinks[i]
                 if sink is not None:
                     _curl_finding(ctx, ins, cmd, f"piped to {sink.name}")
             if cmd.nested and (cmd.is_interpreter() or cmd.name in ("eval", "source", ".")):
@@ -889,6 +924,17 @@ class _CurlPipe(RunRule):
                     fetch = next((c for c in sub.commands() if c.name in _FETCHERS), None)
                     if fetch is not None:
                         _curl_finding(ctx, ins, fetch, f"run by {cmd.name}")
+
+
+def _next_interpreters(pipe: list[Command]) -> list[Command | None]:
+    """For each command of a pipeline, the first interpreter after it (None if none): one pass from the end."""
+    out: list[Command | None] = []
+    after: Command | None = None
+    for cmd in reversed(pipe):
+        out.append(after)
+        if cmd.is_interpreter():
+            after = cmd
+    return out[::-1]
 
 
 def _curl_finding(ctx: Context, ins: Instruction, fetch: Command, how: str) -> None:
@@ -1059,8 +1105,8 @@ def check_runs(ctx: Context) -> None:
     def handlers(name: str) -> list[Callable[..., None]]:
         return [getattr(r, name) for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
 
-    on_instruction, on_run, on_pipeline = handlers("instruction"), handlers("run"), handlers("pipeline")
-    on_command, on_run_end = handlers("command"), handlers("run_end")
+    on_run, on_run_end = handlers("run"), handlers("run_end")
+    on_pipeline, on_command = handlers("pipeline"), handlers("command")
 
     def pipeline(pipe: list[Command]) -> None:
         for f in on_pipeline:
@@ -1075,8 +1121,6 @@ def check_runs(ctx: Context) -> None:
             r.st = st
             r.stage(st)
         for ins in st.instructions:
-            for f in on_instruction:
-                f(ins)
             if ins.keyword != "RUN":
                 continue
             run = ctx.run(ins)

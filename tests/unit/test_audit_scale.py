@@ -104,3 +104,18 @@ def test_plain_words_split_as_the_general_splitter_splits_them(text: str) -> Non
 @given(st.lists(st.sampled_from(list("ab \t\n'\"\\;|")), max_size=30).map("".join))
 def test_shell_text_without_substitutions_is_kept_as_written(text: str) -> None:
     assert expand(text, {}, keep_quotes=True).value == text
+
+
+def test_many_findings_of_one_run_merge_into_one_in_order() -> None:
+    urls = [f"https://e.com/{i}" for i in range(3000)]
+    text = FROM + "RUN " + " ; ".join(f"curl -s {u} | sh" for u in [*urls, urls[0]]) + "\n"
+    (curl,) = [f for f in audit_text(text) if f.rule == "curl-pipe-shell"]
+    assert curl.message.split("; ") == [f"curl {u} piped to sh: the script is whatever the server sends" for u in urls]
+
+
+def test_many_pip_calls_of_one_run_list_each_package_once_in_order() -> None:
+    names = [f"p{i}" for i in range(3000)]
+    text = FROM + "RUN " + " && ".join(f"pip install {n} --trusted-host h --trusted-host h" for n in [*names, "p0"])
+    found = {f.rule: f.message for f in audit_text(text + "\n")}
+    assert found["pip-unpinned"] == f"pip install without == pins: {', '.join(names)}"
+    assert found["pip-trusted-host"] == "pip install trusts h, h without TLS verification"
