@@ -86,7 +86,7 @@ def dockerfile(lines: int, single_stage: bool = False) -> str:
 
 
 #: The long-line shapes: (what the line holds, the unit repeated to fill it, (head, tail) around the repeats).
-#: The first five are the ones the memory goal names; the others show what the goal does not cover yet.
+#: The first five are the ones the memory goal names; the others are further shapes a long RUN line can have.
 _FROM = "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
 SHAPES: dict[str, tuple[str, str, tuple[str, str]]] = {
     "words": ("`echo a b c ...`: millions of one-letter words", "a b c d e f g h ",
