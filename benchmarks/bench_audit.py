@@ -1,14 +1,24 @@
-"""How `envpin audit` scales: 1k, 10k and 100k-line Dockerfiles, and a tree of 500 Dockerfiles.
+"""How `envpin audit` scales: 1k, 10k and 100k-line Dockerfiles, a tree of 500 Dockerfiles, a 100k-line Dockerfile
+of one stage, and single RUN lines of 10 MB (--memory).
 
     python benchmarks/bench_audit.py [--repeat N] [--json]
+    python benchmarks/bench_audit.py --memory [--mb 10] [--shape NAME ...] [--repeat N] [--json]
 
 Each Dockerfile is generated from the same block of instructions a real one has (multi-stage FROMs, ARG/ENV
 with substitutions, COPY of a requirements file audited from the build context, RUNs with continuations, pip,
 apt, git and curl pipes, comments), repeated until the line count is reached, so every rule has work to do.
 The audit runs in this process through `envpin.audit.run` (parse, rules, build context, suppressions); the
-figure is the median wall time. Goals: time grows linearly with the size (the per-line cost of the 100k file is
+figure is the median wall time. Goals: time grows linearly with the size (the per-line cost of the 100k files is
 within 2x of the 1k file's) and the 100k-line file takes under 3 s; the 500-file tree is reported beside the
-single 1k file, per file.
+single 1k file, per file. The one-stage file has the same blocks without their FROM lines, so every RUN looks
+back over one long stage for the COPY of its requirements file.
+
+--memory audits Dockerfiles whose one RUN instruction is --mb megabytes long, each shape in a fresh interpreter
+(`envpin.audit.run`, as the CLI calls it, without rendering the output), and prints that process's peak
+resident set (ru_maxrss), the peak less the same process auditing a two-line Dockerfile (the interpreter and
+envpin's imports), both as a multiple of the input size, the audit's wall time and its findings (the
+median of --repeat runs). Every shape ends in a hazard, so the long line must still yield its finding. Goal:
+the peak stays under 200 MB for a 10 MB line.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 GOAL_100K_S = 3.0
 GOAL_LINEAR_RATIO = 2.0
+GOAL_PEAK_MB = 200.0
 
 HEADER = ("# syntax=docker/dockerfile:1\n"
           "ARG BASE=nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n")
@@ -58,15 +70,100 @@ USER 1000
 REQUIREMENTS = "numpy==1.26.4\nrequests>=2\n--extra-index-url https://idx.example\n"
 
 
-def dockerfile(lines: int) -> str:
-    out, n = [HEADER], 0
-    total = HEADER.count("\n")
+def dockerfile(lines: int, single_stage: bool = False) -> str:
+    """The block repeated to `lines` lines; single_stage: one FROM at the top and the blocks without theirs, so
+    every RUN belongs to one long stage (what the build context and stage lookups see as one long list)."""
+    out, n = [HEADER + ("FROM ${BASE}\n" if single_stage else "")], 0
+    total = out[0].count("\n")
     while total < lines:
         block = BLOCK.format(n=n)
+        if single_stage:
+            block = block.split("\n", 1)[1]
         out.append(block)
         total += block.count("\n")
         n += 1
     return "".join(out)
+
+
+#: The long-line shapes: (what the line holds, the unit repeated to fill it, (head, tail) around the repeats).
+#: The first five are the ones the memory goal names; the others are further shapes a long RUN line can have.
+_FROM = "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+SHAPES: dict[str, tuple[str, str, tuple[str, str]]] = {
+    "words": ("`echo a b c ...`: millions of one-letter words", "a b c d e f g h ",
+              ("RUN echo ", "&& pip install flask\n")),
+    "one-word": ("`echo aaaa...`: one word of the whole size", "a",
+                 ("RUN echo ", " && curl -fsSL https://example.com/i.sh | sh\n")),
+    "vars": ("`echo $V ${V} ...`: millions of substitutions", "$V ${V} ",
+             ("ARG V=value\nRUN echo ", "&& apt-get install -y curl\n")),
+    "commands": ("`echo a && echo a && ...`: a million commands", "echo a && ",
+                 ("RUN ", "git clone https://github.com/x/y.git\n")),
+    "continuation": ("`echo word \\` on a million continuation lines", "word \\\n    ",
+                     ("RUN echo ", "&& pip install flask\n")),
+    "quoted": ('`echo "a b" "a b" ...`: quoted words', '"a b" ', ("RUN echo ", "&& pip install flask\n")),
+    "sh-c": ('`sh -c "echo a && ..."`: a million commands inside one word', "echo a && ",
+             ('RUN sh -c "', 'pip install flask"\n')),
+    "heredoc": ("`RUN <<EOF` with 1.5 million body lines", "echo a\n", ("RUN <<EOF\n", "pip install flask\nEOF\n")),
+    "substitutions": ("`echo $(echo a) ...`: a million command substitutions", "$(echo a) ",
+                      ("RUN echo ", "&& pip install flask\n")),
+}
+#: What the child process runs: the audit of one file, then its own peak resident set.
+_CHILD = """import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from envpin.audit import run
+start = time.perf_counter()
+result = run([sys.argv[2]], fail_on="error")
+seconds = time.perf_counter() - start
+print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "seconds": seconds,
+                  "findings": sorted(f"{f.line}:{f.rule}" for f in result.findings)}))
+"""
+
+
+def long_line(shape: str, size: int) -> str:
+    """A Dockerfile whose RUN instruction is `size` bytes of the shape's unit, between its head and tail."""
+    _what, unit, (head, tail) = SHAPES[shape]
+    return _FROM + head + unit * (size // len(unit)) + tail
+
+
+def child(path: Path) -> tuple[int, float, list[str]]:
+    """(peak resident set in KB, audit seconds, findings as LINE:RULE) of a fresh process auditing `path`."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(REPO), path.name], cwd=path.parent, check=True,
+                         capture_output=True, text=True)
+    doc = json.loads(out.stdout)
+    return int(doc["maxrss_kb"]), float(doc["seconds"]), list(doc["findings"])
+
+
+def memory(shapes: list[str], megabytes: float, repeat: int, as_json: bool) -> int:
+    size = int(megabytes * 1024 * 1024)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        base_path = Path(tmp) / "Dockerfile.base"
+        base_path.write_text(_FROM)
+        base_mb = statistics.median(child(base_path)[0] for _ in range(repeat)) / 1024
+        for shape in shapes:
+            path = Path(tmp) / f"Dockerfile.{shape}"
+            text = long_line(shape, size)
+            path.write_text(text)
+            runs = [child(path) for _ in range(repeat)]
+            peak_mb = statistics.median(r[0] for r in runs) / 1024
+            input_mb = len(text.encode()) / 2**20
+            rows.append({"shape": shape, "what": SHAPES[shape][0], "input_mb": round(input_mb, 1),
+                         "peak_mb": round(peak_mb, 1), "peak_ratio": round(peak_mb / input_mb, 1),
+                         "net_mb": round(peak_mb - base_mb, 1), "net_ratio": round((peak_mb - base_mb) / input_mb, 1),
+                         "seconds": round(statistics.median(r[1] for r in runs), 2), "findings": runs[0][2],
+                         "under_goal": peak_mb < GOAL_PEAK_MB})
+    if as_json:
+        print(json.dumps({"machine": platform.machine(), "cpus": os.cpu_count(), "baseline_mb": round(base_mb, 1),
+                          "repeat": repeat, "size_mb": megabytes, "goal_peak_mb_for_10mb": GOAL_PEAK_MB,
+                          "rows": rows}, indent=2))
+        return 0
+    print(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {repeat}, a fresh process per run; "
+          f"baseline (two-line Dockerfile) {base_mb:.1f} MB; goal for a 10 MB line: peak under {GOAL_PEAK_MB:.0f} MB")
+    print(f"{'shape':<14} {'input':>8} {'peak RSS':>9} {'x input':>8} {'net':>8} {'x input':>8} {'time':>8}  findings")
+    for r in rows:
+        print(f"{r['shape']:<14} {r['input_mb']:>6.1f}MB {r['peak_mb']:>7.1f}MB {r['peak_ratio']:>7.1f}x "
+              f"{r['net_mb']:>6.1f}MB {r['net_ratio']:>7.1f}x {r['seconds']:>7.2f}s  {' '.join(r['findings'])}"
+              f"{'' if r['under_goal'] else '  (over the goal)'}")
+    return 0
 
 
 def timed(paths: list[str], repeat: int) -> tuple[float, int]:
@@ -85,7 +182,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--memory", action="store_true", help="peak memory of single long RUN lines")
+    parser.add_argument("--mb", type=float, default=10.0, help="--memory: size of the long line in MB")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="--memory: only these shapes")
     args = parser.parse_args()
+    if args.memory:
+        return memory(args.shape or list(SHAPES), args.mb, args.repeat, args.json)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -113,23 +215,33 @@ def main() -> int:
             lines = sum((root / p).read_text().count("\n") for p in paths)
             rows.append({"case": "500-file tree", "lines": lines, "files": 500, "seconds": round(seconds, 3),
                          "findings": found, "us_per_line": round(seconds / lines * 1e6, 1)})
+            path = root / "Dockerfile.single"
+            text = dockerfile(100_000, single_stage=True)
+            path.write_text(text)
+            seconds, found = timed([path.name], args.repeat)
+            rows.append({"case": "100,000 lines, 1 stage", "lines": text.count("\n"), "files": 1,
+                         "seconds": round(seconds, 3), "findings": found,
+                         "us_per_line": round(seconds / text.count("\n") * 1e6, 1)})
         finally:
             os.chdir(cwd)
-    small, large = rows[0]["us_per_line"], rows[2]["us_per_line"]
+    small, large, single = rows[0]["us_per_line"], rows[2]["us_per_line"], rows[4]["us_per_line"]
     verdict = {
         "100k_under_3s": rows[2]["seconds"] < GOAL_100K_S,
-        "linear": large <= small * GOAL_LINEAR_RATIO,
+        "linear": max(large, single) <= small * GOAL_LINEAR_RATIO,
         "per_line_ratio_100k_vs_1k": round(large / small, 2),
+        "per_line_ratio_single_stage_100k_vs_1k": round(single / small, 2),
     }
     if args.json:
         print(json.dumps({"machine": platform.machine(), "cpus": os.cpu_count(), "rows": rows, "goals": verdict},
                          indent=2))
         return 0
-    print(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {args.repeat}")
+    print(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {args.repeat}, "
+          f"load average {os.getloadavg()[0]:.2f}")
     for r in rows:
         print(f"{r['case']:<24} {r['lines']:>7} lines {r['files']:>4} files {r['seconds']:>8.3f} s "
               f"{r['us_per_line']:>7.1f} us/line {r['findings']:>6} findings")
-    print(f"per-line cost 100k vs 1k: {verdict['per_line_ratio_100k_vs_1k']}x "
+    print(f"per-line cost 100k vs 1k: {verdict['per_line_ratio_100k_vs_1k']}x, one stage "
+          f"{verdict['per_line_ratio_single_stage_100k_vs_1k']}x "
           f"({'linear' if verdict['linear'] else 'NOT linear'}, goal <= {GOAL_LINEAR_RATIO}x); "
           f"100k-line file {'under' if verdict['100k_under_3s'] else 'OVER'} {GOAL_100K_S} s")
     return 0

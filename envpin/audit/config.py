@@ -158,11 +158,14 @@ def unknown_marks(lines: list[str]) -> Iterable[tuple[int, str]]:
 def apply(findings: list[Finding], lines_of: dict[str, list[str]], config: AuditConfig) -> list[Finding]:
     """The findings neither the configuration nor an inline suppression silences."""
     out = []
+    ignored: dict[str, frozenset[str]] = {}
     for f in findings:
         if f.rule == UNSUPPRESSIBLE:
             out.append(f)
             continue
-        if f.rule in config.ignored(f.file):
+        if f.file not in ignored:
+            ignored[f.file] = config.ignored(f.file)
+        if f.rule in ignored[f.file]:
             continue
         lines = lines_of.get(f.file)
         if lines is not None and f.rule in inline(lines, f.line):

@@ -9,6 +9,7 @@ the requirements file's own lines.
 
 from __future__ import annotations
 
+import bisect
 import glob
 import posixpath
 from collections.abc import Callable
@@ -31,21 +32,35 @@ class BuildContext:
     seen: set[Path] = field(default_factory=set)
     #: COPY/ADD sources already looked up in the context (a source is asked for by every RUN after its COPY).
     _sources: dict[str, list[Path]] = field(default_factory=dict)
+    #: Each stage's COPY/ADD from the context and their lines, in order (looked up by every RUN that installs one).
+    _copies: dict[int, tuple[list[Instruction], list[int]]] = field(default_factory=dict)
+    #: Resolved paths of the files located so far (resolving asks the file system for every component).
+    _resolved: dict[Path, Path] = field(default_factory=dict)
 
     def done(self, path: Path) -> bool:
-        return path.resolve() in self.seen
+        key = self._resolved.get(path)
+        if key is None:
+            key = self._resolved[path] = path.resolve()
+        return key in self.seen
 
     def locate(self, chain: list[Stage], run: Instruction, image_path: str) -> Path | None:
         """The context file that ends up at `image_path` (absolute or relative to the RUN's workdir), or None
-        when no COPY/ADD from the context put it there (a --from=stage copy, a download, a file the base has)."""
+        when no COPY/ADD from the context put it there (a --from=stage copy, a download, a file the base has).
+        The latest COPY/ADD before the RUN that puts a file there wins."""
         target = posixpath.normpath(posixpath.join(run.workdir, image_path))
-        copies = [i for st in chain for i in st.instructions
-                  if i.keyword in ("COPY", "ADD") and i.line < run.line and "from" not in i.flags]
-        for ins in reversed(copies):
-            found = self._from_copy(ins, target)
-            if found is not None:
-                return found
+        for st in reversed(chain):
+            copies, lines = self._context_copies(st)
+            for k in range(bisect.bisect_left(lines, run.line) - 1, -1, -1):
+                found = self._from_copy(copies[k], target)
+                if found is not None:
+                    return found
         return None
+
+    def _context_copies(self, st: Stage) -> tuple[list[Instruction], list[int]]:
+        if st.index not in self._copies:
+            copies = [i for i in st.instructions if i.keyword in ("COPY", "ADD") and "from" not in i.flags]
+            self._copies[st.index] = (copies, [i.line for i in copies])
+        return self._copies[st.index]
 
     def _from_copy(self, ins: Instruction, target: str) -> Path | None:
         words = ins.exec_form if ins.exec_form is not None else [w for w, _, _ in split_words(ins.args)]

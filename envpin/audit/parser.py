@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from envpin.errors import EnvpinError
 
@@ -30,7 +31,7 @@ class DockerfileError(EnvpinError):
         self.reason = reason or message
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Problem:
     """A line the builder would reject, kept as a finding when parsing tolerantly (the audit goes on)."""
 
@@ -53,6 +54,7 @@ _HEREDOC_FORM = frozenset({"RUN", "COPY", "ADD"})
 _DIRECTIVES = frozenset({"syntax", "escape", "check"})
 _DIRECTIVE_RE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.*?)\s*$")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACED_NAME_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KEYWORD_RE = re.compile(r"^\s*(\S+)(.*)$", re.S)
 _HEREDOC_RE = re.compile(r"^<<(-?)\s*(['\"]?)([A-Za-z0-9_.\-]+)\2$")
 #: Arguments BuildKit defines in the global scope for every build (usable in FROM without an ARG).
@@ -69,9 +71,9 @@ BUILTIN_ARGS = {
 
 
 # -- data ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Var:
-    """A build variable: ``value`` None means declared without a value (``ARG NAME``)."""
+class Var(NamedTuple):
+    """A build variable: ``value`` None means declared without a value (``ARG NAME``). A NamedTuple, not a frozen
+    dataclass: one is made per ARG/ENV pair, and a frozen dataclass takes twice as long to make."""
 
     name: str
     value: str | None
@@ -80,7 +82,7 @@ class Var:
     unresolved: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class Pair:
     """One NAME=VALUE of ENV, ARG or LABEL: as written and after substitution."""
 
@@ -91,13 +93,13 @@ class Pair:
     unresolved: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Heredoc:
     name: str
     body: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     """One instruction; ``line`` is its first physical line, ``end_line`` its last (heredocs included)."""
 
@@ -117,7 +119,7 @@ class Instruction:
     legacy_env: bool = False  # ENV NAME value (one pair, value is the rest of the line)
 
 
-@dataclass
+@dataclass(slots=True)
 class Stage:
     index: int
     name: str | None
@@ -167,8 +169,9 @@ class Dockerfile:
         return out[::-1]
 
 
-@dataclass(frozen=True)
-class Expansion:
+class Expansion(NamedTuple):
+    """What expand() gives (a NamedTuple: one is made per word and per RUN)."""
+
     value: str
     unresolved: tuple[str, ...]
 
@@ -193,10 +196,15 @@ def expand(
     every variable is known (FROM lines: an undeclared name is empty); elsewhere an undeclared name may
     come from the base image, so the reference is kept as written and reported as unresolved.
     """
-    out: list[str] = []
+    special = _SPECIAL[escape].search(raw)
+    if special is None:  # nothing to substitute or unquote (most words)
+        return Expansion(raw, ())
+    if keep_quotes:
+        return _expand_verbatim(raw, special.start(), scope, escape, closed)
+    i, n = special.start(), len(raw)
+    out: list[str] = [raw[:i]] if i else []
     unresolved: list[str] = []
     quote: str | None = None
-    i, n = 0, len(raw)
     while i < n:
         c = raw[i]
         if c == escape and quote != "'":
@@ -237,100 +245,144 @@ def expand(
     return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
 
 
+def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, closed: bool) -> Expansion:
+    """expand(keep_quotes=True) from raw[i], the first special character: quotes and escapes stay as written,
+    so only substitutions and comments change the text and everything between them is copied in one slice."""
+    out: list[str] = []
+    unresolved: list[str] = []
+    quote: str | None = None
+    search = _SPECIAL[escape].search
+    n = len(raw)
+    done = 0  # raw[done:i] goes to the output as it is
+    while i < n:
+        c = raw[i]
+        if c == escape and quote != "'":
+            i += 2
+            continue
+        if c in "'\"" and (quote is None or quote == c):
+            quote = c if quote is None else None
+            i += 1
+            continue
+        if c == "#" and quote is None and (i == 0 or raw[i - 1] in " \t\n;&|()"):
+            out.append(raw[done:i])
+            end = raw.find("\n", i)
+            i = done = n if end < 0 else end
+            continue
+        if c == "$" and quote != "'":
+            text, used, names = _dollar(raw, i, scope, escape, True, closed)
+            out.append(raw[done:i])
+            out.append(text)
+            unresolved.extend(names)
+            i = done = i + used
+            continue
+        m = search(raw, i + 1)
+        i = m.start() if m else n
+    out.append(raw[done:])
+    return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
+
+
 def _dollar(
     raw: str, i: int, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool
-) -> tuple[str, int, list[str]]:
+) -> tuple[str, int, Sequence[str]]:
     """Expand the reference starting at raw[i] == '$': (text, characters used, unresolved names)."""
     n = len(raw)
     if i + 1 >= n:
-        return "$", 1, []
+        return "$", 1, ()
+    # $NAME and ${NAME}: no operator, so the value, or the reference itself when there is none
+    m = _NAME_RE.match(raw, i + 1) if raw[i + 1] != "{" else _BRACED_NAME_RE.match(raw, i + 1)
+    if m is not None:
+        name = m.group(1) if m.lastindex else m.group()
+        var = scope.get(name)
+        if var is not None and var.value is not None:
+            return var.value, m.end() - i, var.unresolved
+        return raw[i : m.end()], m.end() - i, (name,)
+    if raw[i + 1] != "{":
+        return "$", 1, ()
     op: str | None = None
     word = ""
-    if raw[i + 1] == "{":
-        depth, k = 1, i + 2
-        while k < n and depth:
-            if raw[k] == "{":
-                depth += 1
-            elif raw[k] == "}":
-                depth -= 1
-            k += 1
-        if depth:
-            return "$", 1, []
-        literal, inner = raw[i:k], raw[i + 2 : k - 1]
-        m = _NAME_RE.match(inner)
-        if not m:
-            return literal, len(literal), []
-        name, rest = m.group(), inner[m.end() :]
-        if rest:
-            if rest[:2] in (":-", ":+", ":?"):
-                op, word = rest[:2], rest[2:]
-            elif rest[0] in "-+?":
-                op, word = rest[0], rest[1:]
-            else:  # ${VAR#pattern} and friends: not evaluated here
-                return literal, len(literal), [name]
-    else:
-        m = _NAME_RE.match(raw, i + 1)
-        if not m:
-            return "$", 1, []
-        name, literal = m.group(), "$" + m.group()
+    depth, k = 1, i + 2
+    while k < n and depth:
+        if raw[k] == "{":
+            depth += 1
+        elif raw[k] == "}":
+            depth -= 1
+        k += 1
+    if depth:
+        return "$", 1, ()
+    literal, inner = raw[i:k], raw[i + 2 : k - 1]
+    m = _NAME_RE.match(inner)
+    if not m:
+        return literal, len(literal), ()
+    name, rest = m.group(), inner[m.end() :]
+    if rest:
+        if rest[:2] in (":-", ":+", ":?"):
+            op, word = rest[:2], rest[2:]
+        elif rest[0] in "-+?":
+            op, word = rest[0], rest[1:]
+        else:  # ${VAR#pattern} and friends: not evaluated here
+            return literal, len(literal), (name,)
     used = len(literal)
     var = scope.get(name)
     if var is None and closed:
         var = Var(name, None, 0, "undeclared")
     declared = var is not None
     value = var.value if var is not None else None
-    own = list(var.unresolved) if var is not None else []
-
-    def sub(text: str) -> tuple[str, int, list[str]]:
-        e = expand(text, scope, escape=escape, keep_quotes=keep_quotes, closed=closed)
-        return e.value, used, list(e.unresolved)
-
+    own = var.unresolved if var is not None else ()
     if op is None:
-        return (value, used, own) if value is not None else (literal, used, [name])
+        return (value, used, own) if value is not None else (literal, used, (name,))
     if op in (":-", "-"):
         if value is not None and (value != "" or op == "-"):
             return value, used, own
-        return sub(word) if declared else (literal, used, [name])
-    if op in (":+", "+"):
-        if value is not None and (value != "" or op == "+"):
-            return sub(word)
-        return ("", used, []) if declared else (literal, used, [name])
-    if value is not None and (value != "" or op == "?"):
-        return value, used, own
-    return literal, used, [name]
+        if not declared:
+            return literal, used, (name,)
+    elif op in (":+", "+"):
+        if value is None or (value == "" and op != "+"):
+            return ("", used, ()) if declared else (literal, used, (name,))
+    else:
+        return (value, used, own) if value is not None and (value != "" or op == "?") else (literal, used, (name,))
+    e = expand(word, scope, escape=escape, keep_quotes=keep_quotes, closed=closed)  # the default or alternative
+    return e.value, used, e.unresolved
 
 
 # -- words -------------------------------------------------------------------------------------------
+def _word_patterns(esc: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(one word, blanks or one word) for an escape character: unquoted characters, the escape and the character
+    after it (or alone at the very end), "..." with escapes, '...' literally."""
+    e = re.escape(esc)
+    word = rf"""(?:[^ \t\r\n'"{e}]+|{e}.|{e}\Z|"(?:[^"{e}]|{e}.)*"|'[^']*')+"""
+    return re.compile(word, re.S), re.compile(rf"[ \t\r\n]+|({word})", re.S)
+
+
+_WORDS = {esc: _word_patterns(esc) for esc in ("\\", "`")}
+_PLAIN_WORD = re.compile(r"[^ \t\r\n]+")
+
+
+def iter_words(text: str, escape: str = "\\", pos: int = 0) -> Iterator[tuple[str, int, int]]:
+    """Whitespace-separated words of text[pos:] with quotes and escapes kept: (raw word, start, end), one at a
+    time. A quote left open raises ValueError when the iteration reaches it."""
+    match = _WORDS[escape][1].match
+    n = len(text)
+    while pos < n:
+        m = match(text, pos)
+        if m is None:  # only a quote that is never closed stops a word
+            raise ValueError(f"unterminated {text[pos]} quote")
+        if m.lastindex:
+            yield m.group(1), pos, m.end()
+        pos = m.end()
+
+
 def split_words(text: str, escape: str = "\\") -> list[tuple[str, int, int]]:
     """Whitespace-separated words with quotes and escapes kept: (raw word, start, end)."""
-    words: list[tuple[str, int, int]] = []
-    quote: str | None = None
-    start = -1
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if quote is None and c in " \t\r\n":
-            if start >= 0:
-                words.append((text[start:i], start, i))
-                start = -1
-            i += 1
-            continue
-        if start < 0:
-            start = i
-        if c == escape and quote != "'" and i + 1 < n:
-            i += 2
-            continue
-        if c in "'\"":
-            if quote is None:
-                quote = c
-            elif quote == c:
-                quote = None
-        i += 1
-    if quote is not None:
-        raise ValueError(f"unterminated {quote} quote")
-    if start >= 0:
-        words.append((text[start:], start, n))
-    return words
+    if '"' not in text and "'" not in text and escape not in text:  # no quotes or escapes: blanks split it
+        return [(m.group(), m.start(), m.end()) for m in _PLAIN_WORD.finditer(text)]
+    return list(iter_words(text, escape))
+
+
+def _count_words(text: str, escape: str) -> int:
+    """len(split_words(text, escape)), without the list (a COPY of many files)."""
+    if '"' not in text and "'" not in text and escape not in text:
+        return sum(1 for _ in _PLAIN_WORD.finditer(text))
+    return sum(1 for _ in iter_words(text, escape))
 
 
 # -- parsing -----------------------------------------------------------------------------------------
@@ -346,7 +398,8 @@ def parse(
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    if "\r" in text:
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
     problems: list[Problem] = []
 
     def problem(exc: DockerfileError) -> None:
@@ -397,42 +450,54 @@ def _continues(line: str, escape: str) -> tuple[str, bool]:
     return line, False
 
 
+#: How many continuation lines are collected before they are joined into one piece.
+_JOIN_EVERY = 1024
+
+
 def _instructions(  # type: ignore[no-untyped-def]
     lines: list[str], first: int, escape: str, path: str, problem: Callable[[DockerfileError], None]
 ):
     i, n = first, len(lines)
     seen_from = False
     while i < n:
-        stripped = lines[i].strip()
-        if not stripped or stripped.startswith("#"):
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped or stripped[0] == "#":
             i += 1
             continue
         start = i
-        parts: list[str] = []
-        body, more = _continues(lines[i], escape)
-        parts.append(body)
-        while more:
-            i += 1
-            while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+        last = line[-1]
+        logical, more = _continues(line, escape) if last == escape or last in " \t" else (line, False)
+        if more:
+            # A long chain is joined as it goes, so its pieces never all exist at once beside the file's lines.
+            parts: list[str] = [logical]
+            joined: list[str] = []
+            while more:
                 i += 1
-            if i >= n:
-                problem(_err(
-                    path,
-                    start + 1,
-                    "the instruction's last line ends with a line continuation, but the file ends there",
-                    hint=f"remove the trailing {escape} or finish the instruction",
-                ))
-                break
-            body, more = _continues(lines[i], escape)
-            parts.append(body)
+                while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+                    i += 1
+                if i >= n:
+                    problem(_err(
+                        path,
+                        start + 1,
+                        "the instruction's last line ends with a line continuation, but the file ends there",
+                        hint=f"remove the trailing {escape} or finish the instruction",
+                    ))
+                    break
+                body, more = _continues(lines[i], escape)
+                parts.append(body)
+                if len(parts) >= _JOIN_EVERY:
+                    joined.append("".join(parts))
+                    parts = []
+            logical = "".join(joined + parts) if joined else "".join(parts)
         i += 1
-        logical = "".join(parts)
         try:
             ins = _instruction(logical, start + 1, i, escape, path)
         except DockerfileError as exc:
             problem(exc)
             continue
-        ins.indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        first_line = lines[start]
+        ins.indent = first_line[: len(first_line) - len(first_line.lstrip())]
         if ins.keyword in _HEREDOC_FORM and ins.exec_form is None and "<<" in ins.args:
             try:
                 i = _read_heredocs(ins, lines, i, escape, path)
@@ -458,11 +523,11 @@ def _instructions(  # type: ignore[no-untyped-def]
 
 def _read_heredocs(ins: Instruction, lines: list[str], i: int, escape: str, path: str) -> int:
     try:
-        words = [w for w, _, _ in split_words(ins.args, escape)]
+        words = [w for w, _, _ in iter_words(ins.args, escape) if w.startswith("<<")]
     except ValueError:
         return i
     for word in words:
-        if not word.startswith("<<") or word.startswith("<<<"):
+        if word.startswith("<<<"):
             continue
         m = _HEREDOC_RE.match(word)
         if not m:
@@ -488,7 +553,7 @@ def _instruction(logical: str, line: int, end_line: int, escape: str, path: str)
     keyword = word.upper()
     if keyword not in INSTRUCTIONS:
         raise _err(path, line, f"unknown instruction '{word}'", hint="see the Dockerfile reference")
-    ins = Instruction(keyword=keyword, line=line, end_line=end_line, args=rest)
+    ins = Instruction(keyword, line, end_line, rest)
     try:
         if keyword in _FLAGGED:
             _take_flags(ins, escape)
@@ -509,18 +574,34 @@ def _prefixed(keyword: str, message: str) -> str:
     return message if message.startswith(keyword) else f"{keyword}: {message}"
 
 
+_BLANKS = re.compile(r"\s*")  # what str.lstrip() removes
+
+
+def _lstripped(text: str, pos: int) -> int:
+    """Where text[pos:].lstrip() would start, without copying the text."""
+    m = _BLANKS.match(text, pos)
+    return m.end() if m else pos
+
+
 def _take_flags(ins: Instruction, escape: str) -> None:
+    """Move the leading --flags out of ins.args. The whole text must split into words (as the builder splits it);
+    the flags are then read one word at a time, so a long RUN with flags is not split again per flag."""
+    args = ins.args
+    if not args.startswith("--"):
+        return
+    for _ in iter_words(args, escape):  # raises ValueError for a quote left open anywhere
+        pass
     taken: list[str] = []
-    while ins.args.startswith("--"):
-        words = split_words(ins.args, escape)
-        raw, _, end = words[0]
+    pos = 0
+    while args.startswith("--", pos):
+        raw, _, end = next(iter_words(args, escape, pos))
+        pos = _lstripped(args, end)
         if raw == "--":
-            ins.args = ins.args[end:].lstrip()
             break
         name, _, value = raw[2:].partition("=")
         ins.flags[name.lower()] = value if "=" in raw else None
         taken.append(raw)
-        ins.args = ins.args[end:].lstrip()
+    ins.args = args[pos:]
     ins.flags_text = " ".join(taken)
 
 
@@ -557,7 +638,7 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
         if len(words) not in (1, 3) or (len(words) == 3 and words[1][0].lower() != "as"):
             raise ValueError("FROM takes an image and optionally AS NAME")
     elif kw in ("COPY", "ADD"):
-        count = len(ins.exec_form) if ins.exec_form is not None else len(split_words(args, escape))
+        count = len(ins.exec_form) if ins.exec_form is not None else _count_words(args, escape)
         if count < 2 and not (count == 1 and args.startswith("<<")):
             raise ValueError(f"{kw} needs a source and a destination")
     elif kw in ("RUN", "WORKDIR", "USER", "ONBUILD", "SHELL", "MAINTAINER", "STOPSIGNAL", "EXPOSE", "VOLUME"):
@@ -583,13 +664,14 @@ def _resolve(df: Dockerfile, build_args: dict[str, str], problem: Callable[[Dock
     An instruction that fails here (tolerant parsing) is left out of the stages, as the builder would stop."""
     glob: dict[str, Var] = {k: Var(k, v, 0, "builtin") for k, v in BUILTIN_ARGS.items()}
     names: dict[str, int] = {}
+    scopes: dict[int, dict[str, Var]] = {}
     esc = df.escape
     kept = []
     for ins in df.instructions:
         if not df.stages and ins.keyword not in ("ARG", "FROM"):
             continue  # its FROM was rejected (and reported)
         try:
-            _apply(df, ins, glob, names, build_args, esc)
+            _apply(df, ins, glob, names, build_args, esc, scopes)
         except ValueError as exc:
             problem(_err(df.path, ins.line, _prefixed(ins.keyword, str(exc))))
             continue
@@ -605,7 +687,11 @@ def _apply(
     names: dict[str, int],
     build_args: dict[str, str],
     esc: str,
+    scopes: dict[int, dict[str, Var]],
 ) -> None:
+    """Give `ins` its stage, scope and working directory, and apply what it declares. `scopes` holds each stage's
+    variables as one dict that the instructions share until an ARG or ENV changes them (nobody writes to
+    Instruction.scope)."""
     if ins.keyword == "ARG" and not df.stages:
         ins.scope = dict(glob)
         for p in ins.pairs:
@@ -634,9 +720,13 @@ def _apply(
     st = df.stages[-1]
     ins.stage = st.index
     st.instructions.append(ins)
-    scope = {**st.args, **st.env}
+    scope = scopes.get(st.index)
+    if scope is None:
+        scope = scopes[st.index] = {**st.args, **st.env}
     ins.scope = scope
     ins.workdir = st.workdir
+    if ins.keyword in ("ARG", "ENV"):
+        del scopes[st.index]  # the next instruction sees what this one declares
     if ins.keyword == "ARG":
         for p in ins.pairs:
             _set_arg(p, ins, st.args, scope, build_args, esc, closed=False, outer=glob)
@@ -705,4 +795,5 @@ def read(path: str, build_args: Mapping[str, str] | None = None, *, tolerant: bo
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DockerfileError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+    del raw  # not needed while parsing: a 10 MB file is then held once as text, not also as bytes
     return parse(text, path, build_args, tolerant=tolerant)

@@ -8,9 +8,11 @@ downloads) apply to every stage, because a builder stage's output ends up in the
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
-from collections.abc import Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,6 +35,7 @@ _PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
 _PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
 SNAPSHOT_HOSTS = ("snapshot.debian.org", "snapshot.ubuntu.com")
+_SNAPSHOT_HOST = re.compile("|".join(map(re.escape, SNAPSHOT_HOSTS)))
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,6 @@ class Context:
     target: Stage
     base: BaseInfo
     findings: list[Finding] = field(default_factory=list)
-    runs: dict[int, RunScript] = field(default_factory=dict)
     #: The build context directory, when the audit reads it (requirement files COPY'd from it).
     build: BuildContext | None = None
 
@@ -203,16 +205,7 @@ class Context:
                             yield ins, p.value
 
     def run(self, ins: Instruction) -> RunScript:
-        if ins.line not in self.runs:
-            self.runs[ins.line] = run_script(ins, self.df.stages[ins.stage or 0].posix_shell)
-        return self.runs[ins.line]
-
-    def commands(self, stage: Stage) -> Iterator[tuple[Instruction, Command]]:
-        for ins in stage.instructions:
-            if ins.keyword == "RUN":
-                for cmd in self.run(ins).script.commands():
-                    if cmd.argv:
-                        yield ins, cmd
+        return run_script(ins, self.df.stages[ins.stage or 0].posix_shell)
 
 
 def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None,
@@ -230,21 +223,44 @@ def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None,
     return merge(ctx.findings)
 
 
+class _Parts:
+    """A message (or fix) that findings are merged into: its parts joined by '; ', each part once. Which parts it
+    has is kept as a set (the parts of "a; b" are a and b), so merging n findings takes time linear in n."""
+
+    __slots__ = ("parts", "seen")
+
+    def __init__(self, text: str) -> None:
+        self.parts = [text]
+        self.seen = set(text.split("; "))
+
+    def add(self, text: str) -> None:
+        if text not in self.seen:
+            self.parts.append(text)
+            self.seen.update(text.split("; "))
+
+    def text(self) -> str:
+        return "; ".join(self.parts)
+
+
 def merge(findings: list[Finding]) -> list[Finding]:
     """One finding per rule and instruction: two unpinned pip calls in one RUN are one hazard to fix there."""
     merged: dict[tuple[str, int, str], Finding] = {}
+    joined: dict[tuple[str, int, str], tuple[_Parts, _Parts]] = {}
     for f in findings:
         key = (f.file, f.line, f.rule)
-        if key not in merged:
+        m = merged.get(key)
+        if m is None:
             merged[key] = f
             continue
-        m = merged[key]
-        merged[key] = replace(
-            m,
-            severity=min(m.severity, f.severity, key=SEVERITIES.index),
-            message=m.message if f.message in m.message.split("; ") else f"{m.message}; {f.message}",
-            fix=m.fix if f.fix in m.fix.split("; ") else f"{m.fix}; {f.fix}",
-        )
+        if key not in joined:
+            joined[key] = (_Parts(m.message), _Parts(m.fix))
+        message, fix = joined[key]
+        message.add(f.message)
+        fix.add(f.fix)
+        if SEVERITIES.index(f.severity) < SEVERITIES.index(m.severity):
+            merged[key] = replace(m, severity=f.severity)
+    for key, (message, fix) in joined.items():
+        merged[key] = replace(merged[key], message=message.text(), fix=fix.text())
     return sorted(merged.values(), key=lambda f: (f.file, f.line, f.rule))
 
 
@@ -397,39 +413,84 @@ def seed_ok(value: str | None) -> bool:
     return m is not None and int(m.group(1)) <= 4294967295
 
 
-def check_horovod(ctx: Context) -> None:
-    site = _horovod_site(ctx)
-    if site is None:
-        return
-    line, how = site
-    var = ctx.env().get("HOROVOD_FUSION_THRESHOLD")
-    if var is None:
-        ctx.add("horovod-fusion-threshold", line,
-                f"Horovod is installed ({how}) but HOROVOD_FUSION_THRESHOLD is not set, so tensor fusion "
-                "reorders allreduces from run to run",
-                "add ENV HOROVOD_FUSION_THRESHOLD=0 (envpin audit --fix adds it)")
-    elif not var.unresolved and (var.value or "").strip() != "0":
-        ctx.add("horovod-fusion-threshold", var.line,
-                f"HOROVOD_FUSION_THRESHOLD={var.value} keeps Horovod's tensor fusion on ({how})",
-                "set ENV HOROVOD_FUSION_THRESHOLD=0")
+# -- RUN commands ------------------------------------------------------------------------------------
+class RunRule:
+    """A rule that reads the commands of RUN instructions. check_runs() walks the stages once and calls, in
+    order: stage(st); for each RUN of the stage run(ins, run), pipeline() and command() for each pipeline and
+    command (nested ones included, in Script.visit order), run_end(); stage_end() after the stage's last
+    instruction; finish() after the last stage. `st`, `ins` and `run_script` say where the walk is."""
+
+    st: Stage
+    ins: Instruction
+    run_script: RunScript
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def stage(self, st: Stage) -> None:
+        """A stage starts."""
+
+    def run(self, ins: Instruction, run: RunScript) -> None:
+        """A RUN, before its commands."""
+
+    def pipeline(self, pipe: list[Command]) -> None:
+        """One pipeline of the RUN (Script.all_pipelines order)."""
+
+    def command(self, cmd: Command) -> None:
+        """One command of the RUN (Script.commands order)."""
+
+    def run_end(self) -> None:
+        """After the RUN's last command."""
+
+    def stage_end(self) -> None:
+        """After the stage's last instruction."""
+
+    def finish(self) -> None:
+        """After the last stage."""
 
 
-def _horovod_site(ctx: Context) -> tuple[int, str] | None:
-    sites: list[tuple[int, str]] = []
-    for st in ctx.df.stages:
+class _Horovod(RunRule):
+    """horovod-fusion-threshold: where Horovod comes in (the first line: an ENV/ARG HOROVOD_*, a HOROVOD_*
+    build variable of a command, pip install horovod), then the produced image's HOROVOD_FUSION_THRESHOLD."""
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.sites: list[tuple[int, str]] = []
+
+    def stage(self, st: Stage) -> None:
         for ins in st.instructions:
             if ins.keyword in ("ENV", "ARG"):
                 for p in ins.pairs:
                     if p.key.startswith("HOROVOD_") and p.key != "HOROVOD_FUSION_THRESHOLD":
-                        sites.append((ins.line, f"{ins.keyword} {p.key}"))
-        for ins, cmd in ctx.commands(st):
-            for key in cmd.assigns:
-                if key.startswith("HOROVOD_") and key != "HOROVOD_FUSION_THRESHOLD":
-                    sites.append((ins.line, f"{key} build variable"))
+                        self.sites.append((ins.line, f"{ins.keyword} {p.key}"))
+
+    def command(self, cmd: Command) -> None:
+        if not cmd.argv:
+            return
+        for key in cmd.assigns:
+            if key.startswith("HOROVOD_") and key != "HOROVOD_FUSION_THRESHOLD":
+                self.sites.append((self.ins.line, f"{key} build variable"))
+        # a requirement named horovod has the word in it (any case): only then is the pip call worth reading
+        if cmd.name.startswith(_PIP_NAMES) and "horovod" in " ".join(cmd.argv).lower():
             call = pip_call(cmd)
             if call and any(req_name(s) == "horovod" for s in call.specs):
-                sites.append((ins.line, "pip install horovod"))
-    return min(sites) if sites else None
+                self.sites.append((self.ins.line, "pip install horovod"))
+
+    def finish(self) -> None:
+        if not self.sites:
+            return
+        ctx = self.ctx
+        line, how = min(self.sites)
+        var = ctx.env().get("HOROVOD_FUSION_THRESHOLD")
+        if var is None:
+            ctx.add("horovod-fusion-threshold", line,
+                    f"Horovod is installed ({how}) but HOROVOD_FUSION_THRESHOLD is not set, so tensor fusion "
+                    "reorders allreduces from run to run",
+                    "add ENV HOROVOD_FUSION_THRESHOLD=0 (envpin audit --fix adds it)")
+        elif not var.unresolved and (var.value or "").strip() != "0":
+            ctx.add("horovod-fusion-threshold", var.line,
+                    f"HOROVOD_FUSION_THRESHOLD={var.value} keeps Horovod's tensor fusion on ({how})",
+                    "set ENV HOROVOD_FUSION_THRESHOLD=0")
 
 
 # -- pip ---------------------------------------------------------------------------------------------
@@ -466,10 +527,14 @@ class PipCall:
     require_hashes: bool = False
 
 
+#: How the name of every command that installs with pip (or configures it) starts.
+_PIP_NAMES = ("pip", "python", "uv")
+
+
 def pip_call(cmd: Command) -> PipCall | None:
     """The install/wheel/download call a command makes, with its options sorted out, or None."""
     argv = cmd.argv
-    if not cmd.name.startswith(("pip", "python", "uv")):
+    if not cmd.name.startswith(_PIP_NAMES):
         return None
     if _PIP.match(cmd.name):
         rest = argv[1:]
@@ -540,14 +605,19 @@ def _is_local(spec: str) -> bool:
     )
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+@functools.lru_cache(maxsize=4096)  # the same few requirements are named by every RUN of a long Dockerfile
 def req_name(spec: str) -> str | None:
     """A requirement's normalised project name ('Flask[async]>=2' -> 'flask'); None for URLs and local paths."""
     m = _REQ.match(spec.strip())
     if not m or "://" in spec or _is_local(spec):
         return None
-    return re.sub(r"[-_.]+", "-", m.group(1)).lower()
+    return _SEPARATORS.sub("-", m.group(1)).lower()
 
 
+@functools.lru_cache(maxsize=4096)
 def spec_state(spec: str) -> str:
     """'pinned', 'unpinned', 'local' or 'unknown' (a variable the audit cannot see)."""
     url = spec.split(" @ ", 1)[1] if " @ " in spec else spec
@@ -601,35 +671,50 @@ def pip_config(cmd: Command) -> tuple[str, str] | None:
     return None
 
 
-def check_pip(ctx: Context) -> None:
+class _Pip(RunRule):
     """One finding per rule and RUN, listing every package of every pip call in it. Package sources written
     into pip's configuration (nvidia-pyindex, `pip config set`) count for every later call in the stage and in
     the stages built on it."""
-    configured: dict[int, tuple[list[str], list[str], list[str]]] = {}
-    for st in ctx.df.stages:
-        up = configured.get(st.parent, ([], [], [])) if st.parent is not None else ([], [], [])
-        indexes, extra, trusted = list(up[0]), list(up[1]), list(up[2])
-        for ins in st.instructions:
-            if ins.keyword != "RUN":
-                continue
-            acc = _PipFindings()
-            for cmd in ctx.run(ins).script.commands():
-                call = pip_call(cmd) if cmd.argv else None
-                if call is not None:
-                    env = _pip_env(ins, cmd)
-                    acc.add(call, env, indexes, extra, trusted)
-                    if "nvidia-pyindex" in {req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
-                        indexes.append(NVIDIA_PYINDEX)
-                        extra.append(NVIDIA_PYINDEX)
-                setting = pip_config(cmd) if cmd.argv else None
-                if setting is not None and setting[0] in _CONFIG_INDEX_KEYS:
-                    indexes.append(setting[1])
-                    if setting[0] != "index-url":
-                        extra.append(setting[1])
-                elif setting is not None and setting[0] == "trusted-host":
-                    trusted.append(setting[1])
-            acc.report(ctx, ins, st)
-        configured[st.index] = (indexes, extra, trusted)
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.configured: dict[int, tuple[list[str], list[str], list[str]]] = {}
+        self.indexes: list[str] = []
+        self.extra: list[str] = []
+        self.trusted: list[str] = []
+        self.acc = _PipFindings()
+
+    def stage(self, st: Stage) -> None:
+        up = self.configured.get(st.parent, ([], [], [])) if st.parent is not None else ([], [], [])
+        self.indexes, self.extra, self.trusted = list(up[0]), list(up[1]), list(up[2])
+
+    def run(self, ins: Instruction, run: RunScript) -> None:
+        self.acc = _PipFindings()
+
+    def command(self, cmd: Command) -> None:
+        if not cmd.argv or not cmd.name.startswith(_PIP_NAMES):  # neither pip_call nor pip_config
+            return
+        indexes, extra = self.indexes, self.extra
+        call = pip_call(cmd)
+        if call is not None:
+            env = _pip_env(self.ins, cmd)
+            self.acc.add(call, env, indexes, extra, self.trusted)
+            if "nvidia-pyindex" in {req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
+                indexes.append(NVIDIA_PYINDEX)
+                extra.append(NVIDIA_PYINDEX)
+        setting = pip_config(cmd)
+        if setting is not None and setting[0] in _CONFIG_INDEX_KEYS:
+            indexes.append(setting[1])
+            if setting[0] != "index-url":
+                extra.append(setting[1])
+        elif setting is not None and setting[0] == "trusted-host":
+            self.trusted.append(setting[1])
+
+    def run_end(self) -> None:
+        self.acc.report(self.ctx, self.ins, self.st)
+
+    def stage_end(self) -> None:
+        self.configured[self.st.index] = (self.indexes, self.extra, self.trusted)
 
 
 @dataclass
@@ -641,6 +726,16 @@ class _PipFindings:
     indexed: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
     trusted: list[str] = field(default_factory=list)
+    #: What each list above holds, for membership in O(1): a RUN of many pip calls stays linear.
+    _seen: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def _extend(self, name: str, items: Iterable[str]) -> None:
+        """self.<name> += the items it does not hold yet (as it was before this call: repeats among `items`
+        are all added, as `lst += [x for x in items if x not in lst]` adds them)."""
+        seen = self._seen[name]
+        new = [x for x in items if x not in seen]
+        getattr(self, name).extend(new)
+        seen.update(new)
 
     def add(self, call: PipCall, env: dict[str, str], configured: Sequence[str] = (),
             configured_extra: Sequence[str] = (), configured_trust: Sequence[str] = ()) -> None:
@@ -652,10 +747,10 @@ class _PipFindings:
         states = {s: spec_state(s) for s in specs}
         unpinned = [s for s, state in states.items() if state == "unpinned"]
         if not call.constraints:
-            self.unpinned += [s for s in unpinned if s not in self.unpinned]
+            self._extend("unpinned", unpinned)
         if not require_hashes:
-            self.unhashed += [s for s, state in states.items()
-                              if state in ("pinned", "unpinned") and "#sha256=" not in s and s not in self.unhashed]
+            self._extend("unhashed", [s for s, state in states.items()
+                                      if state in ("pinned", "unpinned") and "#sha256=" not in s])
             self.files += [("requirements", f) for f in call.requirements]
             self.files += [("constraints", f) for f in call.constraints]
         indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)] + list(configured)
@@ -664,10 +759,10 @@ class _PipFindings:
                    if state == "unpinned"
                    or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
         if indexes and exposed:
-            self.indexed += [s for s in exposed if s not in self.indexed]
-            self.indexes += [i for i in indexes if i not in self.indexes]
+            self._extend("indexed", exposed)
+            self._extend("indexes", indexes)
         trusted = call.trusted + env.get("PIP_TRUSTED_HOST", "").split() + list(configured_trust)
-        self.trusted += [t for t in trusted if t not in self.trusted]
+        self._extend("trusted", trusted)
 
     def report(self, ctx: Context, ins: Instruction, stage: Stage) -> None:
         verb = "/".join(self.verbs)
@@ -721,36 +816,43 @@ def _shown_path(path: Path) -> str:
 _APT_VALUE = frozenset({"-o", "-c", "-t", "--option", "--config-file", "--target-release", "--default-release"})
 
 
-def check_apt(ctx: Context) -> None:
-    # Whether a snapshot source is set up by the end of each stage: a stage starts with its parent's state,
-    # so a chain of N stages costs N steps, not N² (stages build only on earlier ones).
-    ended: dict[int, bool] = {}
-    for st in ctx.df.stages:
-        snapshot = ended.get(st.parent, False) if st.parent is not None else False
-        for ins in st.instructions:
-            if ins.keyword != "RUN":
-                continue
-            run = ctx.run(ins)
-            # a heredoc that writes sources.list comes before the commands that use it
-            snapshot = snapshot or any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
-            for cmd in run.script.commands():
-                if any(h in w for w in cmd.argv for h in SNAPSHOT_HOSTS):
-                    snapshot = True
-                pkgs = _apt_install(cmd)
-                if pkgs is None:
-                    continue
-                if pkgs[1]:
-                    continue  # apt --snapshot ID
-                loose = [p for p in pkgs[0] if "=" not in p and "$" not in p and "…" not in p
-                         and not p.endswith(".deb") and not p.startswith(("/", "./"))]
-                if loose and not snapshot:
-                    ctx.add("apt-unpinned", ins.line,
-                            f"{cmd.name} install without versions or a snapshot source: {', '.join(loose)}",
-                            "pin versions (NAME=VERSION) or install from a dated snapshot.ubuntu.com / "
-                            "snapshot.debian.org source")
-            if any(h in t for t in run.texts for h in SNAPSHOT_HOSTS):
-                snapshot = True
-        ended[st.index] = snapshot
+class _Apt(RunRule):
+    """apt-unpinned. Whether a snapshot source is set up is carried through the stage: a stage starts with its
+    parent's state, so a chain of N stages costs N steps, not N² (stages build only on earlier ones)."""
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.ended: dict[int, bool] = {}
+        self.snapshot = False
+
+    def stage(self, st: Stage) -> None:
+        self.snapshot = self.ended.get(st.parent, False) if st.parent is not None else False
+
+    def run(self, ins: Instruction, run: RunScript) -> None:
+        # a heredoc that writes sources.list comes before the commands that use it
+        self.snapshot = self.snapshot or any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
+
+    def command(self, cmd: Command) -> None:
+        # no host name has a blank, so one found in the joined words lies inside one word
+        if _SNAPSHOT_HOST.search(" ".join(cmd.argv)):
+            self.snapshot = True
+        pkgs = _apt_install(cmd)
+        if pkgs is None or pkgs[1]:  # not apt install, or apt --snapshot ID
+            return
+        loose = [p for p in pkgs[0] if "=" not in p and "$" not in p and "…" not in p
+                 and not p.endswith(".deb") and not p.startswith(("/", "./"))]
+        if loose and not self.snapshot:
+            self.ctx.add("apt-unpinned", self.ins.line,
+                         f"{cmd.name} install without versions or a snapshot source: {', '.join(loose)}",
+                         "pin versions (NAME=VERSION) or install from a dated snapshot.ubuntu.com / "
+                         "snapshot.debian.org source")
+
+    def run_end(self) -> None:
+        if any(h in t for t in self.run_script.texts for h in SNAPSHOT_HOSTS):
+            self.snapshot = True
+
+    def stage_end(self) -> None:
+        self.ended[self.st.index] = self.snapshot
 
 
 def _apt_install(cmd: Command) -> tuple[list[str], bool] | None:
@@ -805,22 +907,34 @@ def check_add_url(ctx: Context) -> None:
 _FETCHERS = frozenset({"curl", "wget"})
 
 
-def check_curl_pipe(ctx: Context) -> None:
-    for st in ctx.df.stages:
-        for ins in st.instructions:
-            if ins.keyword != "RUN":
-                continue
-            for pipe in ctx.run(ins).script.all_pipelines():
-                for i, cmd in enumerate(pipe):
-                    if cmd.name in _FETCHERS:
-                        sink = next((c for c in pipe[i + 1 :] if c.is_interpreter()), None)
-                        if sink is not None:
-                            _curl_finding(ctx, ins, cmd, f"piped to {sink.name}")
-                    if cmd.is_interpreter() or cmd.name in ("eval", "source", "."):
-                        for sub in cmd.nested:
-                            fetch = next((c for c in sub.commands() if c.name in _FETCHERS), None)
-                            if fetch is not None:
-                                _curl_finding(ctx, ins, fetch, f"run by {cmd.name}")
+class _CurlPipe(RunRule):
+    """curl-pipe-shell: a fetcher piped into an interpreter later in the pipeline, or run by one (sh -c, eval)."""
+
+    def pipeline(self, pipe: list[Command]) -> None:
+        ctx, ins = self.ctx, self.ins
+        sinks: list[Command | None] | None = None
+        for i, cmd in enumerate(pipe):
+            if cmd.name in _FETCHERS:
+                sinks = sinks or _next_interpreters(pipe)
+                sink = sinks[i]
+                if sink is not None:
+                    _curl_finding(ctx, ins, cmd, f"piped to {sink.name}")
+            if cmd.nested and (cmd.is_interpreter() or cmd.name in ("eval", "source", ".")):
+                for sub in cmd.nested:
+                    fetch = next((c for c in sub.commands() if c.name in _FETCHERS), None)
+                    if fetch is not None:
+                        _curl_finding(ctx, ins, fetch, f"run by {cmd.name}")
+
+
+def _next_interpreters(pipe: list[Command]) -> list[Command | None]:
+    """For each command of a pipeline, the first interpreter after it (None if none): one pass from the end."""
+    out: list[Command | None] = []
+    after: Command | None = None
+    for cmd in reversed(pipe):
+        out.append(after)
+        if cmd.is_interpreter():
+            after = cmd
+    return out[::-1]
 
 
 def _curl_finding(ctx: Context, ins: Instruction, fetch: Command, how: str) -> None:
@@ -865,43 +979,57 @@ def _git(cmd: Command, cwd: str) -> tuple[str, list[str], str] | None:
     return argv[i], argv[i + 1 :], where
 
 
-def check_git(ctx: Context) -> None:
-    for st in ctx.df.stages:
-        clones: list[_Clone] = []
-        for ins in st.instructions:
-            if ins.keyword != "RUN":
-                continue
-            cwd = ins.workdir
-            fetched: set[str] = set()
-            for cmd in ctx.run(ins).script.commands():
-                if cmd.name in ("cd", "pushd") and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
-                    cwd = posixpath.normpath(posixpath.join(cwd, cmd.argv[-1]))
-                    continue
-                call = _git(cmd, cwd)
-                if call is None:
-                    continue
-                sub, args, where = call
-                if sub == "clone":
-                    clones.append(_clone(ins, args, where))
-                elif sub in ("checkout", "switch", "reset"):
-                    refs = [_ref_value(a, ins) for a in args if not a.startswith("-")]
-                    if any(r is None or _HEX.match(r) for r in refs) or ("FETCH_HEAD" in refs and where in fetched):
-                        _pin(clones, where)
-                    elif any(_TAG.match(r) for r in refs if r):
-                        _pin(clones, where, tag=next(r for r in refs if r and _TAG.match(r)))
-                elif sub == "fetch" and any(_HEX.match(a) for a in args):
-                    fetched.add(where)
-        for c in clones:
+class _Git(RunRule):
+    """git-clone-unpinned and git-clone-tag: each clone of a stage, pinned when a later checkout in the stage
+    names a commit (or a tag) in its directory."""
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.clones: list[_Clone] = []
+        self.cwd = "/"
+        self.fetched: set[str] = set()
+
+    def stage(self, st: Stage) -> None:
+        self.clones = []
+
+    def run(self, ins: Instruction, run: RunScript) -> None:
+        self.cwd = ins.workdir
+        self.fetched = set()
+
+    def command(self, cmd: Command) -> None:
+        if cmd.name in ("cd", "pushd") and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
+            self.cwd = posixpath.normpath(posixpath.join(self.cwd, cmd.argv[-1]))
+            return
+        if cmd.name != "git":
+            return
+        call = _git(cmd, self.cwd)
+        if call is None:
+            return
+        sub, args, where = call
+        ins, clones = self.ins, self.clones
+        if sub == "clone":
+            clones.append(_clone(ins, args, where))
+        elif sub in ("checkout", "switch", "reset"):
+            refs = [_ref_value(a, ins) for a in args if not a.startswith("-")]
+            if any(r is None or _HEX.match(r) for r in refs) or ("FETCH_HEAD" in refs and where in self.fetched):
+                _pin(clones, where)
+            elif any(_TAG.match(r) for r in refs if r):
+                _pin(clones, where, tag=next(r for r in refs if r and _TAG.match(r)))
+        elif sub == "fetch" and any(_HEX.match(a) for a in args):
+            self.fetched.add(where)
+
+    def stage_end(self) -> None:
+        for c in self.clones:
             if c.pinned:
                 continue
             if c.tag is not None:
-                ctx.add("git-clone-tag", c.ins.line,
-                        f"git clone {c.url} is pinned to the tag {c.tag}, which can be moved or re-created",
-                        f"check out the commit the tag names: git -C {c.path} checkout SHA")
+                self.ctx.add("git-clone-tag", c.ins.line,
+                             f"git clone {c.url} is pinned to the tag {c.tag}, which can be moved or re-created",
+                             f"check out the commit the tag names: git -C {c.path} checkout SHA")
             else:
-                ctx.add("git-clone-unpinned", c.ins.line,
-                        f"git clone {c.url} is not pinned to a commit (it gets whatever the branch holds today)",
-                        f"check out a commit after cloning: git -C {c.path} checkout SHA")
+                self.ctx.add("git-clone-unpinned", c.ins.line,
+                             f"git clone {c.url} is not pinned to a commit (it gets whatever the branch holds today)",
+                             f"check out a commit after cloning: git -C {c.path} checkout SHA")
 
 
 #: A release tag: v2.4.3, 1.15.5, r2.4, v0.19.0-rc1 (a branch name such as main or release/2.4 is not).
@@ -955,12 +1083,58 @@ def _pin(clones: list[_Clone], where: str, tag: str | None = None) -> None:
                 return
 
 
-def check_shell_syntax(ctx: Context) -> None:
+class _ShellSyntax(RunRule):
+    """shell-unparsed: a RUN whose text could not be split into words."""
+
+    def run(self, ins: Instruction, run: RunScript) -> None:
+        if run.error and self.st.posix_shell:
+            self.ctx.add("shell-unparsed", ins.line, f"RUN could not be split into words: {run.error}",
+                         "check the quoting of this RUN")
+
+
+#: The rules that read RUN commands, fed by one walk (check_runs).
+RUN_RULES: tuple[type[RunRule], ...] = (_Horovod, _Pip, _Apt, _CurlPipe, _Git, _ShellSyntax)
+
+
+def check_runs(ctx: Context) -> None:
+    """Walk every stage's instructions once, each RUN's pipelines and commands once (nested scripts included),
+    and hand each step to every rule of RUN_RULES: a RUN is split once and its commands built once for all of
+    them, and nothing of it is kept after its last rule has seen it."""
+    rules = [cls(ctx) for cls in RUN_RULES]
+
+    def handlers(name: str) -> list[Callable[..., None]]:
+        return [getattr(r, name) for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
+
+    on_run, on_run_end = handlers("run"), handlers("run_end")
+    on_pipeline, on_command = handlers("pipeline"), handlers("command")
+
+    def pipeline(pipe: list[Command]) -> None:
+        for f in on_pipeline:
+            f(pipe)
+
+    def command(cmd: Command) -> None:
+        for f in on_command:
+            f(cmd)
+
     for st in ctx.df.stages:
+        for r in rules:
+            r.st = st
+            r.stage(st)
         for ins in st.instructions:
-            if ins.keyword == "RUN" and ctx.run(ins).error and st.posix_shell:
-                ctx.add("shell-unparsed", ins.line, f"RUN could not be split into words: {ctx.run(ins).error}",
-                        "check the quoting of this RUN")
+            if ins.keyword != "RUN":
+                continue
+            run = ctx.run(ins)
+            for r in rules:
+                r.ins, r.run_script = ins, run
+            for f in on_run:
+                f(ins, run)
+            run.script.visit(pipeline, command)
+            for f in on_run_end:
+                f()
+        for r in rules:
+            r.stage_end()
+    for r in rules:
+        r.finish()
 
 
 CHECKS = (
@@ -970,11 +1144,6 @@ CHECKS = (
     check_xla,
     check_nvidia_disable_require,
     check_hashseed,
-    check_horovod,
-    check_pip,
-    check_apt,
+    check_runs,
     check_add_url,
-    check_curl_pipe,
-    check_git,
-    check_shell_syntax,
 )

@@ -1,8 +1,12 @@
-"""RUN commands as the shell sees them: pipelines of simple commands with real argv (split by shlex).
+"""RUN commands as the shell sees them: pipelines of simple commands with real argv (split like shlex).
 
 The audit rules look at argv, never at raw text: ``pip install`` is recognised as pip whether it is
 spelled ``pip3``, ``python3 -m pip`` or ``sudo -H pip``, after ``&&``/``||``/``;``/``|``, inside
 ``sh -c "..."``, ``$(...)`` or a heredoc. Redirections and their targets are dropped from argv.
+
+A script keeps its tokens (one list, words shared) and builds its commands when it is walked: a short one
+keeps them for the next walk, a long one builds them again, so a RUN line of millions of commands never holds
+them all at once (see `KEEP_TOKENS`).
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from envpin.audit.parser import Instruction, expand
@@ -31,7 +36,20 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
 
 
-@dataclass
+class Op(str):
+    """An operator token (``&&``, ``|``, ``(``, ``<``...). Words are plain str, so a quoted ``"&&"`` stays a word."""
+
+    __slots__ = ()
+
+
+#: One object per operator: tokens share them, and the builder tells operators apart by identity.
+_OP = {op: Op(op) for op in _OPERATORS}
+_OPEN = _OP["("]
+_CLOSE = _OP[")"]
+_PROCESS = (_OP["<("], _OP[">("])
+
+
+@dataclass(slots=True)
 class Command:
     """A simple command: argv after assignments and wrappers (sudo, env, nohup...) are taken off."""
 
@@ -57,28 +75,99 @@ class Command:
         return self.is_shell() or bool(_PYTHON.match(self.name)) or self.name in ("perl", "ruby")
 
 
-@dataclass
+#: A script of up to this many commands keeps them after its first full walk (the rules walk every RUN several
+#: times) and drops its tokens; a longer one builds them again on each walk, so memory follows the length of the
+#: text rather than the number of Command objects a RUN line of millions of commands would make.
+KEEP_COMMANDS = 2048
+
+
 class Script:
-    pipelines: list[list[Command]] = field(default_factory=list)
+    """A shell script: its pipelines of simple commands, built from its tokens when it is walked."""
+
+    __slots__ = ("_kept", "_long", "_parts")
+
+    def __init__(self, pipelines: list[list[Command]] | None = None) -> None:
+        #: Pipelines built already, or (tokens, nesting depth) to build them from, in order.
+        self._parts: list[list[list[Command]] | tuple[list[str], int]] = [pipelines] if pipelines else []
+        self._kept: list[list[Command]] | None = None if self._parts else []
+        self._long = False  # a walk found more than KEEP_COMMANDS commands: build them on every walk
+
+    @classmethod
+    def from_tokens(cls, tokens: list[str], depth: int) -> Script:
+        script = cls()
+        script._parts.append((tokens, depth))
+        script._kept = None
+        return script
+
+    def __repr__(self) -> str:
+        return f"Script({self.pipelines!r})"
+
+    @property
+    def pipelines(self) -> list[list[Command]]:
+        """Every pipeline, as a list (a long script builds all its commands for it: walk commands() instead)."""
+        walk = self._walk()
+        return walk if isinstance(walk, list) else list(walk)
+
+    def extend(self, other: Script) -> None:
+        """Run `other` after this script (a heredoc body fed to the RUN's shell)."""
+        if self._kept is not None:
+            self._parts = [self._kept]
+        self._parts.extend([other._kept] if other._kept is not None else other._parts)
+        self._kept = None
+        self._long = self._long or other._long
 
     def commands(self) -> Iterator[Command]:
         """Every command in order, nested ones (sh -c, $(...)) right after the command holding them."""
-        for pipe in self.pipelines:
+        for pipe in self._walk():
             for cmd in pipe:
                 yield cmd
                 for sub in cmd.nested:
                     yield from sub.commands()
 
     def all_pipelines(self) -> Iterator[list[Command]]:
-        for pipe in self.pipelines:
+        for pipe in self._walk():
             yield pipe
             for cmd in pipe:
                 for sub in cmd.nested:
                     yield from sub.all_pipelines()
 
+    def visit(self, pipeline: Callable[[list[Command]], None], command: Callable[[Command], None]) -> None:
+        """One walk for both views: pipeline() gets every pipeline in all_pipelines() order and command() every
+        command in commands() order (a nested script's pipelines and commands come right after its command)."""
+        for pipe in self._walk():
+            pipeline(pipe)
+            for cmd in pipe:
+                command(cmd)
+                for sub in cmd.nested:
+                    sub.visit(pipeline, command)
+
+    def check(self) -> None:
+        """Build every command, nested scripts included, in the order a full split meets them, so that a
+        ShellSyntaxError deep inside (sh -c "...'") is raised now, not while a rule walks the script."""
+        for _ in self._walk(check=True):
+            pass
+
+    def _walk(self, check: bool = False) -> Iterable[list[Command]]:
+        return self._kept if self._kept is not None else self._build(check)
+
+    def _build(self, check: bool) -> Iterator[list[Command]]:
+        kept: list[list[Command]] | None = None if self._long else []
+        count = 0
+        for part in self._parts:
+            for pipe in part if isinstance(part, list) else _pipelines(part[0], part[1], check):
+                if kept is not None:
+                    count += len(pipe)
+                    if count > KEEP_COMMANDS:
+                        kept, self._long = None, True
+                    else:
+                        kept.append(pipe)
+                yield pipe
+        if kept is not None:  # a complete walk of a short script: keep its commands, drop its tokens
+            self._kept, self._parts = kept, [kept]
+
 
 class ShellSyntaxError(ValueError):
-    """shlex could not split the text (an unterminated quote, usually)."""
+    """The text could not be split (an unterminated quote, usually), where shlex fails too."""
 
 
 def _normalize(text: str) -> str:
@@ -91,12 +180,22 @@ def _normalize(text: str) -> str:
     out: list[str] = []
     i, n, quote = 0, len(text), ""
     while i < n:
-        c = text[i]
-        if quote == "'":
-            out.append(c)
-            quote = "" if c == "'" else quote
-            i += 1
+        if quote == "'":  # copy up to and including the closing quote
+            k = text.find("'", i)
+            if k < 0:
+                out.append(text[i:])
+                break
+            out.append(text[i : k + 1])
+            quote = ""
+            i = k + 1
             continue
+        m = _NORMALIZE_SPECIAL.search(text, i)
+        j = m.start() if m else n
+        if j > i:  # ordinary characters: one slice
+            out.append(text[i:j])
+            i = j
+            continue
+        c = text[i]
         if c == "\\" and i + 1 < n:
             out.append(text[i : i + 2])
             i += 2
@@ -105,10 +204,11 @@ def _normalize(text: str) -> str:
             quote = "'"
         elif c == '"':
             quote = "" if quote == '"' else '"'
-        if text.startswith("$((", i):
+        if c == "$" and text.startswith("$((", i):
             depth, k = 0, i + 1
             while k < n:
-                depth += {"(": 1, ")": -1}.get(text[k], 0)
+                ch = text[k]
+                depth += 1 if ch == "(" else -1 if ch == ")" else 0
                 k += 1
                 if depth == 0:
                     break
@@ -128,64 +228,96 @@ def _normalize(text: str) -> str:
     return "".join(out)
 
 
+#: The characters _normalize() must look at one by one; everything else is copied in slices.
+_NORMALIZE_SPECIAL = re.compile(r"[\\'\"$`]")
+
+#: One token, after any blanks: a run of operator characters, or a word (unquoted characters, "..." with
+#: backslash escapes, '...', or \x). Matched at each position in turn (never searched), so a text that
+#: cannot be split stops at its first unsplittable character in linear time.
 _TOKEN = re.compile(
-    r"""(?P<ws>[ \t\r]+)
-    | (?P<op>[;&|()<>\n]+)
-    | (?P<word>(?:[^ \t\r;&|()<>\n"'\\]+ | "(?:[^"\\]|\\.)*" | '[^']*' | \\.)+)
-    """,
+    r"""[ \t\r]*(?:
+      ([;&|()<>\n]+)
+    | ((?:[^ \t\r;&|()<>\n"'\\]+ | "[^"\\]*(?:\\.[^"\\]*)*" | '[^']*' | \\.)+)
+    )""",
     re.X | re.S,
 )
 _DQ_ESCAPE = re.compile(r'\\([\\"])')
 _PIECE = re.compile(r""""((?:[^"\\]|\\.)*)"|'([^']*)'|\\(.)|([^"'\\]+)""", re.S)
 
 
-def split_tokens(text: str) -> list[tuple[str, bool]]:
-    """(token, is_operator) as shlex.shlex(posix=True, punctuation_chars=";&|()<>\\n", whitespace " \\t\\r",
-    whitespace_split=True, no comments) splits it, in linear time with one regular expression.
+def tokenize(text: str) -> list[str]:
+    """The tokens of `text`: words as str (quotes removed), operators as `Op`. Equal words are one object.
 
-    Quotes are removed as a POSIX shell removes them: '...' literally, "..." with \\\\ and \\" unescaped,
-    \\x outside quotes is x. An unterminated quote or a trailing backslash is a ShellSyntaxError."""
-    tokens: list[tuple[str, bool]] = []
-    matched = 0
-    for ws, op, word in _TOKEN.findall(text):
-        if word:
-            matched += len(word)
-            tokens.append((_unquote(word) if _QUOTING.search(word) else word, False))
-        elif op:
-            matched += len(op)
-            tokens.extend(_operator_tokens(op))
-        else:
-            matched += len(ws)
-    if matched != len(text):  # findall skipped what no alternative matches: an unterminated quote or escape
-        pos = _first_gap(text)
-        rest = text[pos:]
-        trailing = len(rest) - len(rest.rstrip("\\"))
-        if trailing % 2 and not (rest.startswith("'") and rest.count("'") == 1):
-            raise ShellSyntaxError("No escaped character")  # the text ends inside an escape, as shlex says
-        raise ShellSyntaxError("No closing quotation")
+    The same tokens as shlex.shlex(posix=True, punctuation_chars=";&|()<>\\n", whitespace " \\t\\r",
+    whitespace_split=True, no comments), in linear time. Quotes are removed as a POSIX shell removes them:
+    '...' literally, "..." with \\\\ and \\" unescaped, \\x outside quotes is x. An unterminated quote or a
+    trailing backslash is a ShellSyntaxError."""
+    tokens: list[str] = []
+    words: dict[str, str] = {}
+    if '"' not in text and "'" not in text and "\\" not in text:
+        _plain_tokens(text, tokens, words)
+        return tokens
+    append = tokens.append
+    match = _TOKEN.match
+    pos, n = 0, len(text)
+    while pos < n:
+        m = match(text, pos)
+        if m is None:
+            break
+        pos = m.end()
+        word = m.group(2)
+        if word is None:
+            tokens.extend(_operator_tokens(m.group(1)))
+            continue
+        if '"' in word or "'" in word or "\\" in word:
+            word = _unquote(word)
+        append(words.setdefault(word, word))
+    if pos < n:
+        rest = text[pos:].lstrip(" \t\r")
+        if rest:  # what no token matches: an unterminated quote or escape
+            trailing = len(rest) - len(rest.rstrip("\\"))
+            if trailing % 2 and not (rest.startswith("'") and rest.count("'") == 1):
+                raise ShellSyntaxError("No escaped character")  # the text ends inside an escape, as shlex says
+            raise ShellSyntaxError("No closing quotation")
     return tokens
 
 
-def _first_gap(text: str) -> int:
-    """Where the first character no token alternative matches is (only computed for a text that fails)."""
-    pos = 0
-    for m in _TOKEN.finditer(text):
-        if m.start() != pos:
-            break
-        pos = m.end()
-    return pos
+#: Text without quotes or backslashes: every token is a run of operator characters or of other characters.
+_PLAIN = re.compile(r"[;&|()<>\n]+|[^ \t\r;&|()<>\n]+")
+#: How much text one findall() call takes at a time (its list of matches is transient: bounded).
+_CHUNK = 1 << 16
 
 
-_QUOTING = re.compile(r"[\"'\\]")
+def _plain_tokens(text: str, tokens: list[str], words: dict[str, str]) -> None:
+    """tokenize() for text without quotes or escapes: findall over chunks that end at a blank."""
+    append = tokens.append
+    pos, n = 0, len(text)
+    while pos < n:
+        end = n if n - pos <= _CHUNK else text.find(" ", pos + _CHUNK)
+        end = n if end < 0 else end
+        for tok in _PLAIN.findall(text, pos, end):
+            if tok[0] in _PUNCT:
+                tokens.extend(_operator_tokens(tok))
+            else:
+                append(words.setdefault(tok, tok))
+        pos = end
+
+
+def split_tokens(text: str) -> list[tuple[str, bool]]:
+    """(token, is_operator) for each token of `text` (see tokenize)."""
+    return [(tok, tok.__class__ is Op) for tok in tokenize(text)]
 
 
 @functools.lru_cache(maxsize=256)
-def _operator_tokens(run: str) -> tuple[tuple[str, bool], ...]:
-    """The operators of a punctuation run, as tokens (few distinct runs occur: cached)."""
-    return tuple((op, True) for op in _split_operators(run))
+def _operator_tokens(run: str) -> tuple[Op, ...]:
+    """The operators of a punctuation run (few distinct runs occur: cached)."""
+    return tuple(_OP[op] for op in _split_operators(run))
 
 
 def _unquote(word: str) -> str:
+    first = word[0]
+    if first in "\"'" and word[-1] == first and len(word) > 1 and first not in word[1:-1] and "\\" not in word:
+        return word[1:-1]  # one quoted string ("x y", 'x y'), the common case
     out = []
     for m in _PIECE.finditer(word):
         group = m.lastindex
@@ -199,7 +331,15 @@ MAX_NESTING = 8
 
 
 def parse_script(text: str, depth: int = 0) -> Script:
-    return _build(split_tokens(_normalize(text)), depth)
+    """Split shell text into a Script; raise ShellSyntaxError if it, or a script nested in it, cannot be split."""
+    script = _script(text, depth)
+    script.check()
+    return script
+
+
+def _script(text: str, depth: int) -> Script:
+    """The Script of `text`, tokenized now (a ShellSyntaxError of its own is raised here), built when walked."""
+    return Script.from_tokens(tokenize(_normalize(text)), depth)
 
 
 def _split_operators(run: str) -> list[str]:
@@ -217,63 +357,58 @@ def _split_operators(run: str) -> list[str]:
     return out
 
 
-def _matching(tokens: list[tuple[str, bool]], i: int) -> int:
+def _matching(tokens: list[str], i: int) -> int:
     """Index just after the ')' that closes a '(' / '<(' / '$(' opened before tokens[i]."""
     depth = 1
-    while i < len(tokens):
-        tok, op = tokens[i]
-        if op and tok in ("(", "<(", ">("):
-            depth += 1
-        elif op and tok == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok.__class__ is Op:
+            if tok is _OPEN or tok in _PROCESS:
+                depth += 1
+            elif tok is _CLOSE:
+                depth -= 1
+                if depth == 0:
+                    return i + 1
         i += 1
     return i
 
 
-def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
-    script = Script()
+def _nested(script: Script, check: bool) -> Script:
+    if check:
+        script.check()
+    return script
+
+
+def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Command]]:
+    """The pipelines of a token list, one at a time. With `check`, nested scripts are built as they are met."""
     pipe: list[Command] = []
     words: list[str] = []
     nested: list[Script] = []
     redirect = False
-
-    def end_command() -> None:
-        nonlocal words, nested
-        if words or nested:
-            pipe.append(_command(words, nested, depth))
-        words, nested = [], []
-
-    def end_pipeline() -> None:
-        nonlocal pipe
-        end_command()
-        if pipe:
-            script.pipelines.append(pipe)
-        pipe = []
-
-    i = 0
-    while i < len(tokens):
-        tok, op = tokens[i]
-        if not op:
+    deeper = depth < MAX_NESTING
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok.__class__ is not Op:
             if redirect:
                 redirect = False
-            elif tok.endswith("$") and i + 1 < len(tokens) and tokens[i + 1] == ("(", True) and depth < MAX_NESTING:
+            elif deeper and tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
                 end = _matching(tokens, i + 2)
-                nested.append(_build(tokens[i + 2 : end - 1], depth + 1))
-                words.append(tok + "(…)")
+                nested.append(_nested(Script.from_tokens(tokens[i + 2 : end - 1], depth + 1), check))
+                words.append(sys.intern(tok + "(…)"))  # one object however many $(...) a line has
                 i = end
                 continue
             else:
                 words.append(tok)
-                if "$(" in tok and depth < MAX_NESTING:
-                    nested.extend(parse_script(sub, depth + 1) for sub in _substitutions(tok))
+                if deeper and "$(" in tok:
+                    nested.extend(_nested(_script(sub, depth + 1), check) for sub in _substitutions(tok))
             i += 1
             continue
-        if tok in ("<(", ">(") and depth < MAX_NESTING:
+        if deeper and tok in _PROCESS:
             end = _matching(tokens, i + 1)
-            nested.append(_build(tokens[i + 1 : end - 1], depth + 1))
-            words.append(tok + "…)")
+            nested.append(_nested(Script.from_tokens(tokens[i + 1 : end - 1], depth + 1), check))
+            words.append(sys.intern(tok + "…)"))
             i = end
             continue
         if tok in _REDIRECTS:
@@ -281,12 +416,21 @@ def _build(tokens: list[tuple[str, bool]], depth: int) -> Script:
                 words.pop()  # the file descriptor of 2>&1
             redirect = True
         elif tok in _PIPES:
-            end_command()
+            if words or nested:
+                pipe.append(_command(words, nested, depth, check))
+                words, nested = [], []
         else:  # separators and subshell parentheses
-            end_pipeline()
+            if words or nested:
+                pipe.append(_command(words, nested, depth, check))
+                words, nested = [], []
+            if pipe:
+                yield pipe
+                pipe = []
         i += 1
-    end_pipeline()
-    return script
+    if words or nested:
+        pipe.append(_command(words, nested, depth, check))
+    if pipe:
+        yield pipe
 
 
 def _substitutions(word: str) -> list[str]:
@@ -295,86 +439,91 @@ def _substitutions(word: str) -> list[str]:
     if "$(" not in word:
         return []
     out: list[str] = []
-    i = 0
-    while i < len(word):
-        if word.startswith("$(", i) and not word.startswith("$((", i):
-            depth, k = 1, i + 2
-            while k < len(word) and depth:
-                depth += {"(": 1, ")": -1}.get(word[k], 0)
-                k += 1
-            out.append(word[i + 2 : k - 1])
-            i = k
-        else:
+    i, n = 0, len(word)
+    while True:
+        i = word.find("$(", i)
+        if i < 0:
+            return out
+        if word.startswith("$((", i):
             i += 1
-    return out
+            continue
+        depth, k = 1, i + 2
+        while k < n and depth:
+            ch = word[k]
+            depth += 1 if ch == "(" else -1 if ch == ")" else 0
+            k += 1
+        out.append(word[i + 2 : k - 1])
+        i = k
 
 
+#: Commands that run the command after them (_unwrap takes them and their options off).
+_WRAPPERS = frozenset({"sudo", "doas", "env", "nohup", "exec", "command", "time", "stdbuf", "nice", "xargs"})
 _SUDO_VALUE = frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"})
 _XARGS_VALUE = frozenset({"-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"})
 
 
-def _command(words: list[str], nested: list[Script], depth: int) -> Command:
+def _command(words: list[str], nested: list[Script], depth: int, check: bool = False) -> Command:
+    """The command of a word list (which it takes over: the caller starts a new list)."""
     assigns: dict[str, str] = {}
-    argv = list(words)
-    while argv:
-        if _ASSIGNMENT.match(argv[0]):
-            key, _, value = argv.pop(0).partition("=")
+    start, n = 0, len(words)
+    while start < n:
+        word = words[start]
+        if "=" in word and _ASSIGNMENT.match(word):
+            key, _, value = word.partition("=")
             assigns[key] = value
-        elif argv[0] in _PREFIX_WORDS:
-            argv.pop(0)
-        else:
+        elif word not in _PREFIX_WORDS:
             break
-    argv = _unwrap(argv, assigns)
+        start += 1
+    if start < n and words[start].rpartition("/")[2] in _WRAPPERS:
+        start = _unwrap(words, start, assigns)
+    argv = words[start:] if start else words
     if argv and argv[0] in _SKIP_COMMANDS:
         argv = []
-    cmd = Command(argv, assigns, list(nested))
-    if cmd.name == "export":
+    cmd = Command(argv, assigns, nested)
+    name = cmd.name
+    if name == "export":
         for word in argv[1:]:
             if _ASSIGNMENT.match(word):
                 key, _, value = word.partition("=")
                 cmd.assigns[key] = value
-    script = _inline_script(cmd)
+    script = _inline_script(cmd) if name == "eval" or name in SHELLS else None
     if script is not None and depth < MAX_NESTING:
-        sub = parse_script(script, depth + 1)
+        sub = _nested(_script(script, depth + 1), check)
         cmd.nested.append(sub)
         cmd.via_c.append(sub)
     return cmd
 
 
-def _unwrap(argv: list[str], assigns: dict[str, str]) -> list[str]:
-    """Drop sudo/env/nohup/nice/exec/command/xargs and their options; env's NAME=VALUE become assigns."""
-    while argv:
-        head = argv[0].rpartition("/")[2]
+def _unwrap(argv: list[str], start: int, assigns: dict[str, str]) -> int:
+    """Where the command starts after sudo/env/nohup/nice/exec/command/xargs and their options from argv[start];
+    env's NAME=VALUE become assigns."""
+    n = len(argv)
+    while start < n:
+        head = argv[start].rpartition("/")[2]
+        i = start + 1
         if head in ("sudo", "doas"):
-            i = 1
-            while i < len(argv) and argv[i].startswith("-"):
+            while i < n and argv[i].startswith("-"):
                 i += 2 if argv[i] in _SUDO_VALUE else 1
-            argv = argv[i:]
         elif head == "env":
-            i = 1
-            while i < len(argv) and (argv[i].startswith("-") or _ASSIGNMENT.match(argv[i])):
+            while i < n and (argv[i].startswith("-") or _ASSIGNMENT.match(argv[i])):
                 if _ASSIGNMENT.match(argv[i]):
                     key, _, value = argv[i].partition("=")
                     assigns[key] = value
                     i += 1
                 else:
                     i += 2 if argv[i] in ("-u", "--unset", "-C", "--chdir") else 1
-            argv = argv[i:]
         elif head in ("nohup", "exec", "command", "time", "stdbuf"):
-            i = 1
-            while i < len(argv) and argv[i].startswith("-"):
+            while i < n and argv[i].startswith("-"):
                 i += 1
-            argv = argv[i:]
         elif head == "nice":
-            argv = argv[3:] if len(argv) > 2 and argv[1] == "-n" else argv[1:]
+            i = start + 3 if n - start > 2 and argv[start + 1] == "-n" else start + 1
         elif head == "xargs":
-            i = 1
-            while i < len(argv) and argv[i].startswith("-"):
+            while i < n and argv[i].startswith("-"):
                 i += 2 if argv[i] in _XARGS_VALUE else 1
-            argv = argv[i:]
         else:
             break
-    return argv
+        start = min(i, n)
+    return start
 
 
 def _inline_script(cmd: Command) -> str | None:
@@ -417,11 +566,11 @@ def run_script(ins: Instruction, posix_shell: bool = True) -> RunScript:
     try:
         script = parse_script(text)
         if ins.heredocs:
-            leading = [c for c in script.commands() if c.argv]
-            if not leading or leading[0].is_shell():
+            leading = next((c for c in script.commands() if c.argv), None)
+            if leading is None or leading.is_shell():
                 for doc in ins.heredocs:
                     body = expand(doc.body, ins.scope, keep_quotes=True).value
-                    script.pipelines.extend(parse_script(body).pipelines)
+                    script.extend(parse_script(body))
     except ShellSyntaxError as exc:
         return RunScript(Script(), texts, str(exc))
     return RunScript(script, texts)
