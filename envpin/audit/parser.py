@@ -196,11 +196,52 @@ def expand(
     every variable is known (FROM lines: an undeclared name is empty); elsewhere an undeclared name may
     come from the base image, so the reference is kept as written and reported as unresolved.
     """
+    return _expand(raw, scope, escape, keep_quotes, closed, 0)
+
+
+#: How deep ${A:-${B:-…}} defaults and alternatives are expanded; a reference nested deeper is kept as written
+#: and reported as unresolved (a real Dockerfile nests two or three; without a bound a crafted line exhausts the
+#: stack).
+MAX_SUBSTITUTION_NESTING = 32
+
+
+class _Braces:
+    """Where each '{' of one text is closed, found in one pass the first time it is asked: counting braces from
+    every '${' separately costs quadratic time on a line of many unclosed ones."""
+
+    __slots__ = ("_ends", "_raw")
+
+    def __init__(self, raw: str) -> None:
+        self._raw = raw
+        self._ends: dict[int, int] | None = None
+
+    def end(self, i: int) -> int:
+        """The index just past the '}' that closes the '{' at i (the builder counts braces, nothing else), or -1."""
+        if self._ends is None:
+            ends: dict[int, int] = {}
+            open_at: list[int] = []
+            for m in _BRACE_RE.finditer(self._raw):
+                if m.group() == "{":
+                    open_at.append(m.start())
+                elif open_at:
+                    ends[open_at.pop()] = m.end()
+            self._ends = ends
+        return self._ends.get(i, -1)
+
+
+_BRACE_RE = re.compile(r"[{}]")
+
+
+def _expand(
+    raw: str, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool, level: int
+) -> Expansion:
+    """expand() at a nesting level (0 for a word, one more inside each default or alternative)."""
     special = _SPECIAL[escape].search(raw)
     if special is None:  # nothing to substitute or unquote (most words)
         return Expansion(raw, ())
     if keep_quotes:
-        return _expand_verbatim(raw, special.start(), scope, escape, closed)
+        return _expand_verbatim(raw, special.start(), scope, escape, closed, level)
+    braces = _Braces(raw)
     i, n = special.start(), len(raw)
     out: list[str] = [raw[:i]] if i else []
     unresolved: list[str] = []
@@ -230,7 +271,7 @@ def expand(
             i = n if end < 0 else end
             continue
         if c == "$" and quote != "'":
-            text, used, names = _dollar(raw, i, scope, escape, keep_quotes, closed)
+            text, used, names = _dollar(raw, i, scope, escape, keep_quotes, closed, braces, level)
             out.append(text)
             unresolved.extend(names)
             i += used
@@ -245,7 +286,9 @@ def expand(
     return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
 
 
-def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, closed: bool) -> Expansion:
+def _expand_verbatim(
+    raw: str, i: int, scope: Mapping[str, Var], escape: str, closed: bool, level: int
+) -> Expansion:
     """expand(keep_quotes=True) from raw[i], the first special character: quotes and escapes stay as written,
     so only substitutions and comments change the text and everything between them is copied in one slice."""
     out: list[str] = []
@@ -254,6 +297,7 @@ def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, cl
     search = _SPECIAL[escape].search
     n = len(raw)
     done = 0  # raw[done:i] goes to the output as it is
+    braces = _Braces(raw)
     while i < n:
         c = raw[i]
         if c == escape and quote != "'":
@@ -269,7 +313,7 @@ def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, cl
             i = done = n if end < 0 else end
             continue
         if c == "$" and quote != "'":
-            text, used, names = _dollar(raw, i, scope, escape, True, closed)
+            text, used, names = _dollar(raw, i, scope, escape, True, closed, braces, level)
             out.append(raw[done:i])
             out.append(text)
             unresolved.extend(names)
@@ -282,7 +326,14 @@ def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, cl
 
 
 def _dollar(
-    raw: str, i: int, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool
+    raw: str,
+    i: int,
+    scope: Mapping[str, Var],
+    escape: str,
+    keep_quotes: bool,
+    closed: bool,
+    braces: _Braces,
+    level: int,
 ) -> tuple[str, int, Sequence[str]]:
     """Expand the reference starting at raw[i] == '$': (text, characters used, unresolved names)."""
     n = len(raw)
@@ -300,14 +351,8 @@ def _dollar(
         return "$", 1, ()
     op: str | None = None
     word = ""
-    depth, k = 1, i + 2
-    while k < n and depth:
-        if raw[k] == "{":
-            depth += 1
-        elif raw[k] == "}":
-            depth -= 1
-        k += 1
-    if depth:
+    k = braces.end(i + 1)
+    if k < 0:
         return "$", 1, ()
     literal, inner = raw[i:k], raw[i + 2 : k - 1]
     m = _NAME_RE.match(inner)
@@ -340,7 +385,9 @@ def _dollar(
             return ("", used, ()) if declared else (literal, used, (name,))
     else:
         return (value, used, own) if value is not None and (value != "" or op == "?") else (literal, used, (name,))
-    e = expand(word, scope, escape=escape, keep_quotes=keep_quotes, closed=closed)  # the default or alternative
+    if level >= MAX_SUBSTITUTION_NESTING:
+        return literal, used, (name,)
+    e = _expand(word, scope, escape, keep_quotes, closed, level + 1)  # the default or alternative
     return e.value, used, e.unresolved
 
 
@@ -491,6 +538,8 @@ def _instructions(  # type: ignore[no-untyped-def]
                     parts = []
             logical = "".join(joined + parts) if joined else "".join(parts)
         i += 1
+        if not logical.strip():  # only continuation characters (a lone escape line): no instruction
+            continue
         try:
             ins = _instruction(logical, start + 1, i, escape, path)
         except DockerfileError as exc:

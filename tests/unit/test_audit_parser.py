@@ -6,8 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from envpin.audit.parser import DockerfileError, expand, parse, read
+from envpin.audit.parser import MAX_SUBSTITUTION_NESTING, DockerfileError, Var, _Braces, expand, parse, read
 from envpin.audit.shell import parse_script, run_script
 
 
@@ -218,3 +220,42 @@ def test_expand_keeps_unknown_references() -> None:
     assert e.value == "${A}/${B:-x}/$C" and e.unresolved == ("A", "B", "C")
     closed = expand("${A}/${B:-x}", {}, closed=True)
     assert closed.value == "${A}/x" and closed.unresolved == ("A",)
+
+
+def _nested(levels: int) -> str:
+    return "${A:-" * levels + "end" + "}" * levels
+
+
+def test_nested_defaults_expand_up_to_the_bound_and_are_kept_as_written_beyond_it() -> None:
+    assert expand(_nested(MAX_SUBSTITUTION_NESTING), {}, closed=True) == ("end", ())
+    deep = _nested(3000)
+    assert expand(deep, {}, closed=True) == (deep[5 * MAX_SUBSTITUTION_NESTING:-MAX_SUBSTITUTION_NESTING], ("A",))
+    assert expand(deep, {"A": Var("A", "set", 1, "arg")}).value == "set"  # a value needs no default
+
+
+def _closing_by_counting(raw: str, i: int) -> int:
+    """The '}' that closes raw[i] == '{', counted from there (the builder's rule): the index after it, or -1."""
+    depth = 0
+    for k in range(i, len(raw)):
+        depth += {"{": 1, "}": -1}.get(raw[k], 0)
+        if depth == 0:
+            return k + 1
+    return -1
+
+
+@given(st.text(alphabet="${}A:-x ", max_size=60))
+def test_braces_found_in_one_pass_close_where_counting_from_each_brace_does(raw: str) -> None:
+    braces = _Braces(raw)
+    for i, c in enumerate(raw):
+        if c == "{":
+            assert braces.end(i) == _closing_by_counting(raw, i), (raw, i)
+
+
+def test_a_line_that_is_only_a_continuation_is_not_an_instruction() -> None:
+    df = parse("FROM a:1\n\\\nRUN echo hi\n", tolerant=True)
+    assert [i.keyword for i in df.instructions] == ["FROM", "RUN"] and not df.problems
+    df = parse("FROM a:1\n\\\n", tolerant=True)
+    assert [i.keyword for i in df.instructions] == ["FROM"]
+    assert [p.message for p in df.problems] == [
+        "the instruction's last line ends with a line continuation, but the file ends there"
+    ]

@@ -58,6 +58,10 @@ def test_over_long_out_paths_are_refused_before_anything_is_written(cli, tmp_pat
     "RUN echo " + "<(" * 3000,
     "RUN echo " + "$(echo " * 500 + ")" * 500,
     "CMD " + "[" * 3000 + "]" * 3000,
+    "FROM " + "${A:-" * 3000 + "ubuntu:22.04" + "}" * 3000,
+    "RUN echo " + "${A:-" * 3000 + "x" + "}" * 3000,
+    "RUN echo " + "${" * 50000,  # every '${' unclosed: the brace count is done once, not once per '${'
+    "\\",  # a line that is only a continuation, at the end of the file
 ])
 def test_pathological_nesting_in_a_dockerfile_is_audited(cli, tmp_path: Path, line: str) -> None:  # type: ignore[no-untyped-def]
     dockerfile = tmp_path / "Dockerfile"
