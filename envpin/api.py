@@ -111,9 +111,9 @@ def _plan_and_target(
         plan = make_plan(**{**args, "tf": release_version(got.declared["tf_version"])}, tf_source="image",
                          base_digest=got.digest, base_declared=sync.version_env(got.env))
     if out is not None:
-        from envpin.fsutil import check_path_length
+        from envpin.fsutil import check_output_path
 
-        check_path_length(out, "--out")
+        check_output_path(out, "--out")
     return plan, out if out is not None else DEFAULT_IMAGES_DIR / plan.name
 
 
@@ -520,8 +520,11 @@ def lock_requirements(
     """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
     (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.locking)."""
     from envpin import build, locking
+    from envpin.fsutil import check_output_path
     from envpin.plan import make_plan
 
+    if out is not None:
+        check_output_path(out, "--out")
     text = locking.read_requirements_in(source)
     plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
     image = plan.build_from or plan.image
@@ -599,11 +602,11 @@ def probe_machine(
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
-    from envpin.fsutil import check_path_length
+    from envpin.fsutil import check_output_path
 
     for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
         if path is not None and str(path) != "-":
-            check_path_length(path, option)
+            check_output_path(path, option)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
         written = probe.write_reports(
@@ -632,12 +635,12 @@ def probe_image(
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin import build, probeimage
-    from envpin.fsutil import check_path_length
+    from envpin.fsutil import check_output_path
     from envpin.plan import validate_image_ref
 
     ref = validate_image_ref(image)
     if out is not None:
-        check_path_length(out, "--out")
+        check_output_path(out, "--out")
     if gpus not in probeimage.GPU_CHOICES:
         raise UsageError(f"--gpus must be one of {', '.join(probeimage.GPU_CHOICES)}",
                          hint="the default, auto, asks the host")
@@ -854,8 +857,10 @@ def fleet_report(paths: list[Path], html: Path | None = None) -> FleetReport:
     """`envpin fleet report`: every node's report (files, folders, collected Kubernetes output) compared at
     once; with html= also the HTML page, written atomically."""
     from envpin import fleet, fleetinput
-    from envpin.fsutil import atomic_write
+    from envpin.fsutil import atomic_write, check_output_path
 
+    if html is not None:
+        check_output_path(html, "--html")
     entries = fleetinput.read(paths)
     result = fleet.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries])
     if html is not None:
@@ -877,12 +882,14 @@ def fleet_manifest(
     """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
     node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
     from envpin import kube
-    from envpin.fsutil import atomic_write
+    from envpin.fsutil import atomic_write, check_output_path
     from envpin.payload import payload
 
     if not kubernetes:
         raise UsageError("say which manifest to write: --kubernetes",
                          hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...")
+    if out is not None:
+        check_output_path(out, "--out")
     warnings = []
     if image is None:
         image = _newest_ngc_image()

@@ -106,6 +106,19 @@ def check_path_length(path: Path, option: str) -> Path:
     return path
 
 
+def check_output_path(path: Path, option: str) -> Path:
+    """An output named on the command line: short enough for the file system, and in a folder that exists. A
+    missing parent is refused, never created: a typo in a path should not grow a tree of folders elsewhere."""
+    check_path_length(path, option)
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise EnvpinError(f"{option}: {parent} is not a folder", hint=f"choose another {option}")
+    if not parent.is_dir():
+        raise EnvpinError(f"{option}: the folder {parent} does not exist",
+                          hint=f"create it first (mkdir -p {parent}), or choose another {option}")
+    return path
+
+
 def folder_files(folder: Path) -> Iterator[str]:
     """Files and links under `folder` as relative POSIX paths, lazily (links are not followed), so a caller
     looking for the first unexpected file stops there even in a large tree."""

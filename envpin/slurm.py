@@ -421,6 +421,7 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
           ) -> tuple[str | None, str, list[NodeOutcome]]:
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
     Returns (job id, partition, one outcome per node, sorted by node)."""
+    from envpin.fsutil import check_output_path
     from envpin.payload import payload
 
     say = progress or (lambda _text: None)
@@ -428,8 +429,7 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
         raise UsageError(f"--runtime must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
     if timeout < 1:
         raise UsageError("--timeout must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
-    if not out.parent.is_dir():
-        raise UsageError(f"{out.parent} does not exist", hint="create it, or choose another --out")
+    check_output_path(out, "--out")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder", hint="choose another --out")
     require_clients()

@@ -189,13 +189,14 @@ def _run(
 
 def _check_output(out: Path, in_place: bool) -> None:
     """Refuse a destination the fixed file must not replace or create, before anything is written."""
+    from envpin.fsutil import check_output_path
+
     how = "fix the file it names instead" if in_place else "choose another --fix-out"
     if out.is_symlink():
         raise UsageError(f"{out} is a symbolic link: writing the fixed file would replace the link with a file",
                          hint=how if not in_place else f"fix the file it points to: {os.path.realpath(out)}")
     if out.is_dir():
         raise UsageError(f"{out} is a directory", hint="give the path of the fixed file, not a folder")
-    if not out.parent.is_dir():
-        raise UsageError(f"the folder {out.parent} does not exist", hint="create it first, or choose another path")
+    check_output_path(out, "--in-place" if in_place else "--fix-out")
     if out.exists() and not os.stat(out).st_mode & 0o222:
         raise UsageError(f"{out} is read-only", hint=f"make it writable (chmod u+w {out}) if it should change")

@@ -122,7 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         _say("interrupted")
         sys.exit(130)
     except Exception as exc:
-        if type(exc).__name__ == "Abort":
+        from envpin._console import interrupted
+
+        if type(exc).__name__ == "Abort" or interrupted(exc):
             _say("interrupted")
             sys.exit(130)
         if not _is_usage_error(exc):

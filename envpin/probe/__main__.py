@@ -48,6 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_reports(report, out_dir=args.out, json_path=args.json, markdown_path=args.markdown)
     except OSError as exc:
         sys.stderr.write("error: cannot write the report: %s\n" % exc)
+        sys.stderr.write("hint: the folder it goes in must exist and be writable\n")
         return 2
     if "selftest" not in report:
         return 0

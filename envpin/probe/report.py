@@ -232,7 +232,7 @@ def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_pa
     created = None
     if out_dir:
         if not os.path.isdir(out_dir):
-            os.makedirs(out_dir)
+            os.mkdir(out_dir)  # its parent must exist: a mistyped path grows no tree of folders
             created = out_dir
         base = os.path.join(out_dir, report_basename(report))
         texts[base + ".json"] = to_json(report)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,8 +190,24 @@ def test_debug_keeps_the_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert res.code == 2 and "Traceback" in res.stderr and "error: " in res.stderr
 
 
+def _interrupt_while_a_class_is_made() -> BaseException:
+    """What Ctrl-C inside an import can become: Python 3.11 wraps an exception raised by ``__set_name__`` (e.g.
+    functools.cached_property while ipaddress loads) in a RuntimeError; later versions let it through."""
+
+    class Descriptor:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    try:
+        type("Owner", (), {"attr": Descriptor()})
+    except (RuntimeError, KeyboardInterrupt) as exc:
+        return exc
+    raise AssertionError("__set_name__ was not called")
+
+
 @pytest.mark.parametrize(("raised", "code", "first"), [
     (KeyboardInterrupt(), 130, "interrupted"),
+    (_interrupt_while_a_class_is_made(), 130, "interrupted"),
     (RuntimeError("boom"), 2, "error: internal error: RuntimeError: boom"),
 ])
 def test_interrupt_and_internal_error(cli, monkeypatch: pytest.MonkeyPatch, raised: BaseException, code: int,
@@ -209,3 +226,27 @@ def test_interrupt_and_internal_error(cli, monkeypatch: pytest.MonkeyPatch, rais
         assert lines[1] == "hint: re-run with --debug and report the traceback"
         dbg = cli("--debug", "catalog")
         assert dbg.code == 2 and "Traceback" in dbg.stderr
+
+
+@pytest.mark.parametrize("interrupt", [True, False])
+def test_console_script_turns_ctrl_c_during_the_cli_import_into_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], interrupt: bool
+) -> None:
+    import types
+
+    from envpin import _console
+
+    raised = _interrupt_while_a_class_is_made() if interrupt else RuntimeError("a real bug")
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            raise raised
+
+    monkeypatch.setitem(sys.modules, "envpin.cli", Loading("envpin.cli"))
+    if interrupt:
+        with pytest.raises(SystemExit) as info:
+            _console.main()
+        assert info.value.code == 130 and capsys.readouterr().err == "interrupted\n"
+    else:
+        with pytest.raises(RuntimeError, match="a real bug"):
+            _console.main()

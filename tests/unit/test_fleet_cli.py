@@ -142,6 +142,7 @@ def test_the_payload_output_collected_by_kubectl_is_read(tmp_path: Path) -> None
 
 def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     write_fleet(tmp_path / "reports")
+    (tmp_path / "out").mkdir()
     res = cli("fleet", "report", "reports", "--format", "json", "--html", "out/fleet.html", cwd=tmp_path)
     assert res.code == 1
     doc = json.loads(res.stdout)
@@ -198,6 +199,7 @@ def test_manifest_on_stdout_carries_the_real_payload(cli) -> None:  # type: igno
 
 
 def test_manifest_warns_about_an_unpinned_image_and_writes_atomically(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "k8s").mkdir()
     res = cli("fleet", "manifest", "--kubernetes", "--image", "nvcr.io/nvidia/tensorflow:24.05-tf2-py3",
               "--out", "k8s/probe.yaml", cwd=tmp_path)
     assert res.code == 0 and res.stdout == "wrote k8s/probe.yaml\n"

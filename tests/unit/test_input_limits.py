@@ -89,3 +89,39 @@ def test_audit_refuses_a_tf_that_is_not_major_minor(cli, tmp_path: Path, tf: str
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text("FROM ubuntu:22.04\n")
     _one_error(cli("audit", "--tf", tf, str(dockerfile)), needle)
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["render", "--ngc", "20.02", "--tf", "2.1", "--out", "missing/env"], "--out"),
+    (["probe", "--out", "missing/reports"], "--out"),
+    (["probe", "-o", "missing/report.json"], "--output"),
+    (["probe", "--markdown", "missing/report.md"], "--markdown"),
+    (["probe", "--image", "registry.example.com/x:1", "--out", "missing/reports"], "--out"),
+    (["lock", "Dockerfile", "--ngc", "20.02", "--out", "missing/requirements.lock"], "--out"),
+    (["fleet", "manifest", "--kubernetes", "--out", "missing/probe.yaml"], "--out"),
+    (["fleet", "report", "REPORT", "--html", "missing/fleet.html"], "--html"),
+    (["audit", "Dockerfile", "--fix", "--fix-out", "missing/Dockerfile"], "--fix-out"),
+])
+def test_a_missing_parent_folder_is_refused_not_created(cli, tmp_path: Path, args: list[str], option: str) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu:22.04\n")
+    report = tmp_path / "r.json"
+    cli("probe", "-o", str(report), "--no-selftest", cwd=tmp_path)
+    args = [str(report) if a == "REPORT" else a for a in args]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = cli(*args, cwd=tmp_path)
+    _one_error(res, f"{option}: the folder missing does not exist")
+    assert "mkdir -p missing" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_an_output_under_a_file_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "afile").write_text("")
+    res = cli("render", "--ngc", "20.02", "--tf", "2.1", "--out", "afile/env", cwd=tmp_path)
+    _one_error(res, "--out: afile is not a folder")
+    assert "mkdir" not in res.stderr
+
+
+def test_the_default_environment_folder_makes_images_on_first_use(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path)
+    assert res.code == 0, res.stderr
+    assert (tmp_path / "images" / "20.02-tf2" / "Dockerfile").is_file()

@@ -33,7 +33,7 @@ def test_probe_json_on_stdout(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_probe_unwritable_output(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    res = cli("probe", "-o", str(tmp_path / "no" / "such" / "dir.json"))
+    res = cli("probe", "-o", "/proc/envpin-report.json")  # a folder that exists and takes no new files, even for root
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2 and lines[0].startswith("error: cannot write the report")
     assert len(lines) == 2 and lines[1].startswith("hint: ") and res.stdout == ""

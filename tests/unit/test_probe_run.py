@@ -235,10 +235,13 @@ def test_json_to_dev_null_and_stdout(tmp_path: Path) -> None:
     jsonschema.validate(json.loads(res.stdout), load_schema())
 
 
-def test_unwritable_output_is_one_line_exit_2(tmp_path: Path) -> None:
-    res = run_probe("--json", str(tmp_path / "missing-dir" / "r.json"))
+@pytest.mark.parametrize("option", ["--json", "--out"])
+def test_unwritable_output_is_an_error_and_a_hint_exit_2(tmp_path: Path, option: str) -> None:
+    res = run_probe(option, str(tmp_path / "missing-dir" / "r"))
     assert res.returncode == 2
-    assert res.stderr.startswith("error: cannot write the report") and len(res.stderr.strip().splitlines()) == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: cannot write the report") and lines[1].startswith("hint: ")
+    assert list(tmp_path.iterdir()) == []  # no folder made on the way
 
 
 # --- secrets -----------------------------------------------------------------------------------------------
