@@ -12,6 +12,7 @@ import pytest
 
 from envpin.audit import RULES
 from envpin.audit.report import RULE_DOCS
+from tests.conftest import run_envpin
 
 DIGEST = "@sha256:" + "cd" * 32
 MIXED = (f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\n"
@@ -40,6 +41,27 @@ def test_tty_is_one_line_per_finding_on_a_narrow_terminal(cli, tmp_path: Path, m
         ["Dockerfile:3", "pip-no-hashes"], ["Dockerfile:3", "pip-unpinned"], ["Dockerfile:4", "apt-unpinned"]]
     assert lines[-1] == "3 findings in 1 file: 3 warnings"
     assert "\x1b[" not in res.stdout  # no colour when stdout is not a terminal
+
+
+def test_tty_colours_place_rule_and_severity_only_where_colour_is_asked_for(tmp_path: Path) -> None:
+    name = _write(tmp_path, "Dockerfile", MIXED)
+    terminal = {"FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    coloured = run_envpin("audit", name, cwd=tmp_path, env={**terminal, "NO_COLOR": ""})
+    assert coloured.stdout.splitlines()[0].startswith(
+        "\x1b[1mDockerfile:3\x1b[0m \x1b[2mpip-no-hashes\x1b[0m \x1b[33mwarning\x1b[0m: pip install")
+    plain = run_envpin("audit", name, cwd=tmp_path, env={**terminal, "NO_COLOR": "1"})
+    assert "\x1b" not in plain.stdout
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.stdout) == plain.stdout
+
+
+@pytest.mark.parametrize("fmt", ["tty", "gcc", "github"])
+def test_control_characters_from_the_dockerfile_are_shown_not_sent_to_the_terminal(
+    cli, tmp_path: Path, fmt: str  # type: ignore[no-untyped-def]
+) -> None:
+    name = _write(tmp_path, "Dockerfile", MIXED + 'RUN pip install "ev\x1b]0;owned\x07il\x9b2J"\n')
+    res = cli("audit", "--format", fmt, name, cwd=tmp_path)
+    assert res.code == 1 and "ev\\x1b]0;owned\\x07il\\x9b2J" in res.stdout
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", res.stdout)
 
 
 def test_gcc_and_github_forms(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
