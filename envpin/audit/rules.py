@@ -423,9 +423,17 @@ class RunRule:
     st: Stage
     ins: Instruction
     run_script: RunScript
+    #: Set by run() for a RUN whose every command command() must see, whatever wants() says of its name.
+    every_command: bool = False
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        """Whether command() can act on a command of this name (`assigns`: it sets NAME=VALUE before the program).
+        check_runs asks once per name and hands command() only the commands it wants: a RUN has tens of
+        thousands of commands in a long Dockerfile, and most rules read only a few programs."""
+        return True
 
     def stage(self, st: Stage) -> None:
         """A stage starts."""
@@ -463,6 +471,9 @@ class _Horovod(RunRule):
                 for p in ins.pairs:
                     if p.key.startswith("HOROVOD_") and p.key != "HOROVOD_FUSION_THRESHOLD":
                         self.sites.append((ins.line, f"{ins.keyword} {p.key}"))
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        return assigns or name.startswith(_PIP_NAMES)
 
     def command(self, cmd: Command) -> None:
         if not cmd.argv:
@@ -691,6 +702,9 @@ class _Pip(RunRule):
     def run(self, ins: Instruction, run: RunScript) -> None:
         self.acc = _PipFindings()
 
+    def wants(self, name: str, assigns: bool) -> bool:
+        return name.startswith(_PIP_NAMES)
+
     def command(self, cmd: Command) -> None:
         if not cmd.argv or not cmd.name.startswith(_PIP_NAMES):  # neither pip_call nor pip_config
             return
@@ -813,6 +827,9 @@ def _shown_path(path: Path) -> str:
 
 
 # -- apt -----------------------------------------------------------------------------------------------
+_APT_NAMES = frozenset({"apt-get", "apt", "aptitude"})
+#: A snapshot host with quotes or backslashes anywhere inside it (text that may become a word naming the host).
+_QUOTED_SNAPSHOT_HOST = re.compile("|".join("[\"'\\\\]*".join(map(re.escape, h)) for h in SNAPSHOT_HOSTS))
 _APT_VALUE = frozenset({"-o", "-c", "-t", "--option", "--config-file", "--target-release", "--default-release"})
 
 
@@ -831,6 +848,12 @@ class _Apt(RunRule):
     def run(self, ins: Instruction, run: RunScript) -> None:
         # a heredoc that writes sources.list comes before the commands that use it
         self.snapshot = self.snapshot or any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
+        # Every command is searched for a snapshot host only where one may be: a word of a command is its text
+        # with quotes and escapes taken off (heredoc bodies are substituted again before they are split).
+        self.every_command = bool(ins.heredocs) or any(_QUOTED_SNAPSHOT_HOST.search(t) for t in run.texts[:1])
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        return name in _APT_NAMES
 
     def command(self, cmd: Command) -> None:
         # no host name has a blank, so one found in the joined words lies inside one word
@@ -857,7 +880,7 @@ class _Apt(RunRule):
 
 def _apt_install(cmd: Command) -> tuple[list[str], bool] | None:
     """(packages, uses --snapshot) for apt-get/apt install, else None."""
-    if cmd.name not in ("apt-get", "apt", "aptitude"):
+    if cmd.name not in _APT_NAMES:
         return None
     positional: list[str] = []
     snapshot = False
@@ -996,6 +1019,9 @@ class _Git(RunRule):
         self.cwd = ins.workdir
         self.fetched = set()
 
+    def wants(self, name: str, assigns: bool) -> bool:
+        return name in ("cd", "pushd", "git")
+
     def command(self, cmd: Command) -> None:
         if cmd.name in ("cd", "pushd") and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
             self.cwd = posixpath.normpath(posixpath.join(self.cwd, cmd.argv[-1]))
@@ -1102,19 +1128,30 @@ def check_runs(ctx: Context) -> None:
     them, and nothing of it is kept after its last rule has seen it."""
     rules = [cls(ctx) for cls in RUN_RULES]
 
-    def handlers(name: str) -> list[Callable[..., None]]:
-        return [getattr(r, name) for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
+    def overrides(name: str) -> list[RunRule]:
+        return [r for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
 
-    on_run, on_run_end = handlers("run"), handlers("run_end")
-    on_pipeline, on_command = handlers("pipeline"), handlers("command")
+    on_run, on_run_end = [r.run for r in overrides("run")], [r.run_end for r in overrides("run_end")]
+    on_pipeline = [r.pipeline for r in overrides("pipeline")]
+    readers = overrides("command")
+    #: The command() handlers that want a command, by whether it has assignments and by its name.
+    wanted: dict[bool, dict[str, list[Callable[[Command], None]]]] = {False: {}, True: {}}
 
     def pipeline(pipe: list[Command]) -> None:
         for f in on_pipeline:
             f(pipe)
 
     def command(cmd: Command) -> None:
-        for f in on_command:
+        by_name = wanted[bool(cmd.assigns)]
+        found = by_name.get(cmd.name)
+        if found is None:
+            found = by_name[cmd.name] = [r.command for r in readers if r.wants(cmd.name, bool(cmd.assigns))]
+        for f in found:
             f(cmd)
+
+    def every_command(cmd: Command) -> None:
+        for r in readers:
+            r.command(cmd)
 
     for st in ctx.df.stages:
         for r in rules:
@@ -1128,7 +1165,7 @@ def check_runs(ctx: Context) -> None:
                 r.ins, r.run_script = ins, run
             for f in on_run:
                 f(ins, run)
-            run.script.visit(pipeline, command)
+            run.script.visit(pipeline, every_command if any(r.every_command for r in readers) else command)
             for f in on_run_end:
                 f()
         for r in rules:
