@@ -693,14 +693,15 @@ class _Pip(RunRule):
         self.indexes: list[str] = []
         self.extra: list[str] = []
         self.trusted: list[str] = []
-        self.acc = _PipFindings()
+        #: What the RUN's pip calls found; made at its first pip call (most RUNs have none).
+        self.acc: _PipFindings | None = None
 
     def stage(self, st: Stage) -> None:
         up = self.configured.get(st.parent, ([], [], [])) if st.parent is not None else ([], [], [])
         self.indexes, self.extra, self.trusted = list(up[0]), list(up[1]), list(up[2])
 
     def run(self, ins: Instruction, run: RunScript) -> None:
-        self.acc = _PipFindings()
+        self.acc = None
 
     def wants(self, name: str, assigns: bool) -> bool:
         return name.startswith(_PIP_NAMES)
@@ -712,6 +713,8 @@ class _Pip(RunRule):
         call = pip_call(cmd)
         if call is not None:
             env = _pip_env(self.ins, cmd)
+            if self.acc is None:
+                self.acc = _PipFindings()
             self.acc.add(call, env, indexes, extra, self.trusted)
             if "nvidia-pyindex" in {req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
                 indexes.append(NVIDIA_PYINDEX)
@@ -725,7 +728,8 @@ class _Pip(RunRule):
             self.trusted.append(setting[1])
 
     def run_end(self) -> None:
-        self.acc.report(self.ctx, self.ins, self.st)
+        if self.acc is not None:
+            self.acc.report(self.ctx, self.ins, self.st)
 
     def stage_end(self) -> None:
         self.configured[self.st.index] = (self.indexes, self.extra, self.trusted)
@@ -847,7 +851,8 @@ class _Apt(RunRule):
 
     def run(self, ins: Instruction, run: RunScript) -> None:
         # a heredoc that writes sources.list comes before the commands that use it
-        self.snapshot = self.snapshot or any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
+        if len(run.texts) > 1 and not self.snapshot:
+            self.snapshot = any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
         # Every command is searched for a snapshot host only where one may be: a word of a command is its text
         # with quotes and escapes taken off (heredoc bodies are substituted again before they are split).
         self.every_command = bool(ins.heredocs) or any(_QUOTED_SNAPSHOT_HOST.search(t) for t in run.texts[:1])
@@ -871,7 +876,7 @@ class _Apt(RunRule):
                          "snapshot.debian.org source")
 
     def run_end(self) -> None:
-        if any(h in t for t in self.run_script.texts for h in SNAPSHOT_HOSTS):
+        if not self.snapshot and any(map(_SNAPSHOT_HOST.search, self.run_script.texts)):
             self.snapshot = True
 
     def stage_end(self) -> None:
@@ -1134,15 +1139,18 @@ def check_runs(ctx: Context) -> None:
     on_run, on_run_end = [r.run for r in overrides("run")], [r.run_end for r in overrides("run_end")]
     on_pipeline = [r.pipeline for r in overrides("pipeline")]
     readers = overrides("command")
-    #: The command() handlers that want a command, by whether it has assignments and by its name.
-    wanted: dict[bool, dict[str, list[Callable[[Command], None]]]] = {False: {}, True: {}}
+    #: The command() handlers that want a command, by its name, for commands without and with assignments.
+    plain: dict[str, list[Callable[[Command], None]]] = {}
+    assigning: dict[str, list[Callable[[Command], None]]] = {}
 
-    def pipeline(pipe: list[Command]) -> None:
+    def pipelines(pipe: list[Command]) -> None:
         for f in on_pipeline:
             f(pipe)
 
+    pipeline = on_pipeline[0] if len(on_pipeline) == 1 else pipelines
+
     def command(cmd: Command) -> None:
-        by_name = wanted[bool(cmd.assigns)]
+        by_name = assigning if cmd.assigns else plain
         found = by_name.get(cmd.name)
         if found is None:
             found = by_name[cmd.name] = [r.command for r in readers if r.wants(cmd.name, bool(cmd.assigns))]
@@ -1165,7 +1173,11 @@ def check_runs(ctx: Context) -> None:
                 r.ins, r.run_script = ins, run
             for f in on_run:
                 f(ins, run)
-            run.script.visit(pipeline, every_command if any(r.every_command for r in readers) else command)
+            walker = command
+            for r in readers:
+                if r.every_command:
+                    walker = every_command
+            run.script.visit(pipeline, walker)
             for f in on_run_end:
                 f()
         for r in rules:

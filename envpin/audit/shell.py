@@ -393,7 +393,9 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
         if tok.__class__ is not Op:
             if redirect:
                 redirect = False
-            elif deeper and tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
+            elif not deeper or "$" not in tok:  # most words: nothing nested in them
+                words.append(tok)
+            elif tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
                 end = _matching(tokens, i + 2)
                 nested.append(_nested(Script.from_tokens(tokens[i + 2 : end - 1], depth + 1), check))
                 words.append(sys.intern(tok + "(…)"))  # one object however many $(...) a line has
@@ -401,7 +403,7 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
                 continue
             else:
                 words.append(tok)
-                if deeper and "$(" in tok:
+                if "$(" in tok:
                     nested.extend(_nested(_script(sub, depth + 1), check) for sub in _substitutions(tok))
             i += 1
             continue
