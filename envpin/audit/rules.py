@@ -763,24 +763,29 @@ class _PipFindings:
         require_hashes = call.require_hashes or env.get("PIP_REQUIRE_HASHES", "").lower() in ("1", "true", "yes", "on")
         specs = call.specs + [e for e in call.editables if not _is_local(e)]
         states = {s: spec_state(s) for s in specs}
-        unpinned = [s for s, state in states.items() if state == "unpinned"]
+        # (an empty list adds nothing: most calls have no constraints, indexes or trusted hosts)
         if not call.constraints:
-            self._extend("unpinned", unpinned)
+            unpinned = [s for s, state in states.items() if state == "unpinned"]
+            if unpinned:
+                self._extend("unpinned", unpinned)
         if not require_hashes:
-            self._extend("unhashed", [s for s, state in states.items()
-                                      if state in ("pinned", "unpinned") and "#sha256=" not in s])
+            unhashed = [s for s, state in states.items() if state in ("pinned", "unpinned") and "#sha256=" not in s]
+            if unhashed:
+                self._extend("unhashed", unhashed)
             self.files += [("requirements", f) for f in call.requirements]
             self.files += [("constraints", f) for f in call.constraints]
         indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)] + list(configured)
-        extra = call.extra + [env[k] for k in _EXTRA_ENV if env.get(k)] + list(configured_extra)
-        exposed = [s for s, state in states.items()
-                   if state == "unpinned"
-                   or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
-        if indexes and exposed:
-            self._extend("indexed", exposed)
-            self._extend("indexes", indexes)
+        if indexes:
+            extra = call.extra + [env[k] for k in _EXTRA_ENV if env.get(k)] + list(configured_extra)
+            exposed = [s for s, state in states.items()
+                       if state == "unpinned"
+                       or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
+            if exposed:
+                self._extend("indexed", exposed)
+                self._extend("indexes", indexes)
         trusted = call.trusted + env.get("PIP_TRUSTED_HOST", "").split() + list(configured_trust)
-        self._extend("trusted", trusted)
+        if trusted:
+            self._extend("trusted", trusted)
 
     def report(self, ctx: Context, ins: Instruction, stage: Stage) -> None:
         verb = "/".join(self.verbs)
@@ -855,7 +860,8 @@ class _Apt(RunRule):
             self.snapshot = any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
         # Every command is searched for a snapshot host only where one may be: a word of a command is its text
         # with quotes and escapes taken off (heredoc bodies are substituted again before they are split).
-        self.every_command = bool(ins.heredocs) or any(_QUOTED_SNAPSHOT_HOST.search(t) for t in run.texts[:1])
+        self.every_command = bool(ins.heredocs) or (
+            bool(run.texts) and _QUOTED_SNAPSHOT_HOST.search(run.texts[0]) is not None)
 
     def wants(self, name: str, assigns: bool) -> bool:
         return name in _APT_NAMES

@@ -290,16 +290,16 @@ _CHUNK = 1 << 16
 
 def _plain_tokens(text: str, tokens: list[str], words: dict[str, str]) -> None:
     """tokenize() for text without quotes or escapes: findall over chunks that end at a blank."""
-    append = tokens.append
+    append, extend, same = tokens.append, tokens.extend, words.setdefault  # bound once: called per token
     pos, n = 0, len(text)
     while pos < n:
         end = n if n - pos <= _CHUNK else text.find(" ", pos + _CHUNK)
         end = n if end < 0 else end
         for tok in _PLAIN.findall(text, pos, end):
             if tok[0] in _PUNCT:
-                tokens.extend(_operator_tokens(tok))
+                extend(_operator_tokens(tok))
             else:
-                append(words.setdefault(tok, tok))
+                append(same(tok, tok))
         pos = end
 
 
