@@ -339,7 +339,19 @@ def parse_script(text: str, depth: int = 0) -> Script:
 
 def _script(text: str, depth: int) -> Script:
     """The Script of `text`, tokenized now (a ShellSyntaxError of its own is raised here), built when walked."""
-    return Script.from_tokens(tokenize(_normalize(text)), depth)
+    return Script.from_tokens(_tokens(text) if len(text) <= _SHORT_TEXT else tokenize(_normalize(text)), depth)
+
+
+#: Texts up to this length are tokenized once however many RUNs hold them (at most _TOKEN_CACHE of them are kept).
+_SHORT_TEXT = 4096
+_TOKEN_CACHE = 256
+
+
+@functools.lru_cache(maxsize=_TOKEN_CACHE)
+def _tokens(text: str) -> list[str]:
+    """tokenize(_normalize(text)) of a short text, shared: a Dockerfile repeats its commands (apt-get update, pip
+    install -r requirements.txt, the same RUN in every stage). Scripts only read their tokens, never change them."""
+    return tokenize(_normalize(text))
 
 
 def _split_operators(run: str) -> list[str]:
