@@ -537,16 +537,17 @@ def _instructions(  # type: ignore[no-untyped-def]
                     joined.append("".join(parts))
                     parts = []
             logical = "".join(joined + parts) if joined else "".join(parts)
+            if not logical.strip():  # only continuation characters (a lone escape line): no instruction
+                i += 1
+                continue
         i += 1
-        if not logical.strip():  # only continuation characters (a lone escape line): no instruction
-            continue
         try:
             ins = _instruction(logical, start + 1, i, escape, path)
         except DockerfileError as exc:
             problem(exc)
             continue
-        first_line = lines[start]
-        ins.indent = first_line[: len(first_line) - len(first_line.lstrip())]
+        if line[0].isspace():  # `line` is still the instruction's first line
+            ins.indent = line[: len(line) - len(line.lstrip())]
         if ins.keyword in _HEREDOC_FORM and ins.exec_form is None and "<<" in ins.args:
             try:
                 i = _read_heredocs(ins, lines, i, escape, path)
@@ -596,15 +597,14 @@ def _read_heredocs(ins: Instruction, lines: list[str], i: int, escape: str, path
 
 
 def _instruction(logical: str, line: int, end_line: int, escape: str, path: str) -> Instruction:
-    m = _KEYWORD_RE.match(logical)
-    assert m is not None  # the caller skips blank lines
-    word, rest = m.group(1), m.group(2).strip()
+    # str.split() and the regex \s agree on what a blank is; the rest comes without its leading blanks
+    word, *rest = logical.split(None, 1)  # the caller skips blank lines
     keyword = word.upper()
     if keyword not in INSTRUCTIONS:
         raise _err(path, line, f"unknown instruction '{word}'", hint="see the Dockerfile reference")
-    ins = Instruction(keyword, line, end_line, rest)
+    ins = Instruction(keyword, line, end_line, rest[0].rstrip() if rest else "")
     try:
-        if keyword in _FLAGGED:
+        if keyword in _FLAGGED and ins.args.startswith("--"):
             _take_flags(ins, escape)
         if keyword in _JSON_FORM and ins.args.startswith("["):
             try:

@@ -423,9 +423,17 @@ class RunRule:
     st: Stage
     ins: Instruction
     run_script: RunScript
+    #: Set by run() for a RUN whose every command command() must see, whatever wants() says of its name.
+    every_command: bool = False
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        """Whether command() can act on a command of this name (`assigns`: it sets NAME=VALUE before the program).
+        check_runs asks once per name and hands command() only the commands it wants: a RUN has tens of
+        thousands of commands in a long Dockerfile, and most rules read only a few programs."""
+        return True
 
     def stage(self, st: Stage) -> None:
         """A stage starts."""
@@ -463,6 +471,9 @@ class _Horovod(RunRule):
                 for p in ins.pairs:
                     if p.key.startswith("HOROVOD_") and p.key != "HOROVOD_FUSION_THRESHOLD":
                         self.sites.append((ins.line, f"{ins.keyword} {p.key}"))
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        return assigns or name.startswith(_PIP_NAMES)
 
     def command(self, cmd: Command) -> None:
         if not cmd.argv:
@@ -682,14 +693,18 @@ class _Pip(RunRule):
         self.indexes: list[str] = []
         self.extra: list[str] = []
         self.trusted: list[str] = []
-        self.acc = _PipFindings()
+        #: What the RUN's pip calls found; made at its first pip call (most RUNs have none).
+        self.acc: _PipFindings | None = None
 
     def stage(self, st: Stage) -> None:
         up = self.configured.get(st.parent, ([], [], [])) if st.parent is not None else ([], [], [])
         self.indexes, self.extra, self.trusted = list(up[0]), list(up[1]), list(up[2])
 
     def run(self, ins: Instruction, run: RunScript) -> None:
-        self.acc = _PipFindings()
+        self.acc = None
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        return name.startswith(_PIP_NAMES)
 
     def command(self, cmd: Command) -> None:
         if not cmd.argv or not cmd.name.startswith(_PIP_NAMES):  # neither pip_call nor pip_config
@@ -698,6 +713,8 @@ class _Pip(RunRule):
         call = pip_call(cmd)
         if call is not None:
             env = _pip_env(self.ins, cmd)
+            if self.acc is None:
+                self.acc = _PipFindings()
             self.acc.add(call, env, indexes, extra, self.trusted)
             if "nvidia-pyindex" in {req_name(x) for x in call.specs} and NVIDIA_PYINDEX not in indexes:
                 indexes.append(NVIDIA_PYINDEX)
@@ -711,7 +728,8 @@ class _Pip(RunRule):
             self.trusted.append(setting[1])
 
     def run_end(self) -> None:
-        self.acc.report(self.ctx, self.ins, self.st)
+        if self.acc is not None:
+            self.acc.report(self.ctx, self.ins, self.st)
 
     def stage_end(self) -> None:
         self.configured[self.st.index] = (self.indexes, self.extra, self.trusted)
@@ -745,24 +763,29 @@ class _PipFindings:
         require_hashes = call.require_hashes or env.get("PIP_REQUIRE_HASHES", "").lower() in ("1", "true", "yes", "on")
         specs = call.specs + [e for e in call.editables if not _is_local(e)]
         states = {s: spec_state(s) for s in specs}
-        unpinned = [s for s, state in states.items() if state == "unpinned"]
+        # (an empty list adds nothing: most calls have no constraints, indexes or trusted hosts)
         if not call.constraints:
-            self._extend("unpinned", unpinned)
+            unpinned = [s for s, state in states.items() if state == "unpinned"]
+            if unpinned:
+                self._extend("unpinned", unpinned)
         if not require_hashes:
-            self._extend("unhashed", [s for s, state in states.items()
-                                      if state in ("pinned", "unpinned") and "#sha256=" not in s])
+            unhashed = [s for s, state in states.items() if state in ("pinned", "unpinned") and "#sha256=" not in s]
+            if unhashed:
+                self._extend("unhashed", unhashed)
             self.files += [("requirements", f) for f in call.requirements]
             self.files += [("constraints", f) for f in call.constraints]
         indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)] + list(configured)
-        extra = call.extra + [env[k] for k in _EXTRA_ENV if env.get(k)] + list(configured_extra)
-        exposed = [s for s, state in states.items()
-                   if state == "unpinned"
-                   or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
-        if indexes and exposed:
-            self._extend("indexed", exposed)
-            self._extend("indexes", indexes)
+        if indexes:
+            extra = call.extra + [env[k] for k in _EXTRA_ENV if env.get(k)] + list(configured_extra)
+            exposed = [s for s, state in states.items()
+                       if state == "unpinned"
+                       or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
+            if exposed:
+                self._extend("indexed", exposed)
+                self._extend("indexes", indexes)
         trusted = call.trusted + env.get("PIP_TRUSTED_HOST", "").split() + list(configured_trust)
-        self._extend("trusted", trusted)
+        if trusted:
+            self._extend("trusted", trusted)
 
     def report(self, ctx: Context, ins: Instruction, stage: Stage) -> None:
         verb = "/".join(self.verbs)
@@ -813,6 +836,9 @@ def _shown_path(path: Path) -> str:
 
 
 # -- apt -----------------------------------------------------------------------------------------------
+_APT_NAMES = frozenset({"apt-get", "apt", "aptitude"})
+#: A snapshot host with quotes or backslashes anywhere inside it (text that may become a word naming the host).
+_QUOTED_SNAPSHOT_HOST = re.compile("|".join("[\"'\\\\]*".join(map(re.escape, h)) for h in SNAPSHOT_HOSTS))
 _APT_VALUE = frozenset({"-o", "-c", "-t", "--option", "--config-file", "--target-release", "--default-release"})
 
 
@@ -830,7 +856,15 @@ class _Apt(RunRule):
 
     def run(self, ins: Instruction, run: RunScript) -> None:
         # a heredoc that writes sources.list comes before the commands that use it
-        self.snapshot = self.snapshot or any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
+        if len(run.texts) > 1 and not self.snapshot:
+            self.snapshot = any(h in t for t in run.texts[1:] for h in SNAPSHOT_HOSTS)
+        # Every command is searched for a snapshot host only where one may be: a word of a command is its text
+        # with quotes and escapes taken off (heredoc bodies are substituted again before they are split).
+        self.every_command = bool(ins.heredocs) or (
+            bool(run.texts) and _QUOTED_SNAPSHOT_HOST.search(run.texts[0]) is not None)
+
+    def wants(self, name: str, assigns: bool) -> bool:
+        return name in _APT_NAMES
 
     def command(self, cmd: Command) -> None:
         # no host name has a blank, so one found in the joined words lies inside one word
@@ -848,7 +882,7 @@ class _Apt(RunRule):
                          "snapshot.debian.org source")
 
     def run_end(self) -> None:
-        if any(h in t for t in self.run_script.texts for h in SNAPSHOT_HOSTS):
+        if not self.snapshot and any(map(_SNAPSHOT_HOST.search, self.run_script.texts)):
             self.snapshot = True
 
     def stage_end(self) -> None:
@@ -857,7 +891,7 @@ class _Apt(RunRule):
 
 def _apt_install(cmd: Command) -> tuple[list[str], bool] | None:
     """(packages, uses --snapshot) for apt-get/apt install, else None."""
-    if cmd.name not in ("apt-get", "apt", "aptitude"):
+    if cmd.name not in _APT_NAMES:
         return None
     positional: list[str] = []
     snapshot = False
@@ -996,6 +1030,9 @@ class _Git(RunRule):
         self.cwd = ins.workdir
         self.fetched = set()
 
+    def wants(self, name: str, assigns: bool) -> bool:
+        return name in ("cd", "pushd", "git")
+
     def command(self, cmd: Command) -> None:
         if cmd.name in ("cd", "pushd") and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
             self.cwd = posixpath.normpath(posixpath.join(self.cwd, cmd.argv[-1]))
@@ -1102,19 +1139,33 @@ def check_runs(ctx: Context) -> None:
     them, and nothing of it is kept after its last rule has seen it."""
     rules = [cls(ctx) for cls in RUN_RULES]
 
-    def handlers(name: str) -> list[Callable[..., None]]:
-        return [getattr(r, name) for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
+    def overrides(name: str) -> list[RunRule]:
+        return [r for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
 
-    on_run, on_run_end = handlers("run"), handlers("run_end")
-    on_pipeline, on_command = handlers("pipeline"), handlers("command")
+    on_run, on_run_end = [r.run for r in overrides("run")], [r.run_end for r in overrides("run_end")]
+    on_pipeline = [r.pipeline for r in overrides("pipeline")]
+    readers = overrides("command")
+    #: The command() handlers that want a command, by its name, for commands without and with assignments.
+    plain: dict[str, list[Callable[[Command], None]]] = {}
+    assigning: dict[str, list[Callable[[Command], None]]] = {}
 
-    def pipeline(pipe: list[Command]) -> None:
+    def pipelines(pipe: list[Command]) -> None:
         for f in on_pipeline:
             f(pipe)
 
+    pipeline = on_pipeline[0] if len(on_pipeline) == 1 else pipelines
+
     def command(cmd: Command) -> None:
-        for f in on_command:
+        by_name = assigning if cmd.assigns else plain
+        found = by_name.get(cmd.name)
+        if found is None:
+            found = by_name[cmd.name] = [r.command for r in readers if r.wants(cmd.name, bool(cmd.assigns))]
+        for f in found:
             f(cmd)
+
+    def every_command(cmd: Command) -> None:
+        for r in readers:
+            r.command(cmd)
 
     for st in ctx.df.stages:
         for r in rules:
@@ -1128,7 +1179,11 @@ def check_runs(ctx: Context) -> None:
                 r.ins, r.run_script = ins, run
             for f in on_run:
                 f(ins, run)
-            run.script.visit(pipeline, command)
+            walker = command
+            for r in readers:
+                if r.every_command:
+                    walker = every_command
+            run.script.visit(pipeline, walker)
             for f in on_run_end:
                 f()
         for r in rules:

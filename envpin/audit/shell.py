@@ -290,16 +290,16 @@ _CHUNK = 1 << 16
 
 def _plain_tokens(text: str, tokens: list[str], words: dict[str, str]) -> None:
     """tokenize() for text without quotes or escapes: findall over chunks that end at a blank."""
-    append = tokens.append
+    append, extend, same = tokens.append, tokens.extend, words.setdefault  # bound once: called per token
     pos, n = 0, len(text)
     while pos < n:
         end = n if n - pos <= _CHUNK else text.find(" ", pos + _CHUNK)
         end = n if end < 0 else end
         for tok in _PLAIN.findall(text, pos, end):
             if tok[0] in _PUNCT:
-                tokens.extend(_operator_tokens(tok))
+                extend(_operator_tokens(tok))
             else:
-                append(words.setdefault(tok, tok))
+                append(same(tok, tok))
         pos = end
 
 
@@ -339,7 +339,19 @@ def parse_script(text: str, depth: int = 0) -> Script:
 
 def _script(text: str, depth: int) -> Script:
     """The Script of `text`, tokenized now (a ShellSyntaxError of its own is raised here), built when walked."""
-    return Script.from_tokens(tokenize(_normalize(text)), depth)
+    return Script.from_tokens(_tokens(text) if len(text) <= _SHORT_TEXT else tokenize(_normalize(text)), depth)
+
+
+#: Texts up to this length are tokenized once however many RUNs hold them (at most _TOKEN_CACHE of them are kept).
+_SHORT_TEXT = 4096
+_TOKEN_CACHE = 256
+
+
+@functools.lru_cache(maxsize=_TOKEN_CACHE)
+def _tokens(text: str) -> list[str]:
+    """tokenize(_normalize(text)) of a short text, shared: a Dockerfile repeats its commands (apt-get update, pip
+    install -r requirements.txt, the same RUN in every stage). Scripts only read their tokens, never change them."""
+    return tokenize(_normalize(text))
 
 
 def _split_operators(run: str) -> list[str]:
@@ -393,7 +405,9 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
         if tok.__class__ is not Op:
             if redirect:
                 redirect = False
-            elif deeper and tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
+            elif not deeper or "$" not in tok:  # most words: nothing nested in them
+                words.append(tok)
+            elif tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
                 end = _matching(tokens, i + 2)
                 nested.append(_nested(Script.from_tokens(tokens[i + 2 : end - 1], depth + 1), check))
                 words.append(sys.intern(tok + "(…)"))  # one object however many $(...) a line has
@@ -401,7 +415,7 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
                 continue
             else:
                 words.append(tok)
-                if deeper and "$(" in tok:
+                if "$(" in tok:
                     nested.extend(_nested(_script(sub, depth + 1), check) for sub in _substitutions(tok))
             i += 1
             continue
