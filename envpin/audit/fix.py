@@ -69,7 +69,11 @@ def fix(
     resolve: Callable[[str], str] | None = None,
     build_args: dict[str, str] | None = None,
 ) -> FixOutcome:
-    """Apply the mechanical fixes and comment the rest; the result is re-parsed before it is returned."""
+    """Apply the mechanical fixes and comment the rest; the result is re-parsed before it is returned.
+
+    Only the Dockerfile's own findings are its to fix: those in the requirements files it copies in from the
+    build context point at lines of those files, and stay in the re-audit of the fixed file."""
+    findings = [f for f in findings if f.file == df.path]
     edits = _Edits()
     outcome = FixOutcome("")
     by_line = {ins.line: ins for ins in df.instructions}

@@ -155,3 +155,18 @@ def test_fix_never_replaces_a_link_a_read_only_file_or_writes_half(cli, tmp_path
     assert res.code == 2 and "b.envpin-fixed is a directory" in res.stderr
     assert not (tmp_path / "a.envpin-fixed").exists()
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_findings_in_copied_requirements_files_stay_there(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A requirements file's findings point at its own lines: the fixer neither looks them up among the
+    Dockerfile's instructions nor comments them into it; the re-audit still reports them."""
+    dockerfile = "FROM ubuntu:22.04\n\nCOPY requirements.txt .\nRUN pip install -r requirements.txt\n"
+    (tmp_path / "Dockerfile").write_text(dockerfile)
+    (tmp_path / "requirements.txt").write_text("numpy==1.26.4\nflask\n")
+    res = cli("audit", "--fix", "--no-resolve", "Dockerfile", cwd=tmp_path)
+    assert res.code == 1, res.stderr
+    fixed = (tmp_path / "Dockerfile.envpin-fixed").read_text()
+    assert "pip-no-hashes" not in fixed and "pip-unpinned" not in fixed
+    assert "requirements.txt:1 pip-no-hashes warning" in res.stdout
+    assert "requirements.txt:2 pip-unpinned warning" in res.stdout
+    assert (tmp_path / "Dockerfile").read_text() == dockerfile

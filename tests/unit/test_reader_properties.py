@@ -125,3 +125,38 @@ def test_dockerfile_parser_and_rules_raise_only_envpin_errors(text: str) -> None
             continue
         for finding in findings:
             assert finding.line >= 1 and finding.rule
+
+
+_requirement_steps = st.lists(st.sampled_from([
+    "", "# a comment", "ENV A=1", "COPY requirements.txt .", "COPY req/ /req/", "RUN pip install -r requirements.txt",
+    "RUN pip install -r /req/dev.txt -c /req/constraints.txt", "RUN pip install flask", "WORKDIR /app",
+    "ARG TF_CUDNN_USE_AUTOTUNE=1", "RUN apt-get install -y curl", "FROM ubuntu:22.04 AS next",
+]), max_size=8)
+#: A FROM, then steps, then a requirements file copied in and installed (so the build context has findings).
+_with_requirements = st.tuples(
+    st.sampled_from(["FROM ubuntu:22.04", "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "FROM x AS base"]),
+    _requirement_steps, _requirement_steps,
+).map(lambda t: "\n".join([t[0], *t[1], "COPY requirements.txt .", *t[2], "RUN pip install -r requirements.txt"])
+      + "\n")
+
+
+@_SETTINGS
+@given(text=_with_requirements, requirements=st.lists(
+    st.sampled_from(["flask", "numpy==1.26.4", "", "# c", "-r req/dev.txt", "git+https://g/h.git",
+                     "--extra-index-url https://x", "six==1.16 --hash=sha256:" + "0" * 64]), max_size=6))
+def test_fix_with_a_build_context_raises_only_envpin_errors(text: str, requirements: list[str],
+                                                           tmp_path_factory: Any) -> None:
+    """--fix on a Dockerfile whose requirements files (read from the build context) have findings of their own."""
+    from envpin.audit import run
+
+    folder = tmp_path_factory.mktemp("ctx")
+    (folder / "Dockerfile").write_text(text)
+    (folder / "requirements.txt").write_text("\n".join(requirements) + "\n")
+    (folder / "req").mkdir()
+    (folder / "req" / "dev.txt").write_text("\n".join(reversed(requirements)) + "\n")
+    try:
+        res = run([str(folder / "Dockerfile")], do_fix=True, fix_out=folder / "fixed", resolve=None)
+    except EnvpinError:
+        return
+    assert all(f.line >= 1 for f in res.findings)
+    assert (folder / "fixed").is_file()
