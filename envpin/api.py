@@ -16,23 +16,23 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from envpin.audit import AuditRun
-    from envpin.catalog import Entry
-    from envpin.diff import Difference
     from envpin.doctor import Diagnosis
-    from envpin.lock import Image, Lock
-    from envpin.plan import BuildPlan
-    from envpin.podman import ImageFacts
-    from envpin.probeimage import ImageProbe
-    from envpin.recipes import Recipe
-    from envpin.state import BuildRecord
-    from envpin.sync import ImageRead, SyncResult
+    from envpin.environment.lockfile import Image, Lock
+    from envpin.environment.plan import BuildPlan
+    from envpin.image.buildstate import BuildRecord
+    from envpin.image.podman import ImageFacts
+    from envpin.image.probing import ImageProbe
+    from envpin.knowledge.catalog import Entry
+    from envpin.knowledge.recipes import Recipe
+    from envpin.knowledge.sync import ImageRead, SyncResult
+    from envpin.reports.diff import Difference
 
 DEFAULT_IMAGES_DIR = Path("images")
 
 
 def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[Entry]:
-    from envpin import catalog
-    from envpin.versions import parse_tf_spec
+    from envpin.knowledge import catalog
+    from envpin.knowledge.versions import parse_tf_spec
 
     spec = parse_tf_spec(tf) if tf is not None else None
     if flavor is not None and not flavor.strip():
@@ -46,13 +46,13 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[En
 
 def catalog_release(release: str) -> list[Entry]:
     """`envpin catalog show`: every tag of a release, or the one tag named."""
-    from envpin import catalog
+    from envpin.knowledge import catalog
 
     return catalog.load().select(release)
 
 
 def recipe_for(ngc: str, tf: str | None) -> tuple[Entry, Recipe]:
-    from envpin.plan import make_plan
+    from envpin.environment.plan import make_plan
 
     plan = make_plan(ngc=ngc, tf=tf)
     return plan.entry, plan.recipe
@@ -90,7 +90,7 @@ def _plan_and_target(
     When no source gives the tag's TensorFlow version and --tf is not given, the image config is read from
     the registry (--base-image, else the upstream tag): two small requests instead of a question. What was
     read goes to `notes`, and (keep=True) into the image-facts cache when the image names this very tag."""
-    from envpin.plan import UnknownTF, make_plan, validate_name
+    from envpin.environment.plan import UnknownTF, make_plan, validate_name
 
     ngc, name, out = inputs.get("ngc"), inputs.get("name"), inputs.get("out")
     if ngc is None:
@@ -103,8 +103,8 @@ def _plan_and_target(
     try:
         plan = make_plan(**args)
     except UnknownTF as unknown:
-        from envpin import sync
-        from envpin.plan import release_version
+        from envpin.environment.plan import release_version
+        from envpin.knowledge import sync
 
         got = _read_unknown_tf(unknown.entry, args["tf"], args["base_image"], args["ca_bundle"],
                                notes if notes is not None else [], keep)
@@ -121,9 +121,10 @@ def _read_unknown_tf(
     entry: Entry, tf: str | None, base_image: str | None, ca_bundle: Path | None, notes: list[str], keep: bool
 ) -> ImageRead:
     """The image config of `entry` (or of the mirror that stands for it), which must declare its TensorFlow."""
-    from envpin import catalog, imagecache, sync
+    from envpin.environment.plan import release_version, validate_image_ref
     from envpin.errors import RegistryError
-    from envpin.plan import release_version, validate_image_ref
+    from envpin.knowledge import catalog, sync
+    from envpin.knowledge import facts as imagecache
 
     ref = validate_image_ref(base_image) if base_image is not None else entry.image
     what = f"the catalog does not know which TensorFlow {entry.tag} contains"
@@ -161,7 +162,14 @@ def render_environment(
     """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder.
 
     formats: docker and/or apptainer; None keeps what the folder's lock records (docker for a new folder)."""
-    from envpin.render import DEF_NAME, apptainer_from, choose_formats, parse_formats, render, write_environment
+    from envpin.environment.render import (
+        DEF_NAME,
+        apptainer_from,
+        choose_formats,
+        parse_formats,
+        render,
+        write_environment,
+    )
 
     if inputs.get("ngc") is None:
         raise UsageError("render needs --ngc", hint="e.g. envpin render --ngc 20.02 --tf 2.1")
@@ -225,7 +233,7 @@ def find_lock(explicit: Path | None = None) -> Path:
 def build_formats(folder: Path) -> tuple[str, ...]:
     """What a build renders into `folder`: the Dockerfile it builds, and every other format the folder's lock
     records (an Apptainer definition stays, pinned to the same digest)."""
-    from envpin.render import FORMATS, choose_formats
+    from envpin.environment.render import FORMATS, choose_formats
 
     kept = choose_formats(None, folder)
     return tuple(name for name in FORMATS if name == "docker" or name in kept)
@@ -234,7 +242,7 @@ def build_formats(folder: Path) -> tuple[str, ...]:
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     """The plan for building from a lock: its inputs re-derived, and the lock refused when it states
     something they do not produce (envpin.lock.read_checked)."""
-    from envpin import lock as lockmod
+    from envpin.environment import lockfile as lockmod
 
     _, plan = lockmod.read_checked(lock_path)
     return plan, lock_path.parent
@@ -243,8 +251,8 @@ def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
 def check_lock(lock_path: Path) -> list[str]:
     """Why the lock is wrong or stale against its inputs (catalog, recipes, envpin, payload, folder); [] if
     current. Fields the inputs do not produce come first."""
-    from envpin import lock as lockmod
-    from envpin.render import formats_of, render
+    from envpin.environment import lockfile as lockmod
+    from envpin.environment.render import formats_of, render
 
     locked = lockmod.read(lock_path)
     plan = lockmod.plan_of(locked, lock_path.parent)
@@ -267,11 +275,13 @@ def build_environment(
     """Resolve the base digest, render with FROM pinned to it, build, and keep the result machine-local.
 
     The committed lock changes only when the inputs change (or, with podman, when the reproducible image
-    of new inputs is first recorded); the image ID and tag go to envpin.state."""
+    of new inputs is first recorded); the image ID and tag go to envpin.image.buildstate."""
     import time
 
-    from envpin import basecheck, build, sync
-    from envpin.render import render
+    from envpin.environment.render import render
+    from envpin.image import basecheck
+    from envpin.image import docker as build
+    from envpin.knowledge import sync
 
     started = time.monotonic()
     chosen = build.choose_engine(engine)
@@ -321,7 +331,7 @@ class _BuildJob:
 
     def _unchanged(self, engine: str, exists: Callable[[str], bool]) -> BuildRecord | None:
         """The state record when these inputs were already built here and the image is still there."""
-        from envpin import state
+        from envpin.image import buildstate as state
 
         recorded = state.load(self.plan.inputs_hash, engine)
         if (
@@ -336,7 +346,7 @@ class _BuildJob:
 
     def _record_declared(self) -> None:
         """An up-to-date folder whose lock lacks what the base declares gets it; nothing else is rewritten."""
-        from envpin import lock as lockmod
+        from envpin.environment import lockfile as lockmod
 
         declared = self.plan.base_declared
         if self.previous is None or declared is None or self.previous.base.declared == declared:
@@ -345,8 +355,9 @@ class _BuildJob:
         updated.write(self.target / lockmod.LOCK_NAME)
 
     def docker(self) -> BuildResult:
-        from envpin import build, state
-        from envpin.render import check_folder, write_environment
+        from envpin.environment.render import check_folder, write_environment
+        from envpin.image import buildstate as state
+        from envpin.image import docker as build
 
         client = build.docker_client()
         notes: tuple[str, ...] = ()
@@ -371,9 +382,10 @@ class _BuildJob:
         """Build from a normalised context with the plan's fixed timestamp; record or confirm the image."""
         import contextlib
 
-        from envpin import lock as lockmod
-        from envpin import podman, state
-        from envpin.render import check_folder, write_environment
+        from envpin.environment import lockfile as lockmod
+        from envpin.environment.render import check_folder, write_environment
+        from envpin.image import buildstate as state
+        from envpin.image import podman
 
         engine = podman.version()
         if check:
@@ -409,7 +421,7 @@ class _BuildJob:
 
     def _settle(self, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
         """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
-        from envpin import lock as lockmod
+        from envpin.environment import lockfile as lockmod
         from envpin.fsutil import exclusive
 
         lock_path = self.target / lockmod.LOCK_NAME
@@ -440,7 +452,7 @@ class _BuildJob:
 
 def _compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | None:
     """None when `built` is the image the lock records; else where and (as far as known) why it differs."""
-    from envpin import podman
+    from envpin.image import podman
 
     if expected.id == built.id:
         return None
@@ -473,8 +485,9 @@ def verify_environment(lock: Path, report: Path | None = None, record: bool = Fa
     """Compare a report (or a live probe) with the lock; with record=True first add what is missing.
 
     Recording writes the lock only when something new was added, and never overwrites a recorded value."""
-    from envpin import diff, probe
-    from envpin import lock as lockmod
+    from envpin import probe
+    from envpin.environment import lockfile as lockmod
+    from envpin.reports import diff
 
     actual = diff.load_report(report) if report is not None else probe.collect()
     done: list[str] = []
@@ -518,10 +531,11 @@ def lock_requirements(
     resolver: str = "auto",
 ) -> LockResult:
     """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
-    (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.locking)."""
-    from envpin import build, locking
+    (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
+    from envpin.environment import resolve as locking
+    from envpin.environment.plan import make_plan
     from envpin.fsutil import check_output_path
-    from envpin.plan import make_plan
+    from envpin.image import docker as build
 
     if out is not None:
         check_output_path(out, "--out")
@@ -538,7 +552,7 @@ def lock_requirements(
 
 def build_dry_run(*, lock: Path | None = None, **inputs: Unpack[Inputs]) -> dict[str, object]:
     """What `envpin build` would do, as the plan's JSON plus inputs hash, folder and files; writes nothing."""
-    from envpin.render import render
+    from envpin.environment.render import render
 
     notes: list[str] = []
     plan, folder = _plan_and_target(lock, notes, keep=False, **inputs)
@@ -634,9 +648,10 @@ def probe_image(
 ) -> ImageProbe:
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
-    from envpin import build, probeimage
+    from envpin.environment.plan import validate_image_ref
     from envpin.fsutil import check_output_path
-    from envpin.plan import validate_image_ref
+    from envpin.image import docker as build
+    from envpin.image import probing as probeimage
 
     ref = validate_image_ref(image)
     if out is not None:
@@ -662,14 +677,14 @@ class DiffResult:
 
     @property
     def exit_code(self) -> int:
-        from envpin import diff
+        from envpin.reports import diff
 
         return diff.exit_code(self.diffs)
 
 
 def diff_files(a: Path, b: Path) -> DiffResult:
     """Every difference between two probe reports, classified."""
-    from envpin import diff
+    from envpin.reports import diff
 
     ra, rb = diff.load_report(a), diff.load_report(b)
     return DiffResult(diff.diff_reports(ra, rb), a, b, ra.get("fingerprint"), rb.get("fingerprint"))
@@ -751,7 +766,7 @@ def audit_files(
     settings = audit_config.load(audit_config.find(Path.cwd())) if use_config else audit_config.AuditConfig()
 
     if tf is not None:
-        from envpin.versions import parse_tf_spec
+        from envpin.knowledge.versions import parse_tf_spec
 
         if len(parse_tf_spec(tf).parts) < 2:
             raise UsageError(f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR",
@@ -764,7 +779,7 @@ def audit_files(
         raise UsageError(f"--context {context} is not a directory", hint="give the folder `docker build` is given")
     resolver = None
     if fix and resolve:
-        from envpin.registry import RegistryClient
+        from envpin.registry.client import RegistryClient
 
         resolver = RegistryClient().resolve_digest
     return audit.run(
@@ -789,7 +804,7 @@ def sync_catalog(
 ) -> SyncResult:
     """`envpin catalog sync`: compare each tag's image config with the catalog, keep what was read in the
     user's image-facts cache (unless save=False), optionally write a refreshed catalog file."""
-    from envpin import sync
+    from envpin.knowledge import sync
 
     return sync.sync_catalog(registry, tuple(releases), write, ca_bundle, progress=progress, save=save)
 
@@ -845,7 +860,7 @@ def lock_or_check(
 
 @dataclass(frozen=True)
 class FleetReport:
-    result: Any  # envpin.fleet.FleetResult
+    result: Any  # envpin.fleet.aggregate.FleetResult
     html: Path | None
 
     @property
@@ -856,7 +871,8 @@ class FleetReport:
 def fleet_report(paths: list[Path], html: Path | None = None) -> FleetReport:
     """`envpin fleet report`: every node's report (files, folders, collected Kubernetes output) compared at
     once; with html= also the HTML page, written atomically."""
-    from envpin import fleet, fleetinput
+    from envpin.fleet import aggregate as fleet
+    from envpin.fleet import inputs as fleetinput
     from envpin.fsutil import atomic_write, check_output_path
 
     if html is not None:
@@ -881,9 +897,9 @@ def fleet_manifest(
 ) -> FleetManifest:
     """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
     node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
-    from envpin import kube
+    from envpin.environment.payload import payload
+    from envpin.fleet import kubernetes as kube
     from envpin.fsutil import atomic_write, check_output_path
-    from envpin.payload import payload
 
     if not kubernetes:
         raise UsageError("say which manifest to write: --kubernetes",
@@ -905,8 +921,8 @@ def fleet_manifest(
 
 def _newest_ngc_image() -> str:
     """The newest tf2 image of the catalog, by digest when the catalog file records the one nvcr.io serves."""
-    from envpin import catalog
-    from envpin.plan import _known_digest
+    from envpin.environment.plan import _known_digest
+    from envpin.knowledge import catalog
 
     entry = max((e for e in catalog.load().entries() if e.flavor.startswith("tf2")), key=lambda e: e.release)
     digest = _known_digest(entry, None)
@@ -916,13 +932,13 @@ def _newest_ngc_image() -> str:
 @dataclass(frozen=True)
 class FleetProbe:
     """`envpin fleet probe --slurm`: where each node's report (or error) went, and the fleet comparison of
-    them all (envpin.fleet: the same classes, outliers and golden hashes as `fleet report`)."""
+    them all (envpin.fleet.aggregate: the same classes, outliers and golden hashes as `fleet report`)."""
 
     job_id: str | None
     partition: str
     out: Path
-    outcomes: list[Any]  # envpin.slurm.NodeOutcome, one per node, none dropped
-    result: Any  # envpin.fleet.FleetResult
+    outcomes: list[Any]  # envpin.fleet.slurm.NodeOutcome, one per node, none dropped
+    result: Any  # envpin.fleet.aggregate.FleetResult
 
     @property
     def exit_code(self) -> int:
@@ -938,7 +954,7 @@ def probe_fleet(
 ) -> FleetProbe:
     """`envpin fleet probe --slurm`: the probe on every node (or `nodes` of them) of a Slurm partition,
     one report per node in `out` (./fleet-reports), compared by fingerprint."""
-    from envpin import slurm as slurm_backend
+    from envpin.fleet import slurm as slurm_backend
 
     if not slurm:
         raise UsageError("fleet probe needs to know how to reach the nodes", hint="add --slurm")

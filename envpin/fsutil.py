@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError
-from envpin.probe._common import replace_all, signals_held
+from envpin.portable.atomic import replace_all, signals_held
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -151,7 +151,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 
 def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = None) -> None:
-    """All or nothing (envpin.probe._common.replace_all), with missing parent folders made first and an
+    """All or nothing (envpin.portable.atomic.replace_all), with missing parent folders made first and an
     OSError as one envpin error."""
     path = None
     try:

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
 REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi")
+
+
+def load_script(name: str) -> ModuleType:
+    """A module from scripts/ (tools of the repository, not part of the wheel), imported once."""
+    if f"scripts.{name}" in sys.modules:
+        return sys.modules[f"scripts.{name}"]
+    spec = importlib.util.spec_from_file_location(f"scripts.{name}", REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +47,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
 
 @pytest.fixture(autouse=True)
 def _own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sees a machine on which nothing was built or synced yet (envpin.state and the image-facts
+    """Each test sees a machine on which nothing was built or synced yet (envpin.image.buildstate and the image-facts
     cache live outside the repo)."""
     monkeypatch.setenv("ENVPIN_STATE_DIR", str(tmp_path_factory.mktemp("envpin-state")))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

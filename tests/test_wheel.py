@@ -37,13 +37,16 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
         assert rendered == (REPO / "tests" / "golden" / "20.02-tf2-py3" / name).read_bytes()
     # The installed package, not the checkout, provided the templates.
     where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import envpin.render as r; print(r.templates_dir())"],
+        [str(venv / "bin" / "python"), "-c", "import envpin.environment.render as r, envpin.fleet as f; "
+         "print(r.template_env().get_template('Dockerfile.j2').filename); "
+         "print(r.template_env('envpin.fleet').get_template('fleet-report.html.j2').filename)"],
         cwd=work,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.strip()
-    assert where.startswith(str(venv)) and where.endswith("envpin/templates")
+    ).stdout.split()
+    assert where[0].startswith(str(venv)) and where[0].endswith("envpin/environment/templates/Dockerfile.j2")
+    assert where[1].startswith(str(venv)) and where[1].endswith("envpin/fleet/templates/fleet-report.html.j2")
     # Packaging metadata: license file, classifiers, URLs, the typing marker.
     import zipfile
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from envpin import catalog, recipes
 from envpin.audit.parser import Dockerfile, Stage
 from envpin.errors import EnvpinError
-from envpin.probe import imageref
-from envpin.probe.versions import is_ngc_repository
-from envpin.recipes import Recipe
-from envpin.versions import parse_ngc_spec
+from envpin.knowledge import catalog, recipes
+from envpin.knowledge.recipes import Recipe
+from envpin.knowledge.versions import parse_ngc_spec
+from envpin.portable import imageref
+from envpin.portable.versions import is_ngc_repository
 
 _STOCK_TAG = re.compile(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:rc[0-9]+)?(?:-.*)?\Z")
 

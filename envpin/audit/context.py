@@ -112,7 +112,7 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
                        require_hashes: bool = False, depth: int = 0) -> None:
     """Audit one requirements (or constraints) file; `shown` is how findings name it."""
     from envpin.audit.rules import req_name, spec_state
-    from envpin.requirements import logical_lines
+    from envpin.environment.requirements import logical_lines
 
     key = path.resolve()
     if key in ctx.seen or depth > MAX_INCLUDES:

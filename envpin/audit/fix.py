@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from envpin import recipes
 from envpin.audit.base import identify
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
 from envpin.audit.rules import D9M_VARS, TRUE, Finding, seed_ok
 from envpin.errors import EnvpinError
-from envpin.probe import imageref
+from envpin.knowledge import recipes
+from envpin.portable import imageref
 
 MARKER = "# envpin audit: recipe "
 _D9M_RULES = frozenset({"d9m-env-missing", "d9m-env-wrong"})

@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envpin import recipes
 from envpin.audit.base import BaseInfo, identify
 from envpin.audit.context import BuildContext, audit_requirements
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, expand, split_words
 from envpin.audit.shell import Command, RunScript, run_script
-from envpin.probe import imageref
+from envpin.knowledge import recipes
+from envpin.portable import imageref
 
 SEVERITIES = ("error", "warning", "info")
 #: The switches a recipe may require; the other recipe variables have rules of their own.

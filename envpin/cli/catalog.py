@@ -9,7 +9,7 @@ import typer
 
 from envpin.cli.options import Flavor, Format, FormatOpt, JsonOpt, TfOpt, value, wants_json
 
-DEFAULT_REGISTRY = "nvcr.io"  # kept equal to envpin.sync.DEFAULT_REGISTRY by a test
+DEFAULT_REGISTRY = "nvcr.io"  # kept equal to envpin.knowledge.sync.DEFAULT_REGISTRY by a test
 
 
 def register(app: typer.Typer) -> None:

@@ -10,9 +10,7 @@ Every field of a report is one small object that says how it was read:
 * ``{"present": true, "redacted": true, ...}``   an environment variable that looks like a credential.
 """
 
-import contextlib
 import os
-import signal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments)
 
 
@@ -96,49 +94,3 @@ def package_data(package: str, name: str) -> bytes:
     if data is None:
         raise IOError("%s/%s cannot be read by its loader" % (package, name))
     return data
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold back Ctrl-C and termination for a few renames that must happen together (both reports, or an
-    environment folder's swap); they are delivered right after. Only the main thread can block them;
-    elsewhere this does nothing."""
-    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None) -> None:
-    """Write several files all or nothing: each is staged (fsynced) beside its target, then all are renamed
-    into place together with signals held back. Renames need no free space, so a full disk or a permission
-    problem is found while staging, before any target changes; then every staged file is removed and the
-    error raised. The probe's reports and envpin's host-side writes both use this."""
-    import tempfile
-
-    staged = []  # type: List[Tuple[str, str]]
-    try:
-        for path, data in files.items():
-            folder = os.path.dirname(os.path.abspath(path))
-            with signals_held():  # a Ctrl-C between mkstemp and the bookkeeping would leak the file
-                fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-                staged.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, (modes or {}).get(path, 0o644))
-    except BaseException:
-        for tmp, _ in staged:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-    with signals_held():
-        for tmp, path in staged:
-            os.replace(tmp, path)

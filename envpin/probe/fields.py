@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from envpin.probe import device
+from envpin.portable import device
 
 BREAKING = "breaking"
 RISK = "risk"
@@ -262,7 +262,7 @@ def gpu_present(flat: Dict[str, str]) -> bool:
 
 def device_class(report: Dict[str, Any], flat: Optional[Dict[str, str]] = None) -> str:
     """The class of device the golden hash belongs to: the self-test's own class if it gives one (it knows
-    what TensorFlow used), else the same rule (envpin.probe.device) applied to the report's fields."""
+    what TensorFlow used), else the same rule (envpin.portable.device) applied to the report's fields."""
     selftest = report.get("selftest")
     golden = selftest.get("golden") if isinstance(selftest, dict) else None
     if isinstance(golden, dict) and isinstance(golden.get("device_class"), str) and golden["device_class"]:

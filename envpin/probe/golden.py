@@ -3,7 +3,7 @@
 Standard library only at import time (Python 3.6+); TensorFlow and NumPy are imported in the child.
 
 Equal hashes from two fresh processes mean this machine trains run-to-run bit-identically. The hash is
-keyed by its device class (the one rule in :mod:`envpin.probe.device`: GPU model + compute capability, or
+keyed by its device class (the one rule in :mod:`envpin.portable.device`: GPU model + compute capability, or
 CPU ISA level + thread settings + oneDNN setting), so another machine of the same class can say whether it
 trains bit-identically to this one. On CPU the class has to include the thread settings and oneDNN: Eigen
 and oneDNN split reductions by the number of threads, and oneDNN's kernels sum in a different order than
@@ -22,7 +22,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envpin.probe import device, tfchild
+from envpin.portable import device
+from envpin.probe import tfchild
 
 MODEL = "envpin-golden-cnn-v1"
 STEPS = 40
@@ -97,7 +98,7 @@ def _threads_source(explicit: Optional[int], env_name: str) -> str:
 def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
                    machine: Optional[str] = None, flags: Optional[Sequence[str]] = None) -> str:
     """'on' or 'off' as TensorFlow will decide it: TF_ENABLE_ONEDNN_OPTS wins; unset, the default rule of
-    :func:`envpin.probe.device.onednn_default` for this CPU; 'unknown' without a TensorFlow version."""
+    :func:`envpin.portable.device.onednn_default` for this CPU; 'unknown' without a TensorFlow version."""
     environ = os.environ if environ is None else environ
     explicit = device.onednn_switch(environ.get("TF_ENABLE_ONEDNN_OPTS"))
     if explicit is not None:
@@ -133,7 +134,7 @@ def device_class(gpus: Optional[Sequence[Tuple[str, str]]] = None, intra_op: Opt
                  environ: Optional[Dict[str, str]] = None, cpu: Optional[str] = None) -> str:
     """The key a golden hash is stored under: machines with equal classes should train bit-identically.
 
-    The format is envpin.probe.device's (the one rule). Without arguments the GPUs come from nvidia-smi
+    The format is envpin.portable.device's (the one rule). Without arguments the GPUs come from nvidia-smi
     and the rest from this process's environment; the golden child passes what TensorFlow itself reports
     (a CPU-only TF on a GPU host trains on the CPU).
     """

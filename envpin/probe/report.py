@@ -10,8 +10,9 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
 
 from envpin import __version__
+from envpin.portable.atomic import replace_all
 from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
-from envpin.probe._common import Context, describe, guarded_section, replace_all, value
+from envpin.probe._common import Context, describe, guarded_section, value
 
 PROBE_SCHEMA = 1
 
@@ -190,7 +191,7 @@ def _selftest_markdown(result: Dict[str, Any]) -> List[str]:
 
 
 def write_all(texts: Dict[str, str]) -> None:
-    """Write several files all or nothing (envpin.probe._common.replace_all); devices and pipes ('-',
+    """Write several files all or nothing (envpin.portable.atomic.replace_all); devices and pipes ('-',
     /dev/null, a fifo) are written directly."""
     files = {}  # type: Dict[str, bytes]
     for path, text in texts.items():

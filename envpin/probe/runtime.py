@@ -13,7 +13,7 @@ import re
 import sys
 import warnings
 
-from envpin.probe.versions import parse_version, release_index
+from envpin.portable.versions import parse_version, release_index
 
 _TF_DIST = re.compile(
     r"^(tensorflow|tensorflow_cpu|tensorflow_gpu|nvidia_tensorflow|tf_nightly|intel_tensorflow)-"

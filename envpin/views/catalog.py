@@ -9,8 +9,8 @@ from envpin.views.console import say
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.catalog import Entry
-    from envpin.sync import SyncResult
+    from envpin.knowledge.catalog import Entry
+    from envpin.knowledge.sync import SyncResult
 
 _SHORT = ("tf_version", "python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")
 
@@ -37,7 +37,7 @@ def table(entries: list[Entry], console: Console) -> None:
     say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns")
     cached = sum(e.cached for e in entries)
     if cached:
-        from envpin.imagecache import cache_path
+        from envpin.knowledge.facts import cache_path
 
         say(console, f"{cached} of them carry what their image config declares, from {cache_path()} "
                      "(`envpin catalog sync`); those values outrank the written sources")
@@ -46,7 +46,7 @@ def table(entries: list[Entry], console: Console) -> None:
 def detail(entries: list[Entry], console: Console) -> None:
     from rich.table import Table
 
-    from envpin.catalog import FIELDS
+    from envpin.knowledge.catalog import FIELDS
 
     for e in entries:
         t = Table(title=f"{e.image}", show_lines=False)
@@ -65,7 +65,7 @@ def detail(entries: list[Entry], console: Console) -> None:
         if e.verified:
             v = e.verified
             if e.cached:
-                from envpin.imagecache import cache_path
+                from envpin.knowledge.facts import cache_path
 
                 kept = f", kept in {cache_path()}"
             else:
@@ -83,7 +83,7 @@ def sync_report(result: SyncResult, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from envpin import sync
+    from envpin.knowledge import sync
 
     style = {sync.AGREES: "green", sync.MORE_PRECISE: "cyan", sync.FILLED: "yellow",
              sync.DISAGREES: "bold red", "missing": "magenta"}
@@ -111,7 +111,7 @@ def coverage(result: SyncResult, console: Console) -> None:
     """Values per kind of evidence over the whole catalog, before and after what this sync read."""
     from rich.table import Table
 
-    from envpin.catalog import KINDS
+    from envpin.knowledge.catalog import KINDS
 
     before, after = result.coverage_before, result.coverage_after
     t = Table(title="catalog coverage (values over all tags)")
@@ -125,7 +125,7 @@ def coverage(result: SyncResult, console: Console) -> None:
 
 
 def sync_summary(result: SyncResult) -> str:
-    from envpin import sync
+    from envpin.knowledge import sync
 
     n = result.counts()
     line = (

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.api import DiffResult, VerifyResult
-    from envpin.diff import Difference
+    from envpin.reports.diff import Difference
 
 ABSENT = "(absent)"
 #: Longest value shown in a table cell or line (the JSON output has every value whole).
@@ -57,7 +57,7 @@ def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) 
 
 
 def _show(diffs: list[Difference], notes: list[str], a_label: str, b_label: str, console: Console) -> None:
-    from envpin import diff
+    from envpin.reports import diff
 
     say(console, diff.verdict(diffs))
     for n in notes:
@@ -70,7 +70,7 @@ def _show(diffs: list[Difference], notes: list[str], a_label: str, b_label: str,
 
 
 def differences(res: DiffResult, as_json: bool, console: Console) -> None:
-    from envpin import diff
+    from envpin.reports import diff
 
     if as_json:
         print_json(diff.to_json(res.diffs, a=str(res.a), b=str(res.b),
@@ -80,7 +80,7 @@ def differences(res: DiffResult, as_json: bool, console: Console) -> None:
 
 
 def verification(res: VerifyResult, as_json: bool, console: Console, note: Console) -> None:
-    from envpin import diff
+    from envpin.reports import diff
 
     for line in res.recorded:
         say(note, f"recorded: {line}")

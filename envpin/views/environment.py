@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.api import BuildResult, LockChecks, RenderResult
-    from envpin.recipes import Recipe
+    from envpin.knowledge.recipes import Recipe
 
 
 def recipe(tag: str, r: Recipe, console: Console) -> None:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.api import FleetManifest, FleetReport
-    from envpin.fleet import FleetResult, Spread
+    from envpin.fleet.aggregate import FleetResult, Spread
 
 _STYLE = {"breaking": "bold red", "risk": "yellow", "info": "dim"}
 #: Node names listed per value/class before "and N more": a summary stays readable for thousands of nodes.
@@ -30,7 +30,7 @@ def _names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:
 def report(res: FleetReport, fmt: str, console: Console, note: Console) -> None:
     """Text: verdict first, then classes, outliers, differing fields, golden hashes, nodes without a report."""
     if fmt == "json":
-        from envpin.fleet import to_json_text
+        from envpin.fleet.aggregate import to_json_text
 
         sys.stdout.write(to_json_text(res.result))
         sys.stdout.flush()

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.api import ProbeResult
-    from envpin.probeimage import ImageProbe
+    from envpin.image.probing import ImageProbe
 
 
 def probed(res: ProbeResult, console: Console, note: Console) -> None:

@@ -69,7 +69,7 @@ def payload_tar(member: str) -> bytes:
     import io
     import tarfile
 
-    from envpin.payload import payload
+    from envpin.environment.payload import payload
 
     data = payload()
     buf = io.BytesIO()

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from envpin.plan import make_plan
-from envpin.render import DEF_NAME, render
+from envpin.environment.plan import make_plan
+from envpin.environment.render import DEF_NAME, render
 from tests.conftest import run_envpin
 from tests.docker.conftest import push_with_env
 from tests.unit.test_apptainer_def import parse_definition
@@ -119,7 +119,7 @@ def test_build_pins_the_definition_to_the_digest_it_resolves(
     docker_client: Any, stand_in_image: str, tmp_path: Path
 ) -> None:
     """A folder rendered for Apptainer and then built: the Dockerfile joins it, and both name the digest."""
-    from envpin import lock as lockmod
+    from envpin.environment import lockfile as lockmod
 
     out = tmp_path / "env"
     common = ("--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out), "--name", PREFIX)

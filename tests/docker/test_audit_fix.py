@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envpin import catalog, recipes
 from envpin.audit import MECHANICAL, audit, read
+from envpin.knowledge import catalog, recipes
 from tests.docker.conftest import MANIFEST_ACCEPT, STAND_IN_REPO, registry_request
 
 

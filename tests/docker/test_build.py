@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lock as lockmod
-from envpin import state
+from envpin.environment import lockfile as lockmod
+from envpin.image import buildstate as state
 from tests.conftest import run_envpin
 
 pytestmark = pytest.mark.docker

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from envpin import catalog, imagecache
-from envpin import lock as lockmod
+from envpin.environment import lockfile as lockmod
+from envpin.knowledge import catalog
+from envpin.knowledge import facts as imagecache
 from tests.conftest import run_envpin
 from tests.docker.conftest import push_with_env
 

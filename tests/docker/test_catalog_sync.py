@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from envpin import catalog, sync
+from envpin.knowledge import catalog, sync
 from tests.conftest import Result, run_envpin
 from tests.docker.conftest import MANIFEST_ACCEPT, push_with_env, registry_request
 

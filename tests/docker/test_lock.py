@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin.requirements import read_lock
+from envpin.environment.requirements import read_lock
 from tests.conftest import run_envpin
 
 pytestmark = pytest.mark.docker
@@ -127,8 +127,8 @@ def test_the_image_says_which_wheels_its_pip_installs(docker_client, stand_in_im
     import subprocess
     import sys
 
-    from envpin import locking
-    from envpin.payload import PAYLOAD_NAME, payload
+    from envpin.environment import resolve as locking
+    from envpin.environment.payload import PAYLOAD_NAME, payload
 
     (tmp_path / PAYLOAD_NAME).write_bytes(payload())
     env = {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin.requirements import read_lock
+from envpin.environment.requirements import read_lock
 from tests.conftest import run_envpin
 
 pytestmark = pytest.mark.docker

@@ -46,8 +46,8 @@ def test_lock_and_build_on_an_externally_managed_base(docker_client: Any, pep668
     res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", pep668_base, "--requirements", str(locked),
                      "--out", str(out), "--engine", "docker")
     assert res.code == 0, res.stderr
-    from envpin import lock as lockmod
-    from envpin import state
+    from envpin.environment import lockfile as lockmod
+    from envpin.image import buildstate as state
 
     record = state.load(lockmod.read(out / "envpin.lock").inputs_hash)
     assert record is not None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lock as lockmod
+from envpin.environment import lockfile as lockmod
 from tests.conftest import REPO, Result
 
 pytestmark = pytest.mark.podman

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from envpin.payload import PAYLOAD_NAME
+from envpin.environment.payload import PAYLOAD_NAME
 from envpin.probe import collect, fields, load_schema
 from tests.docker.conftest import payload_tar
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envpin.errors import RegistryError
-from envpin.registry import RegistryClient
+from envpin.registry.client import RegistryClient
 from tests.conftest import run_envpin
 
 pytestmark = pytest.mark.docker
@@ -251,8 +251,8 @@ def test_build_from_the_login_protected_mirror(login_registry: LoginRegistry, tm
     res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", reg.ref, "--ca-bundle", str(reg.ca),
                      "--out", str(out), "--engine", "docker", "--pull", env=reg.env(reg.root / "docker-pass"))
     assert res.code == 0, res.stderr
-    from envpin import lock as lockmod
-    from envpin import state
+    from envpin.environment import lockfile as lockmod
+    from envpin.image import buildstate as state
 
     lock = lockmod.read(out / "envpin.lock")
     assert lock.inputs.build_from == reg.ref and lock.base.digest.startswith("sha256:")

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from envpin.payload import IMAGE_PATH, PAYLOAD_NAME
+from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
 from tests.docker.conftest import payload_tar
 
 pytestmark = pytest.mark.docker

@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from envpin import kube
+from envpin.fleet import kubernetes as kube
 from envpin.views import console
 from tests.fleetdata import write_fleet
 

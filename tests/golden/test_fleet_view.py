@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from envpin.api import FleetProbe
-from envpin.slurm import NodeOutcome, fleet_result
+from envpin.fleet.slurm import NodeOutcome, fleet_result
 from envpin.views import slurm as view
 from tests.fleetdata import node
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from envpin.plan import make_plan
-from envpin.render import DEF_NAME, FORMATS, render
+from envpin.environment.plan import make_plan
+from envpin.environment.render import DEF_NAME, FORMATS, render
 
 HERE = Path(__file__).resolve().parent
 # (tag, --tf): 25.02's TF version is not in the catalog, so it is given as a user claim.

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from envpin.diff import check_report
+from envpin.reports.diff import check_report
 from tests.conftest import Result, run_envpin
 from tests.slurm.conftest import Cluster, docker
 

@@ -10,7 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from envpin.probe import selftest, versions
+from envpin.portable import versions
+from envpin.probe import selftest
 
 SCHEMA = json.loads((Path(selftest.__file__).parent / "selftest.schema.json").read_text())
 

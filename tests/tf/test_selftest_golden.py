@@ -84,11 +84,11 @@ def _report(env: dict[str, str], gold: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dict[str, Any]]) -> None:
-    from envpin import diff as diffing
-    from envpin import lock as lockmod
-    from envpin.plan import make_plan
+    from envpin.environment import lockfile as lockmod
+    from envpin.environment.plan import make_plan
+    from envpin.environment.render import render
     from envpin.probe import fields
-    from envpin.render import render
+    from envpin.reports import diff as diffing
 
     default_onednn = runs["default"]["settings"]["onednn"]
     base = _report(_env(), runs["default"])

@@ -29,12 +29,12 @@ from pathlib import Path
 
 import pytest
 
-from envpin import catalog
 from envpin.audit import parser as dockerfile
+from envpin.environment.plan import BuildPlan, make_plan
+from envpin.environment.render import DEF_NAME, render
 from envpin.errors import EnvpinError
-from envpin.plan import BuildPlan, make_plan
-from envpin.probe import imageref
-from envpin.render import DEF_NAME, render
+from envpin.knowledge import catalog
+from envpin.portable import imageref
 
 #: Every section name Apptainer's definition files know (the SCIF %app* ones take an app name).
 DOCUMENTED_SECTIONS = {"arguments", "setup", "files", "post", "test", "environment", "startscript", "runscript",

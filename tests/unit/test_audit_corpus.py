@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from envpin.audit import MECHANICAL, audit, fix, parse, read
-from envpin.plan import make_plan
-from envpin.render import render
+from envpin.environment.plan import make_plan
+from envpin.environment.render import render
 from tests.conftest import REPO
 
 CORPUS = REPO / "tests" / "audit_corpus"

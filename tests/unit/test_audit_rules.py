@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envpin import catalog, recipes
 from envpin.audit import RULES, audit_text
 from envpin.audit.rules import COMMON_VARS, SWITCHES, spec_state
+from envpin.knowledge import catalog, recipes
 
 DIGEST = "@sha256:" + "ab" * 32
 #: A base that triggers nothing by itself (digest-pinned NGC 20.02, TF 2.1, recipe set, seed fixed).

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from envpin import catalog, recipes
 from envpin.errors import CatalogError, UsageError
-from envpin.versions import parse_ngc_spec, parse_tf_spec, release_index
+from envpin.knowledge import catalog, recipes
+from envpin.knowledge.versions import parse_ngc_spec, parse_tf_spec, release_index
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_a_python_2_image_is_chosen_only_by_its_tag(cat: catalog.Catalog) -> Non
     assert [e.tag for e in cat.select("19.12-tf1-py2", single=True)] == ["19.12-tf1-py2"]
     assert [e.tag for e in cat.select("19.12", flavor="tf1-py2")] == ["19.12-tf1-py2"]
     with pytest.raises(UsageError, match="Python 2 image"):
-        from envpin.plan import make_plan
+        from envpin.environment.plan import make_plan
 
         make_plan(ngc="nvcr.io/nvidia/tensorflow:19.12-tf1-py2")
 

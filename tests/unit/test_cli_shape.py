@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO
 
 CLI = REPO / "envpin" / "cli"
-HEAVY = ("rich", "jinja2", "docker", "envpin.api", "envpin.views", "envpin.catalog", "envpin.probe")
+HEAVY = ("rich", "jinja2", "docker", "envpin.api", "envpin.views", "envpin.knowledge.catalog", "envpin.probe")
 
 
 def _commands() -> list[tuple[Path, ast.FunctionDef]]:
@@ -55,7 +55,8 @@ def test_views_are_the_only_renderers() -> None:
         assert not {m for m in imported if m.split(".")[0] == "rich"}, f"{path.name} renders by itself"
         assert "print" not in {n.func.id for n in ast.walk(tree)
                                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}, f"{path.name} prints"
-    for module in ("diff", "audit/report", "build", "catalog", "doctor", "sync", "lock"):
+    for module in ("reports/diff", "audit/report", "image/docker", "knowledge/catalog", "doctor/__init__",
+                   "knowledge/sync", "environment/lockfile"):
         text = (REPO / "envpin" / f"{module}.py").read_text()
         assert "from rich.table" not in text, f"envpin/{module}.py renders a table: that belongs in envpin/views"
 

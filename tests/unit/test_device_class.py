@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from envpin.probe import device, fields
+from envpin.portable import device
+from envpin.probe import fields
 
 
 def test_gpu_class_is_model_compute_capability_and_count() -> None:

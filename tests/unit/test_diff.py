@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from envpin import diff
 from envpin.probe import collect, fingerprint, fingerprint_fields
+from envpin.reports import diff
 from tests.conftest import run_envpin
 
 

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import dockerauth, registry
-from envpin.dockerauth import Credentials
 from envpin.errors import RegistryError
+from envpin.registry import client as registry
+from envpin.registry import logins as dockerauth
+from envpin.registry.logins import Credentials
 
 
 def _auth(user: str, password: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envpin import docs
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
+
+docs = load_script("gendocs")
 
 
 def test_readme_tables_are_current(update_golden: bool) -> None:

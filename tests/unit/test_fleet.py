@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envpin import fleet
 from envpin.errors import EnvpinError, ReportError
-from envpin.fleet import FAILED, TIMED_OUT, NodeFailure, aggregate
+from envpin.fleet import aggregate as fleet
+from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, aggregate
 from tests.fleetdata import A100, H100, HASH_1, HASH_2, HASH_3, cudnn, fixed_fleet, node
 
 A100_CLASS = f"gpu:{A100};cc=8.0;count=1"

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from envpin import fleetinput, payload
+from envpin.environment import payload
 from envpin.errors import ReportError
-from envpin.fleet import FAILED, TIMED_OUT, NodeFailure
+from envpin.fleet import inputs as fleetinput
+from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure
 from tests.conftest import run_envpin
 from tests.fleetdata import PROBE, kubernetes_files, node, pod, prefixed, write_fleet
 

@@ -11,13 +11,15 @@ from typing import Any
 
 import pytest
 
-from envpin import basecheck, catalog, imagecache, sync
-from envpin import lock as lockmod
+from envpin.environment import lockfile as lockmod
+from envpin.environment.plan import UnknownTF, make_plan, release_version, resolve_tf
+from envpin.environment.render import render
 from envpin.errors import CatalogError, UsageError
-from envpin.plan import UnknownTF, make_plan, release_version, resolve_tf
-from envpin.render import render
-from envpin.sync import ImageRead
-from envpin.versions import parse_tf_spec
+from envpin.image import basecheck
+from envpin.knowledge import catalog, sync
+from envpin.knowledge import facts as imagecache
+from envpin.knowledge.sync import ImageRead
+from envpin.knowledge.versions import parse_tf_spec
 
 REPO = "nvcr.io/nvidia/tensorflow"
 

@@ -1,4 +1,4 @@
-"""envpin.probe.imageref: the one image-reference parser (registry client, --base-image, --registry, audit).
+"""envpin.portable.imageref: the one image-reference parser (registry client, --base-image, --registry, audit).
 
 Examples of Docker's normalisation first, then the callers, then properties: arbitrary text raises only
 RefError, the canonical and familiar forms parse back to the same reference, and parsing is idempotent.
@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import registry, sync
 from envpin.errors import RegistryError, UsageError
-from envpin.probe import imageref
-from envpin.probe.imageref import ImageRef, RefError
+from envpin.knowledge import sync
+from envpin.portable import imageref
+from envpin.portable.imageref import ImageRef, RefError
+from envpin.registry import client as registry
 
 DIGEST = "sha256:" + "a" * 64
 EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"

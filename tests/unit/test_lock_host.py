@@ -11,7 +11,7 @@ import pytest
 from packaging import tags as packaging_tags
 from packaging.utils import parse_wheel_filename
 
-from envpin import locking
+from envpin.environment import resolve as locking
 from envpin.errors import RequirementsError
 
 # The wheel tags of CPython 3.6 with glibc 2.27 (Ubuntu 18.04, the 19.07-20.xx images), as pip>=20.3 lists them.

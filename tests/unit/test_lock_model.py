@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from envpin import api
-from envpin import lock as lockmod
+from envpin.environment import lockfile as lockmod
+from envpin.environment.lockfile import Lock, self_hash
+from envpin.environment.plan import make_plan
+from envpin.environment.render import render, write_environment
 from envpin.errors import LockError
-from envpin.lock import Lock, self_hash
-from envpin.plan import make_plan
 from envpin.probe import collect, fields
-from envpin.render import render, write_environment
 from tests.conftest import REPO
 
 DEVICE = "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=on"
@@ -190,9 +190,7 @@ def test_payload_is_part_of_the_inputs_hash(tmp_path: Path) -> None:
     """Regression: editing a probe source in an installed copy changes inputs_hash and the image tag."""
     site = tmp_path / "site"
     shutil.copytree(REPO / "envpin", site / "envpin", ignore=shutil.ignore_patterns("__pycache__"))
-    templates = site / "envpin" / "templates"
-    shutil.copytree(REPO / "templates", templates)
-    code = "from envpin.plan import make_plan; print(make_plan(ngc='20.02', tf='2.1').inputs_hash)"
+    code = "from envpin.environment.plan import make_plan; print(make_plan(ngc='20.02', tf='2.1').inputs_hash)"
     env = {**os.environ, "PYTHONPATH": str(site)}
 
     def inputs_hash() -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import tomli_w
 
-from envpin.lock import HEADER, LOCK_NAME, plan_of, read, self_hash, tomllib  # 3.10: tomli
+from envpin.environment.lockfile import HEADER, LOCK_NAME, plan_of, read, self_hash, tomllib  # 3.10: tomli
 
 Mutation = Callable[[dict[str, Any]], None]
 

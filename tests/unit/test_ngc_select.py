@@ -1,4 +1,4 @@
-"""NGC-spec selection: envpin.probe.ngc's rules behind Catalog.select, the one way from '20.02',
+"""NGC-spec selection: envpin.portable.ngc's rules behind Catalog.select, the one way from '20.02',
 '20.02-tf2-py3' or a full reference (plus --tf and a flavor) to catalog tags.
 
 Every caller (plan, catalog show, catalog sync, doctor, audit) goes through it, so each dead end has one
@@ -13,12 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import api, catalog, doctor, sync
+from envpin import api, doctor
 from envpin.audit import base
 from envpin.audit.parser import parse
 from envpin.errors import UsageError
-from envpin.probe import ngc
-from envpin.probe.versions import SpecError, parse_tf_spec
+from envpin.knowledge import catalog, sync
+from envpin.portable import ngc
+from envpin.portable.versions import SpecError, parse_tf_spec
 
 CAT = catalog.load()
 TAGS = [e.tag for e in CAT.entries()]

@@ -11,14 +11,16 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
-from envpin import payload
+from envpin.environment import payload
 from tests.conftest import REPO
 
 
 def test_members_are_the_stdlib_part_only() -> None:
     names = set(payload.members())
     assert {"__main__.py", "envpin/__init__.py", "envpin/data/recipes.json", "envpin/probe/__main__.py"} <= names
-    assert all(n == "__main__.py" or n.startswith(("envpin/probe/", "envpin/__init__.py", "envpin/data/"))
+    assert "envpin/portable/versions.py" in names
+    assert all(n == "__main__.py" or n.startswith(("envpin/probe/", "envpin/portable/", "envpin/__init__.py",
+                                                   "envpin/data/"))
                for n in names)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
@@ -33,7 +35,7 @@ def test_bytes_depend_only_on_names_and_contents(tmp_path: Path) -> None:
         os.umask(old)
     for path in copy.rglob("*"):
         os.utime(path, (1_000_000_000, 1_000_000_000))
-    code = "import sys; from envpin import payload; sys.stdout.buffer.write(payload.payload())"
+    code = "import sys; from envpin.environment import payload; sys.stdout.buffer.write(payload.payload())"
     other = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tmp_path)},
                            capture_output=True, check=True, cwd=tmp_path).stdout
     assert other == payload.payload()

@@ -16,10 +16,10 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envpin import diff
 from envpin.audit import audit_text
+from envpin.environment.lockfile import HEADER, loads, self_hash
 from envpin.errors import EnvpinError
-from envpin.lock import HEADER, loads, self_hash
+from envpin.reports import diff
 
 # JSON-shaped values with the awkward parts: huge and negative integers, booleans where numbers go, lone
 # surrogates, deep nesting (bounded by the strategy), empty keys.

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from envpin import recipes
 from envpin.errors import RecipeError
+from envpin.knowledge import recipes
 from envpin.probe import runtime
 from tests.conftest import REPO
 

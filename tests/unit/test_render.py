@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lock as lockmod
+from envpin.environment import lockfile as lockmod
+from envpin.environment.plan import make_plan
+from envpin.environment.render import render, write_environment
+from envpin.environment.requirements import parse_lock
 from envpin.errors import LockError, RenderError, RequirementsError
-from envpin.plan import make_plan
-from envpin.render import render, write_environment
-from envpin.requirements import parse_lock
 from tests.conftest import REPO
 
 HASH = "sha256:" + "b" * 64
@@ -22,7 +22,7 @@ HASH = "sha256:" + "b" * 64
 
 def _digest_of_render(seed: str) -> str:
     code = (
-        "import hashlib; from envpin.plan import make_plan; from envpin.render import render;"
+        "import hashlib; from envpin.environment.plan import make_plan; from envpin.environment.render import render;"
         "f = render(make_plan(ngc='21.06', tf='2'));"
         "print(hashlib.sha256(b''.join(k.encode() + v for k, v in sorted(f.items()))).hexdigest())"
     )

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lock as lockmod
 from envpin.api import build_formats
+from envpin.environment import lockfile as lockmod
+from envpin.environment.render import DEF_NAME, choose_formats, formats_of, parse_formats
 from envpin.errors import UsageError
-from envpin.render import DEF_NAME, choose_formats, formats_of, parse_formats
 
 ARGS = ("render", "--ngc", "20.02", "--tf", "2.1")
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from envpin import lock as lockmod
-from envpin import podman, state
+from envpin.environment import lockfile as lockmod
+from envpin.environment.plan import make_plan
+from envpin.environment.render import render
 from envpin.errors import LockError
-from envpin.plan import make_plan
-from envpin.render import render
+from envpin.image import buildstate as state
+from envpin.image import podman
 
 TWO = (
     "tabulate==0.9.0 \\\n    --hash=sha256:024ca478df22e9340661486f85298cff5f6dcdba14f3813e8830015b9ed1948f\n"

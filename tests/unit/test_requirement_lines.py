@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from envpin.environment.requirements import parse_line, parse_lock
 from envpin.errors import RequirementsError
-from envpin.requirements import parse_line, parse_lock
 
 H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envpin.probe import device, golden, selftest
+from envpin.portable import device
+from envpin.probe import golden, selftest
 
 V3 = ["lm", "cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2", "cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2",
       "ssse3", "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envpin import recipes
+from envpin.knowledge import recipes
 from envpin.probe.selftest import expect
 from envpin.probe.selftest.ops import CHECKS
 

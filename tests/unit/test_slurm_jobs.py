@@ -1,6 +1,6 @@
 """`fleet probe --slurm` without a cluster: the commands it builds, what it reads back, the node-side task.
 
-The task (envpin/nodetask.py) runs here for real, on the real probe archive; the cluster tier
+The task (envpin/fleet/nodetask.py) runs here for real, on the real probe archive; the cluster tier
 (tests/slurm) runs the same through a real Slurm.
 """
 
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import nodetask, slurm
+from envpin.environment.payload import payload
 from envpin.errors import SlurmError, UsageError
-from envpin.payload import payload
+from envpin.fleet import nodetask, slurm
 from tests.conftest import REPO
 
 SINFO = """\
@@ -267,7 +267,8 @@ def test_node_task_runs_on_python36() -> None:
     vermin = Path(sys.executable).parent / "vermin"
     if not vermin.exists():
         pytest.skip("vermin is not installed next to this interpreter (pip install -e '.[test]')")
-    proc = subprocess.run([str(vermin), "-t=3.6-", "--no-tips", "--violations", str(REPO / "envpin" / "nodetask.py")],
+    task = REPO / "envpin" / "fleet" / "nodetask.py"
+    proc = subprocess.run([str(vermin), "-t=3.6-", "--no-tips", "--violations", str(task)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from envpin import catalog, sync
 from envpin.errors import CatalogError, UsageError
+from envpin.knowledge import catalog, sync
 from tests.conftest import run_envpin
 
 REQUIRE_21_06 = (

@@ -17,7 +17,7 @@ import pytest
 
 from envpin import fsutil
 from envpin.api import check_lock
-from envpin.lock import LOCK_NAME, read
+from envpin.environment.lockfile import LOCK_NAME, read
 from tests.conftest import run_envpin
 
 ENVPIN = str(Path(sys.executable).with_name("envpin"))

@@ -1,4 +1,4 @@
-"""envpin.probe.versions: the one parser of version numbers, TF specs, NGC specs and release months.
+"""envpin.portable.versions: the one parser of version numbers, TF specs, NGC specs and release months.
 
 Examples first, then the callers that compare versions through it, then properties over arbitrary text:
 the only exception raised is SpecError (UsageError on the host side, same message and hint), nothing
@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import doctor, sync
-from envpin import versions as host
+from envpin import doctor
 from envpin.audit.rules import seed_ok
 from envpin.errors import UsageError
-from envpin.probe import runtime, versions
-from envpin.probe.versions import NGCSpec, SpecError, TFSpec
+from envpin.knowledge import sync
+from envpin.knowledge import versions as host
+from envpin.portable import versions
+from envpin.portable.versions import NGCSpec, SpecError, TFSpec
+from envpin.probe import runtime
 
 # --- version tuples --------------------------------------------------------------------------------------
 

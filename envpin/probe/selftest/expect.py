@@ -9,8 +9,8 @@ the table says, or the table is missing something.
 
 from typing import Any, Dict, Optional
 
+from envpin.portable.versions import parse_version
 from envpin.probe.runtime import within
-from envpin.probe.versions import parse_version
 
 RAISES = "raises-under-determinism"
 SILENT = "NONDETERMINISTIC"

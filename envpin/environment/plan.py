@@ -1,0 +1,259 @@
+"""The build plan: one serialisable value that every artifact (Dockerfile, plan.json, lock) derives from."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envpin import __version__
+from envpin.environment.payload import payload_hash
+from envpin.environment.requirements import Requirement, read_lock
+from envpin.errors import UsageError, shown
+from envpin.fsutil import sha256_bytes
+from envpin.knowledge import catalog, recipes
+from envpin.knowledge.versions import TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
+from envpin.portable import imageref
+from envpin.portable.ngc import PY2_FLAVORS
+from envpin.portable.versions import version_text
+
+PLAN_SCHEMA = 1
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+#: The oldest Python the in-image probe and runtime helper support.
+MIN_IMAGE_PYTHON = (3, 6)
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Inputs resolved against the catalog and recipe table; pure data, no I/O."""
+
+    name: str
+    entry: catalog.Entry
+    tf_version: str
+    #: "catalog" (the catalog file's sources), "image" (the image config declares it: read from the registry,
+    #: or kept in this user's image-facts cache) or "user" (--tf, where no source gives it).
+    tf_version_source: str
+    recipe: recipes.Recipe
+    base_digest: str | None = None
+    build_from: str | None = None
+    requirements: tuple[Requirement, ...] = ()
+    ca_bundle: bytes | None = field(default=None, repr=False)
+    #: The version variables the base image's config declares at base_digest (ENV name -> value), when read.
+    #: A fact about the pinned digest, recorded in the lock; not an input, so not in to_dict.
+    base_declared: dict[str, str] | None = field(default=None, compare=False)
+
+    @property
+    def image(self) -> str:
+        """The upstream identity (always nvcr.io), even when building from a mirror."""
+        return self.entry.image
+
+    @property
+    def from_ref(self) -> str:
+        ref = self.build_from or self.image
+        if self.base_digest and "@" not in ref:
+            return f"{ref}@{self.base_digest}"
+        return ref
+
+    @property
+    def source_date_epoch(self) -> int:
+        """The build's one timestamp: midnight UTC on the first day of the NGC release month.
+
+        Derived from the inputs, never the clock, so every machine stamps the same time into the image
+        (podman build --timestamp) and pip writes hash-based .pyc files (Python 3.7+ reads SOURCE_DATE_EPOCH)."""
+        import calendar
+
+        year, month = (int(part) for part in self.entry.release.split(".")[:2])
+        return calendar.timegm((2000 + year, month, 1, 0, 0, 0))
+
+    @property
+    def pip_compiles_reproducibly(self) -> bool:
+        """Python 3.6's py_compile ignores SOURCE_DATE_EPOCH (its .pyc hold the source mtime): pip must not compile."""
+        python = parse_version(self.entry.portable_value("python") or "")
+        return python is not None and python[:2] >= (3, 7)
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.entry
+        return {
+            "plan_schema": PLAN_SCHEMA,
+            "envpin_version": __version__,
+            "name": self.name,
+            "release": e.release,
+            "flavor": e.flavor,
+            "tag": e.tag,
+            "image": self.image,
+            "base_digest": self.base_digest,
+            "build_from": self.build_from,
+            "tf_version": self.tf_version,
+            "tf_version_source": self.tf_version_source,
+            # What every machine with the same catalog file resolves (one user's image-facts cache is left
+            # out), so teammates derive the same inputs hash.
+            "catalog": {k: e.portable_value(k) for k in ("python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")},
+            "recipe": {
+                "id": self.recipe.id,
+                "hash": self.recipe.hash,
+                "env": self.recipe.env_dict(),
+                "unset": [u["name"] for u in self.recipe.unset],
+                "steps": [s["step"] for s in self.recipe.steps],
+            },
+            "requirements": [f"{r.name}{r.extras}=={r.version}" for r in self.requirements],
+            "requirements_hash": sha256_bytes("".join(r.render() for r in self.requirements).encode())
+            if self.requirements
+            else None,
+            "ca_bundle_hash": sha256_bytes(self.ca_bundle) if self.ca_bundle else None,
+            # The bytes copied into the image are an input: editing the probe must change inputs_hash.
+            "payload_hash": payload_hash(),
+        }
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2) + "\n"
+
+    @property
+    def inputs_hash(self) -> str:
+        return self.inputs_hash_with()
+
+    def inputs_hash_with(self, **recorded: Any) -> str:
+        """The inputs hash with some inputs as a lock recorded them (payload_hash, envpin_version): a lock
+        written by another envpin must still hash its own listed inputs to its own inputs hash."""
+        return sha256_bytes(json.dumps({**self.to_dict(), **recorded}, sort_keys=True,
+                                       separators=(",", ":")).encode())
+
+
+class UnknownTF(UsageError):
+    """No source gives the tag's TensorFlow version and --tf was not given: the caller may read the image config."""
+
+    def __init__(self, entry: catalog.Entry) -> None:
+        super().__init__(
+            f"the catalog does not know which TensorFlow {entry.tag} contains",
+            hint=f"give it as --tf MAJOR.MINOR (check with: docker run --rm {entry.image} "
+            "python -c 'import tensorflow as tf; print(tf.__version__)'), or run `envpin catalog sync`",
+        )
+        self.entry = entry
+
+
+def release_version(declared: str) -> str:
+    """'2.14.0' -> '2.14.0'; '1.15.5+nv23.03' -> '1.15.5': the TensorFlow release an image declares."""
+    parts = parse_version(declared)
+    if parts is None or len(parts) < 2:
+        raise UsageError(f"the image declares TensorFlow '{shown(declared)}', which is not a version",
+                         hint="give the version with --tf MAJOR.MINOR")
+    return version_text(parts[:3])
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple((parse_version(version) or ())[:2])
+
+
+def same_minor(a: str, b: str) -> bool:
+    """Same TensorFlow major.minor: the unit recipes are chosen by."""
+    return len(_minor(a)) == 2 and _minor(a) == _minor(b)
+
+
+def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | None = None) -> tuple[str, str]:
+    """(TensorFlow version, where it comes from) for a plan. The catalog file's value first; then what the
+    image declares (this user's cache, or tf_source="image" for a value read from the registry or a lock);
+    then --tf. A cached image value that contradicts the catalog's major.minor is refused: the recipe
+    depends on it."""
+    written, declared = entry.portable_value("tf_version"), entry.tf_version
+    if declared is not None and declared != written:
+        declared = release_version(declared)
+    if written is not None:
+        if declared is None or same_minor(declared, written):
+            return written, "catalog"
+        if tf_spec is not None and same_minor(tf_spec.text, declared):
+            return declared, "image"
+        raise UsageError(
+            f"{entry.tag}: the catalog gives TensorFlow {written}, but the image config (kept by "
+            f"`envpin catalog sync`) declares {declared}; the recipe depends on which is right",
+            hint=f"pass --tf {'.'.join(map(str, _minor(declared)))} to build for what the image declares, or "
+            f"re-read it with `envpin catalog sync --release {entry.tag}`",
+        )
+    if declared is not None:
+        return declared, "image"
+    if tf_spec is not None and len(tf_spec.parts) >= 2:
+        return tf_spec.text, tf_source or "user"
+    raise UnknownTF(entry)
+
+
+def _known_digest(entry: catalog.Entry, build_from: str | None) -> str | None:
+    """The digest the catalog file recorded for the tag, when it was read from the repository the build pulls
+    from (a digest read from one mirror says nothing about what another repository holds under that tag). One
+    user's image-facts cache never pins a render: teammates without it must derive the same plan."""
+    if entry.cached:
+        return None
+    verified = entry.verified or {}
+    pulled_from = imageref.parse(build_from).name if build_from else entry.image.rsplit(":", 1)[0]
+    return verified.get("digest") if verified.get("registry") == pulled_from else None
+
+
+def validate_name(name: str) -> str:
+    if "/" in name or "\\" in name or ".." in name or not _NAME.match(name):
+        raise UsageError(
+            f"'{shown(name)}' is not a usable environment name",
+            hint="use letters, digits, '.', '_' and '-' only (no '/' or '..'), at most 64 characters",
+        )
+    return name
+
+
+def validate_image_ref(ref: str) -> str:
+    """--base-image: a reference envpin.portable.imageref accepts, kept exactly as written for FROM."""
+    try:
+        return imageref.validate(ref)
+    except imageref.RefError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from None
+
+
+def make_plan(
+    *,
+    ngc: str,
+    tf: str | None = None,
+    name: str | None = None,
+    requirements: Path | None = None,
+    base_image: str | None = None,
+    base_digest: str | None = None,
+    ca_bundle: Path | None = None,
+    cat: catalog.Catalog | None = None,
+    tf_source: str | None = None,
+    base_declared: dict[str, str] | None = None,
+) -> BuildPlan:
+    """Resolve user input into a plan, or raise an EnvpinError saying exactly what is wrong."""
+    cat = cat or catalog.load()
+    ngc_spec = parse_ngc_spec(ngc)
+    tf_spec = parse_tf_spec(tf) if tf is not None else None
+    (entry,) = cat.select(ngc_spec, tf_spec, single=True)
+    if entry.flavor in PY2_FLAVORS:
+        raise UsageError(
+            f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
+            hint=f"use {entry.tag.replace('py2', 'py3')}",
+        )
+    python = parse_version(entry.value("python"))
+    if python is not None and python[:2] < MIN_IMAGE_PYTHON:
+        raise UsageError(
+            f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
+            hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",
+        )
+    tf_version, tf_source = resolve_tf(entry, tf_spec, tf_source)
+    recipe = recipes.select(tf_version, "ngc", entry.release)
+    build_from = validate_image_ref(base_image) if base_image is not None else None
+    reqs = read_lock(requirements) if requirements is not None else ()
+    ca = None
+    if ca_bundle is not None:
+        try:
+            ca = ca_bundle.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read CA bundle {ca_bundle}: {exc.strerror}", hint="check the path") from exc
+        if b"-----BEGIN CERTIFICATE-----" not in ca:
+            raise UsageError(f"{ca_bundle} holds no PEM certificate", hint="pass a PEM CA bundle file")
+    return BuildPlan(
+        name=validate_name(name or f"{entry.release}-{entry.flavor}"),
+        entry=entry,
+        tf_version=tf_version,
+        tf_version_source=tf_source,
+        recipe=recipe,
+        base_digest=base_digest or _known_digest(entry, build_from),
+        build_from=build_from,
+        requirements=reqs,
+        ca_bundle=ca,
+        base_declared=base_declared,
+    )

@@ -1,0 +1,207 @@
+"""Pure rendering (plan -> files) and the one careful writer of environment folders."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import jinja2
+
+from envpin.environment import lockfile as lockmod
+from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME, payload
+from envpin.environment.plan import BuildPlan
+from envpin.environment.requirements import render_lock
+from envpin.errors import LockError, RenderError, UsageError, shown
+from envpin.fsutil import exclusive, folder_files, replace_folder, sha256_file
+from envpin.portable import imageref
+
+GENERATED_MARK = "# envpin: generated from inputs "
+#: The Apptainer (Singularity) definition file of an environment folder (docs/apptainer.md).
+DEF_NAME = "envpin.def"
+#: What each output format adds to the folder, beside what every format shares (plan.json, the payload,
+#: requirements.lock and ca-bundle.crt when given); the first file names the format in a lock's [files].
+FORMATS: dict[str, tuple[str, ...]] = {"docker": ("Dockerfile", ".dockerignore"), "apptainer": (DEF_NAME,)}
+DEFAULT_FORMATS = ("docker",)
+
+
+@functools.lru_cache(maxsize=4)
+def template_env(package: str = "envpin.environment", autoescape: bool = False) -> jinja2.Environment:
+    """The one way envpin loads templates: those in `package`'s templates/ folder, as package resources
+    (envpin.environment: Dockerfile, Apptainer definition; envpin.fleet: Kubernetes manifest, HTML fleet
+    report). StrictUndefined, so a missing value is an error, never an empty string.
+    autoescape=True for HTML. One per process, so compiled templates are reused. Filters: `sh` (one POSIX
+    shell word) and `q` (a JSON string, which YAML reads as a double-quoted scalar)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(package, "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=autoescape,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["sh"] = shlex.quote  # one word for a POSIX shell, whatever the value holds
+    env.filters["q"] = lambda v: json.dumps(str(v))  # nothing a value holds can change a YAML structure
+    return env
+
+
+def _env() -> jinja2.Environment:
+    return template_env()
+
+
+def parse_formats(asked: Sequence[str]) -> tuple[str, ...]:
+    """--format values, checked, once each, in FORMATS order."""
+    unknown = [name for name in asked if name not in FORMATS]
+    if unknown or not asked:
+        raise UsageError(f"'{shown(unknown[0] if unknown else '')}' is not an output format",
+                         hint="use --format docker or --format apptainer; repeat --format for both")
+    return tuple(name for name in FORMATS if name in asked)
+
+
+def choose_formats(asked: Sequence[str] | None, folder: Path) -> tuple[str, ...]:
+    """The formats to render into `folder`: those asked for; else those its envpin.lock records (a re-render
+    keeps what the folder holds); else Docker's."""
+    if asked is not None:
+        return parse_formats(asked)
+    return formats_of(lockmod.recorded_files(folder / lockmod.LOCK_NAME))
+
+
+def formats_of(files: Iterable[str]) -> tuple[str, ...]:
+    """The formats whose files a lock's [files] lists (a lock always describes at least one: else Docker's)."""
+    have = set(files)
+    return tuple(name for name, names in FORMATS.items() if names[0] in have) or DEFAULT_FORMATS
+
+
+def apptainer_from(ref: str) -> tuple[str, bool]:
+    """(From: reference for Apptainer's docker bootstrap, whether it is pinned). A pinned reference keeps
+    the digest alone: Apptainer's image library refuses one that carries a tag and a digest."""
+    name, _tag, digest = imageref.split(ref)
+    return (f"{name}@{digest}", True) if digest else (ref, False)
+
+
+def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[str, bytes]:
+    """All files of the environment folder except envpin.lock, as bytes, keyed by relative path.
+
+    The folder holds only what a reviewer should read plus the one payload artifact, so plain
+    `docker build images/<name>` (or `apptainer build` there) works without envpin installed. Every
+    format renders the same plan: the same base, recipe, payload, labels and build steps."""
+    d = plan.to_dict()
+    def_from, def_pinned = apptainer_from(plan.from_ref)
+    ctx = {
+        **d,
+        "from_ref": plan.from_ref,
+        "source_date_epoch": plan.source_date_epoch,
+        "pip_compile": plan.pip_compiles_reproducibly,
+        "inputs_hash": plan.inputs_hash,
+        "recipe": plan.recipe,
+        "recipe_hash": plan.recipe.hash,
+        "ca_bundle": plan.ca_bundle is not None,
+        "payload_name": PAYLOAD_NAME,
+        "payload_path": IMAGE_PATH,
+        "cuda": d["catalog"]["cuda"],
+        "cudnn": d["catalog"]["cudnn"],
+        "driver_min": d["catalog"]["driver_min"],
+        "recipe_env": list(plan.recipe.env_dict().items()),
+        "def_from": def_from,
+        "def_pinned": def_pinned,
+        "def_named": plan.from_ref.partition("@")[0],
+    }
+    env = _env()
+    header = f"{GENERATED_MARK}{plan.inputs_hash}; do not edit, re-run `envpin render`.\n"
+    files = {"plan.json": plan.canonical_json().encode()}
+    if "docker" in formats:
+        files["Dockerfile"] = env.get_template("Dockerfile.j2").render(**ctx).encode()
+        files[".dockerignore"] = env.get_template("dockerignore.j2").render(**ctx).encode()
+    if "apptainer" in formats:
+        files[DEF_NAME] = env.get_template("envpin.def.j2").render(**ctx).encode()
+    if plan.requirements:
+        files["requirements.lock"] = render_lock(plan.requirements, header).encode()
+    if plan.ca_bundle is not None:
+        files["ca-bundle.crt"] = plan.ca_bundle
+    files[PAYLOAD_NAME] = payload()
+    return dict(sorted(files.items()))
+
+
+def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
+    """Refuse to overwrite anything envpin did not write or that was edited since; returns stale paths."""
+    if out.exists() and not out.is_dir():
+        raise RenderError(f"{out} exists and is not a folder", hint="choose another --out")
+    if out.resolve() == Path(out.resolve().anchor) or out.resolve() == Path.home().resolve():
+        raise RenderError(f"{out} is a root or home folder, not an environment folder",
+                          hint="choose a folder of its own, e.g. --out images/<name>")
+    lock_path = out / lockmod.LOCK_NAME
+    recorded: dict[str, str] = {}
+    if lock_path.exists():
+        try:
+            recorded = lockmod.read(lock_path).files
+        except LockError as exc:
+            if not force:
+                raise RenderError(
+                    f"{lock_path} cannot be trusted ({exc.message})", hint="re-run with --force to overwrite"
+                ) from exc
+    if force:
+        # Generated files that are no longer generated (e.g. an older envpin's copy of its sources) go,
+        # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
+        old = recorded or lockmod.recorded_files(lock_path)
+        return [rel for rel in old if rel not in files and _unchanged(out, rel, old[rel])]
+    known = {*files, *recorded, lockmod.LOCK_NAME}
+    foreign = next((rel for rel in folder_files(out) if rel not in known), None) if out.is_dir() else None
+    if foreign is not None:
+        raise RenderError(
+            f"{out / foreign} was not written by envpin",
+            hint="an environment folder holds only generated files: move it away, or re-run with --force "
+            "to write the generated files and leave it where it is",
+        )
+    for rel in files:
+        path = out / rel
+        if not path.exists():
+            continue
+        want = recorded.get(rel)
+        if want is None:
+            raise RenderError(
+                f"{path} exists and was not generated by envpin", hint="move it away, or re-run with --force"
+            )
+        if sha256_file(path) != want:
+            raise RenderError(
+                f"{path} was edited by hand since envpin generated it",
+                hint="put the change into the inputs, or re-run with --force to overwrite it",
+            )
+    stale = [rel for rel in recorded if rel not in files and (out / rel).exists()]
+    for rel in stale:
+        if not _unchanged(out, rel, recorded[rel]):
+            raise RenderError(
+                f"{out / rel} was edited by hand (or replaced by a link) since envpin generated it",
+                hint="re-run with --force to replace the folder's generated files",
+            )
+    return stale
+
+
+def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force: bool = False) -> Path:
+    """Write the folder as one transaction: under the writers' lock, every check, then the whole new
+    folder (files and lock) staged beside it and swapped in. With --force, files envpin did not write stay."""
+    target = out.resolve() if out.is_symlink() else out  # a linked environment folder stays linked
+    with exclusive(target):
+        stale = check_folder(out, files, force)
+        previous = None
+        if (out / lockmod.LOCK_NAME).exists():
+            try:
+                previous = lockmod.read(out / lockmod.LOCK_NAME)
+            except LockError:
+                previous = None  # only reachable with --force: the broken lock is replaced
+        lock_bytes = lockmod.Lock.from_plan(plan, files, previous).dumps()
+        leave = {*files, lockmod.LOCK_NAME, *stale}
+        keep = tuple(rel for rel in folder_files(target) if rel not in leave) if target.is_dir() else ()
+        replace_folder(target, {**files, lockmod.LOCK_NAME: lock_bytes}, keep)
+    return out
+
+
+def _unchanged(out: Path, rel: str, digest: str) -> bool:
+    """A regular file inside `out` (no symlink on the way out of it) that still has the recorded hash."""
+    path = out / rel
+    try:
+        inside = path.resolve().is_relative_to(out.resolve()) and not path.is_symlink()
+        return inside and path.is_file() and sha256_file(path) == digest
+    except OSError:
+        return False

@@ -1,0 +1,386 @@
+"""`envpin lock`: resolve requirements.in for the target image, with its own packages as constraints.
+
+By default resolution runs in a throwaway container of the base image itself, so the lock is exact for
+the image's Python version and platform, and pip sees NVIDIA's TensorFlow, NumPy etc. as installed: every
+package the base already has is pinned to the installed version with a constraints file, so the lock can
+never replace them. Only packages the base lacks end up in the lock, each with the sha256 of the file pip
+picked for that platform; the image installs them with --require-hashes --no-deps.
+
+That needs pip>=23.1 (--dry-run --report) inside the image, which needs Python 3.7. For the Python 3.6
+images (NGC 19.07-20.xx) the resolution runs on the host instead (resolve_on_host): uv resolves for the
+image's Python version and platform (markers included), the image's packages are offered as stand-in wheels
+pinned to their installed versions (NVIDIA's `+nv` local versions included), and every locked file is
+checked against the wheel tags the image's own pip accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
+from envpin.errors import EngineError, RequirementsError
+from envpin.fsutil import atomic_write, sha256_bytes
+
+#: Where the resolution runs: auto (in the image when its Python is 3.7+, else on the host), image, host.
+RESOLVERS = ("auto", "image", "host")
+#: The oldest Python a recent pip (--dry-run --report) runs on, and the oldest uv resolves for.
+IMAGE_RESOLVER_MIN = (3, 7)
+HOST_RESOLVER_MIN = (3, 6)
+
+# Runs inside the image with envpin's payload (envpin.pyz) in /work: the Python version, the installed
+# distributions, and the wheel tags the image's own pip accepts, best first (its internal API moved twice:
+# pip>=20 compatibility_tags, pip 10-19 pep425tags, pip<10 pip.pep425tags; None when there is no pip).
+# Python 3.5 syntax: it runs with the oldest images' interpreter.
+_LIST = r"""
+import json, sys
+sys.path.insert(0, '/work/envpin.pyz')
+from envpin.probe import pyenv
+
+def tags():
+    try:
+        from pip._internal.utils.compatibility_tags import get_supported
+    except ImportError:
+        try:
+            from pip._internal.pep425tags import get_supported
+        except ImportError:
+            try:
+                from pip.pep425tags import get_supported
+            except ImportError:
+                return None
+    try:
+        return ['-'.join(t) if isinstance(t, tuple) else str(t) for t in get_supported()]
+    except Exception:
+        return None
+
+d, _ = pyenv.scan_distributions(pyenv.search_paths())
+print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'dists': {x['name']: x['version'] for x in d},
+                  'tags': tags()}))
+"""
+# A recent pip (for --dry-run --report) goes to /tmp/pip in the throwaway container only. The dry run installs
+# nothing, so a PEP 668 marker (Debian 12, Ubuntu 24.04 bases) is overridden for it.
+_RESOLVE = (
+    "set -e; python3 -m pip install -q --disable-pip-version-check --no-cache-dir --target /tmp/pip 'pip>=23.1' "
+    ">/work/pip-bootstrap.log 2>&1 || { cat /work/pip-bootstrap.log >&2; exit 3; }; "
+    "PYTHONPATH=/tmp/pip PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --disable-pip-version-check --dry-run "
+    "--quiet --report /work/report.json -c /work/constraints.txt -r /work/requirements.in"
+)
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What the lock needs to know about the base image."""
+
+    python: str
+    dists: dict[str, str]
+    #: The wheel tags its pip installs, best first; None when the image has no pip that says.
+    tags: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    facts: ImageFacts
+    locked: tuple[Requirement, ...]
+    #: "image" or "host": where the resolution ran.
+    where: str
+
+
+def read_requirements_in(path: Path) -> str:
+    text = read_text(path)
+    lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    for no, line in enumerate(lines, 1):
+        if line.startswith(("-r", "-c", "--requirement", "--constraint", "-e", "--editable")):
+            raise RequirementsError(
+                f"{path}:{no}: '{line.split()[0]}' is not supported in requirements.in",
+                hint="list the packages directly; envpin resolves them against the image",
+            )
+    if not any(lines):
+        raise RequirementsError(f"{path} lists no packages")
+    return text
+
+
+def _run(client: Any, image: str, command: list[str], work: Path) -> tuple[int, str]:
+    """Run `command` in a throwaway container of `image` with `work` (and the payload in it) at /work."""
+    from docker.errors import APIError, ImageNotFound
+
+    from envpin.environment.payload import PAYLOAD_NAME, payload
+
+    (work / PAYLOAD_NAME).write_bytes(payload())
+    try:
+        container = client.containers.run(
+            image,
+            command,
+            volumes={str(work): {"bind": "/work", "mode": "rw"}},
+            working_dir="/work",
+            detach=True,
+            entrypoint=[],
+        )
+    except ImageNotFound as exc:
+        raise EngineError(f"image {image} is not available", hint="check --base-image, or docker pull it") from exc
+    except APIError as exc:
+        raise EngineError(f"cannot start a container of {image}: {exc.explanation or exc}") from exc
+    try:
+        code = container.wait(timeout=900)["StatusCode"]
+        logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+    finally:
+        container.remove(force=True)
+    return code, logs
+
+
+def image_facts(client: Any, image: str) -> ImageFacts:
+    """The image's Python version, installed distributions and wheel tags, read in one throwaway container."""
+    with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
+        code, logs = _run(client, image, ["python3", "-c", _LIST], Path(tmp))
+    lines = logs.strip().splitlines()
+    if code != 0 or not lines:
+        raise EngineError(f"could not list the packages in {image}: {lines[-1:] or 'no output'}")
+    try:
+        data = json.loads(lines[-1])
+        tags = data.get("tags")
+        return ImageFacts(str(data["python"]), {str(k): str(v) for k, v in data["dists"].items()},
+                          tuple(str(t) for t in tags) if isinstance(tags, list) and tags else None)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise EngineError(f"could not list the packages in {image}: unexpected output {lines[-1][:200]!r}",
+                          hint="run `envpin probe --image` on it to see what its Python says") from exc
+
+
+def _conflict_hint(logs: str) -> str:
+    lines = [re.sub(r"^(cause|hint): ", "", ln.strip(" ×╰─▶│")) for ln in logs.splitlines() if ln.strip(" ×╰─▶│")]
+    keep = [ln for ln in lines if re.search(r"conflict|requires|because|No matching|Could not find|no version|"
+                                            r"unsatisfiable", ln, re.I)]
+    return " / ".join((keep or lines)[-3:])
+
+
+def choose(resolver: str, python: str) -> str:
+    """Where to resolve: `resolver` as asked, or for auto the image when its Python runs a recent pip."""
+    if resolver not in RESOLVERS:
+        raise RequirementsError(f"unknown resolver {resolver!r}", hint="use one of " + ", ".join(RESOLVERS))
+    from envpin.knowledge.versions import parse_version
+
+    version = (parse_version(python) or (0,))[:2]
+    where = resolver if resolver != "auto" else ("image" if version >= IMAGE_RESOLVER_MIN else "host")
+    if where == "image" and version < IMAGE_RESOLVER_MIN:
+        raise RequirementsError(f"the image's Python {python} cannot run the pip that resolves inside it "
+                                "(pip>=23.1 needs Python 3.7)", hint="use --resolver host (or auto)")
+    if where == "host" and version < HOST_RESOLVER_MIN:
+        raise RequirementsError(
+            f"envpin lock cannot resolve for Python {python}: pip's resolver needs 3.7 in the image and uv "
+            "resolves for 3.6 at the oldest",
+            hint="use a later NGC release (19.07 onwards ship Python 3.6), or pin and hash the "
+                 "requirements yourself and pass them with --requirements")
+    return where
+
+
+def resolve(client: Any, image: str, requirements_in: str, resolver: str = "auto") -> Resolved:
+    """Resolve for the image, in it or on the host (see the module docstring)."""
+    facts = image_facts(client, image)
+    where = choose(resolver, facts.python)
+    if where == "image":
+        return Resolved(facts, resolve_in_image(client, image, requirements_in, facts), "image")
+    return Resolved(facts, resolve_on_host(image, requirements_in, facts), "host")
+
+
+def resolve_in_image(client: Any, image: str, requirements_in: str, facts: ImageFacts) -> tuple[Requirement, ...]:
+    """pip --dry-run --report inside the image; the locked requirements the base lacks."""
+    with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
+        work = Path(tmp)
+        (work / "requirements.in").write_text(requirements_in)
+        (work / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(facts.dists.items())))
+        code, logs = _run(client, image, ["/bin/sh", "-c", _RESOLVE], work)
+        if code == 3:
+            raise EngineError(
+                f"could not install a recent pip inside {image} to resolve with: {_conflict_hint(logs)}",
+                hint="the container needs to reach PyPI: check proxies, or render with --ca-bundle; or lock "
+                     "with --resolver host",
+            )
+        if code != 0:
+            raise RequirementsError(
+                f"the requirements cannot be resolved inside {image} without replacing its packages: "
+                f"{_conflict_hint(logs)}",
+                hint="relax the pins that conflict with the base image's packages (see `envpin probe` in the image)",
+            )
+        report = json.loads((work / "report.json").read_text())
+    locked = []
+    for item in report.get("install", []):
+        meta = item.get("metadata", {})
+        name, version = meta.get("name"), meta.get("version")
+        info = item.get("download_info", {})
+        hashes = info.get("archive_info", {}).get("hashes", {})
+        digest = hashes.get("sha256") or (info.get("archive_info", {}).get("hash", "").partition("sha256=")[2])
+        if not (name and version and digest):
+            raise RequirementsError(
+                f"pip chose {name or info.get('url')} from a source without a sha256 hash (VCS or local path)",
+                hint="lock only packages published on an index",
+            )
+        locked.append(Requirement(name, version, (f"sha256:{digest}",)))
+    return tuple(sorted(locked, key=lambda r: r.key))
+
+
+# --------------------------------------------------------------------------- resolution on the host
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def manylinux_platform(tags: tuple[str, ...]) -> str:
+    """uv's --python-platform for the image: its architecture and the newest manylinux level uv knows that
+    the image's pip accepts (uv offers 2_17 and 2_28 onwards). Files are checked against `tags` afterwards,
+    so a level uv rounds down to only narrows the choice."""
+    levels: dict[str, tuple[int, int]] = {}
+    legacy = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+    for tag in tags:
+        platform = tag.rsplit("-", 1)[-1]
+        m = re.fullmatch(r"manylinux_(\d+)_(\d+)_(x86_64|aarch64)", platform)
+        level = (int(m.group(1)), int(m.group(2))) if m else None
+        arch = m.group(3) if m else ""
+        if m is None:
+            head, _, arch = platform.partition("_")
+            level = legacy.get(head)
+        if level and arch in ("x86_64", "aarch64"):
+            levels[arch] = max(levels.get(arch, (0, 0)), level)
+    if not levels:
+        raise RequirementsError("the image's pip accepts no manylinux wheels (x86_64 or aarch64), which is all "
+                                "the host-side resolution knows how to choose for",
+                                hint="lock with --resolver image")
+    arch, (major, minor) = max(levels.items(), key=lambda kv: kv[1])
+    known = [17, *range(28, 41)]
+    chosen = max((k for k in known if (2, k) <= (major, minor)), default=17)
+    return f"{arch}-manylinux_2_{chosen}"
+
+
+def stub_wheel(folder: Path, name: str, version: str) -> Path | None:
+    """An empty wheel standing in for a distribution the image already has, so the resolver can satisfy a
+    `name==version` constraint that no index offers (NVIDIA's `tensorflow==2.1.0+nv20.2`). None for a
+    version that is not PEP 440, which no resolver accepts."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        canonical = str(Version(version))
+    except InvalidVersion:
+        return None
+    escaped = re.sub(r"[-_.]+", "_", name).lower()
+    path = folder / f"{escaped}-{canonical}-py3-none-any.whl"
+    info = f"{escaped}-{canonical}.dist-info"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {canonical}\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: envpin\nRoot-Is-Purelib: true\n"
+                                     "Tag: py3-none-any\n")
+        zf.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def uv_binary() -> str:
+    """The uv executable: the one the `uv` distribution (an envpin dependency) installs, else uv on PATH."""
+    import shutil
+
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+    if not found:
+        raise EngineError("uv is not installed, and resolving on the host needs it",
+                          hint="pip install 'uv>=0.11' into envpin's environment")
+    return found
+
+
+def _files_for(package: dict[str, Any], accepted: frozenset[str]) -> tuple[list[str], str]:
+    """(sha256 hashes, kind) of the package's files the image's pip would install: its wheels whose tags the
+    image accepts; else its source distribution (built in the image); ([], "") when there is neither."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    hashes: list[str] = []
+    for wheel in package.get("wheels") or []:
+        url = str(wheel.get("url") or wheel.get("path") or wheel.get("name") or "")
+        try:
+            _, _, _, wheel_tags = parse_wheel_filename(url.rsplit("/", 1)[-1])
+        except InvalidWheelFilename:
+            continue
+        digest = (wheel.get("hashes") or {}).get("sha256")
+        if digest and any(str(t) in accepted for t in wheel_tags):
+            hashes.append(f"sha256:{digest}")
+    if hashes:
+        return sorted(hashes), "wheel"
+    digest = ((package.get("sdist") or {}).get("hashes") or {}).get("sha256")
+    return ([f"sha256:{digest}"], "sdist") if digest else ([], "")
+
+
+def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tuple[Requirement, ...]:
+    """uv resolves for the image's Python and platform with the image's packages as pinned stand-ins; the
+    result keeps only what the base lacks, each with the hashes of the files the image's pip accepts."""
+    if facts.tags is None:
+        raise RequirementsError(f"cannot tell which wheels {image}'s pip installs (it has no pip envpin can ask)",
+                                hint="install pip in the base image, or lock with --resolver image")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    platform = manylinux_platform(facts.tags)
+    accepted = frozenset(facts.tags)
+    base = {_key(n): (n, v) for n, v in facts.dists.items()}
+    with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
+        work = Path(tmp)
+        stubs = work / "base"
+        stubs.mkdir()
+        pinned: list[str] = []
+        unpinned: set[str] = set()  # installed versions that are not PEP 440: no constraint can name them
+        for n, v in sorted(facts.dists.items()):
+            if stub_wheel(stubs, n, v) is None:
+                unpinned.add(_key(n))
+            else:
+                pinned.append(f"{n}=={v}\n")
+        (work / "constraints.txt").write_text("".join(pinned))
+        (work / "requirements.in").write_text(requirements_in)
+        cmd = [uv_binary(), "pip", "compile", "requirements.in", "--python-version", facts.python,
+               "--python-platform", platform, "--format", "pylock.toml", "-o", "pylock.toml",
+               "-c", "constraints.txt", "--find-links", str(stubs), "--quiet", "--color", "never"]
+        try:
+            proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            raise EngineError("uv did not finish resolving within 900 s",
+                              hint="check the network path to the package index") from exc
+        if proc.returncode != 0:
+            raise RequirementsError(
+                f"the requirements cannot be resolved for {image} (Python {facts.python}, {platform}) without "
+                f"replacing its packages: {_conflict_hint(proc.stderr)}",
+                hint="relax the pins that conflict with the base image's packages (see `envpin probe` in the image)")
+        lock = tomllib.loads((work / "pylock.toml").read_text(encoding="utf-8"))
+    locked: list[Requirement] = []
+    for package in lock.get("packages", []):
+        name, version = str(package.get("name", "")), str(package.get("version", ""))
+        if _key(name) in unpinned:
+            raise RequirementsError(f"{name} {version} would replace the image's {name} {base[_key(name)][1]}",
+                                    hint="relax the requirement that needs it")
+        if _key(name) in base:
+            continue  # the image has exactly this version: it was a constraint
+        hashes, _ = _files_for(package, accepted)
+        if not hashes:
+            raise RequirementsError(
+                f"no file of {name} {version} installs in {image}: no wheel its pip accepts "
+                f"(Python {facts.python}, {platform}) and no source distribution",
+                hint=f"pin another version of {name} in the requirements")
+        locked.append(Requirement(name, version, tuple(hashes)))
+    return tuple(sorted(locked, key=lambda r: r.key))
+
+
+def write_lock(out: Path, reqs: tuple[Requirement, ...], image: str, python: str, source: Path, text: str,
+               where: str = "image") -> None:
+    how = (f"inside {image}" if where == "image"
+           else f"on the host for {image}'s Python and the wheel tags its pip accepts")
+    header = (
+        f"# envpin: locked from {source.name} ({sha256_bytes(text.encode())}) {how}\n"
+        f"# for Python {python} on linux/amd64. Packages the base image already has are not listed:\n"
+        "# they stay exactly as NVIDIA ships them. Regenerate with `envpin lock`, do not edit.\n"
+    )
+    body = render_lock(reqs, header)
+    parse_lock(body, str(out))  # what we write must be what render/build accept
+    atomic_write(out, body.encode())

@@ -1,0 +1,446 @@
+"""A fleet of probe reports at once (``envpin fleet report``): which nodes compute identically.
+
+Nodes are grouped into classes of identical result-affecting fingerprints (the fields
+``envpin.probe.fields.fingerprint_fields`` picks, golden hashes left to their own rule as in the lock);
+every field that is not the same on all nodes is listed with the severity ``envpin diff`` would give the
+worst pair of nodes; golden training hashes are compared per device class, where a second hash is a
+breaking difference and a node without one is not checked (``envpin.environment.lockfile.Lock.check_golden``'s rule).
+
+``aggregate`` takes reports that were already collected, from files (``envpin.fleet.inputs``) or from any
+other collector, and nodes that failed or timed out: those stay in the result as such, never dropped.
+The result renders as canonical JSON (``to_json``) and as one self-contained HTML page (``to_html``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from envpin.environment.lockfile import GOLDEN_PREFIX  # the key prefix of golden hashes, defined once
+from envpin.errors import ReportError
+
+FLEET_SCHEMA = 1
+OK = "ok"
+FAILED = "failed"
+TIMED_OUT = "timed_out"
+NODE_STATUSES = (OK, FAILED, TIMED_OUT)
+GOLDEN_REASON = "golden training hash: nodes of one device class train differently"
+#: The environment variable the Kubernetes manifest sets to the node's name (a pod's hostname is its own name).
+NODE_NAME_ENV = "ENVPIN_NODE_NAME"
+_ORDER = {"breaking": 0, "risk": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """A node that gave no report: the probe failed there, or did not finish in time."""
+
+    status: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.status not in (FAILED, TIMED_OUT):
+            raise ValueError(f"a node failure is {FAILED!r} or {TIMED_OUT!r}, not {self.status!r}")
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    status: str
+    source: str | None = None
+    reason: str | None = None
+    class_id: int | None = None
+    device_class: str | None = None
+    golden: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "source": self.source, "reason": self.reason, "class": self.class_id,
+                "device_class": self.device_class, "golden": self.golden}
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    """Nodes whose result-affecting fields are all equal; the reference is the largest class."""
+
+    id: int
+    fingerprint: str
+    nodes: tuple[str, ...]
+    device_classes: tuple[str, ...]
+    reference: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "fingerprint": self.fingerprint, "size": len(self.nodes), "nodes": list(self.nodes),
+                "device_classes": list(self.device_classes), "reference": self.reference}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One field that is not the same on every probed node: value -> the nodes holding it.
+
+    `absent`: nodes without the field (for a golden hash: the nodes of its device class that ran no
+    self-test, which are not checked); `common`: the most frequent value (None: absent is)."""
+
+    key: str
+    severity: str
+    reason: str
+    values: dict[str, tuple[str, ...]]
+    absent: tuple[str, ...]
+    common: str | None
+
+    @property
+    def golden(self) -> bool:
+        return self.key.startswith(GOLDEN_PREFIX)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "severity": self.severity, "reason": self.reason, "common": self.common,
+                "values": {v: list(n) for v, n in self.values.items()}, "absent": list(self.absent)}
+
+
+@dataclass(frozen=True)
+class GoldenGroup:
+    """The golden training hashes of one device class: consistent when at most one hash was seen."""
+
+    device_class: str
+    hashes: dict[str, tuple[str, ...]]
+    unchecked: tuple[str, ...]
+
+    @property
+    def consistent(self) -> bool:
+        return len(self.hashes) <= 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device_class": self.device_class, "consistent": self.consistent,
+                "hashes": {h: list(n) for h, n in self.hashes.items()}, "unchecked": list(self.unchecked)}
+
+
+@dataclass(frozen=True)
+class FleetResult:
+    nodes: tuple[Node, ...]
+    classes: tuple[NodeClass, ...]
+    spreads: tuple[Spread, ...]
+    informational: tuple[str, ...]
+    golden: tuple[GoldenGroup, ...]
+    outliers: tuple[str, ...]
+    _by_name: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)
+
+    def node(self, name: str) -> Node:
+        if not self._by_name:
+            self._by_name.update((n.name, n) for n in self.nodes)
+        return self._by_name[name]
+
+    def status_nodes(self, status: str) -> list[Node]:
+        return [n for n in self.nodes if n.status == status]
+
+    def counts(self) -> dict[str, int]:
+        sev = Counter(s.severity for s in self.spreads)
+        return {
+            "nodes": len(self.nodes),
+            OK: len(self.status_nodes(OK)),
+            FAILED: len(self.status_nodes(FAILED)),
+            TIMED_OUT: len(self.status_nodes(TIMED_OUT)),
+            "classes": len(self.classes),
+            "outliers": len(self.outliers),
+            "breaking": sev["breaking"],
+            "risk": sev["risk"],
+            "info": len(self.informational),
+        }
+
+    @property
+    def exit_code(self) -> int:
+        """0: nodes were probed, all of them, and nothing breaking differs; 1: otherwise."""
+        c = self.counts()
+        return 1 if c["breaking"] or c[FAILED] or c[TIMED_OUT] or not c[OK] else 0
+
+    def verdict(self) -> str:
+        c = self.counts()
+        parts = []
+        if c["breaking"]:
+            parts.append(f"{_n(c['breaking'], 'breaking difference')} across {_n(c['classes'], 'class', 'classes')}; "
+                         f"{_n(c['outliers'], 'outlier')}")
+        elif c["risk"]:
+            parts.append(f"{_n(c[OK], 'node')} consistent (no breaking differences); "
+                         f"{_n(c['risk'], 'risk difference')}")
+        elif c[OK]:
+            parts.append(f"{_n(c[OK], 'node')} consistent" + (" except informational differences" if c["info"] else ""))
+        else:
+            parts.append("no node was probed")
+        if c[FAILED]:
+            parts.append(f"{_n(c[FAILED], 'node')} failed")
+        if c[TIMED_OUT]:
+            parts.append(f"{_n(c[TIMED_OUT], 'node')} timed out")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole result; print it with sorted keys (envpin.views.console.print_json)."""
+        return {
+            "fleet_schema": FLEET_SCHEMA,
+            "verdict": self.verdict(),
+            "counts": self.counts(),
+            "classes": [c.to_json() for c in self.classes],
+            "outliers": list(self.outliers),
+            "differences": [s.to_json() for s in self.spreads],
+            "informational": list(self.informational),
+            "golden": [g.to_json() for g in self.golden],
+            "nodes": {n.name: n.to_json() for n in self.nodes},
+        }
+
+
+def to_json_text(result: FleetResult) -> str:
+    """Canonical JSON: sorted keys, two-space indent, trailing newline, ASCII (a report can carry undecodable
+    bytes as lone surrogates, which only a \\u escape can hold; the probe writes its reports the same way)."""
+    return json.dumps(result.to_json(), sort_keys=True, indent=2, ensure_ascii=True) + "\n"
+
+
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """The names with later duplicates suffixed '#2', '#3'... (never colliding with a name given as is)."""
+    given = set(names)
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        base = name or "node"
+        candidate, i = base, 2
+        while candidate in taken or (candidate != base and candidate in given):
+            candidate = f"{base}#{i}"
+            i += 1
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def kubernetes_node_name(report: Mapping[str, Any]) -> str | None:
+    """The node name the Kubernetes manifest gives the probe (env.ENVPIN_NODE_NAME), if the report has it."""
+    body = report.get("env")
+    f = body.get(NODE_NAME_ENV) if isinstance(body, dict) else None
+    value = f.get("value") if isinstance(f, dict) else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def node_name(report: Mapping[str, Any], fallback: str) -> str:
+    """The node a report came from: the node name the Kubernetes manifest sets (a pod's host name is the
+    pod's own name), else the host name, else `fallback`."""
+    host = report.get("host")
+    f = host.get("hostname") if isinstance(host, dict) else None
+    value = f.get("value") if isinstance(f, dict) else None
+    hostname = value.strip() if isinstance(value, str) and value.strip() else None
+    return kubernetes_node_name(report) or hostname or fallback
+
+
+@dataclass
+class _Probed:
+    name: str
+    source: str | None
+    flat: dict[str, str]
+    fp_fields: dict[str, str]
+    key: frozenset[tuple[str, str]]  # equal for equal fingerprint fields; cheaper than hashing each node
+    device_class: str
+    golden: str | None
+
+
+def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
+              sources: Sequence[str | None] | None = None) -> FleetResult:
+    """The fleet view of (node name, report or NodeFailure) pairs; duplicate names get '#2', '#3'...
+
+    Raises ReportError for an entry that is neither a probe report nor a NodeFailure."""
+    from envpin.environment import lockfile as lock
+    from envpin.probe import fields
+    from envpin.reports import diff
+
+    if sources is not None and len(sources) != len(reports):
+        raise ValueError("sources must have one entry per report")
+    names = unique_names([str(name) for name, _ in reports])
+    nodes: dict[str, Node] = {}
+    probed: list[_Probed] = []
+    for i, (name, (_, item)) in enumerate(zip(names, reports, strict=True)):
+        source = sources[i] if sources is not None else None
+        if isinstance(item, NodeFailure):
+            nodes[name] = Node(name, item.status, source, item.reason)
+            continue
+        if not isinstance(item, Mapping):
+            raise ReportError(f"node {name}: {type(item).__name__} is not a probe report")
+        report = dict(item)
+        diff.check_report(report, f"node {name}" + (f" ({source})" if source else ""))
+        flat = fields.flatten(report)
+        fp = lock.fingerprint_fields(report, flat)
+        found = lock.report_golden(report)
+        device_class = found[0] if found else fields.device_class(report, flat)
+        probed.append(_Probed(name, source, flat, fp, frozenset(fp.items()), device_class,
+                              found[1] if found else None))
+
+    classes = _classes(probed)
+    class_of = {n: c.id for c in classes for n in c.nodes}
+    for p in probed:
+        nodes[p.name] = Node(p.name, OK, p.source, None, class_of[p.name], p.device_class, p.golden)
+    spreads, informational = _spreads(probed)
+    golden = _golden(probed)
+    spreads += [_golden_spread(g) for g in golden if not g.consistent]
+    spreads.sort(key=lambda s: (_ORDER.get(s.severity, 9), s.key))
+    outliers = {n for c in classes if not c.reference for n in c.nodes}
+    for g in golden:
+        if not g.consistent:
+            common = _most_common({h: len(n) for h, n in g.hashes.items()})
+            outliers |= {n for h, ns in g.hashes.items() if h != common for n in ns}
+    return FleetResult(
+        nodes=tuple(nodes[n] for n in sorted(nodes)),
+        classes=tuple(classes),
+        spreads=tuple(spreads),
+        informational=tuple(informational),
+        golden=tuple(golden),
+        outliers=tuple(sorted(outliers)),
+    )
+
+
+def _classes(probed: list[_Probed]) -> list[NodeClass]:
+    """Largest first (ties: by the first node's name); the first is the reference."""
+    from envpin.probe import fields
+
+    groups: dict[frozenset[tuple[str, str]], list[_Probed]] = {}
+    for p in probed:
+        groups.setdefault(p.key, []).append(p)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g), min(p.name for p in g)))
+    return [
+        NodeClass(i + 1, fields.fingerprint_of_fields(g[0].fp_fields), tuple(sorted(p.name for p in g)),
+                  tuple(sorted({p.device_class for p in g})), i == 0)
+        for i, g in enumerate(ordered)
+    ]
+
+
+def _most_common(counts: Mapping[Any, int]) -> Any:
+    """The most frequent key; ties go to the smallest (None, for 'absent', first)."""
+    return min(counts, key=lambda k: (-counts[k], k is not None, k or ""))
+
+
+def _spreads(probed: list[_Probed]) -> tuple[list[Spread], list[str]]:
+    """Breaking and risk fields that differ (with values), and the informational ones (names only)."""
+    from envpin.probe import fields
+
+    if not probed:
+        return [], []
+    # Most fields are equal on every node: find the keys that are not against the first node, in C (set
+    # operations on dict views), before collecting values for those keys only.
+    first = probed[0].flat
+    differing: set[str] = set()
+    for p in probed[1:]:
+        differing.update(k for k, _ in p.flat.items() - first.items())
+        differing.update(first.keys() - p.flat.keys())
+    spreads: list[Spread] = []
+    informational: list[str] = []
+    # envpin diff's rule for a pair: CPU features are breaking when either side computes on its CPU.
+    cpu_compute = any(not fields.gpu_present(p.flat) for p in probed)
+    for key in sorted(k for k in differing if not k.startswith(GOLDEN_PREFIX)):
+        values: dict[str, list[str]] = {}
+        absent: list[str] = []
+        for p in probed:
+            value = p.flat.get(key)
+            if value is None:
+                absent.append(p.name)
+            else:
+                values.setdefault(value, []).append(p.name)
+        # Only present-versus-absent pairs differ when a single value was seen.
+        severity, reason = fields.severity(key, cpu_compute, absent=len(values) < 2)
+        if severity == fields.INFO:
+            informational.append(key)
+            continue
+        counts: dict[str | None, int] = {v: len(n) for v, n in values.items()}
+        if absent:
+            counts[None] = len(absent)
+        spreads.append(Spread(key, severity, reason, {v: tuple(sorted(values[v])) for v in sorted(values)},
+                              tuple(sorted(absent)), _most_common(counts)))
+    return spreads, informational
+
+
+def _golden(probed: list[_Probed]) -> list[GoldenGroup]:
+    """Per device class that has at least one golden hash: the hashes and who gave them."""
+    by_class: dict[str, list[_Probed]] = {}
+    for p in probed:
+        by_class.setdefault(p.device_class, []).append(p)
+    out = []
+    for dc in sorted(by_class):
+        members = by_class[dc]
+        hashes: dict[str, list[str]] = {}
+        for p in members:
+            if p.golden is not None:
+                hashes.setdefault(p.golden, []).append(p.name)
+        if hashes:
+            out.append(GoldenGroup(dc, {h: tuple(sorted(hashes[h])) for h in sorted(hashes)},
+                                   tuple(sorted(p.name for p in members if p.golden is None))))
+    return out
+
+
+def _golden_spread(g: GoldenGroup) -> Spread:
+    from envpin.probe import fields
+
+    common = _most_common({h: len(n) for h, n in g.hashes.items()})
+    return Spread(GOLDEN_PREFIX + g.device_class, fields.BREAKING, GOLDEN_REASON, dict(g.hashes), g.unchecked,
+                  common)
+
+
+# --- HTML ------------------------------------------------------------------------------------------------
+
+CELL_LIMIT = 40
+#: Fields shown as matrix columns (most severe first); the table of differing fields above it lists them all.
+MATRIX_COLUMNS = 150
+
+
+def _cell(text: str) -> str:
+    return text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…"
+
+
+def html_context(result: FleetResult) -> dict[str, Any]:
+    """What the HTML template shows, computed here so the template only lays it out."""
+    columns = list(result.spreads[:MATRIX_COLUMNS])
+    value_maps = [{n: v for v, ns in s.values.items() for n in ns} for s in columns]
+    absent_sets = [set(s.absent) for s in columns]
+    outliers = set(result.outliers)
+    rows = []
+    order = {c.id: i for i, c in enumerate(result.classes)}
+    probed = sorted((n for n in result.nodes if n.status == OK), key=lambda n: (order[n.class_id or 0], n.name))
+    for n in probed:
+        cells = []
+        for s, values, absent in zip(columns, value_maps, absent_sets, strict=True):
+            value = values.get(n.name)
+            if s.golden:
+                if value is None:
+                    text, full = ("not checked" if n.name in absent else ""), ""
+                    mark = ""
+                else:
+                    text, full, mark = _cell(value), value, (s.severity if value != s.common else "")
+            else:
+                text = "(absent)" if value is None else _cell(value)
+                full = "" if value is None else value
+                mark = s.severity if value != s.common else ""
+            cells.append({"text": text, "full": full if full != text else "", "mark": mark})
+        rows.append({"name": n.name, "class_id": n.class_id, "outlier": n.name in outliers, "cells": cells})
+    failed = [n for n in result.nodes if n.status != OK]
+    return {
+        "verdict": result.verdict(),
+        "counts": result.counts(),
+        "classes": result.classes,
+        "outliers": result.outliers,
+        "golden": result.golden,
+        "columns": columns,
+        "fields": result.spreads,
+        "hidden_columns": len(result.spreads) - len(columns),
+        "rows": rows,
+        "failed": failed,
+        "informational": result.informational,
+        "exit_code": result.exit_code,
+    }
+
+
+def to_html(result: FleetResult) -> str:
+    """One self-contained page (inline CSS, no script, no external asset); every text is HTML-escaped."""
+    from envpin.environment.render import template_env
+
+    template = template_env("envpin.fleet", autoescape=True).get_template("fleet-report.html.j2")
+    return template.render(**html_context(result))
+
+
+def html_bytes(result: FleetResult) -> bytes:
+    """The page as UTF-8; lone surrogates from undecodable bytes in a report are written as escapes."""
+    return to_html(result).encode("utf-8", "backslashreplace")

@@ -1,0 +1,237 @@
+"""What `envpin fleet report` reads: probe reports, and what the Kubernetes collection step writes.
+
+Accepted inputs (a folder is searched, not recursively, for ``*.json`` and ``*.log``):
+
+* a probe report (``envpin probe -o FILE`` / ``--out DIR``, ``python3 envpin.pyz --json -``);
+* the probe pods' output as ``kubectl logs --prefix`` writes it: every line starts with
+  ``[pod/<pod>/<container>] ``; each pod's lines hold one report, or whatever the probe printed when it
+  failed, which makes that node a failed one (not bad input);
+* the pod list ``kubectl get pods -o json`` writes: it names each pod's node, and a pod whose probe did not
+  finish or failed becomes a node that timed out or failed, so a node that gave no output is never dropped.
+
+Bad input (a path that does not exist, a folder without any of these, a file that is none of them) is a
+ReportError: one message, exit 2.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envpin.errors import ReportError, UsageError, shown
+from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, kubernetes_node_name, node_name
+
+#: The init container that runs the probe in envpin's manifest (envpin.fleet.kubernetes); only pods with one are read.
+PROBE_CONTAINER = "envpin-probe"
+SUFFIXES = (".json", ".log")
+_PREFIX = re.compile(r"\[pod/([^/\]]+)/([^\]]*)\] ?")
+_HINT = "pass probe reports (envpin probe -o FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One node's input to envpin.fleet.aggregate: its name, its report or failure, where it came from."""
+
+    name: str
+    item: Mapping[str, Any] | NodeFailure
+    source: str
+
+
+@dataclass(frozen=True)
+class _Pod:
+    pod: str
+    node: str | None
+    failure: NodeFailure | None  # None: the probe container finished with exit 0
+
+
+def files_of(paths: Sequence[Path]) -> list[Path]:
+    """The files to read: files as given, folders' *.json and *.log files in name order."""
+    if not paths:
+        raise UsageError("no probe reports given", hint="envpin fleet report DIR or FILE...")
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and p.is_file())
+            if not found:
+                raise ReportError(f"no probe reports (*.json, *.log) in {path}",
+                                  hint="write them with 'envpin probe --out DIR', or see docs/fleet.md")
+            out += found
+        elif path.exists():
+            out.append(path)
+        else:
+            raise ReportError(f"{path} does not exist", hint="check the path")
+    return out
+
+
+def read(paths: Sequence[Path]) -> list[Entry]:
+    """Every node the inputs name, in a deterministic order (files in the order given, pods by name)."""
+    from envpin.fsutil import read_user_text
+
+    entries: list[Entry] = []
+    pods: dict[str, _Pod] = {}
+    logs: dict[str, tuple[Mapping[str, Any] | str, str]] = {}
+    for path in files_of(paths):
+        text = read_user_text(path, "probe report", ReportError)
+        first = next((line for line in text.split("\n") if line.strip()), "")
+        if _PREFIX.match(first):
+            for pod, outcome in parse_kubectl_log(text, str(path)).items():
+                logs[pod] = (outcome, str(path))
+            continue
+        data = _json(text, path)
+        if _is_pod_list(data):
+            for p in parse_pod_list(data, str(path)):
+                pods[p.pod] = p
+            continue
+        from envpin.reports.diff import check_report
+
+        try:
+            check_report(data, str(path))
+        except ReportError as exc:
+            raise ReportError(exc.message, hint=exc.hint or _HINT) from None
+        entries.append(Entry(node_name(data, path.stem), data, str(path)))
+    for pod in sorted(set(logs) | set(pods)):
+        entries.append(_pod_entry(pod, logs.get(pod), pods.get(pod)))
+    if not entries:
+        raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_HINT)
+    return entries
+
+
+def _json(text: str, path: Path) -> Any:
+    from envpin.fsutil import parse_json
+
+    return parse_json(text, str(path), ReportError, hint=_HINT)
+
+
+def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status: _Pod | None) -> Entry:
+    """One pod's node: its report when the log holds one, else why there is none."""
+    fallback = (status.node if status is not None else None) or pod
+    if log is not None:
+        outcome, source = log
+        if not isinstance(outcome, str):
+            # The node the manifest told the probe, else the pod list's (the host name is the pod's name).
+            name = kubernetes_node_name(outcome) or (status.node if status is not None else None)
+            return Entry(name or node_name(outcome, pod), outcome, f"{source} (pod {pod})")
+        why = status.failure.reason + "; " if status is not None and status.failure is not None else ""
+        return Entry(fallback, NodeFailure(FAILED, f"pod {pod}: {why}{outcome}"), f"{source} (pod {pod})")
+    assert status is not None
+    if status.failure is not None:
+        return Entry(fallback, NodeFailure(status.failure.status, f"pod {pod}: {status.failure.reason}"), "pod list")
+    return Entry(fallback, NodeFailure(FAILED, f"pod {pod}: the probe finished but its output was not collected "
+                                               "(kubectl logs)"), "pod list")
+
+
+def parse_kubectl_log(text: str, origin: str = "log") -> dict[str, Mapping[str, Any] | str]:
+    """`kubectl logs --prefix` output -> pod name -> its report, or why its output is not one."""
+    lines: dict[str, list[str]] = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        m = _PREFIX.match(line)
+        if m is None:
+            if line.strip():
+                raise ReportError(f"{origin} line {number} has no [pod/NAME/CONTAINER] prefix",
+                                  hint="collect with 'kubectl logs --prefix' only (docs/fleet.md)")
+            continue
+        lines.setdefault(m.group(1), []).append(line[m.end():])
+    return {pod: report_from_output(body, f"pod {pod}") for pod, body in lines.items()}
+
+
+def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:
+    """The report a probe printed, or why the output is not one. Lines before the report's opening '{'
+    and after its closing '}' (a runtime's banner, a warning) are skipped."""
+    from envpin.reports.diff import check_report
+
+    data: Any = None
+    candidates = ["\n".join(lines)]
+    opening = [i for i, line in enumerate(lines) if line.rstrip() == "{"]
+    closing = [i for i, line in enumerate(lines) if line.rstrip() == "}"]
+    if opening and closing and opening[0] < closing[-1]:
+        candidates.append("\n".join(lines[opening[0]: closing[-1] + 1]))
+    from envpin.fsutil import parse_json
+
+    for candidate in candidates:
+        try:
+            data = parse_json(candidate, name, ReportError)
+            break
+        except ReportError:
+            continue
+    else:
+        said = next((line.strip() for line in lines if line.strip()), "")
+        return "its output is not a probe report" + (f" (first line: {shown(said, 120)})" if said else " (empty)")
+    try:
+        check_report(data, name)
+    except ReportError as exc:
+        return exc.message
+    return data
+
+
+def _is_pod_list(data: Any) -> bool:
+    return isinstance(data, dict) and (
+        (data.get("kind") in ("List", "PodList") and isinstance(data.get("items"), list)) or data.get("kind") == "Pod"
+    )
+
+
+def parse_pod_list(data: Mapping[str, Any], origin: str = "pod list") -> list[_Pod]:
+    """`kubectl get pods -o json` -> the probe pods with their node and, unless the probe finished, why not."""
+    items = data["items"] if data.get("kind") != "Pod" else [data]
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ReportError(f"{origin}: an item is not an object", hint=_HINT)
+        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
+        inits = spec.get("initContainers") if isinstance(spec.get("initContainers"), list) else []
+        if not any(isinstance(c, dict) and c.get("name") == PROBE_CONTAINER for c in inits):
+            continue  # another workload's pod in the same namespace
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        pod = str(meta.get("name") or "?")
+        status = item.get("status") if isinstance(item.get("status"), dict) else {}
+        out.append(_Pod(pod, _node_of(spec), _failure(status)))
+    return out
+
+
+def _node_of(spec: Mapping[str, Any]) -> str | None:
+    """The node a pod runs on, or, still unscheduled, the node its DaemonSet meant it for (the controller
+    pins each pod with a required node affinity on metadata.name)."""
+    if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
+        return spec["nodeName"]
+    try:
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for term in terms:
+            for match in term.get("matchFields", []):
+                if match.get("key") == "metadata.name" and match.get("values"):
+                    return str(match["values"][0])
+    except (KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
+    """None when the probe container exited 0; else failed (it exited otherwise) or timed out (it has not
+    finished: pending, unschedulable, still running)."""
+    statuses = status.get("initContainerStatuses")
+    for st in statuses if isinstance(statuses, list) else []:
+        if not isinstance(st, dict) or st.get("name") != PROBE_CONTAINER:
+            continue
+        state = st.get("state") if isinstance(st.get("state"), dict) else {}
+        last = st.get("lastState") if isinstance(st.get("lastState"), dict) else {}
+        done = state.get("terminated") or last.get("terminated")
+        if isinstance(done, dict):
+            code = done.get("exitCode")
+            if code == 0 and state.get("terminated"):
+                return None
+            if code != 0:
+                return NodeFailure(FAILED, f"the probe exited {code}" + _why(done))
+        if isinstance(state.get("running"), dict):
+            return NodeFailure(TIMED_OUT, "the probe was still running when the pods were listed")
+        if isinstance(state.get("waiting"), dict):
+            return NodeFailure(TIMED_OUT, "the probe has not started" + _why(state["waiting"]))
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return NodeFailure(TIMED_OUT, "the pod was not scheduled" + _why(cond))
+    return NodeFailure(TIMED_OUT, f"the probe has not run (pod phase {status.get('phase') or 'unknown'})")
+
+
+def _why(obj: Mapping[str, Any]) -> str:
+    parts = [str(obj[k]) for k in ("reason", "message") if obj.get(k)]
+    return f" ({shown(': '.join(parts), 200)})" if parts else ""

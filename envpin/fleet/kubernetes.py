@@ -1,0 +1,101 @@
+"""The Kubernetes manifest that probes every GPU node (``envpin fleet manifest --kubernetes``).
+
+A DaemonSet, not an Indexed Job: the DaemonSet controller places exactly one pod on every node that
+matches, including GPU nodes added later, while a Job's pods land wherever the scheduler puts them (two on
+one node, none on another) unless the node count is known up front. The probe runs as the pod's init
+container, once; an idle container keeps the pod, and so the probe's log, until the DaemonSet is deleted.
+
+The payload travels in a ConfigMap (binaryData, mounted at /opt/envpin/envpin.pyz), so a plain NGC image
+works unchanged, as the compose probe service mounts it; the manifest is a Jinja2 template
+(envpin/fleet/templates/kubernetes-probe.yaml.j2) rendered with StrictUndefined and every value quoted as a JSON string,
+which YAML reads as a double-quoted scalar.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+
+from envpin.errors import UsageError, shown
+from envpin.fleet.aggregate import NODE_NAME_ENV
+from envpin.fleet.inputs import PROBE_CONTAINER
+
+NAME = "envpin-probe"
+SELECTOR_KEY = "app.kubernetes.io/name"
+LABELS = {SELECTOR_KEY: NAME, "app.kubernetes.io/part-of": "envpin"}
+PAYLOAD_CONFIGMAP = "envpin-probe-payload"
+PAYLOAD_ANNOTATION = "envpin.io/payload-sha256"
+# NVIDIA's GPU Operator sets nvidia.com/gpu.present=true on GPU nodes (gpu-operator controllers/state_manager.go,
+# commonGPULabelKey); Node Feature Discovery labels nodes with an NVIDIA PCI device (vendor 10de). NVIDIA's device
+# plugin chart schedules on either (k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml).
+GPU_NODE_LABELS = ("nvidia.com/gpu.present", "feature.node.kubernetes.io/pci-10de.present")
+#: Kubernetes keeps a ConfigMap under 1 MiB (data and binaryData together).
+CONFIGMAP_LIMIT = 1024 * 1024
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    text: str
+    image: str
+    pinned: bool
+
+
+def validate_namespace(namespace: str) -> str:
+    """A Kubernetes namespace name: an RFC 1123 label."""
+    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
+        raise UsageError(f"'{shown(namespace)}' is not a Kubernetes namespace name",
+                         hint="lower-case letters, digits and '-', at most 63 characters, e.g. envpin")
+    return namespace
+
+
+def probe_command(selftest: bool | None, quick: bool = False) -> list[str]:
+    """The probe prints its report on stdout, which becomes the container log kubectl collects. It runs the
+    determinism self-test by default where the image has TensorFlow (selftest None; True insists, False
+    leaves it out); exit 1 then means the report was written and records a failed self-test: the pod must
+    not retry."""
+    from envpin.environment.payload import IMAGE_PATH
+
+    flags = {None: "", True: " --selftest", False: " --no-selftest"}[selftest] + (" --quick" if quick else "")
+    if selftest is False:
+        return ["python3", IMAGE_PATH, "--json", "-", "--no-selftest"]
+    return ["sh", "-c", f'python3 {IMAGE_PATH} --json -{flags}; rc=$?; [ "$rc" -le 1 ] || exit "$rc"']
+
+
+def render(image: str, namespace: str, payload: bytes, selftest: bool | None = None, quick: bool = False) -> Manifest:
+    """The manifest (ConfigMap with the payload + DaemonSet) for `image` in `namespace`."""
+    from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
+    from envpin.environment.plan import validate_image_ref
+    from envpin.environment.render import template_env
+    from envpin.fsutil import sha256_bytes
+    from envpin.portable import imageref
+
+    validate_image_ref(image)
+    ref = imageref.parse(image)
+    if ref.tag is None and ref.digest is None:
+        raise UsageError(f"'{shown(image)}' names no tag or digest",
+                         hint="pin the image by digest: REGISTRY/REPOSITORY:TAG@sha256:...")
+    encoded = base64.b64encode(payload).decode("ascii")
+    if len(encoded) >= CONFIGMAP_LIMIT:
+        raise UsageError(f"the probe payload ({len(payload)} bytes) does not fit in a ConfigMap",
+                         hint="this envpin's payload is too large for Kubernetes; report it")
+    text = template_env("envpin.fleet").get_template("kubernetes-probe.yaml.j2").render(
+        name=NAME,
+        namespace=validate_namespace(namespace),
+        labels=LABELS,
+        selector_key=SELECTOR_KEY,
+        image=image,
+        probe_container=PROBE_CONTAINER,
+        probe_command=probe_command(selftest, quick),
+        probe_memory="512Mi" if selftest is False else "4Gi",
+        node_name_env=NODE_NAME_ENV,
+        gpu_node_labels=GPU_NODE_LABELS,
+        payload_configmap=PAYLOAD_CONFIGMAP,
+        payload_annotation=PAYLOAD_ANNOTATION,
+        payload_hash=sha256_bytes(payload),
+        payload_name=PAYLOAD_NAME,
+        payload_path=IMAGE_PATH,
+        payload_b64=encoded,
+    )
+    return Manifest(text, image, ref.digest is not None)

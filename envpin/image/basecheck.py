@@ -1,0 +1,55 @@
+"""What a base image declares about itself, held against the plan and the catalog before anything is built.
+
+A mirror (`--base-image`) can hold another image than the tag it stands for, and NVIDIA's notes are sometimes
+wrong; the image's own config is the last word on what it contains. A different TensorFlow major.minor means the
+recipe baked into the image would be the wrong one, so the build is refused. Other differences (the NGC release
+it names, CUDA, cuDNN, NCCL, the minimum CUDA) are warnings: the recipe does not depend on them, but the catalog
+and the lock would tell a teammate other numbers than the image holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envpin.environment.plan import release_version, same_minor
+from envpin.errors import UsageError
+from envpin.knowledge import sync
+
+if TYPE_CHECKING:
+    from envpin.environment.plan import BuildPlan
+    from envpin.knowledge.sync import ImageRead
+
+#: catalog field -> the ENV variable it is read from, for the warnings' wording.
+_CHECKED = {"cuda": "CUDA_VERSION", "cudnn": "CUDNN_VERSION", "nccl": "NCCL_VERSION"}
+
+
+def cross_check(plan: BuildPlan, got: ImageRead) -> list[str]:
+    """Warnings for the build; raises UsageError when the declared TensorFlow contradicts the plan's."""
+    declared, entry, ref = got.declared, plan.entry, got.ref
+    tf = declared.get("tf_version")
+    if tf and not same_minor(release_version(tf), plan.tf_version):
+        mm = ".".join(release_version(tf).split(".")[:2])
+        where = {"catalog": "from the catalog", "image": "from the image config read earlier",
+                 "user": "from --tf"}.get(plan.tf_version_source, plan.tf_version_source)
+        if plan.tf_version_source == "user":
+            hint = f"pass --tf {mm}, the version the image holds"
+        else:
+            hint = (f"build from a copy of {entry.tag}; if {entry.tag} itself holds TensorFlow {tf}, record it with "
+                    f"`envpin catalog sync --release {entry.tag}` and pass --tf {mm}")
+        raise UsageError(
+            f"{ref} declares TensorFlow {tf} (ENV TENSORFLOW_VERSION), but the plan is for TensorFlow "
+            f"{plan.tf_version} ({where}): the recipe baked into the image would be the wrong one",
+            hint=hint,
+        )
+    warnings = []
+    named = declared.get("nvidia_tensorflow_version")
+    if named and sync.compare_ngc_version(entry.tag, named) == sync.DISAGREES:
+        warnings.append(f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}")
+    for key, env in _CHECKED.items():
+        if key in declared and sync.compare_version(entry.value(key), declared[key]) == sync.DISAGREES:
+            warnings.append(f"{ref} declares {env} {declared[key]}; the catalog says {key} {entry.value(key)} "
+                            f"({entry.facts[key].kind} evidence)")
+    if "cuda_min" in declared and sync.compare_version(entry.value("cuda"), declared["cuda_min"]) == sync.DISAGREES:
+        warnings.append(f"{ref} requires CUDA >= {declared['cuda_min']} (ENV {sync.REQUIRE_CUDA_ENV}); the catalog "
+                        f"says CUDA {entry.value('cuda')}")
+    return warnings

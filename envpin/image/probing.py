@@ -1,0 +1,133 @@
+"""`envpin probe --image IMG`: run the standard-library probe inside any image through the engine.
+
+The probe archive (the same envpin.pyz envpin builds into images) is mounted read-only and put in front of
+the image's PYTHONPATH; nothing is installed. GPUs are requested when the host can give them (the NVIDIA
+runtime or CDI, as `envpin doctor` reads them) and not otherwise, so the same command works on a laptop
+and on a GPU node, and says which it did. Unlike `docker compose run` on a host without the NVIDIA
+runtime, a container that cannot start or fails is an error with its exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envpin.errors import EngineError, UsageError
+
+MOUNT = "/opt/envpin-mount/envpin.pyz"
+#: Passed through when set on the host, so the report shows the settings training would use.
+PASS_THROUGH = ("TF_ENABLE_ONEDNN_OPTS", "OMP_NUM_THREADS", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS")
+GPU_CHOICES = ("auto", "all", "none")
+
+
+@dataclass(frozen=True)
+class ImageProbe:
+    image: str
+    gpus: str  # what was asked of the engine, in words
+    exit_code: int
+    written: tuple[str, ...]
+    log_tail: tuple[str, ...]
+    selftest: str | None = None  # the self-test's one-line outcome, read from the written report
+
+
+def _device_requests(gpus: str) -> tuple[list[Any] | None, str]:
+    """(device_requests for the SDK, a sentence saying what was chosen and why)."""
+    from docker.types import DeviceRequest
+
+    from envpin import doctor
+
+    if gpus == "none":
+        return None, "without GPUs (--gpus none)"
+    readings = doctor.Readings(
+        docker=doctor.read_docker(),
+        cdi_specs=doctor.read_cdi_specs(),
+        container_hooks=tuple(h for h in doctor.GPU_HOOKS if shutil.which(h)),
+    )
+    access = readings.gpu_access
+    if access == "runtime":
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])], "with all GPUs (NVIDIA container runtime)"
+    if access == "cdi":
+        return [DeviceRequest(driver="cdi", device_ids=["nvidia.com/gpu=all"])], "with all GPUs (CDI)"
+    if gpus == "all":
+        raise EngineError("--gpus all, but this host has no NVIDIA container runtime or CDI spec",
+                          hint="install the NVIDIA Container Toolkit, or use --gpus auto (see `envpin doctor`)")
+    return None, "without GPUs: this host has no NVIDIA container runtime or CDI spec (`envpin doctor` says more)"
+
+
+def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: bool | None = None,
+        quick: bool = False, anonymize: bool = False, progress: Any = None) -> ImageProbe:
+    """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists).
+
+    selftest None is the probe's own default: the self-test runs where the image has TensorFlow."""
+    from docker.errors import APIError, ImageNotFound
+
+    from envpin.environment.payload import payload
+
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent} does not exist", hint="create it, or choose another --out")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} exists and is not a folder", hint="choose another --out")
+    requests, said = _device_requests(gpus)
+    try:
+        client.images.get(image)
+    except ImageNotFound:
+        if progress:
+            progress(f"pulling {image}")
+        try:
+            client.images.pull(image)
+        except APIError as exc:
+            raise EngineError(f"cannot pull {image}: {exc.explanation or exc}",
+                              hint="check the name and `docker login`, or build the image first") from None
+    created = not out.exists()
+    out.mkdir(exist_ok=True)
+    before = set(os.listdir(out))
+    command = f"PYTHONPATH={MOUNT}${{PYTHONPATH:+:$PYTHONPATH}} exec python3 -m envpin.probe --out /reports"
+    command += {None: "", True: " --selftest", False: " --no-selftest"}[selftest] + (" --quick" if quick else "")
+    command += " --anonymize" if anonymize else ""
+    env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+    with tempfile.TemporaryDirectory(prefix="envpin-probe-") as tmp:
+        archive = Path(tmp) / "envpin.pyz"
+        archive.write_bytes(payload())
+        if progress:
+            progress(f"probing {image} {said}")
+        try:
+            container = client.containers.run(
+                image, ["-c", command], entrypoint=["/bin/sh"], detach=True, environment=env,
+                device_requests=requests,
+                volumes={str(archive): {"bind": MOUNT, "mode": "ro"}, str(out.resolve()): {"bind": "/reports",
+                                                                                            "mode": "rw"}},
+            )
+        except APIError as exc:
+            if created:
+                out.rmdir()  # nothing was written: leave no empty folder behind
+            raise EngineError(f"cannot start a container of {image}: {exc.explanation or exc}",
+                              hint="`envpin doctor` checks the engine and the GPU runtime") from None
+        try:
+            code = int(container.wait(timeout=3600)["StatusCode"])
+            logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        finally:
+            container.remove(force=True)
+    written = tuple(str(out / n) for n in sorted(set(os.listdir(out)) - before))
+    return ImageProbe(image, said, code, written, tuple(logs.strip().splitlines()[-15:]),
+                      _selftest_line(written, insisted=selftest is True))
+
+
+def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:
+    """What the self-test in the container found, from the JSON report it wrote (None: no report, or no
+    self-test in it)."""
+    from envpin.fsutil import parse_json
+    from envpin.probe.selftest.run import verdict
+
+    for path in written:
+        if path.endswith(".json"):
+            try:
+                report = parse_json(Path(path).read_text(encoding="utf-8"), path, EngineError)
+            except (OSError, ValueError, EngineError):
+                return None
+            if isinstance(report, dict) and "selftest" in report:
+                return verdict(report["selftest"], insisted=insisted)[1]
+    return None

@@ -1,0 +1,464 @@
+"""The NGC TensorFlow catalog: one schema-checked JSON table with per-field provenance.
+
+Every fact is stored once: a field lives either at release level (shared by all flavors of that month)
+or at flavor level, never both. Unknown facts are ``null`` with a reason; nothing is inferred.
+
+Each source records its kind of evidence, so every value carries it: ``notes`` (NVIDIA's TensorFlow release
+notes for that month), ``nvidia`` (another NVIDIA-owned source about the TensorFlow image: NVIDIA/tensorflow
+branches and releases, framework-reproducibility's version table), ``sibling`` (NVIDIA's notes for another
+framework container of the same month, which shares the CUDA/cuDNN/NCCL/driver base; base-stack fields
+only), ``image`` (declared by the image config, read by ``envpin catalog sync``) and ``user``. ``usage``
+sources (public Dockerfiles that use a tag) show only that a tag was published and back no value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from envpin.errors import CatalogError, UsageError
+from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
+from envpin.portable import ngc
+from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
+from envpin.portable.versions import SpecError
+
+SCHEMA_VERSION = 2
+#: Kinds of evidence, strongest first: a value of an earlier kind outranks a later one where both exist.
+KINDS = ("image", "user", "notes", "nvidia", "sibling")
+SOURCE_KINDS = frozenset(KINDS) | {"usage"}
+#: Fields a sibling framework's notes may give: the shared base stack, never TensorFlow or Python.
+SIBLING_FIELDS = frozenset({"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensorrt", "driver_min", "driver_compat",
+                            "compute_capability_min"})
+FIRST_RELEASE = "19.01"
+LAST_RELEASE = "25.02"
+#: The fields every catalog entry carries, in display order.
+FIELDS = (
+    "tf_version",
+    "python",
+    "ubuntu",
+    "cuda",
+    "cublas",
+    "cudnn",
+    "nccl",
+    "tensorrt",
+    "horovod",
+    "driver_min",
+    "driver_compat",
+    "compute_capability_min",
+)
+LIST_FIELDS = frozenset({"driver_compat"})
+#: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
+TF_SPLIT_RELEASE = "19.11"
+_RELEASE_RE = re.compile(r"[0-9]{2}\.(0[1-9]|1[0-2])\Z")
+_TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
+_IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
+#: What `envpin catalog sync` may record under a flavor's image.declared: catalog fields plus facts the
+#: release notes do not carry (minimum CUDA from NVIDIA_REQUIRE_CUDA, NVIDIA_BUILD_ID, NVIDIA_TENSORFLOW_VERSION).
+DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_version"}
+IMAGE_SOURCE = "image config"
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
+#: Environment variable naming a catalog file to use instead of the shipped one (e.g. written by catalog sync).
+CATALOG_ENV = "ENVPIN_CATALOG"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One catalog value with where it came from, or why it is unknown."""
+
+    value: Any
+    source: str | None = None
+    reason: str | None = None
+    kind: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One published image tag (release + flavor) with all fields resolved."""
+
+    release: str
+    flavor: str
+    tag: str
+    image: str
+    facts: dict[str, Fact]
+    sources: dict[str, dict[str, str]] = field(repr=False)
+    verified: dict[str, Any] | None = None
+    #: Every field as the written sources give it, before any image-declared value (what sync compares with).
+    written: dict[str, Fact] = field(default_factory=dict, repr=False)
+    #: When this user's image-facts cache supplied the image object: the facts the catalog file alone gives.
+    portable: dict[str, Fact] | None = field(default=None, repr=False)
+
+    @property
+    def cached(self) -> bool:
+        """The image facts come from this user's cache (envpin.knowledge.facts), not from the catalog file."""
+        return self.portable is not None
+
+    @property
+    def outranked(self) -> dict[str, Fact]:
+        """Written values that an image-declared value outranks and contradicts, by field."""
+        return {name: w for name, w in self.written.items()
+                if self.facts[name].kind == "image" and w.known and w.value != self.facts[name].value}
+
+    def value(self, name: str) -> Any:
+        return self.facts[name].value
+
+    def written_value(self, name: str) -> Any:
+        """The value the written sources give, ignoring what an image declared (sync compares with this)."""
+        return (self.written.get(name) or self.facts[name]).value
+
+    def portable_value(self, name: str) -> Any:
+        """The value every machine with the same catalog file resolves: facts only this user's image-facts
+        cache holds are left out, so a plan (and its lock) never depends on one person's cache."""
+        return (self.portable or self.facts)[name].value
+
+    @property
+    def tf_version(self) -> str | None:
+        return self.facts["tf_version"].value
+
+    def source_url(self, name: str) -> str | None:
+        fact = self.facts[name]
+        if fact.kind == "image" and self.verified:
+            return f"{self.verified['registry']}@{self.verified['digest']}"
+        return self.sources[fact.source]["url"] if fact.source else None
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat object for `envpin catalog --json`: values first, provenance alongside."""
+        out: dict[str, Any] = {
+            "release": self.release,
+            "tag": self.tag,
+            "flavor": self.flavor,
+            "image": self.image,
+            "digest": (self.verified or {}).get("digest"),
+        }
+        provenance: dict[str, Any] = {}
+        for name in FIELDS:
+            fact = self.facts[name]
+            out[name] = fact.value
+            prov: dict[str, Any] = {"source": self.source_url(name), "kind": fact.kind}
+            if fact.reason:
+                prov["reason"] = fact.reason
+            provenance[name] = prov
+        for name, fact in self.outranked.items():
+            provenance[name]["outranks"] = {"value": fact.value, "kind": fact.kind,
+                                            "source": self.sources[fact.source]["url"] if fact.source else None}
+        out["provenance"] = provenance
+        if self.verified:
+            out["verified_from_image"] = self.verified
+        return out
+
+
+class Catalog:
+    """The loaded, validated catalog with the look-ups the CLI needs."""
+
+    def __init__(self, data: dict[str, Any], origin: str, portable: dict[str, dict[str, Fact]] | None = None) -> None:
+        validate(data, origin)
+        self.data = data
+        self.origin = origin
+        #: For tags whose image object came from the user's image-facts cache: the catalog file's own facts.
+        self._portable = portable or {}
+        self.sources: dict[str, dict[str, str]] = data["sources"]
+        self.missing: dict[str, dict[str, Any]] = data["missing_months"]
+        self.repository: str = data["image_repository"]
+        self._entries = list(self._build_entries())
+        self._selector = ngc.Selector(self._entries, self.missing)
+
+    # -- construction -------------------------------------------------------------------------------
+    def _build_entries(self) -> Iterator[Entry]:
+        for release in sorted(self.data["releases"], key=release_index):
+            rel = self.data["releases"][release]
+            for flavor in sorted(rel["flavors"]):
+                fl = rel["flavors"][flavor]
+                merged = {**rel["fields"], **fl["fields"]}
+                facts, written = {}, {}
+                declared = (fl.get("image") or {}).get("declared") or {}
+                for name in FIELDS:
+                    src = merged[name].get("source")
+                    kind = self.sources[src]["kind"] if merged[name]["value"] is not None and src else None
+                    written[name] = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
+                    # What the image itself declares outranks every written source; the written value is
+                    # kept beside it (Entry.outranked) so a disagreement stays visible.
+                    facts[name] = (Fact(declared[name], IMAGE_SOURCE, None, "image") if name in declared
+                                   else written[name])
+                yield Entry(
+                    release=release,
+                    flavor=flavor,
+                    tag=fl["tag"],
+                    image=f"{self.repository}:{fl['tag']}",
+                    facts=facts,
+                    sources=self.sources,
+                    verified=fl.get("image"),
+                    written=written,
+                    portable=self._portable.get(fl["tag"]),
+                )
+
+    # -- queries ------------------------------------------------------------------------------------
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    def releases(self) -> list[str]:
+        return sorted(self.data["releases"], key=release_index)
+
+    def release_entries(self, release: str) -> list[Entry]:
+        """All tags of one release, or a clear error for unknown and release-less months."""
+        try:
+            return self._selector.release_entries(release)
+        except SpecError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from None
+
+    def select(
+        self, ngc: NGCSpec | str | None, tf: TFSpec | None = None, flavor: str | None = None, *, single: bool = False
+    ) -> list[Entry]:
+        """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries;
+        with no spec (None), every release's entries that fit `tf` and `flavor`, possibly none.
+
+        The rules live in envpin.portable.ngc (standard library); this turns their errors into the CLI's."""
+        try:
+            return self._selector.select(ngc, tf, flavor, single)
+        except SpecError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from None
+
+    @staticmethod
+    def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> list[str]:
+        """Candidates ordered by distance in months from `anchor` (later first on ties)."""
+        return ngc.nearest_releases(anchor, candidates, limit)
+
+
+# -- loading ----------------------------------------------------------------------------------------
+def shipped_catalog_path() -> Path:
+    return Path(str(resources.files("envpin") / "data" / "catalog.json"))
+
+
+def catalog_path() -> Path:
+    """The catalog in use: $ENVPIN_CATALOG when set (a refreshed copy), else the one shipped with envpin."""
+    override = os.environ.get(CATALOG_ENV, "").strip()
+    return Path(override).expanduser().absolute() if override else shipped_catalog_path()
+
+
+def load(path: str | None = None, *, cache: bool = True) -> Catalog:
+    """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`), with the
+    user's image-facts cache merged in unless cache=False (the README's tables describe the shipped file only)."""
+    from envpin.knowledge import facts as imagecache
+
+    override = os.environ.get(CATALOG_ENV, "").strip()
+    if path:
+        p, missing_hint, bad_hint = Path(path).expanduser().absolute(), None, None
+    elif override:
+        p = catalog_path()
+        missing_hint = bad_hint = f"{CATALOG_ENV} names this file: fix it, or unset {CATALOG_ENV} for the shipped one"
+    else:
+        p, missing_hint, bad_hint = shipped_catalog_path(), "reinstall envpin", None
+    try:
+        st = p.stat()
+    except FileNotFoundError as exc:
+        raise CatalogError(f"catalog file {p} does not exist", hint=missing_hint) from exc
+    except OSError as exc:
+        raise CatalogError(f"catalog file {p} cannot be read: {exc.strerror or exc}", hint=bad_hint) from exc
+    try:
+        # Keyed on the path and its stat, so a file rewritten in place (catalog sync --write) is read again.
+        cat = _load_file(str(p), st.st_mtime_ns, st.st_size)
+    except CatalogError as exc:
+        if bad_hint and not exc.hint:
+            raise CatalogError(exc.message, hint=bad_hint) from exc
+        raise
+    if not cache:
+        return cat
+    cache_file = imagecache.cache_path()
+    try:
+        cst = cache_file.stat()
+    except FileNotFoundError:
+        return cat
+    except OSError as exc:
+        raise CatalogError(f"the image-facts cache {cache_file} cannot be read: {exc.strerror or exc}",
+                           hint=f"fix its permissions or delete it (`rm {cache_file}`)") from exc
+    return _with_cache(cat, str(cache_file), cst.st_mtime_ns, cst.st_size)
+
+
+@lru_cache(maxsize=4)
+def _with_cache(cat: Catalog, cache_file: str, mtime_ns: int, size: int) -> Catalog:
+    """`cat` with each cached tag's image object in place of the file's (the cache was read more recently)."""
+    from envpin.knowledge import facts as imagecache
+
+    images = imagecache.read(cat.repository, Path(cache_file))
+    portable = {e.tag: e.facts for e in cat.entries() if e.tag in images}
+    if not portable:
+        return cat
+    return Catalog(with_images(cat.data, images), f"{cat.origin} + image facts from {cache_file}", portable)
+
+
+def with_images(data: dict[str, Any], images: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A copy of catalog data with these image objects (by tag) recorded; written fields are never touched."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for rel in out["releases"].values():
+        for fl in rel["flavors"].values():
+            if fl["tag"] in images:
+                fl["image"] = copy.deepcopy(images[fl["tag"]])
+    return out
+
+
+def coverage(entries: Iterable[Entry]) -> Counter[tuple[str, str | None]]:
+    """How many values each (field, kind of evidence) has; kind None counts the unknowns."""
+    return Counter((name, e.facts[name].kind) for e in entries for name in FIELDS)
+
+
+@lru_cache(maxsize=4)
+def _load_file(path: str, mtime_ns: int, size: int) -> Catalog:
+    p = Path(path)
+    from envpin.fsutil import parse_json
+
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
+    return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p))
+
+
+# -- schema -----------------------------------------------------------------------------------------
+def validate(data: Any, origin: str = "catalog") -> None:
+    """Check the catalog's shape and invariants; raise CatalogError naming the first problem."""
+    problems = list(_problems(data))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CatalogError(f"{origin} is invalid: {problems[0]}{more}")
+
+
+def _problems(data: Any) -> Iterator[str]:
+    if not isinstance(data, dict):
+        yield "top level is not an object"
+        return
+    if set(data) != _TOP_KEYS:
+        yield f"top-level keys must be {sorted(_TOP_KEYS)}, got {sorted(data)}"
+        return
+    if data["schema"] != SCHEMA_VERSION:
+        yield f"schema {data['schema']!r} is not {SCHEMA_VERSION}"
+        return
+    sources = data["sources"]
+    for sid, src in sources.items():
+        if not isinstance(src, dict) or set(src) != {"title", "url", "kind"}:
+            yield f"source {sid}: needs exactly 'title', 'url' and 'kind'"
+        elif src["kind"] not in SOURCE_KINDS:
+            yield f"source {sid}: kind {src['kind']!r} is not one of {sorted(SOURCE_KINDS)}"
+    releases, missing = data["releases"], data["missing_months"]
+    for month, info in missing.items():
+        if not _RELEASE_RE.match(month):
+            yield f"missing month {month!r} is not YY.MM"
+        elif month in releases:
+            yield f"{month} is both a release and a missing month"
+        if not isinstance(info, dict) or not info.get("reason"):
+            yield f"missing month {month}: needs a reason"
+        elif info.get("source") is not None and info["source"] not in sources:
+            yield f"missing month {month}: unknown source {info['source']!r}"
+    lo, hi = release_index(FIRST_RELEASE), release_index(LAST_RELEASE)
+    for idx in range(lo, hi + 1):
+        month = f"{idx // 12:02d}.{idx % 12 + 1:02d}"
+        if month not in releases and month not in missing:
+            yield f"{month} is neither a release nor a known missing month"
+    for release, rel in releases.items():
+        yield from _release_problems(release, rel, sources)
+
+
+def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterator[str]:
+    if not _RELEASE_RE.match(release):
+        yield f"release {release!r} is not YY.MM"
+        return
+    if not isinstance(rel, dict) or set(rel) != {"fields", "flavors"}:
+        yield f"{release}: needs exactly 'fields' and 'flavors'"
+        return
+    if not rel["flavors"]:
+        yield f"{release}: no flavors"
+    split = release_index(release) >= release_index(TF_SPLIT_RELEASE)
+    for flavor, fl in rel["flavors"].items():
+        where = f"{release}/{flavor}"
+        if flavor not in FLAVOR_SUFFIX:
+            yield f"{where}: unknown flavor"
+            continue
+        if split != (flavor in ("tf1", "tf1-py2", "tf2")):
+            yield f"{where}: flavor does not fit the naming of that era"
+        if flavor in ("tf1", "tf1-py2") and release_index(release) > release_index(LAST_TF1_RELEASE):
+            yield f"{where}: tf1 images ended with {LAST_TF1_RELEASE}"
+        if not isinstance(fl, dict) or not {"tag", "fields"} <= set(fl) or set(fl) - {"tag", "fields", "image"}:
+            yield f"{where}: needs 'tag' and 'fields' (and optionally 'image')"
+            continue
+        if fl["tag"] != f"{release}-{FLAVOR_SUFFIX[flavor]}":
+            yield f"{where}: tag {fl['tag']!r} should be {release}-{FLAVOR_SUFFIX[flavor]}"
+        if "image" in fl:
+            yield from (f"{where}.image: {p}" for p in image_problems(fl["image"]))
+        both = set(rel["fields"]) & set(fl["fields"])
+        if both:
+            yield f"{where}: {sorted(both)} defined at release and flavor level"
+        merged = {**rel["fields"], **fl["fields"]}
+        unknown = set(merged) - set(FIELDS)
+        if unknown:
+            yield f"{where}: unknown fields {sorted(unknown)}"
+        for name in FIELDS:
+            if name not in merged:
+                yield f"{where}: field {name} missing"
+            else:
+                yield from (f"{where}.{name}: {p}" for p in _fact_problems(name, merged[name], sources))
+
+
+def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[str]:
+    if not isinstance(fact, dict) or "value" not in fact or set(fact) - {"value", "source", "reason"}:
+        yield "must be an object with 'value' and 'source' or 'reason'"
+        return
+    value = fact["value"]
+    if value is None:
+        if not fact.get("reason"):
+            yield "null without a reason"
+    else:
+        if fact.get("source") not in sources:
+            yield f"source {fact.get('source')!r} is not a known source"
+        else:
+            kind = sources[fact["source"]].get("kind")
+            if kind == "usage":
+                yield f"source {fact['source']!r} shows only that a tag was published; it backs no value"
+            elif kind == "sibling" and name not in SIBLING_FIELDS:
+                yield f"a sibling framework's notes cannot give {name} (base-stack fields only)"
+        if name in LIST_FIELDS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                yield "must be a list of strings"
+        elif not isinstance(value, str) or not value:
+            yield "must be a non-empty string"
+    if fact.get("source") is not None and fact["source"] not in sources:
+        yield f"source {fact['source']!r} is not a known source"
+
+
+def image_problems(image: Any) -> Iterator[str]:
+    """What `catalog sync` recorded from the image config: digest, created, registry, declared, source."""
+    if not isinstance(image, dict) or set(image) != _IMAGE_KEYS:
+        got = sorted(image) if isinstance(image, dict) else type(image).__name__
+        yield f"must be an object with exactly {sorted(_IMAGE_KEYS)}, got {got}"
+        return
+    if not isinstance(image["digest"], str) or not _DIGEST_RE.match(image["digest"]):
+        yield f"digest {image['digest']!r} is not sha256:<64 hex digits>"
+    if image["created"] is not None and (not isinstance(image["created"], str) or not image["created"]):
+        yield "created must be a non-empty string or null"
+    if not isinstance(image["registry"], str) or not image["registry"]:
+        yield "registry must be a non-empty string (the repository the image was read from)"
+    if image["source"] != IMAGE_SOURCE:
+        yield f"source must be {IMAGE_SOURCE!r}, got {image['source']!r}"
+    declared = image["declared"]
+    if not isinstance(declared, dict):
+        yield "declared must be an object"
+        return
+    unknown = set(declared) - DECLARED_KEYS
+    if unknown:
+        yield f"declared holds unknown keys {sorted(unknown)}"
+    for key in sorted(set(declared) & DECLARED_KEYS):
+        value = declared[key]
+        if key in LIST_FIELDS:
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                yield f"declared.{key} must be a list of strings"
+        elif not isinstance(value, str) or not value:
+            yield f"declared.{key} must be a non-empty string"
