@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from envpin.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Unpack  # Python 3.11+; annotations are strings here, never evaluated
 
     from envpin.audit import AuditRun
     from envpin.doctor import Diagnosis

@@ -69,7 +69,7 @@ def find(start: Path) -> Path | None:
 
 
 def _table(path: Path) -> dict[str, Any] | None:
-    import tomllib
+    from envpin._compat import tomllib
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -13,7 +13,6 @@ No other module indexes the lock by string keys: they use these dataclasses.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,13 +20,9 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 
 from envpin import __version__
+from envpin._compat import tomllib
 from envpin.errors import LockError
 from envpin.fsutil import atomic_write, exclusive, read_user_text, sha256_bytes
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan

@@ -318,10 +318,7 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
     if facts.tags is None:
         raise RequirementsError(f"cannot tell which wheels {image}'s pip installs (it has no pip envpin can ask)",
                                 hint="install pip in the base image, or lock with --resolver image")
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    from envpin._compat import tomllib
 
     platform = manylinux_platform(facts.tags)
     accepted = frozenset(facts.tags)
