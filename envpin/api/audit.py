@@ -1,0 +1,66 @@
+"""`envpin audit`: determinism and pinning findings in Dockerfiles and what they copy in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envpin.errors import UsageError
+
+if TYPE_CHECKING:
+
+    from envpin.audit import AuditRun
+
+def audit_files(
+    dockerfiles: list[Path],
+    *,
+    fail_on: str | None = None,
+    build_args: list[str] | None = None,
+    target: str | None = None,
+    tf: str | None = None,
+    fix: bool = False,
+    fix_out: Path | None = None,
+    in_place: bool = False,
+    resolve: bool = True,
+    use_config: bool = True,
+    context: Path | None = None,
+    read_context: bool = True,
+) -> AuditRun:
+    """`envpin audit`: findings for each Dockerfile, and with fix=True the corrected files. The nearest
+    pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and fail-on."""
+    from envpin import audit
+    from envpin.audit import config as audit_config
+
+    settings = audit_config.load(audit_config.find(Path.cwd())) if use_config else audit_config.AuditConfig()
+
+    if tf is not None:
+        from envpin.knowledge.versions import parse_tf_spec
+
+        if len(parse_tf_spec(tf).parts) < 2:
+            raise UsageError(f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR",
+                             hint="e.g. --tf 2.1")
+    if not fix and not resolve:
+        raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
+    if context is not None and not read_context:
+        raise UsageError("--context and --no-context exclude each other", hint="choose one")
+    if context is not None and not context.is_dir():
+        raise UsageError(f"--context {context} is not a directory", hint="give the folder `docker build` is given")
+    resolver = None
+    if fix and resolve:
+        from envpin.registry.client import RegistryClient
+
+        resolver = RegistryClient().resolve_digest
+    return audit.run(
+        [str(p) for p in dockerfiles],
+        fail_on=fail_on or settings.fail_on or "warning",
+        config=settings,
+        context=context,
+        read_context=read_context,
+        build_args=audit.parse_build_args(build_args or []),
+        target=target,
+        tf=tf,
+        do_fix=fix,
+        fix_out=fix_out,
+        in_place=in_place,
+        resolve=resolver,
+    )

@@ -1,0 +1,16 @@
+"""`envpin doctor`: what on this host stands between it and a reproducible run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    from envpin.doctor import Diagnosis
+
+def diagnose_host(ngc: str | None = None, lock: Path | None = None) -> Diagnosis:
+    """`envpin doctor`: can this host run the image of --ngc or of the lock?"""
+    from envpin import doctor
+
+    return doctor.run(ngc=ngc, lock=lock)

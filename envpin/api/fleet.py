@@ -1,0 +1,124 @@
+"""`envpin fleet report`, `fleet manifest`, `fleet probe`: many machines' reports, collected and compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envpin.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    result: Any  # envpin.fleet.aggregate.FleetResult
+    html: Path | None
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.result.exit_code)
+
+
+def fleet_report(paths: list[Path], html: Path | None = None) -> FleetReport:
+    """`envpin fleet report`: every node's report (files, folders, collected Kubernetes output) compared at
+    once; with html= also the HTML page, written atomically."""
+    from envpin.fleet import aggregate as fleet
+    from envpin.fleet import inputs as fleetinput
+    from envpin.fsutil import atomic_write, check_output_path
+
+    if html is not None:
+        check_output_path(html, "--html")
+    entries = fleetinput.read(paths)
+    result = fleet.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries])
+    if html is not None:
+        atomic_write(html, fleet.html_bytes(result))
+    return FleetReport(result, html)
+
+
+@dataclass(frozen=True)
+class FleetManifest:
+    text: str
+    written: Path | None
+    warnings: list[str]
+
+
+def fleet_manifest(
+    *, kubernetes: bool, image: str | None = None, namespace: str = "default", out: Path | None = None,
+    selftest: bool | None = None, quick: bool = False,
+) -> FleetManifest:
+    """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
+    node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
+    from envpin.environment.payload import payload
+    from envpin.fleet import kubernetes as kube
+    from envpin.fsutil import atomic_write, check_output_path
+
+    if not kubernetes:
+        raise UsageError("say which manifest to write: --kubernetes",
+                         hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...")
+    if out is not None:
+        check_output_path(out, "--out")
+    warnings = []
+    if image is None:
+        image = _newest_ngc_image()
+        warnings.append(f"no --image given: using {image}, the newest NGC TensorFlow image in the catalog")
+    manifest = kube.render(image, namespace, payload(), selftest=selftest, quick=quick)
+    if not manifest.pinned:
+        warnings.append(f"{image} is not pinned by digest: nodes that pull it at different times may run "
+                        "different images (add @sha256:..., e.g. from 'docker buildx imagetools inspect')")
+    if out is not None:
+        atomic_write(out, manifest.text.encode("utf-8"))
+    return FleetManifest(manifest.text, out, warnings)
+
+
+def _newest_ngc_image() -> str:
+    """The newest tf2 image of the catalog, by digest when the catalog file records the one nvcr.io serves."""
+    from envpin.environment.plan import _known_digest
+    from envpin.knowledge import catalog
+
+    entry = max((e for e in catalog.load().entries() if e.flavor.startswith("tf2")), key=lambda e: e.release)
+    digest = _known_digest(entry, None)
+    return f"{entry.image}@{digest}" if digest else entry.image
+
+
+@dataclass(frozen=True)
+class FleetProbe:
+    """`envpin fleet probe --slurm`: where each node's report (or error) went, and the fleet comparison of
+    them all (envpin.fleet.aggregate: the same classes, outliers and golden hashes as `fleet report`)."""
+
+    job_id: str | None
+    partition: str
+    out: Path
+    outcomes: list[Any]  # envpin.fleet.slurm.NodeOutcome, one per node, none dropped
+    result: Any  # envpin.fleet.aggregate.FleetResult
+
+    @property
+    def exit_code(self) -> int:
+        """0: every node probed and consistent; 1: a node failed or timed out, or a breaking difference."""
+        return int(self.result.exit_code)
+
+
+def probe_fleet(
+    *, slurm: bool = False, nodes: int | None = None, partition: str | None = None, image: str | None = None,
+    runtime: str | None = None, out: Path | None = None, timeout: int | None = None,
+    slurm_args: list[str] | None = None, progress: Callable[[str], None] | None = None,
+    selftest: bool | None = None, quick: bool = False,
+) -> FleetProbe:
+    """`envpin fleet probe --slurm`: the probe on every node (or `nodes` of them) of a Slurm partition,
+    one report per node in `out` (./fleet-reports), compared by fingerprint."""
+    from envpin.fleet import slurm as slurm_backend
+
+    if not slurm:
+        raise UsageError("fleet probe needs to know how to reach the nodes", hint="add --slurm")
+    if runtime is not None and image is None:
+        raise UsageError("--runtime chooses how --image runs", hint="add --image IMAGE, or drop --runtime")
+    target = out or Path("fleet-reports")
+    job_id, used, outcomes = slurm_backend.probe(
+        target, nodes=nodes, partition=partition, image=image, runtime=runtime or "apptainer",
+        timeout=slurm_backend.DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        slurm_args=slurm_args or (), progress=progress,
+        probe_args=[*{True: ["--selftest"], False: ["--no-selftest"]}.get(selftest, []), *(["--quick"] * quick)],
+    )
+    return FleetProbe(job_id, used, target, list(outcomes), slurm_backend.fleet_result(outcomes))

@@ -1,0 +1,179 @@
+"""`envpin probe`, `diff`, `verify`: fingerprints of this machine or an image, compared with each other or a lock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envpin.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from envpin.image.probing import ImageProbe
+    from envpin.reports.diff import Difference
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """`envpin verify`: how this machine (or a report) compares with the lock's recorded reference."""
+
+    diffs: list[Difference]
+    recorded: list[str]
+    notes: list[str]
+    expected_fingerprint: str
+    actual_fingerprint: str
+    lock: Path
+    source: str
+    exit_code: int
+
+
+def verify_environment(lock: Path, report: Path | None = None, record: bool = False) -> VerifyResult:
+    """Compare a report (or a live probe) with the lock; with record=True first add what is missing.
+
+    Recording writes the lock only when something new was added, and never overwrites a recorded value."""
+    from envpin import probe
+    from envpin.environment import lockfile as lockmod
+    from envpin.reports import diff
+
+    actual = diff.load_report(report) if report is not None else probe.collect()
+    done: list[str] = []
+    if record:
+        from envpin.fsutil import exclusive
+
+        with exclusive(lock.parent):  # read, add, write as one step against other envpin writers
+            locked, _ = lockmod.read_checked(lock)
+            locked, done = locked.record(actual)
+            if done:
+                locked.write(lock)
+    else:
+        locked, _ = lockmod.read_checked(lock)
+    checked = locked.verify(actual, str(lock))
+    return VerifyResult(
+        diffs=checked.differences,
+        recorded=done,
+        notes=checked.notes,
+        expected_fingerprint=checked.expected_fingerprint,
+        actual_fingerprint=checked.actual_fingerprint,
+        lock=lock,
+        source=str(report) if report is not None else "live probe",
+        exit_code=diff.exit_code(checked.differences),
+    )
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    fingerprint: str
+    fingerprinted: int
+    errors: int
+    written: list[str]
+    report_on_stdout: bool
+    selftest: str | None = None  # the self-test's one-line outcome, when it ran or was asked for
+    exit_code: int = 0  # 1 when the self-test failed
+
+
+def probe_machine(
+    *,
+    out: Path | None = None,
+    json_file: Path | None = None,
+    markdown: Path | None = None,
+    with_tf: bool = False,
+    selftest: bool = False,
+    quick: bool = False,
+    anonymize: bool = False,
+) -> ProbeResult:
+    """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
+    from envpin import probe
+    from envpin.fsutil import check_output_path
+
+    for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
+        if path is not None and str(path) != "-":
+            check_output_path(path, option)
+    report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
+    try:
+        written = probe.write_reports(
+            report,
+            out_dir=str(out) if out else None,
+            json_path=str(json_file) if json_file else None,
+            markdown_path=str(markdown) if markdown else None,
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}", hint="check the output path") from None
+    on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
+    failed, line = False, None
+    if "selftest" in report:
+        from envpin.probe.selftest.run import verdict
+
+        failed, line = verdict(report["selftest"], insisted=True)
+    return ProbeResult(report["fingerprint"], len(probe.fingerprint_fields(report)),
+                       len(report["probe"]["errors"]["value"]), [w for w in written if w != "-"], on_stdout,
+                       line, 1 if failed else 0)
+
+
+def probe_image(
+    image: str, *, out: Path | None = None, gpus: str = "auto", selftest: bool | None = None, quick: bool = False,
+    anonymize: bool = False, progress: Callable[[str], None] | None = None,
+) -> ImageProbe:
+    """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
+    the self-test runs where the image has TensorFlow unless selftest is False."""
+    from envpin.environment.plan import validate_image_ref
+    from envpin.fsutil import check_output_path
+    from envpin.image import docker as build
+    from envpin.image import probing as probeimage
+
+    ref = validate_image_ref(image)
+    if out is not None:
+        check_output_path(out, "--out")
+    if gpus not in probeimage.GPU_CHOICES:
+        raise UsageError(f"--gpus must be one of {', '.join(probeimage.GPU_CHOICES)}",
+                         hint="the default, auto, asks the host")
+    client = build.docker_client()
+    try:
+        return probeimage.run(client, ref, out or Path("reports"), gpus=gpus, selftest=selftest, quick=quick,
+                              anonymize=anonymize, progress=progress)
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    diffs: list[Difference]
+    a: Path
+    b: Path
+    fingerprint_a: str | None
+    fingerprint_b: str | None
+
+    @property
+    def exit_code(self) -> int:
+        from envpin.reports import diff
+
+        return diff.exit_code(self.diffs)
+
+
+def diff_files(a: Path, b: Path) -> DiffResult:
+    """Every difference between two probe reports, classified."""
+    from envpin.reports import diff
+
+    ra, rb = diff.load_report(a), diff.load_report(b)
+    return DiffResult(diff.diff_reports(ra, rb), a, b, ra.get("fingerprint"), rb.get("fingerprint"))
+
+
+def probe_here_or_image(
+    *, image: str | None = None, gpus: str = "auto", progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> ProbeResult | ImageProbe:
+    """`envpin probe`: this machine, or with image= a throwaway container of that image (GPUs per `gpus`).
+
+    The self-test (selftest None) is opt-in on this machine and the default in a container, as in every
+    image the probe runs in."""
+    if image is None:
+        if options.get("quick") and not options.get("selftest"):
+            raise UsageError("--quick shortens the self-test, which runs on this machine only with --selftest",
+                             hint="add --selftest, or drop --quick")
+        options["selftest"] = bool(options.get("selftest"))
+        return probe_machine(**options)
+    if options.get("json_file") or options.get("markdown") or options.get("with_tf"):
+        raise UsageError("--image writes both reports into --out; --output, --markdown and --with-tf are for "
+                         "probing this machine", hint="drop them, or give --out DIR")
+    return probe_image(image, out=options.get("out"), gpus=gpus, selftest=options.get("selftest"),
+                       quick=bool(options.get("quick")), anonymize=bool(options.get("anonymize")), progress=progress)
