@@ -61,3 +61,16 @@ class ReportError(EnvpinError):
 
 class SlurmError(EnvpinError):
     """A Slurm client command failed: no controller answers, or the allocation was refused or timed out."""
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is Ctrl-C, or came from it: Python wraps an exception raised while a class is created
+    (a KeyboardInterrupt inside ``__set_name__``, e.g. while ipaddress is imported) in a RuntimeError."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 16:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False

@@ -14,7 +14,38 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
-REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi")
+REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons")
+#: The user's folders envpin reads or writes (cache, state, config, Docker logins) and the switches that
+#: change what it does; each test run gets its own before anything is collected (conftest.py is imported
+#: before any test module, so a module that loads the catalog at import time sees these too).
+USER_FOLDERS = ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "ENVPIN_STATE_DIR", "DOCKER_CONFIG")
+USER_SWITCHES = ("ENVPIN_CATALOG", "ENVPIN_ENGINE", "ENVPIN_LOCK", "ENVPIN_PLAN", "ENVPIN_SELFTEST_JOBS",
+                 "ENVPIN_DOCTOR_FAKE", "ENVPIN_NODE_NAME")
+
+
+def _isolate_from_the_user() -> Path:
+    """Point every user folder at a fresh one under a temporary root and drop the user's switches. Docker's
+    CLI plugins (the Compose plugin lives in ~/.docker/cli-plugins) are linked in, read-only use; the
+    user's config.json and its logins are not."""
+    import atexit
+    import shutil
+    import tempfile
+
+    real_docker = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    root = Path(tempfile.mkdtemp(prefix="envpin-tests-"))
+    atexit.register(shutil.rmtree, root, True)
+    for name in USER_FOLDERS:
+        folder = root / name.lower()
+        folder.mkdir()
+        os.environ[name] = str(folder)
+    if (real_docker / "cli-plugins").is_dir():
+        (root / "docker_config" / "cli-plugins").symlink_to(real_docker / "cli-plugins")
+    for name in USER_SWITCHES:
+        os.environ.pop(name, None)
+    return root
+
+
+ISOLATED = _isolate_from_the_user()
 
 
 def load_script(name: str) -> ModuleType:
@@ -47,8 +78,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
 
 @pytest.fixture(autouse=True)
 def _own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sees a machine on which nothing was built or synced yet (envpin.image.buildstate and the image-facts
-    cache live outside the repo)."""
+    """Each test sees a machine on which nothing was built or synced yet (the build state and the image-facts
+    cache live outside the repo); the session-wide folders above guard collection."""
     monkeypatch.setenv("ENVPIN_STATE_DIR", str(tmp_path_factory.mktemp("envpin-state")))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from envpin import __version__
-from envpin.errors import EnvpinError
+from envpin.errors import EnvpinError, interrupted
 
 app = typer.Typer(
     name="envpin",
@@ -122,8 +122,6 @@ def main(argv: list[str] | None = None) -> None:
         _say("interrupted")
         sys.exit(130)
     except Exception as exc:
-        from envpin._console import interrupted
-
         if type(exc).__name__ == "Abort" or interrupted(exc):
             _say("interrupted")
             sys.exit(130)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import CatalogError, UsageError
+from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE, LIST_FIELDS, image_problems
 from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
 from envpin.portable import ngc
 from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
@@ -38,32 +39,10 @@ SIBLING_FIELDS = frozenset({"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensor
                             "compute_capability_min"})
 FIRST_RELEASE = "19.01"
 LAST_RELEASE = "25.02"
-#: The fields every catalog entry carries, in display order.
-FIELDS = (
-    "tf_version",
-    "python",
-    "ubuntu",
-    "cuda",
-    "cublas",
-    "cudnn",
-    "nccl",
-    "tensorrt",
-    "horovod",
-    "driver_min",
-    "driver_compat",
-    "compute_capability_min",
-)
-LIST_FIELDS = frozenset({"driver_compat"})
 #: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
 TF_SPLIT_RELEASE = "19.11"
 _RELEASE_RE = re.compile(r"[0-9]{2}\.(0[1-9]|1[0-2])\Z")
 _TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
-_IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
-#: What `envpin catalog sync` may record under a flavor's image.declared: catalog fields plus facts the
-#: release notes do not carry (minimum CUDA from NVIDIA_REQUIRE_CUDA, NVIDIA_BUILD_ID, NVIDIA_TENSORFLOW_VERSION).
-DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_version"}
-IMAGE_SOURCE = "image config"
-_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
 #: Environment variable naming a catalog file to use instead of the shipped one (e.g. written by catalog sync).
 CATALOG_ENV = "ENVPIN_CATALOG"
 
@@ -432,33 +411,3 @@ def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[st
             yield "must be a non-empty string"
     if fact.get("source") is not None and fact["source"] not in sources:
         yield f"source {fact['source']!r} is not a known source"
-
-
-def image_problems(image: Any) -> Iterator[str]:
-    """What `catalog sync` recorded from the image config: digest, created, registry, declared, source."""
-    if not isinstance(image, dict) or set(image) != _IMAGE_KEYS:
-        got = sorted(image) if isinstance(image, dict) else type(image).__name__
-        yield f"must be an object with exactly {sorted(_IMAGE_KEYS)}, got {got}"
-        return
-    if not isinstance(image["digest"], str) or not _DIGEST_RE.match(image["digest"]):
-        yield f"digest {image['digest']!r} is not sha256:<64 hex digits>"
-    if image["created"] is not None and (not isinstance(image["created"], str) or not image["created"]):
-        yield "created must be a non-empty string or null"
-    if not isinstance(image["registry"], str) or not image["registry"]:
-        yield "registry must be a non-empty string (the repository the image was read from)"
-    if image["source"] != IMAGE_SOURCE:
-        yield f"source must be {IMAGE_SOURCE!r}, got {image['source']!r}"
-    declared = image["declared"]
-    if not isinstance(declared, dict):
-        yield "declared must be an object"
-        return
-    unknown = set(declared) - DECLARED_KEYS
-    if unknown:
-        yield f"declared holds unknown keys {sorted(unknown)}"
-    for key in sorted(set(declared) & DECLARED_KEYS):
-        value = declared[key]
-        if key in LIST_FIELDS:
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                yield f"declared.{key} must be a list of strings"
-        elif not isinstance(value, str) or not value:
-            yield f"declared.{key} must be a non-empty string"

@@ -17,6 +17,7 @@ from typing import Any
 
 from envpin.errors import CatalogError, EnvpinError
 from envpin.fsutil import atomic_write, parse_json
+from envpin.knowledge.fields import image_problems
 
 SCHEMA = 1
 FILE_NAME = "image-facts.json"
@@ -36,8 +37,6 @@ def _broken(path: Path, why: str) -> CatalogError:
 
 def read(repository: str, path: Path | None = None) -> dict[str, dict[str, Any]]:
     """Image objects by tag ({} when there is no cache). A cache for another repository is refused, not mixed in."""
-    from envpin.knowledge.catalog import image_problems
-
     path = path or cache_path()
     try:
         text = path.read_text(encoding="utf-8")

@@ -234,7 +234,7 @@ def test_console_script_turns_ctrl_c_during_the_cli_import_into_one_line(
 ) -> None:
     import types
 
-    from envpin import _console
+    from envpin import __main__ as entry
 
     raised = _interrupt_while_a_class_is_made() if interrupt else RuntimeError("a real bug")
 
@@ -245,8 +245,8 @@ def test_console_script_turns_ctrl_c_during_the_cli_import_into_one_line(
     monkeypatch.setitem(sys.modules, "envpin.cli", Loading("envpin.cli"))
     if interrupt:
         with pytest.raises(SystemExit) as info:
-            _console.main()
+            entry.main()
         assert info.value.code == 130 and capsys.readouterr().err == "interrupted\n"
     else:
         with pytest.raises(RuntimeError, match="a real bug"):
-            _console.main()
+            entry.main()
