@@ -30,9 +30,10 @@ from envpin.probe.selftest.compare import (
     pack,
     verdict_summary,
 )
-from envpin.probe.selftest.ops import CHECKS, PLANTED, SEED, select
+from envpin.probe.selftest.ops import select
 from envpin.probe.selftest.report import render_markdown, summary
 from envpin.probe.selftest.run import SCHEMA, main, problems, run_battery, run_selftest
+from envpin.probe.selftest.trial import CHECKS, PLANTED, SEED
 
 __all__ = [
     "CHECKS",

@@ -7,7 +7,8 @@ from envpin.probe import tfchild
 from envpin.probe.runtime import load_table
 from envpin.probe.selftest.compare import compare_outputs, finish_check, pack
 from envpin.probe.selftest.expect import expected, surprise
-from envpin.probe.selftest.ops import Check, Trial, select
+from envpin.probe.selftest.ops import select
+from envpin.probe.selftest.trial import Check, Trial
 
 # A trial = fresh upstream gradients; within a trial the op runs at least `runs` times on identical inputs
 # and every run is compared with the trial's first (NVIDIA's tests: 5 trials x 2 runs). Cheap checks then
