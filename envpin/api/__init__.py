@@ -33,12 +33,14 @@ from envpin.api.environment import (
 from envpin.api.fleet import FleetManifest, FleetProbe, FleetReport, fleet_manifest, fleet_report, probe_fleet
 from envpin.api.probe import (
     DiffResult,
+    HostProbeRequest,
+    ImageProbeRequest,
     ProbeResult,
     VerifyResult,
     diff_files,
-    probe_here_or_image,
     probe_image,
     probe_machine,
+    run_probe,
     verify_environment,
 )
 from envpin.api.selftest import SelftestError, run_selftest
@@ -50,6 +52,8 @@ __all__ = [
     "FleetManifest",
     "FleetProbe",
     "FleetReport",
+    "HostProbeRequest",
+    "ImageProbeRequest",
     "Inputs",
     "LockCheck",
     "LockChecks",
@@ -76,11 +80,11 @@ __all__ = [
     "lock_requirements",
     "plan_from_lock",
     "probe_fleet",
-    "probe_here_or_image",
     "probe_image",
     "probe_machine",
     "recipe_for",
     "render_environment",
+    "run_probe",
     "run_selftest",
     "sync_catalog",
     "verify_environment",

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envpin.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from envpin.fleet.aggregate import FleetResult
+    from envpin.fleet.slurm import NodeOutcome
+
 
 @dataclass(frozen=True)
 class FleetReport:
-    result: Any  # envpin.fleet.aggregate.FleetResult
+    result: FleetResult
     html: Path | None
 
     @property
@@ -91,8 +94,8 @@ class FleetProbe:
     job_id: str | None
     partition: str
     out: Path
-    outcomes: list[Any]  # envpin.fleet.slurm.NodeOutcome, one per node, none dropped
-    result: Any  # envpin.fleet.aggregate.FleetResult
+    outcomes: list[NodeOutcome]  # one per node, none dropped
+    result: FleetResult
 
     @property
     def exit_code(self) -> int:

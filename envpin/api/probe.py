@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envpin.errors import UsageError
 
@@ -158,22 +158,38 @@ def diff_files(a: Path, b: Path) -> DiffResult:
     return DiffResult(diff.diff_reports(ra, rb), a, b, ra.get("fingerprint"), rb.get("fingerprint"))
 
 
-def probe_here_or_image(
-    *, image: str | None = None, gpus: str = "auto", progress: Callable[[str], None] | None = None,
-    **options: Any,
-) -> ProbeResult | ImageProbe:
-    """`envpin probe`: this machine, or with image= a throwaway container of that image (GPUs per `gpus`).
+@dataclass(frozen=True)
+class HostProbeRequest:
+    """`envpin probe`: this machine; with no destination the JSON report goes to stdout."""
 
-    The self-test (selftest None) is opt-in on this machine and the default in a container, as in every
-    image the probe runs in."""
-    if image is None:
-        if options.get("quick") and not options.get("selftest"):
-            raise UsageError("--quick shortens the self-test, which runs on this machine only with --selftest",
-                             hint="add --selftest, or drop --quick")
-        options["selftest"] = bool(options.get("selftest"))
-        return probe_machine(**options)
-    if options.get("json_file") or options.get("markdown") or options.get("with_tf"):
-        raise UsageError("--image writes both reports into --out; --output, --markdown and --with-tf are for "
-                         "probing this machine", hint="drop them, or give --out DIR")
-    return probe_image(image, out=options.get("out"), gpus=gpus, selftest=options.get("selftest"),
-                       quick=bool(options.get("quick")), anonymize=bool(options.get("anonymize")), progress=progress)
+    out: Path | None = None
+    json_file: Path | None = None
+    markdown: Path | None = None
+    with_tf: bool = False
+    selftest: bool = False  # opt-in on this machine
+    quick: bool = False
+    anonymize: bool = False
+
+
+@dataclass(frozen=True)
+class ImageProbeRequest:
+    """`envpin probe --image`: a throwaway container of `image`, both reports into `out` (./reports)."""
+
+    image: str
+    out: Path | None = None
+    gpus: str = "auto"
+    selftest: bool | None = None  # None: where the image has TensorFlow, as in every image the probe runs in
+    quick: bool = False
+    anonymize: bool = False
+
+
+def run_probe(
+    request: HostProbeRequest | ImageProbeRequest, progress: Callable[[str], None] | None = None,
+) -> ProbeResult | ImageProbe:
+    """`envpin probe`: this machine or an image, as the request says."""
+    if isinstance(request, ImageProbeRequest):
+        return probe_image(request.image, out=request.out, gpus=request.gpus, selftest=request.selftest,
+                           quick=request.quick, anonymize=request.anonymize, progress=progress)
+    return probe_machine(out=request.out, json_file=request.json_file, markdown=request.markdown,
+                         with_tf=request.with_tf, selftest=request.selftest, quick=request.quick,
+                         anonymize=request.anonymize)

@@ -63,11 +63,21 @@ def register(app: typer.Typer) -> None:
             output = json_file
         # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
         # its JSON on stdout, which a spinner on the same terminal would interleave with.
+        request: api.HostProbeRequest | api.ImageProbeRequest
+        if image is None:
+            if quick and not selftest:
+                raise UsageError("--quick shortens the self-test, which runs on this machine only with --selftest",
+                                 hint="add --selftest, or drop --quick")
+            request = api.HostProbeRequest(out=out, json_file=output, markdown=markdown, with_tf=with_tf,
+                                           selftest=bool(selftest), quick=quick, anonymize=anonymize)
+        elif output or markdown or with_tf:
+            raise UsageError("--image writes both reports into --out; --output, --markdown and --with-tf are for "
+                             "probing this machine", hint="drop them, or give --out DIR")
+        else:
+            request = api.ImageProbeRequest(image=image, out=out, gpus=str(value(gpus)), selftest=selftest,
+                                            quick=quick, anonymize=anonymize)
         with console.progress(f"probing {image}") if image else contextlib.nullcontext(None) as update:
-            res = api.probe_here_or_image(
-                image=image, gpus=str(value(gpus)), out=out, json_file=output, markdown=markdown, with_tf=with_tf,
-                selftest=selftest, quick=quick, anonymize=anonymize, progress=update,
-            )
+            res = api.run_probe(request, progress=update)
         if isinstance(res, api.ProbeResult):
             probe.probed(res, console.out(), console.err())
             raise typer.Exit(res.exit_code)

@@ -43,7 +43,7 @@ def test_every_command_calls_one_api_function() -> None:
     for path, fn in commands:
         if fn.name == "_root":
             continue
-        api_calls = _calls(fn, "api")
+        api_calls = [name for name in _calls(fn, "api") if not name[0].isupper()]  # request types are data
         assert len(api_calls) == 1, f"{path.name}:{fn.name} calls {api_calls or 'no'} envpin.api function(s)"
 
 

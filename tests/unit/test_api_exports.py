@@ -1,0 +1,63 @@
+"""envpin.api's public surface: exactly the public names its modules define, each importable and typed."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import envpin.api
+from tests.conftest import REPO
+
+API = REPO / "envpin" / "api"
+
+
+def _defined() -> dict[str, str]:
+    """Public top-level names each envpin/api module defines (not those it imports)."""
+    names: dict[str, str] = {}
+    for path in sorted(API.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+            else:
+                continue
+            if not name.startswith("_"):
+                names[name] = path.stem
+    return names
+
+
+def test_all_lists_exactly_what_the_modules_define() -> None:
+    assert sorted(envpin.api.__all__) == sorted(_defined())
+    assert envpin.api.__all__ == sorted(envpin.api.__all__)
+
+
+def test_every_exported_member_is_there_and_from_its_module() -> None:
+    for name, module in _defined().items():
+        member = getattr(envpin.api, name)
+        assert getattr(member, "__module__", f"envpin.api.{module}") == f"envpin.api.{module}" or not callable(member)
+
+
+def test_public_functions_are_fully_typed_without_any() -> None:
+    """Every parameter and return annotated; no `Any` and no **kwargs in a public signature."""
+    for name in envpin.api.__all__:
+        member = getattr(envpin.api, name)
+        if not inspect.isfunction(member):
+            continue
+        sig = inspect.signature(member)  # annotations stay strings (from __future__ import annotations)
+        assert sig.return_annotation is not inspect.Signature.empty, f"{name} has no return annotation"
+        assert "Any" not in str(sig.return_annotation), f"{name} returns Any"
+        for param in sig.parameters.values():
+            assert param.kind is not inspect.Parameter.VAR_KEYWORD, f"{name}(**{param.name})"
+            assert param.annotation is not inspect.Parameter.empty, f"{name}({param.name}) is not annotated"
+            assert "Any" not in str(param.annotation), f"{name}({param.name}: {param.annotation})"
+
+
+def test_result_types_are_typed_without_any() -> None:
+    for name in envpin.api.__all__:
+        member = getattr(envpin.api, name)
+        if inspect.isclass(member) and hasattr(member, "__dataclass_fields__"):
+            for field, hint in member.__annotations__.items():
+                assert "Any" not in str(hint), f"{name}.{field}: {hint}"
