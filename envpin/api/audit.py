@@ -39,10 +39,6 @@ def audit_files(
         if len(parse_tf_spec(tf).parts) < 2:
             raise UsageError(f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR",
                              hint="e.g. --tf 2.1")
-    if not fix and not resolve:
-        raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
-    if context is not None and not read_context:
-        raise UsageError("--context and --no-context exclude each other", hint="choose one")
     if context is not None and not context.is_dir():
         raise UsageError(f"--context {context} is not a directory", hint="give the folder `docker build` is given")
     resolver = None

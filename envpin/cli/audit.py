@@ -59,8 +59,13 @@ def register(app: typer.Typer) -> None:
         Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
         """
         from envpin import api
+        from envpin.errors import UsageError
         from envpin.views import audit, console
 
+        if no_resolve and not fix:
+            raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
+        if context is not None and no_context:
+            raise UsageError("--context and --no-context exclude each other", hint="choose one")
         chosen = audit.output_format(fmt, as_json, sarif)
         res = api.audit_files(dockerfiles, fail_on=value(fail_on), build_args=build_arg, target=target, tf=tf, fix=fix,
                               fix_out=fix_out, in_place=in_place, resolve=not no_resolve, use_config=not no_config,
