@@ -23,7 +23,7 @@ STEPS = frozenset(
      "fwr13y_enable_determinism"}
 )
 DISTRIBUTIONS = ("ngc", "stock")
-DEVICES = ("gpu", "any")
+DEVICES = ("gpu", "cpu", "any")
 _RAISE_KEYS = {"op", "tf_min", "tf_max", "devices", "exception", "message", "checks", "source"}
 _SILENT_KEYS = {"op", "tf_min", "tf_max", "devices", "why", "checks", "source"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from envpin.knowledge import recipes
-from envpin.probe.selftest import expect
+from envpin.probe.selftest import expect, verdict_summary
 from envpin.probe.selftest.trial import CHECKS
 
 TABLE: dict[str, Any] = {
@@ -56,3 +56,29 @@ def test_the_real_table_names_only_checks_the_battery_has() -> None:
         for entry in table[key]:
             assert set(entry["checks"]) <= names, entry["op"]
     assert len(CHECKS) >= 40
+
+
+def test_weighted_bincount_on_cpu_is_listed_per_device_in_the_real_table() -> None:
+    """The CPU kernel sums per-thread partial bins: nondeterministic on CPU under determinism; on a GPU it
+    raises from TF 2.7. A "cpu" entry never applies on a GPU, nor a "gpu" one on the CPU."""
+    table = recipes.table()
+    cpu = expect.expected("bincount", "2.21.0", False, table)
+    assert cpu["verdict"] == expect.SILENT and cpu["source"].endswith("bincount_op.cc")
+    assert expect.expected("bincount", "2.21.0", True, table)["verdict"] == expect.RAISES
+    assert expect.expected("bincount", "2.12.1", False, table)["verdict"] == expect.SILENT
+    assert expect.expected("matmul", "2.21.0", False, table)["verdict"] == "deterministic"
+
+
+def test_a_listed_nondeterminism_is_reported_not_failed() -> None:
+    from envpin.probe.selftest import run
+
+    listed = {"name": "bincount", "op": "Bincount", "verdict": "NONDETERMINISTIC", "message": "differs",
+              "expected": {"verdict": expect.SILENT, "why": "", "source": None}}
+    unlisted = {**listed, "name": "matmul", "op": "MatMul", "expected": {"verdict": "deterministic"}}
+    no_table = {**listed, "name": "conv2d-forward", "op": "Conv2D"}
+    no_table.pop("expected")
+    assert run.problems({"checks": [listed]}) == []
+    assert len(run.problems({"checks": [listed, unlisted, no_table]})) == 2
+    summary = verdict_summary([listed, unlisted])
+    assert "1 nondeterministic as the recipe table lists for this device (bincount)" in summary
+    assert "1 NONDETERMINISTIC (matmul)" in summary

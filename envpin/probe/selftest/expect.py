@@ -17,7 +17,10 @@ SILENT = "NONDETERMINISTIC"
 
 
 def _covers(entry: Dict[str, Any], mm: tuple, gpu: bool) -> bool:
-    if entry.get("devices", "any") == "gpu" and not gpu:
+    """Whether `entry` speaks of this TensorFlow on this device: "gpu" entries only where the checks ran on
+    a GPU, "cpu" entries only where they ran on the CPU, "any" everywhere."""
+    devices = entry.get("devices", "any")
+    if (devices == "gpu" and not gpu) or (devices == "cpu" and gpu):
         return False
     return within(mm, entry.get("tf_min"), entry.get("tf_max"))
 
