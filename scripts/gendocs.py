@@ -65,28 +65,44 @@ def coverage_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def audit_rule_reference() -> str:
-    """One section per audit rule; SARIF's helpUri points at each by its id (the heading's anchor)."""
-    from envpin.audit import MECHANICAL, RULES
-    from envpin.audit.config import UNSUPPRESSIBLE
+def audit_rule_reference(part: str = "rules") -> str:
+    """docs/audit.md's rule reference, made from the Rule constants (envpin/audit/rules/) so it cannot drift from
+    them: `index`, one table row per rule in the families' order; `rules`, one section per rule with what it
+    finds, why it matters, an example it fires on and one it does not, what --fix does, suppression and
+    references. SARIF's helpUri points at each section by its heading, the rule id."""
+    from envpin.audit.rules import FAMILIES
 
+    rules = [(family, r) for family in FAMILIES for r in family.RULES]
+    if part == "index":
+        out = ["| rule | severity | summary | `--fix` fixes it | suppressible |", "| --- | --- | --- | --- | --- |"]
+        out += [f"| [`{r.id}`](#{r.id}) | {r.severity} | {r.title} | {'yes' if r.fixable else 'no'} | "
+                f"{'yes' if r.suppressible else 'no'} |" for _, r in rules]
+        return "\n".join(out) + "\n"
     out = []
-    for rid in sorted(RULES):
-        r = RULES[rid]
-        if rid == UNSUPPRESSIBLE:
-            how = ("`--fix` refuses a file with this finding: it rewrites only files it fully understands. It "
-                   "cannot be suppressed or ignored.")
+    for family, r in rules:
+        name = next(k for k, v in vars(family).items() if v is r)
+        where = f"`{name}` in `{family.__name__.replace('.', '/')}.py`"
+        if r.suppressible:
+            suppress = (f"`# envpin: ignore={r.id}` on the line or the line above silences one finding; "
+                        f"`ignore = [\"{r.id}\"]` in `[tool.envpin.audit]` silences every one.")
         else:
-            fix = "`--fix` fixes it." if rid in MECHANICAL else "`--fix` leaves a comment on the line."
-            how = (f"{fix} Suppress one occurrence with `# envpin: ignore={rid}` on the line or the line above, "
-                   "or every one with `ignore` in `[tool.envpin.audit]`.")
-        out += [f"### {rid}", "", f"**{r.severity}**: {r.title}.", "", r.help, "", how, ""]
+            suppress = "Cannot be suppressed or ignored: the builder stops at this line."
+        refs = ", ".join(f"[{title}]({target})" for title, target in r.references)
+        out += [f"### {r.id}", "", f"**{r.severity}**: {r.title}. ({where})", "",
+                f"**What it finds.** {r.finds}", "", f"**Why it matters.** {r.why}", "",
+                "Fires on:", "", "```dockerfile", r.bad.rstrip("\n"), "```", "",
+                "Does not fire on:", "", "```dockerfile", r.good.rstrip("\n"), "```", "",
+                f"**`--fix`.** {'Fixes it. ' if r.fixable else ''}{r.autofix}", "",
+                f"**Suppression.** {suppress}", "", f"**References.** {refs}", ""]
     return "\n".join(out)
 
 
 BLOCKS = {"recipes": recipe_table, "coverage": coverage_table}
-#: Generated blocks of docs/audit.md.
-AUDIT_BLOCKS = {"audit-rules": audit_rule_reference}
+#: Generated blocks of docs/audit.md: the index under "Rules", the sections under "Rule reference".
+AUDIT_BLOCKS: dict[str, Callable[[], str]] = {
+    "audit-rule-index": lambda: audit_rule_reference("index"),
+    "audit-rules": audit_rule_reference,
+}
 
 
 def refresh(text: str, blocks: dict[str, Callable[[], str]] | None = None) -> str:

@@ -14,11 +14,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envpin.audit.check import Finding, finding
 from envpin.audit.config import AuditConfig, unknown_marks
 from envpin.audit.config import apply as apply_config
+from envpin.audit.engine import audit
 from envpin.audit.fix import MECHANICAL, FixOutcome, fix
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
-from envpin.audit.rules import RULES, SEVERITIES, Finding, audit
+from envpin.audit.rule import SEVERITIES, Rule
+from envpin.audit.rules import RULES
+from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError
 
 __all__ = [
@@ -28,6 +32,7 @@ __all__ = [
     "AuditRun",
     "DockerfileError",
     "Finding",
+    "Rule",
     "audit",
     "audit_text",
     "fix",
@@ -80,7 +85,7 @@ def audit_text(text: str, path: str = "Dockerfile", **kwargs: object) -> list[Fi
 
 def _kept(df: Dockerfile, findings: list[Finding], config: AuditConfig) -> list[Finding]:
     """Findings after suppressions, plus one for each suppression that names no rule."""
-    marks = [Finding("suppression-unknown", RULES["suppression-unknown"].severity, df.path, line,
+    marks = [finding(SUPPRESSION_UNKNOWN, df.path, line,
                      f"'# envpin: ignore={rid}' names no rule that can be suppressed",
                      "use the rule id the finding shows (docs/audit.md lists them)")
              for line, rid in unknown_marks(df.lines)]

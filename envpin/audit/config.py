@@ -26,10 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from envpin.audit.rules import RULES, SEVERITIES, Finding
+from envpin.audit.check import Finding
+from envpin.audit.rule import SEVERITIES
+from envpin.audit.rules import RULES
 from envpin.errors import UsageError
 
-UNSUPPRESSIBLE = "parse-error"
+#: The rules nothing silences (Rule.suppressible is False): a parse-error's line stops the build.
+UNSUPPRESSIBLE = frozenset(r.id for r in RULES.values() if not r.suppressible)
 _MARK = re.compile(r"#\s*envpin:\s*ignore\s*=\s*([A-Za-z0-9_,\s-]+)")
 _KEYS = {"ignore", "fail-on", "per-path"}
 
@@ -126,8 +129,8 @@ def _rules(value: Any, where: str) -> frozenset[str]:
 def _check_rule(rid: str, where: str) -> None:
     if rid not in RULES:
         raise UsageError(f"{where}: unknown rule {rid!r}", hint="the rules are listed in docs/audit.md")
-    if rid == UNSUPPRESSIBLE:
-        raise UsageError(f"{where}: {UNSUPPRESSIBLE} cannot be ignored",
+    if rid in UNSUPPRESSIBLE:
+        raise UsageError(f"{where}: {rid} cannot be ignored",
                          hint="the line it names stops the build; fix the line instead")
 
 
@@ -151,7 +154,7 @@ def unknown_marks(lines: list[str]) -> Iterable[tuple[int, str]]:
         m = _MARK.search(text)
         if m:
             for rid in (r.strip() for r in m.group(1).split(",")):
-                if rid and (rid not in RULES or rid == UNSUPPRESSIBLE):
+                if rid and (rid not in RULES or rid in UNSUPPRESSIBLE):
                     yield n, rid
 
 
@@ -160,7 +163,7 @@ def apply(findings: list[Finding], lines_of: dict[str, list[str]], config: Audit
     out = []
     ignored: dict[str, frozenset[str]] = {}
     for f in findings:
-        if f.rule == UNSUPPRESSIBLE:
+        if f.rule in UNSUPPRESSIBLE:
             out.append(f)
             continue
         if f.file not in ignored:

@@ -14,20 +14,35 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from envpin.audit.base import identify
+from envpin.audit.check import Finding
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
-from envpin.audit.rules import D9M_VARS, TRUE, Finding, seed_ok
+from envpin.audit.rules import RULES
+from envpin.audit.rules.base_image import FROM_LATEST, FROM_NO_DIGEST
+from envpin.audit.rules.determinism import (
+    CUDNN_AUTOTUNE_SET,
+    D9M_ENV_MISSING,
+    D9M_ENV_WRONG,
+    D9M_VARS,
+    ENV_NO_EFFECT,
+    PYTHONHASHSEED_UNSET,
+    TRUE,
+    seed_ok,
+)
+from envpin.audit.rules.horovod import HOROVOD_FUSION_THRESHOLD
 from envpin.errors import EnvpinError
 from envpin.knowledge import recipes
 from envpin.portable import imageref
 
 MARKER = "# envpin audit: recipe "
-_D9M_RULES = frozenset({"d9m-env-missing", "d9m-env-wrong"})
-_ENV_RULES = _D9M_RULES | {"pythonhashseed-unset", "horovod-fusion-threshold"}
-_FROM_RULES = frozenset({"from-no-digest", "from-latest"})
+_D9M_RULES = frozenset({D9M_ENV_MISSING.id, D9M_ENV_WRONG.id})
+#: Rules whose fix is the recipe's ENV block after the produced stage's FROM.
+_ENV_RULES = _D9M_RULES | {PYTHONHASHSEED_UNSET.id, HOROVOD_FUSION_THRESHOLD.id}
+_FROM_RULES = frozenset({FROM_NO_DIGEST.id, FROM_LATEST.id})
 #: Rules whose fix is removing the variable from every ENV of the image.
-_REMOVE_RULES = {"cudnn-autotune-set", "env-no-effect"}
-#: Rules --fix handles without a comment (FROM rules only when the digest can be resolved).
-MECHANICAL = _ENV_RULES | _FROM_RULES | _REMOVE_RULES
+_REMOVE_RULES = frozenset({CUDNN_AUTOTUNE_SET.id, ENV_NO_EFFECT.id})
+#: Rules --fix handles without a comment (FROM rules only when the digest can be resolved): Rule.fixable. The
+#: three sets above say how; tests/unit/test_audit_rules_registry.py checks they cover exactly these.
+MECHANICAL = frozenset(r.id for r in RULES.values() if r.fixable)
 
 
 @dataclass
@@ -166,8 +181,8 @@ def _env_block(
     if base.recipe is not None and rules & _D9M_RULES:
         desired = base.recipe.env_dict()
     else:
-        wanted = {"PYTHONHASHSEED"} if "pythonhashseed-unset" in rules else set()
-        if "horovod-fusion-threshold" in rules:
+        wanted = {"PYTHONHASHSEED"} if PYTHONHASHSEED_UNSET.id in rules else set()
+        if HOROVOD_FUSION_THRESHOLD.id in rules:
             wanted.add("HOROVOD_FUSION_THRESHOLD")
         source = base.recipe.env_dict() if base.recipe is not None else common
         desired = {k: v for k, v in source.items() if k in wanted}

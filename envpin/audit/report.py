@@ -9,7 +9,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from envpin import HOMEPAGE, __version__
-from envpin.audit.rules import RULES, SEVERITIES, Finding
+from envpin.audit.check import Finding
+from envpin.audit.rule import SEVERITIES
+from envpin.audit.rules import RULES
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -107,8 +109,8 @@ def to_sarif(findings: list[Finding]) -> dict[str, Any]:
             "id": rid,
             "name": "".join(w.capitalize() for w in rid.split("-")),
             "shortDescription": {"text": RULES[rid].title},
-            "fullDescription": {"text": RULES[rid].help},
-            "help": {"text": RULES[rid].help, "markdown": f"**{RULES[rid].title}**\n\n{RULES[rid].help}"},
+            "fullDescription": {"text": RULES[rid].why},
+            "help": {"text": RULES[rid].why, "markdown": f"**{RULES[rid].title}**\n\n{RULES[rid].why}"},
             "helpUri": help_uri(rid),
             "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[rid].severity]},
             "properties": {"tags": ["reproducibility", "dockerfile"]},

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.audit import AuditRun
-    from envpin.audit.rules import Finding
+    from envpin.audit.check import Finding
 
 #: SGR codes of the tty format's parts: the place bold, the rule dim, the severity by its weight.
 _SGR = {"place": "1", "rule": "2", "error": "1;31", "warning": "33", "info": "36"}

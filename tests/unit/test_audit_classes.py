@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from envpin.audit import audit_text
-from envpin.audit.rules import floating_tag
+from envpin.audit.rules.base_image import floating_tag
 from envpin.audit.shell import parse_script
 
 DIGEST = "@sha256:" + "cd" * 32

@@ -76,8 +76,8 @@ def test_gcc_and_github_forms(cli, tmp_path: Path) -> None:  # type: ignore[no-u
 
 
 def test_github_escapes_what_would_break_a_workflow_command() -> None:
+    from envpin.audit import Finding
     from envpin.audit.report import github_line
-    from envpin.audit.rules import Finding
 
     f = Finding("add-url", "info", "dir,with:odd/Dockerfile", 7, "50% of\nit", "fix, it")
     assert github_line(f) == "::notice file=dir%2Cwith%3Aodd/Dockerfile,line=7,title=envpin add-url::50%25 of%0Ait. " \

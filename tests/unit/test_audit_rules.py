@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from envpin.audit import RULES, audit_text
-from envpin.audit.rules import COMMON_VARS, SWITCHES, spec_state
+from envpin.audit.pipspec import spec_state
+from envpin.audit.rules.determinism import COMMON_VARS, SWITCHES
 from envpin.knowledge import catalog, recipes
 
 DIGEST = "@sha256:" + "ab" * 32
