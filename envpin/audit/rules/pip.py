@@ -26,7 +26,7 @@ _LOCKED = "COPY requirements.lock .\nRUN pip install --require-hashes --no-deps 
 _REPEATABLE = ("pip: repeatable installs", "https://pip.pypa.io/en/stable/topics/repeatable-installs/")
 _SECURE = ("pip: secure installs (hash-checking mode)", "https://pip.pypa.io/en/stable/topics/secure-installs/")
 _CONTEXT = ("The build context", "#the-build-context")
-_COMMENT = ("Leaves a comment above the instruction: ")
+_COMMENT = "Leaves a comment above the instruction: "
 
 PIP_UNPINNED = Rule(
     id="pip-unpinned",
