@@ -112,12 +112,16 @@ def fix(
         if f in handled:
             outcome.fixed.append(f)
             continue
-        ins = by_line[f.line]
-        comment = f"{ins.indent}# envpin audit: {f.rule}: {f.fix}"
-        if comment.strip() in _comments_above(df, ins) or comment in edits.before.get(ins.line, []):
+        # Most findings sit on an instruction; a few on a comment line of their own (a misspelt
+        # `# envpin: ignore=` comment): the note goes above that line, indented like it.
+        ins = by_line.get(f.line)
+        text = df.lines[f.line - 1]
+        indent = ins.indent if ins is not None else text[: len(text) - len(text.lstrip())]
+        comment = f"{indent}# envpin audit: {f.rule}: {f.fix}"
+        if comment.strip() in _comments_above(df, f.line) or comment in edits.before.get(f.line, []):
             outcome.commented.append(f)
             continue
-        edits.before.setdefault(ins.line, []).append(comment)
+        edits.before.setdefault(f.line, []).append(comment)
         outcome.commented.append(f)
 
     outcome.text = edits.render(df.lines)
@@ -128,9 +132,9 @@ def fix(
     return outcome
 
 
-def _comments_above(df: Dockerfile, ins: Instruction) -> set[str]:
+def _comments_above(df: Dockerfile, line: int) -> set[str]:
     found: set[str] = set()
-    i = ins.line - 2
+    i = line - 2
     while i >= 0 and df.lines[i].lstrip().startswith("#"):
         found.add(df.lines[i].strip())
         i -= 1

@@ -162,5 +162,5 @@ def _internal_error(exc: BaseException) -> None:
     if _state["debug"]:
         traceback.print_exception(exc)
     _say(f"error: internal error: {type(exc).__name__}: {exc}")
-    _say("hint: re-run with --debug and report the traceback")
+    _say("hint: re-run as `envpin --debug <the same arguments>` and report the traceback")
     sys.exit(2)

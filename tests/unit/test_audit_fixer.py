@@ -170,3 +170,20 @@ def test_findings_in_copied_requirements_files_stay_there(cli, tmp_path: Path) -
     assert "requirements.txt:1 pip-no-hashes warning" in res.stdout
     assert "requirements.txt:2 pip-unpinned warning" in res.stdout
     assert (tmp_path / "Dockerfile").read_text() == dockerfile
+
+
+def test_a_finding_on_a_comment_line_gets_its_note_above_that_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Regression: a misspelt `# envpin: ignore=` on its own line is a finding on a comment line, which no
+    instruction starts at; --fix ended in `internal error: KeyError`."""
+    text = ("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3" + DIGEST + "\n"
+            "# envpin: ignore=pip-unpined\n"
+            "RUN pip install numpy==1.18.1\n")
+    fixed, left = _fix(text)
+    lines = fixed.splitlines()
+    at = lines.index("# envpin: ignore=pip-unpined")
+    assert lines[at - 1].startswith("# envpin audit: suppression-unknown: ")
+    assert "suppression-unknown" in left
+    (tmp_path / "Dockerfile").write_text(text)
+    res = cli("audit", "--fix", "--no-resolve", str(tmp_path / "Dockerfile"))
+    assert res.code == 1 and "internal error" not in res.stderr
+    assert "# envpin audit: suppression-unknown" in (tmp_path / "Dockerfile.envpin-fixed").read_text()

@@ -223,7 +223,7 @@ def test_interrupt_and_internal_error(cli, monkeypatch: pytest.MonkeyPatch, rais
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == code and lines[0] == first and "Traceback" not in res.stderr and res.stdout == ""
     if code == 2:
-        assert lines[1] == "hint: re-run with --debug and report the traceback"
+        assert lines[1] == "hint: re-run as `envpin --debug <the same arguments>` and report the traceback"
         dbg = cli("--debug", "catalog")
         assert dbg.code == 2 and "Traceback" in dbg.stderr
 
