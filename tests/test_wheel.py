@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,15 +58,18 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta
     assert "Classifier: Typing :: Typed" in meta
+    # The versions scripts/pythons.sh runs, and no other (tests/unit/test_pythons.py holds pyproject to them).
+    assert "Requires-Python: >=3.10" in meta
+    assert re.findall(r"^Classifier: Programming Language :: Python :: (3\.\d+)$", meta, re.M) == [
+        "3.10", "3.11", "3.12", "3.13"]
     assert "Project-URL: Homepage, https://github.com/envpin/envpin" in meta
     assert "Provides-Extra: dev" in meta and "Provides-Extra: test" in meta
 
 
 def test_sdist_includes_name_files_that_exist() -> None:
     """Every path the sdist includes is in the checkout (docs, compose files, CI and service scripts...)."""
-    import tomllib
-
     from envpin import HOMEPAGE
+    from envpin._compat import tomllib  # 3.10: tomli
 
     data = tomllib.loads((REPO / "pyproject.toml").read_text())
     include = data["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]

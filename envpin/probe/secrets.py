@@ -60,7 +60,19 @@ _PAIR = re.compile(
     r"((?:[\"']?\s*=\s*|[\"']?\s*:\s+|[\"']:\s*)[\"']?)"
     r"([^\s&;,\"'<>]+)"
 )
-_KEY_PARTS = re.compile(r"[_\-]+|(?<=[a-z])(?=[A-Z])")
+# A name's parts: runs of '_' and '-' separate them, and so does a lower-to-upper case step (privateKey). The
+# case step is an empty match, which re.split skips (with a FutureWarning) on Python 3.6 and splits at from
+# 3.7 on: so the step is first made a '_' by a substitution that matches a character, and only the
+# non-empty separator pattern is split at, which gives the same parts on every version.
+_CASE_STEP = re.compile(r"([a-z])(?=[A-Z])")
+_KEY_PARTS = re.compile(r"[_\-]+")
+
+
+def key_parts(name: str) -> List[str]:
+    """The lower-cased parts of a parameter NAME, split at '_' and '-' runs and at camelCase steps."""
+    return [p.lower() for p in _KEY_PARTS.split(_CASE_STEP.sub(r"\1_", name)) if p]
+
+
 _SECRET_PARTS = frozenset([
     "token", "tokens", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "pass", "pw", "cred",
     "creds", "credential", "credentials", "auth", "authorization", "sig", "signature", "sas", "apikey",
@@ -71,7 +83,7 @@ _KEY_QUALIFIERS = frozenset(["api", "access", "private", "secret", "signing", "a
 def _keyed_name(name: str) -> bool:
     """Whether a parameter NAME holds a credential: one of its parts (split at '_', '-' and camelCase) is a
     credential word, or it is a key qualified as one (api_key, access-key, privateKey)."""
-    parts = set(p.lower() for p in _KEY_PARTS.split(name) if p)
+    parts = set(key_parts(name))
     return bool(parts & _SECRET_PARTS) or ("key" in parts and bool(parts & _KEY_QUALIFIERS))
 
 

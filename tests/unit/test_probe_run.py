@@ -119,37 +119,12 @@ def test_isolated_run_without_site_packages(tmp_path: Path) -> None:
 
 
 def _old_pythons() -> list[str]:
-    """Interpreters of the versions NGC images ship, where this machine has them (pyenv or PATH)."""
-    found = []
-    for minor in ("3.6", "3.7", "3.8", "3.9"):
-        pyenv_root = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
-        pyenv = sorted(pyenv_root.glob(f"versions/{minor}.*/bin/python{minor}"))
-        exe = str(pyenv[-1]) if pyenv else shutil.which(f"python{minor}")
-        if exe and "/shims/" in exe:  # a pyenv shim needs pyenv's environment; the real binary does not
-            exe = None
-        if exe:
-            found.append(exe)
-    return found
+    """Interpreters of the versions NGC images ship, where this machine has them (pyenv or PATH). The probe's
+    runs under each of them are in tests/unit/test_pythons.py (warnings as errors, stderr empty, the same
+    results as the host's)."""
+    from tests.unit.test_pythons import IMAGE_PYTHONS, find_python
 
-
-@pytest.mark.parametrize("python", _old_pythons() or [None])
-def test_runs_under_old_interpreters(tmp_path: Path, python: str | None) -> None:
-    """The real thing on Python 3.6+ (-I -S: standard library only), not just vermin's reading of it."""
-    if python is None:
-        pytest.skip("no python3.6-3.9 interpreter on this machine (PATH or pyenv)")
-    out = tmp_path / "r.json"
-    res = subprocess.run(
-        [python, "-I", "-S", "-c", _STUB.format(repo=str(REPO)), "--json", str(out), "--markdown", os.devnull],
-        capture_output=True, text=True, timeout=120, check=False, env={"PATH": "/usr/bin:/bin"},
-    )
-    assert res.returncode == 0, res.stderr
-    report = json.loads(out.read_text())
-    jsonschema.validate(report, load_schema())
-    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
-    assert report["python"]["version"]["value"] == version
-    assert report["fingerprint"] == fields.fingerprint(report)
-    assert [e for e in report["probe"]["errors"]["value"] if e != "host.boot_id"] == []
+    return [exe for exe in map(find_python, IMAGE_PYTHONS) if exe]
 
 
 def test_isolated_run_reads_the_same_packages_as_pip(tmp_path: Path) -> None:
