@@ -140,7 +140,8 @@ def test_results_carry_over_only_for_the_same_inputs(tmp_path: Path, report: dic
 def _tampered(tmp_path: Path, edit: Any) -> Path:
     """A lock whose content was changed and whose self-hash was then recomputed (shape errors only)."""
     import tomli_w
-    import tomllib
+
+    from envpin._compat import tomllib
 
     path = _folder(tmp_path)
     data = tomllib.loads(path.read_text())

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import tomli_w
 
-from envpin.environment.lockfile import HEADER, LOCK_NAME, plan_of, read, self_hash, tomllib  # 3.10: tomli
+from envpin._compat import tomllib
+from envpin.environment.lockfile import HEADER, LOCK_NAME, plan_of, read, self_hash
 
 Mutation = Callable[[dict[str, Any]], None]
 
