@@ -3,9 +3,10 @@ defined once for the catalog file and the user's image-facts cache, which both h
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
+
+from envpin.portable.imageref import is_digest
 
 #: The fields every catalog entry carries, in display order.
 FIELDS = (
@@ -28,7 +29,6 @@ _IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
 #: release notes do not carry (minimum CUDA from NVIDIA_REQUIRE_CUDA, NVIDIA_BUILD_ID, NVIDIA_TENSORFLOW_VERSION).
 DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_version"}
 IMAGE_SOURCE = "image config"
-_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
 
 def image_problems(image: Any) -> Iterator[str]:
@@ -37,8 +37,8 @@ def image_problems(image: Any) -> Iterator[str]:
         got = sorted(image) if isinstance(image, dict) else type(image).__name__
         yield f"must be an object with exactly {sorted(_IMAGE_KEYS)}, got {got}"
         return
-    if not isinstance(image["digest"], str) or not _DIGEST_RE.match(image["digest"]):
-        yield f"digest {image['digest']!r} is not sha256:<64 hex digits>"
+    if not is_digest(image["digest"]):  # the same grammar the registry client accepts
+        yield f"digest {image['digest']!r} is not sha256:<64 hex digits> or sha512:<128 hex digits>"
     if image["created"] is not None and (not isinstance(image["created"], str) or not image["created"]):
         yield "created must be a non-empty string or null"
     if not isinstance(image["registry"], str) or not image["registry"]:

@@ -12,7 +12,6 @@ import copy
 import json
 import re
 import ssl
-import urllib.error
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +23,9 @@ from envpin.knowledge import catalog
 from envpin.knowledge import facts as imagecache
 from envpin.knowledge.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.knowledge.versions import release_index
-from envpin.portable.imageref import is_loopback, is_registry_host, is_repository_path
+from envpin.portable.imageref import is_digest, is_loopback, is_registry_host, is_repository_path
 from envpin.portable.versions import components, parse_version
-from envpin.registry.client import RegistryClient
+from envpin.registry.client import NotFound, RegistryClient, parse_ref
 
 DEFAULT_REGISTRY = "https://nvcr.io"
 
@@ -288,9 +287,8 @@ def repository_for(registry: str, upstream: str) -> str:
 
 
 def _not_found(exc: RegistryError) -> bool:
-    """A 404 from the registry (unknown tag or manifest), as opposed to unreachable or refused."""
-    cause = exc.__cause__
-    return isinstance(cause, urllib.error.HTTPError) and cause.code == 404
+    """A 404 from the registry (unknown tag or manifest), as opposed to unreachable, refused or unverifiable."""
+    return isinstance(exc, NotFound)
 
 
 def registry_client(ca_bundle: Path | None) -> RegistryClient:
@@ -404,16 +402,14 @@ class ImageRead:
 
 
 def read_image(client: RegistryClient, ref: str) -> ImageRead:
-    """Manifest(s) and config blob of `ref` (never a layer). Registry errors raise RegistryError."""
-    from envpin.registry.client import parse_ref
-
+    """Manifest(s) and config blob of `ref` (never a layer), each verified against its digest by the client.
+    Registry errors, unverifiable content included, raise RegistryError: nothing unverified is returned, so
+    nothing unverified reaches a Dockerfile, a lock or the image-facts cache."""
     repository = parse_ref(ref).name
-    try:
-        digest, config = client.image_config(ref)
-    except ValueError as exc:  # JSON that is not JSON: a broken registry or proxy page
-        raise RegistryError(f"{ref}: the registry sent an unreadable manifest or config ({exc})") from exc
-    if not isinstance(config, dict):
-        raise RegistryError(f"{ref}: the image config is not a JSON object")
+    digest, config = client.image_config(ref)
+    if not is_digest(digest) or not isinstance(config, dict):  # the client's promise, kept at the cache's door
+        raise RegistryError(f"{ref}: the registry client returned an unverified digest or config",
+                            hint="report this as a bug in envpin")
     declared, origin = declared_from_config(config)
     created = config.get("created")
     image = {

@@ -18,7 +18,12 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|%s(?:\.%s)*)(?::([0-9]{1,5}))?\Z" % (_LABEL, _LABEL))
 _COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+#: The digests envpin accepts anywhere (user input, registry headers, index entries, config descriptors): the
+#: OCI-registered algorithms in their canonical form, lower-case hex of the exact length. Anything else
+#: (md5:, upper-case hex, 'sha256:zz/../../etc') is refused before it can reach a URL, a pin or a file.
+DIGEST_HEX_LENGTHS = {"sha256": 64, "sha512": 128}
+_DIGEST = re.compile(r"(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})\Z")
+DIGEST_FORMS = "sha256:<64 lower-case hex digits> or sha512:<128 lower-case hex digits>"
 EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
 
 
@@ -55,6 +60,11 @@ def is_registry_host(text: str) -> bool:
 def is_repository_path(text: str) -> bool:
     """'nvidia/tensorflow', 'mirror/nvidia/tensorflow': lower-case components with Docker's separators."""
     return isinstance(text, str) and bool(text) and all(_COMPONENT.match(p) for p in text.split("/"))
+
+
+def is_digest(text: object) -> bool:
+    """A well-formed sha256 or sha512 digest; the one test for every digest envpin takes from anywhere."""
+    return isinstance(text, str) and _DIGEST.match(text) is not None
 
 
 def is_loopback(host: str) -> bool:
@@ -126,9 +136,9 @@ def parse(text: str, need_version: bool = False) -> ImageRef:
     if tag is not None and not _TAG.match(tag):
         raise RefError("'%s': '%s' is not a valid tag" % (_shown(text), _shown(tag)),
                        hint="tags are letters, digits, '_', '.' and '-', at most 128 characters")
-    if "@" in text and (digest is None or not _DIGEST.match(digest)):
-        raise RefError("'%s': '%s' is not a sha256 digest" % (_shown(text), _shown(digest or "")),
-                       hint="a digest is sha256: followed by 64 lower-case hex digits")
+    if "@" in text and not is_digest(digest):
+        raise RefError("'%s': '%s' is not a sha256 or sha512 digest" % (_shown(text), _shown(digest or "")),
+                       hint="a digest is " + DIGEST_FORMS)
     if need_version and tag is None and digest is None:
         raise RefError("'%s' is not a full image reference (no tag or digest)" % _shown(text),
                        hint="use REGISTRY/REPOSITORY:TAG")

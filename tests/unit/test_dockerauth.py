@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import http.server
 import json
 import threading
@@ -124,12 +125,16 @@ def test_any_config_gives_credentials_none_or_an_envpin_error(config: dict, name
         assert got is None or isinstance(got, Credentials)
 
 
+_PLAIN_BODY = json.dumps({"schemaVersion": 2}).encode()
+_PLAIN_DIGEST = "sha256:" + hashlib.sha256(_PLAIN_BODY).hexdigest()
+
+
 class _Plain(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.send_response(200)
-        self.send_header("Docker-Content-Digest", "sha256:" + "a" * 64)
+        self.send_header("Docker-Content-Digest", _PLAIN_DIGEST)
         self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
-        body = json.dumps({"schemaVersion": 2}).encode()
+        body = _PLAIN_BODY
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -144,7 +149,7 @@ def test_loopback_http_only_when_it_answers_http() -> None:
     try:
         host = f"127.0.0.1:{server.server_address[1]}"
         client = registry.RegistryClient(credentials=lambda name: None)
-        assert client.resolve_digest(f"{host}/x/y:1") == "sha256:" + "a" * 64
+        assert client.resolve_digest(f"{host}/x/y:1") == _PLAIN_DIGEST
         assert client._schemes[host] == "http"
         # A host that is not loopback is never spoken to over plain HTTP.
         assert client._url(registry.parse_ref("10.0.0.1:5000/x:1"), "manifests/1").startswith("https://")

@@ -274,6 +274,10 @@ def test_refreshed_catalog_keeps_release_notes_and_validates(shipped: dict[str, 
         (lambda i: i.pop("created"), "must be an object with exactly"),
         (lambda i: i.__setitem__("extra", 1), "must be an object with exactly"),
         (lambda i: i.__setitem__("digest", "sha256:abc"), "is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "md5:" + "0" * 32), "is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "sha256:zz/../../etc"), "is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "sha256:" + "A" * 64), "is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "sha512:" + "a" * 64), "or sha512:<128 hex digits>"),
         (lambda i: i.__setitem__("source", "release notes"), "source must be 'image config'"),
         (lambda i: i.__setitem__("registry", ""), "registry must be a non-empty string"),
         (lambda i: i.__setitem__("created", 2020), "created must be a non-empty string or null"),
@@ -291,6 +295,11 @@ def test_schema_rejects_malformed_image(shipped: dict[str, Any], mutate, message
     mutate(image)
     with pytest.raises(CatalogError, match=f"20.02/tf2.image: .*{message}"):
         catalog.validate(good)
+
+
+def test_sha512_digests_are_image_digests(shipped: dict[str, Any]) -> None:
+    shipped["releases"]["20.02"]["flavors"]["tf2"]["image"] = {**_image(), "digest": "sha512:" + "b" * 128}
+    catalog.validate(shipped)
 
 
 def test_created_may_be_null(shipped: dict[str, Any]) -> None:
