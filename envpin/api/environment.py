@@ -1,22 +1,18 @@
 """`envpin recipe`, `render`, `build`, `lock`: from command-line inputs to an environment folder, an image
-and a lock."""
+and a lock. Thin entry points: the build itself is envpin.image.build, the engines envpin.image.engine."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, overload
 
 from envpin.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Unpack  # Python 3.11+; annotations are strings here, never evaluated
-
-    from envpin.environment.lockfile import Image, Lock
     from envpin.environment.plan import BuildPlan
-    from envpin.image.buildstate import BuildRecord
-    from envpin.image.podman import ImageFacts
+    from envpin.image.build import BuildResult
+    from envpin.image.buildlog import ProgressCallback
     from envpin.knowledge.catalog import Entry
     from envpin.knowledge.recipes import Recipe
     from envpin.knowledge.sync import ImageRead
@@ -42,20 +38,24 @@ class RenderResult:
     formats: tuple[str, ...] = ("docker",)
 
 
-class Inputs(TypedDict, total=False):
-    """What the user says about an environment on the command line (render, build, build --dry-run)."""
+@dataclass(frozen=True)
+class EnvironmentInputs:
+    """What the user says about an environment on the command line (render, build, build --dry-run).
 
-    ngc: str | None
-    tf: str | None
-    requirements: Path | None
-    base_image: str | None
-    ca_bundle: Path | None
-    name: str | None
-    out: Path | None
+    With no ngc, everything comes from a lock: `lock`, else the one `find_lock` finds."""
+
+    ngc: str | None = None
+    tf: str | None = None
+    requirements: Path | None = None
+    base_image: str | None = None
+    ca_bundle: Path | None = None
+    name: str | None = None
+    out: Path | None = None
+    lock: Path | None = None
 
 
 def _plan_and_target(
-    lock: Path | None = None, notes: list[str] | None = None, keep: bool = True, **inputs: Unpack[Inputs]
+    inputs: EnvironmentInputs, notes: list[str] | None = None, keep: bool = True
 ) -> tuple[BuildPlan, Path]:
     """The plan for command-line inputs and the folder it goes to (default images/<name>); with no --ngc,
     everything comes from the lock (found as `find_lock` finds it).
@@ -63,31 +63,31 @@ def _plan_and_target(
     When no source gives the tag's TensorFlow version and --tf is not given, the image config is read from
     the registry (--base-image, else the upstream tag): two small requests instead of a question. What was
     read goes to `notes`, and (keep=True) into the image-facts cache when the image names this very tag."""
-    from envpin.environment.plan import UnknownTF, make_plan, validate_name
+    from envpin.environment.plan import UnknownTF, make_plan, release_version, validate_name
 
-    ngc, name, out = inputs.get("ngc"), inputs.get("name"), inputs.get("out")
-    if ngc is None:
-        return plan_from_lock(find_lock(lock))
-    if name is not None:
-        validate_name(name)  # before any catalog look-up: a bad name is reported first
-    args: dict[str, Any] = {"ngc": ngc, "tf": inputs.get("tf"), "name": name,
-                            "requirements": inputs.get("requirements"), "base_image": inputs.get("base_image"),
-                            "ca_bundle": inputs.get("ca_bundle")}
+    if inputs.ngc is None:
+        return plan_from_lock(find_lock(inputs.lock))
+    if inputs.name is not None:
+        validate_name(inputs.name)  # before any catalog look-up: a bad name is reported first
+
+    ngc = inputs.ngc
     try:
-        plan = make_plan(**args)
+        plan = make_plan(ngc=ngc, tf=inputs.tf, name=inputs.name, requirements=inputs.requirements,
+                         base_image=inputs.base_image, ca_bundle=inputs.ca_bundle)
     except UnknownTF as unknown:
-        from envpin.environment.plan import release_version
         from envpin.knowledge import sync
 
-        got = _read_unknown_tf(unknown.entry, args["tf"], args["base_image"], args["ca_bundle"],
+        got = _read_unknown_tf(unknown.entry, inputs.tf, inputs.base_image, inputs.ca_bundle,
                                notes if notes is not None else [], keep)
-        plan = make_plan(**{**args, "tf": release_version(got.declared["tf_version"])}, tf_source="image",
-                         base_digest=got.digest, base_declared=sync.version_env(got.env))
-    if out is not None:
+        plan = make_plan(ngc=ngc, tf=release_version(got.declared["tf_version"]), name=inputs.name,
+                         requirements=inputs.requirements, base_image=inputs.base_image,
+                         ca_bundle=inputs.ca_bundle, tf_source="image", base_digest=got.digest,
+                         base_declared=sync.version_env(got.env))
+    if inputs.out is not None:
         from envpin.fsutil import check_output_path
 
-        check_output_path(out, "--out")
-    return plan, out if out is not None else DEFAULT_IMAGES_DIR / plan.name
+        check_output_path(inputs.out, "--out")
+    return plan, inputs.out if inputs.out is not None else DEFAULT_IMAGES_DIR / plan.name
 
 
 def _read_unknown_tf(
@@ -130,7 +130,17 @@ def _read_unknown_tf(
 
 
 def render_environment(
-    *, force: bool = False, write: bool = True, formats: tuple[str, ...] | None = None, **inputs: Unpack[Inputs]
+    *,
+    ngc: str,
+    tf: str | None = None,
+    requirements: Path | None = None,
+    base_image: str | None = None,
+    ca_bundle: Path | None = None,
+    name: str | None = None,
+    out: Path | None = None,
+    force: bool = False,
+    write: bool = True,
+    formats: tuple[str, ...] | None = None,
 ) -> RenderResult:
     """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder.
 
@@ -144,12 +154,14 @@ def render_environment(
         write_environment,
     )
 
-    if inputs.get("ngc") is None:
+    if not ngc:
         raise UsageError("render needs --ngc", hint="e.g. envpin render --ngc 20.02 --tf 2.1")
     if formats is not None:
         formats = parse_formats(formats)  # a bad --format is reported before any catalog look-up
     notes: list[str] = []
-    plan, target = _plan_and_target(notes=notes, keep=write, **inputs)
+    inputs = EnvironmentInputs(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+                               ca_bundle=ca_bundle, name=name, out=out)
+    plan, target = _plan_and_target(inputs, notes, keep=write)
     chosen = choose_formats(formats, target)
     if "apptainer" in chosen and not apptainer_from(plan.from_ref)[1]:
         notes.append(f"{DEF_NAME}: {plan.from_ref} is not pinned by digest (none is known for it), so Apptainer "
@@ -159,26 +171,6 @@ def render_environment(
     if write:
         write_environment(target, plan, files, force=force)
     return RenderResult(plan, target, files, tuple(notes), chosen)
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    plan: BuildPlan
-    out: Path
-    image_id: str
-    tag: str
-    up_to_date: bool
-    seconds: float
-    engine: str = "docker"
-    notes: tuple[str, ...] = ()
-    #: Why the image is not the one envpin.lock records (exit 1), or None.
-    problem: str | None = None
-    #: What the base image declares that the catalog does not say (the build went on).
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.problem else 0
 
 
 def find_lock(explicit: Path | None = None) -> Path:
@@ -234,210 +226,108 @@ def check_lock(lock_path: Path) -> list[str]:
     return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))]
 
 
-def build_environment(
-    *,
-    lock: Path | None = None,
-    force: bool = False,
-    no_cache: bool = False,
-    pull: bool = False,
-    update: bool = False,
-    engine: str | None = None,
-    check: bool = False,
-    **inputs: Unpack[Inputs],
-) -> BuildResult:
-    """Resolve the base digest, render with FROM pinned to it, build, and keep the result machine-local.
+@dataclass(frozen=True)
+class BuildRequest:
+    """`envpin build`: the inputs, and how to build them."""
 
-    The committed lock changes only when the inputs change (or, with podman, when the reproducible image
-    of new inputs is first recorded); the image ID and tag go to envpin.image.buildstate."""
-    import time
-
-    from envpin.environment.render import render
-    from envpin.image import basecheck
-    from envpin.image import docker as build
-    from envpin.knowledge import sync
-
-    started = time.monotonic()
-    chosen = build.choose_engine(engine)
-    if check and chosen != "podman":
-        raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
-                         hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
-    notes: list[str] = []
-    plan, target = _plan_and_target(lock, notes, **inputs)
-    ca_bundle = inputs.get("ca_bundle")
-    if inputs.get("ngc") is None:
-        # Everything from the lock (the arrival workflow: `git clone`, then `envpin build`); the base
-        # digest is resolved again and compared with the pinned one below.
-        ca_bundle = target / "ca-bundle.crt" if plan.ca_bundle else None
-        plan = replace(plan, base_digest=None)
-    previous = build.previous_lock(target)
-    ref = plan.build_from or plan.image
-    # The manifest gives the digest to pin; the config (one more small request) what the base declares.
-    got = sync.read_image(sync.registry_client(ca_bundle), ref)
-    build.check_base_moved(previous, ref, got.digest, update)
-    warnings = basecheck.cross_check(plan, got)
-    plan = replace(plan, base_digest=got.digest, base_declared=sync.version_env(got.env))
-    files = render(plan, build_formats(target))
-    tag = f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
-    job = _BuildJob(plan, target, files, tag, previous, force, no_cache, pull, started)
-    result = job.podman(check) if chosen == "podman" else job.docker()
-    return replace(result, notes=(*notes, *result.notes), warnings=tuple(warnings))
+    inputs: EnvironmentInputs = EnvironmentInputs()
+    force: bool = False
+    no_cache: bool = False
+    pull: bool = False
+    #: Accept a base tag that now points to another digest than the lock pins.
+    update: bool = False
+    #: auto, docker or podman; None: $ENVPIN_ENGINE, else auto (envpin.image.engine.resolve_engine).
+    engine: str | None = None
+    #: Rebuild in a scratch store and compare with the lock's image (a bit-identical engine only).
+    check: bool = False
 
 
 @dataclass(frozen=True)
-class _BuildJob:
-    """One resolved build: the plan with its base digest, the rendered files, and what the user asked."""
+class DryRunRequest:
+    """`envpin build --dry-run`: the plan a build would use; nothing is written and no engine is asked."""
+
+    inputs: EnvironmentInputs = EnvironmentInputs()
+
+
+@dataclass(frozen=True)
+class PlannedBuild:
+    """What `envpin build` would build: the plan, the folder and the files it would render there."""
 
     plan: BuildPlan
-    target: Path
-    files: dict[str, bytes]
-    tag: str
-    previous: Lock | None
-    force: bool
-    no_cache: bool
-    pull: bool
-    started: float
+    out: Path
+    files: tuple[str, ...]
+    #: What was read on the way (e.g. the TensorFlow version from the image config), for stderr.
+    notes: tuple[str, ...] = ()
 
-    def _elapsed(self) -> float:
-        import time
+    @property
+    def exit_code(self) -> int:
+        """A plan is never a failure (bad inputs raise before there is one)."""
+        return 0
 
-        return time.monotonic() - self.started
-
-    def _unchanged(self, engine: str, exists: Callable[[str], bool]) -> BuildRecord | None:
-        """The state record when these inputs were already built here and the image is still there."""
-        from envpin.image import buildstate as state
-
-        recorded = state.load(self.plan.inputs_hash, engine)
-        if (
-            self.previous is not None
-            and self.previous.inputs_hash == self.plan.inputs_hash
-            and recorded is not None
-            and not (self.no_cache or self.pull)
-            and exists(recorded.image_id)
-        ):
-            return recorded
-        return None
-
-    def _record_declared(self) -> None:
-        """An up-to-date folder whose lock lacks what the base declares gets it; nothing else is rewritten."""
-        from envpin.environment import lockfile as lockmod
-
-        declared = self.plan.base_declared
-        if self.previous is None or declared is None or self.previous.base.declared == declared:
-            return
-        updated = replace(self.previous, base=replace(self.previous.base, declared=dict(declared)))
-        updated.write(self.target / lockmod.LOCK_NAME)
-
-    def docker(self) -> BuildResult:
-        from envpin.environment.render import check_folder, write_environment
-        from envpin.image import buildstate as state
-        from envpin.image import docker as build
-
-        client = build.docker_client()
-        notes: tuple[str, ...] = ()
-        locked = self.previous.expected_image() if self.previous is not None else None
-        if locked is not None:
-            notes = (f"envpin.lock records the reproducible image {locked.id[:19]}… ({locked.engine}); Docker's "
-                     "classic builder stamps build times, so confirm it with `envpin build --engine podman`",)
-        recorded = self._unchanged("docker", lambda image: build.image_exists(client, image))
-        if recorded is not None:
-            check_folder(self.target, self.files, self.force)  # still refuse if someone edited the folder since
-            self._record_declared()
-            return BuildResult(self.plan, self.target, recorded.image_id, recorded.tag, True, self._elapsed(),
-                               "docker", notes)
-        write_environment(self.target, self.plan, self.files, force=self.force)
-        outcome = build.build_image(client, self.target, self.tag, state.log_path(self.plan.inputs_hash),
-                                    no_cache=self.no_cache, pull=self.pull)
-        state.save(state.BuildRecord(self.plan.inputs_hash, outcome.image_id, self.tag, self.plan.from_ref))
-        return BuildResult(self.plan, self.target, outcome.image_id, self.tag, False, self._elapsed(), "docker",
-                           notes)
-
-    def podman(self, check: bool) -> BuildResult:
-        """Build from a normalised context with the plan's fixed timestamp; record or confirm the image."""
-        import contextlib
-
-        from envpin.environment import lockfile as lockmod
-        from envpin.environment.render import check_folder, write_environment
-        from envpin.image import buildstate as state
-        from envpin.image import podman
-
-        engine = podman.version()
-        if check:
-            locked = self.previous.image if self.previous is not None else None
-            if locked is None:
-                raise UsageError(f"{self.target / lockmod.LOCK_NAME} records no image to check against",
-                                 hint="build it once with `envpin build --engine podman` and commit the lock")
-            check_folder(self.target, self.files, self.force)
-        else:
-            recorded = self._unchanged("podman", podman.image_exists)
-            if recorded is not None:
-                check_folder(self.target, self.files, self.force)
-                self._record_declared()
-                facts = podman.inspect(recorded.image_id)
-                built = lockmod.Image(facts.id, self.plan.inputs_hash, engine, podman.storage_driver(), facts.layers)
-                return self._settle(built, facts, recorded.tag, up_to_date=True)
-            write_environment(self.target, self.plan, self.files, force=self.force)
-        log = state.log_path(self.plan.inputs_hash, "podman")
-        work = state.state_dir() / "podman"
-        with contextlib.ExitStack() as stack:
-            store = stack.enter_context(podman.scratch_store(work)) if check else podman.DEFAULT_STORE
-            context = stack.enter_context(podman.staged_context(self.files, self.plan.source_date_epoch, work))
-            image_id, _ = podman.build(context, self.tag, log, epoch=self.plan.source_date_epoch, store=store,
-                                       no_cache=self.no_cache or check, pull=self.pull)
-            facts = podman.inspect(image_id, store)
-            driver = podman.storage_driver(store)
-        built = lockmod.Image(facts.id, self.plan.inputs_hash, engine, driver, facts.layers)
-        if check:
-            return self._podman_result(facts.id, self.tag, False, engine, _compare_image(locked, built, facts),
-                                       checked=True)
-        state.save(state.BuildRecord(self.plan.inputs_hash, facts.id, self.tag, self.plan.from_ref, "podman"))
-        return self._settle(built, facts, self.tag, up_to_date=False)
-
-    def _settle(self, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
-        """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
-        from envpin.environment import lockfile as lockmod
-        from envpin.fsutil import exclusive
-
-        lock_path = self.target / lockmod.LOCK_NAME
-        with exclusive(self.target):  # read and record as one step against other envpin writers
-            current = lockmod.read(lock_path)
-            expected = current.expected_image()
-            if expected is None:
-                replace(current, image=built).write(lock_path)
-        if expected is None:
-            return self._podman_result(built.id, tag, up_to_date, built.engine, None, recorded_now=True)
-        return self._podman_result(built.id, tag, up_to_date, built.engine, _compare_image(expected, built, facts))
-
-    def _podman_result(self, image_id: str, tag: str, up_to_date: bool, engine: str, problem: str | None,
-                       *, recorded_now: bool = False, checked: bool = False) -> BuildResult:
-        lock_name = f"{self.target}/envpin.lock"
-        if problem:
-            notes: tuple[str, ...] = ()
-        elif recorded_now:
-            notes = (f"recorded image {image_id} ({engine}) in {lock_name}: commit it, and every teammate's "
-                     "podman build must reproduce it",)
-        elif checked:
-            notes = (f"reproduced {image_id} in a scratch store: the image {lock_name} records",)
-        else:
-            notes = (f"reproduced {image_id}: the image {lock_name} records",)
-        return BuildResult(self.plan, self.target, image_id, tag, up_to_date, self._elapsed(), "podman", notes,
-                           problem)
+    def to_json(self) -> dict[str, object]:
+        """The plan's JSON plus inputs hash, folder and files (and notes, when there are any)."""
+        out = {**self.plan.to_dict(), "inputs_hash": self.plan.inputs_hash, "out": str(self.out),
+               "files": list(self.files)}
+        return {**out, "notes": list(self.notes)} if self.notes else out
 
 
-def _compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | None:
-    """None when `built` is the image the lock records; else where and (as far as known) why it differs."""
-    from envpin.image import podman
+def build_environment(request: BuildRequest, progress: ProgressCallback | None = None) -> BuildResult:
+    """Resolve the engine and the plan, then build (envpin.image.build): the base pinned by digest, the result
+    kept machine-local, or with a bit-identical engine recorded in and confirmed against the lock.
 
-    if expected.id == built.id:
-        return None
-    why = [podman.first_difference(expected.layers, facts)]
-    if expected.inputs_hash != built.inputs_hash:
-        why.append(f"the inputs changed since it was recorded ({expected.inputs_hash[:19]}… -> "
-                   f"{built.inputs_hash[:19]}…): a new image is expected; `envpin build --engine podman` records it")
-    if expected.engine != built.engine or expected.storage_driver != built.storage_driver:
-        why.append(f"it was recorded with {expected.engine} on {expected.storage_driver} storage; this build used "
-                   f"{built.engine} on {built.storage_driver} (buildah stamps its version; overlay and vfs differ "
-                   "in RUN layers)")
-    return f"built {built.id[:19]}…, but envpin.lock records {expected.id[:19]}…: " + "; ".join(why)
+    The engine is resolved first, so that a missing engine is said before any registry request or write;
+    when `auto` falls back from Docker, the result's first note says so."""
+    import time
+
+    from envpin.image import build as building
+    from envpin.image.engine import resolve_engine
+
+    started = time.monotonic()
+    chosen = resolve_engine(request.engine)
+    try:
+        if request.check:
+            building.require_bit_identical(chosen.engine)
+        notes = [chosen.fallback] if chosen.fallback else []
+        inputs = request.inputs
+        plan, folder = _plan_and_target(inputs, notes)
+        ca_bundle = inputs.ca_bundle
+        if inputs.ngc is None:
+            # Everything from the lock (the arrival workflow: `git clone`, then `envpin build`); the base
+            # digest is resolved again and compared with the pinned one.
+            ca_bundle = folder / "ca-bundle.crt" if plan.ca_bundle else None
+            plan = replace(plan, base_digest=None)
+        return building.build(plan, folder, chosen.engine, formats=build_formats(folder), ca_bundle=ca_bundle,
+                              force=request.force, no_cache=request.no_cache, pull=request.pull,
+                              update=request.update, check=request.check, notes=notes, started=started,
+                              progress=progress)
+    finally:
+        chosen.engine.close()
+
+
+def plan_build(inputs: EnvironmentInputs) -> PlannedBuild:
+    """What `envpin build` would do with these inputs; writes nothing and asks no engine."""
+    from envpin.environment.render import render
+
+    notes: list[str] = []
+    plan, folder = _plan_and_target(inputs, notes, keep=False)
+    return PlannedBuild(plan, folder, tuple(sorted(render(plan, build_formats(folder)))), tuple(notes))
+
+
+@overload
+def build_or_plan(request: BuildRequest, progress: ProgressCallback | None = None) -> BuildResult: ...
+
+
+@overload
+def build_or_plan(request: DryRunRequest, progress: ProgressCallback | None = None) -> PlannedBuild: ...
+
+
+def build_or_plan(
+    request: BuildRequest | DryRunRequest, progress: ProgressCallback | None = None
+) -> BuildResult | PlannedBuild:
+    """`envpin build`: the build, or for a DryRunRequest only the plan it would build."""
+    if isinstance(request, DryRunRequest):
+        return plan_build(request.inputs)
+    return build_environment(request, progress)
 
 
 @dataclass(frozen=True)
@@ -461,30 +351,22 @@ def lock_requirements(
     from envpin.environment import resolve as locking
     from envpin.environment.plan import make_plan
     from envpin.fsutil import check_output_path
-    from envpin.image import docker as build
+    from envpin.image.docker import docker_client
 
     if out is not None:
         check_output_path(out, "--out")
     text = locking.read_requirements_in(source)
     plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
     image = plan.build_from or plan.image
-    client = build.docker_client()
-    res = locking.resolve(client, image, text, resolver)
+    client = docker_client()  # resolution runs containers of the image: Docker only
+    try:
+        res = locking.resolve(client, image, text, resolver)
+    finally:
+        client.close()
     target = out or source.with_name("requirements.lock")
     locking.write_lock(target, res.locked, image, res.facts.python, source, text, res.where)
     return LockResult(target, image, res.facts.python, len(res.facts.dists),
                       tuple(f"{r.name}=={r.version}" for r in res.locked), res.where)
-
-
-def build_dry_run(*, lock: Path | None = None, **inputs: Unpack[Inputs]) -> dict[str, object]:
-    """What `envpin build` would do, as the plan's JSON plus inputs hash, folder and files; writes nothing."""
-    from envpin.environment.render import render
-
-    notes: list[str] = []
-    plan, folder = _plan_and_target(lock, notes, keep=False, **inputs)
-    files = sorted(render(plan, build_formats(folder)))
-    out = {**plan.to_dict(), "inputs_hash": plan.inputs_hash, "out": str(folder), "files": files}
-    return {**out, "notes": notes} if notes else out
 
 
 @dataclass(frozen=True)
@@ -519,29 +401,43 @@ def check_lock_file(lock: Path | None = None) -> LockChecks:
     return LockChecks([LockCheck(path, check_lock(path))])
 
 
-def build_or_plan(*, dry_run: bool = False, **options: Any) -> BuildResult | dict[str, object]:
-    """`envpin build`: the build, or with dry_run=True only the plan it would build (nothing written)."""
-    if dry_run:
-        keep = (*Inputs.__annotations__, "lock")
-        return build_dry_run(**{k: v for k, v in options.items() if k in keep})
-    return build_environment(**options)
+@dataclass(frozen=True)
+class LockRequest:
+    """`envpin lock REQUIREMENTS_IN --ngc R`: lock requirements.in for the image of that release."""
+
+    requirements_in: Path
+    ngc: str
+    tf: str | None = None
+    base_image: str | None = None
+    out: Path | None = None
+    #: auto, image or host (envpin.environment.resolve).
+    resolver: str = "auto"
 
 
-def lock_or_check(
-    requirements_in: Path | None,
-    *,
-    ngc: str | None,
-    tf: str | None = None,
-    base_image: str | None = None,
-    out: Path | None = None,
-    check: bool = False,
-    lock: Path | None = None,
-    resolver: str | None = None,
-) -> LockResult | LockChecks:
-    """`envpin lock`: lock requirements.in for the image, or with check=True test envpin.lock."""
-    if check:
-        return check_lock_file(lock)
-    if requirements_in is None or ngc is None:
-        raise UsageError("lock needs REQUIREMENTS_IN and --ngc", hint="e.g. envpin lock requirements.in --ngc 20.02")
-    return lock_requirements(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out,
-                             resolver=resolver or "auto")
+@dataclass(frozen=True)
+class LockCheckRequest:
+    """`envpin lock --check`: test envpin.lock (`lock`, else ./envpin.lock, else every images/*/envpin.lock)."""
+
+    lock: Path | None = None
+
+
+def lock_or_check(request: LockRequest | LockCheckRequest) -> LockResult | LockChecks:
+    """`envpin lock`: lock requirements.in for the image, or for a LockCheckRequest test envpin.lock."""
+    if isinstance(request, LockCheckRequest):
+        return check_lock_file(request.lock)
+    return lock_requirements(request.requirements_in, ngc=request.ngc, tf=request.tf, base_image=request.base_image,
+                             out=request.out, resolver=request.resolver)
+
+
+def __getattr__(name: str) -> object:
+    """Names envpin/api/__init__.py still imports from before the typed requests (Inputs: EnvironmentInputs;
+    build_dry_run: plan_build, whose result's to_json() is the old dict; BuildResult: envpin.image.build)."""
+    if name == "Inputs":
+        return EnvironmentInputs
+    if name == "build_dry_run":
+        return plan_build
+    if name == "BuildResult":
+        from envpin.image.build import BuildResult
+
+        return BuildResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

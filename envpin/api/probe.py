@@ -118,8 +118,8 @@ def probe_image(
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin.environment.plan import validate_image_ref
     from envpin.fsutil import check_output_path
-    from envpin.image import docker as build
     from envpin.image import probing as probeimage
+    from envpin.image.docker import docker_client
 
     ref = validate_image_ref(image)
     if out is not None:
@@ -127,12 +127,26 @@ def probe_image(
     if gpus not in probeimage.GPU_CHOICES:
         raise UsageError(f"--gpus must be one of {', '.join(probeimage.GPU_CHOICES)}",
                          hint="the default, auto, asks the host")
-    client = build.docker_client()
+    client = docker_client()
     try:
-        return probeimage.run(client, ref, out or Path("reports"), gpus=gpus, selftest=selftest, quick=quick,
-                              anonymize=anonymize, progress=progress)
+        return probeimage.run(client, ref, out or Path("reports"), gpu_access=_gpu_access, gpus=gpus,
+                              selftest=selftest, quick=quick, anonymize=anonymize, progress=progress)
     finally:
         client.close()
+
+
+def _gpu_access() -> str | None:
+    """How this host gives containers its GPUs, as `envpin doctor` reads it (the engine, CDI specs, hooks)."""
+    import shutil
+
+    from envpin import doctor
+
+    readings = doctor.Readings(
+        docker=doctor.read_docker(),
+        cdi_specs=doctor.read_cdi_specs(),
+        container_hooks=tuple(h for h in doctor.GPU_HOOKS if shutil.which(h)),
+    )
+    return readings.gpu_access
 
 
 @dataclass(frozen=True)

@@ -96,15 +96,21 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
         from envpin import api
+        from envpin.api.environment import BuildRequest, DryRunRequest, EnvironmentInputs
+        from envpin.errors import UsageError
         from envpin.views import console, environment
 
-        built = api.build_or_plan(
-            ngc=ngc, tf=tf, lock=lock, requirements=requirements, base_image=base_image, ca_bundle=ca_bundle,
-            name=name, out=out, force=force, no_cache=no_cache, pull=pull, update=update, dry_run=dry_run,
-            engine=value(engine), check=check,
-        )
+        if check and engine is Engine.docker and not dry_run:
+            raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
+                             hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
+        inputs = EnvironmentInputs(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+                                   ca_bundle=ca_bundle, name=name, out=out, lock=lock)
+        request = DryRunRequest(inputs) if dry_run else BuildRequest(
+            inputs, force=force, no_cache=no_cache, pull=pull, update=update, engine=value(engine), check=check)
+        with console.progress_feed() as progress:
+            built = api.build_or_plan(request, progress)
         environment.build_outcome(built, console.out(), console.err())
-        raise typer.Exit(getattr(built, "exit_code", 0))
+        raise typer.Exit(built.exit_code)
 
     @app.command("lock")
     def lock_cmd(
@@ -129,11 +135,21 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Lock requirements.in for the target image; or, with --check, test envpin.lock for staleness."""
         from envpin import api
+        from envpin.api.environment import LockCheckRequest, LockRequest
+        from envpin.errors import UsageError
         from envpin.views import console, environment
 
+        request: LockRequest | LockCheckRequest
+        if check:
+            request = LockCheckRequest(lock)
+        elif requirements_in is None or ngc is None:
+            raise UsageError("lock needs REQUIREMENTS_IN and --ngc",
+                             hint="e.g. envpin lock requirements.in --ngc 20.02")
+        else:
+            request = LockRequest(requirements_in, ngc, tf=tf, base_image=base_image, out=out,
+                                  resolver=str(value(resolver)))
         with console.progress("envpin lock") as update:
             update("checking" if check else f"resolving for the {ngc} image")
-            res = api.lock_or_check(requirements_in, ngc=ngc, tf=tf, base_image=base_image, out=out, check=check,
-                                    lock=lock, resolver=value(resolver))
+            res = api.lock_or_check(request)
         environment.lock_outcome(res, console.out(), console.err())
         raise typer.Exit(res.exit_code)

@@ -18,14 +18,14 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envpin.errors import EngineError
+from envpin.image.buildlog import BuildLog, ProgressCallback
+from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
 
 _STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
 #: Mode and owner every build-context file gets, whatever the checkout's umask or the user.
@@ -54,15 +54,6 @@ class Store:
 
 
 DEFAULT_STORE = Store()
-
-
-@dataclass(frozen=True)
-class ImageFacts:
-    """What the lock records about an image and what --check compares: config digest and layers."""
-
-    id: str
-    layers: tuple[str, ...]
-    steps: tuple[str, ...]  # the instruction that made each layer (base layers: "base image")
 
 
 def binary() -> str:
@@ -94,15 +85,6 @@ def version() -> str:
 def storage_driver(store: Store = DEFAULT_STORE) -> str:
     """The storage driver of `store` ('overlay', 'vfs', ...): RUN layers differ between drivers."""
     return store.driver or _run(["info", "--format", "{{.Store.GraphDriverName}}"], store).strip()
-
-
-def available() -> bool:
-    """podman is installed and answers (no daemon to start)."""
-    try:
-        version()
-    except EngineError:
-        return False
-    return True
 
 
 def image_exists(image: str, store: Store = DEFAULT_STORE) -> bool:
@@ -177,7 +159,7 @@ def scratch_store(under: Path) -> Iterator[Store]:
         shutil.rmtree(run, ignore_errors=True)
 
 
-def build(
+def _build(
     context: Path,
     tag: str,
     log_path: Path,
@@ -186,11 +168,9 @@ def build(
     store: Store = DEFAULT_STORE,
     no_cache: bool = False,
     pull: bool = False,
-) -> tuple[str, float]:
-    """Run `podman build` with the fixed timestamp, streaming its log; returns (image ID, seconds)."""
-    from envpin.image.docker import save_log
-    from envpin.views.console import Progress
-
+    progress: ProgressCallback | None = None,
+) -> BuildOutcome:
+    """Run `podman build` on a staged context with the fixed timestamp, streaming its log."""
     iid = context.parent / "iid"
     cmd = [
         binary(), *store.args(), "build",
@@ -205,47 +185,80 @@ def build(
     if no_cache:
         cmd.append("--no-cache")
     cmd.append(str(context))
-    lines: list[str] = []
-    tail: deque[str] = deque(maxlen=20)
-    current = "starting"
-    started = time.monotonic()
-    try:
-        with Progress(f"building {tag} (podman)") as progress:
+    with BuildLog(log_path, f"building {tag} (podman)", _STEP, progress) as log:
+        try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     errors="replace")
             assert proc.stdout is not None
             with proc.stdout:
                 for line in proc.stdout:
-                    lines.append(line)
-                    if line.strip():
-                        tail.append(line.rstrip())
-                    m = _STEP.match(line.strip())
-                    if m:
-                        current = f"step {m.group(1)}/{m.group(2)} ({m.group(3)[:60]})"
-                        progress.step(current)
+                    log.add(line)
             rc = proc.wait()
-    except KeyboardInterrupt:
-        save_log(log_path, [*lines, "interrupted\n"])
-        raise
-    except OSError as exc:
-        raise EngineError(f"could not start podman: {exc}", hint=FIX_PODMAN) from exc
-    save_log(log_path, lines)
-    if rc != 0:
-        last = tail[-1] if tail else f"exit {rc}"
-        raise EngineError(
-            f"the podman build failed at {current}: {last}\n" + "\n".join(f"  | {t}" for t in tail),
-            hint=f"full log: {log_path}",
-        )
+        except KeyboardInterrupt:
+            log.save("interrupted\n")
+            raise
+        except OSError as exc:
+            raise EngineError(f"could not start podman: {exc}", hint=FIX_PODMAN) from exc
+        if rc != 0:
+            raise log.failure("the podman build failed", log.tail[-1] if log.tail else f"exit {rc}")
+        log.save()
     image_id = iid.read_text().strip()
-    return (image_id if image_id.startswith("sha256:") else "sha256:" + image_id), time.monotonic() - started
+    return log.outcome(image_id if image_id.startswith("sha256:") else "sha256:" + image_id, tag)
 
 
-def first_difference(expected: tuple[str, ...], built: ImageFacts) -> str:
-    """Where two images part: the first layer whose digest differs, with the step that made it."""
-    for n, (want, got) in enumerate(zip(expected, built.layers, strict=False), start=1):
-        if want != got:
-            return (f"layer {n} of {len(built.layers)} differs ({built.steps[n - 1]}): "
-                    f"expected {want[:19]}…, built {got[:19]}…")
-    if len(expected) != len(built.layers):
-        return f"the layers agree, but the lock has {len(expected)} and the build made {len(built.layers)}"
-    return "every layer agrees; the image configs differ (labels, environment, history or engine stamps)"
+class PodmanEngine:
+    """envpin.image.engine.ReproducibleEngine over one podman store (the configured default, or a scratch one).
+
+    Builds stage the rendered files under `work` (default <state>/podman), never the checkout itself."""
+
+    name = "podman"
+    bit_identical = True
+
+    def __init__(self, store: Store = DEFAULT_STORE, work: Path | None = None) -> None:
+        self.store = store
+        self.work = work
+        self._version: str | None = None
+
+    @classmethod
+    def open(cls) -> PodmanEngine:
+        """podman installed and answering (no daemon to start); EngineError saying how to get it otherwise."""
+        engine = cls()
+        engine.version()
+        return engine
+
+    def close(self) -> None:
+        """Nothing to release: every command is its own process."""
+
+    def version(self) -> str:
+        if self._version is None:
+            self._version = version()
+        return self._version
+
+    def storage_driver(self) -> str:
+        return storage_driver(self.store)
+
+    def _work(self) -> Path:
+        from envpin.image import buildstate
+
+        return self.work if self.work is not None else buildstate.state_dir() / "podman"
+
+    def build(self, context: BuildContext, tag: str, log_path: Path, *, no_cache: bool = False,
+              pull: bool = False, progress: ProgressCallback | None = None) -> BuildOutcome:
+        """Build from the rendered bytes, staged with fixed modes and mtimes, with the plan's timestamp."""
+        with staged_context(context.files, context.epoch, self._work()) as staged:
+            return _build(staged, tag, log_path, epoch=context.epoch, store=self.store, no_cache=no_cache,
+                          pull=pull, progress=progress)
+
+    def exists(self, image: str) -> bool:
+        return image_exists(image, self.store)
+
+    def inspect(self, image: str) -> ImageFacts:
+        return inspect(image, self.store)
+
+    @contextlib.contextmanager
+    def scratch(self, under: Path) -> Iterator[PodmanEngine]:
+        """This engine over a fresh, empty store (`build --check`), reset and removed afterwards."""
+        with scratch_store(under) as store:
+            engine = PodmanEngine(store, under)
+            engine._version = self._version
+            yield engine

@@ -10,8 +10,8 @@ runtime, a container that cannot start or fails is an error with its exit status
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,20 +34,16 @@ class ImageProbe:
     selftest: str | None = None  # the self-test's one-line outcome, read from the written report
 
 
-def _device_requests(gpus: str) -> tuple[list[Any] | None, str]:
-    """(device_requests for the SDK, a sentence saying what was chosen and why)."""
-    from docker.types import DeviceRequest
+def _device_requests(gpus: str, gpu_access: Callable[[], str | None]) -> tuple[list[Any] | None, str]:
+    """(device_requests for the SDK, a sentence saying what was chosen and why).
 
-    from envpin import doctor
+    gpu_access reads how this host gives containers GPUs ('runtime', 'cdi' or None; envpin.doctor knows
+    how), asked only when GPUs may be wanted."""
+    from docker.types import DeviceRequest
 
     if gpus == "none":
         return None, "without GPUs (--gpus none)"
-    readings = doctor.Readings(
-        docker=doctor.read_docker(),
-        cdi_specs=doctor.read_cdi_specs(),
-        container_hooks=tuple(h for h in doctor.GPU_HOOKS if shutil.which(h)),
-    )
-    access = readings.gpu_access
+    access = gpu_access()
     if access == "runtime":
         return [DeviceRequest(count=-1, capabilities=[["gpu"]])], "with all GPUs (NVIDIA container runtime)"
     if access == "cdi":
@@ -58,8 +54,9 @@ def _device_requests(gpus: str) -> tuple[list[Any] | None, str]:
     return None, "without GPUs: this host has no NVIDIA container runtime or CDI spec (`envpin doctor` says more)"
 
 
-def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: bool | None = None,
-        quick: bool = False, anonymize: bool = False, progress: Any = None) -> ImageProbe:
+def run(client: Any, image: str, out: Path, *, gpu_access: Callable[[], str | None], gpus: str = "auto",
+        selftest: bool | None = None, quick: bool = False, anonymize: bool = False,
+        progress: Callable[[str], None] | None = None) -> ImageProbe:
     """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists).
 
     selftest None is the probe's own default: the self-test runs where the image has TensorFlow."""
@@ -71,7 +68,7 @@ def run(client: Any, image: str, out: Path, *, gpus: str = "auto", selftest: boo
         raise UsageError(f"{out.parent} does not exist", hint="create it, or choose another --out")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder", hint="choose another --out")
-    requests, said = _device_requests(gpus)
+    requests, said = _device_requests(gpus, gpu_access)
     try:
         client.images.get(image)
     except ImageNotFound:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from envpin.image.buildlog import ProgressEvent
+
 
 def _width(stream: Any) -> int | None:
     # A fixed width keeps output stable in tests and pipes; COLUMNS still wins when set.
@@ -116,3 +118,33 @@ def progress(title: str) -> Iterator[Callable[[str], None]]:
     """A Progress for a command: yields the callback api functions take as progress=."""
     with Progress(title) as shown:
         yield shown.step
+
+
+@contextlib.contextmanager
+def progress_feed() -> Iterator[Callable[[ProgressEvent], None]]:
+    """The callback library functions take as progress= when they report events (envpin.image.buildlog):
+    one Progress per operation they start, gone when it ends and, at the latest, when the command's call
+    returns or fails."""
+    shown: dict[str, Progress] = {}
+
+    def close(title: str) -> None:
+        display = shown.pop(title, None)
+        if display is not None:
+            display.__exit__(None, None, None)
+
+    def on(event: ProgressEvent) -> None:
+        if event.done:
+            close(event.title)
+            return
+        if event.title not in shown:
+            for other in list(shown):
+                close(other)  # one display at a time: a new operation replaces the last one's
+            shown[event.title] = Progress(event.title).__enter__()
+        if event.step is not None:
+            shown[event.title].step(event.step)
+
+    try:
+        yield on
+    finally:
+        for title in list(shown):
+            close(title)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envpin.api import LockResult
+from envpin.api.environment import LockResult, PlannedBuild
 from envpin.views.console import say
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.api import BuildResult, LockChecks, RenderResult
+    from envpin.api.environment import LockChecks, RenderResult
+    from envpin.image.build import BuildResult
     from envpin.knowledge.recipes import Recipe
 
 
@@ -55,8 +56,8 @@ def rendered(res: RenderResult, console: Console, note: Console) -> None:
     say(console, str(res.out))
 
 
-def build_outcome(res: BuildResult | dict[str, object], console: Console, note: Console) -> None:
-    if isinstance(res, dict):
+def build_outcome(res: BuildResult | PlannedBuild, console: Console, note: Console) -> None:
+    if isinstance(res, PlannedBuild):
         dry_run(res, console, note)
     else:
         built(res, console, note)
@@ -69,11 +70,12 @@ def lock_outcome(res: LockResult | LockChecks, console: Console, note: Console) 
         lock_check(res, console)
 
 
-def dry_run(plan: dict[str, object], console: Console, note: Console) -> None:
+def dry_run(res: PlannedBuild, console: Console, note: Console) -> None:
+    """The plan as JSON on stdout (what `--dry-run` is for), one line on stderr."""
     from envpin.views.console import print_json
 
-    print_json(plan)
-    say(note, f"dry run: would build {plan['tag']} from {plan['out']}/ (nothing written)")
+    print_json(res.to_json())
+    say(note, f"dry run: would build {res.plan.entry.tag} from {res.out}/ (nothing written)")
 
 
 def built(res: BuildResult, console: Console, note: Console) -> None:

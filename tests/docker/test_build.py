@@ -144,6 +144,8 @@ def test_auto_engine_falls_back_to_podman_when_docker_does_not_answer(stand_in_i
     )
     assert res.code == 0, res.stderr
     assert "built with podman" in res.stderr and "recorded image sha256:" in res.stderr
+    # The engine never changes silently: the note names the engine taken and why Docker was not.
+    assert "engine auto chose podman, because docker: the Docker engine is not reachable" in res.stderr
 
 
 @pytest.mark.parametrize(

@@ -121,3 +121,33 @@ def test_docker_compose_runs_a_service(docker_client: Any, stand_in_image: str, 
         assert proc.stdout.strip().splitlines()[-1] == "compose-ok 2.1.0", proc.stdout
     finally:
         subprocess.run([*base, "down", "--remove-orphans"], capture_output=True, timeout=120)
+
+
+def test_both_engines_open_by_name_and_read_the_same_image(
+    docker_client: Any, stand_in_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """envpin.image.engine over the real engines: the stand-in's config digest and layers are the same
+    whichever engine reads them (both read the image config the registry serves)."""
+    from envpin.image.engine import resolve_engine
+
+    chosen = resolve_engine("docker")
+    try:
+        assert chosen.fallback is None and chosen.engine.name == "docker" and not chosen.engine.bit_identical
+        assert chosen.engine.exists(stand_in_image) and not chosen.engine.exists("envpin-no-such/image:1")
+        by_docker = chosen.engine.inspect(stand_in_image)
+    finally:
+        chosen.engine.close()
+    assert by_docker.id.startswith("sha256:") and by_docker.layers and by_docker.steps == ()
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed; run `sudo bash scripts/services.sh install`")
+    config = tmp_path / "docker"  # podman 4.3 wants a config.json wherever DOCKER_CONFIG points
+    config.mkdir()
+    (config / "config.json").write_text("{}\n")
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+    podman = resolve_engine("podman").engine
+    assert podman.name == "podman" and podman.bit_identical
+    if not podman.exists(stand_in_image):
+        subprocess.run(["podman", "pull", "-q", stand_in_image], capture_output=True, check=True, timeout=300)
+    by_podman = podman.inspect(stand_in_image)
+    assert (by_podman.id, by_podman.layers) == (by_docker.id, by_docker.layers)
+    assert len(by_podman.steps) == len(by_podman.layers)

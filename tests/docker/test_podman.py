@@ -50,7 +50,13 @@ class Store:
         top.mkdir(parents=True)
         conf = top / "storage.conf"
         conf.write_text(f'[storage]\ndriver = "overlay"\ngraphroot = "{top}/root"\nrunroot = "{top}/run"\n')
-        self.env = {"CONTAINERS_STORAGE_CONF": str(conf), "ENVPIN_STATE_DIR": str(top / "state")}
+        # podman 4.3's `run` refuses a DOCKER_CONFIG folder without config.json (the test session isolates
+        # DOCKER_CONFIG in an empty folder): each store gets its own, with no logins.
+        docker_config = top / "docker"
+        docker_config.mkdir()
+        (docker_config / "config.json").write_text("{}\n")
+        self.env = {"CONTAINERS_STORAGE_CONF": str(conf), "ENVPIN_STATE_DIR": str(top / "state"),
+                    "DOCKER_CONFIG": str(docker_config)}
 
     def podman_json(self, *args: str) -> object:
         out = subprocess.run([self.podman, *args], env={**os.environ, **self.env}, capture_output=True,

@@ -16,6 +16,7 @@ from envpin.environment.render import render
 from envpin.errors import LockError
 from envpin.image import buildstate as state
 from envpin.image import podman
+from envpin.image.model import ImageFacts, first_difference
 
 TWO = (
     "tabulate==0.9.0 \\\n    --hash=sha256:024ca478df22e9340661486f85298cff5f6dcdba14f3813e8830015b9ed1948f\n"
@@ -109,15 +110,15 @@ def test_a_malformed_image_table_is_one_clear_error(tmp_path: Path, field: str, 
 
 
 def test_first_difference_names_the_layer_and_its_step() -> None:
-    built = podman.ImageFacts(
+    built = ImageFacts(
         id="sha256:b", layers=("sha256:1", "sha256:X", "sha256:3"),
         steps=("base image", "COPY file:abc in /opt/envpin/requirements.lock", "RUN pip install"),
     )
-    text = podman.first_difference(("sha256:1", "sha256:2", "sha256:3"), built)
+    text = first_difference(("sha256:1", "sha256:2", "sha256:3"), built)
     assert text.startswith("layer 2 of 3 differs (COPY file:abc in /opt/envpin/requirements.lock)")
-    assert "more" not in podman.first_difference(("sha256:1",), built)
-    assert "the lock has 1 and the build made 3" in podman.first_difference(("sha256:1",), built)
-    assert "every layer agrees" in podman.first_difference(built.layers, built)
+    assert "more" not in first_difference(("sha256:1",), built)
+    assert "the lock has 1 and the build made 3" in first_difference(("sha256:1",), built)
+    assert "every layer agrees" in first_difference(built.layers, built)
 
 
 def test_podman_and_docker_results_are_kept_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

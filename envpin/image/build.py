@@ -1,0 +1,312 @@
+"""`envpin build` below the command line: pin the base by digest, render, build with the chosen engine, and
+keep or confirm the result.
+
+What is kept depends on the engine's one property that matters here, `bit_identical`: an engine whose image
+IDs differ per machine (Docker) records its image in machine-local state only; a bit-identical one (podman)
+records the image in the lock the first time and must reproduce it afterwards (docs/reproducible.md).
+Nothing here prints: progress goes to the caller's callback, notes and warnings into the result.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envpin.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envpin.environment.lockfile import Image, Lock
+    from envpin.environment.plan import BuildPlan
+    from envpin.image.buildlog import ProgressCallback
+    from envpin.image.buildstate import BuildRecord
+    from envpin.image.engine import Engine, ReproducibleEngine
+    from envpin.image.model import BuildContext, ImageFacts
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What `envpin build` did: the image, whether it was already there, and what the user should know."""
+
+    plan: BuildPlan
+    out: Path
+    image_id: str
+    tag: str
+    up_to_date: bool
+    seconds: float
+    engine: str = "docker"
+    notes: tuple[str, ...] = ()
+    #: Why the image is not the one envpin.lock records (exit 1), or None.
+    problem: str | None = None
+    #: What the base image declares that the catalog does not say (the build went on).
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problem else 0
+
+
+def _reproducible(engine: Engine) -> ReproducibleEngine | None:
+    """The engine as a bit-identical one, or None (Docker)."""
+    from envpin.image.engine import ReproducibleEngine
+
+    return engine if engine.bit_identical and isinstance(engine, ReproducibleEngine) else None
+
+
+def require_bit_identical(engine: Engine) -> ReproducibleEngine:
+    """`build --check` compares image IDs, which only a bit-identical engine can reproduce."""
+    reproducible = _reproducible(engine)
+    if reproducible is None:
+        raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
+                         hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
+    return reproducible
+
+
+def previous_lock(out: Path) -> Lock | None:
+    """The lock already in the folder, if any and intact (a broken one is refused by render)."""
+    from envpin.environment import lockfile as lockmod
+    from envpin.errors import LockError
+
+    path = out / lockmod.LOCK_NAME
+    if not path.exists():
+        return None
+    try:
+        return lockmod.read(path)
+    except LockError:
+        return None
+
+
+def check_base_moved(lock: Lock | None, ref: str, digest: str, update: bool) -> None:
+    """NGC tags are re-pushed: a lock pins one digest, and a different one now is refused."""
+    from envpin.errors import RegistryError
+
+    pinned = lock.base.digest if lock else None
+    if pinned and pinned != digest and not update:
+        raise RegistryError(
+            f"{ref} now points to {digest[:19]}…, but envpin.lock pins {pinned[:19]}…: the tag was re-pushed",
+            hint="keep building the pinned image from a mirror, or accept the new base with --update and re-verify",
+        )
+
+
+def image_tag(plan: BuildPlan) -> str:
+    """envpin/<name>:<inputs-hash-12>: other inputs, another tag, so a tag never names a stale image."""
+    return f"envpin/{plan.name.lower()}:{plan.inputs_hash.split(':', 1)[1][:12]}"
+
+
+def build(
+    plan: BuildPlan,
+    folder: Path,
+    engine: Engine,
+    *,
+    formats: Sequence[str],
+    ca_bundle: Path | None = None,
+    force: bool = False,
+    no_cache: bool = False,
+    pull: bool = False,
+    update: bool = False,
+    check: bool = False,
+    notes: Sequence[str] = (),
+    started: float | None = None,
+    progress: ProgressCallback | None = None,
+) -> BuildResult:
+    """Resolve the base digest, render `formats` with FROM pinned to it, build, and keep the result.
+
+    The committed lock changes only when the inputs change (or, with a bit-identical engine, when the image
+    of new inputs is first recorded); the image ID and tag go to envpin.image.buildstate. check=True rebuilds
+    in a scratch store and compares with the lock's image (a bit-identical engine only)."""
+    from envpin.environment.render import render
+    from envpin.image import basecheck
+    from envpin.knowledge import sync
+
+    started = time.monotonic() if started is None else started
+    reproducible = require_bit_identical(engine) if check else _reproducible(engine)
+    previous = previous_lock(folder)
+    ref = plan.build_from or plan.image
+    # The manifest gives the digest to pin; the config (one more small request) what the base declares.
+    got = sync.read_image(sync.registry_client(ca_bundle), ref)
+    check_base_moved(previous, ref, got.digest, update)
+    warnings = basecheck.cross_check(plan, got)
+    plan = replace(plan, base_digest=got.digest, base_declared=sync.version_env(got.env))
+    job = _BuildJob(plan, folder, render(plan, formats), image_tag(plan), previous, force, no_cache, pull,
+                    started, progress)
+    if reproducible is None:
+        result = job.machine_local(engine)
+    elif check:
+        result = job.check(reproducible)
+    else:
+        result = job.reproducible(reproducible)
+    return replace(result, notes=(*notes, *result.notes), warnings=tuple(warnings))
+
+
+@dataclass(frozen=True)
+class _BuildJob:
+    """One resolved build: the plan with its base digest, the rendered files, and what the user asked."""
+
+    plan: BuildPlan
+    target: Path
+    files: dict[str, bytes]
+    tag: str
+    previous: Lock | None
+    force: bool
+    no_cache: bool
+    pull: bool
+    started: float
+    progress: ProgressCallback | None
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _context(self) -> BuildContext:
+        from envpin.image.model import BuildContext
+
+        return BuildContext(self.target, self.files, self.plan.source_date_epoch)
+
+    def _log(self, engine: Engine) -> Path:
+        from envpin.image import buildstate as state
+
+        return state.log_path(self.plan.inputs_hash, engine.name)
+
+    def _unchanged(self, engine: Engine) -> BuildRecord | None:
+        """The state record when these inputs were already built here and the image is still there."""
+        from envpin.image import buildstate as state
+
+        recorded = state.load(self.plan.inputs_hash, engine.name)
+        if (
+            self.previous is not None
+            and self.previous.inputs_hash == self.plan.inputs_hash
+            and recorded is not None
+            and not (self.no_cache or self.pull)
+            and engine.exists(recorded.image_id)
+        ):
+            return recorded
+        return None
+
+    def _keep_up_to_date_folder(self) -> None:
+        """Still refuse a folder someone edited since; add what the base declares to a lock that lacks it
+        (nothing else is rewritten)."""
+        from envpin.environment import lockfile as lockmod
+        from envpin.environment.render import check_folder
+
+        check_folder(self.target, self.files, self.force)
+        declared = self.plan.base_declared
+        if self.previous is None or declared is None or self.previous.base.declared == declared:
+            return
+        updated = replace(self.previous, base=replace(self.previous.base, declared=dict(declared)))
+        updated.write(self.target / lockmod.LOCK_NAME)
+
+    def _save(self, engine: Engine, image_id: str) -> None:
+        from envpin.image import buildstate as state
+
+        state.save(state.BuildRecord(self.plan.inputs_hash, image_id, self.tag, self.plan.from_ref, engine.name))
+
+    def machine_local(self, engine: Engine) -> BuildResult:
+        """An engine whose image IDs differ per machine: the image is recorded in machine-local state only."""
+        from envpin.environment.render import write_environment
+
+        notes: tuple[str, ...] = ()
+        locked = self.previous.expected_image() if self.previous is not None else None
+        if locked is not None:
+            notes = (f"envpin.lock records the reproducible image {locked.id[:19]}… ({locked.engine}); Docker's "
+                     "classic builder stamps build times, so confirm it with `envpin build --engine podman`",)
+        recorded = self._unchanged(engine)
+        if recorded is not None:
+            self._keep_up_to_date_folder()
+            return BuildResult(self.plan, self.target, recorded.image_id, recorded.tag, True, self._elapsed(),
+                               engine.name, notes)
+        write_environment(self.target, self.plan, self.files, force=self.force)
+        outcome = engine.build(self._context(), self.tag, self._log(engine), no_cache=self.no_cache,
+                               pull=self.pull, progress=self.progress)
+        self._save(engine, outcome.image_id)
+        return BuildResult(self.plan, self.target, outcome.image_id, self.tag, False, self._elapsed(), engine.name,
+                           notes)
+
+    def reproducible(self, engine: ReproducibleEngine) -> BuildResult:
+        """A bit-identical engine: record the image in the lock the first time, confirm it afterwards."""
+        from envpin.environment import lockfile as lockmod
+        from envpin.environment.render import write_environment
+
+        version = engine.version()
+        recorded = self._unchanged(engine)
+        if recorded is not None:
+            self._keep_up_to_date_folder()
+            facts = engine.inspect(recorded.image_id)
+            built = lockmod.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
+            return self._settle(engine, built, facts, recorded.tag, up_to_date=True)
+        write_environment(self.target, self.plan, self.files, force=self.force)
+        outcome = engine.build(self._context(), self.tag, self._log(engine), no_cache=self.no_cache,
+                               pull=self.pull, progress=self.progress)
+        facts = engine.inspect(outcome.image_id)
+        built = lockmod.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
+        self._save(engine, facts.id)
+        return self._settle(engine, built, facts, self.tag, up_to_date=False)
+
+    def check(self, engine: ReproducibleEngine) -> BuildResult:
+        """`build --check`: rebuild in an empty store, every layer anew, and compare with the lock's image."""
+        from envpin.environment import lockfile as lockmod
+        from envpin.environment.render import check_folder
+        from envpin.image import buildstate as state
+
+        version = engine.version()
+        locked = self.previous.image if self.previous is not None else None
+        if locked is None:
+            raise UsageError(f"{self.target / lockmod.LOCK_NAME} records no image to check against",
+                             hint="build it once with `envpin build --engine podman` and commit the lock")
+        check_folder(self.target, self.files, self.force)
+        with engine.scratch(state.state_dir() / engine.name) as scratch:
+            outcome = scratch.build(self._context(), self.tag, self._log(engine), no_cache=True, pull=self.pull,
+                                    progress=self.progress)
+            facts = scratch.inspect(outcome.image_id)
+            driver = scratch.storage_driver()
+        built = lockmod.Image(facts.id, self.plan.inputs_hash, version, driver, facts.layers)
+        return self._result(engine, facts.id, self.tag, False, version, compare_image(locked, built, facts),
+                            checked=True)
+
+    def _settle(self, engine: Engine, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
+        """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
+        from envpin.environment import lockfile as lockmod
+        from envpin.fsutil import exclusive
+
+        lock_path = self.target / lockmod.LOCK_NAME
+        with exclusive(self.target):  # read and record as one step against other envpin writers
+            current = lockmod.read(lock_path)
+            expected = current.expected_image()
+            if expected is None:
+                replace(current, image=built).write(lock_path)
+        if expected is None:
+            return self._result(engine, built.id, tag, up_to_date, built.engine, None, recorded_now=True)
+        return self._result(engine, built.id, tag, up_to_date, built.engine, compare_image(expected, built, facts))
+
+    def _result(self, engine: Engine, image_id: str, tag: str, up_to_date: bool, version: str, problem: str | None,
+                *, recorded_now: bool = False, checked: bool = False) -> BuildResult:
+        lock_name = f"{self.target}/envpin.lock"
+        if problem:
+            notes: tuple[str, ...] = ()
+        elif recorded_now:
+            notes = (f"recorded image {image_id} ({version}) in {lock_name}: commit it, and every teammate's "
+                     f"{engine.name} build must reproduce it",)
+        elif checked:
+            notes = (f"reproduced {image_id} in a scratch store: the image {lock_name} records",)
+        else:
+            notes = (f"reproduced {image_id}: the image {lock_name} records",)
+        return BuildResult(self.plan, self.target, image_id, tag, up_to_date, self._elapsed(), engine.name, notes,
+                           problem)
+
+
+def compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | None:
+    """None when `built` is the image the lock records; else where and (as far as known) why it differs."""
+    from envpin.image.model import first_difference
+
+    if expected.id == built.id:
+        return None
+    why = [first_difference(expected.layers, facts)]
+    if expected.inputs_hash != built.inputs_hash:
+        why.append(f"the inputs changed since it was recorded ({expected.inputs_hash[:19]}… -> "
+                   f"{built.inputs_hash[:19]}…): a new image is expected; `envpin build --engine podman` records it")
+    if expected.engine != built.engine or expected.storage_driver != built.storage_driver:
+        why.append(f"it was recorded with {expected.engine} on {expected.storage_driver} storage; this build used "
+                   f"{built.engine} on {built.storage_driver} (buildah stamps its version; overlay and vfs differ "
+                   "in RUN layers)")
+    return f"built {built.id[:19]}…, but envpin.lock records {expected.id[:19]}…: " + "; ".join(why)
