@@ -4,14 +4,20 @@ traceback from deep inside an import."""
 
 import sys
 
-from envpin.errors import interrupted
-
 
 def main() -> None:
+    # Every import inside the try: this module is the first envpin code the console script runs, so
+    # Ctrl-C can land in any of them.
     try:
         from envpin.cli import main as run
     except BaseException as exc:
-        if not interrupted(exc):
+        try:
+            from envpin.errors import interrupted
+
+            by_user = interrupted(exc)
+        except BaseException:  # Ctrl-C again, or while envpin.errors itself was loading
+            by_user = isinstance(exc, KeyboardInterrupt)
+        if not by_user:
             raise
         sys.stderr.write("interrupted\n")
         sys.exit(130)
