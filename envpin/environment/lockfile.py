@@ -23,6 +23,7 @@ from envpin import __version__
 from envpin._compat import tomllib
 from envpin.errors import LockError
 from envpin.fsutil import atomic_write, exclusive, read_user_text, sha256_bytes
+from envpin.portable.imageref import is_digest
 
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan
@@ -523,8 +524,8 @@ class _Shape:
         return None if value is None else self.text(_t, name, value)
 
     def sha(self, _t: dict[str, Any], name: str, value: Any) -> str:
-        if not isinstance(value, str) or not value.startswith(_SHA):
-            raise self.fail(f"{name} must be a 'sha256:...' string")
+        if not is_digest(value):
+            raise self.fail(f"{name} must be a digest: 'sha256:' and 64 hex digits (or 'sha512:' and 128)")
         return value
 
     def str_map(self, _t: dict[str, Any], name: str, value: Any) -> dict[str, str]:
@@ -537,6 +538,9 @@ class _Shape:
         outside = sorted(rel for rel in table if not _contained(rel))
         if outside:
             raise self.fail(f"files lists {outside[0]!r}, which is not inside the environment folder")
+        malformed = sorted(rel for rel, digest in table.items() if not is_digest(digest))
+        if malformed:
+            raise self.fail(f"files.{malformed[0]} must be a digest: 'sha256:' and 64 hex digits")
         return table
 
     def str_list(self, name: str, value: Any) -> tuple[str, ...]:

@@ -156,6 +156,9 @@ def _tampered(tmp_path: Path, edit: Any) -> Path:
     [
         (lambda d: d.__setitem__("inputs", "x"), r"\[inputs\] is missing or not a table"),
         (lambda d: d["lock"].__setitem__("inputs_hash", 5), "lock.inputs_hash must be"),
+        (lambda d: d["lock"].__setitem__("inputs_hash", "sha256:zz/../../etc"), "lock.inputs_hash must be a digest"),
+        (lambda d: d["lock"].__setitem__("inputs_hash", "sha256:" + "A" * 64), "lock.inputs_hash must be a digest"),
+        (lambda d: d["files"].__setitem__("Dockerfile", "md5:" + "0" * 32), "must be a digest"),
         (lambda d: d.__setitem__("golden", [1]), "golden must map names to strings"),
         (lambda d: d.__setitem__("build", {"image_id": "x"}), "unknown key 'build'"),
         (lambda d: d["inputs"].pop("tag"), "inputs.tag must be"),

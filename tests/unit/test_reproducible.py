@@ -94,7 +94,7 @@ def test_image_table_round_trips_and_belongs_to_its_inputs(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("id", "abc", "image.id must be a 'sha256:...' string"),
+    ("id", "abc", "image.id must be a digest"),
     ("layers", "sha256:x", "image.layers must be a list of strings"),
     ("engine", "", "image.engine must be a non-empty string"),
 ])
