@@ -122,3 +122,16 @@ def write_fleet(folder: Path, kubernetes: bool = True) -> Path:
         (folder / "probe.log").write_text(log)
         (folder / "pods.json").write_text(json.dumps(pods, indent=4) + "\n")
     return folder
+
+
+def write_slurm_run(folder: Path, reports: dict[str, dict[str, Any]],
+                    failures: dict[str, tuple[str, str]] | None = None) -> Path:
+    """A folder as `envpin fleet probe --slurm` leaves it, written by its own writer
+    (envpin.fleet.slurm.write_outcomes): <node>.json per report, <node>.error.txt per (status, error)."""
+    from envpin.fleet.slurm import NodeOutcome, write_outcomes
+
+    outcomes = [NodeOutcome(name, "ok", data=report) for name, report in reports.items()]
+    outcomes += [NodeOutcome(name, status, error=error) for name, (status, error) in (failures or {}).items()]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_outcomes(folder, outcomes)
+    return folder

@@ -19,24 +19,43 @@ def register(app: typer.Typer) -> None:
     def fleet_report(
         paths: Annotated[
             list[Path],
-            typer.Argument(metavar="DIR|FILE...", help="Probe reports or folders of them (*.json, *.log), "
-                                                       "'kubectl logs --prefix' output, 'kubectl get pods -o json'."),
+            typer.Argument(metavar="DIR|FILE...", help="Probe reports or folders of them (*.json, *.log, "
+                                                       "*.error.txt), 'kubectl logs --prefix' output, "
+                                                       "'kubectl get pods -o json'."),
         ],
         fmt: FormatOpt = Format.text,
         as_json: JsonOpt = False,
         html: Annotated[
             Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report.")
         ] = None,
+        expect: Annotated[
+            int | None, typer.Option("--expect", metavar="N",
+                                     help="The fleet has N nodes: fewer (or more) found fails the report.")
+        ] = None,
+        expect_nodes: Annotated[
+            Path | None, typer.Option("--expect-nodes", metavar="FILE",
+                                      help="The fleet's nodes, one name per line: a node listed there without a "
+                                           "report or error file, or found but not listed, fails the report.")
+        ] = None,
     ) -> None:
         """Group nodes into classes of identical result-affecting fields; show the fields that separate them,
-        the outliers and the golden hashes per device class.
+        the outliers and the golden hashes per device class. Slurm's <node>.error.txt files count as failed
+        or timed-out nodes.
 
-        Exit 0: all nodes consistent; 1: a breaking difference, or a node failed or timed out; 2: bad input."""
+        Exit 0: every node probed and consistent; 1: a breaking difference, or a node failed, timed out, is
+        missing (--expect, --expect-nodes) or was not expected; 2: bad input."""
         from envpin import api
+        from envpin.errors import UsageError
         from envpin.views import console, fleet
 
+        if expect is not None and expect_nodes is not None:
+            raise UsageError("--expect and --expect-nodes exclude each other",
+                             hint="--expect N counts the nodes, --expect-nodes FILE names them: give one")
+        if expect is not None and expect < 1:
+            raise UsageError(f"--expect must be at least 1, not {expect}",
+                             hint="give the number of nodes the fleet has, e.g. --expect 64")
         chosen = "json" if wants_json(fmt, as_json) else "text"
-        res = api.fleet_report(paths, html=html)
+        res = api.fleet_report(paths, html=html, expect=expect, expect_nodes=expect_nodes)
         fleet.report(res, chosen, console.out(), console.err())
         raise typer.Exit(res.exit_code)
 

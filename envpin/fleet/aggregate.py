@@ -8,6 +8,9 @@ breaking difference and a node without one is not checked (``envpin.environment.
 
 ``aggregate`` takes reports that were already collected, from files (``envpin.fleet.inputs``) or from any
 other collector, and nodes that failed or timed out: those stay in the result as such, never dropped.
+Given the fleet the user expects (``Expected``: a node count or the node names), a node that left nothing
+at all is counted as missing too. A fleet with a node that failed, timed out or is missing is never
+called consistent: its verdict starts with "failed:" and its exit code is 1.
 The result renders as canonical JSON (``to_json``) and as one self-contained HTML page (``to_html``).
 """
 
@@ -20,13 +23,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envpin.environment.lockfile import GOLDEN_PREFIX  # the key prefix of golden hashes, defined once
-from envpin.errors import ReportError
+from envpin.errors import ReportError, shown
 
 FLEET_SCHEMA = 1
 OK = "ok"
 FAILED = "failed"
 TIMED_OUT = "timed_out"
-NODE_STATUSES = (OK, FAILED, TIMED_OUT)
+#: A node the user expects (Expected) of which no report and no error file was found.
+MISSING = "missing"
+NODE_STATUSES = (OK, FAILED, TIMED_OUT, MISSING)
+#: The fleet's status: every expected node probed and nothing breaking differs / a breaking difference /
+#: a node failed, timed out, is missing or was not expected, or none was probed (FAILED).
+CONSISTENT = "consistent"
+DIFFERS = "differs"
+#: Node names a verdict line names before "and N more".
+VERDICT_NAMES = 5
 GOLDEN_REASON = "golden training hash: nodes of one device class train differently"
 #: The environment variable the Kubernetes manifest sets to the node's name (a pod's hostname is its own name).
 NODE_NAME_ENV = "ENVPIN_NODE_NAME"
@@ -43,6 +54,31 @@ class NodeFailure:
     def __post_init__(self) -> None:
         if self.status not in (FAILED, TIMED_OUT):
             raise ValueError(f"a node failure is {FAILED!r} or {TIMED_OUT!r}, not {self.status!r}")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The fleet the user says is there: a node count (`fleet report --expect N`) or the node names
+    (`--expect-nodes FILE`). Without it a node that wrote no file at all is invisible; with it, it is missing.
+
+    `origin`: where the names come from (the file), for messages."""
+
+    count: int
+    names: tuple[str, ...] | None = None
+    origin: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError(f"a fleet has at least one node, not {self.count}")
+        if self.names is not None and (len(self.names) != self.count or len(set(self.names)) != self.count):
+            raise ValueError("the expected names must be distinct, one per expected node")
+
+    @classmethod
+    def nodes(cls, names: Sequence[str], origin: str | None = None) -> Expected:
+        return cls(len(names), tuple(names), origin)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "source": self.origin}
 
 
 @dataclass(frozen=True)
@@ -123,6 +159,13 @@ class FleetResult:
     informational: tuple[str, ...]
     golden: tuple[GoldenGroup, ...]
     outliers: tuple[str, ...]
+    #: What the user said to expect, if anything; missing nodes it names are in `nodes` (status MISSING).
+    expected: Expected | None = None
+    #: Nodes missing from a count (--expect N): they have no names, so they are only counted.
+    unnamed_missing: int = 0
+    #: Nodes found that the expected names do not list, and nodes found beyond an expected count.
+    unexpected: tuple[str, ...] = ()
+    surplus: int = 0
     _by_name: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)
 
     def node(self, name: str) -> Node:
@@ -134,12 +177,15 @@ class FleetResult:
         return [n for n in self.nodes if n.status == status]
 
     def counts(self) -> dict[str, int]:
+        """`nodes` counts every node the result knows of: probed, failed, timed out and missing."""
         sev = Counter(s.severity for s in self.spreads)
         return {
-            "nodes": len(self.nodes),
+            "nodes": len(self.nodes) + self.unnamed_missing,
             OK: len(self.status_nodes(OK)),
             FAILED: len(self.status_nodes(FAILED)),
             TIMED_OUT: len(self.status_nodes(TIMED_OUT)),
+            MISSING: len(self.status_nodes(MISSING)) + self.unnamed_missing,
+            "unexpected": len(self.unexpected) + self.surplus,
             "classes": len(self.classes),
             "outliers": len(self.outliers),
             "breaking": sev["breaking"],
@@ -147,37 +193,72 @@ class FleetResult:
             "info": len(self.informational),
         }
 
+    def found(self) -> int:
+        """The nodes that left a report or an error file."""
+        return len(self.nodes) - len(self.status_nodes(MISSING))
+
+    def problems(self) -> list[str]:
+        """Why the fleet cannot be called consistent whatever its reports say: each node that failed, timed
+        out or is missing, and nodes that were not expected, named (a count names none)."""
+        out = []
+        for status, word in ((FAILED, "failed"), (TIMED_OUT, "timed out"), (MISSING, "missing")):
+            names = [n.name for n in self.status_nodes(status)]
+            if names:
+                out.append(f"{_n(len(names), 'node')} {word} ({_few(names)})")
+        count = self.expected.count if self.expected is not None else 0
+        if self.unnamed_missing:
+            out.append(f"{_n(self.unnamed_missing, 'node')} missing ({self.found()} of {count} expected nodes found)")
+        if self.unexpected:
+            listed = shown(self.expected.origin, 80) if self.expected and self.expected.origin else "the expected nodes"
+            out.append(f"{_n(len(self.unexpected), 'node')} not in {listed} ({_few(self.unexpected)})")
+        if self.surplus:
+            out.append(f"{_n(self.surplus, 'node')} more than expected ({self.found()} found, {count} expected)")
+        return out
+
+    @property
+    def status(self) -> str:
+        """FAILED: a node failed, timed out or is missing, an unexpected node turned up, or none was probed;
+        DIFFERS: a breaking difference between the probed nodes; CONSISTENT: neither."""
+        c = self.counts()
+        if c[FAILED] or c[TIMED_OUT] or c[MISSING] or c["unexpected"] or not c[OK]:
+            return FAILED
+        return DIFFERS if c["breaking"] else CONSISTENT
+
     @property
     def exit_code(self) -> int:
-        """0: nodes were probed, all of them, and nothing breaking differs; 1: otherwise."""
-        c = self.counts()
-        return 1 if c["breaking"] or c[FAILED] or c[TIMED_OUT] or not c[OK] else 0
+        """0: every node probed (every expected one, when the user said which) and nothing breaking differs."""
+        return 0 if self.status == CONSISTENT else 1
 
     def verdict(self) -> str:
+        """One line, the status first: "failed: " and the nodes without a report lead whenever there are any,
+        so a fleet with a node missing or failed never reads as consistent."""
         c = self.counts()
-        parts = []
+        problems = self.problems()
         if c["breaking"]:
-            parts.append(f"{_n(c['breaking'], 'breaking difference')} across {_n(c['classes'], 'class', 'classes')}; "
-                         f"{_n(c['outliers'], 'outlier')}")
+            probed = (f"{_n(c['breaking'], 'breaking difference')} across {_n(c['classes'], 'class', 'classes')}; "
+                      f"{_n(c['outliers'], 'outlier')}")
+        elif not c[OK]:
+            probed = "no node was probed"
+        elif problems:  # what the probed nodes show, without calling the fleet consistent
+            probed = (f"{_n(c[OK], 'probed node')}: no breaking difference, {_n(c['risk'], 'risk difference')}"
+                      if c["risk"] else f"{_n(c[OK], 'probed node')}: no breaking or risk difference")
         elif c["risk"]:
-            parts.append(f"{_n(c[OK], 'node')} consistent (no breaking differences); "
-                         f"{_n(c['risk'], 'risk difference')}")
-        elif c[OK]:
-            parts.append(f"{_n(c[OK], 'node')} consistent" + (" except informational differences" if c["info"] else ""))
+            probed = f"{_n(c[OK], 'node')} consistent (no breaking differences); {_n(c['risk'], 'risk difference')}"
         else:
-            parts.append("no node was probed")
-        if c[FAILED]:
-            parts.append(f"{_n(c[FAILED], 'node')} failed")
-        if c[TIMED_OUT]:
-            parts.append(f"{_n(c[TIMED_OUT], 'node')} timed out")
-        return "; ".join(parts)
+            probed = f"{_n(c[OK], 'node')} consistent" + (" except informational differences" if c["info"] else "")
+        if self.status == FAILED:
+            return "failed: " + "; ".join([*problems, probed])
+        return probed
 
     def to_json(self) -> dict[str, Any]:
         """The whole result; print it with sorted keys (envpin.views.console.print_json)."""
         return {
             "fleet_schema": FLEET_SCHEMA,
+            "status": self.status,
             "verdict": self.verdict(),
             "counts": self.counts(),
+            "expected": None if self.expected is None else {**self.expected.to_json(),
+                                                            "unexpected": list(self.unexpected)},
             "classes": [c.to_json() for c in self.classes],
             "outliers": list(self.outliers),
             "differences": [s.to_json() for s in self.spreads],
@@ -195,6 +276,12 @@ def to_json_text(result: FleetResult) -> str:
 
 def _n(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+def _few(names: Sequence[str]) -> str:
+    """Node names for one line: control characters escaped (names come from reports), at most VERDICT_NAMES."""
+    head = ", ".join(shown(n, 60) for n in names[:VERDICT_NAMES])
+    return head + (f" and {len(names) - VERDICT_NAMES} more" if len(names) > VERDICT_NAMES else "")
 
 
 def unique_names(names: Sequence[str]) -> list[str]:
@@ -243,8 +330,10 @@ class _Probed:
 
 
 def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
-              sources: Sequence[str | None] | None = None) -> FleetResult:
+              sources: Sequence[str | None] | None = None, expected: Expected | None = None) -> FleetResult:
     """The fleet view of (node name, report or NodeFailure) pairs; duplicate names get '#2', '#3'...
+    With `expected`, the nodes it names (or counts) that no pair accounts for are missing, and nodes it
+    does not name (or beyond its count) unexpected: either makes the fleet failed.
 
     Raises ReportError for an entry that is neither a probe report nor a NodeFailure."""
     from envpin.environment import lockfile as lock
@@ -285,6 +374,16 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
         if not g.consistent:
             common = _most_common({h: len(n) for h, n in g.hashes.items()})
             outliers |= {n for h, ns in g.hashes.items() if h != common for n in ns}
+    unnamed_missing = surplus = 0
+    unexpected: list[str] = []
+    if expected is not None and expected.names is not None:
+        missing, unexpected = match_expected(expected.names, list(nodes))
+        where = f" (listed in {expected.origin})" if expected.origin else ""
+        for name in missing:
+            nodes[name] = Node(name, MISSING, expected.origin,
+                               f"nothing was found for this node: no report, error file or probe pod{where}")
+    elif expected is not None:
+        unnamed_missing, surplus = max(0, expected.count - len(nodes)), max(0, len(nodes) - expected.count)
     return FleetResult(
         nodes=tuple(nodes[n] for n in sorted(nodes)),
         classes=tuple(classes),
@@ -292,7 +391,34 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
         informational=tuple(informational),
         golden=tuple(golden),
         outliers=tuple(sorted(outliers)),
+        expected=expected,
+        unnamed_missing=unnamed_missing,
+        unexpected=tuple(unexpected),
+        surplus=surplus,
     )
+
+
+def match_expected(listed: Sequence[str], found: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(listed names no found node answers to, found names nobody listed). A listed name matches a node of
+    that name, else the one node with the same short host name (up to the first dot): Slurm and Kubernetes
+    list gpu01 where the report's host name may read gpu01.cluster.local, and the other way round."""
+    free = set(found)
+    matched: set[str] = set()
+    for name in listed:
+        if name in free:
+            matched.add(name)
+            free.discard(name)
+    by_short: dict[str, list[str]] = {}
+    for name in sorted(free):
+        by_short.setdefault(name.split(".", 1)[0], []).append(name)
+    for name in listed:
+        if name in matched:
+            continue
+        candidates = [n for n in by_short.get(name.split(".", 1)[0], ()) if n in free]
+        if len(candidates) == 1:
+            matched.add(name)
+            free.discard(candidates[0])
+    return [n for n in listed if n not in matched], sorted(free)
 
 
 def _classes(probed: list[_Probed]) -> list[NodeClass]:
@@ -420,6 +546,11 @@ def html_context(result: FleetResult) -> dict[str, Any]:
     return {
         "verdict": result.verdict(),
         "counts": result.counts(),
+        "expected": result.expected,
+        "found": result.found(),
+        "unnamed_missing": result.unnamed_missing,
+        "unexpected": result.unexpected,
+        "surplus": result.surplus,
         "classes": result.classes,
         "outliers": result.outliers,
         "golden": result.golden,

@@ -1,8 +1,11 @@
 """What `envpin fleet report` reads: probe reports, and what the Kubernetes collection step writes.
 
-Accepted inputs (a folder is searched, not recursively, for ``*.json`` and ``*.log``):
+Accepted inputs (a folder is searched, not recursively, for ``*.json``, ``*.log`` and ``*.error.txt``):
 
 * a probe report (``envpin probe -o FILE`` / ``--out DIR``, ``python3 envpin.pyz --json -``);
+* ``<node>.error.txt``, which ``envpin fleet probe --slurm`` writes for a node that failed or timed out
+  (``status: failed|timed_out`` and ``error: <why>``): that node is a failed or timed-out one, so a folder of
+  reports re-read with ``fleet report`` counts it exactly as the probe run did;
 * the probe pods' output as ``kubectl logs --prefix`` writes it: every line starts with
   ``[pod/<pod>/<container>] ``; each pod's lines hold one report, or whatever the probe printed when it
   failed, which makes that node a failed one (not bad input);
@@ -10,7 +13,7 @@ Accepted inputs (a folder is searched, not recursively, for ``*.json`` and ``*.l
   finish or failed becomes a node that timed out or failed, so a node that gave no output is never dropped.
 
 Bad input (a path that does not exist, a folder without any of these, a file that is none of them) is a
-ReportError: one message, exit 2.
+ReportError: one message, exit 2. ``read_node_list`` reads the node list of ``--expect-nodes FILE``.
 """
 
 from __future__ import annotations
@@ -27,8 +30,14 @@ from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, kubernetes_no
 #: The init container that runs the probe in envpin's manifest (envpin.fleet.kubernetes); only pods with one are read.
 PROBE_CONTAINER = "envpin-probe"
 SUFFIXES = (".json", ".log")
+#: What `fleet probe --slurm` writes for a node without a report: <node>.error.txt (error_file_text).
+ERROR_SUFFIX = ".error.txt"
 _PREFIX = re.compile(r"\[pod/([^/\]]+)/([^\]]*)\] ?")
 _HINT = "pass probe reports (envpin probe -o FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
+_ERROR_HINT = ("fleet probe --slurm writes <node>.error.txt as two lines, 'status: failed' (or timed_out) and "
+               "'error: <why>'; remove the file if it is not one")
+_LIST_HINT = ("one node name per line ('#' starts a comment), e.g. from `scontrol show hostnames` or "
+              "`kubectl get nodes -o name`")
 
 
 @dataclass(frozen=True)
@@ -47,16 +56,20 @@ class _Pod:
     failure: NodeFailure | None  # None: the probe container finished with exit 0
 
 
+def _is_error_file(path: Path) -> bool:
+    return path.name.endswith(ERROR_SUFFIX)
+
+
 def files_of(paths: Sequence[Path]) -> list[Path]:
-    """The files to read: files as given, folders' *.json and *.log files in name order."""
+    """The files to read: files as given, folders' *.json, *.log and *.error.txt files in name order."""
     if not paths:
         raise UsageError("no probe reports given", hint="envpin fleet report DIR or FILE...")
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and p.is_file())
+            found = sorted(p for p in path.iterdir() if (p.suffix in SUFFIXES or _is_error_file(p)) and p.is_file())
             if not found:
-                raise ReportError(f"no probe reports (*.json, *.log) in {path}",
+                raise ReportError(f"no probe reports (*.json, *.log, *.error.txt) in {path}",
                                   hint="write them with 'envpin probe --out DIR', or see docs/fleet.md")
             out += found
         elif path.exists():
@@ -74,6 +87,10 @@ def read(paths: Sequence[Path]) -> list[Entry]:
     pods: dict[str, _Pod] = {}
     logs: dict[str, tuple[Mapping[str, Any] | str, str]] = {}
     for path in files_of(paths):
+        if _is_error_file(path):
+            text = read_user_text(path, "error file", ReportError)
+            entries.append(Entry(path.name[: -len(ERROR_SUFFIX)], parse_error_file(text, str(path)), str(path)))
+            continue
         text = read_user_text(path, "probe report", ReportError)
         first = next((line for line in text.split("\n") if line.strip()), "")
         if _PREFIX.match(first):
@@ -97,6 +114,51 @@ def read(paths: Sequence[Path]) -> list[Entry]:
     if not entries:
         raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_HINT)
     return entries
+
+
+def error_file_text(status: str, error: str) -> str:
+    """The <node>.error.txt of a node without a report (what parse_error_file reads back)."""
+    return f"status: {status}\nerror: {error}\n"
+
+
+def parse_error_file(text: str, origin: str) -> NodeFailure:
+    """An error file's node failure: the status line, then the reason (the rest of the file)."""
+    head, _, rest = text.partition("\n")
+    status = head[len("status: "):].strip() if head.startswith("status: ") else None
+    if status not in (FAILED, TIMED_OUT) or not rest.startswith("error: "):
+        said = shown(head, 60) if head.strip() else "empty"
+        raise ReportError(f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})",
+                          hint=_ERROR_HINT)
+    return NodeFailure(status, rest[len("error: "):].rstrip("\n") or "no reason given")
+
+
+def read_node_list(path: Path) -> tuple[str, ...]:
+    """The nodes of `--expect-nodes FILE`: one name per line; blank lines and '#' comments are skipped, and
+    `kubectl get nodes -o name`'s 'node/' prefix is dropped. A list that names no node, a name given twice,
+    a line of several words or a Slurm host list (gpu[01-04]) is a UsageError."""
+    from envpin.fsutil import read_user_text
+
+    text = read_user_text(path, "node list", UsageError)
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = line.removeprefix("node/")
+        if len(name.split()) > 1:
+            raise UsageError(f"{path} line {number} holds more than one name: {shown(line, 80)}", hint=_LIST_HINT)
+        if "[" in name or "]" in name:
+            raise UsageError(f"{path} line {number} is a Slurm host list ({shown(name, 80)}), not a node name",
+                             hint=f"list one node per line: scontrol show hostnames '{shown(name, 80)}'")
+        if name in seen:
+            raise UsageError(f"{path} names {shown(name, 80)} twice (lines {seen[name]} and {number})",
+                             hint="list every node once")
+        seen[name] = number
+        names.append(name)
+    if not names:
+        raise UsageError(f"{path} names no node", hint=_LIST_HINT)
+    return tuple(names)
 
 
 def _json(text: str, path: Path) -> Any:

@@ -35,6 +35,7 @@ from typing import Any
 
 from envpin.errors import ReportError, SlurmError, UsageError
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
+from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
 from envpin.fsutil import parse_json
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
@@ -230,7 +231,7 @@ def allocate(cmd: list[str], timeout: float, token: str) -> subprocess.Completed
         try:
             code = proc.wait(timeout=timeout)
         except BaseException as exc:
-            from envpin.probe._common import signals_held
+            from envpin.portable.atomic import signals_held
 
             with signals_held():
                 if proc.poll() is None:
@@ -467,7 +468,7 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
             elif alloc is not None:  # salloc gave no id: make sure no job of this run is left either way
                 release(token, alloc.stderr)
     outcomes.sort(key=lambda o: o.node)
-    _write(out, outcomes)
+    write_outcomes(out, outcomes)
     return job_id, p.partition, [_with_path(out, o) for o in outcomes]
 
 
@@ -504,11 +505,11 @@ def _run_tasks(job_id: str, p: Plan, task: list[str], archive: bytes, timeout: i
 
 
 def _with_path(out: Path, o: NodeOutcome) -> NodeOutcome:
-    suffix = ".json" if o.status == OK else ".error.txt"
+    suffix = ".json" if o.status == OK else ERROR_SUFFIX
     return NodeOutcome(o.node, o.status, out / (safe_file_name(o.node) + suffix), o.error, o.data)
 
 
-def _write(out: Path, outcomes: list[NodeOutcome]) -> None:
+def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
     """Each node's report or its error, all at once; a node's file from an earlier run of the other kind is
     removed, so the folder never shows a stale report for a node that failed this time."""
     from envpin.fsutil import atomic_write_many
@@ -520,9 +521,10 @@ def _write(out: Path, outcomes: list[NodeOutcome]) -> None:
         base = out / safe_file_name(o.node)
         if o.status == OK and o.data is not None:
             files[base.with_name(base.name + ".json")] = to_json(o.data).encode("utf-8")
-            stale.append(base.with_name(base.name + ".error.txt"))
+            stale.append(base.with_name(base.name + ERROR_SUFFIX))
         else:
-            files[base.with_name(base.name + ".error.txt")] = f"status: {o.status}\nerror: {o.error}\n".encode()
+            text = error_file_text(o.status, o.error or "no report")
+            files[base.with_name(base.name + ERROR_SUFFIX)] = text.encode("utf-8", "backslashreplace")
             stale.append(base.with_name(base.name + ".json"))
     atomic_write_many(files)
     for path in stale:

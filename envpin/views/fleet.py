@@ -28,7 +28,8 @@ def _names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:
 
 
 def report(res: FleetReport, fmt: str, console: Console, note: Console) -> None:
-    """Text: verdict first, then classes, outliers, differing fields, golden hashes, nodes without a report."""
+    """Text: verdict first, then classes, outliers, differing fields, golden hashes, nodes without a report
+    (failed, timed out, missing) and nodes that were not expected."""
     if fmt == "json":
         from envpin.fleet.aggregate import to_json_text
 
@@ -46,7 +47,13 @@ def summary(result: FleetResult, console: Console) -> None:
 
     c = result.counts()
     say(console, result.verdict())
-    say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out)")
+    expected = result.expected
+    if expected is None:
+        say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out)")
+    else:
+        source = f"listed in {shown(expected.origin, 200)}" if expected.origin else "--expect"
+        say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out, "
+                     f"{c['missing']} missing); expected: {expected.count} ({source})")
     if result.classes:
         t = Table(title="classes (identical result-affecting fields)", title_justify="left", header_style="bold")
         for col in ("class", "nodes", "fingerprint", "device classes", "members"):
@@ -89,6 +96,16 @@ def summary(result: FleetResult, console: Console) -> None:
             t.add_row(Text(shown(n.name, 80)), Text(n.status.replace("_", " "), style="bold red"),
                       Text(shown(n.reason or "", 300)))
         console.print(t)
+    if result.unnamed_missing and expected is not None:
+        say(console, f"missing: {result.unnamed_missing} of the {expected.count} expected nodes left no report and "
+                     f"no error file ({result.found()} found; --expect-nodes FILE would name them)")
+    if result.unexpected:
+        listed = shown(expected.origin, 200) if expected is not None and expected.origin else "the expected nodes"
+        say(console, f"not expected: {_names(result.unexpected, 20)} (not in {listed}: a stale report, another "
+                     "fleet's, or a node missing from the list)")
+    if result.surplus and expected is not None:
+        say(console, f"not expected: {result.surplus} node(s) more than the {expected.count} expected "
+                     f"({result.found()} found: a stale or duplicate report, or a wrong --expect)")
     if result.informational:
         keys = list(result.informational)
         more = f" and {len(keys) - 8} more" if len(keys) > 8 else ""

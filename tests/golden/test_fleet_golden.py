@@ -16,7 +16,7 @@ import yaml
 
 from envpin.fleet import kubernetes as kube
 from envpin.views import console
-from tests.fleetdata import write_fleet
+from tests.fleetdata import node, write_fleet, write_slurm_run
 
 HERE = Path(__file__).resolve().parent / "fleet"
 #: The Kubernetes release the manifests are validated against (strict: unknown fields are errors), and the
@@ -55,6 +55,25 @@ def test_fleet_report_golden(cli, tmp_path: Path, update_golden: bool) -> None: 
     text = cli("fleet", "report", "reports", cwd=tmp_path)
     assert text.code == 1
     _check("summary.txt", text.stdout.encode(), update_golden)
+
+
+@pytest.mark.usefixtures("fixed_width")
+def test_fleet_report_of_an_incomplete_fleet_golden(cli, tmp_path: Path, update_golden: bool) -> None:  # type: ignore[no-untyped-def]
+    """A Slurm run's folder (two reports, a failed and a timed-out node) against the node list of the
+    partition, which names one node that left nothing and misses one that reported: the verdict is failed."""
+    write_slurm_run(tmp_path / "fleet", {"gpu-01": node("gpu-01"), "gpu-02": node("gpu-02"), "gpu-09": node("gpu-09")},
+                    {"gpu-03": ("failed", "no result from the node: python3 is not installed on the node "
+                                          "(not found on PATH)"),
+                     "gpu-04": ("timed_out", "the probe did not finish within 300 s")})
+    (tmp_path / "nodes.txt").write_text("gpu-01\ngpu-02\ngpu-03\ngpu-04\ngpu-05\n")
+    args = ("fleet", "report", "fleet", "--expect-nodes", "nodes.txt")
+    res = cli(*args, "--format", "json", "--html", "fleet.html", cwd=tmp_path)
+    assert res.code == 1, res.stderr
+    _check("incomplete.json", res.stdout.encode(), update_golden)
+    _check("incomplete.html", (tmp_path / "fleet.html").read_bytes(), update_golden)
+    text = cli(*args, cwd=tmp_path)
+    assert text.code == 1
+    _check("incomplete-summary.txt", text.stdout.encode(), update_golden)
 
 
 # The default runs the self-test where the image has TensorFlow (as the probe does in every image).

@@ -31,6 +31,23 @@ def errors(out: Path) -> dict[str, str]:
     return {p.name[: -len(".error.txt")]: p.read_text() for p in sorted(out.glob("*.error.txt"))}
 
 
+def verdict(stdout: str) -> str:
+    """The fleet verdict in `fleet probe`'s output (after its table of nodes) or `fleet report`'s."""
+    return next(line for line in stdout.splitlines() if line[:1].isalnum())
+
+
+def report_again(cluster: Cluster, out: Path, probe: Result) -> Result:
+    """`fleet report` on the folder the probe wrote, as the README recommends: the same verdict and exit
+    status, also against the partition's node list (--expect-nodes)."""
+    again = run_envpin("fleet", "report", str(out), cwd=out.parent)
+    assert (again.code, verdict(again.stdout)) == (probe.code, verdict(probe.stdout)), again.stdout + again.stderr
+    listed = out.parent / "nodes.txt"
+    listed.write_text("".join(f"{n}\n" for n in cluster.nodes))
+    checked = run_envpin("fleet", "report", str(out), "--expect-nodes", str(listed), cwd=out.parent)
+    assert (checked.code, verdict(checked.stdout)) == (probe.code, verdict(probe.stdout)), checked.stdout
+    return again
+
+
 def test_the_cluster_schedules_sbatch_and_srun(cluster: Cluster) -> None:
     """The cluster itself: at least three idle nodes; srun reaches each one; sbatch runs a job to its end
     and reports the job's exit status."""
@@ -63,10 +80,19 @@ def test_every_node_is_probed_once(cluster: Cluster, tmp_path: Path) -> None:
     for report in got.values():
         assert report["selftest"]["skipped"].startswith("TensorFlow is not installed for ")
     assert "slurm job " in res.stderr and " released" in res.stderr
+    assert report_again(cluster, out, res).stdout.startswith(f"{n} nodes consistent")
 
     two = fleet_probe(cluster, tmp_path / "two", "--nodes", "2")
     assert two.code == 0, two.stdout + two.stderr
     assert len(reports(tmp_path / "two")) == 2
+    # Two of the partition's nodes probed: against its node list, the third is missing.
+    listed = tmp_path / "nodes.txt"
+    listed.write_text("".join(f"{node}\n" for node in cluster.nodes))
+    short = run_envpin("fleet", "report", str(tmp_path / "two"), "--expect-nodes", str(listed))
+    (left,) = set(cluster.nodes) - set(reports(tmp_path / "two"))
+    assert short.code == 1 and short.stdout.startswith(f"failed: 1 node missing ({left}); "), short.stdout
+    counted = run_envpin("fleet", "report", str(tmp_path / "two"), "--expect", str(n))
+    assert counted.code == 1 and counted.stdout.startswith(f"failed: 1 node missing (2 of {n} expected nodes found)")
 
 
 def test_a_node_with_other_thread_settings_is_named(cluster: Cluster, tmp_path: Path) -> None:
@@ -104,6 +130,9 @@ def test_a_node_without_python_is_reported_failed(cluster: Cluster, tmp_path: Pa
     assert list(failed) == [broken]
     assert failed[broken].startswith("status: failed\n") and "python3 is not installed on the node" in failed[broken]
     assert "1 failed" in res.stdout and broken in res.stdout
+    assert verdict(res.stdout).startswith(f"failed: 1 node failed ({broken}); ")
+    # Read back from the folder, the error file is the same failed node: never "consistent".
+    assert "consistent" not in verdict(report_again(cluster, out, res).stdout)
 
 
 def test_a_drained_node_is_reported_not_dropped(cluster: Cluster, tmp_path: Path) -> None:
@@ -139,6 +168,8 @@ def test_a_hanging_probe_times_out_on_its_node(cluster: Cluster, tmp_path: Path)
     assert errors(tmp_path / "fleet") == {slow: "status: timed_out\nerror: the probe did not finish within 5 s\n"}
     assert sorted(reports(tmp_path / "fleet")) == list(cluster.nodes[1:])
     assert "1 timed out" in res.stdout
+    again = report_again(cluster, tmp_path / "fleet", res)
+    assert verdict(again.stdout).startswith(f"failed: 1 node timed out ({slow}); ")
 
 
 def test_image_needs_a_container_runtime_on_the_nodes(cluster: Cluster, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from envpin.errors import EnvpinError, ReportError
 from envpin.fleet import aggregate as fleet
-from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, aggregate
+from envpin.fleet.aggregate import FAILED, MISSING, TIMED_OUT, Expected, NodeFailure, aggregate
 from tests.fleetdata import A100, H100, HASH_1, HASH_2, HASH_3, cudnn, fixed_fleet, node
 
 A100_CLASS = f"gpu:{A100};cc=8.0;count=1"
@@ -111,9 +111,10 @@ def test_failed_and_timed_out_nodes_stay_in_the_result() -> None:
     assert [(n.name, n.status, n.reason) for n in res.nodes] == [
         ("n1", "ok", None), ("n2", "failed", "probe exited 2"), ("n3", "timed_out", "no answer within 600 s")]
     assert [c.nodes for c in res.classes] == [("n1",)]
-    assert res.exit_code == 1
-    assert res.verdict() == "1 node consistent except informational differences; 1 node failed; 1 node timed out" \
-        or res.verdict() == "1 node consistent; 1 node failed; 1 node timed out"
+    assert res.exit_code == 1 and res.status == "failed"
+    # The one probed node is fine, but the fleet is not: never "consistent".
+    assert res.verdict() == ("failed: 1 node failed (n2); 1 node timed out (n3); "
+                             "1 probed node: no breaking or risk difference")
     doc = res.to_json()
     assert doc["nodes"]["n2"] == {"status": "failed", "reason": "probe exited 2", "source": None, "class": None,
                                   "device_class": None, "golden": None}
@@ -123,7 +124,8 @@ def test_failed_and_timed_out_nodes_stay_in_the_result() -> None:
 
 def test_only_failures_is_still_a_result() -> None:
     res = aggregate([("n1", NodeFailure(TIMED_OUT, "pending"))])
-    assert res.classes == () and res.exit_code == 1 and res.verdict() == "no node was probed; 1 node timed out"
+    assert res.classes == () and res.exit_code == 1
+    assert res.verdict() == "failed: 1 node timed out (n1); no node was probed"
 
 
 def test_a_node_failure_is_failed_or_timed_out() -> None:
@@ -266,19 +268,101 @@ _report = st.fixed_dictionaries(
 _item = _report | _json | st.builds(NodeFailure, st.sampled_from([FAILED, TIMED_OUT]), st.text(max_size=8))
 
 
+_expected = st.none() | st.integers(1, 6).map(Expected) | st.lists(
+    st.sampled_from(["n1", "n2", "n3", "n1.x", "gpu"]), min_size=1, max_size=4, unique=True).map(Expected.nodes)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_text, _item), max_size=5))
-def test_aggregate_raises_nothing_but_envpin_errors(nodes: list[tuple[str, Any]]) -> None:
+@given(st.lists(st.tuples(_text, _item), max_size=5), _expected)
+def test_aggregate_raises_nothing_but_envpin_errors(nodes: list[tuple[str, Any]], expected: Expected | None) -> None:
     try:
-        res = aggregate(nodes)
+        res = aggregate(nodes, expected=expected)
     except EnvpinError:
         return
-    assert len(res.nodes) == len(nodes)
+    assert len(res.nodes) >= len(nodes)
     json.loads(fleet.to_json_text(res))
     fleet.html_bytes(res)
     assert res.exit_code in (0, 1)
+    # Never "consistent" unless every node is probed, none missing or unexpected, and nothing breaking differs.
+    c = res.counts()
+    complete = c["ok"] == c["nodes"] > 0 and not c["unexpected"]
+    assert (res.status == "consistent") == (complete and not c["breaking"]) == (res.exit_code == 0)
+    assert ("consistent" in res.verdict()) == (res.status == "consistent")
+    assert res.verdict().startswith("failed: ") == (res.status == "failed")
 
 
 def test_no_node_at_all_is_not_a_success() -> None:
     res = aggregate([])
-    assert res.verdict() == "no node was probed" and res.exit_code == 1
+    assert res.verdict() == "failed: no node was probed" and res.exit_code == 1 and res.status == "failed"
+
+
+# --- the fleet the user expects -----------------------------------------------------------------------------
+
+
+def test_a_breaking_difference_with_a_failed_node_leads_with_the_failure() -> None:
+    res = aggregate([("n1", node("n1")), ("n2", node("n2", cuda__cudnn=cudnn("9.0.0"))),
+                     ("n3", NodeFailure(FAILED, "probe exited 2"))])
+    assert res.verdict() == "failed: 1 node failed (n3); 1 breaking difference across 2 classes; 1 outlier"
+    assert res.status == "failed"
+
+
+def test_a_count_makes_nodes_without_any_file_missing() -> None:
+    res = aggregate([("n1", node("n1")), ("n2", node("n2"))], expected=Expected(3))
+    assert (res.status, res.exit_code, res.unnamed_missing) == ("failed", 1, 1)
+    assert res.counts()["missing"] == 1 and res.counts()["nodes"] == 3 and res.found() == 2
+    assert res.verdict() == "failed: 1 node missing (2 of 3 expected nodes found); " \
+                            "2 probed nodes: no breaking or risk difference"
+    assert res.to_json()["expected"] == {"count": 3, "source": None, "unexpected": []}
+
+
+def test_a_count_met_exactly_changes_nothing() -> None:
+    plain = aggregate([("n1", node("n1")), ("n2", node("n2"))])
+    res = aggregate([("n1", node("n1")), ("n2", node("n2"))], expected=Expected(2))
+    assert res.status == "consistent" and res.exit_code == 0 and res.verdict() == plain.verdict()
+    assert res.counts() == plain.counts()
+
+
+def test_more_nodes_than_the_count_is_a_failure_too() -> None:
+    """A stale or duplicate report, or a wrong count: either way the inputs are not the fleet expected."""
+    res = aggregate([("n1", node("n1")), ("n1", node("n1"))], expected=Expected(1))
+    assert res.surplus == 1 and res.counts()["unexpected"] == 1 and res.exit_code == 1
+    assert res.verdict().startswith("failed: 1 node more than expected (2 found, 1 expected); ")
+
+
+def test_named_nodes_that_left_nothing_are_missing_by_name() -> None:
+    res = aggregate([("n1", node("n1")), ("n2", NodeFailure(TIMED_OUT, "pending"))],
+                    expected=Expected.nodes(["n1", "n2", "n3", "n4"], "nodes.txt"))
+    assert [(n.name, n.status) for n in res.nodes] == [("n1", "ok"), ("n2", "timed_out"), ("n3", MISSING),
+                                                       ("n4", MISSING)]
+    assert res.node("n3").reason == ("nothing was found for this node: no report, error file or probe pod "
+                                     "(listed in nodes.txt)")
+    assert res.counts()["missing"] == 2 and res.counts()["nodes"] == 4
+    assert res.verdict() == ("failed: 1 node timed out (n2); 2 nodes missing (n3, n4); "
+                             "1 probed node: no breaking or risk difference")
+    assert res.to_json()["nodes"]["n3"]["status"] == "missing"
+    page = fleet.to_html(res)
+    assert "missing: <b>2</b>" in page and ">n4<" in page
+
+
+def test_a_node_nobody_listed_is_unexpected() -> None:
+    res = aggregate([("n1", node("n1")), ("old", node("old"))], expected=Expected.nodes(["n1"], "nodes.txt"))
+    assert res.unexpected == ("old",) and res.exit_code == 1
+    assert res.verdict().startswith("failed: 1 node not in nodes.txt (old); ")
+    assert res.to_json()["expected"] == {"count": 1, "source": "nodes.txt", "unexpected": ["old"]}
+
+
+def test_listed_names_match_short_host_names() -> None:
+    """Slurm lists gpu01 where the report's host name reads gpu01.cluster.local, and the other way round."""
+    assert fleet.match_expected(["gpu01", "gpu02.x.org", "gpu03"], ["gpu01.cluster.local", "gpu02", "gpu03"]) \
+        == ([], [])
+    # Ambiguous short names match nothing rather than the wrong node.
+    assert fleet.match_expected(["gpu01"], ["gpu01.a", "gpu01.b"]) == (["gpu01"], ["gpu01.a", "gpu01.b"])
+    # An exact name wins over a short one.
+    assert fleet.match_expected(["gpu01", "gpu01.a"], ["gpu01.a", "gpu01"]) == ([], [])
+
+
+def test_expected_refuses_a_fleet_of_no_node_or_repeated_names() -> None:
+    with pytest.raises(ValueError, match="at least one node"):
+        Expected(0)
+    with pytest.raises(ValueError, match="distinct"):
+        Expected.nodes(["a", "a"])

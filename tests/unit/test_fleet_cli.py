@@ -1,5 +1,6 @@
 """`envpin fleet report` and `fleet manifest` through the real CLI, and what the report reader accepts: probe
-reports, `kubectl logs --prefix` output and `kubectl get pods -o json`, as docs/fleet.md collects them."""
+reports, the error files of `fleet probe --slurm`, `kubectl logs --prefix` output and `kubectl get pods -o json`,
+as docs/fleet.md collects them; the expected fleet (--expect, --expect-nodes)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from envpin.errors import ReportError
 from envpin.fleet import inputs as fleetinput
 from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure
 from tests.conftest import run_envpin
-from tests.fleetdata import PROBE, kubernetes_files, node, pod, prefixed, write_fleet
+from tests.fleetdata import PROBE, kubernetes_files, node, pod, prefixed, write_fleet, write_slurm_run
 
 DIGEST = "sha256:" + "a" * 64
 PINNED = f"nvcr.io/nvidia/tensorflow:24.05-tf2-py3@{DIGEST}"
@@ -147,8 +148,9 @@ def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type:
     res = cli("fleet", "report", "reports", "--format", "json", "--html", "out/fleet.html", cwd=tmp_path)
     assert res.code == 1
     doc = json.loads(res.stdout)
-    assert doc["counts"] == {"breaking": 4, "classes": 3, "failed": 1, "info": 5, "nodes": 9, "ok": 7,
-                             "outliers": 3, "risk": 2, "timed_out": 1}
+    assert doc["counts"] == {"breaking": 4, "classes": 3, "failed": 1, "info": 5, "missing": 0, "nodes": 9, "ok": 7,
+                             "outliers": 3, "risk": 2, "timed_out": 1, "unexpected": 0}
+    assert doc["status"] == "failed" and doc["expected"] is None
     assert res.stderr == "wrote out/fleet.html\n"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fleet.html"]  # written atomically
     text = cli("fleet", "report", "reports/gpu-a01.json", "reports/gpu-a02.json", cwd=tmp_path)
@@ -157,7 +159,7 @@ def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type:
 
 @pytest.mark.parametrize(("setup", "args", "message"), [
     (None, ("missing",), "error: missing does not exist\nhint: check the path\n"),
-    ("empty", ("empty",), "error: no probe reports (*.json, *.log) in empty\n"
+    ("empty", ("empty",), "error: no probe reports (*.json, *.log, *.error.txt) in empty\n"
                           "hint: write them with 'envpin probe --out DIR', or see docs/fleet.md\n"),
     ("broken", ("broken",), "error: broken/x.json is not valid JSON (line 1, column 2: "),
     ("foreign", ("foreign",), "error: foreign/plan.json is not a probe report (no probe_schema)\n"),
@@ -263,3 +265,175 @@ def test_malformed_fleet_input_is_one_error(cli, tmp_path: Path, text: str, need
     res = cli("fleet", "report", str(tmp_path / "in.json"))
     lines = res.stderr.splitlines()
     assert res.code == 2 and len(lines) == 2 and needle in lines[0] and lines[1].startswith("hint: ")
+
+
+# --- nodes without a report: Slurm's error files, the expected fleet ------------------------------------------
+
+SLURM_FAILURE = "no result from the node: python3 is not installed on the node (not found on PATH)"
+
+
+def _two_and_an_error(folder: Path, status: str = "failed", error: str = SLURM_FAILURE) -> Path:
+    """Two reports and one error file, as `fleet probe --slurm` left them for a node that failed."""
+    return write_slurm_run(folder, {"gpu-01": node("gpu-01"), "gpu-02": node("gpu-02")}, {"gpu-03": (status, error)})
+
+
+def test_an_error_file_is_a_failed_node_end_to_end(tmp_path: Path) -> None:
+    """The re-run the README recommends: `fleet report DIR` on a folder `fleet probe --slurm` wrote."""
+    _two_and_an_error(tmp_path / "fleet")
+    res = run_envpin("fleet", "report", "fleet", "--html", "fleet.html", cwd=tmp_path)
+    assert res.code == 1, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "failed: 1 node failed (gpu-03); 2 probed nodes: no breaking or risk difference"
+    assert lines[1] == "nodes: 3 (2 probed, 1 failed, 0 timed out)"
+    assert "consistent" not in lines[0] and SLURM_FAILURE[:40] in res.stdout
+    page = (tmp_path / "fleet.html").read_text()
+    assert '<div class="verdict bad">failed: 1 node failed (gpu-03);' in page
+    assert '<td class="n">gpu-03</td>' in page and "fleet/gpu-03.error.txt" in page
+    doc = json.loads(run_envpin("fleet", "report", "fleet", "--format", "json", cwd=tmp_path).stdout)
+    assert doc["status"] == "failed" and doc["counts"]["failed"] == 1 and doc["counts"]["nodes"] == 3
+    assert doc["nodes"]["gpu-03"] == {"status": "failed", "reason": SLURM_FAILURE, "source": "fleet/gpu-03.error.txt",
+                                      "class": None, "device_class": None, "golden": None}
+
+
+def test_a_timed_out_error_file_and_an_error_file_given_by_name(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _two_and_an_error(tmp_path / "fleet", "timed_out", "the probe did not finish within 300 s")
+    res = cli("fleet", "report", "fleet/gpu-01.json", "fleet/gpu-03.error.txt", cwd=tmp_path)
+    assert res.code == 1
+    assert res.stdout.splitlines()[0] == ("failed: 1 node timed out (gpu-03); "
+                                          "1 probed node: no breaking or risk difference")
+
+
+def test_a_folder_of_error_files_only_is_a_failed_fleet(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write_slurm_run(tmp_path / "fleet", {}, {"gpu-01": ("failed", "x"), "gpu-02": ("timed_out", "y")})
+    res = cli("fleet", "report", "fleet", cwd=tmp_path)
+    assert res.code == 1
+    assert res.stdout.splitlines()[0] == "failed: 1 node failed (gpu-01); 1 node timed out (gpu-02); no node was probed"
+
+
+@pytest.mark.parametrize("text", ["", "status: ok\nerror: fine\n", "status: failed\n", "it broke\n"])
+def test_a_malformed_error_file_is_bad_input(cli, tmp_path: Path, text: str) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "gpu-01.error.txt").write_text(text)
+    res = cli("fleet", "report", str(tmp_path), cwd=tmp_path)
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and res.stdout == "" and len(lines) == 2
+    assert lines[0].startswith(f"error: {tmp_path}/gpu-01.error.txt is not an error file of 'envpin fleet probe'")
+    assert lines[1].startswith("hint: fleet probe --slurm writes <node>.error.txt")
+
+
+def test_the_error_file_format_round_trips() -> None:
+    text = fleetinput.error_file_text(TIMED_OUT, "no result within 360 s (srun: Job step aborted)")
+    assert text == "status: timed_out\nerror: no result within 360 s (srun: Job step aborted)\n"
+    assert fleetinput.parse_error_file(text, "x") == NodeFailure(TIMED_OUT, "no result within 360 s (srun: Job "
+                                                                            "step aborted)")
+
+
+def test_expect_counts_the_missing_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write_slurm_run(tmp_path / "fleet", {"gpu-01": node("gpu-01"), "gpu-02": node("gpu-02")})
+    res = cli("fleet", "report", "fleet", "--expect", "3", cwd=tmp_path)
+    assert res.code == 1 and res.stderr == ""
+    lines = res.stdout.splitlines()
+    assert lines[0] == "failed: 1 node missing (2 of 3 expected nodes found); 2 probed nodes: no breaking or risk " \
+                       "difference"
+    assert lines[1] == "nodes: 3 (2 probed, 0 failed, 0 timed out, 1 missing); expected: 3 (--expect)"
+    assert ("missing: 1 of the 3 expected nodes left no report and no error file (2 found; --expect-nodes FILE "
+            "would name them)") in lines
+    doc = json.loads(cli("fleet", "report", "fleet", "--expect", "3", "--json", cwd=tmp_path).stdout)
+    assert doc["counts"]["missing"] == 1 and doc["expected"] == {"count": 3, "source": None, "unexpected": []}
+    assert cli("fleet", "report", "fleet", "--expect", "3", "--html", "f.html", cwd=tmp_path).code == 1
+    assert "1 of the 3 expected nodes left no report" in (tmp_path / "f.html").read_text()
+    more = cli("fleet", "report", "fleet", "--expect", "1", cwd=tmp_path)
+    assert more.code == 1 and more.stdout.startswith("failed: 1 node more than expected (2 found, 1 expected); ")
+
+
+def test_every_expected_node_present_is_consistent(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    long_name = "gpu-02.cluster.local"  # the report's host name; the list says gpu-02
+    write_slurm_run(tmp_path / "fleet", {"gpu-01": node("gpu-01"), long_name: node(long_name)})
+    (tmp_path / "nodes.txt").write_text("# the partition\ngpu-01\n\nnode/gpu-02   # kubectl get nodes -o name\n")
+    for args in ((), ("--expect", "2"), ("--expect-nodes", "nodes.txt")):
+        res = cli("fleet", "report", "fleet", *args, cwd=tmp_path)
+        assert res.code == 0, (args, res.stdout, res.stderr)
+        assert res.stdout.startswith("2 nodes consistent except informational differences\n")
+    doc = json.loads(cli("fleet", "report", "fleet", "--expect-nodes", "nodes.txt", "--json", cwd=tmp_path).stdout)
+    assert doc["status"] == "consistent" and doc["expected"] == {"count": 2, "source": "nodes.txt", "unexpected": []}
+
+
+def test_expect_nodes_names_the_missing_and_the_unexpected(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _two_and_an_error(tmp_path / "fleet")
+    (tmp_path / "nodes.txt").write_text("gpu-01\ngpu-03\ngpu-04\n")
+    res = cli("fleet", "report", "fleet", "--expect-nodes", "nodes.txt", "--html", "fleet.html", cwd=tmp_path)
+    assert res.code == 1
+    lines = res.stdout.splitlines()
+    assert lines[0] == ("failed: 1 node failed (gpu-03); 1 node missing (gpu-04); 1 node not in nodes.txt (gpu-02); "
+                        "2 probed nodes: no breaking or risk difference")
+    assert lines[1] == "nodes: 4 (2 probed, 1 failed, 0 timed out, 1 missing); expected: 3 (listed in nodes.txt)"
+    row = next(line for line in lines if line.startswith("│ gpu-04 "))
+    assert "│ missing │ nothing was found for this node" in row
+    assert any(line.startswith("not expected: gpu-02 (not in nodes.txt") for line in lines)
+    page = (tmp_path / "fleet.html").read_text()
+    assert '<td class="n">gpu-04</td><td><span class="sev breaking">missing</span>' in page
+    assert "gpu-02: not in <code>nodes.txt</code>" in page
+
+
+def test_kubernetes_pods_without_a_report_fail_the_fleet(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A pod whose output holds no report is a failed node; a node whose pod left nothing is missing."""
+    log = prefixed("envpin-probe-a", _report_text(node("gpu-c01"))) + prefixed("envpin-probe-b", "Killed\n")
+    (tmp_path / "probe.log").write_text(log)
+    res = cli("fleet", "report", "probe.log", cwd=tmp_path)
+    assert res.code == 1 and res.stdout.startswith("failed: 1 node failed (envpin-probe-b); 1 probed node: ")
+    assert "its output is not a probe report (first line: Killed)" in res.stdout
+    # The collected log of one pod: a node list says which node it missed.
+    (tmp_path / "probe.log").write_text(prefixed("envpin-probe-a", _report_text(node("gpu-c01"))))
+    (tmp_path / "gpu-nodes.txt").write_text("node/gpu-c01\nnode/gpu-c02\n")
+    res = cli("fleet", "report", "probe.log", "--expect-nodes", "gpu-nodes.txt", cwd=tmp_path)
+    assert res.code == 1 and res.stdout.startswith("failed: 1 node missing (gpu-c02); ")
+    # With the pod list, every node of the fixed Kubernetes files is accounted for.
+    log, pods = kubernetes_files()
+    (tmp_path / "probe.log").write_text(log)
+    (tmp_path / "pods.json").write_text(json.dumps(pods))
+    res = cli("fleet", "report", "probe.log", "pods.json", "--expect", "3", cwd=tmp_path)
+    assert res.code == 1 and res.stdout.startswith("failed: 1 node failed (gpu-c02); 1 node timed out (gpu-c03); ")
+
+
+@pytest.mark.parametrize(("setup", "args", "message"), [
+    (None, ("--expect", "0"), "error: --expect must be at least 1, not 0\nhint: give the number of nodes"),
+    (None, ("--expect", "-2"), "error: --expect must be at least 1, not -2\n"),
+    (None, ("--expect", "three"), "error: Invalid value for '--expect': 'three' is not a valid int.\n"),
+    ("nodes.txt", ("--expect", "2", "--expect-nodes", "nodes.txt"),
+     "error: --expect and --expect-nodes exclude each other\nhint: --expect N counts the nodes"),
+    (None, ("--expect-nodes", "nope.txt"), "error: node list nope.txt does not exist\nhint: check the path\n"),
+    ("dir", ("--expect-nodes", "dir"), "error: node list dir is a folder, not a file\n"),
+    ("", ("--expect-nodes", "nodes.txt"), "error: nodes.txt names no node\nhint: one node name per line"),
+    ("# none yet\n\n", ("--expect-nodes", "nodes.txt"), "error: nodes.txt names no node\n"),
+    ("gpu-01\ngpu-02\ngpu-01\n", ("--expect-nodes", "nodes.txt"),
+     "error: nodes.txt names gpu-01 twice (lines 1 and 3)\n"),
+    ("gpu-01 gpu-02\n", ("--expect-nodes", "nodes.txt"), "error: nodes.txt line 1 holds more than one name"),
+    ("gpu[01-04]\n", ("--expect-nodes", "nodes.txt"),
+     "error: nodes.txt line 1 is a Slurm host list (gpu[01-04]), not a node name\n"
+     "hint: list one node per line: scontrol show hostnames 'gpu[01-04]'\n"),
+])
+def test_nonsense_expectations_are_one_error_and_exit_2(cli, tmp_path: Path, setup: str | None,  # type: ignore[no-untyped-def]
+                                                       args: tuple[str, ...], message: str) -> None:
+    write_slurm_run(tmp_path / "fleet", {"gpu-01": node("gpu-01")})
+    if setup == "dir":
+        (tmp_path / "dir").mkdir()
+    elif setup == "nodes.txt":
+        (tmp_path / "nodes.txt").write_text("gpu-01\n")
+    elif setup is not None:
+        (tmp_path / "nodes.txt").write_text(setup)
+    res = cli("fleet", "report", "fleet", *args, cwd=tmp_path)
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and res.stdout == "" and res.stderr.startswith(message), res.stderr
+    assert len(lines) == 2 and lines[1].startswith("hint: ") and "Traceback" not in res.stderr
+
+
+def test_an_allocation_that_does_not_answer_is_withdrawn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """salloc past its limit goes through the path an interrupt takes (signals held, salloc stopped, the
+    job released): it ends in one SlurmError, not an ImportError from that path (it imported signals_held
+    from where it no longer lives, so Ctrl-C left a pending job behind: tests/slurm caught it)."""
+    from envpin.errors import SlurmError
+    from envpin.fleet import slurm
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no squeue, no scancel: release() has nothing to cancel
+    hanging = [sys.executable, "-c", "import time; time.sleep(30)"]
+    with pytest.raises(SlurmError, match="salloc did not answer within 0 s"):
+        slurm.allocate(hanging, 0.3, "envpin-test-token")
