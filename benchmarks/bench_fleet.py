@@ -30,7 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from envpin import fleet, fleetinput  # noqa: E402  (the repository is put on sys.path above)
+from envpin.fleet import aggregate, inputs  # noqa: E402  (the repository is put on sys.path above)
 from envpin.probe import flatten  # noqa: E402
 
 GOAL_SECONDS = 2.0
@@ -68,20 +68,21 @@ def gpu_section(model: str, cc: str, driver: str, node: int) -> dict[str, Any]:
     return g
 
 
-def make_fleet(base: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any] | fleet.NodeFailure]]:
+def make_fleet(base: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any] | aggregate.NodeFailure]]:
     base = copy.deepcopy(base)
     dists = base["packages"]["distributions"]["value"]
     dists.update({f"ngc-package-{i:03d}": f"{i % 7}.{i % 13}.{i % 3}" for i in range(350)})
     dists["numpy"] = "1.26.4"
     base["packages"]["count"]["value"] = len(dists)
-    out: list[tuple[str, dict[str, Any] | fleet.NodeFailure]] = []
+    out: list[tuple[str, dict[str, Any] | aggregate.NodeFailure]] = []
     for i in range(n):
         name = f"gpu-{i:04d}"
         if i % 100 == 37:
-            out.append((name, fleet.NodeFailure(fleet.FAILED, "probe exited 2 (Error)")))
+            out.append((name, aggregate.NodeFailure(aggregate.FAILED, "probe exited 2 (Error)")))
             continue
         if i % 200 == 73:
-            out.append((name, fleet.NodeFailure(fleet.TIMED_OUT, "the pod was not scheduled (Insufficient GPU)")))
+            failure = aggregate.NodeFailure(aggregate.TIMED_OUT, "the pod was not scheduled (Insufficient GPU)")
+            out.append((name, failure))
             continue
         r = copy.deepcopy(base)
         r["host"]["hostname"] = _v(name, "os.uname().nodename")
@@ -122,14 +123,14 @@ def main() -> int:
 
     base = real_report()
     nodes = make_fleet(base, args.nodes)
-    agg_s, agg_cpu, result = timed(lambda: fleet.aggregate(nodes), args.runs)
-    json_s, json_cpu, doc = timed(lambda: fleet.to_json_text(result), args.runs)
-    html_s, html_cpu, page = timed(lambda: fleet.html_bytes(result), args.runs)
+    agg_s, agg_cpu, result = timed(lambda: aggregate.aggregate(nodes), args.runs)
+    json_s, json_cpu, doc = timed(lambda: aggregate.to_json_text(result), args.runs)
+    html_s, html_cpu, page = timed(lambda: aggregate.html_bytes(result), args.runs)
     with tempfile.TemporaryDirectory(prefix="envpin-bench-fleet-") as tmp:
         for name, item in nodes:
             if isinstance(item, dict):
                 (Path(tmp) / f"{name}.json").write_text(json.dumps(item, sort_keys=True, indent=2) + "\n")
-        read_s, _, _ = timed(lambda: fleetinput.read([Path(tmp)]), args.runs)
+        read_s, _, _ = timed(lambda: inputs.read([Path(tmp)]), args.runs)
     total, total_cpu = agg_s + json_s + html_s, agg_cpu + json_cpu + html_cpu
     c = result.counts()
     figures = {
