@@ -96,8 +96,7 @@ def _read_unknown_tf(
     """The image config of `entry` (or of the mirror that stands for it), which must declare its TensorFlow."""
     from envpin.environment.plan import release_version, validate_image_ref
     from envpin.errors import RegistryError
-    from envpin.knowledge import catalog, sync
-    from envpin.knowledge import facts as imagecache
+    from envpin.knowledge import catalog, facts, sync
 
     ref = validate_image_ref(base_image) if base_image is not None else entry.image
     what = f"the catalog does not know which TensorFlow {entry.tag} contains"
@@ -121,7 +120,7 @@ def _read_unknown_tf(
                          hint="--base-image must be a copy of the tag named with --ngc")
     note = f"read TensorFlow {declared} from the image config of {ref} ({got.digest[:19]}…)"
     if named and keep:
-        cache = imagecache.save(catalog.load().repository, {entry.tag: got.image})
+        cache = facts.save(catalog.load().repository, {entry.tag: got.image})
         note += f"; kept in {cache}"
     elif not named:
         note += "; not kept: the image does not name its NGC release (ENV NVIDIA_TENSORFLOW_VERSION)"
@@ -207,20 +206,20 @@ def build_formats(folder: Path) -> tuple[str, ...]:
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     """The plan for building from a lock: its inputs re-derived, and the lock refused when it states
     something they do not produce (envpin.lock.read_checked)."""
-    from envpin.environment import lockfile as lockmod
+    from envpin.environment import lockfile
 
-    _, plan = lockmod.read_checked(lock_path)
+    _, plan = lockfile.read_checked(lock_path)
     return plan, lock_path.parent
 
 
 def check_lock(lock_path: Path) -> list[str]:
     """Why the lock is wrong or stale against its inputs (catalog, recipes, envpin, payload, folder); [] if
     current. Fields the inputs do not produce come first."""
-    from envpin.environment import lockfile as lockmod
+    from envpin.environment import lockfile
     from envpin.environment.render import formats_of, render
 
-    locked = lockmod.read(lock_path)
-    plan = lockmod.plan_of(locked, lock_path.parent)
+    locked = lockfile.read(lock_path)
+    plan = lockfile.plan_of(locked, lock_path.parent)
     wrong = locked.disagreements(plan)
     stale = locked.stale_against(plan, render(plan, formats_of(locked.files)), lock_path.parent)
     return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))]
@@ -348,23 +347,23 @@ def lock_requirements(
 ) -> LockResult:
     """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
     (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
-    from envpin.environment import resolve as locking
+    from envpin.environment import resolve
     from envpin.environment.plan import make_plan
     from envpin.fsutil import check_output_path
     from envpin.image.docker import docker_client
 
     if out is not None:
         check_output_path(out, "--out")
-    text = locking.read_requirements_in(source)
+    text = resolve.read_requirements_in(source)
     plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
     image = plan.build_from or plan.image
     client = docker_client()  # resolution runs containers of the image: Docker only
     try:
-        res = locking.resolve(client, image, text, resolver)
+        res = resolve.resolve(client, image, text, resolver)
     finally:
         client.close()
     target = out or source.with_name("requirements.lock")
-    locking.write_lock(target, res.locked, image, res.facts.python, source, text, res.where)
+    resolve.write_lock(target, res.locked, image, res.facts.python, source, text, res.where)
     return LockResult(target, image, res.facts.python, len(res.facts.dists),
                       tuple(f"{r.name}=={r.version}" for r in res.locked), res.where)
 
@@ -428,16 +427,3 @@ def lock_or_check(request: LockRequest | LockCheckRequest) -> LockResult | LockC
     return lock_requirements(request.requirements_in, ngc=request.ngc, tf=request.tf, base_image=request.base_image,
                              out=request.out, resolver=request.resolver)
 
-
-def __getattr__(name: str) -> object:
-    """Names envpin/api/__init__.py still imports from before the typed requests (Inputs: EnvironmentInputs;
-    build_dry_run: plan_build, whose result's to_json() is the old dict; BuildResult: envpin.image.build)."""
-    if name == "Inputs":
-        return EnvironmentInputs
-    if name == "build_dry_run":
-        return plan_build
-    if name == "BuildResult":
-        from envpin.image.build import BuildResult
-
-        return BuildResult
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -96,16 +96,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
         from envpin import api
-        from envpin.api.environment import BuildRequest, DryRunRequest, EnvironmentInputs
         from envpin.errors import UsageError
         from envpin.views import console, environment
 
         if check and engine is Engine.docker and not dry_run:
             raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
                              hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
-        inputs = EnvironmentInputs(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
-                                   ca_bundle=ca_bundle, name=name, out=out, lock=lock)
-        request = DryRunRequest(inputs) if dry_run else BuildRequest(
+        inputs = api.EnvironmentInputs(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+                                       ca_bundle=ca_bundle, name=name, out=out, lock=lock)
+        request = api.DryRunRequest(inputs) if dry_run else api.BuildRequest(
             inputs, force=force, no_cache=no_cache, pull=pull, update=update, engine=value(engine), check=check)
         with console.progress_feed() as progress:
             built = api.build_or_plan(request, progress)
@@ -135,19 +134,18 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Lock requirements.in for the target image; or, with --check, test envpin.lock for staleness."""
         from envpin import api
-        from envpin.api.environment import LockCheckRequest, LockRequest
         from envpin.errors import UsageError
         from envpin.views import console, environment
 
-        request: LockRequest | LockCheckRequest
+        request: api.LockRequest | api.LockCheckRequest
         if check:
-            request = LockCheckRequest(lock)
+            request = api.LockCheckRequest(lock)
         elif requirements_in is None or ngc is None:
             raise UsageError("lock needs REQUIREMENTS_IN and --ngc",
                              hint="e.g. envpin lock requirements.in --ngc 20.02")
         else:
-            request = LockRequest(requirements_in, ngc, tf=tf, base_image=base_image, out=out,
-                                  resolver=str(value(resolver)))
+            request = api.LockRequest(requirements_in, ngc, tf=tf, base_image=base_image, out=out,
+                                      resolver=str(value(resolver)))
         with console.progress("envpin lock") as update:
             update("checking" if check else f"resolving for the {ngc} image")
             res = api.lock_or_check(request)
