@@ -38,6 +38,7 @@ def _isolate_from_the_user() -> Path:
         folder = root / name.lower()
         folder.mkdir()
         os.environ[name] = str(folder)
+    (root / "docker_config" / "config.json").write_text("{}\n")  # podman 4.3's run needs the file to exist
     if (real_docker / "cli-plugins").is_dir():
         (root / "docker_config" / "cli-plugins").symlink_to(real_docker / "cli-plugins")
     for name in USER_SWITCHES:

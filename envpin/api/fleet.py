@@ -33,8 +33,7 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
     `expect` (a node count) or `expect_nodes` (a file naming one node per line) says which fleet the inputs
     should cover: a node that left no file at all is then missing, and the verdict failed, rather than
     never heard of. ValueError when both are given or `expect` is below 1 (the CLI says so first)."""
-    from envpin.fleet import aggregate as fleet
-    from envpin.fleet import inputs as fleetinput
+    from envpin.fleet import aggregate, inputs
     from envpin.fsutil import atomic_write, check_output_path
 
     if expect is not None and expect_nodes is not None:
@@ -43,13 +42,13 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
         check_output_path(html, "--html")
     expected = None
     if expect_nodes is not None:
-        expected = fleet.Expected.nodes(fleetinput.read_node_list(expect_nodes), str(expect_nodes))
+        expected = aggregate.Expected.nodes(inputs.read_node_list(expect_nodes), str(expect_nodes))
     elif expect is not None:
-        expected = fleet.Expected(expect)
-    entries = fleetinput.read(paths)
-    result = fleet.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries], expected)
+        expected = aggregate.Expected(expect)
+    entries = inputs.read(paths)
+    result = aggregate.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries], expected)
     if html is not None:
-        atomic_write(html, fleet.html_bytes(result))
+        atomic_write(html, aggregate.html_bytes(result))
     return FleetReport(result, html)
 
 

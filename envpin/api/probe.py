@@ -33,7 +33,7 @@ def verify_environment(lock: Path, report: Path | None = None, record: bool = Fa
 
     Recording writes the lock only when something new was added, and never overwrites a recorded value."""
     from envpin import probe
-    from envpin.environment import lockfile as lockmod
+    from envpin.environment import lockfile
     from envpin.reports import diff
 
     actual = diff.load_report(report) if report is not None else probe.collect()
@@ -42,12 +42,12 @@ def verify_environment(lock: Path, report: Path | None = None, record: bool = Fa
         from envpin.fsutil import exclusive
 
         with exclusive(lock.parent):  # read, add, write as one step against other envpin writers
-            locked, _ = lockmod.read_checked(lock)
+            locked, _ = lockfile.read_checked(lock)
             locked, done = locked.record(actual)
             if done:
                 locked.write(lock)
     else:
-        locked, _ = lockmod.read_checked(lock)
+        locked, _ = lockfile.read_checked(lock)
     checked = locked.verify(actual, str(lock))
     return VerifyResult(
         diffs=checked.differences,
@@ -118,18 +118,18 @@ def probe_image(
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin.environment.plan import validate_image_ref
     from envpin.fsutil import check_output_path
-    from envpin.image import probing as probeimage
+    from envpin.image import probing
     from envpin.image.docker import docker_client
 
     ref = validate_image_ref(image)
     if out is not None:
         check_output_path(out, "--out")
-    if gpus not in probeimage.GPU_CHOICES:
-        raise UsageError(f"--gpus must be one of {', '.join(probeimage.GPU_CHOICES)}",
+    if gpus not in probing.GPU_CHOICES:
+        raise UsageError(f"--gpus must be one of {', '.join(probing.GPU_CHOICES)}",
                          hint="the default, auto, asks the host")
     client = docker_client()
     try:
-        return probeimage.run(client, ref, out or Path("reports"), gpu_access=_gpu_access, gpus=gpus,
+        return probing.run(client, ref, out or Path("reports"), gpu_access=_gpu_access, gpus=gpus,
                               selftest=selftest, quick=quick, anonymize=anonymize, progress=progress)
     finally:
         client.close()

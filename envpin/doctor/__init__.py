@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.errors import EngineError, LockError, UsageError
 from envpin.knowledge import catalog
 from envpin.portable.versions import parse_version
@@ -338,8 +338,8 @@ def target_from_ngc(ngc: str, cat: catalog.Catalog | None = None) -> Target:
 def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
     """The image an envpin.lock was made for (a folder means its envpin.lock)."""
     cat = cat or catalog.load()
-    lock_path = path / lockmod.LOCK_NAME if path.is_dir() else path
-    inputs = lockmod.read_checked(lock_path)[0].inputs
+    lock_path = path / lockfile.LOCK_NAME if path.is_dir() else path
+    inputs = lockfile.read_checked(lock_path)[0].inputs
     release, flavor = inputs.release, inputs.flavor
     entries = [e for e in cat.release_entries(release) if e.flavor == flavor]  # a lock names one tag
     if not entries:
@@ -602,11 +602,11 @@ def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | N
         target = target_from_ngc(ngc)
     elif lock is not None:
         target = target_from_lock(lock)
-    elif Path(lockmod.LOCK_NAME).is_file():
-        target = target_from_lock(Path(lockmod.LOCK_NAME))
+    elif Path(lockfile.LOCK_NAME).is_file():
+        target = target_from_lock(Path(lockfile.LOCK_NAME))
     else:
         raise UsageError(
-            f"which image? there is no {lockmod.LOCK_NAME} in this directory",
+            f"which image? there is no {lockfile.LOCK_NAME} in this directory",
             hint="give --ngc RELEASE (e.g. --ngc 22.06) or --lock path/to/envpin.lock",
         )
     return diagnose(target, readings if readings is not None else read_host())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jinja2
 
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.environment.plan import BuildPlan
 from envpin.environment.requirements import render_lock
@@ -65,7 +65,7 @@ def choose_formats(asked: Sequence[str] | None, folder: Path) -> tuple[str, ...]
     keeps what the folder holds); else Docker's."""
     if asked is not None:
         return parse_formats(asked)
-    return formats_of(lockmod.recorded_files(folder / lockmod.LOCK_NAME))
+    return formats_of(lockfile.recorded_files(folder / lockfile.LOCK_NAME))
 
 
 def formats_of(files: Iterable[str]) -> tuple[str, ...]:
@@ -131,11 +131,11 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     if out.resolve() == Path(out.resolve().anchor) or out.resolve() == Path.home().resolve():
         raise RenderError(f"{out} is a root or home folder, not an environment folder",
                           hint="choose a folder of its own, e.g. --out images/<name>")
-    lock_path = out / lockmod.LOCK_NAME
+    lock_path = out / lockfile.LOCK_NAME
     recorded: dict[str, str] = {}
     if lock_path.exists():
         try:
-            recorded = lockmod.read(lock_path).files
+            recorded = lockfile.read(lock_path).files
         except LockError as exc:
             if not force:
                 raise RenderError(
@@ -144,9 +144,9 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     if force:
         # Generated files that are no longer generated (e.g. an older envpin's copy of its sources) go,
         # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
-        old = recorded or lockmod.recorded_files(lock_path)
+        old = recorded or lockfile.recorded_files(lock_path)
         return [rel for rel in old if rel not in files and _unchanged(out, rel, old[rel])]
-    known = {*files, *recorded, lockmod.LOCK_NAME}
+    known = {*files, *recorded, lockfile.LOCK_NAME}
     foreign = next((rel for rel in folder_files(out) if rel not in known), None) if out.is_dir() else None
     if foreign is not None:
         raise RenderError(
@@ -185,15 +185,15 @@ def write_environment(out: Path, plan: BuildPlan, files: dict[str, bytes], force
     with exclusive(target):
         stale = check_folder(out, files, force)
         previous = None
-        if (out / lockmod.LOCK_NAME).exists():
+        if (out / lockfile.LOCK_NAME).exists():
             try:
-                previous = lockmod.read(out / lockmod.LOCK_NAME)
+                previous = lockfile.read(out / lockfile.LOCK_NAME)
             except LockError:
                 previous = None  # only reachable with --force: the broken lock is replaced
-        lock_bytes = lockmod.Lock.from_plan(plan, files, previous).dumps()
-        leave = {*files, lockmod.LOCK_NAME, *stale}
+        lock_bytes = lockfile.Lock.from_plan(plan, files, previous).dumps()
+        leave = {*files, lockfile.LOCK_NAME, *stale}
         keep = tuple(rel for rel in folder_files(target) if rel not in leave) if target.is_dir() else ()
-        replace_folder(target, {**files, lockmod.LOCK_NAME: lock_bytes}, keep)
+        replace_folder(target, {**files, lockfile.LOCK_NAME: lock_bytes}, keep)
     return out
 
 

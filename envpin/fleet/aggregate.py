@@ -336,7 +336,7 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
     does not name (or beyond its count) unexpected: either makes the fleet failed.
 
     Raises ReportError for an entry that is neither a probe report nor a NodeFailure."""
-    from envpin.environment import lockfile as lock
+    from envpin.environment import lockfile
     from envpin.probe import fields
     from envpin.reports import diff
 
@@ -355,8 +355,8 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
         report = dict(item)
         diff.check_report(report, f"node {name}" + (f" ({source})" if source else ""))
         flat = fields.flatten(report)
-        fp = lock.fingerprint_fields(report, flat)
-        found = lock.report_golden(report)
+        fp = lockfile.fingerprint_fields(report, flat)
+        found = lockfile.report_golden(report)
         device_class = found[0] if found else fields.device_class(report, flat)
         probed.append(_Probed(name, source, flat, fp, frozenset(fp.items()), device_class,
                               found[1] if found else None))

@@ -537,12 +537,12 @@ def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
 def fleet_result(outcomes: Sequence[NodeOutcome]) -> Any:
     """The fleet comparison of the nodes (envpin.fleet.aggregate, as `fleet report` makes it): a node that
     failed or timed out stays in it as such."""
-    from envpin.fleet import aggregate as fleet
+    from envpin.fleet import aggregate
 
     entries: list[tuple[str, Any]] = []
     for o in outcomes:
         if o.status == OK and o.data is not None:
             entries.append((o.node, o.data))
         else:
-            entries.append((o.node, fleet.NodeFailure(o.status, o.error or "no report")))
-    return fleet.aggregate(entries, sources=[str(o.report) if o.report else None for o in outcomes])
+            entries.append((o.node, aggregate.NodeFailure(o.status, o.error or "no report")))
+    return aggregate.aggregate(entries, sources=[str(o.report) if o.report else None for o in outcomes])

@@ -67,14 +67,14 @@ def require_bit_identical(engine: Engine) -> ReproducibleEngine:
 
 def previous_lock(out: Path) -> Lock | None:
     """The lock already in the folder, if any and intact (a broken one is refused by render)."""
-    from envpin.environment import lockfile as lockmod
+    from envpin.environment import lockfile
     from envpin.errors import LockError
 
-    path = out / lockmod.LOCK_NAME
+    path = out / lockfile.LOCK_NAME
     if not path.exists():
         return None
     try:
-        return lockmod.read(path)
+        return lockfile.read(path)
     except LockError:
         return None
 
@@ -165,15 +165,15 @@ class _BuildJob:
         return BuildContext(self.target, self.files, self.plan.source_date_epoch)
 
     def _log(self, engine: Engine) -> Path:
-        from envpin.image import buildstate as state
+        from envpin.image import buildstate
 
-        return state.log_path(self.plan.inputs_hash, engine.name)
+        return buildstate.log_path(self.plan.inputs_hash, engine.name)
 
     def _unchanged(self, engine: Engine) -> BuildRecord | None:
         """The state record when these inputs were already built here and the image is still there."""
-        from envpin.image import buildstate as state
+        from envpin.image import buildstate
 
-        recorded = state.load(self.plan.inputs_hash, engine.name)
+        recorded = buildstate.load(self.plan.inputs_hash, engine.name)
         if (
             self.previous is not None
             and self.previous.inputs_hash == self.plan.inputs_hash
@@ -187,7 +187,7 @@ class _BuildJob:
     def _keep_up_to_date_folder(self) -> None:
         """Still refuse a folder someone edited since; add what the base declares to a lock that lacks it
         (nothing else is rewritten)."""
-        from envpin.environment import lockfile as lockmod
+        from envpin.environment import lockfile
         from envpin.environment.render import check_folder
 
         check_folder(self.target, self.files, self.force)
@@ -195,12 +195,13 @@ class _BuildJob:
         if self.previous is None or declared is None or self.previous.base.declared == declared:
             return
         updated = replace(self.previous, base=replace(self.previous.base, declared=dict(declared)))
-        updated.write(self.target / lockmod.LOCK_NAME)
+        updated.write(self.target / lockfile.LOCK_NAME)
 
     def _save(self, engine: Engine, image_id: str) -> None:
-        from envpin.image import buildstate as state
+        from envpin.image import buildstate
 
-        state.save(state.BuildRecord(self.plan.inputs_hash, image_id, self.tag, self.plan.from_ref, engine.name))
+        record = buildstate.BuildRecord(self.plan.inputs_hash, image_id, self.tag, self.plan.from_ref, engine.name)
+        buildstate.save(record)
 
     def machine_local(self, engine: Engine) -> BuildResult:
         """An engine whose image IDs differ per machine: the image is recorded in machine-local state only."""
@@ -225,7 +226,7 @@ class _BuildJob:
 
     def reproducible(self, engine: ReproducibleEngine) -> BuildResult:
         """A bit-identical engine: record the image in the lock the first time, confirm it afterwards."""
-        from envpin.environment import lockfile as lockmod
+        from envpin.environment import lockfile
         from envpin.environment.render import write_environment
 
         version = engine.version()
@@ -233,45 +234,45 @@ class _BuildJob:
         if recorded is not None:
             self._keep_up_to_date_folder()
             facts = engine.inspect(recorded.image_id)
-            built = lockmod.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
+            built = lockfile.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
             return self._settle(engine, built, facts, recorded.tag, up_to_date=True)
         write_environment(self.target, self.plan, self.files, force=self.force)
         outcome = engine.build(self._context(), self.tag, self._log(engine), no_cache=self.no_cache,
                                pull=self.pull, progress=self.progress)
         facts = engine.inspect(outcome.image_id)
-        built = lockmod.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
+        built = lockfile.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
         self._save(engine, facts.id)
         return self._settle(engine, built, facts, self.tag, up_to_date=False)
 
     def check(self, engine: ReproducibleEngine) -> BuildResult:
         """`build --check`: rebuild in an empty store, every layer anew, and compare with the lock's image."""
-        from envpin.environment import lockfile as lockmod
+        from envpin.environment import lockfile
         from envpin.environment.render import check_folder
-        from envpin.image import buildstate as state
+        from envpin.image import buildstate
 
         version = engine.version()
         locked = self.previous.image if self.previous is not None else None
         if locked is None:
-            raise UsageError(f"{self.target / lockmod.LOCK_NAME} records no image to check against",
+            raise UsageError(f"{self.target / lockfile.LOCK_NAME} records no image to check against",
                              hint="build it once with `envpin build --engine podman` and commit the lock")
         check_folder(self.target, self.files, self.force)
-        with engine.scratch(state.state_dir() / engine.name) as scratch:
+        with engine.scratch(buildstate.state_dir() / engine.name) as scratch:
             outcome = scratch.build(self._context(), self.tag, self._log(engine), no_cache=True, pull=self.pull,
                                     progress=self.progress)
             facts = scratch.inspect(outcome.image_id)
             driver = scratch.storage_driver()
-        built = lockmod.Image(facts.id, self.plan.inputs_hash, version, driver, facts.layers)
+        built = lockfile.Image(facts.id, self.plan.inputs_hash, version, driver, facts.layers)
         return self._result(engine, facts.id, self.tag, False, version, compare_image(locked, built, facts),
                             checked=True)
 
     def _settle(self, engine: Engine, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
         """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
-        from envpin.environment import lockfile as lockmod
+        from envpin.environment import lockfile
         from envpin.fsutil import exclusive
 
-        lock_path = self.target / lockmod.LOCK_NAME
+        lock_path = self.target / lockfile.LOCK_NAME
         with exclusive(self.target):  # read and record as one step against other envpin writers
-            current = lockmod.read(lock_path)
+            current = lockfile.read(lock_path)
             expected = current.expected_image()
             if expected is None:
                 replace(current, image=built).write(lock_path)

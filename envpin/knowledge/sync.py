@@ -19,8 +19,7 @@ from typing import Any
 
 from envpin.errors import RegistryError, UsageError
 from envpin.fsutil import atomic_write
-from envpin.knowledge import catalog
-from envpin.knowledge import facts as imagecache
+from envpin.knowledge import catalog, facts
 from envpin.knowledge.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.knowledge.versions import release_index
 from envpin.portable.imageref import is_digest, is_loopback, is_registry_host, is_repository_path
@@ -495,5 +494,5 @@ def sync_catalog(
         atomic_write(write, dump_catalog(data))
         result.written = write
     if save and read_images(results):
-        result.cache = imagecache.save(cat.repository, read_images(results))
+        result.cache = facts.save(cat.repository, read_images(results))
     return result

@@ -22,8 +22,7 @@ from envpin.errors import RegistryError, shown
 from envpin.fsutil import parse_json
 from envpin.portable import imageref
 from envpin.portable.imageref import ImageRef
-from envpin.registry import digests, transport
-from envpin.registry import logins as dockerauth
+from envpin.registry import digests, logins, transport
 from envpin.registry.logins import Credentials
 from envpin.registry.transport import Response, Transport, shown_origin
 
@@ -90,7 +89,7 @@ class RegistryClient:
                  *, deadline: float = transport.DEADLINE, limits: Limits | None = None) -> None:
         self._auth: dict[tuple[str, str], str] = {}  # (api host, repository) -> Authorization header
         self._schemes: dict[str, str] = {}
-        self._credentials = credentials or dockerauth.lookup
+        self._credentials = credentials or logins.lookup
         self._ssl = ssl.create_default_context()
         if ca_file:
             self._ssl.load_verify_locations(cafile=ca_file)  # added to the system CAs, not instead of them

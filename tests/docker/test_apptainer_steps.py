@@ -119,7 +119,7 @@ def test_build_pins_the_definition_to_the_digest_it_resolves(
     docker_client: Any, stand_in_image: str, tmp_path: Path
 ) -> None:
     """A folder rendered for Apptainer and then built: the Dockerfile joins it, and both name the digest."""
-    from envpin.environment import lockfile as lockmod
+    from envpin.environment import lockfile
 
     out = tmp_path / "env"
     common = ("--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out), "--name", PREFIX)
@@ -129,11 +129,11 @@ def test_build_pins_the_definition_to_the_digest_it_resolves(
     res = run_envpin("build", *common, "--engine", "docker")
     assert res.code == 0, res.stderr
     docker_client.images.remove(res.stdout.strip(), force=True)  # envpin/envpin-apptainer-steps:<hash>
-    digest = lockmod.read(out / "envpin.lock").base.digest
+    digest = lockfile.read(out / "envpin.lock").base.digest
     assert digest and digest.startswith("sha256:")
     name = stand_in_image.rsplit(":", 1)[0]
     assert f"From: {name}@{digest}\n" in (out / DEF_NAME).read_text()
     assert f"FROM {stand_in_image}@{digest}\n" in (out / "Dockerfile").read_text()
-    assert sorted(lockmod.read(out / "envpin.lock").files) == [".dockerignore", "Dockerfile", DEF_NAME,
+    assert sorted(lockfile.read(out / "envpin.lock").files) == [".dockerignore", "Dockerfile", DEF_NAME,
                                                                "envpin.pyz", "plan.json"]
     assert run_envpin("lock", "--check", "--lock", str(out / "envpin.lock")).code == 0

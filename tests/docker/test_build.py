@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from envpin.environment import lockfile as lockmod
-from envpin.image import buildstate as state
+from envpin.environment import lockfile
+from envpin.image import buildstate
 from tests.conftest import run_envpin
 
 pytestmark = pytest.mark.docker
@@ -52,7 +52,7 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)]
     first = run_envpin(*args)
     assert first.code == 0, first.stderr
-    lock = lockmod.read(out / "envpin.lock")
+    lock = lockfile.read(out / "envpin.lock")
     digest = _digest(local_registry, "nvidia/tensorflow", "20.02-tf2-py3")
     assert (lock.base.image, lock.base.digest) == ("nvcr.io/nvidia/tensorflow:20.02-tf2-py3", digest)
     # What the base's config declares is recorded (the stand-in declares NGC 20.02's variables).
@@ -61,7 +61,7 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     dockerfile = (out / "Dockerfile").read_text()
     assert f"FROM {stand_in_image}@{digest}\n" in dockerfile
     # The machine-local result is kept outside the committed folder, keyed by the inputs hash.
-    record = state.load(lock.inputs_hash)
+    record = buildstate.load(lock.inputs_hash)
     assert record is not None and record.tag == first.stdout.strip()
     image = docker_client.images.get(record.image_id)
     assert first.stdout.strip() in image.tags
@@ -70,7 +70,7 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     assert labels["org.opencontainers.image.base.name"] == "nvcr.io/nvidia/tensorflow:20.02-tf2-py3"
     env = dict(e.split("=", 1) for e in image.attrs["Config"]["Env"])
     assert env["TF_DETERMINISTIC_OPS"] == "1" and env["PYTHONHASHSEED"] == "0"
-    assert state.log_path(lock.inputs_hash).read_text().count("Step ") >= 5
+    assert buildstate.log_path(lock.inputs_hash).read_text().count("Step ") >= 5
     assert sorted(p.name for p in out.iterdir()) == [".dockerignore", "Dockerfile", "envpin.lock", "envpin.pyz",
                                                      "plan.json"]
     # The probe and helper are importable inside the image with the image's own Python.
@@ -92,14 +92,14 @@ def test_moved_tag_is_refused_until_update(docker_client, moving_tag: str, stand
     out = tmp_path / "env"
     args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", moving_tag, "--out", str(out)]
     assert run_envpin(*args).code == 0
-    pinned = lockmod.read(out / "envpin.lock").base.digest
+    pinned = lockfile.read(out / "envpin.lock").base.digest
     _push_variant(docker_client, stand_in_image, moving_tag, "second")
     moved = run_envpin(*args)
     assert moved.code == 2 and "the tag was re-pushed" in moved.stderr and "--update" in moved.stderr
-    assert lockmod.read(out / "envpin.lock").base.digest == pinned
+    assert lockfile.read(out / "envpin.lock").base.digest == pinned
     updated = run_envpin(*args, "--update")
     assert updated.code == 0, updated.stderr
-    assert lockmod.read(out / "envpin.lock").base.digest != pinned
+    assert lockfile.read(out / "envpin.lock").base.digest != pinned
 
 
 def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str, tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_tampered_requirement_hash_fails_naming_the_package(stand_in_image: str,
     )
     assert res.code == 2
     assert "the build failed at step" in res.stderr and "six" in res.stderr and "HASH" in res.stderr.upper()
-    assert f"full log: {state.log_path(lockmod.read(out / 'envpin.lock').inputs_hash)}" in res.stderr
+    assert f"full log: {buildstate.log_path(lockfile.read(out / 'envpin.lock').inputs_hash)}" in res.stderr
 
 
 def test_engine_unreachable(stand_in_image: str, tmp_path: Path) -> None:
@@ -208,6 +208,6 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
         rest = proc.stderr.read()
     assert install_step is not None, rest
     assert proc.wait(timeout=120) == 130, rest
-    lock = lockmod.read(out / "envpin.lock")  # parses, self-hash intact
-    assert state.load(lock.inputs_hash) is None  # nothing recorded for an interrupted build
+    lock = lockfile.read(out / "envpin.lock")  # parses, self-hash intact
+    assert buildstate.load(lock.inputs_hash) is None  # nothing recorded for an interrupted build
     assert not list(out.glob(".*.tmp"))

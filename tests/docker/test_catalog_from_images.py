@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from envpin.environment import lockfile as lockmod
-from envpin.knowledge import catalog
-from envpin.knowledge import facts as imagecache
+from envpin.environment import lockfile
+from envpin.knowledge import catalog, facts
 from tests.conftest import run_envpin
 from tests.docker.conftest import push_with_env
 
@@ -66,7 +65,7 @@ def test_sync_keeps_image_facts_that_every_command_then_uses(images: dict[str, s
     unknown_row = next(line for line in res.stdout.splitlines() if "unknown" in line)
     before, after = (int(x) for x in unknown_row.replace("│", " ").split()[1:3])
     assert before - after == 3
-    cache = imagecache.cache_path()
+    cache = facts.cache_path()
     assert f"image facts kept in {cache}" in res.stdout
     assert json.loads(cache.read_text())["tags"]["23.10-tf2-py3"]["declared"]["tf_version"] == "2.14.0"
 
@@ -95,7 +94,7 @@ def test_sync_no_save_only_compares(images: dict[str, str]) -> None:
                      "--no-save", "--json")
     assert res.code == 0, res.stderr
     report = json.loads(res.stdout)
-    assert report["cache"] is None and not imagecache.cache_path().exists()
+    assert report["cache"] is None and not facts.cache_path().exists()
     # tf_version, cuda, cudnn, nccl, driver_min and driver_compat now come from the image.
     assert report["coverage"]["after"]["image"] == report["coverage"]["before"].get("image", 0) + 6
 
@@ -103,14 +102,14 @@ def test_sync_no_save_only_compares(images: dict[str, str]) -> None:
 def test_render_reads_an_unknown_tf_from_the_image_config(images: dict[str, str], tmp_path: Path) -> None:
     dry = run_envpin("build", "--dry-run", "--ngc", "23.10-tf2-py3", "--base-image", images["23.10"])
     assert dry.code == 0, dry.stderr
-    assert json.loads(dry.stdout)["tf_version"] == "2.14.0" and not imagecache.cache_path().exists()
+    assert json.loads(dry.stdout)["tf_version"] == "2.14.0" and not facts.cache_path().exists()
 
     out = tmp_path / "env"
     res = run_envpin("render", "--ngc", "23.10-tf2-py3", "--base-image", images["23.10"], "--out", str(out))
     assert res.code == 0, res.stderr
     assert f"read TensorFlow 2.14.0 from the image config of {images['23.10']}" in res.stderr
-    assert f"kept in {imagecache.cache_path()}" in res.stderr
-    lock = lockmod.read(out / "envpin.lock")
+    assert f"kept in {facts.cache_path()}" in res.stderr
+    lock = lockfile.read(out / "envpin.lock")
     assert (lock.inputs.tf_version, lock.inputs.tf_version_source) == ("2.14.0", "image")
     assert lock.base.digest and lock.base.declared["TENSORFLOW_VERSION"] == "2.14.0"
     assert f"FROM {images['23.10']}@{lock.base.digest}\n" in (out / "Dockerfile").read_text()
@@ -146,6 +145,6 @@ def test_build_warns_about_other_differences_and_records_what_the_base_declares(
     cuda = next(e for e in catalog.load().entries() if e.tag == "20.02-tf2-py3").value("cuda")
     warning = f"warning: {images['cuda-differs']} declares CUDA_VERSION 10.1.243; the catalog says cuda {cuda}"
     assert warning in res.stderr
-    declared = lockmod.read(out / "envpin.lock").base.declared
+    declared = lockfile.read(out / "envpin.lock").base.declared
     assert declared["CUDA_VERSION"] == "10.1.243" and declared["TENSORFLOW_VERSION"] == "2.1.0"
     assert declared["NVIDIA_TENSORFLOW_VERSION"] == "20.02-tf2"

@@ -127,7 +127,7 @@ def test_the_image_says_which_wheels_its_pip_installs(docker_client, stand_in_im
     import subprocess
     import sys
 
-    from envpin.environment import resolve as locking
+    from envpin.environment import resolve
     from envpin.environment.payload import PAYLOAD_NAME, payload
 
     (tmp_path / PAYLOAD_NAME).write_bytes(payload())
@@ -137,11 +137,11 @@ def test_the_image_says_which_wheels_its_pip_installs(docker_client, stand_in_im
                         f"pip=={pip}", "-d", str(tmp_path)], check=True, capture_output=True, timeout=300)
         (wheel,) = tmp_path.glob("pip-*.whl")
         env["PYTHONPATH"] = f"/work/{wheel.name}"
-    out = docker_client.containers.run(stand_in_image_bullseye, ["python3", "-c", locking._LIST], environment=env,
+    out = docker_client.containers.run(stand_in_image_bullseye, ["python3", "-c", resolve._LIST], environment=env,
                                        volumes={str(tmp_path): {"bind": "/work", "mode": "ro"}}, remove=True,
                                        stderr=False).decode()
     tags = json.loads(out.strip().splitlines()[-1])["tags"]
     assert tags[0] == "cp39-cp39-" + newest and "py3-none-any" in tags
     assert absent is None or not any(t.endswith(absent) for t in tags)
     expected = "x86_64-manylinux_2_31" if pip is None else "x86_64-manylinux_2_17"
-    assert locking.manylinux_platform(tuple(tags)) == expected
+    assert resolve.manylinux_platform(tuple(tags)) == expected

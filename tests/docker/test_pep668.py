@@ -46,10 +46,10 @@ def test_lock_and_build_on_an_externally_managed_base(docker_client: Any, pep668
     res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", pep668_base, "--requirements", str(locked),
                      "--out", str(out), "--engine", "docker")
     assert res.code == 0, res.stderr
-    from envpin.environment import lockfile as lockmod
-    from envpin.image import buildstate as state
+    from envpin.environment import lockfile
+    from envpin.image import buildstate
 
-    record = state.load(lockmod.read(out / "envpin.lock").inputs_hash)
+    record = buildstate.load(lockfile.read(out / "envpin.lock").inputs_hash)
     assert record is not None
     got = docker_client.containers.run(record.image_id, ["python3", "-c", "import six; print(six.__version__)"],
                                        remove=True, entrypoint=[])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from tests.conftest import REPO, Result
 
 pytestmark = pytest.mark.podman
@@ -132,7 +132,7 @@ def test_two_checkouts_two_stores_one_digest_then_an_input_change(
     first = _envpin(a, alice, *args)
     assert first.code == 0, first.stderr
     assert "recorded image sha256:" in first.stderr
-    lock = lockmod.read(a / EXAMPLE / "envpin.lock")
+    lock = lockfile.read(a / EXAMPLE / "envpin.lock")
     assert lock.image is not None and lock.expected_image() == lock.image
     assert lock.image.engine.startswith("podman ") and lock.image.storage_driver == "overlay"
     tag = first.stdout.strip()
@@ -167,12 +167,12 @@ def test_two_checkouts_two_stores_one_digest_then_an_input_change(
     assert f"but envpin.lock records {lock.image.id[:19]}" in moved.stderr
     assert "layer 2 of 6 differs (COPY" in moved.stderr and "/opt/envpin/requirements.lock" in moved.stderr
     assert "the inputs changed since it was recorded" in moved.stderr
-    assert lockmod.read(b / EXAMPLE / "envpin.lock").image == lock.image  # --check writes nothing
+    assert lockfile.read(b / EXAMPLE / "envpin.lock").image == lock.image  # --check writes nothing
 
     # Building the new inputs records their image; it is another digest.
     rebuilt = _envpin(b, bob, *args)
     assert rebuilt.code == 0, rebuilt.stderr
-    new = lockmod.read(b / EXAMPLE / "envpin.lock").image
+    new = lockfile.read(b / EXAMPLE / "envpin.lock").image
     assert new is not None and new.id != lock.image.id and "recorded image" in rebuilt.stderr
 
 
@@ -185,7 +185,7 @@ def test_a_build_that_does_not_give_the_locked_image_fails_loudly(
     first = _envpin(REPO, store, *args)
     assert first.code == 0, first.stderr
     path = out / "envpin.lock"
-    locked = lockmod.read(path)
+    locked = lockfile.read(path)
     assert locked.image is not None
     # A lock recorded elsewhere with another engine set-up and another result (re-signed through the model).
     other = replace(locked.image, id="sha256:" + "0" * 64, storage_driver="vfs")

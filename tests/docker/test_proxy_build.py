@@ -95,10 +95,10 @@ def test_build_through_the_intercepting_proxy(mitm: Proxy, stand_in_image: str, 
     assert res.code == 0, res.stderr
     # pip fetched the hashed wheel through mitmproxy (which logs every intercepted request).
     assert mitm.log.read_text().count("files.pythonhosted.org") > before
-    from envpin.environment import lockfile as lockmod
-    from envpin.image import buildstate as state
+    from envpin.environment import lockfile
+    from envpin.image import buildstate
 
-    record = state.load(lockmod.read(tmp_path / "env" / "envpin.lock").inputs_hash)
+    record = buildstate.load(lockfile.read(tmp_path / "env" / "envpin.lock").inputs_hash)
     assert record is not None
     check = (
         "import six, ssl, sys; ctx = ssl.create_default_context();"

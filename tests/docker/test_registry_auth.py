@@ -251,12 +251,12 @@ def test_build_from_the_login_protected_mirror(login_registry: LoginRegistry, tm
     res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", reg.ref, "--ca-bundle", str(reg.ca),
                      "--out", str(out), "--engine", "docker", "--pull", env=reg.env(reg.root / "docker-pass"))
     assert res.code == 0, res.stderr
-    from envpin.environment import lockfile as lockmod
-    from envpin.image import buildstate as state
+    from envpin.environment import lockfile
+    from envpin.image import buildstate
 
-    lock = lockmod.read(out / "envpin.lock")
+    lock = lockfile.read(out / "envpin.lock")
     assert lock.inputs.build_from == reg.ref and lock.base.digest.startswith("sha256:")
-    record = state.load(lock.inputs_hash)
+    record = buildstate.load(lock.inputs_hash)
     assert record is not None
     bundle = _sh(DOCKER_CLI, "run", "--rm", "--entrypoint", "cat", record.image_id,
                  "/etc/ssl/certs/ca-certificates.crt")
@@ -264,7 +264,7 @@ def test_build_from_the_login_protected_mirror(login_registry: LoginRegistry, tm
     assert ca_body[:64] in bundle.replace("\n", "")
     assert bundle.count("BEGIN CERTIFICATE") > 100  # the public CAs are still there
     texts = [p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".pyz"]
-    _no_secret(res.stdout, res.stderr, state.log_path(lock.inputs_hash).read_text(), *texts)
+    _no_secret(res.stdout, res.stderr, buildstate.log_path(lock.inputs_hash).read_text(), *texts)
 
 
 # --------------------------------------------------------------------------------------------------

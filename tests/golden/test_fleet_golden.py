@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from envpin.fleet import kubernetes as kube
+from envpin.fleet import kubernetes
 from envpin.views import console
 from tests.fleetdata import node, write_fleet, write_slurm_run
 
@@ -79,7 +79,7 @@ def test_fleet_report_of_an_incomplete_fleet_golden(cli, tmp_path: Path, update_
 # The default runs the self-test where the image has TensorFlow (as the probe does in every image).
 @pytest.mark.parametrize(("name", "selftest"), [("kubernetes.yaml", None), ("kubernetes-no-selftest.yaml", False)])
 def test_manifest_golden(name: str, selftest: bool | None, update_golden: bool) -> None:
-    manifest = kube.render(IMAGE, "envpin", EMPTY_ZIP, selftest=selftest)
+    manifest = kubernetes.render(IMAGE, "envpin", EMPTY_ZIP, selftest=selftest)
     _check(name, manifest.text.encode(), update_golden)
 
 
@@ -97,7 +97,7 @@ def test_manifest_validates_against_kubernetes_schemas(name: str, version: str) 
     assert probe["resources"]["limits"] == {"nvidia.com/gpu": 1}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert {t["matchExpressions"][0]["key"] for t in terms} == set(kube.GPU_NODE_LABELS)
+    assert {t["matchExpressions"][0]["key"] for t in terms} == set(kubernetes.GPU_NODE_LABELS)
     assert {"name": "ENVPIN_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in probe["env"]
     assert daemon_set["spec"]["selector"]["matchLabels"].items() <= daemon_set["spec"]["template"]["metadata"][
         "labels"].items()

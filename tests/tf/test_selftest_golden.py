@@ -84,7 +84,7 @@ def _report(env: dict[str, str], gold: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dict[str, Any]]) -> None:
-    from envpin.environment import lockfile as lockmod
+    from envpin.environment import lockfile
     from envpin.environment.plan import make_plan
     from envpin.environment.render import render
     from envpin.probe import fields
@@ -113,7 +113,7 @@ def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dic
     # the opposite oneDNN setting is breaking (its env field), and its golden hash belongs to another
     # device class, which the lock reports as not recorded yet.
     plan = make_plan(ngc="23.03", tf="2.11")
-    locked, done = lockmod.Lock.from_plan(plan, render(plan)).record(base)
+    locked, done = lockfile.Lock.from_plan(plan, render(plan)).record(base)
     assert f"golden hash for {runs['default']['device_class']}" in done
     assert not [d for d in locked.verify(same).differences if d.severity != fields.INFO]
     for other in (threads, onednn):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from envpin.errors import RegistryError
 from envpin.registry import client as registry
-from envpin.registry import logins as dockerauth
+from envpin.registry import logins
 from envpin.registry.logins import Credentials
 
 
@@ -37,20 +37,20 @@ def _auth(user: str, password: str) -> str:
 )
 def test_auths_keys_as_docker_writes_them(key: str, registry_name: str) -> None:
     config = {"auths": {key: {"auth": _auth("u", "p:with:colons")}}}
-    creds = dockerauth.lookup(registry_name, config)
+    creds = logins.lookup(registry_name, config)
     assert creds == Credentials("u", "p:with:colons")
-    assert dockerauth.lookup("other.example.com", config) is None
+    assert logins.lookup("other.example.com", config) is None
 
 
 def test_entry_forms() -> None:
-    assert dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {"username": "a", "password": "b"}}}) \
+    assert logins.lookup("r.example.com", {"auths": {"r.example.com": {"username": "a", "password": "b"}}}) \
         == Credentials("a", "b")
-    token = dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {"identitytoken": "refresh-xyz"}}})
+    token = logins.lookup("r.example.com", {"auths": {"r.example.com": {"identitytoken": "refresh-xyz"}}})
     assert token is not None and token.identity_token and token.secret == "refresh-xyz"
-    assert dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {}}}) is None  # kept in a store
-    assert dockerauth.lookup("r.example.com", {"auths": []}) is None
+    assert logins.lookup("r.example.com", {"auths": {"r.example.com": {}}}) is None  # kept in a store
+    assert logins.lookup("r.example.com", {"auths": []}) is None
     with pytest.raises(RegistryError, match="not base64"):
-        dockerauth.lookup("r.example.com", {"auths": {"r.example.com": {"auth": "%%%"}}})
+        logins.lookup("r.example.com", {"auths": {"r.example.com": {"auth": "%%%"}}})
 
 
 def test_helper_routing_and_missing_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,10 +59,10 @@ def test_helper_routing_and_missing_helper(tmp_path: Path, monkeypatch: pytest.M
     config = {"credsStore": "nosuch", "credHelpers": {"r.example.com": "other"},
               "auths": {"plain.example.com": {"auth": _auth("u", "p")}}}
     with pytest.raises(RegistryError) as info:
-        dockerauth.lookup("r.example.com", config)  # the per-registry helper wins over credsStore
+        logins.lookup("r.example.com", config)  # the per-registry helper wins over credsStore
     assert "docker-credential-other is not on PATH" in info.value.message
     with pytest.raises(RegistryError, match="docker-credential-nosuch"):
-        dockerauth.lookup("plain.example.com", config)  # credsStore wins over auths, as in docker
+        logins.lookup("plain.example.com", config)  # credsStore wins over auths, as in docker
 
 
 def test_helper_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,24 +80,24 @@ def test_helper_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     helper.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     config = {"credsStore": "envpintest"}
-    assert dockerauth.lookup("r.example.com", config) == Credentials("alice", "s3", 'credential helper "envpintest"')
-    hub = dockerauth.lookup("docker.io", config)
+    assert logins.lookup("r.example.com", config) == Credentials("alice", "s3", 'credential helper "envpintest"')
+    hub = logins.lookup("docker.io", config)
     assert hub is not None and hub.identity_token
-    assert dockerauth.lookup("none.example.com", config) is None
+    assert logins.lookup("none.example.com", config) is None
     with pytest.raises(RegistryError, match="not its JSON"):
-        dockerauth.lookup("broken.example.com", config)
+        logins.lookup("broken.example.com", config)
 
 
 def test_config_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
-    assert dockerauth.load_config() == {}
+    assert logins.load_config() == {}
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(RegistryError) as info:
-        dockerauth.load_config()
+        logins.load_config()
     assert str(tmp_path / "config.json") in info.value.message and info.value.hint
     (tmp_path / "config.json").write_text("[]")
     with pytest.raises(RegistryError, match="not a JSON object"):
-        dockerauth.load_config()
+        logins.load_config()
 
 
 def test_secrets_are_never_shown() -> None:
@@ -118,7 +118,7 @@ _json = st.recursive(
        st.sampled_from(["docker.io", "r.example.com", "127.0.0.1:5000"]))
 def test_any_config_gives_credentials_none_or_an_envpin_error(config: dict, name: str) -> None:
     try:
-        got = dockerauth.lookup(name, config)
+        got = logins.lookup(name, config)
     except RegistryError as exc:
         assert exc.message and exc.hint
     else:

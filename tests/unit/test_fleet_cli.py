@@ -16,7 +16,7 @@ import yaml
 
 from envpin.environment import payload
 from envpin.errors import ReportError
-from envpin.fleet import inputs as fleetinput
+from envpin.fleet import inputs
 from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure
 from tests.conftest import run_envpin
 from tests.fleetdata import PROBE, kubernetes_files, node, pod, prefixed, write_fleet, write_slurm_run
@@ -34,7 +34,7 @@ def _report_text(report: dict[str, Any]) -> str:
 
 def test_kubectl_prefixed_log_is_split_per_pod() -> None:
     log = prefixed("p1", _report_text(node("gpu-1"))) + prefixed("p2", "python3: can't open file\n")
-    out = fleetinput.parse_kubectl_log(log)
+    out = inputs.parse_kubectl_log(log)
     assert out["p1"]["host"]["hostname"]["value"] == "gpu-1"  # type: ignore[index]
     assert out["p2"] == "its output is not a probe report (first line: python3: can't open file)"
 
@@ -42,25 +42,25 @@ def test_kubectl_prefixed_log_is_split_per_pod() -> None:
 def test_lines_around_the_report_are_skipped() -> None:
     """A runtime banner before the report or a warning after it does not hide the report."""
     text = "== TensorFlow ==\nNVIDIA Release 24.05\n" + _report_text(node("gpu-1")) + "WARNING: something\n"
-    assert fleetinput.parse_kubectl_log(prefixed("p1", text))["p1"]["probe_schema"] == 1  # type: ignore[index]
+    assert inputs.parse_kubectl_log(prefixed("p1", text))["p1"]["probe_schema"] == 1  # type: ignore[index]
 
 
 def test_an_empty_or_foreign_output_is_a_reason() -> None:
-    out = fleetinput.parse_kubectl_log(prefixed("p1", "\n") + prefixed("p2", '{"a": 1}\n'))
+    out = inputs.parse_kubectl_log(prefixed("p1", "\n") + prefixed("p2", '{"a": 1}\n'))
     assert out == {"p1": "its output is not a probe report (empty)",
                    "p2": "pod p2 is not a probe report (no probe_schema)"}
 
 
 def test_a_line_without_prefix_is_bad_input() -> None:
     with pytest.raises(ReportError, match="line 2 has no"):
-        fleetinput.parse_kubectl_log(prefixed("p1", "{\n") + "}\n")
+        inputs.parse_kubectl_log(prefixed("p1", "{\n") + "}\n")
 
 
 def test_pod_states_become_failures_or_not() -> None:
     _, pods = kubernetes_files()
     other = {"kind": "Pod", "metadata": {"name": "web-1"}, "spec": {"containers": [{"name": "web"}]}, "status": {}}
     pods["items"].append(other)
-    parsed = {p.pod: (p.node, p.failure) for p in fleetinput.parse_pod_list(pods)}
+    parsed = {p.pod: (p.node, p.failure) for p in inputs.parse_pod_list(pods)}
     assert set(parsed) == {"envpin-probe-x7k2p", "envpin-probe-m4q9z", "envpin-probe-p8w3n"}  # web-1 is not ours
     assert parsed["envpin-probe-x7k2p"] == ("gpu-c01", None)
     assert parsed["envpin-probe-m4q9z"] == ("gpu-c02", NodeFailure(FAILED, "the probe exited 1 (Error)"))
@@ -80,13 +80,13 @@ def test_pod_states_become_failures_or_not() -> None:
     ({"phase": "Pending"}, NodeFailure(TIMED_OUT, "the probe has not run (pod phase Pending)")),
 ])
 def test_pod_status_rules(status: dict[str, Any], expected: NodeFailure) -> None:
-    (p,) = fleetinput.parse_pod_list({"kind": "List", "items": [pod("p", "n", status)]})
+    (p,) = inputs.parse_pod_list({"kind": "List", "items": [pod("p", "n", status)]})
     assert p.failure == expected
 
 
 def test_logs_and_pods_are_merged_into_nodes(tmp_path: Path) -> None:
     folder = write_fleet(tmp_path / "fleet")
-    entries = {e.name: e for e in fleetinput.read([folder])}
+    entries = {e.name: e for e in inputs.read([folder])}
     assert set(entries) == {"gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04", "gpu-b01", "gpu-h01",
                             "gpu-c01", "gpu-c02", "gpu-c03"}
     # The report's ENVPIN_NODE_NAME names the node, not the pod's host name.
@@ -101,7 +101,7 @@ def test_logs_and_pods_are_merged_into_nodes(tmp_path: Path) -> None:
 def test_a_finished_pod_whose_log_is_missing_is_a_failed_node(tmp_path: Path) -> None:
     _, pods = kubernetes_files()
     (tmp_path / "pods.json").write_text(json.dumps(pods))
-    entries = {e.name: e.item for e in fleetinput.read([tmp_path / "pods.json"])}
+    entries = {e.name: e.item for e in inputs.read([tmp_path / "pods.json"])}
     assert entries["gpu-c01"] == NodeFailure(
         FAILED, "pod envpin-probe-x7k2p: the probe finished but its output was not collected (kubectl logs)")
 
@@ -232,10 +232,10 @@ def test_without_env_node_name_the_pod_list_names_the_node(tmp_path: Path) -> No
     _, pods = kubernetes_files()
     (tmp_path / "probe.log").write_text(prefixed("envpin-probe-x7k2p", _report_text(report)))
     (tmp_path / "pods.json").write_text(json.dumps(pods))
-    names = [e.name for e in fleetinput.read([tmp_path])]
+    names = [e.name for e in inputs.read([tmp_path])]
     assert names == ["gpu-c02", "gpu-c03", "gpu-c01"]  # by pod name: m4q9z, p8w3n, x7k2p
     (tmp_path / "pods.json").unlink()
-    assert [e.name for e in fleetinput.read([tmp_path])] == ["envpin-probe-x7k2p"]
+    assert [e.name for e in inputs.read([tmp_path])] == ["envpin-probe-x7k2p"]
 
 
 def test_inputs_naming_no_node_are_bad_input(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -321,9 +321,9 @@ def test_a_malformed_error_file_is_bad_input(cli, tmp_path: Path, text: str) -> 
 
 
 def test_the_error_file_format_round_trips() -> None:
-    text = fleetinput.error_file_text(TIMED_OUT, "no result within 360 s (srun: Job step aborted)")
+    text = inputs.error_file_text(TIMED_OUT, "no result within 360 s (srun: Job step aborted)")
     assert text == "status: timed_out\nerror: no result within 360 s (srun: Job step aborted)\n"
-    assert fleetinput.parse_error_file(text, "x") == NodeFailure(TIMED_OUT, "no result within 360 s (srun: Job "
+    assert inputs.parse_error_file(text, "x") == NodeFailure(TIMED_OUT, "no result within 360 s (srun: Job "
                                                                             "step aborted)")
 
 

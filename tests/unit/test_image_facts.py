@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.environment.plan import UnknownTF, make_plan, release_version, resolve_tf
 from envpin.environment.render import render
 from envpin.errors import CatalogError, UsageError
 from envpin.image import basecheck
-from envpin.knowledge import catalog, sync
-from envpin.knowledge import facts as imagecache
+from envpin.knowledge import catalog, facts, sync
 from envpin.knowledge.sync import ImageRead
 from envpin.knowledge.versions import parse_tf_spec
 
@@ -46,20 +45,20 @@ def _entry(tag: str) -> catalog.Entry:
 # -- the cache file -------------------------------------------------------------------------------------------------
 def test_cache_lives_under_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c"))
-    assert imagecache.cache_path() == tmp_path / "c" / "envpin" / "image-facts.json"
+    assert facts.cache_path() == tmp_path / "c" / "envpin" / "image-facts.json"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert imagecache.cache_path() == Path.home() / ".cache" / "envpin" / "image-facts.json"
+    assert facts.cache_path() == Path.home() / ".cache" / "envpin" / "image-facts.json"
 
 
 def test_save_merges_by_tag_and_writes_canonical_json() -> None:
-    assert imagecache.read(REPO) == {}
+    assert facts.read(REPO) == {}
     a, b, b2 = _image(tf_version="2.14.0"), _image(cuda="12.2.2"), _image(cuda="12.2.1")
-    path = imagecache.save(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b})
-    imagecache.save(REPO, {"23.11-tf2-py3": b2})
-    assert imagecache.read(REPO) == {"23.10-tf2-py3": a, "23.11-tf2-py3": b2}
+    path = facts.save(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b})
+    facts.save(REPO, {"23.11-tf2-py3": b2})
+    assert facts.read(REPO) == {"23.10-tf2-py3": a, "23.11-tf2-py3": b2}
     text = path.read_bytes()
-    assert text == imagecache.dumps(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b2})
-    assert text.endswith(b"\n") and json.loads(text)["schema"] == imagecache.SCHEMA
+    assert text == facts.dumps(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b2})
+    assert text.endswith(b"\n") and json.loads(text)["schema"] == facts.SCHEMA
 
 
 @pytest.mark.parametrize(
@@ -73,7 +72,7 @@ def test_save_merges_by_tag_and_writes_canonical_json() -> None:
     ],
 )
 def test_a_broken_cache_is_one_error_naming_the_file(content: str, message: str) -> None:
-    path = imagecache.cache_path()
+    path = facts.cache_path()
     path.parent.mkdir(parents=True)
     path.write_text(content)
     with pytest.raises(CatalogError, match=message) as info:
@@ -82,7 +81,7 @@ def test_a_broken_cache_is_one_error_naming_the_file(content: str, message: str)
 
 
 def test_cli_reports_a_broken_cache_in_two_lines(cli) -> None:  # type: ignore[no-untyped-def]
-    path = imagecache.cache_path()
+    path = facts.cache_path()
     path.parent.mkdir(parents=True)
     path.write_text("{")
     res = cli("catalog", "show", "20.02")
@@ -95,13 +94,13 @@ def test_cli_reports_a_broken_cache_in_two_lines(cli) -> None:  # type: ignore[n
 def test_cached_image_facts_outrank_written_ones_but_stay_out_of_portable_values() -> None:
     before = _entry("23.10-tf2-py3")
     assert before.tf_version is None and not before.cached
-    imagecache.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0", cuda="12.2.1")})
+    facts.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0", cuda="12.2.1")})
     cat = catalog.load()
     e = next(x for x in cat.entries() if x.tag == "23.10-tf2-py3")
     assert e.cached and e.tf_version == "2.14.0" and e.facts["tf_version"].kind == "image"
     assert e.value("cuda") == "12.2.1" and e.outranked["cuda"].value == before.value("cuda")
     assert e.portable_value("tf_version") is None and e.portable_value("cuda") == before.value("cuda")
-    assert str(imagecache.cache_path()) in cat.origin
+    assert str(facts.cache_path()) in cat.origin
     assert [x.tag for x in cat.select(None, tf=parse_tf_spec("2.14"))] == ["23.10-tf2-py3"]
     # The README's tables describe the shipped file alone.
     assert not any(x.cached for x in catalog.load(cache=False).entries())
@@ -109,7 +108,7 @@ def test_cached_image_facts_outrank_written_ones_but_stay_out_of_portable_values
 
 def test_a_cache_with_no_catalog_tag_changes_nothing() -> None:
     shipped = catalog.load()
-    imagecache.save(REPO, {"99.99-tf2-py3": _image(tf_version="9.9.0")})
+    facts.save(REPO, {"99.99-tf2-py3": _image(tf_version="9.9.0")})
     assert catalog.load() is shipped
 
 
@@ -117,7 +116,7 @@ def test_coverage_counts_values_per_kind() -> None:
     cat = catalog.load()
     before = sync.coverage_by_kind(cat)
     assert sum(before.values()) == len(cat.entries()) * len(catalog.FIELDS)
-    imagecache.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
+    facts.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
     after = sync.coverage_by_kind(catalog.load())
     assert after["image"] == before.get("image", 0) + 1 and after["unknown"] == before["unknown"] - 1
 
@@ -150,17 +149,17 @@ def test_unknown_tf_asks_unless_given() -> None:
 
 
 def test_a_cached_tf_fills_the_gap_as_image_evidence() -> None:
-    imagecache.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
+    facts.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
     assert resolve_tf(_entry("23.10-tf2-py3"), None) == ("2.14.0", "image")
 
 
 def test_a_cached_tf_agreeing_in_major_minor_keeps_the_catalogs() -> None:
-    imagecache.save(REPO, {"20.02-tf2-py3": _image(tf_version="2.1.0")})
+    facts.save(REPO, {"20.02-tf2-py3": _image(tf_version="2.1.0")})
     assert resolve_tf(_entry("20.02-tf2-py3"), None) == ("2.1", "catalog")
 
 
 def test_a_cached_tf_contradicting_the_catalog_is_refused_unless_chosen() -> None:
-    imagecache.save(REPO, {"20.02-tf2-py3": _image(tf_version="2.2.0")})
+    facts.save(REPO, {"20.02-tf2-py3": _image(tf_version="2.2.0")})
     e = _entry("20.02-tf2-py3")
     with pytest.raises(UsageError) as info:
         resolve_tf(e, None)
@@ -171,7 +170,7 @@ def test_a_cached_tf_contradicting_the_catalog_is_refused_unless_chosen() -> Non
 def test_a_plan_does_not_depend_on_one_users_cache() -> None:
     """Teammates with and without the cache derive the same inputs hash (the lock stays current for both)."""
     plain = make_plan(ngc="20.03-tf2-py3")
-    imagecache.save(REPO, {"20.03-tf2-py3": _image(tf_version="2.1.0", cuda="10.1.243", python="3.6.9")})
+    facts.save(REPO, {"20.03-tf2-py3": _image(tf_version="2.1.0", cuda="10.1.243", python="3.6.9")})
     assert _entry("20.03-tf2-py3").value("cuda") == "10.1.243"
     cached = make_plan(ngc="20.03-tf2-py3")
     assert cached.inputs_hash == plain.inputs_hash and render(cached) == render(plain)
@@ -204,29 +203,29 @@ def test_version_env_keeps_the_version_variables_only() -> None:
 def test_lock_records_what_the_base_declares_outside_the_inputs_hash() -> None:
     plan = make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64)
     files = render(plan)
-    bare = lockmod.Lock.from_plan(plan, files)
+    bare = lockfile.Lock.from_plan(plan, files)
     assert bare.base.declared == {} and "declared" not in bare.dumps().decode()
-    with_declared = lockmod.Lock.from_plan(make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64,
+    with_declared = lockfile.Lock.from_plan(make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64,
                                                      base_declared=DECLARED), files)
     assert with_declared.inputs_hash == bare.inputs_hash
     text = with_declared.dumps().decode()
     assert '[base.declared]\nCUDA_VERSION = "10.2.89"\n' in text
-    assert lockmod.loads(text).base.declared == DECLARED
+    assert lockfile.loads(text).base.declared == DECLARED
     # A re-render of the same digest keeps it; another digest drops it.
-    assert lockmod.Lock.from_plan(plan, files, with_declared).base.declared == DECLARED
+    assert lockfile.Lock.from_plan(plan, files, with_declared).base.declared == DECLARED
     other = make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "2" * 64)
-    assert lockmod.Lock.from_plan(other, render(other), with_declared).base.declared == {}
+    assert lockfile.Lock.from_plan(other, render(other), with_declared).base.declared == {}
 
 
 def test_lock_refuses_declared_values_that_are_not_strings() -> None:
     plan = make_plan(ngc="20.02-tf2-py3", base_declared=DECLARED)
-    data = lockmod.Lock.from_plan(plan, render(plan)).to_toml()
+    data = lockfile.Lock.from_plan(plan, render(plan)).to_toml()
     data["base"]["declared"] = {"CUDA_VERSION": 10}
-    data["lock"]["self_hash"] = lockmod.self_hash(data)
+    data["lock"]["self_hash"] = lockfile.self_hash(data)
     import tomli_w
 
     with pytest.raises(Exception, match=r"base\.declared must map names to strings"):
-        lockmod.loads(lockmod.HEADER + tomli_w.dumps(data))
+        lockfile.loads(lockfile.HEADER + tomli_w.dumps(data))
 
 
 # -- the build's cross-check ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from envpin.errors import RegistryError, UsageError
 from envpin.knowledge import sync
 from envpin.portable import imageref
 from envpin.portable.imageref import ImageRef, RefError
-from envpin.registry import client as registry
+from envpin.registry import client
 
 DIGEST = "sha256:" + "a" * 64
 EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
@@ -50,7 +50,7 @@ def test_normalisation(text: str, registry_name: str, repository: str, api_host:
     # "http" marks the loopback hosts, the only ones the registry client may speak plain HTTP to.
     assert imageref.is_loopback(ref.api_host) == (scheme == "http")
     if scheme == "https":
-        url = registry.RegistryClient()._url(ref, "manifests/1")
+        url = client.RegistryClient()._url(ref, "manifests/1")
         assert url == f"https://{api_host}/v2/{repository}/manifests/1"
     assert imageref.parse(ref.canonical) == ref == imageref.parse(ref.familiar)
 
@@ -116,10 +116,10 @@ def test_registry_client_needs_a_tag_or_digest() -> None:
     with pytest.raises(RefError, match="no tag or digest"):
         imageref.parse("nvcr.io/nvidia/tensorflow", need_version=True)
     with pytest.raises(RegistryError, match="no tag or digest"):
-        registry.parse_ref("nvcr.io/nvidia/tensorflow")
+        client.parse_ref("nvcr.io/nvidia/tensorflow")
     with pytest.raises(RegistryError, match="is not a registry host"):
-        registry.parse_ref("a..b/c:1")
-    url = registry.RegistryClient()._url(registry.parse_ref("ubuntu:22.04"), "tags/list")
+        client.parse_ref("a..b/c:1")
+    url = client.RegistryClient()._url(client.parse_ref("ubuntu:22.04"), "tags/list")
     assert url == "https://registry-1.docker.io/v2/library/ubuntu/tags/list"
 
 

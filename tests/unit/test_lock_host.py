@@ -11,7 +11,7 @@ import pytest
 from packaging import tags as packaging_tags
 from packaging.utils import parse_wheel_filename
 
-from envpin.environment import resolve as locking
+from envpin.environment import resolve
 from envpin.errors import RequirementsError
 
 # The wheel tags of CPython 3.6 with glibc 2.27 (Ubuntu 18.04, the 19.07-20.xx images), as pip>=20.3 lists them.
@@ -26,7 +26,7 @@ CP36_TAGS = tuple(str(t) for t in [*packaging_tags.cpython_tags((3, 6), abis=["c
     ("host", "3.11.2", "host"), ("image", "3.7.0", "image"),
 ])
 def test_where_the_resolution_runs(asked: str, python: str, where: str) -> None:
-    assert locking.choose(asked, python) == where
+    assert resolve.choose(asked, python) == where
 
 
 @pytest.mark.parametrize(("asked", "python", "fragment"), [
@@ -37,7 +37,7 @@ def test_where_the_resolution_runs(asked: str, python: str, where: str) -> None:
 ])
 def test_resolutions_that_cannot_run_say_why(asked: str, python: str, fragment: str) -> None:
     with pytest.raises(RequirementsError, match=fragment.replace(".", r"\.")) as err:
-        locking.choose(asked, python)
+        resolve.choose(asked, python)
     assert err.value.hint
 
 
@@ -48,16 +48,16 @@ def test_resolutions_that_cannot_run_say_why(asked: str, python: str, fragment: 
     (("cp310-cp310-manylinux_2_35_aarch64", "py3-none-any"), "aarch64-manylinux_2_35"),
 ])
 def test_the_platform_uv_resolves_for(tags: tuple[str, ...], platform: str) -> None:
-    assert locking.manylinux_platform(tags) == platform
+    assert resolve.manylinux_platform(tags) == platform
 
 
 def test_an_image_without_manylinux_tags_is_refused() -> None:
     with pytest.raises(RequirementsError, match="no manylinux wheels"):
-        locking.manylinux_platform(("cp311-cp311-musllinux_1_2_x86_64", "py3-none-any"))
+        resolve.manylinux_platform(("cp311-cp311-musllinux_1_2_x86_64", "py3-none-any"))
 
 
 def test_stand_in_wheels_carry_the_installed_version(tmp_path: Path) -> None:
-    path = locking.stub_wheel(tmp_path, "Tensor.Flow", "2.1.0+nv20.2")
+    path = resolve.stub_wheel(tmp_path, "Tensor.Flow", "2.1.0+nv20.2")
     assert path is not None
     name, version, _, wheel_tags = parse_wheel_filename(path.name)
     assert (name, str(version), [str(t) for t in wheel_tags]) == ("tensor-flow", "2.1.0+nv20.2", ["py3-none-any"])
@@ -68,7 +68,7 @@ def test_stand_in_wheels_carry_the_installed_version(tmp_path: Path) -> None:
 
 
 def test_a_version_that_is_not_pep_440_gets_no_stand_in(tmp_path: Path) -> None:
-    assert locking.stub_wheel(tmp_path, "odd", "1.0-ubuntu1~18.04") is None
+    assert resolve.stub_wheel(tmp_path, "odd", "1.0-ubuntu1~18.04") is None
     assert list(tmp_path.iterdir()) == []
 
 
@@ -83,20 +83,20 @@ def test_only_files_the_image_accepts_are_hashed() -> None:
                           _wheel("numpy-1.19.5-cp36-cp36m-manylinux2014_aarch64.whl", "b" * 64),
                           _wheel("numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl", "c" * 64),
                           _wheel("numpy-1.19.5-cp36-cp36m-manylinux_2_28_x86_64.whl", "d" * 64)]}
-    assert locking._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'a' * 64}"], "wheel")
+    assert resolve._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'a' * 64}"], "wheel")
 
 
 def test_without_an_accepted_wheel_the_source_distribution_is_locked() -> None:
     package = {"sdist": {"hashes": {"sha256": "s" * 64}},
                "wheels": [_wheel("x-1.0-cp39-cp39-manylinux2014_x86_64.whl", "a" * 64)]}
-    assert locking._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'s' * 64}"], "sdist")
-    assert locking._files_for({"wheels": package["wheels"]}, frozenset(CP36_TAGS)) == ([], "")
+    assert resolve._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'s' * 64}"], "sdist")
+    assert resolve._files_for({"wheels": package["wheels"]}, frozenset(CP36_TAGS)) == ([], "")
 
 
 def test_an_image_whose_pip_cannot_say_is_refused_before_resolving() -> None:
-    facts = locking.ImageFacts("3.6.9", {"numpy": "1.17.3"}, None)
+    facts = resolve.ImageFacts("3.6.9", {"numpy": "1.17.3"}, None)
     with pytest.raises(RequirementsError, match="cannot tell which wheels"):
-        locking.resolve_on_host("img", "six\n", facts)
+        resolve.resolve_on_host("img", "six\n", facts)
 
 
 # --------------------------------------------------------------------------- real resolutions through uv
@@ -123,8 +123,8 @@ def index() -> None:
 def test_python_3_6_lock_follows_markers_and_keeps_the_base(index: None) -> None:
     """pydantic 1.x needs dataclasses on Python < 3.7 only: resolving for 3.6 from a 3.11 host must lock it.
     `tensorflow` is satisfied by NVIDIA's local version, numpy by the image's; neither is locked."""
-    facts = locking.ImageFacts("3.6.9", NGC_20_02, CP36_TAGS)
-    locked = {r.key: r for r in locking.resolve_on_host("ngc", "tensorflow\npydantic==1.9.2\npandas\n", facts)}
+    facts = resolve.ImageFacts("3.6.9", NGC_20_02, CP36_TAGS)
+    locked = {r.key: r for r in resolve.resolve_on_host("ngc", "tensorflow\npydantic==1.9.2\npandas\n", facts)}
     assert {"pydantic", "dataclasses", "pandas"} <= set(locked)
     assert not {"tensorflow", "numpy", "six", "protobuf"} & set(locked)
     assert locked["dataclasses"].version == "0.8" and locked["pandas"].version == "1.1.5"  # the last for 3.6
@@ -134,14 +134,14 @@ def test_python_3_6_lock_follows_markers_and_keeps_the_base(index: None) -> None
 
 @pypi
 def test_python_3_6_lock_refuses_to_replace_a_base_package(index: None) -> None:
-    facts = locking.ImageFacts("3.6.9", NGC_20_02, CP36_TAGS)
+    facts = resolve.ImageFacts("3.6.9", NGC_20_02, CP36_TAGS)
     with pytest.raises(RequirementsError, match="without replacing its packages") as err:
-        locking.resolve_on_host("ngc", "numpy>=1.19\n", facts)
+        resolve.resolve_on_host("ngc", "numpy>=1.19\n", facts)
     assert "numpy" in err.value.message
 
 
 @pypi
 def test_a_base_version_no_constraint_can_name_is_not_replaced_silently(index: None) -> None:
-    facts = locking.ImageFacts("3.6.9", {**NGC_20_02, "six": "1.11.0-ubuntu1"}, CP36_TAGS)
+    facts = resolve.ImageFacts("3.6.9", {**NGC_20_02, "six": "1.11.0-ubuntu1"}, CP36_TAGS)
     with pytest.raises(RequirementsError, match=r"would replace the image's six 1\.11\.0-ubuntu1"):
-        locking.resolve_on_host("ngc", "six\n", facts)
+        resolve.resolve_on_host("ngc", "six\n", facts)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from envpin import api
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.environment.lockfile import Lock, self_hash
 from envpin.environment.plan import make_plan
 from envpin.environment.render import render, write_environment
@@ -42,39 +42,39 @@ def _folder(tmp_path: Path) -> Path:
     plan = make_plan(ngc="20.02", tf="2.1")
     out = tmp_path / "env"
     write_environment(out, plan, render(plan))
-    return out / lockmod.LOCK_NAME
+    return out / lockfile.LOCK_NAME
 
 
 def test_round_trip_is_byte_stable(tmp_path: Path) -> None:
     path = _folder(tmp_path)
     raw = path.read_bytes()
-    lock = lockmod.read(path)
+    lock = lockfile.read(path)
     assert lock.dumps() == raw
-    assert lockmod.loads(raw.decode()) == lock
+    assert lockfile.loads(raw.decode()) == lock
 
 
 def test_record_from_selftest_then_plain_verify_is_not_breaking(tmp_path: Path, report: dict[str, Any]) -> None:
     """Regression: a plain report lacks the golden hash; it is compared on the fingerprint alone."""
     path = _folder(tmp_path)
     with_selftest = _with_golden(report, "sha256:" + "a" * 64)
-    lock, done = lockmod.read(path).record(with_selftest)
+    lock, done = lockfile.read(path).record(with_selftest)
     assert done == [f"expected fingerprint {lock.expected.fingerprint}", f"golden hash for {DEVICE}"]  # type: ignore[union-attr]
     lock.write(path)
-    checked = lockmod.read(path).verify(report)
+    checked = lockfile.read(path).verify(report)
     assert [d for d in checked.differences if d.severity == fields.BREAKING] == []
-    assert checked.notes == [lockmod.GOLDEN_NOT_CHECKED]
+    assert checked.notes == [lockfile.GOLDEN_NOT_CHECKED]
     assert checked.expected_fingerprint == checked.actual_fingerprint
 
 
 def test_golden_hash_has_one_home(tmp_path: Path, report: dict[str, Any]) -> None:
     """Regression: a changed golden hash is one breaking row, not two (it is not a fingerprint field)."""
     path = _folder(tmp_path)
-    lock, _ = lockmod.read(path).record(_with_golden(report, "sha256:" + "a" * 64))
+    lock, _ = lockfile.read(path).record(_with_golden(report, "sha256:" + "a" * 64))
     lock.write(path)
     text = path.read_text()
     assert text.count("a" * 64) == 1 and "[golden]" in text
     assert not any(k.startswith("golden.") for k in lock.expected.fields)  # type: ignore[union-attr]
-    checked = lockmod.read(path).verify(_with_golden(report, "sha256:" + "b" * 64))
+    checked = lockfile.read(path).verify(_with_golden(report, "sha256:" + "b" * 64))
     assert [(d.key, d.severity) for d in checked.differences if d.severity != fields.INFO] == [
         (f"golden.{DEVICE}", fields.BREAKING)
     ]
@@ -83,7 +83,7 @@ def test_golden_hash_has_one_home(tmp_path: Path, report: dict[str, Any]) -> Non
 
 def test_new_device_class_is_info_and_recorded_deliberately(tmp_path: Path, report: dict[str, Any]) -> None:
     path = _folder(tmp_path)
-    lock, _ = lockmod.read(path).record(_with_golden(report, "sha256:" + "a" * 64))
+    lock, _ = lockfile.read(path).record(_with_golden(report, "sha256:" + "a" * 64))
     other = _with_golden(report, "sha256:" + "c" * 64, OTHER)
     diffs = lock.verify(other).differences
     assert [(d.key, d.severity) for d in diffs] == [("golden." + OTHER, fields.INFO)]
@@ -114,15 +114,15 @@ def test_verify_environment_records_once(tmp_path: Path, report: dict[str, Any])
 
 def test_verify_without_expected_is_a_usage_error(tmp_path: Path, report: dict[str, Any]) -> None:
     with pytest.raises(LockError, match="has no 'expected' table"):
-        lockmod.read(_folder(tmp_path)).verify(report)
+        lockfile.read(_folder(tmp_path)).verify(report)
 
 
 def test_lock_with_only_a_fingerprint(tmp_path: Path, report: dict[str, Any]) -> None:
-    lock = lockmod.read(_folder(tmp_path))
-    fp = lockmod.fingerprint_fields(report)
-    only = replace(lock, expected=lockmod.Expected(fields.fingerprint_of_fields(fp)))
+    lock = lockfile.read(_folder(tmp_path))
+    fp = lockfile.fingerprint_fields(report)
+    only = replace(lock, expected=lockfile.Expected(fields.fingerprint_of_fields(fp)))
     assert only.verify(report).differences == []
-    wrong = replace(lock, expected=lockmod.Expected("sha256:" + "0" * 64))
+    wrong = replace(lock, expected=lockfile.Expected("sha256:" + "0" * 64))
     assert [d.key for d in wrong.verify(report).differences] == ["fingerprint"]
 
 
@@ -171,19 +171,19 @@ def _tampered(tmp_path: Path, edit: Any) -> Path:
 )
 def test_wrong_shapes_are_one_lock_error(tmp_path: Path, edit: Any, needle: str) -> None:
     with pytest.raises(LockError, match=needle):
-        lockmod.read(_tampered(tmp_path, edit))
+        lockfile.read(_tampered(tmp_path, edit))
 
 
 def test_hand_edit_is_detected(tmp_path: Path) -> None:
     path = _folder(tmp_path)
     path.write_text(path.read_text().replace('TF_DETERMINISTIC_OPS = "1"', 'TF_DETERMINISTIC_OPS = "0"'))
     with pytest.raises(LockError, match="edited by hand"):
-        lockmod.read(path)
+        lockfile.read(path)
 
 
 def test_stale_against_names_the_file(tmp_path: Path) -> None:
     path = _folder(tmp_path)
-    lock = lockmod.read(path)
+    lock = lockfile.read(path)
     plan = make_plan(ngc="20.02", tf="2.1")
     assert lock.stale_against(plan, render(plan), path.parent) == []
     (path.parent / "plan.json").write_text("{}\n")
@@ -211,7 +211,7 @@ def test_payload_is_part_of_the_inputs_hash(tmp_path: Path) -> None:
 def test_files_outside_the_folder_are_refused(tmp_path: Path) -> None:
     path = _tampered(tmp_path, lambda d: d["files"].__setitem__("../../etc/passwd", "sha256:" + "0" * 64))
     with pytest.raises(LockError, match="not inside the environment folder"):
-        lockmod.read(path)
+        lockfile.read(path)
 
 
 def test_force_render_removes_an_older_envpins_generated_files(tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_force_render_removes_an_older_envpins_generated_files(tmp_path: Path) -
     write_environment(folder, plan, render(plan), force=True)
     assert not (folder / "envpin" / "probe").exists()
     assert (folder / "envpin" / "notes.py").read_text() == "edited since\n"
-    assert lockmod.read(path).inputs.tag == "20.02-tf2-py3"
+    assert lockfile.read(path).inputs.tag == "20.02-tf2-py3"
 
 
 def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
@@ -249,9 +249,9 @@ def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report:
     assert f"recorded: golden hash for {DEVICE}" in rec.stderr
     res = cli("verify", "--lock", str(lock), "--report", str(plain))
     assert res.code == 0, res.stdout
-    assert res.stdout.splitlines()[:2] == ["identical", lockmod.GOLDEN_NOT_CHECKED]
+    assert res.stdout.splitlines()[:2] == ["identical", lockfile.GOLDEN_NOT_CHECKED]
     doc = json.loads(cli("verify", "--lock", str(lock), "--report", str(plain), "--json").stdout)
-    assert doc["verdict"] == "identical" and doc["notes"] == [lockmod.GOLDEN_NOT_CHECKED] and doc["recorded"] == []
+    assert doc["verdict"] == "identical" and doc["notes"] == [lockfile.GOLDEN_NOT_CHECKED] and doc["recorded"] == []
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(_with_golden(report, "sha256:" + "b" * 64)))
     bad = cli("verify", "--lock", str(lock), "--report", str(changed), "--json")

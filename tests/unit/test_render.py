@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.environment.plan import make_plan
 from envpin.environment.render import render, write_environment
 from envpin.environment.requirements import parse_lock
@@ -41,7 +41,7 @@ def test_written_folder_and_lock(tmp_path: Path) -> None:
     files = render(plan)
     out = tmp_path / "env"
     write_environment(out, plan, files)
-    lock = lockmod.read(out / "envpin.lock")
+    lock = lockfile.read(out / "envpin.lock")
     assert lock.inputs.release == "20.02" and lock.inputs.tf_version == "2.1"
     assert lock.recipe.env["TF_DETERMINISTIC_OPS"] == "1"
     assert lock.base.image == "nvcr.io/nvidia/tensorflow:20.02-tf2-py3"
@@ -85,7 +85,7 @@ def test_tampered_lock_is_detected(tmp_path: Path) -> None:
     lock_path = out / "envpin.lock"
     lock_path.write_text(lock_path.read_text().replace('TF_DETERMINISTIC_OPS = "1"', 'TF_DETERMINISTIC_OPS = "0"'))
     with pytest.raises(LockError, match="edited by hand"):
-        lockmod.read(lock_path)
+        lockfile.read(lock_path)
     with pytest.raises(RenderError, match="cannot be trusted"):
         write_environment(out, plan, render(plan))
 
@@ -102,14 +102,14 @@ def test_bad_locks(tmp_path: Path, text: str, message: str) -> None:
     p = tmp_path / "envpin.lock"
     p.write_text(text)
     with pytest.raises(LockError, match=message):
-        lockmod.read(p)
+        lockfile.read(p)
 
 
 def test_binary_lock(tmp_path: Path) -> None:
     p = tmp_path / "envpin.lock"
     p.write_bytes(b"\x00\x01\x02")
     with pytest.raises(LockError, match="binary"):
-        lockmod.read(p)
+        lockfile.read(p)
 
 
 def test_requirements_parse() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envpin.api import build_formats
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.environment.render import DEF_NAME, choose_formats, formats_of, parse_formats
 from envpin.errors import UsageError
 
@@ -29,7 +29,7 @@ def test_apptainer_only_folder_is_recorded_and_checked(cli, tmp_path: Path) -> N
     assert "for apptainer into images/20.02-tf2/" in res.stderr
     # The catalog records no digest for 20.02: the definition pulls the tag, and says so on stderr too.
     assert f"{DEF_NAME}: nvcr.io/nvidia/tensorflow:20.02-tf2-py3 is not pinned by digest" in res.stderr
-    locked = lockmod.read(out / "envpin.lock")
+    locked = lockfile.read(out / "envpin.lock")
     assert set(locked.files) == {DEF_NAME, "envpin.pyz", "plan.json"}
     check = cli("lock", "--check", "--lock", str(out / "envpin.lock"), cwd=tmp_path)
     assert check.code == 0 and "is up to date" in check.stdout
@@ -43,7 +43,7 @@ def test_both_formats_share_one_plan(cli, tmp_path: Path) -> None:  # type: igno
     for name in ("Dockerfile", "plan.json", "envpin.pyz"):
         assert (docker / name).read_bytes() == (both / name).read_bytes()
     # Same inputs hash: the format is how the plan is written down, not an input of the image.
-    assert lockmod.read(docker / "envpin.lock").inputs_hash == lockmod.read(both / "envpin.lock").inputs_hash
+    assert lockfile.read(docker / "envpin.lock").inputs_hash == lockfile.read(both / "envpin.lock").inputs_hash
 
 
 def test_rerender_keeps_the_formats_and_format_switches_them(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

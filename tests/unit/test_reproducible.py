@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from envpin.environment import lockfile as lockmod
+from envpin.environment import lockfile
 from envpin.environment.plan import make_plan
 from envpin.environment.render import render
 from envpin.errors import LockError
-from envpin.image import buildstate as state
-from envpin.image import podman
+from envpin.image import buildstate, podman
 from envpin.image.model import ImageFacts, first_difference
 
 TWO = (
@@ -69,12 +68,12 @@ def test_staged_context_is_removed_afterwards(tmp_path: Path) -> None:
     assert list((tmp_path / "work").iterdir()) == []
 
 
-def _lock(tmp_path: Path) -> lockmod.Lock:
+def _lock(tmp_path: Path) -> lockfile.Lock:
     plan = make_plan(ngc="20.02", tf="2.1")
-    return lockmod.Lock.from_plan(plan, render(plan))
+    return lockfile.Lock.from_plan(plan, render(plan))
 
 
-IMAGE = lockmod.Image(
+IMAGE = lockfile.Image(
     id="sha256:" + "a" * 64, inputs_hash="sha256:" + "e" * 64, engine="podman 4.3.1", storage_driver="overlay",
     layers=("sha256:" + "1" * 64, "sha256:" + "2" * 64),
 )
@@ -83,14 +82,14 @@ IMAGE = lockmod.Image(
 def test_image_table_round_trips_and_belongs_to_its_inputs(tmp_path: Path) -> None:
     lock = _lock(tmp_path)
     with_image = replace(lock, image=replace(IMAGE, inputs_hash=lock.inputs_hash))
-    back = lockmod.loads(with_image.dumps().decode())
+    back = lockfile.loads(with_image.dumps().decode())
     assert back == with_image and back.expected_image() == with_image.image
     assert "[image]" in with_image.dumps().decode()
     # Recorded for other inputs: kept (so --check can say what moved), but not expected any more.
     stale = replace(with_image, image=replace(IMAGE, inputs_hash="sha256:" + "f" * 64))
     assert stale.expected_image() is None
     plan = make_plan(ngc="20.02", tf="2.1")
-    assert lockmod.Lock.from_plan(plan, render(plan), previous=stale).image == stale.image
+    assert lockfile.Lock.from_plan(plan, render(plan), previous=stale).image == stale.image
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -102,11 +101,11 @@ def test_a_malformed_image_table_is_one_clear_error(tmp_path: Path, field: str, 
     lock = replace(_lock(tmp_path), image=IMAGE)
     data = lock.to_toml()
     data["image"][field] = value
-    data["lock"]["self_hash"] = lockmod.self_hash(data)  # re-signed: only the shape is wrong
+    data["lock"]["self_hash"] = lockfile.self_hash(data)  # re-signed: only the shape is wrong
     import tomli_w
 
     with pytest.raises(LockError, match=message.replace(".", r"\.").replace("(", r"\(")):
-        lockmod.loads(tomli_w.dumps(data))
+        lockfile.loads(tomli_w.dumps(data))
 
 
 def test_first_difference_names_the_layer_and_its_step() -> None:
@@ -122,14 +121,14 @@ def test_first_difference_names_the_layer_and_its_step() -> None:
 
 
 def test_podman_and_docker_results_are_kept_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(state.STATE_ENV, str(tmp_path))
+    monkeypatch.setenv(buildstate.STATE_ENV, str(tmp_path))
     h = "sha256:" + "c" * 64
-    state.save(state.BuildRecord(h, "sha256:d1", "envpin/x:1", "ref", "docker"))
-    state.save(state.BuildRecord(h, "sha256:p1", "envpin/x:1", "ref", "podman"))
-    loaded_docker, loaded_podman = state.load(h), state.load(h, "podman")
+    buildstate.save(buildstate.BuildRecord(h, "sha256:d1", "envpin/x:1", "ref", "docker"))
+    buildstate.save(buildstate.BuildRecord(h, "sha256:p1", "envpin/x:1", "ref", "podman"))
+    loaded_docker, loaded_podman = buildstate.load(h), buildstate.load(h, "podman")
     assert loaded_docker is not None and loaded_docker.image_id == "sha256:d1"
     assert loaded_podman is not None and loaded_podman.image_id == "sha256:p1"
-    assert state.log_path(h) != state.log_path(h, "podman")
+    assert buildstate.log_path(h) != buildstate.log_path(h, "podman")
 
 
 def test_engine_choice_is_validated_and_check_needs_podman(cli) -> None:  # type: ignore[no-untyped-def]
