@@ -75,14 +75,14 @@ def _plan_and_target(
         plan = make_plan(ngc=ngc, tf=inputs.tf, name=inputs.name, requirements=inputs.requirements,
                          base_image=inputs.base_image, ca_bundle=inputs.ca_bundle)
     except UnknownTF as unknown:
-        from envpin.knowledge import sync
+        from envpin.knowledge import imageconfig
 
         got = _read_unknown_tf(unknown.entry, inputs.tf, inputs.base_image, inputs.ca_bundle,
                                notes if notes is not None else [], keep)
         plan = make_plan(ngc=ngc, tf=release_version(got.declared["tf_version"]), name=inputs.name,
                          requirements=inputs.requirements, base_image=inputs.base_image,
                          ca_bundle=inputs.ca_bundle, tf_source="image", base_digest=got.digest,
-                         base_declared=sync.version_env(got.env))
+                         base_declared=imageconfig.version_env(got.env))
     if inputs.out is not None:
         from envpin.fsutil import check_output_path
 
@@ -96,7 +96,7 @@ def _read_unknown_tf(
     """The image config of `entry` (or of the mirror that stands for it), which must declare its TensorFlow."""
     from envpin.environment.plan import release_version, validate_image_ref
     from envpin.errors import RegistryError
-    from envpin.knowledge import catalog, facts, sync
+    from envpin.knowledge import catalog, facts, imageconfig, sync
 
     ref = validate_image_ref(base_image) if base_image is not None else entry.image
     what = f"the catalog does not know which TensorFlow {entry.tag} contains"
@@ -115,7 +115,7 @@ def _read_unknown_tf(
         raise UsageError(f"--tf {tf} does not match TensorFlow {declared}, which {ref} declares",
                          hint=f"drop --tf, or build from an image that holds TensorFlow {tf}")
     named = got.declared.get("nvidia_tensorflow_version")
-    if named and sync.compare_ngc_version(entry.tag, named) != sync.AGREES:
+    if named and imageconfig.compare_ngc_version(entry.tag, named) != imageconfig.AGREES:
         raise UsageError(f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}",
                          hint="--base-image must be a copy of the tag named with --ngc")
     note = f"read TensorFlow {declared} from the image config of {ref} ({got.digest[:19]}…)"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from envpin.environment.plan import release_version, same_minor
 from envpin.errors import UsageError
-from envpin.knowledge import sync
+from envpin.knowledge import imageconfig
 
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan
@@ -43,13 +43,14 @@ def cross_check(plan: BuildPlan, got: ImageRead) -> list[str]:
         )
     warnings = []
     named = declared.get("nvidia_tensorflow_version")
-    if named and sync.compare_ngc_version(entry.tag, named) == sync.DISAGREES:
+    if named and imageconfig.compare_ngc_version(entry.tag, named) == imageconfig.DISAGREES:
         warnings.append(f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}")
     for key, env in _CHECKED.items():
-        if key in declared and sync.compare_version(entry.value(key), declared[key]) == sync.DISAGREES:
+        if key in declared and imageconfig.compare_version(entry.value(key), declared[key]) == imageconfig.DISAGREES:
             warnings.append(f"{ref} declares {env} {declared[key]}; the catalog says {key} {entry.value(key)} "
                             f"({entry.facts[key].kind} evidence)")
-    if "cuda_min" in declared and sync.compare_version(entry.value("cuda"), declared["cuda_min"]) == sync.DISAGREES:
-        warnings.append(f"{ref} requires CUDA >= {declared['cuda_min']} (ENV {sync.REQUIRE_CUDA_ENV}); the catalog "
+    cuda_min = declared.get("cuda_min")
+    if cuda_min is not None and imageconfig.compare_version(entry.value("cuda"), cuda_min) == imageconfig.DISAGREES:
+        warnings.append(f"{ref} requires CUDA >= {cuda_min} (ENV {imageconfig.REQUIRE_CUDA_ENV}); the catalog "
                         f"says CUDA {entry.value('cuda')}")
     return warnings

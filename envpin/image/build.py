@@ -119,7 +119,7 @@ def build(
     in a scratch store and compares with the lock's image (a bit-identical engine only)."""
     from envpin.environment.render import render
     from envpin.image import basecheck
-    from envpin.knowledge import sync
+    from envpin.knowledge import imageconfig, sync
 
     started = time.monotonic() if started is None else started
     reproducible = require_bit_identical(engine) if check else _reproducible(engine)
@@ -129,7 +129,7 @@ def build(
     got = sync.read_image(sync.registry_client(ca_bundle), ref)
     check_base_moved(previous, ref, got.digest, update)
     warnings = basecheck.cross_check(plan, got)
-    plan = replace(plan, base_digest=got.digest, base_declared=sync.version_env(got.env))
+    plan = replace(plan, base_digest=got.digest, base_declared=imageconfig.version_env(got.env))
     job = _BuildJob(plan, folder, render(plan, formats), image_tag(plan), previous, force, no_cache, pull,
                     started, progress)
     if reproducible is None:

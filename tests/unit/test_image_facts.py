@@ -16,7 +16,7 @@ from envpin.environment.plan import UnknownTF, make_plan, release_version, resol
 from envpin.environment.render import render
 from envpin.errors import CatalogError, UsageError
 from envpin.image import basecheck
-from envpin.knowledge import catalog, facts, sync
+from envpin.knowledge import catalog, facts, imageconfig, sync
 from envpin.knowledge.sync import ImageRead
 from envpin.knowledge.versions import parse_tf_spec
 
@@ -197,7 +197,7 @@ DECLARED = {"TENSORFLOW_VERSION": "2.1.0", "CUDA_VERSION": "10.2.89", "NVIDIA_RE
 
 def test_version_env_keeps_the_version_variables_only() -> None:
     env = {**DECLARED, "PATH": "/usr/bin", "NCCL_VERSION": " ", "PYVER": "3.6"}
-    assert sync.version_env(env) == {**DECLARED, "PYVER": "3.6"}
+    assert imageconfig.version_env(env) == {**DECLARED, "PYVER": "3.6"}
 
 
 def test_lock_records_what_the_base_declares_outside_the_inputs_hash() -> None:
@@ -231,7 +231,7 @@ def test_lock_refuses_declared_values_that_are_not_strings() -> None:
 # -- the build's cross-check ---------------------------------------------------------------------------------------
 def _read(**env: str) -> ImageRead:
     config = {"config": {"Env": [f"{k}={v}" for k, v in env.items()]}}
-    declared, origin = sync.declared_from_config(config)
+    declared, origin = imageconfig.declared_from_config(config)
     image = {"digest": "sha256:" + "3" * 64, "created": None, "registry": "127.0.0.1:5000/m/nvidia/tensorflow",
              "declared": declared, "source": "image config"}
     return ImageRead("127.0.0.1:5000/m/nvidia/tensorflow:20.02-tf2-py3", image["digest"], dict(env), image, origin)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from envpin.errors import CatalogError, UsageError
-from envpin.knowledge import catalog, sync
+from envpin.knowledge import catalog, imageconfig, sync
 from tests.conftest import run_envpin
 
 REQUIRE_21_06 = (
@@ -79,12 +79,12 @@ def _image(**declared: Any) -> dict[str, Any]:
     ],
 )
 def test_parse_require_cuda(text: str, cuda_min: str | None, branches: tuple[str, ...]) -> None:
-    req = sync.parse_require_cuda(text)
+    req = imageconfig.parse_require_cuda(text)
     assert (req.cuda_min, req.branches, req.unparsed) == (cuda_min, branches, ())
 
 
 def test_parse_require_cuda_keeps_what_it_cannot_read() -> None:
-    req = sync.parse_require_cuda(
+    req = imageconfig.parse_require_cuda(
         "cuda>=11.3 brand=tesla,driver>=x,driver<419 nonsense brand=tesla,driver>=440,driver<441"
     )
     assert req.cuda_min == "11.3" and req.branches == ("440",)
@@ -95,42 +95,42 @@ def test_parse_require_cuda_keeps_what_it_cannot_read() -> None:
 @pytest.mark.parametrize(
     "notes, image, status",
     [
-        (None, "10.2.89", sync.FILLED),
-        ("10.2.89", "10.2.89", sync.AGREES),
-        ("2.1", "2.1.0", sync.MORE_PRECISE),
-        ("7.0.0", "7.0.0.11", sync.MORE_PRECISE),
-        ("1.15.5", "1.15.5+nv21.06", sync.MORE_PRECISE),
-        ("10.2.89", "10.2", sync.AGREES),  # the image says less, not something else
-        ("2.6.3", "2.06.3", sync.AGREES),
-        ("10.2.89", "10.1.243", sync.DISAGREES),
-        ("2.1", "2.10.0", sync.DISAGREES),  # components, not string prefixes
-        ("3.6", "3.8", sync.DISAGREES),
+        (None, "10.2.89", imageconfig.FILLED),
+        ("10.2.89", "10.2.89", imageconfig.AGREES),
+        ("2.1", "2.1.0", imageconfig.MORE_PRECISE),
+        ("7.0.0", "7.0.0.11", imageconfig.MORE_PRECISE),
+        ("1.15.5", "1.15.5+nv21.06", imageconfig.MORE_PRECISE),
+        ("10.2.89", "10.2", imageconfig.AGREES),  # the image says less, not something else
+        ("2.6.3", "2.06.3", imageconfig.AGREES),
+        ("10.2.89", "10.1.243", imageconfig.DISAGREES),
+        ("2.1", "2.10.0", imageconfig.DISAGREES),  # components, not string prefixes
+        ("3.6", "3.8", imageconfig.DISAGREES),
     ],
 )
 def test_compare_version(notes: str | None, image: str, status: str) -> None:
-    assert sync.compare_version(notes, image) == status
+    assert imageconfig.compare_version(notes, image) == status
 
 
 def test_compare_branches_ignores_the_native_branch_the_notes_list() -> None:
     notes = ["396", "384.111+", "410", "418.xx", "440.30"]  # 20.03's notes; driver_min 440.33.01
-    assert sync.compare_branches(notes, "440.33.01", ["384", "396", "410", "418"]) == sync.AGREES
-    assert sync.compare_branches(notes, "440.33.01", ["396", "410", "418"]) == sync.DISAGREES
-    assert sync.compare_branches(notes, None, ["384", "396", "410", "418"]) == sync.DISAGREES
-    assert sync.compare_branches(None, "465.19.01", ["418", "440"]) == sync.FILLED
+    assert imageconfig.compare_branches(notes, "440.33.01", ["384", "396", "410", "418"]) == imageconfig.AGREES
+    assert imageconfig.compare_branches(notes, "440.33.01", ["396", "410", "418"]) == imageconfig.DISAGREES
+    assert imageconfig.compare_branches(notes, None, ["384", "396", "410", "418"]) == imageconfig.DISAGREES
+    assert imageconfig.compare_branches(None, "465.19.01", ["418", "440"]) == imageconfig.FILLED
 
 
 @pytest.mark.parametrize(
     "tag, value, status",
     [
-        ("20.03-tf2-py3", "20.03-tf2", sync.AGREES),
-        ("19.01-py3", "19.01", sync.AGREES),
-        ("20.03-tf2-py3", "20.03-tf1", sync.DISAGREES),
-        ("20.03-tf2-py3", "20.02-tf2", sync.DISAGREES),
-        ("20.03-tf2-py3", "20.0", sync.DISAGREES),
+        ("20.03-tf2-py3", "20.03-tf2", imageconfig.AGREES),
+        ("19.01-py3", "19.01", imageconfig.AGREES),
+        ("20.03-tf2-py3", "20.03-tf1", imageconfig.DISAGREES),
+        ("20.03-tf2-py3", "20.02-tf2", imageconfig.DISAGREES),
+        ("20.03-tf2-py3", "20.0", imageconfig.DISAGREES),
     ],
 )
 def test_compare_ngc_version(tag: str, value: str, status: str) -> None:
-    assert sync.compare_ngc_version(tag, value) == status
+    assert imageconfig.compare_ngc_version(tag, value) == status
 
 
 def test_declared_from_config_env_first_then_labels() -> None:
@@ -152,7 +152,7 @@ def test_declared_from_config_env_first_then_labels() -> None:
             "Labels": {"com.nvidia.tensorflow.version": "2.5.0", "com.nvidia.cudnn.version": "8.2.1.32"},
         },
     }
-    declared, origin = sync.declared_from_config(config)
+    declared, origin = imageconfig.declared_from_config(config)
     assert declared == {
         "cuda": "11.3.1",
         "tensorrt": "7.2.3.4",
@@ -179,15 +179,16 @@ def test_compare_against_the_catalog() -> None:
         "cuda_min": "11.3",
         "driver_compat": ["418", "440", "450", "460"],
     }
-    got = {c.field: c for c in sync.compare(entry, declared, {}, "sha256:" + "a" * 64, "nvcr.io/nvidia/tensorflow")}
+    compared = imageconfig.compare(entry, declared, {}, "sha256:" + "a" * 64, "nvcr.io/nvidia/tensorflow")
+    got = {c.field: c for c in compared}
     assert "build_id" not in got  # recorded, but the notes have nothing to compare it with
-    assert got["cuda"].status == sync.DISAGREES and got["cuda"].catalog == entry.value("cuda")
-    assert got["tf_version"].status == sync.MORE_PRECISE
-    assert got["cudnn"].status == sync.MORE_PRECISE
-    assert got["cuda_min"].status == sync.AGREES
+    assert got["cuda"].status == imageconfig.DISAGREES and got["cuda"].catalog == entry.value("cuda")
+    assert got["tf_version"].status == imageconfig.MORE_PRECISE
+    assert got["cudnn"].status == imageconfig.MORE_PRECISE
+    assert got["cuda_min"].status == imageconfig.AGREES
     # 21.06's TF notes lack the data-center branches; DLProf's 21.06 notes give them, and the image agrees.
-    assert got["driver_compat"].status == sync.AGREES
-    assert got["nvidia_tensorflow_version"].status == sync.AGREES
+    assert got["driver_compat"].status == imageconfig.AGREES
+    assert got["nvidia_tensorflow_version"].status == imageconfig.AGREES
     assert "digest" not in got
 
 
@@ -195,11 +196,11 @@ def test_a_re_pushed_tag_is_a_disagreement() -> None:
     entry = _entry("21.06-tf2-py3")
     old = _image(tf_version="2.5.0")
     verified = catalog.Entry(entry.release, entry.flavor, entry.tag, entry.image, entry.facts, entry.sources, old)
-    same = sync.compare(verified, {}, {}, old["digest"], old["registry"])
-    moved = sync.compare(verified, {}, {}, "sha256:" + "b" * 64, old["registry"])
-    mirror = sync.compare(verified, {}, {}, "sha256:" + "b" * 64, "mirror.example.com/nvidia/tensorflow")
-    assert [(c.field, c.status) for c in same] == [("digest", sync.AGREES)]
-    assert [(c.field, c.status) for c in moved] == [("digest", sync.DISAGREES)]
+    same = imageconfig.compare(verified, {}, {}, old["digest"], old["registry"])
+    moved = imageconfig.compare(verified, {}, {}, "sha256:" + "b" * 64, old["registry"])
+    mirror = imageconfig.compare(verified, {}, {}, "sha256:" + "b" * 64, "mirror.example.com/nvidia/tensorflow")
+    assert [(c.field, c.status) for c in same] == [("digest", imageconfig.AGREES)]
+    assert [(c.field, c.status) for c in moved] == [("digest", imageconfig.DISAGREES)]
     assert mirror == []  # a mirror may re-push with other digests: only the same repository is compared
 
 

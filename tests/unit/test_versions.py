@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from envpin import doctor
 from envpin.audit.rules import seed_ok
 from envpin.errors import UsageError
-from envpin.knowledge import sync
+from envpin.knowledge import imageconfig
 from envpin.knowledge import versions as host
 from envpin.portable import versions
 from envpin.portable.versions import NGCSpec, SpecError, TFSpec
@@ -175,9 +175,9 @@ def test_doctor_odd_branches_are_not_branches(text: str) -> None:
 
 
 def test_sync_branches_and_require_cuda_on_odd_input() -> None:
-    assert sync.driver_branch("384.111+") == "384" and sync.driver_branch(" 418.xx") == "418"
-    assert sync.driver_branch("9" * 5000) is None and sync.driver_branch("٤١٨") is None
-    req = sync.parse_require_cuda("cuda>=11.3 brand=tesla,driver>=" + "4" * 5000 + " brand=tesla,driver>=٤١٨")
+    assert imageconfig.driver_branch("384.111+") == "384" and imageconfig.driver_branch(" 418.xx") == "418"
+    assert imageconfig.driver_branch("9" * 5000) is None and imageconfig.driver_branch("٤١٨") is None
+    req = imageconfig.parse_require_cuda("cuda>=11.3 brand=tesla,driver>=" + "4" * 5000 + " brand=tesla,driver>=٤١٨")
     assert req.cuda_min == "11.3" and req.branches == () and len(req.unparsed) == 2
 
 
