@@ -44,11 +44,24 @@ class Proxy:
         return folder
 
 
+def _bridge_gateway(docker_client: Any) -> str:
+    """The host's address on Docker's default bridge: IPAM's Gateway where the engine records it (it does
+    not for a default bridge on engine 20.10), else the bridge interface's own IPv4 address."""
+    attrs = docker_client.networks.get("bridge").attrs
+    for config in attrs["IPAM"].get("Config") or ():
+        if config.get("Gateway"):
+            return str(config["Gateway"])
+    name = attrs["Options"].get("com.docker.network.bridge.name", "docker0")
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", name], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return out[out.index("inet") + 1].split("/")[0]
+
+
 @pytest.fixture(scope="module")
 def mitm(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterator[Proxy]:
     """mitmdump on the bridge gateway, where build containers reach it; it trusts the host's CAs upstream."""
     exe = _mitmdump()
-    gateway = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    gateway = _bridge_gateway(docker_client)
     with socket.socket() as s:
         s.bind((gateway, 0))
         port = s.getsockname()[1]
