@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         if wants_json(fmt, as_json):
             console.print_json([e.to_json() for e in entries])
         else:
-            catalog.table(entries, console.out())
+            catalog.table(entries, console.out(), note=console.err() if tf is not None else None)
 
     @group.command("show")
     def catalog_show(
@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         if wants_json(fmt, as_json):
             console.print_json([e.to_json() for e in entries])
         else:
-            catalog.detail(entries, console.out())
+            catalog.detail(entries, console.out(), note=console.err())
 
     @group.command("sync")
     def catalog_sync(

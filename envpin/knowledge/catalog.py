@@ -3,12 +3,21 @@
 Every fact is stored once: a field lives either at release level (shared by all flavors of that month)
 or at flavor level, never both. Unknown facts are ``null`` with a reason; nothing is inferred.
 
-Each source records its kind of evidence, so every value carries it: ``notes`` (NVIDIA's TensorFlow release
-notes for that month), ``nvidia`` (another NVIDIA-owned source about the TensorFlow image: NVIDIA/tensorflow
-branches and releases, framework-reproducibility's version table), ``sibling`` (NVIDIA's notes for another
-framework container of the same month, which shares the CUDA/cuDNN/NCCL/driver base; base-stack fields
-only), ``image`` (declared by the image config, read by ``envpin catalog sync``) and ``user``. ``usage``
-sources (public Dockerfiles that use a tag) show only that a tag was published and back no value.
+Each source records its kind of evidence (its grade), so every value carries it: ``notes`` (NVIDIA's TensorFlow
+release notes for that month), ``nvidia`` (another NVIDIA-owned source about the TensorFlow image:
+NVIDIA/tensorflow branches and releases, framework-reproducibility's version table), ``sibling`` (NVIDIA's
+notes for another framework container of the same month, which shares the CUDA/cuDNN/NCCL/driver base;
+base-stack fields only), ``image`` (declared by the image config, read by ``envpin catalog sync``) and
+``user``. Below every NVIDIA-written source rank the weak grades (WEAK_KINDS): ``nv-version`` (NVIDIA's own
+build stamp of that container seen in a third-party file: ``X.Y.Z+nvYY.M`` from the container's pip, or the
+container's start-up banner; TensorFlow version only), ``third-party`` (someone else's statement about the
+tag) and ``jetson`` (NVIDIA's Jetson wheel ``X.Y.Z+nvYY.MM`` of the same monthly release stream, which is not
+the container; TensorFlow version only). ``usage`` sources (public Dockerfiles that use a tag) show only that
+a tag was published and back no value. docs/catalog-sources.md records how the weak-grade values were found.
+
+A field may list ``also`` (further sources giving the same value) and ``conflicts`` (sources giving another
+value, each ``{"value", "source"}``). A conflicting source is always weaker than the value's own source;
+where sources of the same grade disagree, the value stays ``null`` and ``conflicts`` lists every candidate.
 """
 
 from __future__ import annotations
@@ -31,12 +40,29 @@ from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
 from envpin.portable.versions import SpecError
 
 SCHEMA_VERSION = 2
-#: Kinds of evidence, strongest first: a value of an earlier kind outranks a later one where both exist.
-KINDS = ("image", "user", "notes", "nvidia", "sibling")
+#: Kinds of evidence (grades), strongest first: a value of an earlier kind outranks a later one where both exist.
+KINDS = ("image", "user", "notes", "nvidia", "sibling", "nv-version", "third-party", "jetson")
 SOURCE_KINDS = frozenset(KINDS) | {"usage"}
+#: Grades below every NVIDIA-written source: a value resting on one of them is shown with a notice.
+WEAK_KINDS = frozenset({"nv-version", "third-party", "jetson"})
+#: One line per grade, for views and docs.
+KIND_TEXT = {
+    "image": "declared by the image config itself (envpin catalog sync)",
+    "user": "given by the user",
+    "notes": "NVIDIA's TensorFlow release notes for that month",
+    "nvidia": "another NVIDIA source about the TensorFlow image",
+    "sibling": "NVIDIA's notes for another framework container of the same month (base stack only)",
+    "nv-version": "NVIDIA's build stamp of that container (X.Y.Z+nvYY.M or its start-up banner) in a third-party file",
+    "third-party": "a third party's statement about the tag",
+    "jetson": "NVIDIA's Jetson wheel of the same monthly release stream, not the container",
+}
 #: Fields a sibling framework's notes may give: the shared base stack, never TensorFlow or Python.
 SIBLING_FIELDS = frozenset({"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensorrt", "driver_min", "driver_compat",
                             "compute_capability_min"})
+#: Fields each restricted kind may give; kinds not listed may give any field.
+KIND_FIELDS = {"sibling": SIBLING_FIELDS, "nv-version": frozenset({"tf_version"}), "jetson": frozenset({"tf_version"})}
+_SOURCE_KEYS = {"title", "url", "kind"}
+_FACT_KEYS = {"value", "source", "reason", "also", "conflicts"}
 FIRST_RELEASE = "19.01"
 LAST_RELEASE = "25.02"
 #: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
@@ -55,10 +81,19 @@ class Fact:
     source: str | None = None
     reason: str | None = None
     kind: str | None = None
+    #: Further sources giving the same value (ids into the catalog's sources).
+    also: tuple[str, ...] = ()
+    #: (value, source id) of each source giving another value: weaker ones, or every candidate of a null.
+    conflicts: tuple[tuple[Any, str], ...] = ()
 
     @property
     def known(self) -> bool:
         return self.value is not None
+
+    @property
+    def weak(self) -> bool:
+        """The value rests on a grade below every NVIDIA-written source (WEAK_KINDS)."""
+        return self.known and self.kind in WEAK_KINDS
 
 
 @dataclass(frozen=True)
@@ -110,6 +145,14 @@ class Entry:
             return f"{self.verified['registry']}@{self.verified['digest']}"
         return self.sources[fact.source]["url"] if fact.source else None
 
+    def weak(self, names: Iterable[str] | None = None) -> dict[str, Fact]:
+        """Known values (of `names`, default every field) that rest on a grade below NVIDIA's own text."""
+        return {n: self.facts[n] for n in (FIELDS if names is None else names) if self.facts[n].weak}
+
+    def _cited(self, sid: str) -> dict[str, Any]:
+        src = self.sources[sid]
+        return {"source": src["url"], "kind": src["kind"], "title": src["title"]}
+
     def to_json(self) -> dict[str, Any]:
         """Flat object for `envpin catalog --json`: values first, provenance alongside."""
         out: dict[str, Any] = {
@@ -126,6 +169,10 @@ class Entry:
             prov: dict[str, Any] = {"source": self.source_url(name), "kind": fact.kind}
             if fact.reason:
                 prov["reason"] = fact.reason
+            if fact.also:
+                prov["also"] = [self._cited(sid) for sid in fact.also]
+            if fact.conflicts:
+                prov["conflicts"] = [{"value": v, **self._cited(sid)} for v, sid in fact.conflicts]
             provenance[name] = prov
         for name, fact in self.outranked.items():
             provenance[name]["outranks"] = {"value": fact.value, "kind": fact.kind,
@@ -161,9 +208,11 @@ class Catalog:
                 facts, written = {}, {}
                 declared = (fl.get("image") or {}).get("declared") or {}
                 for name in FIELDS:
-                    src = merged[name].get("source")
-                    kind = self.sources[src]["kind"] if merged[name]["value"] is not None and src else None
-                    written[name] = Fact(merged[name]["value"], src, merged[name].get("reason"), kind)
+                    raw = merged[name]
+                    src = raw.get("source")
+                    kind = self.sources[src]["kind"] if raw["value"] is not None and src else None
+                    written[name] = Fact(raw["value"], src, raw.get("reason"), kind, tuple(raw.get("also", ())),
+                                         tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
                     # What the image itself declares outranks every written source; the written value is
                     # kept beside it (Entry.outranked) so a disagreement stays visible.
                     facts[name] = (Fact(declared[name], IMAGE_SOURCE, None, "image") if name in declared
@@ -324,10 +373,12 @@ def _problems(data: Any) -> Iterator[str]:
         return
     sources = data["sources"]
     for sid, src in sources.items():
-        if not isinstance(src, dict) or set(src) != {"title", "url", "kind"}:
+        if not isinstance(src, dict) or set(src) != _SOURCE_KEYS:
             yield f"source {sid}: needs exactly 'title', 'url' and 'kind'"
         elif src["kind"] not in SOURCE_KINDS:
             yield f"source {sid}: kind {src['kind']!r} is not one of {sorted(SOURCE_KINDS)}"
+        elif not isinstance(src["url"], str) or not src["url"].startswith("https://"):
+            yield f"source {sid}: url must be an https:// address"
     releases, missing = data["releases"], data["missing_months"]
     for month, info in missing.items():
         if not _RELEASE_RE.match(month):
@@ -388,26 +439,77 @@ def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterat
 
 
 def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[str]:
-    if not isinstance(fact, dict) or "value" not in fact or set(fact) - {"value", "source", "reason"}:
-        yield "must be an object with 'value' and 'source' or 'reason'"
+    if not isinstance(fact, dict) or "value" not in fact or set(fact) - _FACT_KEYS:
+        yield "must be an object with 'value' and 'source' or 'reason' (and optionally 'also', 'conflicts')"
         return
     value = fact["value"]
     if value is None:
         if not fact.get("reason"):
             yield "null without a reason"
+        if "also" in fact:
+            yield "'also' needs a value: it lists further sources giving the same value"
     else:
-        if fact.get("source") not in sources:
-            yield f"source {fact.get('source')!r} is not a known source"
-        else:
-            kind = sources[fact["source"]].get("kind")
-            if kind == "usage":
-                yield f"source {fact['source']!r} shows only that a tag was published; it backs no value"
-            elif kind == "sibling" and name not in SIBLING_FIELDS:
-                yield f"a sibling framework's notes cannot give {name} (base-stack fields only)"
-        if name in LIST_FIELDS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                yield "must be a list of strings"
-        elif not isinstance(value, str) or not value:
-            yield "must be a non-empty string"
-    if fact.get("source") is not None and fact["source"] not in sources:
+        yield from _backing_problems(name, fact.get("source"), sources, "source")
+        yield from _value_problems(name, value)
+    if value is None and fact.get("source") is not None and fact["source"] not in sources:
         yield f"source {fact['source']!r} is not a known source"
+    also = fact.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
+        yield "'also' must be a list of source ids"
+        also = []
+    if len(set(also)) != len(also) or (fact.get("source") in also):
+        yield "'also' repeats a source"
+    for sid in also:
+        yield from _backing_problems(name, sid, sources, "also")
+    yield from _conflict_problems(name, fact, sources)
+
+
+def _backing_problems(name: str, sid: Any, sources: dict[str, Any], role: str) -> Iterator[str]:
+    """A source id that backs a value: known, able to back a value, allowed to give this field."""
+    if sid not in sources:
+        yield f"{role} {sid!r} is not a known source"
+        return
+    kind = sources[sid].get("kind")
+    if kind == "usage":
+        yield f"{role} {sid!r} shows only that a tag was published; it backs no value"
+    elif kind == "sibling" and name not in SIBLING_FIELDS:
+        yield f"a sibling framework's notes cannot give {name} (base-stack fields only)"
+    elif kind in KIND_FIELDS and name not in KIND_FIELDS[kind]:
+        yield f"{kind} evidence gives the TensorFlow version only, not {name} ({role} {sid!r})"
+
+
+def _value_problems(name: str, value: Any) -> Iterator[str]:
+    if name in LIST_FIELDS:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            yield "must be a list of strings"
+    elif not isinstance(value, str) or not value:
+        yield "must be a non-empty string"
+
+
+def _rank(sources: dict[str, Any], sid: Any) -> int:
+    kind = sources.get(sid, {}).get("kind") if isinstance(sid, str) else None
+    return KINDS.index(kind) if kind in KINDS else len(KINDS)
+
+
+def _conflict_problems(name: str, fact: dict[str, Any], sources: dict[str, Any]) -> Iterator[str]:
+    """Conflicts: sources giving another value. With a value, each is weaker than the value's source; with
+    null, they are the disagreeing candidates of one grade (at least two values)."""
+    conflicts = fact.get("conflicts", [])
+    if not isinstance(conflicts, list) or not all(isinstance(c, dict) and set(c) == {"value", "source"}
+                                                  for c in conflicts):
+        yield "'conflicts' must be a list of objects with exactly 'value' and 'source'"
+        return
+    value = fact["value"]
+    for c in conflicts:
+        yield from (f"conflict {c['source']!r}: {p}" for p in _value_problems(name, c["value"]))
+        yield from _backing_problems(name, c["source"], sources, "conflict")
+        if value is not None and c["value"] == value:
+            yield f"conflict {c['source']!r} gives the same value {value!r}: list it under 'also'"
+        if value is not None and _rank(sources, c["source"]) <= _rank(sources, fact.get("source")):
+            yield (f"conflict {c['source']!r} is not weaker than the value's source {fact.get('source')!r}: "
+                   "where sources of the same grade disagree the value stays null")
+    if value is None and conflicts:
+        if len({repr(c["value"]) for c in conflicts}) < 2:
+            yield "a null with conflicts needs at least two different candidate values"
+        if len({_rank(sources, c["source"]) for c in conflicts}) > 1:
+            yield "the candidates of a null are of different grades: the strongest one gives the value"

@@ -1,7 +1,8 @@
-"""Catalog views: the release table, one release in detail, and the `catalog sync` report."""
+"""Catalog views: the release table, one release in detail, the grade notice, and the `catalog sync` report."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envpin.views.console import say
@@ -9,10 +10,12 @@ from envpin.views.console import say
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.knowledge.catalog import Entry
+    from envpin.knowledge.catalog import Entry, Fact
     from envpin.knowledge.sync import SyncResult
 
 _SHORT = ("tf_version", "python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")
+#: Fields a plan (render, build, lock) takes from the catalog: a weak grade among them gets a notice.
+PLAN_FIELDS = ("tf_version", "python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")
 
 
 def cell(value: object) -> str:
@@ -24,17 +27,68 @@ def cell(value: object) -> str:
     return str(value)
 
 
-def table(entries: list[Entry], console: Console) -> None:
+def graded(fact: Fact) -> str:
+    """A value as table text with its grade when that grade is below NVIDIA's own text: '2.15.0 (jetson)'."""
+    return f"{cell(fact.value)} ({fact.kind})" if fact.weak else cell(fact.value)
+
+
+def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -> str | None:
+    """One line naming every value (of `names`) that rests on a grade below NVIDIA's own text, or None."""
+    from envpin.knowledge.catalog import FIELDS
+
+    wanted = tuple(FIELDS if names is None else names)
+    parts, releases = [], []
+    for e in entries:
+        weak = e.weak(wanted)
+        if weak:
+            listed = ", ".join(f"{name} {cell(f.value)} ({f.kind})" for name, f in weak.items())
+            parts.append(f"{e.tag} {listed}")
+            releases.append(e.release)
+    if not parts:
+        return None
+    sync = " ".join(f"--release {r}" for r in dict.fromkeys(releases))
+    return (f"notice: below NVIDIA's own notes: {'; '.join(parts)} (docs/catalog-sources.md); "
+            f"confirm from the image with `envpin catalog sync {sync}`")
+
+
+def notice(entries: Iterable[Entry], console: Console, names: Iterable[str] | None = None) -> None:
+    """The grade notice on `console` (stderr), when there is one."""
+    line = grade_notice(entries, names)
+    if line:
+        say(console, line)
+
+
+def table(entries: list[Entry], console: Console, note: Console | None = None) -> None:
+    """The release table on `console`; each value shows its grade when weaker than NVIDIA's own text, and the
+    TensorFlow version's grade has a column. With `note` (stderr, given when the listing was chosen by
+    TensorFlow version), one notice line when a listed TensorFlow version rests on a weak grade."""
     from rich.table import Table
 
-    t = Table(title="NGC TensorFlow releases (— = not in NVIDIA's notes available to the catalog)")
+    from envpin.knowledge.catalog import WEAK_KINDS
+
+    t = Table(title="NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)")
     t.add_column("tag", no_wrap=True)
     for name in _SHORT:
         t.add_column(name.replace("_", " "))
+        if name == "tf_version":
+            t.add_column("tf grade")
     for e in entries:
-        t.add_row(e.tag, *(cell(e.value(n)) for n in _SHORT))
+        cells = []
+        for n in _SHORT:
+            fact = e.facts[n]
+            if n == "tf_version":
+                cells += [cell(fact.value), fact.kind or "—"]
+            else:
+                cells.append(graded(fact))
+        t.add_row(e.tag, *cells)
     console.print(t)
     say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns")
+    weak = sum(len(e.weak(_SHORT)) for e in entries)
+    if weak:
+        say(console, f"{weak} value{'s' if weak > 1 else ''} shown rest{'s' if weak == 1 else ''} on evidence below "
+                     f"NVIDIA's own text ({', '.join(sorted(WEAK_KINDS))}; docs/catalog-sources.md)")
+    if note is not None:
+        notice(entries, note, ("tf_version",))
     cached = sum(e.cached for e in entries)
     if cached:
         from envpin.knowledge.facts import cache_path
@@ -43,7 +97,9 @@ def table(entries: list[Entry], console: Console) -> None:
                      "(`envpin catalog sync`); those values outrank the written sources")
 
 
-def detail(entries: list[Entry], console: Console) -> None:
+def detail(entries: list[Entry], console: Console, note: Console | None = None) -> None:
+    """Every field of each tag with its value, grade and source (or why it is unknown), further sources that
+    agree and sources that disagree; with `note` (stderr), one notice line when a value rests on a weak grade."""
     from rich.table import Table
 
     from envpin.knowledge.catalog import FIELDS
@@ -52,13 +108,21 @@ def detail(entries: list[Entry], console: Console) -> None:
         t = Table(title=f"{e.image}", show_lines=False)
         t.add_column("field")
         t.add_column("value")
-        t.add_column("evidence")
+        t.add_column("grade")
         t.add_column("source / why unknown", overflow="fold")
         for name in FIELDS:
             fact = e.facts[name]
             where = e.source_url(name) if fact.known else (fact.reason or "")
             t.add_row(name, cell(fact.value), fact.kind or "—", where or "")
         console.print(t)
+        for name in FIELDS:
+            fact = e.facts[name]
+            for sid in fact.also:
+                src = e.sources[sid]
+                say(console, f"  {name}: also {cell(fact.value)} from {src['kind']} evidence ({src['url']})")
+            for value, sid in fact.conflicts:
+                src = e.sources[sid]
+                say(console, f"  {name}: {src['kind']} evidence says {cell(value)} ({src['url']})")
         for name, old in sorted(e.outranked.items()):
             say(console, f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
                          f"({e.sources[old.source]['url'] if old.source else 'no source'})")
@@ -76,6 +140,8 @@ def detail(entries: list[Entry], console: Console) -> None:
             if declared:
                 listed = ", ".join(f"{k} {cell(declared[k])}" for k in sorted(declared))
                 say(console, f"  declared by the image: {listed}")
+    if note is not None:
+        notice(entries, note)
 
 
 def sync_report(result: SyncResult, console: Console) -> None:

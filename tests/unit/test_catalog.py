@@ -196,3 +196,148 @@ def test_sibling_notes_give_base_stack_fields_only() -> None:
     data["releases"]["20.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {"value": "2.1", "source": sibling}
     with pytest.raises(CatalogError, match="base-stack fields only"):
         catalog.validate(data)
+
+
+# --- grades below NVIDIA's own text: the 23.02-25.02 sweep (docs/catalog-sources.md) ----------------------
+
+WEAK = {"nv-version", "third-party", "jetson"}
+
+
+def _tag(cat: catalog.Catalog, tag: str) -> catalog.Entry:
+    return next(e for e in cat.entries() if e.tag == tag)
+
+
+def test_the_sweep_gives_graded_tf_versions(cat: catalog.Catalog) -> None:
+    got = {e.tag: (e.tf_version, e.facts["tf_version"].kind) for e in cat.entries()
+           if e.flavor == "tf2" and release_index(e.release) >= release_index("23.02")}
+    assert len(got) == 25
+    assert got["23.05-tf2-py3"] == ("2.12.0", "nv-version")
+    assert got["24.05-tf2-py3"] == ("2.15.0", "jetson")
+    assert got["25.02-tf2-py3"] == ("2.17.0", "nv-version")
+    assert got["24.11-tf2-py3"] == ("2.17.0", "third-party")
+    known = {t for t, (v, _) in got.items() if v}
+    assert len(known) == 11 and {k for _, k in got.values() if k} == WEAK
+    for tag, (value, _) in got.items():  # an unknown says why, and never from memory
+        if value is None:
+            assert "docs/catalog-sources.md" in (_tag(cat, tag).facts["tf_version"].reason or ""), tag
+
+
+def test_weak_sources_are_pinned_public_files(cat: catalog.Catalog) -> None:
+    import re
+
+    weak = {sid: s for sid, s in cat.sources.items() if s["kind"] in WEAK}
+    assert len(weak) >= 14
+    for sid, src in weak.items():
+        assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", src["url"]), sid
+        assert len(src["title"]) > 40, sid
+
+
+def test_agreeing_and_conflicting_sources_are_kept(cat: catalog.Catalog) -> None:
+    e = _tag(cat, "25.02-tf2-py3")
+    assert e.facts["tf_version"].also == ("nomarr-25.02-banner", "tufts-25.02")
+    prov = e.to_json()["provenance"]["tf_version"]
+    assert [a["kind"] for a in prov["also"]] == ["nv-version", "third-party"]
+    assert all(a["source"].startswith("https://github.com/") for a in prov["also"])
+    # 23.05: NVIDIA's own banner outranks a Jetson wheel that names another TensorFlow for the same month.
+    e = _tag(cat, "23.05-tf2-py3")
+    assert e.facts["tf_version"].conflicts == (("2.15.0", "jc-2026-05"),)
+    assert e.to_json()["provenance"]["tf_version"]["conflicts"][0] | {"source": ""} == {
+        "value": "2.15.0", "kind": "jetson", "title": cat.sources["jc-2026-05"]["title"], "source": ""}
+    # 24.07: Jetson wheels of one grade disagree, so nothing is chosen and every candidate stays visible.
+    f = _tag(cat, "24.07-tf2-py3").facts["tf_version"]
+    assert f.value is None and {v for v, _ in f.conflicts} == {"2.16.1", "2.17.1"} and "disagree" in (f.reason or "")
+
+
+def _with(mutate):  # type: ignore[no-untyped-def]
+    data = json.loads(catalog.catalog_path().read_text())
+    mutate(data)
+    return data
+
+
+def _tf2(d: dict, release: str) -> dict:  # type: ignore[type-arg]
+    return d["releases"][release]["flavors"]["tf2"]["fields"]
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["releases"]["25.02"]["fields"].__setitem__("cuda", {"value": "12.8", "source": "jc-2026-05"}),
+         "jetson evidence gives the TensorFlow version only, not cuda"),
+        (lambda d: d["releases"]["25.02"]["fields"].__setitem__(
+            "python", {"value": "3.12.3", "source": "cbica-hf-25.02"}), "nv-version evidence gives the TensorFlow"),
+        (lambda d: _tf2(d, "23.05")["tf_version"]["conflicts"].append({"value": "2.11", "source": "rn-20.03"}),
+         "is not weaker than the value's source"),
+        (lambda d: _tf2(d, "23.05")["tf_version"]["conflicts"].append({"value": "2.12.0", "source": "jc-2024-09-a"}),
+         "gives the same value"),
+        (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("cbica-hf-25.02"), "'also' repeats a source"),
+        (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("ext-tag-refs"), "backs no value"),
+        (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("nowhere"), "not a known source"),
+        (lambda d: _tf2(d, "23.05")["tf_version"].__setitem__("conflicts", [{"value": "2.15.0"}]),
+         "exactly 'value' and 'source'"),
+        (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].pop(), "at least two different candidate values"),
+        (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].append({"value": "2.16", "source": "uva-tf-2.17.0"}),
+         "of different grades"),
+        (lambda d: _tf2(d, "24.03")["tf_version"].__setitem__("also", ["uva-tf-2.17.0"]), "'also' needs a value"),
+        (lambda d: d["sources"]["tufts-25.02"].__setitem__("url", "http://example.org/x"), "https:// address"),
+        (lambda d: _tf2(d, "24.03").__setitem__("tf_version", {"value": "2.15", "source": "x", "grade": "jetson"}),
+         "must be an object"),
+    ],
+)
+def test_schema_checks_grades_also_and_conflicts(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CatalogError, match=message):
+        catalog.validate(_with(mutate))
+
+
+def test_every_grade_is_a_schema_kind_and_ranks_below_nvidia() -> None:
+    data = _with(lambda d: None)
+    assert {s["kind"] for s in data["sources"].values()} <= catalog.SOURCE_KINDS
+    assert catalog.KINDS.index("sibling") < min(catalog.KINDS.index(k) for k in catalog.WEAK_KINDS)
+    assert set(catalog.KIND_TEXT) == set(catalog.KINDS)
+    # A weak grade may back a value the schema accepts, and is ranked for conflicts like any other.
+    data["releases"]["24.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {
+        "value": "2.15.0", "source": "tufts-25.02", "conflicts": [{"value": "2.14.0", "source": "jc-2026-05"}]}
+    catalog.validate(data)
+
+
+def test_catalog_tf_2_15_lists_the_release_with_its_grade(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("catalog", "--tf", "2.15")
+    assert res.code == 0, res.stderr
+    assert "24.05-tf2-py3" in res.stdout and "jetson" in res.stdout
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("notice: below NVIDIA's own notes: 24.05-tf2-py3 tf_version 2.15.0 (jetson)")
+    assert "envpin catalog sync --release 24.05" in line
+    rows = json.loads(cli("catalog", "--tf", "2.15", "--json").stdout)
+    assert [(r["tag"], r["provenance"]["tf_version"]["kind"]) for r in rows] == [("24.05-tf2-py3", "jetson")]
+
+
+def test_catalog_tf_2_17_lists_the_releases_with_their_grades(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("catalog", "--tf", "2.17", "--json")
+    assert res.code == 0, res.stderr
+    rows = {r["tag"]: r["provenance"]["tf_version"]["kind"] for r in json.loads(res.stdout)}
+    assert rows == {"24.11-tf2-py3": "third-party", "24.12-tf2-py3": "nv-version", "25.02-tf2-py3": "nv-version"}
+    text = cli("catalog", "--tf", "2.17")
+    assert all(tag in text.stdout for tag in rows) and "nv-version" in text.stdout and "third-party" in text.stdout
+    assert len(text.stderr.splitlines()) == 1 and text.stderr.startswith("notice: ")
+
+
+def test_a_weaker_grade_gives_one_notice_line(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("catalog", "show", "25.02")
+    assert res.code == 0 and "grade" in res.stdout and "nv-version" in res.stdout
+    assert "tf_version: also 2.17.0 from nv-version evidence" in res.stdout
+    (line,) = res.stderr.splitlines()
+    assert "tf_version 2.17.0 (nv-version), python 3.12.3 (third-party), cudnn 9.7.1 (third-party)" in line
+    assert "tf_version: jetson evidence says 2.15.0" in cli("catalog", "show", "23.05").stdout
+    # NVIDIA's own notes need no notice; neither does the whole list, whose cells carry their grades.
+    assert cli("catalog", "show", "20.03").stderr == ""
+    everything = cli("catalog")
+    assert everything.stderr == "" and "13 values shown rest on evidence below" in everything.stdout
+
+
+def test_grade_notice_view(cat: catalog.Catalog) -> None:
+    from envpin.views import catalog as view
+
+    assert view.grade_notice([_tag(cat, "20.03-tf2-py3")]) is None
+    assert view.grade_notice([_tag(cat, "25.02-tf2-py3")], ("cuda",)) is None
+    line = view.grade_notice([_tag(cat, "24.05-tf2-py3"), _tag(cat, "25.02-tf2-py3")], view.PLAN_FIELDS)
+    assert line is not None and "\n" not in line and line.count("notice:") == 1
+    assert "--release 24.05 --release 25.02" in line

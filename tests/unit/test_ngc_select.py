@@ -74,6 +74,20 @@ def test_flavor_narrows_like_a_tag() -> None:
     assert (info.value.message, info.value.hint) == ("unknown flavor 'tf3'", "use one of: py2, py3, tf1, tf1-py2, tf2")
 
 
+def test_tf_versions_known_only_from_weak_grades_are_selectable() -> None:
+    """`envpin catalog --tf 2.15` used to say no NGC release matches: the 23.02-25.02 sweep gives graded values."""
+    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.15"))] == ["24.05-tf2-py3"]
+    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.17"))] == ["24.11-tf2-py3", "24.12-tf2-py3",
+                                                                         "25.02-tf2-py3"]
+    assert [e.tag for e in api.catalog_entries(tf="2.17.0")] == ["24.11-tf2-py3", "24.12-tf2-py3", "25.02-tf2-py3"]
+    (e,) = CAT.select("25.02", parse_tf_spec("2.17"), single=True)
+    assert e.facts["tf_version"].kind == "nv-version" and e.facts["tf_version"].weak
+    # 24.07's Jetson wheels disagree, so its version stays unknown and a --tf is the user's claim, as before.
+    assert CAT.select("24.07", parse_tf_spec("2.16"), single=True)[0].tf_version is None
+    with pytest.raises(UsageError, match=r"NGC 24\.05 contains TF 2\.15\.0"):
+        CAT.select("24.05", parse_tf_spec("2.16"), single=True)
+
+
 def test_without_a_spec_every_release_is_searched() -> None:
     tf21 = CAT.select(None, parse_tf_spec("2.1"))
     assert [e.tag for e in tf21] == ["20.02-tf2-py3", "20.03-tf2-py3"]
