@@ -12,7 +12,7 @@ from envpin.audit import RULES
 from tests.conftest import run_envpin
 
 DIGEST = "@sha256:" + "cd" * 32
-INFO_ONLY = f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{DIGEST}\nENV PYTHONHASHSEED=0\n"
+INFO_ONLY = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nENV PYTHONHASHSEED=0\n"
 WARNINGS = f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n" \
     "RUN pip install numpy==1.18.5\n"
 ERRORS = "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\nENV TF_CUDNN_USE_AUTOTUNE=0\nRUN curl -s https://x/i.sh | sh\n"

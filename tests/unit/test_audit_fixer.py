@@ -88,7 +88,7 @@ def test_no_resolve_leaves_a_comment_on_from() -> None:
 
 
 def test_unknown_tensorflow_still_gets_the_common_settings() -> None:
-    text = f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{DIGEST}\nRUN pip install horovod==0.28.1 --require-hashes\n"
+    text = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nRUN pip install horovod==0.28.1 --require-hashes\n"
     fixed, left = _fix(text)
     assert "HOROVOD_FUSION_THRESHOLD=0" in fixed and "PYTHONHASHSEED=0" in fixed
     assert "TF_DETERMINISTIC_OPS" not in fixed  # not guessed for a TensorFlow the catalog does not know

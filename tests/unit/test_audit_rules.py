@@ -110,10 +110,10 @@ def test_determinism_values_and_partial_recipes() -> None:
 
 
 def test_unknown_tensorflow_is_said_not_guessed() -> None:
-    text = f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{DIGEST}\nENV PYTHONHASHSEED=0\n"
+    text = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nENV PYTHONHASHSEED=0\n"
     (finding,) = audit_text(text)
     assert finding.rule == "d9m-unknown-tf" and finding.severity == "info"
-    assert "23.03-tf2-py3" in finding.message and "--tf" in finding.fix
+    assert "25.01-tf2-py3" in finding.message and "--tf" in finding.fix
     assert [f.rule for f in audit_text(text, tf="2.11")] == ["d9m-env-missing"]
     for base in ("nvcr.io/nvidia/tensorflow:18.11-py3", "nvcr.io/nvidia/tensorflow:20.04-tf2-py3",
                  "nvcr.io/nvidia/pytorch:22.03-py3", "nvcr.io/nvidia/tensorflow:latest"):
@@ -137,7 +137,7 @@ def test_autotune_any_value_and_xla_auto_jit() -> None:
                        ("--tf_xla_auto_jit=1 --xla_gpu_autotune_level=0", True), ("--tf_xla_cpu_global_jit", True),
                        ("--tf_xla_auto_jit=-1", False), ("--tf_xla_auto_jit=0", False), ("--xla_dump_to=/x", False)):
         assert bool(only(CLEAN + f'ENV TF_XLA_FLAGS="{flags}"\n', "xla-auto-jit")) is hit, flags
-    no_d9m = f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{DIGEST}\nENV TF_XLA_FLAGS=--tf_xla_auto_jit=2\n"
+    no_d9m = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nENV TF_XLA_FLAGS=--tf_xla_auto_jit=2\n"
     assert not only(no_d9m, "xla-auto-jit")  # only judged in images that set determinism
 
 

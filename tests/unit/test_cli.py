@@ -79,7 +79,7 @@ def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
         (["render", "--ngc", "20.02"], "has 2 images"),
         (["render", "--ngc", "19.10-py2"], "Python 2 image"),
         (["render", "--ngc", "19.02-py3", "--tf", "1.13"], "Python 3.5"),
-        (["render", "--ngc", "25.02"], "does not know which TensorFlow"),
+        (["render", "--ngc", "25.01"], "does not know which TensorFlow"),
         (["render", "--ngc", "20.02", "--tf", "2.1", "--name", "../x"], "not a usable environment name"),
         (["render", "--ngc", "20.02", "--tf", "2.1", "--name", "a/b"], "not a usable environment name"),
         (["render", "--ngc", "20.02", "--tf", "2.1", "--base-image", "Bad Ref"], "not an image reference"),
