@@ -20,7 +20,7 @@ SCHEMA_VERSION = 1
 #: Python-side steps the runtime helper (envpin.probe.runtime) knows how to perform.
 STEPS = frozenset(
     {"seed_python", "seed_numpy", "seed_tf", "keras_set_random_seed", "enable_op_determinism",
-     "fwr13y_enable_determinism"}
+     "fwr13y_enable_determinism", "keras3_no_auto_xla"}
 )
 DISTRIBUTIONS = ("ngc", "stock")
 DEVICES = ("gpu", "cpu", "any")

@@ -153,6 +153,11 @@ def _step(name, seed, tf, report):
         tf.keras.utils.set_random_seed(seed)
     elif name == "enable_op_determinism":
         tf.config.experimental.enable_op_determinism()
+    elif name == "keras3_no_auto_xla":
+        problem = _keras_auto_xla(tf)
+        if problem:
+            report["warnings"].append(problem)
+            return
     elif name == "fwr13y_enable_determinism":
         try:
             from fwr13y.d9m.tensorflow import enable_determinism as fwr_enable
@@ -165,6 +170,30 @@ def _step(name, seed, tf, report):
     else:
         raise ValueError("unknown recipe step %r" % (name,))
     report["applied"].append(name)
+
+
+#: The first Keras 3 release whose jit_compile="auto" stays off while op determinism is on (Keras PR 20315,
+#: read in keras/src/trainers/trainer.py of the 3.6.0 and 3.7.0 wheels).
+KERAS_AUTO_XLA_FIXED = (3, 7)
+
+
+def _keras_auto_xla(tf):
+    """Why this Keras would still compile models with XLA under determinism, or None. Keras 2 (tf.keras
+    before 2.16, or tf_keras) defaults to no XLA; Keras 3 before 3.7 defaults to jit_compile="auto", which
+    compiles with XLA on a GPU, where the MaxPool gradient has no deterministic implementation."""
+    version = getattr(getattr(tf, "keras", None), "__version__", None)
+    if version is None:
+        try:
+            import keras
+        except ImportError:
+            return None
+        version = getattr(keras, "__version__", None)
+    parsed = parse_version(str(version or ""))
+    if parsed is None or parsed[0] != 3 or tuple(parsed[:2]) >= KERAS_AUTO_XLA_FIXED:
+        return None
+    return ("Keras %s compiles models with XLA by default (jit_compile='auto'), and XLA has no deterministic "
+            "GPU MaxPool gradient: pass jit_compile=False to model.compile(), or use Keras 3.7 or later"
+            % version)
 
 
 def enable_determinism(seed=42, strict=False, table=None):

@@ -81,7 +81,7 @@ def test_sync_keeps_image_facts_that_every_command_then_uses(images: dict[str, s
     assert rendered.code == 0, rendered.stderr
     plan = json.loads((out / "plan.json").read_text())
     assert (plan["tf_version"], plan["tf_version_source"], plan["recipe"]["id"]) == ("2.14.0", "image",
-                                                                                    "ngc-tf2.8-plus")
+                                                                                    "ngc-tf2.8-2.15")
     assert "FROM nvcr.io/nvidia/tensorflow:23.10-tf2-py3\n" in (out / "Dockerfile").read_text()
     # A teammate without this cache finds the committed lock current.
     cache.unlink()

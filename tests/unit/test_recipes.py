@@ -22,13 +22,16 @@ from tests.conftest import REPO
         ("2.0", "stock", None, "stock-1.14-2.0", {"TF_CUDNN_DETERMINISTIC": "1"}, {"fwr13y_enable_determinism"}),
         ("2.1", "stock", None, "stock-2.1-2.4", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
         ("2.6", "stock", None, "stock-2.5-2.7", {"TF_CUDNN_USE_FRONTEND": "1"}, {"seed_tf"}),
-        ("2.8", "stock", None, "stock-2.8-plus", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
-        ("2.21.0", "stock", None, "stock-2.8-plus", {}, {"keras_set_random_seed", "enable_op_determinism"}),
+        ("2.8", "stock", None, "stock-2.8-2.15", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
+        ("2.15.1", "stock", None, "stock-2.8-2.15", {}, {"keras_set_random_seed", "enable_op_determinism"}),
+        ("2.16", "stock", None, "stock-2.16-plus", {}, {"enable_op_determinism", "keras3_no_auto_xla"}),
+        ("2.21.0", "stock", None, "stock-2.16-plus", {}, {"keras_set_random_seed", "keras3_no_auto_xla"}),
         ("1.13.1", "ngc", "19.05", "ngc-before-19.06", {}, {"seed_tf"}),
         ("1.14", "ngc", "19.10", "ngc-tf1", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
         ("2.0", "ngc", "19.11", "ngc-tf2.0-2.4", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
         ("2.5", "ngc", "21.06", "ngc-tf2.5-2.7", {"TF_CUDNN_USE_FRONTEND": "1"}, {"seed_tf"}),
-        ("2.8", "ngc", "22.03", "ngc-tf2.8-plus", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
+        ("2.8", "ngc", "22.03", "ngc-tf2.8-2.15", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
+        ("2.17.0", "ngc", "25.02", "ngc-tf2.16-plus", {"TF_DETERMINISTIC_OPS": "1"}, {"keras3_no_auto_xla"}),
     ],
 )
 def test_selection(tf: str, dist: str, rel: str | None, rid: str, env: dict[str, str], steps: set[str]) -> None:
@@ -165,8 +168,9 @@ def test_runtime_with_real_tensorflow_enables_op_determinism() -> None:
     proc = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}, site=True)
     assert proc.returncode == 0, proc.stderr
     report, enabled = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["recipe"] == "stock-2.8-plus" and enabled is True
-    assert {"keras_set_random_seed", "enable_op_determinism", "env TF_DETERMINISTIC_OPS=1"} <= set(report["applied"])
+    assert report["recipe"] == "stock-2.16-plus" and enabled is True  # tensorflow-cpu 2.21 with Keras 3.7+
+    assert {"keras_set_random_seed", "enable_op_determinism", "keras3_no_auto_xla",
+            "env TF_DETERMINISTIC_OPS=1"} <= set(report["applied"])
     assert report["warnings"] == []
 
 
@@ -186,3 +190,31 @@ def test_frontend_work_around_is_marked_unverified_only_on_ngc() -> None:
     ngc = next(e for e in recipes.select("2.5", "ngc", "21.06").env if e["name"] == "TF_CUDNN_USE_FRONTEND")
     stock = next(e for e in recipes.select("2.5", "stock").env if e["name"] == "TF_CUDNN_USE_FRONTEND")
     assert ngc["unverified"].startswith("on NGC builds") and "unverified" not in stock
+
+
+@pytest.mark.parametrize(
+    ("keras", "warned"),
+    [("3.0.5", True), ("3.6.0", True), ("3.7.0", False), ("3.15.1", False), ("2.15.0", False), (None, False)],
+)
+def test_keras3_auto_xla_step_warns_only_before_keras_3_7(keras: str | None, warned: bool) -> None:
+    """Keras 3 before 3.7 compiles with XLA under determinism (jit_compile='auto'); 3.7+ keeps it off while
+    op determinism is on, and Keras 2 never defaulted to XLA. The version is read from tf.keras."""
+    import types
+
+    from envpin.probe import runtime
+
+    tf = types.SimpleNamespace(keras=types.SimpleNamespace(__version__=keras) if keras else types.SimpleNamespace())
+    report: dict[str, list[str]] = {"applied": [], "skipped": [], "warnings": []}
+    runtime._step("keras3_no_auto_xla", 42, tf, report)
+    if warned:
+        assert report["applied"] == [] and len(report["warnings"]) == 1
+        assert "jit_compile=False" in report["warnings"][0] and keras in report["warnings"][0]
+    else:
+        assert report == {"applied": ["keras3_no_auto_xla"], "skipped": [], "warnings": []}
+
+
+def test_recipe_for_keras3_tensorflow_names_the_step(cli) -> None:  # type: ignore[no-untyped-def]
+    """`envpin recipe` for an image with TF 2.16 or later (NGC 25.02: TF 2.17) names the Keras 3 step."""
+    res = cli("recipe", "--ngc", "25.02")
+    assert res.code == 0, res.stderr
+    assert "keras3_no_auto_xla" in res.stdout and "jit_compile=False" in res.stdout
