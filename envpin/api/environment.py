@@ -66,7 +66,7 @@ def _plan_and_target(
     from envpin.environment.plan import UnknownTF, make_plan, release_version, validate_name
 
     if inputs.ngc is None:
-        return plan_from_lock(find_lock(inputs.lock))
+        return plan_from_lock(_build_lock(inputs.lock))
     if inputs.name is not None:
         validate_name(inputs.name)  # before any catalog look-up: a bad name is reported first
 
@@ -173,25 +173,22 @@ def render_environment(
 
 
 def find_lock(explicit: Path | None = None) -> Path:
-    """The lock a flag-less `envpin build` works from: --lock, ./envpin.lock, or the only images/*/envpin.lock."""
-    from envpin.errors import LockError
+    """The lock a command acts on: --lock (a folder: its envpin.lock), else ./envpin.lock, else the only
+    images/*/envpin.lock (envpin.environment.render.find_lock, the one rule; docs/lock.md)."""
+    from envpin.environment import render
 
-    if explicit is not None:
-        return explicit
-    if Path("envpin.lock").exists():
-        return Path("envpin.lock")
-    found = sorted(DEFAULT_IMAGES_DIR.glob("*/envpin.lock"))
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise UsageError(
-            "no --ngc given and no envpin.lock here or under images/",
-            hint="pass --ngc (and --tf), or run from a checkout that holds images/<name>/envpin.lock",
-        )
-    raise LockError(
-        f"several locks under images/: {', '.join(str(p) for p in found)}",
-        hint="choose one with --lock images/<name>/envpin.lock",
-    )
+    return render.find_lock(explicit)
+
+
+#: What a flag-less `envpin build` needs when there is no lock.
+_BUILD_HINT = "pass --ngc (and --tf), or run from a checkout that holds images/<name>/envpin.lock"
+
+
+def _build_lock(explicit: Path | None) -> Path:
+    """The lock a build without --ngc works from (render.find_lock), said as a build says it."""
+    from envpin.environment import render
+
+    return render.find_lock(explicit, context="no --ngc given and ", hint=_BUILD_HINT)
 
 
 def build_formats(folder: Path) -> tuple[str, ...]:
@@ -205,24 +202,28 @@ def build_formats(folder: Path) -> tuple[str, ...]:
 
 def plan_from_lock(lock_path: Path) -> tuple[BuildPlan, Path]:
     """The plan for building from a lock: its inputs re-derived, and the lock refused when it states
-    something they do not produce (envpin.lock.read_checked)."""
-    from envpin.environment import lockfile
+    something they do not produce, its [files] included (envpin.environment.render.checked_lock)."""
+    from envpin.environment.render import checked_lock
 
-    _, plan = lockfile.read_checked(lock_path)
+    _, plan = checked_lock(lock_path)
     return plan, lock_path.parent
 
 
 def check_lock(lock_path: Path) -> list[str]:
     """Why the lock is wrong or stale against its inputs (catalog, recipes, envpin, payload, folder); [] if
-    current. Fields the inputs do not produce come first."""
+    current. Fields the inputs do not produce come first (a re-signed edit of [inputs], [base], [recipe] or
+    [files]), then what is stale, each problem once."""
     from envpin.environment import lockfile
-    from envpin.environment.render import formats_of, render
+    from envpin.environment.render import lock_files
 
     locked = lockfile.read(lock_path)
     plan = lockfile.plan_of(locked, lock_path.parent)
-    wrong = locked.disagreements(plan)
-    stale = locked.stale_against(plan, render(plan, formats_of(locked.files)), lock_path.parent)
-    return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))]
+    fresh = lock_files(locked, plan)
+    wrong = locked.disagreements(plan, fresh)
+    named = {line.split(" ", 1)[0].removeprefix("files.") for line in wrong if line.startswith("files.")}
+    stale = locked.stale_against(plan, fresh, lock_path.parent)
+    return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))
+                    and p.split(":", 1)[0] not in named]
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,8 @@ class BuildRequest:
     force: bool = False
     no_cache: bool = False
     pull: bool = False
-    #: Accept a base tag that now points to another digest than the lock pins.
+    #: Let the build rewrite a lock that already describes its inputs, or that it builds from: a base tag
+    #: that now points elsewhere, a digest pinned for the first time, a bit-identical engine's image recorded.
     update: bool = False
     #: auto, docker or podman; None: $ENVPIN_ENGINE, else auto (envpin.image.engine.resolve_engine).
     engine: str | None = None
@@ -274,21 +276,27 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
     """Resolve the engine and the plan, then build (envpin.image.build): the base pinned by digest, the result
     kept machine-local, or with a bit-identical engine recorded in and confirmed against the lock.
 
-    The engine is resolved first, so that a missing engine is said before any registry request or write;
-    when `auto` falls back from Docker, the result's first note says so."""
+    The engine is resolved before any registry request or write, so that a missing engine is said first;
+    `auto` keeps the engine the folder's lock was built with (envpin.image.engine.lock_engine), and when it
+    takes another than Docker the result's first note says why."""
     import time
 
     from envpin.image import build as building
-    from envpin.image.engine import resolve_engine
+    from envpin.image.engine import lock_engine, resolve_engine
 
     started = time.monotonic()
-    chosen = resolve_engine(request.engine)
+    inputs = request.inputs
+    from_lock: tuple[BuildPlan, Path] | None = None
+    if inputs.ngc is None:  # the lock is read and re-derived first: a lock that cannot be used is said first
+        from_lock = plan_from_lock(_build_lock(inputs.lock))
+    folder = from_lock[1] if from_lock is not None else _target_folder(inputs)
+    chosen = resolve_engine(request.engine, locked=lock_engine(building.previous_lock(folder),
+                                                                str(folder / "envpin.lock")))
     try:
         if request.check:
             building.require_bit_identical(chosen.engine)
         notes = [chosen.fallback] if chosen.fallback else []
-        inputs = request.inputs
-        plan, folder = _plan_and_target(inputs, notes)
+        plan, folder = from_lock if from_lock is not None else _plan_and_target(inputs, notes)
         ca_bundle = inputs.ca_bundle
         if inputs.ngc is None:
             # Everything from the lock (the arrival workflow: `git clone`, then `envpin build`); the base
@@ -297,10 +305,26 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
             plan = replace(plan, base_digest=None)
         return building.build(plan, folder, chosen.engine, formats=build_formats(folder), ca_bundle=ca_bundle,
                               force=request.force, no_cache=request.no_cache, pull=request.pull,
-                              update=request.update, check=request.check, notes=notes, started=started,
-                              progress=progress)
+                              update=request.update, check=request.check, from_lock=inputs.ngc is None,
+                              notes=notes, started=started, progress=progress)
     finally:
         chosen.engine.close()
+
+
+def _target_folder(inputs: EnvironmentInputs) -> Path:
+    """The folder `build --ngc` writes (--out, else images/<name>), found without asking a registry: the
+    catalog names the default, even for a tag whose TensorFlow only the image config will say."""
+    from envpin.environment.plan import UnknownTF, make_plan, validate_name
+
+    if inputs.out is not None:
+        return inputs.out
+    if inputs.name is not None:
+        return DEFAULT_IMAGES_DIR / validate_name(inputs.name)
+    try:
+        plan = make_plan(ngc=str(inputs.ngc), tf=inputs.tf, base_image=inputs.base_image)
+    except UnknownTF as unknown:
+        return DEFAULT_IMAGES_DIR / f"{unknown.entry.release}-{unknown.entry.flavor}"
+    return DEFAULT_IMAGES_DIR / plan.name
 
 
 def plan_build(inputs: EnvironmentInputs) -> PlannedBuild:
@@ -392,12 +416,9 @@ class LockChecks:
 def check_lock_file(lock: Path | None = None) -> LockChecks:
     """`envpin lock --check`: --lock, else ./envpin.lock, else every images/*/envpin.lock (what a pre-commit hook
     or CI job wants: one command for all environments of a repository), each checked for staleness."""
-    if lock is None and not Path("envpin.lock").exists():
-        found = sorted(DEFAULT_IMAGES_DIR.glob("*/envpin.lock"))
-        if len(found) > 1:
-            return LockChecks([LockCheck(p, check_lock(p)) for p in found])
-    path = find_lock(lock)
-    return LockChecks([LockCheck(path, check_lock(path))])
+    from envpin.environment import render
+
+    return LockChecks([LockCheck(path, check_lock(path)) for path in render.find_all(lock)])
 
 
 @dataclass(frozen=True)

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envpin.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from envpin.environment.lockfile import Lock
     from envpin.image.probing import ImageProbe
     from envpin.reports.diff import Difference
 
+
 @dataclass(frozen=True)
 class VerifyResult:
-    """`envpin verify`: how this machine (or a report) compares with the lock's recorded reference."""
+    """`envpin verify`: how the lock's image (or a report, or this machine) compares with the lock's recorded
+    reference; `compared` says which of them, and from which lock."""
 
     diffs: list[Difference]
     recorded: list[str]
@@ -26,39 +29,106 @@ class VerifyResult:
     lock: Path
     source: str
     exit_code: int
+    #: The first line: what was compared with what ("verify: image sha256:… (from L) against the lock's reference").
+    compared: str = ""
+    #: What --record --force recorded over: the report's contradictions of the lock.
+    warnings: list[str] = field(default_factory=list)
 
 
-def verify_environment(lock: Path, report: Path | None = None, record: bool = False) -> VerifyResult:
-    """Compare a report (or a live probe) with the lock; with record=True first add what is missing.
+def verify_environment(
+    lock: Path | None = None, report: Path | None = None, record: bool = False, *, host: bool = False,
+    force: bool = False, progress: Callable[[str], None] | None = None,
+) -> VerifyResult:
+    """Compare the lock's image (probed in a throwaway container), a report, or with host=True this machine,
+    with the lock's reference; with record=True first add what is missing.
 
-    Recording writes the lock only when something new was added, and never overwrites a recorded value."""
-    from envpin import probe
-    from envpin.environment import lockfile
+    The lock is found as every command finds it (envpin.environment.render.find_lock) and re-derived before use.
+    Recording refuses a report whose environment contradicts the lock (another image, TensorFlow, CUDA or
+    cuDNN, or the recipe's environment not in force), naming the fields, unless force=True; it writes the lock
+    only when something new was added, and never overwrites a recorded value."""
+    from envpin.environment.render import checked_lock, find_lock
     from envpin.reports import diff
 
-    actual = diff.load_report(report) if report is not None else probe.collect()
+    if report is not None and host:
+        raise UsageError("give --report FILE or --host, not both",
+                         hint="--host probes this machine instead of reading a report")
+    path = find_lock(lock)
+    locked, plan = checked_lock(path)
+    if not record and locked.expected is None:
+        locked.verify({}, str(path))  # the LockError that says there is no reference yet, before any probe
+    actual, subject, source = _verify_subject(locked, path, report, host, progress)
     done: list[str] = []
+    warnings: list[str] = []
     if record:
         from envpin.fsutil import exclusive
 
-        with exclusive(lock.parent):  # read, add, write as one step against other envpin writers
-            locked, _ = lockfile.read_checked(lock)
+        contradictions = locked.contradictions(actual, plan)
+        if contradictions and not force:
+            how = "probes it" if report is not None or host else "probed it"
+            raise UsageError(
+                f"{subject} does not come from the environment {path} describes, so it cannot be its reference: "
+                + "; ".join(contradictions),
+                hint=f"record a probe of the lock's image (`envpin verify --lock {path} --record` {how}), or add "
+                "--force to record it anyway",
+            )
+        warnings = [f"recorded although {line}" for line in contradictions]
+        with exclusive(path.parent):  # read, add, write as one step against other envpin writers
+            locked, _ = checked_lock(path)
             locked, done = locked.record(actual)
             if done:
-                locked.write(lock)
-    else:
-        locked, _ = lockfile.read_checked(lock)
-    checked = locked.verify(actual, str(lock))
+                locked.write(path)
+    checked = locked.verify(actual, str(path))
     return VerifyResult(
         diffs=checked.differences,
         recorded=done,
         notes=checked.notes,
         expected_fingerprint=checked.expected_fingerprint,
         actual_fingerprint=checked.actual_fingerprint,
-        lock=lock,
-        source=str(report) if report is not None else "live probe",
+        lock=path,
+        source=source,
         exit_code=diff.exit_code(checked.differences),
+        compared=f"verify: {subject} (from {path}) against the lock's reference" if report is None and not host
+        else f"verify: {subject} against the reference of {path}",
+        warnings=warnings,
     )
+
+
+def _verify_subject(
+    locked: Lock, path: Path, report: Path | None, host: bool, progress: Callable[[str], None] | None,
+) -> tuple[dict[str, Any], str, str]:
+    """(the report to compare, how the first line names it, what the JSON names as its source)."""
+    from envpin.reports import diff
+
+    if report is not None:
+        return diff.load_report(report), f"report {report}", str(report)
+    if host:
+        from envpin import probe
+
+        return probe.collect(), "this machine (--host: the host, not the lock's image)", "host"
+    import tempfile
+
+    from envpin.errors import EngineError
+    from envpin.image import probing
+    from envpin.image.docker import docker_client
+
+    image = probing.lock_image(locked, path, docker_client)  # connects only when there is a build to look for
+    client = image.client
+    try:
+        with tempfile.TemporaryDirectory(prefix="envpin-verify-") as tmp:
+            out = Path(tmp) / "reports"
+            probed = probing.run(client, image.id, out, gpu_access=_gpu_access, progress=progress)
+            if probed.exit_code != 0:
+                tail = " | ".join(probed.log_tail[-3:]) or "no output"
+                raise EngineError(f"the probe failed inside {image.id[:19]}… ({image.tag}), exit {probed.exit_code}: "
+                                  f"{tail}", hint=f"`envpin probe --image {image.tag}` shows all of it")
+            written = [Path(w) for w in probed.written if w.endswith(".json")]
+            if not written:
+                raise EngineError(f"the probe inside {image.tag} wrote no report",
+                                  hint=f"`envpin probe --image {image.tag}` shows what happens")
+            actual = diff.load_report(written[0])
+    finally:
+        client.close()
+    return actual, f"image {image.id[:19]}… ({image.tag})", f"image {image.id}"
 
 
 @dataclass(frozen=True)

@@ -101,23 +101,43 @@ def register(app: typer.Typer) -> None:
 
     @app.command("verify")
     def verify_cmd(
-        lock: Annotated[Path, typer.Option("--lock", help="Lock file holding [expected].")] = Path("envpin.lock"),
-        report: Annotated[
-            Path | None, typer.Option("--report", help="Check this report instead of probing live.")
+        lock: Annotated[
+            Path | None, typer.Option("--lock", help="The envpin.lock (or its folder); default: ./envpin.lock, "
+                                      "else the only images/*/envpin.lock.")
         ] = None,
+        report: Annotated[
+            Path | None, typer.Option("--report", help="Check this report instead of probing the lock's image.")
+        ] = None,
+        host: Annotated[
+            bool, typer.Option("--host", help="Probe this machine instead of the lock's image, on purpose.")
+        ] = False,
         as_json: JsonOpt = False,
         fmt: FormatOpt = Format.text,
         record: Annotated[
             bool,
-            typer.Option("--record", help="Record this machine as the reference (first time) and its golden hash."),
+            typer.Option("--record", help="Record the result as the reference (first time) and its golden hash; "
+                         "a report that contradicts the lock is refused."),
+        ] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="With --record: record a report that contradicts the lock anyway.")
         ] = False,
     ) -> None:
-        """Compare this machine (or a report) with the lock's expected fingerprint and golden hashes.
+        """Compare the lock's image (or a report, or this machine) with the lock's reference fingerprint and
+        golden hashes.
 
+        Without --report or --host the image built here from the lock is probed in a throwaway container.
         Exit 0: no breaking difference; 1: some breaking; 2: bad input."""
         from envpin import api
+        from envpin.errors import UsageError
         from envpin.views import console, diff
 
-        res = api.verify_environment(lock, report, record)
+        if report is not None and host:
+            raise UsageError("give --report FILE or --host, not both",
+                             hint="--host probes this machine instead of reading a report")
+        if force and not record:
+            raise UsageError("--force only applies to --record", hint="add --record, or drop --force")
+        probing = report is None and not host
+        with console.progress("probing the lock's image") if probing else contextlib.nullcontext(None) as update:
+            res = api.verify_environment(lock, report, record, host=host, force=force, progress=update)
         diff.verification(res, wants_json(fmt, as_json), console.out(), console.err())
         raise typer.Exit(res.exit_code)

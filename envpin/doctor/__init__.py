@@ -336,10 +336,12 @@ def target_from_ngc(ngc: str, cat: catalog.Catalog | None = None) -> Target:
 
 
 def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
-    """The image an envpin.lock was made for (a folder means its envpin.lock)."""
+    """The image an envpin.lock was made for (a folder means its envpin.lock), from a lock re-derived first."""
+    from envpin.environment.render import checked_lock
+
     cat = cat or catalog.load()
     lock_path = path / lockfile.LOCK_NAME if path.is_dir() else path
-    inputs = lockfile.read_checked(lock_path)[0].inputs
+    inputs = checked_lock(lock_path)[0].inputs
     release, flavor = inputs.release, inputs.flavor
     entries = [e for e in cat.release_entries(release) if e.flavor == flavor]  # a lock names one tag
     if not entries:
@@ -595,19 +597,17 @@ def _find_out(t: Target) -> str:
 
 # -- entry point ----------------------------------------------------------------------------------------
 def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | None = None) -> Diagnosis:
-    """Resolve the image (--ngc, --lock, else ./envpin.lock), read the host, and diagnose."""
+    """Resolve the image (--ngc, else the lock every command finds: --lock, ./envpin.lock, the only
+    images/*/envpin.lock), read the host, and diagnose."""
     if ngc is not None and lock is not None:
         raise UsageError("give --ngc or --lock, not both", hint="--lock takes the release from the lock")
     if ngc is not None:
         target = target_from_ngc(ngc)
-    elif lock is not None:
-        target = target_from_lock(lock)
-    elif Path(lockfile.LOCK_NAME).is_file():
-        target = target_from_lock(Path(lockfile.LOCK_NAME))
     else:
-        raise UsageError(
-            f"which image? there is no {lockfile.LOCK_NAME} in this directory",
-            hint="give --ngc RELEASE (e.g. --ngc 22.06) or --lock path/to/envpin.lock",
-        )
+        from envpin.environment.render import find_lock
+
+        found = find_lock(lock, context="which image? ",
+                              hint="give --ngc RELEASE (e.g. --ngc 22.06) or --lock path/to/envpin.lock")
+        target = target_from_lock(found)
     return diagnose(target, readings if readings is not None else read_host())
 

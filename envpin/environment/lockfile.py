@@ -13,6 +13,7 @@ No other module indexes the lock by string keys: they use these dataclasses.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,7 +138,8 @@ class Lock:
         d = plan.to_dict()
         keep = previous is not None and previous.inputs_hash == plan.inputs_hash
         declared = plan.base_declared
-        if declared is None and previous is not None and previous.base.digest == d["base_digest"]:
+        if declared is None and previous is not None and previous.base.digest == d["base_digest"] \
+                and not previous.declared_disagreements(plan):
             declared = previous.base.declared  # still the same image: what it declares has not changed
         return cls(
             inputs_hash=plan.inputs_hash,
@@ -173,12 +175,13 @@ class Lock:
         """The recorded image, if it was built from this lock's inputs (else there is nothing to match)."""
         return self.image if self.image is not None and self.image.inputs_hash == self.inputs_hash else None
 
-    def disagreements(self, plan: BuildPlan) -> list[str]:
+    def disagreements(self, plan: BuildPlan, rendered: dict[str, bytes] | None = None) -> list[str]:
         """Where this lock states something its own inputs do not produce: a field of [inputs], [base] or
-        [recipe] that differs from what this envpin derives (catalog, recipe table), or an inputs hash that
-        is not the hash of the inputs it lists (with its own payload hash and envpin version, so a lock
-        written by an older envpin is stale, not wrong). The self-hash cannot find these: anyone can
-        recompute it after an edit."""
+        [recipe] that differs from what this envpin derives (catalog, recipe table), [base.declared] that no
+        image config of these inputs could declare, a [files] digest that rendering the inputs does not give
+        (`rendered`, when the caller rendered them), or an inputs hash that is not the hash of the inputs it
+        lists (with its own payload hash and envpin version, so a lock written by an older envpin is stale,
+        not wrong). The self-hash cannot find these: anyone can recompute it after an edit."""
         derived = Lock.from_plan(plan, {}).to_toml()
         mine = self.to_toml()
         out = []
@@ -193,11 +196,60 @@ class Lock:
                     pairs = [(f"{table}.{key}", have, want)]
                 out += [f"{name} is {_said(a)} in the lock, but its inputs give {_said(b)}"
                         for name, a, b in pairs if a != b]
+        out += self.declared_disagreements(plan)
+        if rendered is not None and self.inputs_hash == plan.inputs_hash:
+            # Written by this very envpin (same payload, same version): its rendering is the lock's [files].
+            # A lock of another envpin renders differently by right; `lock --check` calls it stale.
+            now = {rel: sha256_bytes(data) for rel, data in rendered.items()}
+            out += [f"files.{rel} is {_said(self.files.get(rel))} in the lock, but its inputs render "
+                    f"{_said(now.get(rel))}" for rel in sorted({*self.files, *now})
+                    if self.files.get(rel) != now.get(rel)]
         own = plan.inputs_hash_with(payload_hash=self.inputs.payload_hash, envpin_version=self.envpin_version)
         if own != self.inputs_hash:
             out.append(f"lock.inputs_hash {self.inputs_hash[:19]}… is not the hash of the inputs the lock lists "
                        f"({own[:19]}…)")
         return out
+
+    def declared_disagreements(self, plan: BuildPlan, image: dict[str, str] | None = None) -> list[str]:
+        """Where [base.declared] says what no base of these inputs can declare: a variable that is not one of
+        the version variables envpin records, a TensorFlow of another major.minor than the plan's (a build
+        refuses such a base), facts with no pinned digest to be facts of; and, with `image` (what the image
+        config at the pinned digest declares, read by a build), any value that differs from it
+        (`declared_against`)."""
+        from envpin.environment.plan import release_version, same_minor
+        from envpin.knowledge import imageconfig
+
+        declared = self.base.declared
+        out = []
+        known = {name for names in imageconfig.ENV_KEYS.values() for name in names} | {imageconfig.REQUIRE_CUDA_ENV}
+        for name in sorted(set(declared) - known):
+            out.append(f"base.declared.{name} is {_said(declared[name])} in the lock, but it is not a version "
+                       "variable an image config declares (envpin records only those)")
+        tf = next((declared[n] for n in imageconfig.ENV_KEYS["tf_version"] if n in declared), None)
+        if tf is not None and not same_minor(release_version(tf), plan.tf_version):
+            out.append(f"base.declared.TENSORFLOW_VERSION is {_said(tf)} in the lock, but its inputs are for "
+                       f"TensorFlow {plan.tf_version} (a build refuses a base that declares another)")
+        if declared and self.base.digest is None:
+            out.append("base.declared is set in the lock, but the lock pins no base digest it could describe")
+        return out + (self.declared_against(image) if image is not None else [])
+
+    def declared_against(self, image: dict[str, str]) -> list[str]:
+        """Where [base.declared] differs from what the image config at the pinned digest declares (`image`,
+        as envpin.knowledge.imageconfig.version_env gives it); [] also for a lock that records nothing yet."""
+        declared = self.base.declared
+        if not declared:
+            return []
+        return [f"base.declared.{name} is {_said(declared.get(name))} in the lock, but the image config at "
+                f"{(self.base.digest or '?')[:19]}… declares {_said(image.get(name))}"
+                for name in sorted({*declared, *image}) if declared.get(name) != image.get(name)]
+
+    def changes_to(self, new: Lock) -> list[str]:
+        """What writing `new` over this lock would change, one line per value ('base.digest: absent ->
+        sha256:…'); [] when the files would be the same."""
+        old_flat, new_flat = _flat_toml(self.to_toml()), _flat_toml(new.to_toml())
+        return [f"{key}: {_said(old_flat.get(key))} -> {_said(new_flat.get(key))}"
+                for key in sorted({*old_flat, *new_flat}) if key != "lock.self_hash"
+                and old_flat.get(key) != new_flat.get(key)]
 
     def stale_against(self, plan: BuildPlan, fresh: dict[str, bytes], folder: Path) -> list[str]:
         """Why this lock no longer describes `plan` and the folder it sits in; [] when it is current."""
@@ -255,6 +307,22 @@ class Lock:
                     hint="this machine does not train like the recorded one: run `envpin verify` to see why",
                 )
         return replace(self, expected=expected, golden=golden), done
+
+    def contradictions(self, report: dict[str, Any], plan: BuildPlan) -> list[str]:
+        """Why `report` was not made in this lock's environment, one line per field ([] when nothing it says
+        contradicts the lock): what `verify --record` checks before a report becomes the reference
+        (envpin.reports.diff.contradictions says what is compared)."""
+        from envpin.reports import diff
+
+        declared, entry = self.base.declared, plan.entry
+        return diff.contradictions(report, diff.Environment(
+            baked={"sha256": self.files.get("plan.json"), "base_digest": self.base.digest, "tag": self.inputs.tag,
+                   "tf_version": self.inputs.tf_version, "recipe": f"{self.recipe.id} {self.recipe.hash}"},
+            tf_version=plan.tf_version,
+            versions={what: (declared[env], f"the base declares {env}") if env in declared
+                      else (entry.portable_value(what), f"the catalog's {what}")
+                      for what, env in (("cuda", "CUDA_VERSION"), ("cudnn", "CUDNN_VERSION"))},
+            env=dict(self.recipe.env), unset=self.recipe.unset))
 
     def verify(self, report: dict[str, Any], origin: str = LOCK_NAME) -> Verification:
         """Compare a report with the recorded reference: fingerprint fields, then the golden-hash rule."""
@@ -335,7 +403,7 @@ class Lock:
 
 #: Fields a lock records that no derivation reproduces: the payload of the envpin that wrote it (a newer envpin
 #: makes the lock stale, which `lock --check` says), and the base's digest and declared versions, which come
-#: from the registry when the lock was written.
+#: from the registry when the lock was written (declared_disagreements checks what can be checked of them).
 _NOT_DERIVED = {("inputs", "payload_hash"), ("base", "digest"), ("base", "declared")}
 
 
@@ -349,7 +417,7 @@ def _said(value: Any) -> str:
 
 def read(path: Path) -> Lock:
     """Read and check a lock file: TOML, schema, self-hash, then every table's shape."""
-    text = read_user_text(path, "lock file", LockError, "run `envpin render` or `envpin build` first")
+    text = read_user_text(path, "lock file", LockError, "check the path, or create one with `envpin build --ngc R`")
     return loads(text, str(path))
 
 
@@ -395,12 +463,18 @@ def plan_of(locked: Lock, folder: Path) -> BuildPlan:
     )
 
 
-def read_checked(path: Path) -> tuple[Lock, BuildPlan]:
+#: Renders a lock's plan into the files its [files] must list (envpin.environment.render.lock_files: render
+#: imports this module, so the renderer is handed in).
+Renderer = Callable[[Lock, "BuildPlan"], dict[str, bytes]]
+
+
+def read_checked(path: Path, renderer: Renderer | None = None) -> tuple[Lock, BuildPlan]:
     """Read a lock and re-derive it: refuse (LockError naming the field) a lock that states something its
-    own inputs do not produce. What build, verify and doctor act on; `lock --check` lists every problem."""
+    own inputs do not produce. What build, verify and doctor act on (through render.checked_lock, which adds
+    the rendered files); `lock --check` lists every problem."""
     locked = read(path)
     plan = plan_of(locked, path.parent)
-    problems = locked.disagreements(plan)
+    problems = locked.disagreements(plan, renderer(locked, plan) if renderer is not None else None)
     if problems:
         more = f" (and {len(problems) - 1} more: `envpin lock --check` lists them)" if len(problems) > 1 else ""
         raise LockError(
@@ -587,6 +661,17 @@ def self_hash(data: dict[str, Any]) -> str:
     meta = {k: v for k, v in lock.items() if k != "self_hash"} if isinstance(lock, dict) else {}
     blob = json.dumps({"body": body, "lock": meta}, sort_keys=True, separators=(",", ":"), default=str)
     return sha256_bytes(blob.encode())
+
+
+def _flat_toml(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A lock's tables as dotted keys ('base.declared.CUDA_VERSION'); lists and values stay whole."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat_toml(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _drop_none(value: dict[str, Any]) -> dict[str, Any]:

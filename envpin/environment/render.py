@@ -1,4 +1,5 @@
-"""Pure rendering (plan -> files) and the one careful writer of environment folders."""
+"""Pure rendering (plan -> files), the one careful writer of environment folders, and the one rule for which
+folder's lock a command acts on (find_lock, checked_lock)."""
 
 from __future__ import annotations
 
@@ -122,6 +123,64 @@ def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[st
         files["ca-bundle.crt"] = plan.ca_bundle
     files[PAYLOAD_NAME] = payload()
     return dict(sorted(files.items()))
+
+
+# --- the lock a command acts on -----------------------------------------------------------------------
+
+
+#: Where `find_lock` looks when no --lock is given: ./envpin.lock, then images/*/envpin.lock.
+IMAGES_DIR = Path("images")
+#: The next step when there is no lock at all (commands that can do without one say theirs).
+CREATE_HINT = "create one with `envpin build --ngc RELEASE` (it writes images/<name>/envpin.lock), or pass --lock PATH"
+
+
+def find_lock(explicit: Path | None = None, *, context: str = "", hint: str = CREATE_HINT) -> Path:
+    """The lock a command acts on; the one rule every command that reads a lock follows (docs/lock.md):
+    --lock PATH (a folder: its envpin.lock); else ./envpin.lock; else the only images/*/envpin.lock.
+
+    Nothing found: UsageError '<context>no envpin.lock here or under images/' with the command's next step
+    as `hint`; several under images/: LockError naming them; --lock naming nothing: LockError that names
+    the locks the rule would find, if any."""
+    if explicit is not None:
+        path = explicit / lockfile.LOCK_NAME if explicit.is_dir() else explicit
+        if not path.exists() and not path.is_symlink():
+            found = _found()
+            where = (f"the {'lock' if len(found) == 1 else 'locks'} here: {', '.join(map(str, found))}"
+                     if found else hint)
+            raise LockError(f"lock file {path} does not exist", hint=where)
+        return path
+    found = _found()
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"{context}no {lockfile.LOCK_NAME} here or under {IMAGES_DIR}/", hint=hint)
+    raise LockError(f"several locks under {IMAGES_DIR}/: {', '.join(str(p) for p in found)}",
+                    hint=f"choose one with --lock {IMAGES_DIR}/<name>/{lockfile.LOCK_NAME}")
+
+
+def find_all(explicit: Path | None = None) -> list[Path]:
+    """`find_lock`, except that several images/*/envpin.lock are all returned (`lock --check` checks them all)."""
+    found = _found()
+    return found if explicit is None and len(found) > 1 else [find_lock(explicit)]
+
+
+def _found() -> list[Path]:
+    """./envpin.lock alone when it exists, else every images/*/envpin.lock (sorted)."""
+    here = Path(lockfile.LOCK_NAME)
+    if here.is_file():
+        return [here]
+    return sorted(IMAGES_DIR.glob(f"*/{lockfile.LOCK_NAME}"))
+
+
+def lock_files(locked: lockfile.Lock, plan: BuildPlan) -> dict[str, bytes]:
+    """The files a lock's plan renders, in the formats its [files] lists: what that table must hash."""
+    return render(plan, formats_of(locked.files))
+
+
+def checked_lock(path: Path) -> tuple[lockfile.Lock, BuildPlan]:
+    """Read a lock and refuse it when it states anything its inputs do not produce, [files] included
+    (lockfile.read_checked with this module's rendering): what every command that acts on a lock reads."""
+    return lockfile.read_checked(path, lock_files)
 
 
 def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:

@@ -3,7 +3,9 @@ keep or confirm the result.
 
 What is kept depends on the engine's one property that matters here, `bit_identical`: an engine whose image
 IDs differ per machine (Docker) records its image in machine-local state only; a bit-identical one (podman)
-records the image in the lock the first time and must reproduce it afterwards (docs/reproducible.md).
+records the image in the lock when the build writes the lock for new inputs (or with --update) and must
+reproduce it afterwards (docs/reproducible.md). A lock that already describes the build is never rewritten
+without --update (docs/build.md#when-a-build-writes-the-lock).
 Nothing here prints: progress goes to the caller's callback, notes and warnings into the result.
 """
 
@@ -108,15 +110,19 @@ def build(
     pull: bool = False,
     update: bool = False,
     check: bool = False,
+    from_lock: bool = False,
     notes: Sequence[str] = (),
     started: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> BuildResult:
     """Resolve the base digest, render `formats` with FROM pinned to it, build, and keep the result.
 
-    The committed lock changes only when the inputs change (or, with a bit-identical engine, when the image
-    of new inputs is first recorded); the image ID and tag go to envpin.image.buildstate. check=True rebuilds
-    in a scratch store and compares with the lock's image (a bit-identical engine only)."""
+    The folder's lock is written only when this build makes it: no lock yet, or (with --ngc, `from_lock`
+    False) inputs it does not describe, which is what `envpin render` would write. A lock that already
+    describes these inputs, and any lock a build works from (`from_lock`), is never rewritten without
+    `update`: not its base digest, not what the base declares, not a bit-identical engine's image; a build
+    that would need to is refused (docs/build.md). The image ID and tag go to envpin.image.buildstate.
+    check=True rebuilds in a scratch store and compares with the lock's image (a bit-identical engine only)."""
     from envpin.environment.render import render
     from envpin.image import basecheck
     from envpin.knowledge import imageconfig, sync
@@ -128,10 +134,19 @@ def build(
     # The manifest gives the digest to pin; the config (one more small request) what the base declares.
     got = sync.read_image(sync.registry_client(ca_bundle), ref)
     check_base_moved(previous, ref, got.digest, update)
+    declared = imageconfig.version_env(got.env)
+    check_declared(previous, got.digest, declared, update, folder)
     warnings = basecheck.cross_check(plan, got)
-    plan = replace(plan, base_digest=got.digest, base_declared=imageconfig.version_env(got.env))
-    job = _BuildJob(plan, folder, render(plan, formats), image_tag(plan), previous, force, no_cache, pull,
-                    started, progress)
+    plan = replace(plan, base_digest=got.digest, base_declared=declared)
+    keeps = from_lock or (previous is not None and previous.inputs_hash == plan.inputs_hash)
+    if keeps and previous is not None and not update:
+        # The lock stays as it is: what it records of the base is what this build records.
+        plan = replace(plan, base_declared=dict(previous.base.declared) or None)
+    files = render(plan, formats)
+    if keeps and previous is not None and not check:  # --check writes nothing: it has nothing to refuse
+        _refuse_rewrite(previous, plan, files, folder, update)
+    job = _BuildJob(plan, folder, files, image_tag(plan), previous, force, no_cache, pull, started, progress,
+                    record=update or not keeps)
     if reproducible is None:
         result = job.machine_local(engine)
     elif check:
@@ -139,6 +154,41 @@ def build(
     else:
         result = job.reproducible(reproducible)
     return replace(result, notes=(*notes, *result.notes), warnings=tuple(warnings))
+
+
+def check_declared(previous: Lock | None, digest: str, declared: dict[str, str], update: bool, folder: Path) -> None:
+    """The lock's [base.declared] is re-derived whenever the image is at hand: what the config at the pinned
+    digest declares now. A lock that says otherwise (an edit, re-signed) is refused unless --update, which
+    records what the image declares."""
+    from envpin.environment import lockfile
+    from envpin.errors import LockError
+
+    if previous is None or previous.base.digest != digest or update:
+        return
+    wrong = previous.declared_against(declared)
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        raise LockError(f"{folder / lockfile.LOCK_NAME} does not match what its base declares: {wrong[0]}{more}",
+                        hint="restore it from git, or let `envpin build --update` record what the image declares "
+                        "(and review the lock's diff)")
+
+
+def _refuse_rewrite(previous: Lock, plan: BuildPlan, files: dict[str, bytes], folder: Path, update: bool) -> None:
+    """A build never rewrites a lock that already describes its inputs, or that it builds from, unless
+    --update: say what would change and stop before anything is built or written."""
+    from envpin.environment import lockfile
+
+    if update:
+        return
+    changes = previous.changes_to(lockfile.Lock.from_plan(plan, files, previous))
+    if not changes:
+        return
+    path = folder / lockfile.LOCK_NAME
+    more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+    raise UsageError(
+        f"building would rewrite {path}: {changes[0]}{more}; a build changes a lock only with --update",
+        hint="add --update to let this build rewrite it (then review and commit the lock's diff)",
+    )
 
 
 @dataclass(frozen=True)
@@ -155,6 +205,9 @@ class _BuildJob:
     pull: bool
     started: float
     progress: ProgressCallback | None
+    #: Whether a bit-identical engine's image may be recorded in the lock: this build makes the lock (new
+    #: folder, new inputs) or --update was given.
+    record: bool = True
 
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -185,17 +238,15 @@ class _BuildJob:
         return None
 
     def _keep_up_to_date_folder(self) -> None:
-        """Still refuse a folder someone edited since; add what the base declares to a lock that lacks it
-        (nothing else is rewritten)."""
+        """Still refuse a folder someone edited since; with --update, write what changed in the lock (what the
+        base declares); otherwise the lock already says everything (build refused a lock it would change)."""
         from envpin.environment import lockfile
-        from envpin.environment.render import check_folder
+        from envpin.environment.render import check_folder, write_environment
 
         check_folder(self.target, self.files, self.force)
-        declared = self.plan.base_declared
-        if self.previous is None or declared is None or self.previous.base.declared == declared:
-            return
-        updated = replace(self.previous, base=replace(self.previous.base, declared=dict(declared)))
-        updated.write(self.target / lockfile.LOCK_NAME)
+        if self.previous is not None and self.previous.changes_to(
+                lockfile.Lock.from_plan(self.plan, self.files, self.previous)):
+            write_environment(self.target, self.plan, self.files, force=self.force)
 
     def _save(self, engine: Engine, image_id: str) -> None:
         from envpin.image import buildstate
@@ -274,17 +325,21 @@ class _BuildJob:
         with exclusive(self.target):  # read and record as one step against other envpin writers
             current = lockfile.read(lock_path)
             expected = current.expected_image()
-            if expected is None:
+            if expected is None and self.record:
                 replace(current, image=built).write(lock_path)
         if expected is None:
-            return self._result(engine, built.id, tag, up_to_date, built.engine, None, recorded_now=True)
+            return self._result(engine, built.id, tag, up_to_date, built.engine, None, recorded_now=self.record,
+                                unrecorded=not self.record)
         return self._result(engine, built.id, tag, up_to_date, built.engine, compare_image(expected, built, facts))
 
     def _result(self, engine: Engine, image_id: str, tag: str, up_to_date: bool, version: str, problem: str | None,
-                *, recorded_now: bool = False, checked: bool = False) -> BuildResult:
+                *, recorded_now: bool = False, checked: bool = False, unrecorded: bool = False) -> BuildResult:
         lock_name = f"{self.target}/envpin.lock"
         if problem:
             notes: tuple[str, ...] = ()
+        elif unrecorded:
+            notes = (f"{lock_name} records no image for these inputs and was left as it is (a build changes a lock "
+                     f"only with --update): `envpin build --engine {engine.name} --update` records {image_id} in it",)
         elif recorded_now:
             notes = (f"recorded image {image_id} ({version}) in {lock_name}: commit it, and every teammate's "
                      f"{engine.name} build must reproduce it",)

@@ -16,11 +16,14 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from envpin.errors import EngineError, UsageError, shown
 from envpin.image.buildlog import ProgressCallback
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
+
+if TYPE_CHECKING:
+    from envpin.environment.lockfile import Lock
 
 #: Default for --engine (CI and build hosts that should always use podman).
 ENGINE_ENV = "ENVPIN_ENGINE"
@@ -99,6 +102,33 @@ ENGINES: dict[str, Callable[[], Engine]] = {"docker": _docker, "podman": _podman
 
 
 @dataclass(frozen=True)
+class LockedEngine:
+    """The engine a lock says it was built with, and the sentence that says how it says so."""
+
+    name: str
+    why: str
+
+
+def lock_engine(locked: Lock | None, origin: str = "envpin.lock",
+                engines: Mapping[str, Callable[[], Engine]] | None = None) -> LockedEngine | None:
+    """Which engine built `locked`, as far as the lock can tell (it holds nothing machine-local):
+
+    - it records an image ([image]: only a bit-identical engine's images are recorded) -> that image's engine;
+    - it pins a base digest and records no image -> auto's first engine (Docker), whose images stay machine-local;
+    - neither (only rendered, never built) -> None: any engine may build it first."""
+    first = next(iter(ENGINES if engines is None else engines))
+    if locked is None:
+        return None
+    if locked.image is not None:
+        name = locked.image.engine.split()[0]
+        return LockedEngine(name, f"{origin} records an image built with {locked.image.engine}")
+    if locked.base.digest is not None:
+        return LockedEngine(first, f"{origin} pins its base and records no reproducible image (its builds are "
+                                   f"{first}'s, kept on each machine)")
+    return None
+
+
+@dataclass(frozen=True)
 class ChosenEngine:
     """The engine to use, and why `auto` did not take the first one: a caller says that, so the engine never
     changes silently (the CLI prints it on stderr)."""
@@ -109,12 +139,15 @@ class ChosenEngine:
 
 def resolve_engine(
     requested: str | None = None, *, environ: Mapping[str, str] | None = None,
-    engines: Mapping[str, Callable[[], Engine]] | None = None,
+    engines: Mapping[str, Callable[[], Engine]] | None = None, locked: LockedEngine | None = None,
 ) -> ChosenEngine:
     """The opened engine for 'auto', 'docker' or 'podman' (None: $ENVPIN_ENGINE, else auto), before any
     registry request or write, so that a missing engine is said first.
 
-    auto takes the first engine of `engines` that opens (Docker when its daemon answers, else podman)."""
+    auto takes the engine `locked` names (what the folder's lock was built with, `lock_engine`) and refuses
+    when that one does not answer: a lock's builds never change engine behind the user's back. Without a
+    lock that says, auto takes the first engine of `engines` that opens (Docker when its daemon answers,
+    else podman), and a fallback is said in the result."""
     engines = ENGINES if engines is None else engines
     env = os.environ if environ is None else environ
     choice = requested or env.get(ENGINE_ENV) or AUTO
@@ -124,6 +157,20 @@ def resolve_engine(
                          hint=f"use --engine {', '.join(names[:-1])} or {names[-1]}")
     if choice != AUTO:
         return ChosenEngine(engines[choice]())
+    if locked is not None and locked.name in engines:
+        others = " or ".join(f"--engine {n}" for n in engines if n != locked.name)
+        try:
+            engine = engines[locked.name]()
+        except EngineError as exc:
+            raise EngineError(
+                f"{locked.why}, and {locked.name} does not answer here: {exc.message}; auto does not switch "
+                "engines for a built lock",
+                hint=f"{exc.hint or f'make {locked.name} answer'}; or build with another engine on purpose: "
+                f"{others}" if others else exc.hint,
+            ) from exc
+        first = next(iter(engines))
+        return ChosenEngine(engine, None if locked.name == first else f"engine auto chose {locked.name}, because "
+                            f"{locked.why}")
     refused: list[tuple[str, EngineError]] = []
     for name, opener in engines.items():
         try:

@@ -14,9 +14,12 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envpin.errors import EngineError, UsageError
+
+if TYPE_CHECKING:
+    from envpin.environment.lockfile import Lock
 
 MOUNT = "/opt/envpin-mount/envpin.pyz"
 #: Passed through when set on the host, so the report shows the settings training would use.
@@ -111,6 +114,50 @@ def run(client: Any, image: str, out: Path, *, gpu_access: Callable[[], str | No
     written = tuple(str(out / n) for n in sorted(set(os.listdir(out)) - before))
     return ImageProbe(image, said, code, written, tuple(logs.strip().splitlines()[-15:]),
                       _selftest_line(written, insisted=selftest is True))
+
+
+@dataclass(frozen=True)
+class LockImage:
+    """The image of a lock's inputs that a build left on this machine (envpin.image.buildstate)."""
+
+    id: str
+    tag: str
+    engine: str
+    #: The Docker client that found it (the one to probe it with).
+    client: Any = None
+
+
+def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> LockImage:
+    """The Docker image this machine built from `locked`'s inputs, which `verify` probes; `connect` gives a
+    Docker client, and is called only when there is a Docker build to look for.
+
+    Docker's, as `probe --image` runs: a podman-built image lives in podman's store, which is said with the
+    way to get a Docker one (the lock does not change). No build record, or an image since removed: a
+    UsageError whose hint is the build that makes it."""
+    from envpin.image import buildstate
+
+    build = f"build it with `envpin build --lock {lock_path}`"
+    other = "or compare a report (--report FILE) or this machine (--host) instead"
+    record = buildstate.load(locked.inputs_hash, "docker")
+    if record is not None:
+        client = connect()
+        try:
+            client.images.get(record.image_id)
+        except Exception:  # docker.errors.ImageNotFound, APIError: either way it cannot be probed
+            client.close()
+            raise UsageError(f"the image built here from {lock_path} ({record.image_id[:19]}…, {record.tag}) is no "
+                             "longer in Docker", hint=f"{build}, {other}") from None
+        return LockImage(record.image_id, record.tag, "docker", client)
+    podman = buildstate.load(locked.inputs_hash, "podman")
+    recorded = locked.expected_image()
+    image_id = podman.image_id if podman is not None else recorded.id if recorded is not None else None
+    if image_id is not None:
+        raise UsageError(f"the image of {lock_path} ({image_id[:19]}…) was built with podman; `verify` probes "
+                         "images through Docker, as `probe --image` does",
+                         hint=f"build it with Docker too (`envpin build --lock {lock_path} --engine docker`; the "
+                         f"lock does not change), {other}")
+    raise UsageError(f"no image of {lock_path} was built on this machine (no build record for its inputs "
+                     f"{locked.inputs_hash[:19]}…)", hint=f"{build}, {other}")
 
 
 def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:

@@ -92,6 +92,75 @@ def diff_reports(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     return compare_flat(fa, fb, cpu_compute)
 
 
+@dataclass(frozen=True)
+class Environment:
+    """What a report made in one environment (an envpin image) must not contradict (envpin.environment.lockfile
+    fills it from a lock)."""
+
+    #: image.envpin_plan.<key> -> the value the image's plan.json must have (None: not known, not compared).
+    baked: dict[str, str | None]
+    tf_version: str
+    #: 'cuda'/'cudnn' -> (the version, where it comes from in words).
+    versions: dict[str, tuple[str | None, str]]
+    #: The recipe's environment: variables set, variables that must not be.
+    env: dict[str, str]
+    unset: tuple[str, ...] = ()
+
+
+#: Where a report says which CUDA and cuDNN it found: loaded library, declared, ENV.
+_VERSION_KEYS = {"cuda": ("cuda.runtime.version", "cuda.declared.cuda", "env.CUDA_VERSION"),
+                 "cudnn": ("cuda.cudnn.version", "cuda.declared.cudnn", "env.CUDNN_VERSION")}
+
+
+def contradictions(report: dict[str, Any], want: Environment) -> list[str]:
+    """Why `report` was not made in `want`, one line per field; [] when nothing it says contradicts it.
+
+    Compared where the report says something: the plan baked into the image (its digest, base digest, tag,
+    TensorFlow, recipe), the TensorFlow it found or declares, CUDA and cuDNN (loaded, declared, ENV), and every
+    variable of the recipe's environment. A probe of a host has no plan baked in: that alone contradicts."""
+    from envpin.knowledge.imageconfig import DISAGREES, compare_version
+
+    flat = fields.flatten(report)
+    out: list[str] = []
+    if not any(k.startswith("image.envpin_plan.") for k in flat):
+        out.append("image.envpin_plan is absent: the report was not made inside an image built from an "
+                   "envpin.lock (a probe of a host?)")
+    else:
+        out += [f"image.envpin_plan.{key} is {_said(flat.get(f'image.envpin_plan.{key}'))}, but the lock's is "
+                f"{_said(value)}" for key, value in want.baked.items()
+                if value is not None and flat.get(f"image.envpin_plan.{key}") != value]
+    for key in ("tensorflow.version", "env.TENSORFLOW_VERSION"):
+        have = _version_in(flat.get(key))
+        if have is not None and compare_version(want.tf_version, have) == DISAGREES:
+            out.append(f"{key} is {_said(have)}, but the lock is for TensorFlow {want.tf_version}")
+    for what, (expected, source) in want.versions.items():
+        for key in _VERSION_KEYS[what]:
+            have = _version_in(flat.get(key))
+            if expected and have is not None and compare_version(str(expected), have) == DISAGREES:
+                out.append(f"{key} is {_said(have)}, but {source} is {_said(str(expected))}")
+    for name, value in sorted(want.env.items()):
+        have = flat.get(f"env.{name}")
+        if have != value:
+            said = "not set" if have is None else _said(have)
+            out.append(f"env.{name} is {said}, but the recipe sets {_said(value)}")
+    out += [f"env.{name} is set ({_said(flat[f'env.{name}'])}), but the recipe unsets it"
+            for name in want.unset if f"env.{name}" in flat]
+    return out
+
+
+def _version_in(text: str | None) -> str | None:
+    """A report's value when it is a version ('2.1.0', '10.2'), None for 'unavailable', errors and the like."""
+    if text is None or not text[:1].isdigit():
+        return None
+    head = text.split()[0].split("+")[0]
+    return head if all(part.isdigit() for part in head.split(".")) else None
+
+
+def _said(value: str | None) -> str:
+    text = ABSENT if value is None else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def counts(diffs: list[Difference]) -> dict[str, int]:
     out = {s: 0 for s in fields.SEVERITIES}
     for d in diffs:

@@ -80,13 +80,18 @@ def differences(res: DiffResult, as_json: bool, console: Console) -> None:
 
 
 def verification(res: VerifyResult, as_json: bool, console: Console, note: Console) -> None:
+    """What was compared with what first (stderr), then what was recorded, then the verdict and table."""
     from envpin.reports import diff
 
+    if res.compared:
+        say(note, res.compared)
+    for line in res.warnings:
+        say(note, f"warning: {line}")
     for line in res.recorded:
         say(note, f"recorded: {line}")
     if as_json:
         print_json(diff.to_json(res.diffs, lock=str(res.lock), report=res.source, notes=res.notes,
-                                recorded=res.recorded,
+                                recorded=res.recorded, compared=res.compared,
                                 fingerprint={"expected": res.expected_fingerprint, "actual": res.actual_fingerprint}))
     else:
         _show(res.diffs, res.notes, "expected (lock)", "actual", console)

@@ -211,3 +211,121 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
     lock = lockfile.read(out / "envpin.lock")  # parses, self-hash intact
     assert buildstate.load(lock.inputs_hash) is None  # nothing recorded for an interrupted build
     assert not list(out.glob(".*.tmp"))
+
+
+# --- a build never switches engine for a built lock, and never rewrites a lock without --update ------------------
+
+def _podman_or_skip() -> None:
+    import shutil
+
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed; run `sudo bash scripts/services.sh install`")
+
+
+def _resign(path: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    """Edit a lock and recompute its self-hash, as anyone can."""
+    import tomli_w
+
+    from envpin._compat import tomllib
+
+    data = tomllib.loads(path.read_text())
+    edit(data)
+    data["lock"]["self_hash"] = lockfile.self_hash(data)
+    path.write_text(lockfile.HEADER + tomli_w.dumps(data))
+
+
+@pytest.mark.podman
+def test_a_podman_lock_keeps_podman_while_docker_is_up(stand_in_image: str, tmp_path: Path) -> None:
+    _podman_or_skip()
+    out = tmp_path / "env"
+    args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)]
+    first = run_envpin(*args, "--engine", "podman")
+    assert first.code == 0, first.stderr
+    path = out / "envpin.lock"
+    before = path.read_bytes()
+    image = lockfile.read(path).image
+    assert image is not None
+    # auto, Docker up: the lock was built with podman, so podman builds it, and says why.
+    again = run_envpin(*args)
+    assert again.code == 0, again.stderr
+    assert f"engine auto chose podman, because {path} records an image built with {image.engine}" in again.stderr
+    assert f"reproduced {image.id}" in again.stderr and path.read_bytes() == before
+    flagless = run_envpin("build", "--lock", str(path))
+    assert flagless.code == 0 and "engine auto chose podman" in flagless.stderr, flagless.stderr
+
+
+@pytest.mark.podman
+def test_a_docker_lock_is_not_switched_to_podman_and_not_rewritten(stand_in_image: str, tmp_path: Path) -> None:
+    """Regression: with the Docker socket dead, `build` quietly used podman and wrote [image] into the lock."""
+    _podman_or_skip()
+    out = tmp_path / "env"
+    args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)]
+    assert run_envpin(*args).code == 0
+    path = out / "envpin.lock"
+    before = path.read_bytes()
+    dead = {"DOCKER_HOST": f"unix://{tmp_path}/no.sock"}
+    for cmd in (args, ["build", "--lock", str(path)]):
+        refused = run_envpin(*cmd, env=dead)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.code == 2 and len(lines) == 2, refused.stderr
+        assert lines[0].startswith(f"error: {path} pins its base and records no reproducible image")
+        assert "and docker does not answer here: the Docker engine is not reachable" in lines[0]
+        assert "auto does not switch engines for a built lock" in lines[0]
+        assert lines[1].startswith("hint: ") and lines[1].endswith("or build with another engine on purpose: "
+                                                                    "--engine podman")
+        assert path.read_bytes() == before
+    # podman on purpose: built and kept on this machine; the lock is left as it is, and the way to record is said.
+    chosen = run_envpin(*args, "--engine", "podman", env=dead)
+    assert chosen.code == 0, chosen.stderr
+    assert "built with podman" in chosen.stderr and "was left as it is" in chosen.stderr
+    assert "`envpin build --engine podman --update` records sha256:" in chosen.stderr
+    assert path.read_bytes() == before and buildstate.load(lockfile.read(path).inputs_hash, "podman") is not None
+    recorded = run_envpin(*args, "--engine", "podman", "--update", env=dead)
+    assert recorded.code == 0 and "recorded image sha256:" in recorded.stderr, recorded.stderr
+    assert lockfile.read(path).image is not None
+
+
+def test_a_build_from_the_lock_does_not_rewrite_it_without_update(stand_in_image: str, tmp_path: Path) -> None:
+    """A lock `envpin render` wrote pins no digest yet: building from it would rewrite it, so that needs --update."""
+    out = tmp_path / "env"
+    rendered = run_envpin("render", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out))
+    assert rendered.code == 0, rendered.stderr
+    path = out / "envpin.lock"
+    before = path.read_bytes()
+    refused = run_envpin("build", "--lock", str(path))
+    lines = refused.stderr.strip().splitlines()
+    assert refused.code == 2 and lines[0].startswith(f"error: building would rewrite {path}: base.digest: absent -> "
+                                                      "'sha256:"), refused.stderr
+    assert "a build changes a lock only with --update" in lines[0]
+    assert lines[1] == "hint: add --update to let this build rewrite it (then review and commit the lock's diff)"
+    assert path.read_bytes() == before and not buildstate.log_path(lockfile.read(path).inputs_hash).exists()
+    updated = run_envpin("build", "--lock", str(path), "--update")
+    assert updated.code == 0, updated.stderr
+    pinned = lockfile.read(path)
+    assert pinned.base.digest is not None and pinned.base.declared["TENSORFLOW_VERSION"] == "2.1.0"
+    assert pinned.image is None  # Docker's image stays machine-local
+    again = path.read_bytes()
+    assert run_envpin("build", "--lock", str(path)).code == 0 and path.read_bytes() == again
+
+
+def test_what_the_base_declares_is_re_derived_when_the_image_is_at_hand(stand_in_image: str, tmp_path: Path) -> None:
+    """A re-signed [base.declared] that the image config contradicts: refused by the build (exit 2), naming the
+    field; --update records what the image declares."""
+    out = tmp_path / "env"
+    args = ["build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)]
+    assert run_envpin(*args).code == 0
+    path = out / "envpin.lock"
+    _resign(path, lambda d: d["base"]["declared"].__setitem__("CUDA_VERSION", "11.0.221"))
+    assert run_envpin("lock", "--check", "--lock", str(path)).code == 0  # offline, nothing contradicts it
+    before = path.read_bytes()
+    for cmd in (args, ["build", "--lock", str(path)]):
+        refused = run_envpin(*cmd)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.code == 2, refused.stderr
+        assert lines[0].startswith(f"error: {path} does not match what its base declares: "
+                                   "base.declared.CUDA_VERSION is '11.0.221' in the lock, but the image config at "
+                                   "sha256:"), lines
+        assert lines[0].endswith("declares '10.2.89'") and path.read_bytes() == before
+    repaired = run_envpin(*args, "--update")
+    assert repaired.code == 0, repaired.stderr
+    assert lockfile.read(path).base.declared["CUDA_VERSION"] == "10.2.89"

@@ -301,7 +301,7 @@ def test_cli_bad_inputs_exit_2(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     _one_line_error(cli("doctor", "--ngc", "26.01"), "outside the catalog")
     _one_line_error(cli("doctor", "--ngc", "23.06-tf1-py3"), "no tf1-py3 image")
     _one_line_error(cli("doctor", "--ngc", "22.06", "--lock", "x.lock"), "not both")
-    _one_line_error(cli("doctor", cwd=tmp_path), "no envpin.lock in this directory")
+    _one_line_error(cli("doctor", cwd=tmp_path), "which image? no envpin.lock here or under images/")
     _one_line_error(cli("doctor", "--lock", str(tmp_path / "absent.lock")), "does not exist")
 
 

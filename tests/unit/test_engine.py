@@ -6,10 +6,12 @@ from __future__ import annotations
 import inspect
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from envpin.environment.lockfile import Image, Lock
 from envpin.errors import EngineError, UsageError
 from envpin.image import engine as engines
 from envpin.image.build import require_bit_identical
@@ -137,6 +139,59 @@ def test_auto_with_the_real_docker_down(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert isinstance(chosen, ChosenEngine) and isinstance(chosen.engine, PodmanEngine)
     assert chosen.fallback is not None and chosen.fallback.startswith(
         f"engine auto chose podman, because docker: the Docker engine is not reachable: cannot connect to {tmp_path}")
+
+
+# --- a built lock keeps its engine (auto never switches for it) --------------------------------------------------
+
+
+def _lock(digest: str | None, image_engine: str | None) -> Lock:
+    """A lock as built: pinned (or not), with a podman image recorded (or not)."""
+    from envpin.environment.plan import make_plan
+
+    locked = Lock.from_plan(make_plan(ngc="20.02", tf="2.1"), {})
+    image = None if image_engine is None else Image("sha256:" + "1" * 64, locked.inputs_hash, image_engine, "overlay")
+    return replace(locked, base=replace(locked.base, digest=digest), image=image)
+
+
+PINNED = "sha256:" + "2" * 64
+BOTH = {"docker": _opener("docker"), "podman": _opener("podman")}
+DOCKER_DOWN = {"docker": _opener("docker", "the Docker engine is not reachable"), "podman": _opener("podman")}
+PODMAN_DOWN = {"docker": _opener("docker"), "podman": _opener("podman", "podman is not installed")}
+
+
+def test_what_a_lock_says_about_its_engine() -> None:
+    assert engines.lock_engine(None) is None
+    assert engines.lock_engine(_lock(None, None)) is None  # rendered, never built: any engine builds it first
+    docker = engines.lock_engine(_lock(PINNED, None), "images/x/envpin.lock")
+    assert docker is not None and docker.name == "docker" and docker.why.startswith("images/x/envpin.lock pins its")
+    podman = engines.lock_engine(_lock(PINNED, "podman 4.3.1"), "images/x/envpin.lock")
+    assert podman == engines.LockedEngine("podman", "images/x/envpin.lock records an image built with podman 4.3.1")
+
+
+def test_auto_keeps_podman_for_a_podman_lock_even_with_docker_up() -> None:
+    locked = engines.lock_engine(_lock(PINNED, "podman 4.3.1"), "L")
+    chosen = resolve_engine("auto", environ={}, engines=BOTH, locked=locked)
+    assert chosen.engine.name == "podman"
+    assert chosen.fallback == "engine auto chose podman, because L records an image built with podman 4.3.1"
+
+
+def test_auto_refuses_to_leave_the_lock_s_engine() -> None:
+    podman_lock = engines.lock_engine(_lock(PINNED, "podman 4.3.1"), "L")
+    with pytest.raises(EngineError) as refused:
+        resolve_engine("auto", environ={}, engines=PODMAN_DOWN, locked=podman_lock)
+    assert refused.value.message == ("L records an image built with podman 4.3.1, and podman does not answer here: "
+                                     "podman is not installed; auto does not switch engines for a built lock")
+    assert refused.value.hint == "start it; or build with another engine on purpose: --engine docker"
+    docker_lock = engines.lock_engine(_lock(PINNED, None), "L")  # and vice versa
+    with pytest.raises(EngineError, match=r"^L pins its base and records no reproducible image .*, and docker does "
+                       r"not answer here: the Docker engine is not reachable; auto does not switch"):
+        resolve_engine(None, environ={}, engines=DOCKER_DOWN, locked=docker_lock)
+    # Docker for a Docker lock says nothing; a named engine is the user's choice.
+    assert resolve_engine("auto", environ={}, engines=BOTH, locked=docker_lock).fallback is None
+    assert resolve_engine("docker", environ={}, engines=BOTH, locked=podman_lock).engine.name == "docker"
+    # A lock no build completed yet: auto's usual order, the fallback said.
+    chosen = resolve_engine("auto", environ={}, engines=DOCKER_DOWN, locked=engines.lock_engine(_lock(None, None)))
+    assert chosen.engine.name == "podman" and chosen.fallback is not None
 
 
 def test_the_build_log_reports_steps_keeps_the_tail_and_writes_the_file(tmp_path: Path) -> None:

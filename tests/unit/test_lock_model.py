@@ -22,6 +22,7 @@ from envpin.environment.render import render, write_environment
 from envpin.errors import LockError
 from envpin.probe import collect, fields
 from tests.conftest import REPO
+from tests.unit.lock_reports import as_lock_image
 
 DEVICE = "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=on"
 OTHER = "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=off"
@@ -98,6 +99,7 @@ def test_verify_environment_records_once(tmp_path: Path, report: dict[str, Any])
     import json
 
     path = _folder(tmp_path)
+    report = as_lock_image(report, path)
     rpath = tmp_path / "r.json"
     rpath.write_text(json.dumps(report))
     first = api.verify_environment(path, rpath, record=True)
@@ -240,6 +242,7 @@ def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report:
     import json
 
     lock = _folder(tmp_path)
+    report = as_lock_image(report, lock)
     with_selftest, plain = tmp_path / "selftest.json", tmp_path / "plain.json"
     with_selftest.write_text(json.dumps(_with_golden(report, "sha256:" + "a" * 64)))
     plain.write_text(json.dumps(report))
@@ -250,6 +253,7 @@ def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report:
     res = cli("verify", "--lock", str(lock), "--report", str(plain))
     assert res.code == 0, res.stdout
     assert res.stdout.splitlines()[:2] == ["identical", lockfile.GOLDEN_NOT_CHECKED]
+    assert res.stderr.splitlines()[0] == f"verify: report {plain} against the reference of {lock}"
     doc = json.loads(cli("verify", "--lock", str(lock), "--report", str(plain), "--json").stdout)
     assert doc["verdict"] == "identical" and doc["notes"] == [lockfile.GOLDEN_NOT_CHECKED] and doc["recorded"] == []
     changed = tmp_path / "changed.json"
@@ -262,8 +266,11 @@ def test_cli_verify_errors_are_one_line(cli, tmp_path: Path) -> None:  # type: i
     lock = _folder(tmp_path)
     for args, needle in (
         (("--lock", str(lock)), "has no 'expected' table"),
+        (("--lock", str(lock.parent)), "has no 'expected' table"),  # a folder: its envpin.lock
         (("--lock", str(tmp_path / "none.lock")), "does not exist"),
-        (("--lock", str(tmp_path)), "is a folder"),
+        (("--lock", str(tmp_path)), f"lock file {tmp_path / 'envpin.lock'} does not exist"),
+        (("--lock", str(lock), "--force"), "--force only applies to --record"),
+        (("--lock", str(lock), "--host", "--report", "r.json"), "give --report FILE or --host, not both"),
     ):
         res = cli("verify", *args)
         lines = [line for line in res.stderr.splitlines() if line.strip()]
