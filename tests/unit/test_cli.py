@@ -160,7 +160,7 @@ def test_lock_check_covers_every_environment_under_images(cli, tmp_path: Path) -
 
 def test_lock_command_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _one_line_error(cli("lock", cwd=tmp_path), "lock needs REQUIREMENTS_IN and --ngc")
-    _one_line_error(cli("lock", "--check", cwd=tmp_path), "no --ngc given and no envpin.lock")
+    _one_line_error(cli("lock", "--check", cwd=tmp_path), "no envpin.lock here or under images/")
     (tmp_path / "req.in").write_bytes(b"\x00\x01")
     _one_line_error(cli("lock", "req.in", "--ngc", "20.02-tf2-py3", cwd=tmp_path), "binary")
 
