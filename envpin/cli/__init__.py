@@ -99,11 +99,27 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+def _warnings() -> None:
+    """What the library posted while the command ran (envpin.knowledge.notices: a damaged image-facts cache,
+    image facts that contradict the written sources), each line once, as `warning:` lines; none with -q.
+    Printed at the end, before an error's two lines, so those stay last."""
+    from envpin.knowledge import notices
+    from envpin.views import console
+
+    lines = notices.drain()
+    if not console.settings["quiet"]:
+        for line in lines:
+            _say(f"warning: {line}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     command = None
+    from envpin.knowledge import notices
+
+    notices.drain()  # one process may run several commands (tests): each reports its own
     try:  # everything inside: Ctrl-C while modules load or Typer builds the command is Ctrl-C too
         from envpin.views import console
 
@@ -111,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         command = typer.main.get_command(_app_for(args))
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
     except EnvpinError as exc:
+        _warnings()
         if _state["debug"]:
             traceback.print_exc()
         # Messages quote user input and file contents: printed as plain text, never as markup.
@@ -125,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__name__ == "Abort" or interrupted(exc):
             _say("interrupted")
             sys.exit(130)
+        _warnings()
         if not _is_usage_error(exc):
             _internal_error(exc)
         # Option-parsing errors: one line and a hint, exit 2, like every other bad input.
@@ -135,6 +153,8 @@ def main(argv: list[str] | None = None) -> None:
     if rc == 130:
         # Typer (vendored click) turns Ctrl-C into a silent Exit(130); no command exits 130 by itself.
         _say("interrupted")
+    else:
+        _warnings()
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -86,7 +86,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Read each tag's image config from the registry, report where it disagrees with the catalog, and keep
-        what the images declare in the image-facts cache (image-declared values outrank written ones).
+        what the images declare in the image-facts cache. Values read from nvcr.io (or under a digest the
+        catalog records) outrank written ones; a mirror's fill only unknown values (docs/catalog-sync.md).
 
         Exit 0: every declared value agrees (or fills a gap, or is more precise); 1: some value disagrees;
         2: the registry is unreachable or refused access.
@@ -98,7 +99,9 @@ def register(app: typer.Typer) -> None:
             result = api.sync_catalog(registry, release or [], write, ca_bundle, progress=update, save=not no_save)
         if wants_json(fmt, as_json):
             console.print_json(result.to_json())
-            console.say(console.err(), catalog.sync_summary(result))
+            for line in (catalog.mirror_line(result), catalog.sync_summary(result)):
+                if line:
+                    console.say(console.err(), line)
         else:
             catalog.sync_report(result, console.out())
         raise typer.Exit(result.exit_code)

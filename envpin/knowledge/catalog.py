@@ -8,7 +8,9 @@ release notes for that month), ``nvidia`` (another NVIDIA-owned source about the
 NVIDIA/tensorflow branches and releases, framework-reproducibility's version table), ``sibling`` (NVIDIA's
 notes for another framework container of the same month, which shares the CUDA/cuDNN/NCCL/driver base;
 base-stack fields only), ``image`` (declared by the image config, read by ``envpin catalog sync``) and
-``user``. Below every NVIDIA-written source rank the weak grades (WEAK_KINDS): ``nv-version`` (NVIDIA's own
+``user``. Below every NVIDIA-written source rank the weak grades (WEAK_KINDS): ``mirror`` (declared by the
+config of a copy in another registry whose digest the catalog does not record for the tag; it only fills
+values nothing else gives, see envpin.knowledge.trust), ``nv-version`` (NVIDIA's own
 build stamp of that container seen in a third-party file: ``X.Y.Z+nvYY.M`` from the container's pip, or the
 container's start-up banner; TensorFlow version only), ``third-party`` (someone else's statement about the
 tag) and ``jetson`` (NVIDIA's Jetson wheel ``X.Y.Z+nvYY.MM`` of the same monthly release stream, which is not
@@ -18,6 +20,11 @@ a tag was published and back no value. docs/catalog-sources.md records how the w
 A field may list ``also`` (further sources giving the same value) and ``conflicts`` (sources giving another
 value, each ``{"value", "source"}``). A conflicting source is always weaker than the value's own source;
 where sources of the same grade disagree, the value stays ``null`` and ``conflicts`` lists every candidate.
+
+Image facts (a flavor's ``image`` object in the file, and the user's image-facts cache, envpin.knowledge.facts)
+are keyed by the repository and digest they were read from; which of them speak for a catalog tag, and where
+they contradict a written value, is envpin.knowledge.trust. Each contradiction is a one-line notice the entry
+carries, posted (envpin.knowledge.notices) when a command selects the entry.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -33,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import CatalogError, UsageError
+from envpin.knowledge import notices, trust
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE, LIST_FIELDS, image_problems
+from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
 from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
 from envpin.portable import ngc
 from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
@@ -41,10 +50,11 @@ from envpin.portable.versions import SpecError
 
 SCHEMA_VERSION = 2
 #: Kinds of evidence (grades), strongest first: a value of an earlier kind outranks a later one where both exist.
-KINDS = ("image", "user", "notes", "nvidia", "sibling", "nv-version", "third-party", "jetson")
-SOURCE_KINDS = frozenset(KINDS) | {"usage"}
+KINDS = ("image", "user", "notes", "nvidia", "sibling", "mirror", "nv-version", "third-party", "jetson")
+#: MIRROR_KIND (envpin.knowledge.trust) is never a written source's kind in the catalog file.
+SOURCE_KINDS = (frozenset(KINDS) - {MIRROR_KIND}) | {"usage"}
 #: Grades below every NVIDIA-written source: a value resting on one of them is shown with a notice.
-WEAK_KINDS = frozenset({"nv-version", "third-party", "jetson"})
+WEAK_KINDS = frozenset({MIRROR_KIND, "nv-version", "third-party", "jetson"})
 #: One line per grade, for views and docs.
 KIND_TEXT = {
     "image": "declared by the image config itself (envpin catalog sync)",
@@ -52,6 +62,8 @@ KIND_TEXT = {
     "notes": "NVIDIA's TensorFlow release notes for that month",
     "nvidia": "another NVIDIA source about the TensorFlow image",
     "sibling": "NVIDIA's notes for another framework container of the same month (base stack only)",
+    "mirror": "declared by the image config of a copy in another registry, whose digest the catalog does not "
+              "record for the tag (fills unknown values only)",
     "nv-version": "NVIDIA's build stamp of that container (X.Y.Z+nvYY.M or its start-up banner) in a third-party file",
     "third-party": "a third party's statement about the tag",
     "jetson": "NVIDIA's Jetson wheel of the same monthly release stream, not the container",
@@ -85,6 +97,8 @@ class Fact:
     also: tuple[str, ...] = ()
     #: (value, source id) of each source giving another value: weaker ones, or every candidate of a null.
     conflicts: tuple[tuple[Any, str], ...] = ()
+    #: For a value an image config declared (kinds image and mirror): REPOSITORY@DIGEST it was read from.
+    read_from: str | None = None
 
     @property
     def known(self) -> bool:
@@ -109,19 +123,24 @@ class Entry:
     verified: dict[str, Any] | None = None
     #: Every field as the written sources give it, before any image-declared value (what sync compares with).
     written: dict[str, Fact] = field(default_factory=dict, repr=False)
-    #: When this user's image-facts cache supplied the image object: the facts the catalog file alone gives.
+    #: When this user's image-facts cache supplied a value: the facts the catalog file alone gives.
     portable: dict[str, Fact] | None = field(default=None, repr=False)
+    #: Every image config read for this tag, with what the catalog does with it (catalog show lists them).
+    images: tuple[ImageUse, ...] = field(default=(), repr=False)
+    #: One line per image-declared value that contradicts a written one (tag, field, both values, both
+    #: sources); posted to envpin.knowledge.notices when a command selects this entry.
+    notices: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def cached(self) -> bool:
-        """The image facts come from this user's cache (envpin.knowledge.facts), not from the catalog file."""
+        """Some value comes from this user's image-facts cache (envpin.knowledge.facts), not the catalog file."""
         return self.portable is not None
 
     @property
     def outranked(self) -> dict[str, Fact]:
         """Written values that an image-declared value outranks and contradicts, by field."""
         return {name: w for name, w in self.written.items()
-                if self.facts[name].kind == "image" and w.known and w.value != self.facts[name].value}
+                if self.facts[name].kind == IMAGE_KIND and w.known and w.value != self.facts[name].value}
 
     def value(self, name: str) -> Any:
         return self.facts[name].value
@@ -140,10 +159,17 @@ class Entry:
         return self.facts["tf_version"].value
 
     def source_url(self, name: str) -> str | None:
+        """Where the value came from: a written source's URL, or REPOSITORY@DIGEST for an image-declared one."""
         fact = self.facts[name]
-        if fact.kind == "image" and self.verified:
-            return f"{self.verified['registry']}@{self.verified['digest']}"
+        if fact.read_from:
+            return fact.read_from
         return self.sources[fact.source]["url"] if fact.source else None
+
+    def recorded_digest(self, repository: str) -> str | None:
+        """The digest last read for this tag from `repository` (cache before catalog file), or None."""
+        found = [u for u in self.images if u.image["registry"] == repository]
+        found.sort(key=lambda u: not u.cached)
+        return found[0].image["digest"] if found else None
 
     def weak(self, names: Iterable[str] | None = None) -> dict[str, Fact]:
         """Known values (of `names`, default every field) that rest on a grade below NVIDIA's own text."""
@@ -180,18 +206,24 @@ class Entry:
         out["provenance"] = provenance
         if self.verified:
             out["verified_from_image"] = self.verified
+        if self.images:
+            out["image_configs"] = [u.to_json() for u in self.images]
         return out
 
 
 class Catalog:
     """The loaded, validated catalog with the look-ups the CLI needs."""
 
-    def __init__(self, data: dict[str, Any], origin: str, portable: dict[str, dict[str, Fact]] | None = None) -> None:
+    def __init__(self, data: dict[str, Any], origin: str,
+                 cached: Mapping[tuple[str, str], dict[str, Any]] | None = None, notices: Iterable[str] = ()) -> None:
         validate(data, origin)
         self.data = data
         self.origin = origin
-        #: For tags whose image object came from the user's image-facts cache: the catalog file's own facts.
-        self._portable = portable or {}
+        #: Image objects from the user's image-facts cache by (repository read from, tag); `data` stays the
+        #: file's own, so a catalog written from it (catalog sync --write) never carries one user's cache.
+        self.cached: dict[tuple[str, str], dict[str, Any]] = dict(cached or {})
+        #: Lines about the catalog as loaded (a damaged image-facts cache), posted by load() (knowledge.notices).
+        self.notices: tuple[str, ...] = tuple(notices)
         self.sources: dict[str, dict[str, str]] = data["sources"]
         self.missing: dict[str, dict[str, Any]] = data["missing_months"]
         self.repository: str = data["image_repository"]
@@ -200,23 +232,23 @@ class Catalog:
 
     # -- construction -------------------------------------------------------------------------------
     def _build_entries(self) -> Iterator[Entry]:
+        by_tag: dict[str, list[dict[str, Any]]] = {}
+        for (_, tag), image in sorted(self.cached.items()):
+            by_tag.setdefault(tag, []).append(image)
         for release in sorted(self.data["releases"], key=release_index):
             rel = self.data["releases"][release]
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
                 merged = {**rel["fields"], **fl["fields"]}
-                facts, written = {}, {}
-                declared = (fl.get("image") or {}).get("declared") or {}
-                for name in FIELDS:
-                    raw = merged[name]
-                    src = raw.get("source")
-                    kind = self.sources[src]["kind"] if raw["value"] is not None and src else None
-                    written[name] = Fact(raw["value"], src, raw.get("reason"), kind, tuple(raw.get("also", ())),
-                                         tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
-                    # What the image itself declares outranks every written source; the written value is
-                    # kept beside it (Entry.outranked) so a disagreement stays visible.
-                    facts[name] = (Fact(declared[name], IMAGE_SOURCE, None, "image") if name in declared
-                                   else written[name])
+                written = {name: self._written(merged[name]) for name in FIELDS}
+                uses = trust.images_for(self.repository, fl["tag"], fl.get("image"), by_tag.get(fl["tag"], []))
+                facts = _resolve(written, uses)
+                # The facts every machine with this catalog file resolves: what only this cache gives is left
+                # out (Entry.portable_value), so a plan never depends on one person's cache.
+                own = _resolve(written, trust.images_for(self.repository, fl["tag"], fl.get("image"), []))
+                cited = {name: (f.value, self.sources.get(f.source) if f.known and f.source else None)
+                         for name, f in written.items()}
+                applied = next((u.image for u in uses if u.grade == IMAGE_KIND), None)
                 yield Entry(
                     release=release,
                     flavor=flavor,
@@ -224,10 +256,19 @@ class Catalog:
                     image=f"{self.repository}:{fl['tag']}",
                     facts=facts,
                     sources=self.sources,
-                    verified=fl.get("image"),
+                    verified=applied,
                     written=written,
-                    portable=self._portable.get(fl["tag"]),
+                    portable=own if own != facts else None,
+                    images=tuple(uses),
+                    notices=tuple(trust.contradictions(self.repository, fl["tag"], cited, uses)),
                 )
+
+    def _written(self, raw: dict[str, Any]) -> Fact:
+        """A field as the written sources give it."""
+        src = raw.get("source")
+        kind = self.sources[src]["kind"] if raw["value"] is not None and src else None
+        return Fact(raw["value"], src, raw.get("reason"), kind, tuple(raw.get("also", ())),
+                    tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
 
     # -- queries ------------------------------------------------------------------------------------
     def entries(self) -> list[Entry]:
@@ -236,22 +277,25 @@ class Catalog:
     def releases(self) -> list[str]:
         return sorted(self.data["releases"], key=release_index)
 
-    def release_entries(self, release: str) -> list[Entry]:
-        """All tags of one release, or a clear error for unknown and release-less months."""
+    def release_entries(self, release: str, *, notify: bool = True) -> list[Entry]:
+        """All tags of one release, or a clear error for unknown and release-less months. With notify, each
+        chosen entry's notices are posted (envpin.knowledge.notices): a command is told about the values it uses."""
         try:
-            return self._selector.release_entries(release)
+            return _posted(self._selector.release_entries(release), notify)
         except SpecError as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
 
     def select(
-        self, ngc: NGCSpec | str | None, tf: TFSpec | None = None, flavor: str | None = None, *, single: bool = False
+        self, ngc: NGCSpec | str | None, tf: TFSpec | None = None, flavor: str | None = None, *, single: bool = False,
+        notify: bool = True,
     ) -> list[Entry]:
         """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries;
-        with no spec (None), every release's entries that fit `tf` and `flavor`, possibly none.
+        with no spec (None), every release's entries that fit `tf` and `flavor`, possibly none. With notify,
+        each chosen entry's notices are posted (envpin.knowledge.notices).
 
         The rules live in envpin.portable.ngc (standard library); this turns their errors into the CLI's."""
         try:
-            return self._selector.select(ngc, tf, flavor, single)
+            return _posted(self._selector.select(ngc, tf, flavor, single), notify)
         except SpecError as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
 
@@ -259,6 +303,30 @@ class Catalog:
     def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> list[str]:
         """Candidates ordered by distance in months from `anchor` (later first on ties)."""
         return ngc.nearest_releases(anchor, candidates, limit)
+
+
+def _posted(entries: list[Entry], notify: bool) -> list[Entry]:
+    if notify:
+        notices.post(*(line for e in entries for line in e.notices))
+    return entries
+
+
+def _resolve(written: dict[str, Fact], uses: list[ImageUse]) -> dict[str, Fact]:
+    """Each field's value: what the image-grade config declares outranks every written source (the written
+    value is kept beside it, Entry.outranked); a mirror-grade config fills only what is still unknown."""
+    image = next((u for u in uses if u.grade == IMAGE_KIND), None)
+    mirrors = [u for u in uses if u.grade == MIRROR_KIND]
+    out: dict[str, Fact] = {}
+    for name in FIELDS:
+        filler = next((u for u in mirrors if name in u.image["declared"]), None)
+        if image is not None and name in image.image["declared"]:
+            out[name] = Fact(image.image["declared"][name], IMAGE_SOURCE, None, IMAGE_KIND, read_from=image.read_from)
+        elif not written[name].known and filler is not None:
+            out[name] = Fact(filler.image["declared"][name], IMAGE_SOURCE, None, MIRROR_KIND,
+                             read_from=filler.read_from)
+        else:
+            out[name] = written[name]
+    return out
 
 
 # -- loading ----------------------------------------------------------------------------------------
@@ -274,7 +342,11 @@ def catalog_path() -> Path:
 
 def load(path: str | None = None, *, cache: bool = True) -> Catalog:
     """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`), with the
-    user's image-facts cache merged in unless cache=False (the README's tables describe the shipped file only)."""
+    user's image-facts cache merged in unless cache=False (the README's tables describe the shipped file only).
+
+    The catalog file is envpin's input and must be sound (a CatalogError otherwise); the cache is envpin's own
+    output, so a damaged one is never fatal: what cannot be used is left out and Catalog.notices says so,
+    posted to envpin.knowledge.notices on every load (the CLI prints it once, at the end of the command)."""
     from envpin.knowledge import facts as imagecache
 
     override = os.environ.get(CATALOG_ENV, "").strip()
@@ -303,24 +375,30 @@ def load(path: str | None = None, *, cache: bool = True) -> Catalog:
     cache_file = imagecache.cache_path()
     try:
         cst = cache_file.stat()
+        key = (cst.st_mtime_ns, cst.st_size)
     except FileNotFoundError:
         return cat
-    except OSError as exc:
-        raise CatalogError(f"the image-facts cache {cache_file} cannot be read: {exc.strerror or exc}",
-                           hint=f"fix its permissions or delete it (`rm {cache_file}`)") from exc
-    return _with_cache(cat, str(cache_file), cst.st_mtime_ns, cst.st_size)
+    except OSError:
+        key = (-1, -1)  # facts.read says why, as a notice
+    cat = _with_cache(cat, str(cache_file), *key)
+    notices.post(*cat.notices)
+    return cat
 
 
 @lru_cache(maxsize=4)
 def _with_cache(cat: Catalog, cache_file: str, mtime_ns: int, size: int) -> Catalog:
-    """`cat` with each cached tag's image object in place of the file's (the cache was read more recently)."""
+    """`cat` with the user's image-facts cache merged in (envpin.knowledge.trust decides what applies), and a
+    notice when part or all of the cache had to be ignored; `cat` itself when the cache changes nothing."""
     from envpin.knowledge import facts as imagecache
 
-    images = imagecache.read(cat.repository, Path(cache_file))
-    portable = {e.tag: e.facts for e in cat.entries() if e.tag in images}
-    if not portable:
+    got = imagecache.read(cat.repository, Path(cache_file))
+    tags = {e.tag for e in cat.entries()}
+    useful = {key: image for key, image in got.images.items() if key[1] in tags}
+    found = (got.notice,) if got.notice else ()
+    if not useful and not found:
         return cat
-    return Catalog(with_images(cat.data, images), f"{cat.origin} + image facts from {cache_file}", portable)
+    origin = f"{cat.origin} + image facts from {cache_file}" if useful else cat.origin
+    return Catalog(cat.data, origin, useful, (*cat.notices, *found))
 
 
 def with_images(data: dict[str, Any], images: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -2,26 +2,52 @@
 build for a tag whose TensorFlow version no written source gives), merged into the catalog on every load.
 
 It lives outside the package and the repository, in ``$XDG_CACHE_HOME/envpin/image-facts.json`` (default
-``~/.cache/envpin``): it is one user's knowledge, read from one registry. A team that wants the same facts on
-every machine commits a catalog written with ``catalog sync --write`` and points ``ENVPIN_CATALOG`` at it.
-Deleting the file forgets everything in it; nothing else refers to it.
+``~/.cache/envpin``): it is one user's knowledge. A team that wants the same facts on every machine commits a
+catalog written with ``catalog sync --write`` and points ``ENVPIN_CATALOG`` at it. Deleting the file forgets
+everything in it; nothing else refers to it.
+
+Schema 2 keys each image config by where it was read and what it is, ``REPOSITORY@DIGEST``, and lists the
+catalog tags that resolved to it there::
+
+    {"schema": 2, "image_repository": "nvcr.io/nvidia/tensorflow",
+     "images": {"127.0.0.1:5000/nvidia/tensorflow@sha256:…": {"tags": ["20.03-tf2-py3"],
+                                                              "created": "…", "declared": {…}}}}
+
+A tag of one repository resolves to one digest at a time; the same tag read from two registries is two
+entries, so a mirror's facts never overwrite nvcr.io's (envpin.knowledge.catalog decides which apply).
+Schema 1 (image objects by tag alone, each naming its registry) is read as schema 2 and rewritten as schema 2
+on the next save: nothing in it is lost.
+
+The cache is envpin's own file, so damage never stops a command: `read` keeps what is valid and describes the
+rest in one line (CacheRead.notice), which the catalog carries to the command line (envpin.knowledge.notices); the next
+save writes the file anew without it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import CatalogError, EnvpinError
+from envpin.errors import EnvpinError, shown
 from envpin.fsutil import atomic_write, parse_json
-from envpin.knowledge.fields import image_problems
+from envpin.knowledge.fields import IMAGE_SOURCE, image_problems, is_repository_name
+from envpin.portable.imageref import is_digest
 
-SCHEMA = 1
+SCHEMA = 2
+#: Schemas this envpin reads; older ones are rewritten as SCHEMA on the next save.
+READS = (1, 2)
 FILE_NAME = "image-facts.json"
-_KEYS = {"schema", "image_repository", "tags"}
+_KEYS = {"schema", "image_repository", "images"}
+_V1_KEYS = {"schema", "image_repository", "tags"}
+_RECORD_KEYS = {"tags", "created", "declared"}
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")  # Docker's tag grammar
+#: Image objects by (the repository they were read from, the catalog tag that resolved to them there).
+Images = dict[tuple[str, str], dict[str, Any]]
 
 
 def cache_path() -> Path:
@@ -30,49 +56,151 @@ def cache_path() -> Path:
     return Path(base).expanduser().absolute() / "envpin" / FILE_NAME
 
 
-def _broken(path: Path, why: str) -> CatalogError:
-    return CatalogError(f"the image-facts cache {path} {why}",
-                        hint=f"delete it (`rm {path}`); `envpin catalog sync` writes it again")
+@dataclass(frozen=True)
+class CacheRead:
+    """What the cache file holds that can be used, and what is wrong with the rest (never an exception: a
+    damaged cache is ignored, in part or whole, and reported once)."""
+
+    path: Path
+    images: Images
+    #: One phrase per ignored entry, or the one reason the whole file was ignored (whole=True).
+    problems: tuple[str, ...] = ()
+    whole: bool = False
+
+    def for_tag(self, tag: str) -> list[dict[str, Any]]:
+        """The image objects read for `tag`, one per repository, in repository order."""
+        return [img for (repo, t), img in sorted(self.images.items()) if t == tag]
+
+    @property
+    def notice(self) -> str | None:
+        """One line naming the file, what is wrong, what envpin does about it and the fix; None when sound."""
+        if not self.problems:
+            return None
+        if self.whole:
+            return (f"ignoring the image-facts cache {self.path}: it {self.problems[0]}; the next "
+                    "`envpin catalog sync` writes it anew")
+        n = len(self.problems)
+        more = f" (and {n - 1} more)" if n > 1 else ""
+        which = "that entry" if n == 1 else f"those {n} entries"
+        return (f"ignoring {which} of the image-facts cache {self.path}: {self.problems[0]}{more}; the next "
+                f"`envpin catalog sync` rewrites the file without {'it' if n == 1 else 'them'}")
 
 
-def read(repository: str, path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Image objects by tag ({} when there is no cache). A cache for another repository is refused, not mixed in."""
+def read(repository: str, path: Path | None = None) -> CacheRead:
+    """The usable image objects of the cache for the catalog of `repository` (empty when there is no cache)."""
     path = path or cache_path()
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return CacheRead(path, {})
     except (OSError, UnicodeDecodeError) as exc:
-        raise _broken(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
+        why = getattr(exc, "strerror", None) or str(exc)
+        return CacheRead(path, {}, (f"cannot be read ({why})",), whole=True)
     try:
         data = parse_json(text, "it", EnvpinError)
     except EnvpinError as exc:
-        raise _broken(path, exc.message.removeprefix("it ")) from None
-    if not isinstance(data, dict) or set(data) != _KEYS:
-        raise _broken(path, f"needs exactly the keys {sorted(_KEYS)}")
-    if data["schema"] != SCHEMA:
-        raise _broken(path, f"has schema {data['schema']!r}; this envpin reads schema {SCHEMA}")
+        return CacheRead(path, {}, (exc.message.removeprefix("it "),), whole=True)
+    why = _file_problem(data, repository)
+    if why:
+        return CacheRead(path, {}, (why,), whole=True)
+    images: Images = {}
+    problems = list(_v1_entries(data["tags"], images) if data["schema"] == 1 else _v2_entries(data["images"], images))
+    return CacheRead(path, images, tuple(problems))
+
+
+def _file_problem(data: Any, repository: str) -> str | None:
+    """Why the whole file is unusable, or None."""
+    if not isinstance(data, dict) or data.get("schema") not in READS:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        if isinstance(schema, int) and not isinstance(schema, bool):
+            return f"has schema {schema}; this envpin reads schemas {' and '.join(map(str, READS))}"
+        return "is not an image-facts cache (no schema number)"
+    keys = _V1_KEYS if data["schema"] == 1 else _KEYS
+    if set(data) != keys:
+        return f"needs exactly the keys {sorted(keys)} for schema {data['schema']}"
     if data["image_repository"] != repository:
-        raise _broken(path, f"holds facts for {data['image_repository']!r}, not for the catalog's {repository!r}")
-    tags = data["tags"]
-    if not isinstance(tags, dict):
-        raise _broken(path, "has no object of tags")
+        return (f"holds facts for the tags of {shown(data['image_repository'])!r}, not of the catalog's "
+                f"{repository!r}")
+    if not isinstance(data["tags" if data["schema"] == 1 else "images"], dict):
+        return f"has no object of {'tags' if data['schema'] == 1 else 'images'}"
+    return None
+
+
+def _tag_problem(tag: Any) -> str | None:
+    return None if isinstance(tag, str) and _TAG.match(tag) else f"{shown(tag)!r} is not a tag"
+
+
+def _v1_entries(tags: dict[str, Any], out: Images) -> Iterator[str]:
+    """Schema 1: image objects by tag; each names the repository it was read from, so it moves over whole."""
     for tag, image in tags.items():
-        problems = list(image_problems(image))
-        if problems:
-            raise _broken(path, f"is invalid: {tag}: {problems[0]}")
-    return tags
+        problem = _tag_problem(tag) or next(iter(image_problems(image)), None)
+        if problem:
+            yield f"tag {shown(tag)}: {problem}"
+        else:
+            out[(image["registry"], tag)] = dict(image)
 
 
-def dumps(repository: str, tags: Mapping[str, dict[str, Any]]) -> bytes:
-    """Canonical form: sorted keys, no clock of its own (each image object keeps the config's `created`)."""
-    data = {"schema": SCHEMA, "image_repository": repository, "tags": dict(tags)}
+def _v2_entries(records: dict[str, Any], out: Images) -> Iterator[str]:
+    """Schema 2: REPOSITORY@DIGEST -> tags, created, declared."""
+    for key in sorted(records):
+        problem = _record_problem(key, records[key])
+        if problem:
+            yield f"{shown(key)}: {problem}"
+            continue
+        registry, _, digest = key.rpartition("@")
+        record = records[key]
+        for tag in record["tags"]:
+            if (registry, tag) in out:
+                yield f"{shown(key)}: {registry}:{tag} is listed under another digest too (kept the first)"
+                continue
+            out[(registry, tag)] = {"digest": digest, "created": record["created"], "registry": registry,
+                                    "declared": record["declared"], "source": IMAGE_SOURCE}
+
+
+def _record_problem(key: str, record: Any) -> str | None:
+    registry, at, digest = key.rpartition("@")
+    if not at or not is_repository_name(registry):
+        return "the key is not REPOSITORY@DIGEST (e.g. nvcr.io/nvidia/tensorflow@sha256:…)"
+    if not is_digest(digest):
+        return f"digest {shown(digest)!r} is not sha256:<64 hex digits> or sha512:<128 hex digits>"
+    if not isinstance(record, dict) or set(record) != _RECORD_KEYS:
+        return f"must be an object with exactly {sorted(_RECORD_KEYS)}"
+    tags = record["tags"]
+    if not isinstance(tags, list) or not tags:
+        return "tags must be a non-empty list"
+    problem = next((p for p in map(_tag_problem, tags) if p), None)
+    if problem:
+        return problem
+    image = {"digest": digest, "created": record["created"], "registry": registry, "declared": record["declared"],
+             "source": IMAGE_SOURCE}
+    return next(iter(image_problems(image)), None)
+
+
+def dumps(repository: str, images: Mapping[tuple[str, str], dict[str, Any]]) -> bytes:
+    """Canonical schema-2 form: sorted keys and tags, no clock of its own (each image keeps the config's
+    `created`). Tags that resolved to the same digest in the same repository share one entry."""
+    records: dict[str, dict[str, Any]] = {}
+    for (registry, tag), image in images.items():
+        record = records.setdefault(f"{registry}@{image['digest']}",
+                                    {"tags": [], "created": image["created"], "declared": image["declared"]})
+        record["tags"] = sorted({*record["tags"], tag})
+    data = {"schema": SCHEMA, "image_repository": repository, "images": records}
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def save(repository: str, images: Mapping[str, dict[str, Any]], path: Path | None = None) -> Path:
-    """Merge `images` (tag -> image object) into the cache and write it atomically; tags not given are kept."""
+    """Record `images` (catalog tag -> image object, each naming the repository it was read from) and write
+    the cache atomically. What the file held for other tags or other repositories is kept; a tag read again
+    from the same repository replaces its earlier digest there; entries the file could not use are dropped."""
     path = path or cache_path()
-    merged = {**read(repository, path), **images}
-    atomic_write(path, dumps(repository, merged))
+    merged: Images = dict(read(repository, path).images)
+    for tag, image in images.items():
+        problem = _tag_problem(tag) or next(iter(image_problems(image)), None)
+        if problem:  # what sync and render read is verified before it gets here: this is envpin's own bug
+            raise EnvpinError(f"refusing to keep an invalid image object for {shown(tag)} in {path}: {problem}",
+                              hint="report this as a bug in envpin")
+        merged.pop((image["registry"], tag), None)  # re-inserted last: the newest read wins a shared digest
+        merged[(image["registry"], tag)] = dict(image)
+    newest_first = dict(reversed(list(merged.items())))
+    atomic_write(path, dumps(repository, newest_first))
     return path

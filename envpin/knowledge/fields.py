@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from envpin.errors import shown
+from envpin.portable import imageref
 from envpin.portable.imageref import is_digest
 
 #: The fields every catalog entry carries, in display order.
@@ -31,6 +33,19 @@ DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_
 IMAGE_SOURCE = "image config"
 
 
+def is_repository_name(text: object) -> bool:
+    """'nvcr.io/nvidia/tensorflow', '127.0.0.1:5000/mirror/nvidia/tensorflow': a fully qualified repository,
+    written exactly as envpin writes one (no tag, no digest, no short form). Image objects name where they
+    were read with it, and the image-facts cache keys its entries by it, so nothing else can stand there."""
+    if not isinstance(text, str) or "/" not in text:
+        return False
+    try:
+        ref = imageref.parse(text)
+    except imageref.RefError:
+        return False
+    return ref.tag is None and ref.digest is None and ref.name == text
+
+
 def image_problems(image: Any) -> Iterator[str]:
     """What `catalog sync` recorded from the image config: digest, created, registry, declared, source."""
     if not isinstance(image, dict) or set(image) != _IMAGE_KEYS:
@@ -43,6 +58,9 @@ def image_problems(image: Any) -> Iterator[str]:
         yield "created must be a non-empty string or null"
     if not isinstance(image["registry"], str) or not image["registry"]:
         yield "registry must be a non-empty string (the repository the image was read from)"
+    elif not is_repository_name(image["registry"]):
+        yield (f"registry {shown(image['registry'])!r} is not a repository name "
+               "(HOST[:PORT]/PATH, e.g. nvcr.io/nvidia/tensorflow)")
     if image["source"] != IMAGE_SOURCE:
         yield f"source must be {IMAGE_SOURCE!r}, got {image['source']!r}"
     declared = image["declared"]

@@ -4,6 +4,8 @@ NVIDIA's release notes are incomplete and sometimes wrong, but every NGC image s
 config (ENV and labels). Reading them costs one or two manifests and one config blob per tag, never a layer, so
 refreshing the whole catalog moves a few hundred kilobytes. Image facts are recorded beside the release-notes
 values (a flavor's "image" object), never over them: each fact is stored once, with its own provenance.
+Facts read from a mirror are kept under the mirror's name and digest; which of them speak for a catalog tag is
+the catalog's rule (envpin.knowledge.trust), which the report and JSON show as `grade`.
 What a config declares, and how it compares with the catalog, is envpin.knowledge.imageconfig; this module
 is the registry side: which repository, reading each tag, the result, writing the catalog and the cache.
 """
@@ -115,6 +117,9 @@ class TagResult:
     image: dict[str, Any] | None = None
     comparisons: tuple[Comparison, ...] = ()
     missing: str | None = None
+    #: The grade what was read gets once kept: "image" (outranks the written sources), "mirror" (fills only
+    #: unknown values) or None (another config speaks for the tag).
+    grade: str | None = None
 
     @property
     def status(self) -> str:
@@ -135,6 +140,7 @@ class TagResult:
         else:
             out["image"] = self.image
             out["fields"] = {c.field: c.to_json() for c in self.comparisons}
+            out["grade"] = self.grade
         return out
 
 
@@ -146,10 +152,18 @@ class SyncResult:
     written: Path | None = None
     #: The image-facts cache updated with what was read (None with save=False).
     cache: Path | None = None
-    #: Known values per kind of evidence ("unknown" for nulls) over the whole catalog, before and after the
-    #: facts read here were merged.
+    #: Known values per kind of evidence ("unknown" for nulls) over the whole catalog as every command sees
+    #: it, before and after the facts read here are kept in the cache (with --no-save: would be kept).
     coverage_before: dict[str, int] = field(default_factory=dict)
     coverage_after: dict[str, int] = field(default_factory=dict)
+    #: The catalog's own repository (nvcr.io/nvidia/tensorflow): what another one declares is graded "mirror".
+    upstream: str = ""
+
+    @property
+    def mirror(self) -> bool:
+        """Read from another repository than the catalog's: its facts apply only where envpin.knowledge.trust
+        lets them (a recorded digest), else they fill unknown values only."""
+        return bool(self.upstream) and self.repository != self.upstream
 
     def counts(self) -> dict[str, int]:
         """Tags read/missing and field statuses over all tags (for the summary line and the JSON)."""
@@ -167,6 +181,7 @@ class SyncResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "repository": self.repository,
+            "upstream": self.upstream,
             "catalog": self.catalog,
             "summary": self.counts(),
             "tags": [t.to_json() for t in self.tags],
@@ -184,7 +199,8 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
     chosen: dict[str, Entry] = {}
     for text in releases:
         for item in (x for x in text.split(",") if x.strip()):
-            chosen.update((e.tag, e) for e in cat.select(item.strip()))
+            # No notices: sync compares every value itself, and what it reads may replace what they are about.
+            chosen.update((e.tag, e) for e in cat.select(item.strip(), notify=False))
     return sorted(chosen.values(), key=lambda e: (release_index(e.release), e.flavor))
 
 
@@ -235,7 +251,13 @@ def read_tag(client: RegistryClient, entry: Entry, repository: str) -> TagResult
         if _not_found(exc):
             return TagResult(entry, ref, missing=exc.message)
         raise
-    return TagResult(entry, ref, got.image, tuple(compare(entry, got.declared, got.origin, got.digest, repository)))
+    comparisons = compare(entry, got.declared, got.origin, got.digest, repository)
+    recorded = entry.recorded_digest(repository)
+    if recorded and not any(c.field == "digest" for c in comparisons):
+        # Read from this repository before (kept in the cache): a new digest means the tag was re-pushed there.
+        status = AGREES if recorded == got.digest else DISAGREES
+        comparisons.append(Comparison("digest", recorded, got.digest, status, "manifest"))
+    return TagResult(entry, ref, got.image, tuple(comparisons))
 
 
 def updated_catalog(cat: Catalog, results: Iterable[TagResult]) -> dict[str, Any]:
@@ -290,13 +312,23 @@ def sync_catalog(
             f"{repository} holds none of the {len(results)} selected tags (first: {results[0].missing})",
             hint="check --registry: the tags must be at HOST[/PREFIX]/nvidia/tensorflow:TAG",
         )
-    data = updated_catalog(cat, results)
-    after = Catalog(data, f"the refreshed catalog for {write or 'the image-facts cache'}")
+    images = read_images(results)
+    # As every command sees the catalog once what was read here is kept (the cache's rule, not --write's).
+    kept = {**cat.cached, **{(image["registry"], tag): image for tag, image in images.items()}}
+    after = Catalog(cat.data, f"{cat.origin} + what {repository} declares", kept)
+    graded = {e.tag: e for e in after.entries()}
+    for r in results:
+        if r.image is not None:
+            r.grade = next((u.grade for u in graded[r.entry.tag].images
+                            if u.cached and u.image["registry"] == repository), None)
     result = SyncResult(repository, cat.origin, results, coverage_before=coverage_by_kind(cat),
-                        coverage_after=coverage_by_kind(after))
+                        coverage_after=coverage_by_kind(after), upstream=cat.repository)
     if write is not None:
+        # The catalog file in use plus what was read here (never the rest of this user's cache).
+        data = updated_catalog(cat, results)
+        catalog.validate(data, f"the refreshed catalog for {write}")
         atomic_write(write, dump_catalog(data))
         result.written = write
-    if save and read_images(results):
-        result.cache = facts.save(cat.repository, read_images(results))
+    if save and images:
+        result.cache = facts.save(cat.repository, images)
     return result

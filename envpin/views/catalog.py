@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from envpin.knowledge.catalog import Entry, Fact
     from envpin.knowledge.sync import SyncResult
+    from envpin.knowledge.trust import ImageUse
 
 _SHORT = ("tf_version", "python", "ubuntu", "cuda", "cudnn", "nccl", "driver_min")
 #: Fields a plan (render, build, lock) takes from the catalog: a weak grade among them gets a notice.
@@ -35,19 +36,23 @@ def graded(fact: Fact) -> str:
 def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -> str | None:
     """One line naming every value (of `names`) that rests on a grade below NVIDIA's own text, or None."""
     from envpin.knowledge.catalog import FIELDS
+    from envpin.knowledge.trust import MIRROR_KIND
 
     wanted = tuple(FIELDS if names is None else names)
-    parts, releases = [], []
+    parts, releases, kinds = [], [], set()
     for e in entries:
         weak = e.weak(wanted)
         if weak:
             listed = ", ".join(f"{name} {cell(f.value)} ({f.kind})" for name, f in weak.items())
             parts.append(f"{e.tag} {listed}")
             releases.append(e.release)
+            kinds |= {f.kind for f in weak.values()}
     if not parts:
         return None
     sync = " ".join(f"--release {r}" for r in dict.fromkeys(releases))
-    return (f"notice: below NVIDIA's own notes: {'; '.join(parts)} (docs/catalog-sources.md); "
+    docs = ", ".join(d for d, shown in (("docs/catalog-sources.md", kinds - {MIRROR_KIND}),
+                                        ("docs/catalog-sync.md", kinds & {MIRROR_KIND})) if shown)
+    return (f"notice: below NVIDIA's own notes: {'; '.join(parts)} ({docs}); "
             f"confirm from the image with `envpin catalog sync {sync}`")
 
 
@@ -89,12 +94,20 @@ def table(entries: list[Entry], console: Console, note: Console | None = None) -
                      f"NVIDIA's own text ({', '.join(sorted(WEAK_KINDS))}; docs/catalog-sources.md)")
     if note is not None:
         notice(entries, note, ("tf_version",))
-    cached = sum(e.cached for e in entries)
+    cached = [e for e in entries if e.cached]
     if cached:
         from envpin.knowledge.facts import cache_path
+        from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND
 
-        say(console, f"{cached} of them carry what their image config declares, from {cache_path()} "
-                     "(`envpin catalog sync`); those values outrank the written sources")
+        def count(kind: str) -> int:
+            return sum(any(f.kind == kind for f in e.facts.values()) for e in cached)
+
+        parts = [f"{n} {what}" for n, what in (
+            (count(IMAGE_KIND), "from the catalog's repository or under a digest it records, outranking the "
+                                "written sources"),
+            (count(MIRROR_KIND), "from another registry, filling unknown values only (grade mirror)")) if n]
+        say(console, f"{len(cached)} of them carry what their image config declares, from {cache_path()} "
+                     f"(`envpin catalog sync`): {'; '.join(parts)}")
 
 
 def detail(entries: list[Entry], console: Console, note: Console | None = None) -> None:
@@ -126,22 +139,47 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
         for name, old in sorted(e.outranked.items()):
             say(console, f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
                          f"({e.sources[old.source]['url'] if old.source else 'no source'})")
-        if e.verified:
-            v = e.verified
-            if e.cached:
-                from envpin.knowledge.facts import cache_path
-
-                kept = f", kept in {cache_path()}"
-            else:
-                kept = ""
-            say(console, f"verified from image: digest {v.get('digest')} ({v.get('registry')}, "
-                         f"created {v.get('created') or 'unknown'}{kept})")
-            declared = v.get("declared") or {}
-            if declared:
-                listed = ", ".join(f"{k} {cell(declared[k])}" for k in sorted(declared))
-                say(console, f"  declared by the image: {listed}")
+        for use in e.images:
+            image_config(use, console)
     if note is not None:
         notice(entries, note)
+
+
+def image_config(use: ImageUse, console: Console) -> None:
+    """One image config read for a tag: where (REPOSITORY@DIGEST), where it is kept, what the catalog does
+    with it and why, then what it declares."""
+    from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND
+
+    v = use.image
+    if use.cached:
+        from envpin.knowledge.facts import cache_path
+
+        kept = f"kept in {cache_path()}"
+    else:
+        kept = "recorded in the catalog file"
+    about = f"created {v.get('created') or 'unknown'}; {kept}"
+    if use.grade == IMAGE_KIND:
+        say(console, f"verified from image: digest {v['digest']} ({v['registry']}, {about}): {use.why}")
+    elif use.grade == MIRROR_KIND:
+        say(console, f"image config {use.read_from} ({about}): grade mirror, {use.why}")
+    else:
+        say(console, f"image config {use.read_from} ({about}): not used, {use.why}")
+    declared = v.get("declared") or {}
+    if declared:
+        listed = ", ".join(f"{k} {cell(declared[k])}" for k in sorted(declared))
+        say(console, f"  declared by the image: {listed}")
+
+
+def mirror_line(result: SyncResult) -> str | None:
+    """What facts read from another repository than the catalog's do, when they were (None otherwise)."""
+    if not result.mirror:
+        return None
+    from envpin.knowledge.trust import IMAGE_KIND
+
+    confirmed = sum(t.grade == IMAGE_KIND for t in result.tags)
+    return (f"{result.repository} is not the catalog's repository {result.upstream}: what it declares fills only "
+            f"values that nothing else gives (grade mirror), except for tags whose digest the catalog records "
+            f"({confirmed} here), which count as the image itself (docs/catalog-sync.md)")
 
 
 def sync_report(result: SyncResult, console: Console) -> None:
@@ -170,6 +208,9 @@ def sync_report(result: SyncResult, console: Console) -> None:
                       Text(sync.AGREES, style=style[sync.AGREES]))
     console.print(t)
     coverage(result, console)
+    line = mirror_line(result)
+    if line:
+        say(console, line)
     say(console, sync_summary(result))
 
 

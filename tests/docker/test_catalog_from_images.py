@@ -6,7 +6,10 @@ shared stand-ins are never touched. Their ENV says what a test needs, not what N
 - 23.10-tf2-py3 declares a TensorFlow version (and cuDNN, NCCL) that no written source gives for that tag, and
   the base stack the catalog holds for 23.10 otherwise;
 - 20.02-tf2-py3 declares TensorFlow 1.15.2, contradicting the catalog's 2.1;
+- 20.03-tf2-py3 declares TensorFlow 2.1.9 and CUDA 10.1.243 where NVIDIA's sources say 2.1 and 10.2.89;
 - cuda-differs declares the 20.02 tf2 image's TensorFlow with another CUDA.
+This repository is not the catalog's (nvcr.io/nvidia/tensorflow), so what it declares is graded "mirror": it
+fills values no written source gives and never replaces one (docs/catalog-sync.md).
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ def images(docker_client: Any, stand_in_image: str) -> dict[str, str]:
         }),
         "tf1-as-tf2": _push(docker_client, stand_in_image, "20.02-tf2-py3",
                             {"TENSORFLOW_VERSION": "1.15.2", "NVIDIA_TENSORFLOW_VERSION": "20.02-tf1"}),
+        "20.03": _push(docker_client, stand_in_image, "20.03-tf2-py3",
+                       {"TENSORFLOW_VERSION": "2.1.9", "CUDA_VERSION": "10.1.243",
+                        "NVIDIA_TENSORFLOW_VERSION": "20.03-tf2"}),
         "cuda-differs": _push(docker_client, stand_in_image, "cuda-differs", {"CUDA_VERSION": "10.1.243"}),
     }
 
@@ -67,12 +73,17 @@ def test_sync_keeps_image_facts_that_every_command_then_uses(images: dict[str, s
     assert before - after == 3
     cache = facts.cache_path()
     assert f"image facts kept in {cache}" in res.stdout
-    assert json.loads(cache.read_text())["tags"]["23.10-tf2-py3"]["declared"]["tf_version"] == "2.14.0"
+    assert f"127.0.0.1:5000/{REPO} is not the catalog's repository nvcr.io/nvidia/tensorflow" in res.stdout
+    (key,) = json.loads(cache.read_text())["images"]
+    assert key.startswith(f"127.0.0.1:5000/{REPO}@sha256:")  # keyed by where it was read and what it is
+    assert json.loads(cache.read_text())["images"][key]["declared"]["tf_version"] == "2.14.0"
 
     shown = run_envpin("catalog", "show", "23.10-tf2-py3", "--json")
     entry = json.loads(shown.stdout)[0]
-    assert entry["tf_version"] == "2.14.0" and entry["provenance"]["tf_version"]["kind"] == "image"
-    assert entry["provenance"]["tf_version"]["source"].startswith(f"127.0.0.1:5000/{REPO}@sha256:")
+    # A gap no written source fills: the mirror fills it, at its own grade, named by registry@digest.
+    assert entry["tf_version"] == "2.14.0" and entry["provenance"]["tf_version"]["kind"] == "mirror"
+    assert entry["provenance"]["tf_version"]["source"] == key
+    assert entry["provenance"]["cuda"]["kind"] != "mirror"  # a known value is not replaced
     listed = run_envpin("catalog", "--tf", "2.14")
     assert listed.code == 0 and "23.10-tf2-py3" in listed.stdout and "carry what their image config" in listed.stdout
 
@@ -95,8 +106,41 @@ def test_sync_no_save_only_compares(images: dict[str, str]) -> None:
     assert res.code == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["cache"] is None and not facts.cache_path().exists()
-    # tf_version, cuda, cudnn, nccl, driver_min and driver_compat now come from the image.
-    assert report["coverage"]["after"]["image"] == report["coverage"]["before"].get("image", 0) + 6
+    # From a mirror: tf_version, cudnn and nccl (unknown before) would come from it; the known values stay.
+    before, after = report["coverage"]["before"], report["coverage"]["after"]
+    assert after.get("mirror", 0) == before.get("mirror", 0) + 3 and after.get("image") == before.get("image")
+    assert report["tags"][0]["grade"] == "mirror" and report["upstream"] == "nvcr.io/nvidia/tensorflow"
+
+
+def test_a_stand_ins_facts_never_silently_replace_nvidias(images: dict[str, str]) -> None:
+    """A stand-in for 20.03-tf2-py3 (TensorFlow 2.1.9, CUDA 10.1.243) in another registry: sync reports the
+    disagreement; afterwards NVIDIA's values stay, and each command that uses the tag says, in one warning
+    line, which value it keeps and where both come from."""
+    res = run_envpin("catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "20.03-tf2-py3",
+                     "--json")
+    assert res.code == 1, res.stderr  # CUDA disagrees
+    (tag,) = json.loads(res.stdout)["tags"]
+    assert tag["grade"] == "mirror" and tag["fields"]["tf_version"]["status"] == "more precise"
+    where = f"127.0.0.1:5000/{REPO}@{tag['image']['digest']}"
+
+    disagreeing = {k for k, v in tag["fields"].items() if v["status"] == "disagrees"}
+    assert "cuda" in disagreeing  # and what the 20.02 stand-in it was built on declares (NCCL, driver branches)
+
+    shown = run_envpin("catalog", "show", "20.03-tf2-py3")
+    assert shown.code == 0, shown.stderr
+    warnings = shown.stderr.strip().splitlines()
+    # One line per contradicted value: the same ones sync reported.
+    assert {w.split(":")[1].split()[1] for w in warnings} == disagreeing and len(warnings) == len(disagreeing)
+    warning = next(w for w in warnings if w.startswith("warning: 20.03-tf2-py3 cuda:"))
+    assert warning.startswith(f"warning: 20.03-tf2-py3 cuda: the image config {where} declares 10.1.243")
+    assert "says 10.2.89; envpin keeps 10.2.89" in warning and "rel_20-03.html" in warning
+    assert f"image config {where}" in shown.stdout and "grade mirror" in shown.stdout
+    row = json.loads(run_envpin("catalog", "show", "20.03-tf2-py3", "--json").stdout)[0]
+    assert (row["tf_version"], row["provenance"]["tf_version"]["kind"]) == ("2.1", "nvidia")
+    assert row["cuda"] == "10.2.89" and row["image_configs"][0]["read_from"] == where
+    dry = run_envpin("build", "--dry-run", "--ngc", "20.03-tf2-py3")
+    assert dry.code == 0 and json.loads(dry.stdout)["tf_version"] == "2.1", dry.stderr
+    assert dry.stderr.count("warning: 20.03-tf2-py3 cuda:") == 1 and dry.stderr.count("warning:") == len(warnings)
 
 
 def test_render_reads_an_unknown_tf_from_the_image_config(images: dict[str, str], tmp_path: Path) -> None:

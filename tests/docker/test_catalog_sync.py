@@ -148,7 +148,9 @@ def test_disagreement_reported_and_refreshed_catalog_used(pushed: dict[str, Any]
     assert tf1["image"]["declared"]["driver_compat"] == ["384", "396", "410", "418"]
     assert tf1["image"]["declared"]["cuda_min"] == "10.2" and tf1["image"]["declared"]["build_id"] == "11111111"
     assert tf1["image"]["created"] and tf1["image"]["source"] == "image config"
-    assert "2 of 2 tags read (0 missing): 1 disagree" in res.stderr  # with --json, only the summary on stderr
+    # With --json, stderr carries only the summary and (for a mirror) what its facts do.
+    assert "2 of 2 tags read (0 missing): 1 disagree" in res.stderr and "(grade mirror)" in res.stderr
+    assert {t["grade"] for t in report["tags"]} == {"mirror"}
 
     # The written catalog: canonical, valid, release-notes values untouched, image facts beside them.
     written = json.loads(out.read_text(encoding="utf-8"))
@@ -170,6 +172,11 @@ def test_disagreement_reported_and_refreshed_catalog_used(pushed: dict[str, Any]
     assert shown["20.03-tf2-py3"]["cuda"] == "10.1.243"
     assert shown["20.03-tf2-py3"]["provenance"]["cuda"]["kind"] == "image"
     assert shown["20.03-tf2-py3"]["provenance"]["cuda"]["outranks"]["value"] == notes.value("cuda")
+    # The sync also kept the mirror's reads in the cache: the file records their digests, so they are the image.
+    configs = shown["20.03-tf2-py3"]["image_configs"]
+    assert [(c["grade"], c["kept_in"]) for c in configs] == [("image", "image-facts cache"), (None, "catalog file")]
+    assert "(the same image)" in configs[1]["why"]
+    assert "warning: 20.03-tf2-py3 cuda: the image config" in show.stderr and "envpin uses the image's" in show.stderr
 
     # Syncing again from the refreshed file also checks the recorded digests (same tags, same digests).
     again = _sync("--release", "20.03", "--json", registry=f"127.0.0.1:5000/{PREFIX}", catalog_file=out)

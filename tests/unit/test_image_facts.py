@@ -14,7 +14,7 @@ import pytest
 from envpin.environment import lockfile
 from envpin.environment.plan import UnknownTF, make_plan, release_version, resolve_tf
 from envpin.environment.render import render
-from envpin.errors import CatalogError, UsageError
+from envpin.errors import UsageError
 from envpin.image import basecheck
 from envpin.knowledge import catalog, facts, imageconfig, sync
 from envpin.knowledge.sync import ImageRead
@@ -50,44 +50,104 @@ def test_cache_lives_under_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.Mo
     assert facts.cache_path() == Path.home() / ".cache" / "envpin" / "image-facts.json"
 
 
-def test_save_merges_by_tag_and_writes_canonical_json() -> None:
-    assert facts.read(REPO) == {}
+def test_save_keys_images_by_repository_and_digest_and_writes_canonical_json() -> None:
+    assert facts.read(REPO).images == {}
     a, b, b2 = _image(tf_version="2.14.0"), _image(cuda="12.2.2"), _image(cuda="12.2.1")
+    mirror = _image(registry="127.0.0.1:5000/nvidia/tensorflow", cuda="12.2.2")
     path = facts.save(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b})
-    facts.save(REPO, {"23.11-tf2-py3": b2})
-    assert facts.read(REPO) == {"23.10-tf2-py3": a, "23.11-tf2-py3": b2}
+    facts.save(REPO, {"23.11-tf2-py3": b2})  # read again from the same repository: the new digest replaces it
+    facts.save(REPO, {"23.11-tf2-py3": mirror})  # the same tag from a mirror is another entry, not a replacement
+    images = {(REPO, "23.10-tf2-py3"): a, (REPO, "23.11-tf2-py3"): b2, (mirror["registry"], "23.11-tf2-py3"): mirror}
+    assert facts.read(REPO).images == images
     text = path.read_bytes()
-    assert text == facts.dumps(REPO, {"23.10-tf2-py3": a, "23.11-tf2-py3": b2})
-    assert text.endswith(b"\n") and json.loads(text)["schema"] == facts.SCHEMA
+    assert text == facts.dumps(REPO, images)
+    data = json.loads(text)
+    assert text.endswith(b"\n") and data["schema"] == facts.SCHEMA == 2
+    assert set(data["images"]) == {f"{REPO}@{a['digest']}", f"{REPO}@{b2['digest']}",
+                                   f"{mirror['registry']}@{mirror['digest']}"}
+    assert data["images"][f"{REPO}@{a['digest']}"] == {"tags": ["23.10-tf2-py3"], "created": a["created"],
+                                                      "declared": a["declared"]}
+
+
+def test_tags_that_resolved_to_one_digest_share_an_entry() -> None:
+    same = _image(cuda="10.2.89")
+    path = facts.save(REPO, {"20.03-tf1-py3": same, "20.03-tf2-py3": same})
+    assert json.loads(path.read_text())["images"][f"{REPO}@{same['digest']}"]["tags"] == ["20.03-tf1-py3",
+                                                                                        "20.03-tf2-py3"]
+    assert set(facts.read(REPO).images) == {(REPO, "20.03-tf1-py3"), (REPO, "20.03-tf2-py3")}
+
+
+def test_a_schema_1_cache_is_read_and_rewritten_as_schema_2() -> None:
+    """Schema 1 keyed by tag alone, but each image object names its registry: nothing is lost in the move."""
+    nv, mirror = _image(tf_version="2.14.0"), _image(registry="127.0.0.1:5000/nvidia/tensorflow", cudnn="8.9.5")
+    path = facts.cache_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"schema": 1, "image_repository": REPO,
+                                "tags": {"23.10-tf2-py3": nv, "23.11-tf2-py3": mirror}}))
+    got = facts.read(REPO)
+    assert got.images == {(REPO, "23.10-tf2-py3"): nv, (mirror["registry"], "23.11-tf2-py3"): mirror}
+    assert got.notice is None
+    facts.save(REPO, {"23.12-tf2-py3": _image(cuda="12.3.1")})
+    data = json.loads(path.read_text())
+    assert data["schema"] == 2 and len(data["images"]) == 3
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    "content, message, whole",
     [
-        ("{", "is not valid JSON"),
-        ("[]", "needs exactly the keys"),
-        (json.dumps({"schema": 9, "image_repository": REPO, "tags": {}}), "schema 9"),
-        (json.dumps({"schema": 1, "image_repository": "other/repo", "tags": {}}), "holds facts for 'other/repo'"),
-        (json.dumps({"schema": 1, "image_repository": REPO, "tags": {"x": {"digest": "nope"}}}), "is invalid: x"),
+        ("{", "it is not valid JSON", True),
+        ("[]", "it is not an image-facts cache", True),
+        (json.dumps({"schema": 9, "image_repository": REPO, "images": {}}), "it has schema 9", True),
+        (json.dumps({"schema": 2, "image_repository": REPO, "tags": {}}), "needs exactly the keys", True),
+        (json.dumps({"schema": 1, "image_repository": "other/repo", "tags": {}}), "holds facts for the tags of "
+         "'other/repo'", True),
+        (json.dumps({"schema": 1, "image_repository": REPO, "tags": {"x": {"digest": "nope"}}}), "tag x: must be",
+         False),
+        (json.dumps({"schema": 2, "image_repository": REPO, "images": {
+            "127.0.0.1:5000/x@sha256:zz/../../etc": {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}}}}),
+         "digest 'sha256:zz/../../etc' is not sha256:<64 hex digits>", False),
+        (json.dumps({"schema": 2, "image_repository": REPO, "images": {
+            "../../etc@sha256:" + "a" * 64: {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}}}}),
+         "the key is not REPOSITORY@DIGEST", False),
+        (json.dumps({"schema": 2, "image_repository": REPO, "images": {
+            f"{REPO}@sha256:" + "a" * 64: {"tags": ["../x"], "created": None, "declared": {}}}}),
+         "is not a tag", False),
     ],
 )
-def test_a_broken_cache_is_one_error_naming_the_file(content: str, message: str) -> None:
+def test_a_broken_cache_is_ignored_with_one_notice_naming_the_file(content: str, message: str, whole: bool) -> None:
+    """envpin fills the cache itself, so damage is never fatal: the catalog loads without what cannot be used,
+    and carries one line that names the file, what is wrong and the fix."""
     path = facts.cache_path()
     path.parent.mkdir(parents=True)
     path.write_text(content)
-    with pytest.raises(CatalogError, match=message) as info:
-        catalog.load()
-    assert str(path) in info.value.message and f"rm {path}" in (info.value.hint or "")
+    cat = catalog.load()
+    (notice,) = cat.notices
+    assert str(path) in notice and message in notice and "`envpin catalog sync`" in notice
+    assert notice.startswith("ignoring the image-facts cache" if whole else "ignoring that entry of the image-facts")
+    assert [e.facts for e in cat.entries()] == [e.facts for e in catalog.load(cache=False).entries()]
+    # The next save keeps what was valid and drops the rest.
+    facts.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
+    assert facts.read(REPO).notice is None and catalog.load().notices == ()
 
 
-def test_cli_reports_a_broken_cache_in_two_lines(cli) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreadable_cache_is_ignored_with_one_notice() -> None:
+    path = facts.cache_path()
+    path.mkdir(parents=True)  # a folder where the file should be: reading it fails
+    (notice,) = catalog.load().notices
+    assert f"ignoring the image-facts cache {path}: it cannot be read" in notice
+
+
+def test_cli_warns_once_about_a_broken_cache_and_goes_on(cli) -> None:  # type: ignore[no-untyped-def]
     path = facts.cache_path()
     path.parent.mkdir(parents=True)
     path.write_text("{")
     res = cli("catalog", "show", "20.02")
-    assert res.code == 2 and res.stdout == ""
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("error: the image-facts cache") and lines[1].startswith("hint:")
+    assert res.code == 0 and "20.02-tf2-py3" in res.stdout
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith(f"warning: ignoring the image-facts cache {path}: it is not valid JSON")
+    again = cli("catalog", "show", "20.02", "--json")  # each command reports it, once
+    assert again.code == 0 and again.stderr.count("warning:") == 1
+    assert cli("-q", "catalog", "show", "20.02").stderr == ""
 
 
 # -- merging into the catalog ---------------------------------------------------------------------------------------
