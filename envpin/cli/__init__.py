@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     command = None
-    from envpin.knowledge import notices
-
-    notices.drain()  # one process may run several commands (tests): each reports its own
     try:  # everything inside: Ctrl-C while modules load or Typer builds the command is Ctrl-C too
+        from envpin.knowledge import notices
         from envpin.views import console
+
+        notices.drain()  # one process may run several commands (tests): each reports its own
 
         console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
         command = typer.main.get_command(_app_for(args))

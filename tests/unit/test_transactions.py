@@ -135,7 +135,7 @@ def _interrupted_render(folder: Path, seed: int, budget: float) -> str | None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     if _envpin_traceback(err):
-        return f"seed {seed}: traceback on SIGINT: {err[-500:]}"
+        return f"seed {seed}: traceback on SIGINT: {err[-4000:]}"
     problem = _consistent(folder)
     return f"seed {seed}: {problem}" if problem else None
 
