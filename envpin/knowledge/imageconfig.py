@@ -10,10 +10,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from envpin.knowledge.catalog import Entry
 from envpin.portable.versions import components, parse_version
+
+
+class CatalogEntry(Protocol):
+    """What compare() reads of a catalog entry (envpin.knowledge.catalog.Entry): this module stays free of
+    the catalog, so the catalog's own rules (envpin.knowledge.trust) can use the comparisons below."""
+
+    tag: str
+    verified: dict[str, Any] | None
+
+    def written_value(self, name: str) -> Any: ...
 
 #: catalog key <- ENV variables NGC images set, first present wins.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
@@ -194,7 +203,7 @@ class Comparison:
 
 
 def compare(
-    entry: Entry, declared: dict[str, Any], origin: dict[str, str], digest: str, repository: str
+    entry: CatalogEntry, declared: dict[str, Any], origin: dict[str, str], digest: str, repository: str
 ) -> list[Comparison]:
     """Every declared value against the catalog's release-notes value (and a recorded digest, if any)."""
     out: list[Comparison] = []

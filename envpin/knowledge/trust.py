@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from envpin.knowledge import imageconfig
 from envpin.knowledge.fields import FIELDS
-from envpin.portable.versions import components, parse_version
 
 IMAGE_KIND, MIRROR_KIND = "image", "mirror"
 
@@ -83,29 +83,13 @@ def images_for(repository: str, tag: str, recorded: dict[str, Any] | None,
 
 
 def disagrees(name: str, written: Any, declared: Any, driver_min: str | None = None) -> bool:
-    """Both known and contradicting, by the rule `catalog sync` reports as "disagrees"
-    (envpin.knowledge.imageconfig.compare_version and compare_branches, which import the catalog, so the rule
-    is restated here; tests/unit/test_image_facts_trust.py holds the two to the same answers).
-
-    Versions by dotted components, where a prefix either way is no contradiction ('2.1' / '2.1.9' only
-    refines); driver branches as sets of branch numbers below driver_min's branch."""
+    """Both known and contradicting, by the rule `catalog sync` reports as "disagrees" (a prefix either way
+    is no contradiction: '2.1' / '2.1.9' only refines; driver branches compare below driver_min's branch)."""
     if written is None or declared is None:
         return False
     if name == "driver_compat":
-        floor = _branch(driver_min) if driver_min else None
-
-        def below(values: list[str]) -> set[int]:
-            nums = {int(b) for b in map(_branch, values) if b is not None}
-            return {n for n in nums if floor is None or n < int(floor)}
-
-        return below(written) != below(declared)
-    w, d = components(written), components(declared)
-    return not (w[: len(d)] == d or d[: len(w)] == w)
-
-
-def _branch(version: str) -> str | None:
-    parsed = parse_version(version)
-    return str(parsed[0]) if parsed else None
+        return imageconfig.compare_branches(written, driver_min, declared) == imageconfig.DISAGREES
+    return imageconfig.compare_version(written, declared) == imageconfig.DISAGREES
 
 
 def contradictions(repository: str, tag: str, written: Mapping[str, tuple[Any, dict[str, str] | None]],
