@@ -200,7 +200,7 @@ def test_the_written_catalog_never_carries_one_users_cache(tmp_path: Path) -> No
      ("driver_compat", ["418.xx"], ["418", "450"])],
 )
 def test_a_contradiction_is_what_sync_calls_disagrees(name: str, written: Any, declared: Any) -> None:
-    """trust.disagrees restates imageconfig's rule (which imports the catalog): both give the same answer."""
+    """trust.disagrees applies imageconfig's rule (what `catalog sync` reports as disagreeing): the same answers."""
     from envpin.knowledge import imageconfig, trust
 
     if name == "driver_compat":
