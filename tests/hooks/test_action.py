@@ -57,7 +57,7 @@ def test_findings_become_annotations_sarif_an_output_and_a_failing_verdict(tmp_p
     (tmp_path / "docker").mkdir()
     (tmp_path / "docker" / "a.Dockerfile").write_text("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n"
                                                       "RUN pip install requests\n")
-    (tmp_path / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{DIGEST}\n"
+    (tmp_path / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\n"
                                          "ENV PYTHONHASHSEED=0\n")
     res = _run("audit", tmp_path, {"dockerfiles": "Dockerfile docker/*.Dockerfile"})
     assert res.returncode == 0, res.stderr  # the step records the verdict; the SARIF is uploaded before it fails
@@ -72,7 +72,7 @@ def test_findings_become_annotations_sarif_an_output_and_a_failing_verdict(tmp_p
 
 
 def test_fail_on_input(tmp_path: Path) -> None:
-    (tmp_path / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{DIGEST}\n"
+    (tmp_path / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\n"
                                          "ENV PYTHONHASHSEED=0\nRUN pip install requests\n")
     assert _run("audit", tmp_path, {"fail-on": "error"}).returncode == 0
     assert (tmp_path / "github-output").read_text() == "exit-code=0\n"  # warnings only

@@ -63,7 +63,7 @@ def test_audit_hook_reports_in_compiler_form_and_fails(scratch: Path, home: Path
 
 def test_audit_hook_passes_a_clean_dockerfile(scratch: Path, home: Path) -> None:
     digest = "@sha256:" + "cd" * 32
-    (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:23.03-tf2-py3{digest}\n"
+    (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{digest}\n"
                                         "ENV PYTHONHASHSEED=0\n")
     _git(scratch, "add", "-A")
     res = _try(scratch, home, "envpin-audit")

@@ -125,7 +125,7 @@ def test_a_node_without_python_is_reported_failed(cluster: Cluster, tmp_path: Pa
         cluster.node_exec(broken, "mv", "/usr/bin/python3.envpin-test", "/usr/bin/python3")
     assert res.code == 1, res.stdout + res.stderr
     # The node's earlier report is gone: the folder shows this run's outcome for every node.
-    assert sorted(reports(out)) == [n for n in cluster.nodes if n != broken]
+    assert sorted(reports(out)) == [n for n in cluster.nodes if n != broken], (res.stdout, errors(out))
     failed = errors(out)
     assert list(failed) == [broken]
     assert failed[broken].startswith("status: failed\n") and "python3 is not installed on the node" in failed[broken]

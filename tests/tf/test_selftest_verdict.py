@@ -22,8 +22,8 @@ def test_a_healthy_cpu_host_passes_in_repeated_runs(tmp_path: Path) -> None:
         out = tmp_path / f"report-{i}.json"
         res = run_envpin("probe", "--selftest", "--quick", "--output", str(out), env={"PYTHONHASHSEED": "0"})
         assert res.code == 0, res.stderr
-        out = res.stdout + res.stderr
-        assert "self-test passed" in out and "FAILED" not in out
+        said = res.stdout + res.stderr
+        assert "self-test passed" in said and "FAILED" not in said
         result = json.loads(out.read_text())["selftest"]
         assert run.problems(result) == []
         bincount = next(c for c in result["checks"] if c["name"] == "bincount")
