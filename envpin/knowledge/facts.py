@@ -67,10 +67,6 @@ class CacheRead:
     problems: tuple[str, ...] = ()
     whole: bool = False
 
-    def for_tag(self, tag: str) -> list[dict[str, Any]]:
-        """The image objects read for `tag`, one per repository, in repository order."""
-        return [img for (repo, t), img in sorted(self.images.items()) if t == tag]
-
     @property
     def notice(self) -> str | None:
         """One line naming the file, what is wrong, what envpin does about it and the fix; None when sound."""
