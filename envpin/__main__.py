@@ -4,8 +4,25 @@ traceback from deep inside an import."""
 
 import sys
 
+#: Root options that may stand beside --version (envpin.cli's _ROOT_FLAGS); none changes what it prints.
+_ROOT_FLAGS = frozenset({"--debug", "--quiet", "-q", "--verbose", "-v"})
+
+
+def _version_only(args: list[str]) -> bool:
+    """`envpin --version` (with root flags only): answered here, without loading Typer to print one line."""
+    import os
+
+    if any(k.endswith("_COMPLETE") for k in os.environ):  # shell completion: Typer answers
+        return False
+    return "--version" in args and all(a == "--version" or a in _ROOT_FLAGS for a in args)
+
 
 def main() -> None:
+    if _version_only(sys.argv[1:]):
+        from envpin import __version__
+
+        sys.stdout.write(f"envpin {__version__}\n")
+        sys.exit(0)
     # Every import inside the try: this module is the first envpin code the console script runs, so
     # Ctrl-C can land in any of them.
     try:

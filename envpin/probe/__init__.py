@@ -7,29 +7,50 @@ optional and loaded lazily; TensorFlow is imported only for the self-test or wit
     report = collect()                      # JSON-able dict, every field says how it was read
     fingerprint_fields(report)              # {"cpu.isa_level": "x86-64-v3", ...}: result-affecting only
     fingerprint(report)                     # "sha256:..." over exactly those fields
+
+The names below are loaded on first use, not when the package is imported: `envpin.probe.runtime` (inside
+every training script) and `envpin.probe.ngc` users would otherwise pay for the report, field, CUDA-library
+and env-var modules they never call. Module-level ``__getattr__`` (PEP 562) needs Python 3.7, so the package
+object becomes an instance of a module subclass that has one (assigning ``__class__`` works from 3.5).
 """
 
-from envpin.probe.fields import BREAKING, INFO, RISK, fingerprint, fingerprint_fields, flatten
-from envpin.probe.report import (
-    PROBE_SCHEMA,
-    collect,
-    load_schema,
-    to_json,
-    to_markdown,
-    write_reports,
-)
+import sys
+import types
 
-__all__ = [
-    "BREAKING",
-    "INFO",
-    "PROBE_SCHEMA",
-    "RISK",
-    "collect",
-    "fingerprint",
-    "fingerprint_fields",
-    "flatten",
-    "load_schema",
-    "to_json",
-    "to_markdown",
-    "write_reports",
-]
+#: Public name -> the submodule that defines it.
+_HOMES = {
+    "BREAKING": "fields",
+    "INFO": "fields",
+    "RISK": "fields",
+    "fingerprint": "fields",
+    "fingerprint_fields": "fields",
+    "flatten": "fields",
+    "PROBE_SCHEMA": "report",
+    "collect": "report",
+    "load_schema": "report",
+    "to_json": "report",
+    "to_markdown": "report",
+    "write_reports": "report",
+}
+
+__all__ = sorted(_HOMES)
+
+
+class _Package(types.ModuleType):
+    """envpin.probe: public names imported from their submodule on first access, then kept."""
+
+    def __getattr__(self, name):
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError("module {!r} has no attribute {!r}".format(self.__name__, name))
+        import importlib
+
+        value = getattr(importlib.import_module(__name__ + "." + home), name)
+        setattr(self, name, value)
+        return value
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_HOMES))
+
+
+sys.modules[__name__].__class__ = _Package
