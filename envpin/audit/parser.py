@@ -19,7 +19,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from envpin.audit.scopes import Scope, StageScope
 from envpin.audit.words import (
+    MAX_EXPANSION,
     MAX_SUBSTITUTION_NESTING,
     Expansion,
     Var,
@@ -34,7 +36,9 @@ from envpin.errors import EnvpinError
 __all__ = [
     "BUILTIN_ARGS",
     "INSTRUCTIONS",
+    "MAX_EXPANSION",
     "MAX_SUBSTITUTION_NESTING",
+    "MAX_TOTAL_EXPANSION",
     "Dockerfile",
     "DockerfileError",
     "Expansion",
@@ -131,7 +135,7 @@ class Instruction:
     heredocs: list[Heredoc] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)
     stage: int | None = None
-    scope: dict[str, Var] = field(default_factory=dict)  # variables visible while it runs
+    scope: Mapping[str, Var] = field(default_factory=Scope)  # variables visible while it runs (shared, immutable)
     workdir: str = "/"
     indent: str = ""
     legacy_env: bool = False  # ENV NAME value (one pair, value is the rest of the line)
@@ -147,8 +151,8 @@ class Stage:
     unresolved: tuple[str, ...]
     parent: int | None  # the stage this one builds FROM, if any
     instructions: list[Instruction] = field(default_factory=list)
-    env: dict[str, Var] = field(default_factory=dict)
-    args: dict[str, Var] = field(default_factory=dict)
+    env: Scope = field(default_factory=Scope)  # immutable: each ENV makes a new one that shares the old
+    args: Scope = field(default_factory=Scope)
     workdir: str = "/"
     posix_shell: bool = True
 
@@ -463,49 +467,82 @@ def _unquote(word: str, escape: str) -> str:
 
 
 # -- stages and scopes -------------------------------------------------------------------------------
+#: How many characters substitution may add to the ARG, ENV, LABEL, WORKDIR and FROM values of one file in all:
+#: with MAX_EXPANSION per value this bounds what a file of N lines can make the parser hold.
+MAX_TOTAL_EXPANSION = 16 << 20
+
+
+class _Budget:
+    """What substitution has added so far in one file (MAX_TOTAL_EXPANSION). The line that passes the bound is
+    reported once; after it values are kept as written, so the rest of the file is still audited."""
+
+    __slots__ = ("added",)
+
+    def __init__(self) -> None:
+        self.added = 0
+
+    def expand(self, raw: str, scope: Mapping[str, Var], esc: str, closed: bool = False) -> Expansion:
+        if self.added > MAX_TOTAL_EXPANSION:
+            return expand(raw, _NOTHING, escape=esc, closed=False)  # quotes removed, references kept
+        e = expand(raw, scope, escape=esc, closed=closed, strict_size=True)
+        self.added += max(0, len(e.value) - len(raw))
+        if self.added > MAX_TOTAL_EXPANSION:
+            raise ValueError(f"variable substitution in this file adds more than {MAX_TOTAL_EXPANSION:,} "
+                             "characters in all; later values are kept as written")
+        return e
+
+
+_NOTHING = Scope()
+
+
 def _resolve(df: Dockerfile, build_args: dict[str, str], problem: Callable[[DockerfileError], None]) -> None:
-    """Walk the instructions once, applying ARG/ENV scoping to give every instruction its variables.
+    """Walk the instructions once, applying ARG/ENV scoping to give every instruction its variables. Scopes are
+    persistent (envpin.audit.scopes): an instruction keeps the one it saw, shared with its neighbours.
 
     An instruction that fails here (tolerant parsing) is left out of the stages, as the builder would stop."""
-    glob: dict[str, Var] = {k: Var(k, v, 0, "builtin") for k, v in BUILTIN_ARGS.items()}
+    state = _State(Scope({k: Var(k, v, 0, "builtin") for k, v in BUILTIN_ARGS.items()}), _Budget())
     names: dict[str, int] = {}
-    scopes: dict[int, dict[str, Var]] = {}
-    esc = df.escape
     kept = []
     for ins in df.instructions:
         if not df.stages and ins.keyword not in ("ARG", "FROM"):
             continue  # its FROM was rejected (and reported)
         try:
-            _apply(df, ins, glob, names, build_args, esc, scopes)
+            _apply(df, ins, state, names, build_args, df.escape)
         except ValueError as exc:
             problem(_err(df.path, ins.line, _prefixed(ins.keyword, str(exc))))
             continue
         kept.append(ins)
     df.instructions = kept
-    df.global_args = {k: v for k, v in glob.items() if v.kind != "builtin"}
+    df.global_args = {k: v for k, v in state.glob.items() if v.kind != "builtin"}
 
 
-def _apply(
-    df: Dockerfile,
-    ins: Instruction,
-    glob: dict[str, Var],
-    names: dict[str, int],
-    build_args: dict[str, str],
-    esc: str,
-    scopes: dict[int, dict[str, Var]],
-) -> None:
-    """Give `ins` its stage, scope and working directory, and apply what it declares. `scopes` holds each stage's
-    variables as one dict that the instructions share until an ARG or ENV changes them (nobody writes to
-    Instruction.scope)."""
+class _State:
+    """The walk's state: the global ARGs, the expansion budget, and the scope the current stage's
+    instructions share until an ARG or ENV changes it."""
+
+    __slots__ = ("budget", "glob", "view")
+
+    def __init__(self, glob: Scope, budget: _Budget) -> None:
+        self.glob, self.budget = glob, budget
+        self.view: StageScope | None = None
+
+
+def _apply(df: Dockerfile, ins: Instruction, state: _State, names: dict[str, int], build_args: dict[str, str],
+           esc: str) -> None:
+    """Give `ins` its stage, scope and working directory, and apply what it declares. Nothing is written
+    into a scope an instruction holds: each ARG or ENV makes new (shared) scopes."""
+    budget = state.budget
     if ins.keyword == "ARG" and not df.stages:
-        ins.scope = dict(glob)
+        ins.scope = state.glob
+        glob = state.glob
         for p in ins.pairs:
-            _set_arg(p, ins, glob, glob, build_args, esc, closed=True, outer=None)
+            glob = glob.set(p.key, _arg(p, ins, glob, build_args, esc, budget, closed=True, outer=None))
+        state.glob = glob
         return
     if ins.keyword == "FROM":
         words = [w for w, _, _ in split_words(ins.args, esc)]
-        ins.scope = dict(glob)
-        e = expand(words[0], glob, escape=esc, closed=True)
+        ins.scope = state.glob
+        e = budget.expand(words[0], state.glob, esc, closed=True)
         name = _unquote(words[2], esc).lower() if len(words) == 3 else None
         if name is not None and name in names:
             raise ValueError(f"stage name '{name}' is already used by the stage on line "
@@ -514,62 +551,65 @@ def _apply(
         st = Stage(len(df.stages), name, ins, e.value, words[0], e.unresolved, parent)
         if parent is not None:
             up = df.stages[parent]
-            st.env, st.workdir, st.posix_shell = dict(up.env), up.workdir, up.posix_shell
+            st.env, st.workdir, st.posix_shell = up.env, up.workdir, up.posix_shell  # shared, never copied
         ins.stage = st.index
         ins.workdir = st.workdir
         st.instructions.append(ins)
         df.stages.append(st)
+        state.view = None
         if name is not None:
             names[name] = st.index
         return
     st = df.stages[-1]
-    ins.stage = st.index
-    st.instructions.append(ins)
-    scope = scopes.get(st.index)
+    workdir = st.workdir  # where the instruction runs (a WORKDIR changes it for the next ones)
+    scope = state.view
     if scope is None:
-        scope = scopes[st.index] = {**st.args, **st.env}
-    ins.scope = scope
-    ins.workdir = st.workdir
-    if ins.keyword in ("ARG", "ENV"):
-        del scopes[st.index]  # the next instruction sees what this one declares
+        scope = state.view = StageScope(st.env, st.args)
     if ins.keyword == "ARG":
+        args = st.args
         for p in ins.pairs:
-            _set_arg(p, ins, st.args, scope, build_args, esc, closed=False, outer=glob)
+            args = args.set(p.key, _arg(p, ins, scope, build_args, esc, budget, closed=False, outer=state.glob))
+        st.args, state.view = args, None  # the next instruction sees what this one declares
     elif ins.keyword == "ENV":
-        new: dict[str, Var] = {}
+        env = st.env
         for p in ins.pairs:
-            e = expand(p.raw or "", scope, escape=esc)
+            e = budget.expand(p.raw or "", scope, esc)
             p.value, p.unresolved = e.value, e.unresolved
-            new[p.key] = Var(p.key, e.value, ins.line, "ENV", e.unresolved)
-        st.env.update(new)
+            env = env.set(p.key, Var(p.key, e.value, ins.line, "ENV", e.unresolved))
+        st.env, state.view = env, None
     elif ins.keyword == "LABEL":
         for p in ins.pairs:
-            e = expand(p.raw or "", scope, escape=esc)
+            e = budget.expand(p.raw or "", scope, esc)
             p.value, p.unresolved = e.value, e.unresolved
     elif ins.keyword == "WORKDIR":
-        path = expand(ins.args, scope, escape=esc).value
+        path = budget.expand(ins.args, scope, esc).value
         st.workdir = posixpath.normpath(posixpath.join(st.workdir, path))
     elif ins.keyword == "SHELL" and ins.exec_form:
         st.posix_shell = posixpath.basename(ins.exec_form[0]).lower() in ("sh", "bash", "dash", "zsh", "ash", "ksh")
+    ins.stage = st.index
+    st.instructions.append(ins)
+    ins.scope = scope
+    ins.workdir = workdir
 
 
-def _set_arg(
+def _arg(
     p: Pair,
     ins: Instruction,
-    target: dict[str, Var],
     scope: Mapping[str, Var],
     build_args: dict[str, str],
     esc: str,
+    budget: _Budget,
     *,
     closed: bool,
     outer: Mapping[str, Var] | None,
-) -> None:
+) -> Var:
+    """The Var one NAME[=VALUE] of an ARG declares (a --build-arg wins over the default)."""
     if p.key in build_args:
         value: str | None = build_args[p.key]
         unresolved: tuple[str, ...] = ()
         kind = "build-arg"
     elif p.raw is not None:
-        e = expand(p.raw, scope, escape=esc, closed=closed)
+        e = budget.expand(p.raw, scope, esc, closed=closed)
         value, unresolved, kind = e.value, e.unresolved, "ARG"
     elif outer is not None and p.key in outer:
         # `ARG NAME` inside a stage takes the global default (the only way FROM-scope args get in).
@@ -577,7 +617,7 @@ def _set_arg(
     else:
         value, unresolved, kind = None, (), "ARG"
     p.value, p.unresolved = value, unresolved
-    target[p.key] = Var(p.key, value, ins.line, kind, unresolved)
+    return Var(p.key, value, ins.line, kind, unresolved)
 
 
 def read(path: str, build_args: Mapping[str, str] | None = None, *, tolerant: bool = False) -> Dockerfile:

@@ -45,6 +45,7 @@ def expand(
     escape: str = "\\",
     keep_quotes: bool = False,
     closed: bool = False,
+    strict_size: bool = False,
 ) -> Expansion:
     """Substitute $VAR, ${VAR}, ${VAR:-x}, ${VAR-x}, ${VAR:+x}, ${VAR+x} the way the builder does.
 
@@ -52,8 +53,28 @@ def expand(
     split by shlex afterwards; otherwise quotes are removed as for ENV/ARG/FROM words. ``closed`` says
     every variable is known (FROM lines: an undeclared name is empty); elsewhere an undeclared name may
     come from the base image, so the reference is kept as written and reported as unresolved.
+
+    Substitution may add at most MAX_EXPANSION characters to `raw` (ARGs that double each other grow
+    exponentially): beyond that ``strict_size`` raises ExpansionTooLong (a ValueError), otherwise the text is
+    kept as written.
     """
-    return _expand(raw, scope, escape, keep_quotes, closed, 0)
+    try:
+        return _expand(raw, scope, escape, keep_quotes, closed, 0)
+    except ExpansionTooLong:
+        if strict_size:
+            raise
+        return Expansion(raw, ())
+
+
+#: How many characters substitution may add to one word, value or line (1 MiB of ASCII).
+MAX_EXPANSION = 1 << 20
+
+
+class ExpansionTooLong(ValueError):
+    """A substitution that would add more than MAX_EXPANSION characters."""
+
+    def __init__(self) -> None:
+        super().__init__(f"variable substitution makes it longer than {MAX_EXPANSION:,} characters")
 
 
 #: How deep ${A:-${B:-…}} defaults and alternatives are expanded; a reference nested deeper is kept as written
@@ -103,6 +124,7 @@ def _expand(
     out: list[str] = [raw[:i]] if i else []
     unresolved: list[str] = []
     quote: str | None = None
+    grown = 0
     while i < n:
         c = raw[i]
         if c == escape and quote != "'":
@@ -129,6 +151,9 @@ def _expand(
             continue
         if c == "$" and quote != "'":
             text, used, names = _dollar(raw, i, scope, escape, keep_quotes, closed, braces, level)
+            grown += len(text) - used
+            if grown > MAX_EXPANSION:
+                raise ExpansionTooLong
             out.append(text)
             unresolved.extend(names)
             i += used
@@ -155,6 +180,7 @@ def _expand_verbatim(
     n = len(raw)
     done = 0  # raw[done:i] goes to the output as it is
     braces = _Braces(raw)
+    grown = 0
     while i < n:
         c = raw[i]
         if c == escape and quote != "'":
@@ -171,6 +197,9 @@ def _expand_verbatim(
             continue
         if c == "$" and quote != "'":
             text, used, names = _dollar(raw, i, scope, escape, True, closed, braces, level)
+            grown += len(text) - used
+            if grown > MAX_EXPANSION:
+                raise ExpansionTooLong
             out.append(raw[done:i])
             out.append(text)
             unresolved.extend(names)
