@@ -45,7 +45,7 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
         expected = aggregate.Expected.nodes(inputs.read_node_list(expect_nodes), str(expect_nodes))
     elif expect is not None:
         expected = aggregate.Expected(expect)
-    entries = inputs.read(paths)
+    entries = inputs.read(paths, aggregate.Reducer().add)  # each report reduced as read (bounded memory)
     result = aggregate.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries], expected)
     if html is not None:
         atomic_write(html, aggregate.html_bytes(result))

@@ -318,31 +318,105 @@ def node_name(report: Mapping[str, Any], fallback: str) -> str:
     return kubernetes_node_name(report) or hostname or fallback
 
 
+class Compact:
+    """One probed node as the fleet keeps it: only the fields in which its report differs from the first
+    report its Reducer read (which the Reducer keeps whole), the result-affecting fields reduced to the
+    same kind of difference (equal keys: equal fingerprint fields), its device class, golden hash and
+    whether it computes on a GPU. The report itself is not kept: a fleet costs the fields that vary
+    between nodes (host name, PID, time, GPU UUIDs: about 2 KB a node), not the whole parsed report."""
+
+    __slots__ = ("changed", "device_class", "golden", "gpu", "key", "missing", "reducer")
+
+    def __init__(self, reducer: Reducer, changed: dict[str, str], missing: frozenset[str],
+                 key: tuple[frozenset[tuple[str, str]], frozenset[str]], device_class: str, golden: str | None,
+                 gpu: bool) -> None:
+        self.reducer, self.changed, self.missing, self.key = reducer, changed, missing, key
+        self.device_class, self.golden, self.gpu = device_class, golden, gpu
+
+    def get(self, key: str) -> str | None:
+        """The report's flattened value of `key` (envpin.probe.fields.flatten), None when it has none."""
+        if key in self.changed:
+            return self.changed[key]
+        if key in self.missing:
+            return None
+        return self.reducer.base.get(key)
+
+    def fp_fields(self) -> dict[str, str]:
+        """The node's result-affecting fields (envpin.environment.lockfile.fingerprint_fields)."""
+        changed, missing = self.key
+        out = {k: v for k, v in self.reducer.base_fp.items() if k not in missing}
+        out.update(changed)
+        return out
+
+
+_NONE: frozenset[Any] = frozenset()
+
+
+class Reducer:
+    """Reports to Compact records as they are read, so a fleet's parsed reports need never be held at once
+    (envpin.fleet.inputs.read hands each report to `add` and keeps only the record). Field names and values
+    seen before are shared, not stored again. One Reducer per fleet: its records are differences from the
+    first report it read."""
+
+    def __init__(self) -> None:
+        self.base: dict[str, str] = {}
+        self.base_fp: dict[str, str] = {}
+        self._first = True
+        self._pool: dict[str, str] = {}
+
+    def _shared(self, text: str) -> str:
+        return self._pool.setdefault(text, text)
+
+    def add(self, report: Mapping[str, Any], origin: str | None = None) -> Compact:
+        """The record of one report; with `origin` (what an error message calls it) it is checked first
+        (envpin.reports.diff.check_report), else the caller has checked it. Raises ReportError."""
+        from envpin.environment import lockfile
+        from envpin.probe import fields
+        from envpin.reports import diff
+
+        report = dict(report)
+        if origin is not None:
+            diff.check_report(report, origin)
+        flat = fields.flatten(report)
+        fp = lockfile.fingerprint_fields(report, flat)
+        found = lockfile.report_golden(report)
+        device_class = self._shared(found[0] if found else fields.device_class(report, flat))
+        golden = self._shared(found[1]) if found else None
+        gpu = fields.gpu_present(flat)
+        if self._first:
+            self._first = False
+            share = self._shared
+            self.base = {share(k): v if v is None else share(v) for k, v in flat.items()}
+            self.base_fp = {share(k): self.base[k] for k in fp}
+            return Compact(self, {}, _NONE, (_NONE, _NONE), device_class, golden, gpu)
+        base, base_fp, share = self.base, self.base_fp, self._shared
+        changed = {share(k): v if v is None else share(v) for k, v in flat.items() - base.items()}
+        missing = frozenset(share(k) for k in base.keys() - flat.keys()) or _NONE
+        fp_changed = frozenset((share(k), changed.get(k, base.get(k, v)))
+                               for k, v in fp.items() - base_fp.items()) or _NONE
+        fp_missing = frozenset(k for k in base_fp if k not in fp) or _NONE
+        return Compact(self, changed, missing, (fp_changed, fp_missing), device_class, golden, gpu)
+
+
 @dataclass
 class _Probed:
     name: str
     source: str | None
-    flat: dict[str, str]
-    fp_fields: dict[str, str]
-    key: frozenset[tuple[str, str]]  # equal for equal fingerprint fields; cheaper than hashing each node
-    device_class: str
-    golden: str | None
+    record: Compact
 
 
-def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
+def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure | Compact]],
               sources: Sequence[str | None] | None = None, expected: Expected | None = None) -> FleetResult:
-    """The fleet view of (node name, report or NodeFailure) pairs; duplicate names get '#2', '#3'...
-    With `expected`, the nodes it names (or counts) that no pair accounts for are missing, and nodes it
-    does not name (or beyond its count) unexpected: either makes the fleet failed.
+    """The fleet view of (node name, report, Compact record or NodeFailure) pairs; duplicate names get
+    '#2', '#3'... Records must all come from one Reducer (reports given as such join it). With `expected`,
+    the nodes it names (or counts) that no pair accounts for are missing, and nodes it does not name (or
+    beyond its count) unexpected: either makes the fleet failed.
 
     Raises ReportError for an entry that is neither a probe report nor a NodeFailure."""
-    from envpin.environment import lockfile
-    from envpin.probe import fields
-    from envpin.reports import diff
-
     if sources is not None and len(sources) != len(reports):
         raise ValueError("sources must have one entry per report")
     names = unique_names([str(name) for name, _ in reports])
+    reducer = next((item.reducer for _, item in reports if isinstance(item, Compact)), None) or Reducer()
     nodes: dict[str, Node] = {}
     probed: list[_Probed] = []
     for i, (name, (_, item)) in enumerate(zip(names, reports, strict=True)):
@@ -350,21 +424,21 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure]],
         if isinstance(item, NodeFailure):
             nodes[name] = Node(name, item.status, source, item.reason)
             continue
-        if not isinstance(item, Mapping):
+        if isinstance(item, Compact):
+            if item.reducer is not reducer:
+                raise ValueError("the records of one fleet come from one Reducer")
+            record = item
+        elif not isinstance(item, Mapping):
             raise ReportError(f"node {name}: {type(item).__name__} is not a probe report")
-        report = dict(item)
-        diff.check_report(report, f"node {name}" + (f" ({source})" if source else ""))
-        flat = fields.flatten(report)
-        fp = lockfile.fingerprint_fields(report, flat)
-        found = lockfile.report_golden(report)
-        device_class = found[0] if found else fields.device_class(report, flat)
-        probed.append(_Probed(name, source, flat, fp, frozenset(fp.items()), device_class,
-                              found[1] if found else None))
+        else:
+            record = reducer.add(item, f"node {name}" + (f" ({source})" if source else ""))
+        probed.append(_Probed(name, source, record))
 
     classes = _classes(probed)
     class_of = {n: c.id for c in classes for n in c.nodes}
     for p in probed:
-        nodes[p.name] = Node(p.name, OK, p.source, None, class_of[p.name], p.device_class, p.golden)
+        nodes[p.name] = Node(p.name, OK, p.source, None, class_of[p.name], p.record.device_class,
+                             p.record.golden)
     spreads, informational = _spreads(probed)
     golden = _golden(probed)
     spreads += [_golden_spread(g) for g in golden if not g.consistent]
@@ -425,13 +499,13 @@ def _classes(probed: list[_Probed]) -> list[NodeClass]:
     """Largest first (ties: by the first node's name); the first is the reference."""
     from envpin.probe import fields
 
-    groups: dict[frozenset[tuple[str, str]], list[_Probed]] = {}
+    groups: dict[tuple[frozenset[tuple[str, str]], frozenset[str]], list[_Probed]] = {}
     for p in probed:
-        groups.setdefault(p.key, []).append(p)
+        groups.setdefault(p.record.key, []).append(p)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), min(p.name for p in g)))
     return [
-        NodeClass(i + 1, fields.fingerprint_of_fields(g[0].fp_fields), tuple(sorted(p.name for p in g)),
-                  tuple(sorted({p.device_class for p in g})), i == 0)
+        NodeClass(i + 1, fields.fingerprint_of_fields(g[0].record.fp_fields()), tuple(sorted(p.name for p in g)),
+                  tuple(sorted({p.record.device_class for p in g})), i == 0)
         for i, g in enumerate(ordered)
     ]
 
@@ -447,26 +521,27 @@ def _spreads(probed: list[_Probed]) -> tuple[list[Spread], list[str]]:
 
     if not probed:
         return [], []
-    # Most fields are equal on every node: find the keys that are not against the first node, in C (set
-    # operations on dict views), before collecting values for those keys only.
-    first = probed[0].flat
+    # Most fields are equal on every node: each record holds only what differs from its Reducer's first
+    # report, so the keys to look at are those differences (a key may still turn out equal everywhere).
     differing: set[str] = set()
-    for p in probed[1:]:
-        differing.update(k for k, _ in p.flat.items() - first.items())
-        differing.update(first.keys() - p.flat.keys())
+    for p in probed:
+        differing.update(p.record.changed)
+        differing.update(p.record.missing)
     spreads: list[Spread] = []
     informational: list[str] = []
     # envpin diff's rule for a pair: CPU features are breaking when either side computes on its CPU.
-    cpu_compute = any(not fields.gpu_present(p.flat) for p in probed)
+    cpu_compute = any(not p.record.gpu for p in probed)
     for key in sorted(k for k in differing if not k.startswith(GOLDEN_PREFIX)):
         values: dict[str, list[str]] = {}
         absent: list[str] = []
         for p in probed:
-            value = p.flat.get(key)
+            value = p.record.get(key)
             if value is None:
                 absent.append(p.name)
             else:
                 values.setdefault(value, []).append(p.name)
+        if not absent and len(values) < 2:  # equal on every node given (differs from a report not given)
+            continue
         # Only present-versus-absent pairs differ when a single value was seen.
         severity, reason = fields.severity(key, cpu_compute, absent=len(values) < 2)
         if severity == fields.INFO:
@@ -484,17 +559,17 @@ def _golden(probed: list[_Probed]) -> list[GoldenGroup]:
     """Per device class that has at least one golden hash: the hashes and who gave them."""
     by_class: dict[str, list[_Probed]] = {}
     for p in probed:
-        by_class.setdefault(p.device_class, []).append(p)
+        by_class.setdefault(p.record.device_class, []).append(p)
     out = []
     for dc in sorted(by_class):
         members = by_class[dc]
         hashes: dict[str, list[str]] = {}
         for p in members:
-            if p.golden is not None:
-                hashes.setdefault(p.golden, []).append(p.name)
+            if p.record.golden is not None:
+                hashes.setdefault(p.record.golden, []).append(p.name)
         if hashes:
             out.append(GoldenGroup(dc, {h: tuple(sorted(hashes[h])) for h in sorted(hashes)},
-                                   tuple(sorted(p.name for p in members if p.golden is None))))
+                                   tuple(sorted(p.name for p in members if p.record.golden is None))))
     return out
 
 

@@ -19,7 +19,7 @@ ReportError: one message, exit 2. ``read_node_list`` reads the node list of ``--
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,8 +79,10 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def read(paths: Sequence[Path]) -> list[Entry]:
-    """Every node the inputs name, in a deterministic order (files in the order given, pods by name)."""
+def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None = None) -> list[Entry]:
+    """Every node the inputs name, in a deterministic order (files in the order given, pods by name).
+    `keep` (e.g. envpin.fleet.aggregate.Reducer.add) turns each checked report file into what its entry
+    holds, as it is read: the parsed report is then dropped, so a large fleet's reports are never all held."""
     from envpin.fsutil import read_user_text
 
     entries: list[Entry] = []
@@ -108,7 +110,7 @@ def read(paths: Sequence[Path]) -> list[Entry]:
             check_report(data, str(path))
         except ReportError as exc:
             raise ReportError(exc.message, hint=exc.hint or _HINT) from None
-        entries.append(Entry(node_name(data, path.stem), data, str(path)))
+        entries.append(Entry(node_name(data, path.stem), data if keep is None else keep(data), str(path)))
     for pod in sorted(set(logs) | set(pods)):
         entries.append(_pod_entry(pod, logs.get(pod), pods.get(pod)))
     if not entries:
