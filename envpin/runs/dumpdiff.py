@@ -1,0 +1,245 @@
+"""Compare two TensorFlow debugger dumps op execution by op execution (a program, standard library at import
+time, Python 3.6+): ``python dumpdiff.py DUMP_A DUMP_B [--max-ops N]`` prints one JSON object.
+
+It runs on the Python of the environment that made the dumps (TensorFlow's reader,
+``tensorflow.python.debug.lib.debug_events_reader.DebugDataReader``, must match the writer), so the host
+never imports TensorFlow.
+
+Two runs execute the same ops, but not in the same order: ops of one graph without a data dependency run
+on several threads, and tf.data functions run beside the training step. So an execution is known by
+its place, not its position: (eager or graph, the function's name without its uniquifying number, the
+op's name, the output slot, and how many times that key was seen before). Run A's executions are walked
+in the order they happened; the first whose value differs from its counterpart in run B is the answer.
+"""
+
+import json
+import re
+import sys
+
+_SUFFIX = re.compile(r"_[0-9]+$")
+#: Ops whose output is uninitialised memory by design: their values differ without anything being wrong.
+UNINITIALISED = frozenset({"Empty", "_ScopedAllocator", "TensorListReserve"})
+
+
+def _stem(name):
+    return _SUFFIX.sub("", name or "")
+
+
+def _frames(stack):
+    """(file, line, function) of each frame, innermost last."""
+    out = []
+    for frame in stack or ():
+        # Frames are (host, file, line, function) or (file, line, function) depending on the version.
+        frame = tuple(frame)
+        file_path, line, function = frame[-3], frame[-2], frame[-1]
+        out.append({"file": str(file_path), "line": int(line), "function": str(function)})
+    return out
+
+
+def _index(reader):
+    """Every op execution of one dump: (wall time, key, kind, digest), in the order they happened."""
+    seen = {}
+    events = []
+    for digest in reader.executions(digest=True):
+        key = ("eager", _stem(digest.op_type), "", 0)
+        seen[key] = seen.get(key, -1) + 1
+        events.append((digest.wall_time, key + (seen[key],), "eager", digest))
+    names = {}
+    for digest in reader.graph_execution_traces(digest=True):
+        graph = names.get(digest.graph_id)
+        if graph is None:
+            graph = names[digest.graph_id] = _stem(reader.graph_by_id(digest.graph_id).name)
+        key = ("graph", graph, digest.op_name, digest.output_slot)
+        seen[key] = seen.get(key, -1) + 1
+        events.append((digest.wall_time, key + (seen[key],), "graph", digest))
+    events.sort(key=lambda e: e[0])
+    return events
+
+
+def _values(reader, kind, digest):
+    """The output value(s) of one execution, as NumPy arrays (None when not a plain tensor)."""
+    import numpy as np
+
+    if kind == "graph":
+        values = [reader.graph_execution_trace_to_tensor_value(digest)]
+    else:
+        values = reader.execution_to_tensor_values(reader.read_execution(digest))
+    out = []
+    for value in values:
+        try:
+            array = np.asarray(value)
+        except Exception:
+            array = None
+        if array is not None and array.dtype == object:
+            array = np.array([v if isinstance(v, bytes) else repr(v).encode() for v in array.ravel()],
+                             dtype=object).reshape(array.shape)
+        out.append(array)
+    return out
+
+
+def compare(a, b):
+    """None when a and b are bit-identical, else how they differ."""
+    import numpy as np
+
+    if a is None or b is None:
+        return None
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return {"kind": "shape", "a": "%s%s" % (a.dtype, list(a.shape)), "b": "%s%s" % (b.dtype, list(b.shape))}
+    if a.dtype == object:
+        equal = np.array([x == y for x, y in zip(a.ravel(), b.ravel())], dtype=bool)
+    else:
+        width = a.dtype.itemsize
+        raw_a = np.ascontiguousarray(a).view(np.uint8).reshape(-1, width) if a.size else a.reshape(0, 1)
+        raw_b = np.ascontiguousarray(b).view(np.uint8).reshape(-1, width) if b.size else b.reshape(0, 1)
+        equal = (raw_a == raw_b).all(axis=1)
+    bit_equal = int(equal.sum())
+    if bit_equal == a.size:
+        return None
+    found = {"kind": "values", "dtype": str(a.dtype), "shape": list(a.shape), "elements": int(a.size),
+             "bit_equal": bit_equal, "max_abs": None, "max_rel": None}
+    if a.dtype.kind in "fciu":
+        x, y = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+        both = np.isfinite(x) & np.isfinite(y)
+        if both.any():
+            diff = np.abs(x[both] - y[both])
+            scale = np.maximum(np.abs(x[both]), np.abs(y[both]))
+            found["max_abs"] = float(diff.max())
+            rel = np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), 0.0)
+            found["max_rel"] = float(rel.max())
+        found["nonfinite_mismatch"] = int((np.isfinite(x) != np.isfinite(y)).sum())
+    return found
+
+
+def _where(reader, kind, digest):
+    """Op type, name, device and the Python stack that created (graph) or ran (eager) the op."""
+    if kind == "graph":
+        graph = reader.graph_by_id(digest.graph_id)
+        creation = graph.get_op_creation_digest(digest.op_name)
+        _, stack = reader.read_graph_op_creation_stack_trace(creation)
+        device = getattr(creation, "device_name", None)
+        return {"kind": "graph", "op_type": digest.op_type, "op_name": digest.op_name,
+                "output_slot": digest.output_slot, "graph": graph.name, "device": device, "stack": _frames(stack)}
+    execution = reader.read_execution(digest)
+    _, stack = reader.read_execution_stack_trace(execution)
+    devices = [reader.device_name_by_id(i) for i in (execution.output_tensor_device_ids or ())]
+    return {"kind": "eager", "op_type": digest.op_type, "op_name": None, "output_slot": None,
+            "graph": None, "device": devices[0] if devices else None, "stack": _frames(stack)}
+
+
+def _fingerprint(values):
+    import hashlib
+
+    h = hashlib.sha256()
+    for array in values:
+        if array is None:
+            h.update(b"None")
+        elif array.dtype == object:
+            h.update(repr(array.shape).encode() + b"".join(array.ravel().tolist()))
+        else:
+            h.update(("%s%r" % (array.dtype, array.shape)).encode() + array.tobytes())
+    return h.hexdigest()
+
+
+def _unordered(key):
+    """tf.data runs its functions on several threads at once (a parallel map keeps its output order, not
+    the order of its calls): their executions are compared as a multiset, not one by one."""
+    return key[0] == "graph" and key[1].startswith("Dataset_")
+
+
+def _extra(readers, events_a, events_b):
+    """Executions of run A inside tf.data functions whose value run B never produced (as many times)."""
+    counts = {}
+    for _, key, kind, digest in events_b:
+        if _unordered(key) and digest.op_type not in UNINITIALISED:
+            try:
+                fp = _fingerprint(_values(readers[1], kind, digest))
+            except Exception:
+                continue
+            counts[(key[:4], fp)] = counts.get((key[:4], fp), 0) + 1
+    extra = set()
+    for _, key, kind, digest in events_a:
+        if _unordered(key) and digest.op_type not in UNINITIALISED:
+            try:
+                fp = _fingerprint(_values(readers[0], kind, digest))
+            except Exception:
+                continue
+            if counts.get((key[:4], fp), 0) > 0:
+                counts[(key[:4], fp)] -= 1
+            else:
+                extra.add(key)
+    return extra
+
+
+def diff(root_a, root_b, max_ops=None):
+    """The first op execution of run A whose output differs from run B's, or none, as a plain dict."""
+    from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
+
+    readers = []
+    for root in (root_a, root_b):
+        reader = DebugDataReader(root)
+        reader.update()
+        readers.append(reader)
+    events_a, events_b = _index(readers[0]), _index(readers[1])
+    by_key = {e[1]: e for e in events_b}
+    extra = _extra(readers, events_a, events_b)
+    result = {"tf_version": None, "executions": [len(events_a), len(events_b)], "compared": 0,
+              "unmatched": 0, "skipped": 0, "first_difference": None, "max_ops": max_ops}
+    try:
+        result["tf_version"] = readers[0].tensorflow_version()
+    except Exception:
+        pass
+    for _, key, kind, digest in events_a:
+        if max_ops is not None and result["compared"] >= max_ops:
+            break
+        other = by_key.get(key)
+        if other is None and key not in extra:
+            result["unmatched"] += 1
+            continue
+        if digest.op_type in UNINITIALISED:
+            result["skipped"] += 1
+            continue
+        result["compared"] += 1
+        if _unordered(key) and key not in extra:
+            continue
+        try:
+            values_a = _values(readers[0], kind, digest)
+            values_b = _values(readers[1], kind, other[3]) if other is not None else [None] * len(values_a)
+        except Exception:
+            result["skipped"] += 1
+            result["compared"] -= 1
+            continue
+        for slot, (a, b) in enumerate(zip(values_a, values_b)):
+            found = compare(a, b)
+            if found is None and key in extra:
+                found = {"kind": "unmatched-value"}
+            if found is None and len(values_a) == len(values_b):
+                continue
+            if found is None:
+                found = {"kind": "outputs", "a": len(values_a), "b": len(values_b)}
+            where = _where(readers[0], kind, digest)
+            if kind == "eager":
+                where["output_slot"] = slot
+            where["index"] = result["compared"] - 1
+            where["unordered"] = _unordered(key)
+            where["difference"] = found
+            result["first_difference"] = where
+            return result
+    return result
+
+
+def main(argv=None):
+    args = list(sys.argv[1:] if argv is None else argv)
+    max_ops = None
+    if "--max-ops" in args:
+        at = args.index("--max-ops")
+        max_ops = int(args[at + 1])
+        del args[at:at + 2]
+    if len(args) != 2:
+        sys.stderr.write("usage: dumpdiff.py DUMP_A DUMP_B [--max-ops N]\n")
+        return 2
+    sys.stdout.write(json.dumps(diff(args[0], args[1], max_ops), sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""The run hook: copied as ``sitecustomize.py`` onto the PYTHONPATH of a command envpin runs (standard library
+only, Python 3.6+), so a training script is observed without being edited.
+
+Python imports it at start-up. It imports nothing heavy: it waits until the script itself has imported
+TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the environment asks,
+
+- ``ENVPIN_SEED``: seeds Python's ``random``, NumPy and TensorFlow with that integer;
+- ``ENVPIN_RUNS_RECIPE=1``: applies envpin's determinism recipe for this TensorFlow (its variables are
+  set here, before TensorFlow is imported, and its steps once it is);
+- ``ENVPIN_RUNS_DUMP=DIR``: turns on TensorFlow's debugger dumps with full tensor values
+  (``tf.debugging.experimental.enable_dump_debug_info``; the summary modes are avoided because
+  DebugNumericSummaryV2 raises under determinism on a GPU);
+- ``ENVPIN_RUNS_STEPS=N``: stops dumping and training after N Keras training steps;
+- ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when the process ends: TensorFlow's
+  version, the Keras ``History`` of every ``fit``, the time of each training step, errors.
+"""
+
+import atexit
+import json
+import os
+import sys
+import time
+
+#: What this process saw and did; written as JSON when it exits.
+RECORD = {
+    "pid": os.getpid(),
+    "python": sys.executable,
+    "started": time.time(),
+    "tf_version": None,
+    "seed": None,
+    "recipe": None,
+    "dump": None,
+    "history": {},
+    "step_seconds": [],
+    "stopped_after_steps": None,
+    "errors": [],
+}
+#: Exit status of a process whose TensorFlow has no debugger dumps (the host refuses with a clear error).
+NO_DEBUGGER = 86
+_STATE = {"tensorflow": False, "keras_importing": 0, "ready": False, "busy": False, "steps": 0}
+
+
+def _env_int(name):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        RECORD["errors"].append("%s=%r is not an integer: ignored" % (name, raw))
+        return None
+
+
+def _write_record():
+    out = os.environ.get("ENVPIN_RUNS_OUT")
+    if not out:
+        return
+    RECORD["ended"] = time.time()
+    path = os.path.join(out, "hook-%d.json" % os.getpid())
+    try:
+        with open(path + ".tmp", "w") as fh:
+            json.dump(RECORD, fh, sort_keys=True)
+        os.replace(path + ".tmp", path)
+    except OSError:
+        pass
+
+
+def _recipe_environment():
+    """The recipe's variables, before TensorFlow is imported (it reads some of them only once)."""
+    try:
+        from envpin.probe import runtime
+
+        recipe = runtime.current_recipe()
+    except Exception as exc:  # the command must run even when envpin cannot help
+        RECORD["errors"].append("recipe: %s: %s" % (type(exc).__name__, exc))
+        return
+    if recipe is None:
+        return
+    for item in recipe["env"]:
+        if item["name"] != "PYTHONHASHSEED":  # only the launcher can set it, before Python starts
+            os.environ[item["name"]] = item["value"]
+    for item in recipe["unset"]:
+        os.environ.pop(item["name"], None)
+
+
+def _seed(seed):
+    import random
+
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+    if numpy is not None:
+        numpy.random.seed(seed)
+    tf = sys.modules["tensorflow"]
+    if hasattr(tf, "random") and hasattr(tf.random, "set_seed"):
+        tf.random.set_seed(seed)
+    else:
+        tf.compat.v1.set_random_seed(seed)
+
+
+def _dump(tf, root):
+    experimental = getattr(getattr(tf, "debugging", None), "experimental", None)
+    enable = getattr(experimental, "enable_dump_debug_info", None)
+    if enable is None:
+        RECORD["dump"] = "unavailable"
+        RECORD["errors"].append("TensorFlow %s has no tf.debugging.experimental.enable_dump_debug_info"
+                                % RECORD["tf_version"])
+        _write_record()
+        os._exit(NO_DEBUGGER)
+    regex = os.environ.get("ENVPIN_RUNS_OP_REGEX") or None
+    enable(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1, op_regex=regex)
+    RECORD["dump"] = root
+
+
+def _stop_dump():
+    if RECORD["dump"] and RECORD["dump"] != "unavailable" and not _STATE.get("dump_stopped"):
+        _STATE["dump_stopped"] = True
+        try:
+            sys.modules["tensorflow"].debugging.experimental.disable_dump_debug_info()
+        except Exception as exc:
+            RECORD["errors"].append("disable_dump_debug_info: %s" % exc)
+
+
+def _callback_class(base):
+    steps = _env_int("ENVPIN_RUNS_STEPS")
+
+    class EnvpinRunHook(base):
+        """Times each training step; after ENVPIN_RUNS_STEPS steps stops the dump and the training."""
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._envpin_t0 = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            RECORD["step_seconds"].append(time.perf_counter() - getattr(self, "_envpin_t0", time.perf_counter()))
+            _STATE["steps"] += 1
+            if steps is not None and _STATE["steps"] >= steps and RECORD["stopped_after_steps"] is None:
+                RECORD["stopped_after_steps"] = _STATE["steps"]
+                _stop_dump()
+                self.model.stop_training = True
+
+    return EnvpinRunHook
+
+
+def _patch_fit(model_class, callback_base):
+    original = model_class.fit
+    if getattr(original, "_envpin_hooked", False):
+        return
+    callback = _callback_class(callback_base)
+
+    def fit(self, *args, **kwargs):
+        if RECORD["stopped_after_steps"] is not None:  # the step budget is spent: later fits do nothing
+            kwargs["epochs"] = kwargs.get("initial_epoch", 0)
+        kwargs["callbacks"] = list(kwargs.get("callbacks") or []) + [callback()]
+        history = original(self, *args, **kwargs)
+        for key, values in sorted(getattr(history, "history", {}).items()):
+            try:
+                RECORD["history"].setdefault(key, []).extend(float(v) for v in values)
+            except (TypeError, ValueError):
+                continue
+        return history
+
+    fit._envpin_hooked = True
+    model_class.fit = fit
+
+
+def _keras():
+    """Hook Model.fit of every Keras this process uses (keras, and tf.keras when it is another one)."""
+    seen = []
+    for name in ("keras", "tensorflow.keras"):
+        try:
+            module = __import__(name, fromlist=["Model"])
+            model, callbacks = module.Model, module.callbacks.Callback
+        except Exception:
+            continue
+        if model not in seen:
+            seen.append(model)
+            _patch_fit(model, callbacks)
+
+
+def _ready():
+    """TensorFlow (and the Keras importing it) are loaded: seed, apply the recipe, dump, hook Keras."""
+    tf = sys.modules["tensorflow"]
+    RECORD["tf_version"] = getattr(tf, "__version__", None) or getattr(tf, "VERSION", None)
+    seed = _env_int("ENVPIN_SEED")
+    RECORD["seed"] = seed
+    try:
+        if os.environ.get("ENVPIN_RUNS_RECIPE") == "1":
+            import envpin
+
+            report = envpin.enable_determinism(seed=42 if seed is None else seed)
+            RECORD["recipe"] = {"id": report["recipe"], "applied": report["applied"], "warnings": report["warnings"]}
+        elif seed is not None:
+            _seed(seed)
+        root = os.environ.get("ENVPIN_RUNS_DUMP")
+        if root:
+            _dump(tf, os.path.join(root, "dump-%d" % os.getpid()))
+        _keras()
+    except Exception as exc:
+        RECORD["errors"].append("%s: %s" % (type(exc).__name__, exc))
+
+
+class _Loader(object):
+    """Wraps the loader of tensorflow/keras to learn when their import has finished."""
+
+    def __init__(self, loader, name):
+        self._loader, self._name = loader, name
+
+    def __getattr__(self, attr):
+        return getattr(self._loader, attr)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        keras = self._name == "keras"
+        _STATE["keras_importing"] += keras
+        try:
+            self._loader.exec_module(module)
+        finally:
+            _STATE["keras_importing"] -= keras
+        if self._name == "tensorflow":
+            _STATE["tensorflow"] = True
+        if _STATE["tensorflow"] and not _STATE["keras_importing"] and not _STATE["ready"]:
+            _STATE["ready"] = True
+            _ready()
+
+
+class _Finder(object):
+    def find_spec(self, name, path=None, target=None):
+        if name not in ("tensorflow", "keras") or _STATE["busy"] or _STATE["ready"]:
+            return None
+        import importlib.util
+
+        _STATE["busy"] = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            _STATE["busy"] = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _Loader(spec.loader, name)
+        return spec
+
+
+def _chain():
+    """Run the sitecustomize this one shadows, if the environment has one (Debian's Python does)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        candidate = os.path.join(os.path.abspath(entry or "."), "sitecustomize.py")
+        if os.path.dirname(candidate) != here and os.path.isfile(candidate):
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("_envpin_next_sitecustomize", candidate)
+            try:
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+            except Exception as exc:
+                RECORD["errors"].append("sitecustomize %s: %s" % (candidate, exc))
+            return
+
+
+def install():
+    if os.environ.get("ENVPIN_RUNS_RECIPE") == "1":
+        _recipe_environment()
+    atexit.register(_write_record)
+    atexit.register(_stop_dump)  # runs first (atexit is last in, first out): the dump is complete on disk
+    sys.meta_path.insert(0, _Finder())
+    _chain()
+
+
+if __name__ == "sitecustomize":
+    install()
