@@ -1,6 +1,6 @@
-"""Benchmark: `envpin fleet report` on 1,000 nodes: aggregation, canonical JSON and the HTML page.
+"""Benchmark: `envpin fleet report` on 1,000 nodes (aggregation, canonical JSON, the HTML page) and on 100,000.
 
-    .venv/bin/python benchmarks/bench_fleet.py [--nodes 1000] [--runs 5] [--json]
+    .venv/bin/python benchmarks/bench_fleet.py [--nodes 1000] [--runs 5] [--large 100000] [--json]
 
 The reports are derived from a real one: the probe runs once on this machine (``python -m envpin.probe
 --json -``, no TensorFlow import), and each node gets a copy made to look like a GPU node of an NGC
@@ -10,6 +10,13 @@ realistic minority varies: 5 % another driver minor version (risk), 2 % another 
 0.5 % another NumPy (breaking), 3 nodes with H100s (another device class), one node whose golden hash
 differs from its device class's, and 10 failed and 5 timed-out nodes. Figures are medians of --runs runs.
 Reading the files (JSON parsing of every report) is timed separately: it depends on the disk cache.
+
+The large point (--large N, 0 to skip) writes N such reports as files (compact JSON: the same parse tree,
+written quickly) and runs the whole `fleet report` path on them (envpin.api.fleet_report: read, check,
+reduce, aggregate, canonical JSON) in a fresh process, once, reporting its wall and CPU time and its peak
+resident memory; the same process on a one-report folder gives the fixed part (interpreter, imports), so
+(peak - fixed) / N is the memory a report costs. Goal: <= 40 KB a report, and time linear in N (the per-report
+time of the large point against the 1,000-node one; the large point includes reading and parsing).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import copy
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,6 +42,10 @@ from envpin.fleet import aggregate, inputs  # noqa: E402  (the repository is put
 from envpin.probe import flatten  # noqa: E402
 
 GOAL_SECONDS = 2.0
+GOAL_KB_PER_REPORT = 40.0
+#: Linear time: a report of the large point costs at most this much more than one of a 1,000-report run
+#: of the same path (read, check, reduce, aggregate, JSON).
+GOAL_LINEAR = 1.5
 A100 = "NVIDIA A100-SXM4-80GB"
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -68,39 +80,47 @@ def gpu_section(model: str, cc: str, driver: str, node: int) -> dict[str, Any]:
     return g
 
 
-def make_fleet(base: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any] | aggregate.NodeFailure]]:
+def ngc_base(base: dict[str, Any]) -> dict[str, Any]:
+    """The real report with an NGC-sized package set."""
     base = copy.deepcopy(base)
     dists = base["packages"]["distributions"]["value"]
     dists.update({f"ngc-package-{i:03d}": f"{i % 7}.{i % 13}.{i % 3}" for i in range(350)})
     dists["numpy"] = "1.26.4"
     base["packages"]["count"]["value"] = len(dists)
-    out: list[tuple[str, dict[str, Any] | aggregate.NodeFailure]] = []
-    for i in range(n):
-        name = f"gpu-{i:04d}"
-        if i % 100 == 37:
-            out.append((name, aggregate.NodeFailure(aggregate.FAILED, "probe exited 2 (Error)")))
-            continue
-        if i % 200 == 73:
-            failure = aggregate.NodeFailure(aggregate.TIMED_OUT, "the pod was not scheduled (Insufficient GPU)")
-            out.append((name, failure))
-            continue
-        r = copy.deepcopy(base)
-        r["host"]["hostname"] = _v(name, "os.uname().nodename")
-        r["host"]["pid"] = _v(1000 + i, "os.getpid()")
-        r["host"]["time_utc"] = _v(f"2025-03-01T12:{i % 60:02d}:00Z", "datetime.now(utc)")
-        h100 = i in (11, 511, 911)
-        driver = "550.90.07" if i % 20 == 3 else "550.54.15"
-        r["gpu"] = gpu_section(H100 if h100 else A100, "9.0" if h100 else "8.0", driver, i)
-        r["env"]["OMP_NUM_THREADS"] = _v("4" if i % 50 == 5 else "8", "environ:OMP_NUM_THREADS")
-        if i % 200 == 17:
-            r["packages"]["distributions"]["value"]["numpy"] = "1.26.3"
-        device = f"gpu:{H100 if h100 else A100};cc={'9.0' if h100 else '8.0'};count=8"
-        golden = "sha256:" + ("b" if h100 else "a") * 64
-        if i == 423:
-            golden = "sha256:" + "c" * 64
-        r["selftest"] = {"golden": {"hash": golden, "device_class": device}}
-        out.append((name, r))
-    return out
+    return base
+
+
+def make_fleet(base: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any] | aggregate.NodeFailure]]:
+    base = ngc_base(base)
+    return [node(base, i) for i in range(n)]
+
+
+def node(base: dict[str, Any], i: int) -> tuple[str, dict[str, Any] | aggregate.NodeFailure]:
+    """Node i of the fleet (see the module's docstring); shares the unchanged parts of `base`."""
+    name = f"gpu-{i:04d}"
+    if i % 100 == 37:
+        return name, aggregate.NodeFailure(aggregate.FAILED, "probe exited 2 (Error)")
+    if i % 200 == 73:
+        return name, aggregate.NodeFailure(aggregate.TIMED_OUT, "the pod was not scheduled (Insufficient GPU)")
+    r = dict(base)
+    r["host"], r["env"] = dict(base["host"]), dict(base["env"])
+    r["host"]["hostname"] = _v(name, "os.uname().nodename")
+    r["host"]["pid"] = _v(1000 + i, "os.getpid()")
+    r["host"]["time_utc"] = _v(f"2025-03-01T12:{i % 60:02d}:00Z", "datetime.now(utc)")
+    h100 = i in (11, 511, 911)
+    driver = "550.90.07" if i % 20 == 3 else "550.54.15"
+    r["gpu"] = gpu_section(H100 if h100 else A100, "9.0" if h100 else "8.0", driver, i)
+    r["env"]["OMP_NUM_THREADS"] = _v("4" if i % 50 == 5 else "8", "environ:OMP_NUM_THREADS")
+    if i % 200 == 17:
+        dists = {**base["packages"]["distributions"]["value"], "numpy": "1.26.3"}
+        r["packages"] = {**base["packages"], "distributions": {**base["packages"]["distributions"],
+                                                               "value": dists}}
+    device = f"gpu:{H100 if h100 else A100};cc={'9.0' if h100 else '8.0'};count=8"
+    golden = "sha256:" + ("b" if h100 else "a") * 64
+    if i == 423:
+        golden = "sha256:" + "c" * 64
+    r["selftest"] = {"golden": {"hash": golden, "device_class": device}}
+    return name, r
 
 
 def timed(fn: Any, runs: int) -> tuple[float, float, Any]:
@@ -114,12 +134,78 @@ def timed(fn: Any, runs: int) -> tuple[float, float, Any]:
     return statistics.median(walls), statistics.median(cpus), result
 
 
+def write_fleet(folder: Path, base: dict[str, Any], n: int) -> None:
+    """N nodes' files as `fleet report` reads them: reports, and <node>.error.txt for failed nodes."""
+    from envpin.fleet.inputs import error_file_text
+
+    for i in range(n):
+        name, item = node(base, i)
+        if isinstance(item, aggregate.NodeFailure):
+            (folder / f"{name}.error.txt").write_text(error_file_text(item.status, item.reason))
+        else:
+            (folder / f"{name}.json").write_text(json.dumps(item, sort_keys=True) + "\n")
+
+
+def _report_child(folder: str) -> int:
+    """In a fresh process: the whole `fleet report` path on one folder; prints time and peak memory."""
+    from envpin.api import fleet_report
+
+    t, c = time.perf_counter(), time.process_time()
+    result = fleet_report([Path(folder)]).result
+    doc = aggregate.to_json_text(result)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    # VmHWM: this process's own peak (ru_maxrss would carry the parent's from before the exec).
+    status = Path("/proc/self/status").read_text()
+    peak_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_kb": peak_kb, "nodes": result.counts()["nodes"],
+                      "classes": result.counts()["classes"], "json_bytes": len(doc)}))
+    return 0
+
+
+def _run_child(folder: Path) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, __file__, "--report-child", str(folder)], capture_output=True, text=True,
+                         check=True, timeout=3600).stdout
+    return json.loads(out)
+
+
+def large_point(base: dict[str, Any], n: int) -> dict[str, Any]:
+    """`fleet report` on 1, 1,000 and N generated report files, each in a fresh process (see the docstring)."""
+    base = ngc_base(base)
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="envpin-bench-fleet-large-") as tmp:
+        runs = {}
+        for count in (1, 1000, n):
+            folder = Path(tmp) / str(count)
+            folder.mkdir()
+            write_fleet(folder, base, count)
+            runs[count] = _run_child(folder)
+            shutil.rmtree(folder)
+    fixed_kb = runs[1]["peak_kb"]
+    per_kb = (runs[n]["peak_kb"] - fixed_kb) / n
+    per_ms_small = runs[1000]["cpu_s"] / 1000 * 1000
+    per_ms_large = runs[n]["cpu_s"] / n * 1000
+    figures.update({
+        "nodes": n, "wall_s": round(runs[n]["wall_s"], 1), "cpu_s": round(runs[n]["cpu_s"], 1),
+        "peak_mb": round(runs[n]["peak_kb"] / 1024, 1), "fixed_mb": round(fixed_kb / 1024, 1),
+        "kb_per_report": round(per_kb, 1), "goal_kb_per_report": GOAL_KB_PER_REPORT,
+        "cpu_ms_per_report": round(per_ms_large, 3), "cpu_ms_per_report_1000": round(per_ms_small, 3),
+        "time_ratio": round(per_ms_large / per_ms_small, 2), "goal_time_ratio": GOAL_LINEAR,
+        "classes": runs[n]["classes"],
+    })
+    figures["met"] = per_kb <= GOAL_KB_PER_REPORT and per_ms_large / per_ms_small <= GOAL_LINEAR
+    return figures
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--large", type=int, default=100_000, help="nodes of the large point (0: skip it)")
+    ap.add_argument("--report-child", metavar="DIR", help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    if args.report_child:
+        return _report_child(args.report_child)
 
     base = real_report()
     nodes = make_fleet(base, args.nodes)
@@ -155,6 +241,8 @@ def main() -> int:
         "goal_s": GOAL_SECONDS,
         "met": total < GOAL_SECONDS,
     }
+    large = large_point(base, args.large) if args.large > 0 else None
+    figures["large"] = large
     if args.json:
         print(json.dumps(figures, indent=2, sort_keys=True))
     else:
@@ -167,7 +255,16 @@ def main() -> int:
         print(f"  reading {args.nodes - c['failed'] - c['timed_out']} report files: {read_s:.3f} s")
         print(f"  result: {c['classes']} classes, {c['outliers']} outliers, {c['breaking']} breaking and "
               f"{c['risk']} risk fields, {c['failed']} failed, {c['timed_out']} timed out")
-    return 0 if figures["met"] else 1
+        if large:
+            print(f"{large['nodes']} report files, fleet report in a fresh process (read, check, reduce, aggregate, "
+                  f"JSON): {large['wall_s']} s wall, {large['cpu_s']} s CPU, peak {large['peak_mb']} MB "
+                  f"({large['fixed_mb']} MB with one report)")
+            print(f"  {large['kb_per_report']} KB a report (goal <= {GOAL_KB_PER_REPORT:.0f} KB); "
+                  f"{large['cpu_ms_per_report']} ms CPU a report against {large['cpu_ms_per_report_1000']} ms "
+                  f"with 1,000 reports: {large['time_ratio']}x (goal <= {GOAL_LINEAR}x, linear): "
+                  f"{'met' if large['met'] else 'NOT met'}")
+    met = figures["met"] and (large is None or large["met"])
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
