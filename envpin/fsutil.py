@@ -14,6 +14,7 @@ import errno
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,25 +29,76 @@ def sha256_bytes(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, limit: int | None = None) -> str:
+    """The hash of a regular file (a FIFO or device raises OSError instead of blocking or never ending)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with _open_regular(path) as fh:
+        read = 0
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+            read += len(chunk)
+            if limit is not None and read > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
     return "sha256:" + h.hexdigest()
 
 
-def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path") -> str:
-    """A text file the user pointed at, or one `error` saying why it cannot be read as one (no traceback)."""
+#: The most envpin reads from one file (a report, lock, catalog, Dockerfile, configuration, requirements file,
+#: CA bundle, cache): real ones are kilobytes; the bound keeps /dev/zero or a huge file from exhausting memory.
+MAX_READ_BYTES = 64 << 20
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+@contextlib.contextmanager
+def _open_regular(path: Path | str) -> Iterator[Any]:
+    """A regular file opened for reading. Opened without blocking (a FIFO with no writer would block open
+    itself) and checked with fstat on the open descriptor, so nothing can be swapped in between."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        raw = path.read_bytes()
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_kind(mode)})", str(path))
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        yield fh
+
+
+def read_regular(path: Path | str, limit: int = MAX_READ_BYTES, *, truncate: bool = False) -> bytes:
+    """The bytes of a regular file, at most `limit` of them: a longer file raises OSError (EFBIG), or is cut
+    at `limit` with `truncate`. A FIFO, device, socket or folder raises OSError; nothing blocks."""
+    with _open_regular(path) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        if truncate:
+            return data[:limit]
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, the most envpin reads from one file",
+                      str(path))
+    return data
+
+
+def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path",
+                   limit: int = MAX_READ_BYTES) -> str:
+    """A text file the user pointed at, or one `error` saying why it cannot be read as one (no traceback):
+    a regular file of at most `limit` bytes (a FIFO or device is refused, never waited on or read forever)."""
+    try:
+        raw = read_regular(path, limit)
     except FileNotFoundError as exc:
         raise error(f"{what} {path} does not exist", hint=missing_hint) from exc
     except IsADirectoryError as exc:
         raise error(f"{what} {path} is a folder, not a file", hint="pass the file's path") from exc
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror or exc}",
-                    hint="check the path and its permissions") from exc
+                    hint="pass a regular file; check the path and its permissions") from exc
     if b"\0" in raw:
         raise error(f"{path} is a binary file, not a {what}", hint="pass the text file itself")
     try:
@@ -108,15 +160,76 @@ def check_path_length(path: Path, option: str) -> Path:
 
 def check_output_path(path: Path, option: str) -> Path:
     """An output named on the command line: short enough for the file system, and in a folder that exists. A
-    missing parent is refused, never created: a typo in a path should not grow a tree of folders elsewhere."""
+    missing parent is refused, never created: a typo in a path should not grow a tree of folders elsewhere.
+    A symbolic link that leads nowhere (dangling, or a loop) is refused too: writing through it would
+    create its target, or its target's folders."""
     check_path_length(path, option)
+    _check_link(path, option)
     parent = path.parent
+    _check_link(parent, option)
     if parent.exists() and not parent.is_dir():
         raise EnvpinError(f"{option}: {parent} is not a folder", hint=f"choose another {option}")
     if not parent.is_dir():
         raise EnvpinError(f"{option}: the folder {parent} does not exist",
                           hint=f"create it first (mkdir -p {parent}), or choose another {option}")
     return path
+
+
+def _check_link(path: Path, option: str) -> None:
+    """Refuse `path` when it is a symbolic link whose target does not exist or cannot be reached."""
+    if not os.path.islink(path):
+        return
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EnvpinError(f"{option}: {path} is a symbolic link that loops",
+                              hint=f"remove the link, or choose another {option}") from None
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise EnvpinError(f"{option}: cannot follow the symbolic link {path}: {exc.strerror or exc}",
+                              hint=f"check the link, or choose another {option}") from None
+        raise EnvpinError(f"{option}: {path} is a symbolic link to {os.readlink(path)}, which does not exist",
+                          hint=f"envpin does not write through a dangling link; remove it, or choose another {option}"
+                          ) from None
+
+
+def _write_target(path: Path) -> tuple[Path, bool]:
+    """Where a write of `path` lands and whether it goes into a character device (written into, as
+    `probe -o /dev/null` is) rather than by rename. A link to an existing file is followed (the link stays); a
+    dangling link, a folder, a FIFO, a socket or a block device is refused (OSError): never replaced."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path, False
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise OSError(errno.ENOENT, f"a symbolic link to {os.readlink(path)}, which does not exist "
+                                            "(envpin does not write through a dangling link)", str(path)) from None
+            raise
+        path = Path(os.path.realpath(path))
+    if stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.EISDIR, "it is a folder, not a file", str(path))
+    if stat.S_ISCHR(st.st_mode):
+        return path, True
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"it is {_kind(st.st_mode)}, which envpin neither replaces nor writes into",
+                      str(path))
+    return path, False
+
+
+def _write_device(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISCHR(os.fstat(fd).st_mode):  # swapped since it was looked at: refuse
+            raise OSError(errno.EINVAL, "it changed while envpin was writing it", str(path))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def folder_files(folder: Path) -> Iterator[str]:
@@ -129,12 +242,27 @@ def folder_files(folder: Path) -> Iterator[str]:
             yield (base / n).relative_to(folder).as_posix()
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write to a temporary file in the same directory, fsync, then rename over the target."""
+def _temp_prefix(path: Path) -> str:
+    """'.NAME.' for a temporary file beside `path`, or a hash of NAME where '.NAME.XXXXXXXX.tmp' would pass
+    NAME_MAX."""
+    if len(os.fsencode(path.name)) + 2 + 8 + 4 <= MAX_NAME_BYTES:
+        return f".{path.name}."
+    return ".envpin-" + hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16] + "."
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, make_parents: bool = True) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over the target. A character
+    device is written into instead (never replaced); a dangling link, folder, FIFO or socket is refused.
+    `make_parents` is for envpin's own cache and state folders; outputs the user names pass False."""
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        path, device = _write_target(path)
+        if device:
+            _write_device(path, data)
+            return
+        if make_parents:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -150,15 +278,28 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = None) -> None:
-    """All or nothing (envpin.portable.atomic.replace_all), with missing parent folders made first and an
-    OSError as one envpin error."""
+def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = None, *,
+                      make_parents: bool = True) -> None:
+    """All or nothing (envpin.portable.atomic.replace_all), with missing parent folders made first (unless
+    `make_parents` is False) and an OSError as one envpin error. Character devices are written into, after the
+    regular files; a dangling link, folder, FIFO or socket is refused before anything is written."""
     path = None
     try:
-        for path in files:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        replace_all({str(p): data for p, data in files.items()},
-                    {str(p): mode for p, mode in (modes or {}).items()})
+        regular: dict[Path, bytes] = {}
+        devices: dict[Path, bytes] = {}
+        kept_modes: dict[str, int] = {}
+        for path, data in files.items():
+            where, device = _write_target(path)
+            (devices if device else regular)[where] = data
+            if modes and path in modes:
+                kept_modes[str(where)] = modes[path]
+        path = None
+        if make_parents:
+            for path in regular:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        replace_all({str(p): data for p, data in regular.items()}, kept_modes)
+        for path, data in devices.items():
+            _write_device(path, data)
     except OSError as exc:
         where = exc.filename or path
         raise EnvpinError(f"cannot write {where}: {exc.strerror or exc}", hint=_hint(exc)) from exc
@@ -171,7 +312,9 @@ def _hint(exc: OSError) -> str | None:
         return "the disk is full: free some space and retry"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return "check the folder's permissions, or choose another with --out"
-    return None
+    if exc.errno in (errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.ELOOP, errno.ENAMETOOLONG, errno.EBUSY):
+        return "choose another output path (a regular file in a folder that exists)"
+    return "check the output path"
 
 
 #: How long a writer waits for another envpin writing in the same folder.
@@ -195,7 +338,7 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
 
     parent = target.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        parent.mkdir(exist_ok=True)  # one level at most (images/ on first use): never a chain of folders
         key = str(parent.resolve())
     except OSError as exc:
         raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
@@ -237,10 +380,26 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
         os.close(fd)
 
 
+def _tag(target: Path) -> str:
+    """What staging names start with: '.NAME', or a hash of NAME where '.NAME.envpin-new-XXXXXXXX' would pass
+    NAME_MAX (a 255-byte --out is within the documented limit, so its staging must be too)."""
+    if len(os.fsencode(target.name)) + 1 + len(_STAGE) + 8 <= MAX_NAME_BYTES:
+        return f".{target.name}"
+    return ".envpin-" + hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
+
+
 def _remove_leftovers(target: Path) -> None:
-    for entry in target.parent.glob(f".{target.name}.envpin-*"):
-        if entry.name.startswith((f".{target.name}{_STAGE}", f".{target.name}{_OLD}")) and not entry.is_symlink():
+    tag = _tag(target)
+    for entry in target.parent.glob(f"{glob_escape(tag)}.envpin-*"):
+        if entry.name.startswith((f"{tag}{_STAGE}", f"{tag}{_OLD}")) and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def glob_escape(text: str) -> str:
+    """`text` with glob's special characters taken literally."""
+    import glob
+
+    return glob.escape(text)
 
 
 def replace_folder(target: Path, files: dict[str, bytes], keep: tuple[str, ...] = (),
@@ -249,7 +408,7 @@ def replace_folder(target: Path, files: dict[str, bytes], keep: tuple[str, ...] 
     in `keep` (hard-linked, or re-created when they are links), in one swap. Call it inside exclusive().
 
     The staged folder takes the target's permissions (a new one: 0777 less the umask)."""
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}{_STAGE}", dir=target.parent))
+    stage = Path(tempfile.mkdtemp(prefix=f"{_tag(target)}{_STAGE}", dir=target.parent))
     try:
         for rel in keep:
             src, dst = target / rel, stage / rel
@@ -325,7 +484,7 @@ def _swap_in(stage: Path, target: Path) -> None:
             return
         old = stage  # after an exchange the staged name holds the old folder
         if not _exchange(stage, target):
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}{_OLD}", dir=target.parent))
+            old = Path(tempfile.mkdtemp(prefix=f"{_tag(target)}{_OLD}", dir=target.parent))
             os.rmdir(old)
             with signals_held():
                 os.rename(target, old)
