@@ -215,8 +215,10 @@ def test_the_sweep_gives_graded_tf_versions(cat: catalog.Catalog) -> None:
     assert got["24.05-tf2-py3"] == ("2.15.0", "jetson")
     assert got["25.02-tf2-py3"] == ("2.17.0", "nv-version")
     assert got["24.11-tf2-py3"] == ("2.17.0", "third-party")
+    assert got["24.03-tf2-py3"] == ("2.15.0", "third-party")
+    assert got["24.02-tf2-py3"] == ("2.15", "third-party")  # as precise as its source: "tensorflow 2.15"
     known = {t for t, (v, _) in got.items() if v}
-    assert len(known) == 11 and {k for _, k in got.values() if k} == WEAK
+    assert len(known) == 13 and {k for _, k in got.values() if k} == WEAK
     for tag, (value, _) in got.items():  # an unknown says why, and never from memory
         if value is None:
             assert "docs/catalog-sources.md" in (_tag(cat, tag).facts["tf_version"].reason or ""), tag
@@ -246,6 +248,15 @@ def test_agreeing_and_conflicting_sources_are_kept(cat: catalog.Catalog) -> None
     # 24.07: Jetson wheels of one grade disagree, so nothing is chosen and every candidate stays visible.
     f = _tag(cat, "24.07-tf2-py3").facts["tf_version"]
     assert f.value is None and {v for v, _ in f.conflicts} == {"2.16.1", "2.17.1"} and "disagree" in (f.reason or "")
+    # 23.12: two independent third parties agree (a Dockerfile comment and determined-ai's version matrix).
+    assert _tag(cat, "23.12-tf2-py3").facts["tf_version"].also == ("determined-env-23.12",)
+
+
+def test_python_from_a_third_party_version_matrix(cat: catalog.Catalog) -> None:
+    for tag, sid in (("23.12-tf2-py3", "determined-env-23.12"), ("24.03-tf2-py3", "determined-env-24.03")):
+        fact = _tag(cat, tag).facts["python"]
+        assert (fact.value, fact.kind, fact.source) == ("3.10", "third-party", sid), tag
+    assert _tag(cat, "24.02-tf2-py3").facts["python"].value is None  # its source names TensorFlow only
 
 
 def _with(mutate):  # type: ignore[no-untyped-def]
@@ -277,7 +288,7 @@ def _tf2(d: dict, release: str) -> dict:  # type: ignore[type-arg]
         (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].pop(), "at least two different candidate values"),
         (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].append({"value": "2.16", "source": "uva-tf-2.17.0"}),
          "of different grades"),
-        (lambda d: _tf2(d, "24.03")["tf_version"].__setitem__("also", ["uva-tf-2.17.0"]), "'also' needs a value"),
+        (lambda d: _tf2(d, "24.04")["tf_version"].__setitem__("also", ["uva-tf-2.17.0"]), "'also' needs a value"),
         (lambda d: d["sources"]["tufts-25.02"].__setitem__("url", "http://example.org/x"), "https:// address"),
         (lambda d: _tf2(d, "24.03").__setitem__("tf_version", {"value": "2.15", "source": "x", "grade": "jetson"}),
          "must be an object"),
@@ -302,12 +313,14 @@ def test_every_grade_is_a_schema_kind_and_ranks_below_nvidia() -> None:
 def test_catalog_tf_2_15_lists_the_release_with_its_grade(cli) -> None:  # type: ignore[no-untyped-def]
     res = cli("catalog", "--tf", "2.15")
     assert res.code == 0, res.stderr
-    assert "24.05-tf2-py3" in res.stdout and "jetson" in res.stdout
+    assert "24.05-tf2-py3" in res.stdout and "jetson" in res.stdout and "third-party" in res.stdout
     (line,) = res.stderr.splitlines()
-    assert line.startswith("notice: below NVIDIA's own notes: 24.05-tf2-py3 tf_version 2.15.0 (jetson)")
-    assert "envpin catalog sync --release 24.05" in line
+    assert line.startswith("notice: below NVIDIA's own notes: 24.02-tf2-py3 tf_version 2.15 (third-party); "
+                           "24.03-tf2-py3 tf_version 2.15.0 (third-party); 24.05-tf2-py3 tf_version 2.15.0 (jetson)")
+    assert "envpin catalog sync --release 24.02 --release 24.03 --release 24.05" in line
     rows = json.loads(cli("catalog", "--tf", "2.15", "--json").stdout)
-    assert [(r["tag"], r["provenance"]["tf_version"]["kind"]) for r in rows] == [("24.05-tf2-py3", "jetson")]
+    assert [(r["tag"], r["provenance"]["tf_version"]["kind"]) for r in rows] == [
+        ("24.02-tf2-py3", "third-party"), ("24.03-tf2-py3", "third-party"), ("24.05-tf2-py3", "jetson")]
 
 
 def test_catalog_tf_2_17_lists_the_releases_with_their_grades(cli) -> None:  # type: ignore[no-untyped-def]
@@ -330,7 +343,7 @@ def test_a_weaker_grade_gives_one_notice_line(cli) -> None:  # type: ignore[no-u
     # NVIDIA's own notes need no notice; neither does the whole list, whose cells carry their grades.
     assert cli("catalog", "show", "20.03").stderr == ""
     everything = cli("catalog")
-    assert everything.stderr == "" and "13 values shown rest on evidence below" in everything.stdout
+    assert everything.stderr == "" and "17 values shown rest on evidence below" in everything.stdout
 
 
 def test_grade_notice_view(cat: catalog.Catalog) -> None:

@@ -76,7 +76,8 @@ def test_flavor_narrows_like_a_tag() -> None:
 
 def test_tf_versions_known_only_from_weak_grades_are_selectable() -> None:
     """`envpin catalog --tf 2.15` used to say no NGC release matches: the 23.02-25.02 sweep gives graded values."""
-    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.15"))] == ["24.05-tf2-py3"]
+    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.15"))] == ["24.02-tf2-py3", "24.03-tf2-py3",
+                                                                         "24.05-tf2-py3"]
     assert [e.tag for e in CAT.select(None, parse_tf_spec("2.17"))] == ["24.11-tf2-py3", "24.12-tf2-py3",
                                                                          "25.02-tf2-py3"]
     assert [e.tag for e in api.catalog_entries(tf="2.17.0")] == ["24.11-tf2-py3", "24.12-tf2-py3", "25.02-tf2-py3"]
