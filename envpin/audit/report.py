@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Iterable, Iterator
+from json import dumps
+from json.encoder import encode_basestring  # the C encoder where CPython has it (ensure_ascii=False)
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -152,3 +155,101 @@ def to_sarif(findings: list[Finding]) -> dict[str, Any]:
             }
         ],
     }
+
+
+# -- streaming: the canonical JSON text in pieces ---------------------------------------------------------
+# json.dumps(indent=2) runs the pure-Python encoder: about 25 us a finding, most of a 200,000-finding run.
+# These write the same text (sorted keys, two-space indent, ensure_ascii=False, trailing newline) with one
+# formatted string per finding and strings escaped in C, and never build the list of finding objects.
+
+
+class _Stream:
+    """A list in a document whose items are made while the text is written (findings, SARIF results)."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+
+def _text(value: Any, pad: str) -> str:
+    """`value` as json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) writes it at indent `pad`,
+    as one string (an item of a streamed list: a finding, a SARIF result)."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner, deeper = "\n" + pad + "  ", pad + "  "
+        body = ("," + inner).join(encode_basestring(k) + ": " + _text(value[k], deeper) for k in sorted(value))
+        return "{" + inner + body + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner, deeper = "\n" + pad + "  ", pad + "  "
+        return "[" + inner + ("," + inner).join(_text(v, deeper) for v in value) + "\n" + pad + "]"
+    return dumps(value)  # numbers, true/false/null; TypeError for what JSON cannot hold
+
+
+def _streams(value: Any) -> bool:
+    """A _Stream is somewhere in `value`."""
+    if isinstance(value, _Stream):
+        return True
+    if isinstance(value, dict):
+        return any(_streams(v) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(_streams(v) for v in value)
+
+
+def _chunks(value: Any, pad: str) -> Iterator[str]:
+    """`value` in pieces: a _Stream's items one by one as they are made, everything else as _text."""
+    if isinstance(value, dict) and _streams(value):
+        inner = "\n" + pad + "  "
+        yield "{"
+        for i, key in enumerate(sorted(value)):
+            yield ("," if i else "") + inner + encode_basestring(key) + ": "
+            yield from _chunks(value[key], pad + "  ")
+        yield "\n" + pad + "}"
+    elif isinstance(value, (list, tuple)) and _streams(value):
+        inner = "\n" + pad + "  "
+        for i, item in enumerate(value):
+            yield ("[" if i == 0 else ",") + inner
+            yield from _chunks(item, pad + "  ")
+        yield "\n" + pad + "]"
+    elif isinstance(value, _Stream):
+        inner, deeper = "\n" + pad + "  ", pad + "  "
+        empty = True
+        for item in value.items:
+            yield ("[" if empty else ",") + inner + _text(item, deeper)
+            empty = False
+        yield "[]" if empty else "\n" + pad + "]"
+    else:
+        yield _text(value, pad)
+
+
+def json_chunks(findings: list[Finding], files: list[str], fail_on: str, exit_code: int,
+                fixed: list[dict[str, Any]] | None = None) -> Iterator[str]:
+    """The text of to_json(...) as the CLI prints it (canonical JSON and a newline), in pieces to write as
+    they come: no list of finding objects, no pure-Python encoder."""
+    doc = to_json([], files, fail_on, exit_code, fixed)
+    doc["summary"] = summary(findings)
+    doc["findings"] = _Stream(f.to_json() for f in findings)
+    yield from _chunks(doc, "")
+    yield "\n"
+
+
+def sarif_chunks(findings: list[Finding]) -> Iterator[str]:
+    """The text of to_sarif(findings) as the CLI prints it, in pieces (see json_chunks)."""
+    doc = to_sarif([])
+    index = {rid: i for i, rid in enumerate(sorted(RULES))}
+    uris: dict[str, str] = {}
+
+    def result(f: Finding) -> dict[str, Any]:
+        uri = uris.get(f.file)
+        if uri is None:
+            uri = uris[f.file] = artifact_uri(f.file)
+        return {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": _SARIF_LEVEL[f.severity],
+                "message": {"text": text(f)},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
+                                                    "region": {"startLine": f.line}}}]}
+
+    doc["runs"][0]["results"] = _Stream(result(f) for f in findings)
+    yield from _chunks(doc, "")
+    yield "\n"

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from envpin.views.console import print_json, say
+from envpin.views.console import say
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,6 +51,21 @@ def _write_lines(console: Console, lines: Iterable[str]) -> None:
     out.flush()
 
 
+def _write_chunks(chunks: Iterable[str]) -> None:
+    """Canonical JSON (print_json's text) as envpin.audit.report makes it, in blocks: a 200,000-finding
+    document is never built whole, nor encoded by json's pure-Python indenting encoder."""
+    import sys
+
+    out, block = sys.stdout, []
+    for chunk in chunks:
+        block.append(chunk)
+        if len(block) >= 4096:
+            out.write("".join(block))
+            block.clear()
+    out.write("".join(block))
+    out.flush()
+
+
 def output_format(fmt: str | None, as_json: bool, sarif: bool) -> str:
     """--format, with --json and --sarif as its aliases; two different choices are a usage error."""
     from envpin.audit.report import FORMATS
@@ -78,14 +93,14 @@ def audited(res: AuditRun, fmt: str, fixing: bool, console: Console, note: Conso
             say(note, f"  {action}")
     summary = ("left in the fixed files: " if fixing else "") + report.summary_line(res.findings, len(res.files))
     if fmt == "sarif":
-        print_json(report.to_sarif(res.findings))
+        _write_chunks(report.sarif_chunks(res.findings))
     elif fmt == "json":
         fixed = [
             {"source": d.source, "output": d.output, "fixed": [f.to_json() for f in d.outcome.fixed],
              "commented": [f.to_json() for f in d.outcome.commented], "actions": d.outcome.actions}
             for d in res.fixed
         ] if fixing else None
-        print_json(report.to_json(res.findings, res.files, res.fail_on, res.exit_code, fixed))
+        _write_chunks(report.json_chunks(res.findings, res.files, res.fail_on, res.exit_code, fixed))
     elif fmt in ("gcc", "github"):
         line = report.gcc_line if fmt == "gcc" else report.github_line
         _write_lines(console, (_visible(line(f)) for f in res.findings))
