@@ -13,24 +13,42 @@ if TYPE_CHECKING:
     from envpin.knowledge.catalog import Entry
     from envpin.knowledge.sync import SyncResult
 
-def catalog_entries(tf: str | None = None, flavor: str | None = None) -> list[Entry]:
+def catalog_entries(tf: str | None = None, flavor: str | None = None, stock: bool = False) -> list[Entry]:
+    """`envpin catalog`: the NGC tags that fit `tf` and `flavor`; with stock=True the stock TensorFlow GPU
+    images (Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu, envpin.knowledge.stock) that fit `tf`."""
     from envpin.knowledge import catalog
+    from envpin.knowledge import stock as stock_table
     from envpin.knowledge.versions import parse_tf_spec
 
     spec = parse_tf_spec(tf) if tf is not None else None
+    if stock:
+        if flavor is not None:
+            raise UsageError("--flavor names NGC tags; stock images have one flavor (-gpu)", hint="drop --flavor")
+        found = stock_table.load().filtered(spec)
+        if not found:
+            raise UsageError(f"no stock TensorFlow GPU image in the catalog holds TensorFlow {tf}",
+                             hint="see 'envpin catalog --stock'")
+        return found
     if flavor is not None and not flavor.strip():
         raise UsageError("--flavor is empty", hint="use one of: py2, py3, tf1, tf1-py2, tf2")
     entries = catalog.load().select(None, tf=spec, flavor=flavor)
     if not entries:
         what = " and ".join(x for x in (f"TensorFlow {tf}" if tf else "", f"flavor {flavor}" if flavor else "") if x)
-        raise UsageError(f"no NGC release in the catalog matches {what}", hint="see 'envpin catalog'")
+        held = stock_table.load().filtered(spec) if spec is not None and flavor is None else []
+        raise UsageError(f"no NGC release in the catalog matches {what}",
+                         hint=f"stock images hold it: {', '.join(e.tag for e in held)} "
+                         f"(envpin catalog --stock --tf {tf})" if held else "see 'envpin catalog'")
     return entries
 
 
 def catalog_release(release: str) -> list[Entry]:
-    """`envpin catalog show`: every tag of a release, or the one tag named."""
+    """`envpin catalog show`: every tag of a release, or the one tag named; a stock image's tag
+    (2.20.0-gpu, tensorflow/tensorflow:2.20.0-gpu) shows that image."""
     from envpin.knowledge import catalog
+    from envpin.knowledge import stock as stock_table
 
+    if stock_table.names_stock_tag(release):
+        return [stock_table.load().select(release)]
     return catalog.load().select(release)
 
 

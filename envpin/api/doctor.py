@@ -9,8 +9,9 @@ if TYPE_CHECKING:
 
     from envpin.doctor import Diagnosis
 
-def diagnose_host(ngc: str | None = None, lock: Path | None = None) -> Diagnosis:
-    """`envpin doctor`: can this host run the image of --ngc or of the lock?"""
+def diagnose_host(ngc: str | None = None, lock: Path | None = None, stock: str | None = None) -> Diagnosis:
+    """`envpin doctor`: can this host run the image of --ngc, of --stock (a stock TensorFlow GPU image) or of
+    the lock?"""
     from envpin import doctor
 
-    return doctor.run(ngc=ngc, lock=lock)
+    return doctor.run(ngc=ngc, lock=lock, stock=stock)

@@ -20,11 +20,20 @@ if TYPE_CHECKING:
 DEFAULT_IMAGES_DIR = Path("images")
 
 
-def recipe_for(ngc: str, tf: str | None) -> tuple[Entry, Recipe]:
+def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None) -> tuple[Entry, Recipe]:
+    """The recipe of an NGC image (--ngc), or of a stock TensorFlow GPU image (--stock, or --tf alone)."""
     from envpin.environment.plan import make_plan
 
-    plan = make_plan(ngc=ngc, tf=tf)
+    _need_base("recipe", ngc, stock, tf)
+    plan = make_plan(ngc=ngc, stock=stock, tf=tf)
     return plan.entry, plan.recipe
+
+
+def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None) -> None:
+    """A command that needs an image: --ngc, --stock, or --tf alone (the stock image of that TensorFlow)."""
+    if not ngc and not stock and tf is None:
+        raise UsageError(f"{command} needs --ngc RELEASE, or --stock TAG / --tf VERSION for a stock TensorFlow "
+                         "GPU image", hint=f"e.g. envpin {command} --ngc 20.02 --tf 2.1, or envpin {command} --tf 2.20")
 
 
 @dataclass(frozen=True)
@@ -42,16 +51,23 @@ class RenderResult:
 class EnvironmentInputs:
     """What the user says about an environment on the command line (render, build, build --dry-run).
 
-    With no ngc, everything comes from a lock: `lock`, else the one `find_lock` finds."""
+    With no ngc, stock or tf, everything comes from a lock: `lock`, else the one `find_lock` finds; with no ngc
+    but stock or tf, the base is Docker Hub's stock TensorFlow GPU image (envpin.knowledge.stock)."""
 
     ngc: str | None = None
     tf: str | None = None
+    stock: str | None = None
     requirements: Path | None = None
     base_image: str | None = None
     ca_bundle: Path | None = None
     name: str | None = None
     out: Path | None = None
     lock: Path | None = None
+
+    @property
+    def from_lock(self) -> bool:
+        """No image named: everything comes from the lock."""
+        return self.ngc is None and self.stock is None and self.tf is None
 
 
 def _plan_and_target(
@@ -65,15 +81,15 @@ def _plan_and_target(
     read goes to `notes`, and (keep=True) into the image-facts cache when the image names this very tag."""
     from envpin.environment.plan import UnknownTF, make_plan, release_version, validate_name
 
-    if inputs.ngc is None:
+    if inputs.from_lock:
         return plan_from_lock(_build_lock(inputs.lock))
     if inputs.name is not None:
         validate_name(inputs.name)  # before any catalog look-up: a bad name is reported first
 
     ngc = inputs.ngc
     try:
-        plan = make_plan(ngc=ngc, tf=inputs.tf, name=inputs.name, requirements=inputs.requirements,
-                         base_image=inputs.base_image, ca_bundle=inputs.ca_bundle)
+        plan = make_plan(ngc=ngc, stock=inputs.stock, tf=inputs.tf, name=inputs.name,
+                         requirements=inputs.requirements, base_image=inputs.base_image, ca_bundle=inputs.ca_bundle)
     except UnknownTF as unknown:
         from envpin.knowledge import imageconfig
 
@@ -130,8 +146,9 @@ def _read_unknown_tf(
 
 def render_environment(
     *,
-    ngc: str,
+    ngc: str | None = None,
     tf: str | None = None,
+    stock: str | None = None,
     requirements: Path | None = None,
     base_image: str | None = None,
     ca_bundle: Path | None = None,
@@ -153,12 +170,11 @@ def render_environment(
         write_environment,
     )
 
-    if not ngc:
-        raise UsageError("render needs --ngc", hint="e.g. envpin render --ngc 20.02 --tf 2.1")
+    _need_base("render", ngc, stock, tf)
     if formats is not None:
         formats = parse_formats(formats)  # a bad --format is reported before any catalog look-up
     notes: list[str] = []
-    inputs = EnvironmentInputs(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+    inputs = EnvironmentInputs(ngc=ngc, tf=tf, stock=stock, requirements=requirements, base_image=base_image,
                                ca_bundle=ca_bundle, name=name, out=out)
     plan, target = _plan_and_target(inputs, notes, keep=write)
     chosen = choose_formats(formats, target)
@@ -181,7 +197,8 @@ def find_lock(explicit: Path | None = None) -> Path:
 
 
 #: What a flag-less `envpin build` needs when there is no lock.
-_BUILD_HINT = "pass --ngc (and --tf), or run from a checkout that holds images/<name>/envpin.lock"
+_BUILD_HINT = ("pass --ngc (and --tf), --stock TAG or --tf alone (a stock TensorFlow GPU image), or run from a "
+               "checkout that holds images/<name>/envpin.lock")
 
 
 def _build_lock(explicit: Path | None) -> Path:
@@ -287,7 +304,7 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
     started = time.monotonic()
     inputs = request.inputs
     from_lock: tuple[BuildPlan, Path] | None = None
-    if inputs.ngc is None:  # the lock is read and re-derived first: a lock that cannot be used is said first
+    if inputs.from_lock:  # the lock is read and re-derived first: a lock that cannot be used is said first
         from_lock = plan_from_lock(_build_lock(inputs.lock))
     folder = from_lock[1] if from_lock is not None else _target_folder(inputs)
     chosen = resolve_engine(request.engine, locked=lock_engine(building.previous_lock(folder),
@@ -298,14 +315,14 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
         notes = [chosen.fallback] if chosen.fallback else []
         plan, folder = from_lock if from_lock is not None else _plan_and_target(inputs, notes)
         ca_bundle = inputs.ca_bundle
-        if inputs.ngc is None:
+        if inputs.from_lock:
             # Everything from the lock (the arrival workflow: `git clone`, then `envpin build`); the base
             # digest is resolved again and compared with the pinned one.
             ca_bundle = folder / "ca-bundle.crt" if plan.ca_bundle else None
             plan = replace(plan, base_digest=None)
         return building.build(plan, folder, chosen.engine, formats=build_formats(folder), ca_bundle=ca_bundle,
                               force=request.force, no_cache=request.no_cache, pull=request.pull,
-                              update=request.update, check=request.check, from_lock=inputs.ngc is None,
+                              update=request.update, check=request.check, from_lock=inputs.from_lock,
                               notes=notes, started=started, progress=progress)
     finally:
         chosen.engine.close()
@@ -321,7 +338,7 @@ def _target_folder(inputs: EnvironmentInputs) -> Path:
     if inputs.name is not None:
         return DEFAULT_IMAGES_DIR / validate_name(inputs.name)
     try:
-        plan = make_plan(ngc=str(inputs.ngc), tf=inputs.tf, base_image=inputs.base_image)
+        plan = make_plan(ngc=inputs.ngc, stock=inputs.stock, tf=inputs.tf, base_image=inputs.base_image)
     except UnknownTF as unknown:
         return DEFAULT_IMAGES_DIR / f"{unknown.entry.release}-{unknown.entry.flavor}"
     return DEFAULT_IMAGES_DIR / plan.name
@@ -366,8 +383,8 @@ class LockResult:
 
 
 def lock_requirements(
-    source: Path, *, ngc: str, tf: str | None = None, base_image: str | None = None, out: Path | None = None,
-    resolver: str = "auto",
+    source: Path, *, ngc: str | None = None, tf: str | None = None, base_image: str | None = None,
+    out: Path | None = None, resolver: str = "auto", stock: str | None = None,
 ) -> LockResult:
     """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
     (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
@@ -379,7 +396,8 @@ def lock_requirements(
     if out is not None:
         check_output_path(out, "--out")
     text = resolve.read_requirements_in(source)
-    plan = make_plan(ngc=ngc, tf=tf, base_image=base_image)
+    _need_base("lock", ngc, stock, tf)
+    plan = make_plan(ngc=ngc, stock=stock, tf=tf, base_image=base_image)
     image = plan.build_from or plan.image
     client = docker_client()  # resolution runs containers of the image: Docker only
     try:
@@ -426,12 +444,14 @@ class LockRequest:
     """`envpin lock REQUIREMENTS_IN --ngc R`: lock requirements.in for the image of that release."""
 
     requirements_in: Path
-    ngc: str
+    ngc: str | None
     tf: str | None = None
     base_image: str | None = None
     out: Path | None = None
     #: auto, image or host (envpin.environment.resolve).
     resolver: str = "auto"
+    #: A stock TensorFlow GPU image instead of an NGC one (--stock).
+    stock: str | None = None
 
 
 @dataclass(frozen=True)
@@ -446,5 +466,5 @@ def lock_or_check(request: LockRequest | LockCheckRequest) -> LockResult | LockC
     if isinstance(request, LockCheckRequest):
         return check_lock_file(request.lock)
     return lock_requirements(request.requirements_in, ngc=request.ngc, tf=request.tf, base_image=request.base_image,
-                             out=request.out, resolver=request.resolver)
+                             out=request.out, resolver=request.resolver, stock=request.stock)
 

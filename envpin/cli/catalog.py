@@ -21,24 +21,29 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         tf: TfOpt = None,
         flavor: Annotated[Flavor | None, typer.Option("--flavor", help="The tag's flavor.")] = None,
+        stock: Annotated[bool, typer.Option("--stock", help="List the stock TensorFlow GPU images "
+                                            "(Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu) instead.")] = False,
         as_json: JsonOpt = False,
         fmt: FormatOpt = Format.text,
     ) -> None:
-        """List the catalog (filter with --tf and --flavor)."""
+        """List the catalog (filter with --tf and --flavor; --stock for the stock TensorFlow GPU images)."""
         if ctx.invoked_subcommand is not None:
             return
         from envpin import api
         from envpin.views import catalog, console
 
-        entries = api.catalog_entries(tf=tf, flavor=value(flavor))
+        entries = api.catalog_entries(tf=tf, flavor=value(flavor), stock=stock)
         if wants_json(fmt, as_json):
             console.print_json([e.to_json() for e in entries])
+        elif stock:
+            catalog.stock_table(entries, console.out(), note=console.err())
         else:
             catalog.table(entries, console.out(), note=console.err() if tf is not None else None)
 
     @group.command("show")
     def catalog_show(
-        release: Annotated[str, typer.Argument(help="Release or tag, e.g. 20.02 or 20.02-tf2-py3.")],
+        release: Annotated[str, typer.Argument(help="Release or tag, e.g. 20.02 or 20.02-tf2-py3, or a stock "
+                                               "image's tag, e.g. 2.20.0-gpu.")],
         as_json: JsonOpt = False,
         fmt: FormatOpt = Format.text,
     ) -> None:

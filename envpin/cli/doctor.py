@@ -19,18 +19,22 @@ def register(app: typer.Typer) -> None:
         lock: Annotated[
             Path | None, typer.Option("--lock", help="Check the image of this envpin.lock (or folder holding one).")
         ] = None,
+        stock: Annotated[
+            str | None, typer.Option("--stock", metavar="TAG",
+                                     help="Stock TensorFlow GPU image to check: 2.20 or 2.20.0-gpu.")
+        ] = None,
         as_json: JsonOpt = False,
         fmt: FormatOpt = Format.text,
     ) -> None:
         """Before pulling: can this host run the image? Docker, NVIDIA runtime/CDI, driver, GPUs.
 
         Exit 0: will run (possibly through forward compatibility); 1: will not run; 3: cannot tell; 2: bad input.
-        Without --ngc/--lock, the envpin.lock of the current directory is used.
+        Without --ngc/--stock/--lock, the envpin.lock of the current directory is used.
         """
         from envpin import api
         from envpin.views import console, doctor
 
-        diagnosis = api.diagnose_host(ngc=ngc, lock=lock)
+        diagnosis = api.diagnose_host(ngc=ngc, lock=lock, stock=stock)
         if wants_json(fmt, as_json):
             console.print_json(diagnosis.to_json())
         else:

@@ -1,4 +1,5 @@
-"""`envpin recipe`, `render`, `build` and `lock`: from an NGC release to a pinned, built environment."""
+"""`envpin recipe`, `render`, `build` and `lock`: from an NGC release, or a stock TensorFlow GPU image, to a
+pinned, built environment."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from envpin.cli.options import (
     JsonOpt,
     LockOpt,
     NameOpt,
-    NgcOpt,
     OutOpt,
     ReqOpt,
     Resolver,
@@ -26,16 +26,27 @@ from envpin.cli.options import (
     wants_json,
 )
 
+#: --ngc where a stock image is the alternative: without it, --stock or --tf alone picks the stock image.
+OptNgcOpt = Annotated[
+    str | None, typer.Option("--ngc", help="NGC release or tag: 20.02 or 20.02-tf2-py3 (omit for a stock image).")
+]
+StockOpt = Annotated[
+    str | None,
+    typer.Option("--stock", metavar="TAG", help="Docker Hub's stock TensorFlow GPU image: 2.20, 2.20.0 or "
+                 "2.20.0-gpu (tensorflow/tensorflow:X.Y.Z-gpu; `envpin catalog --stock`). --tf without --ngc "
+                 "picks one too."),
+]
+
 
 def register(app: typer.Typer) -> None:
     @app.command("recipe")
-    def recipe_cmd(ngc: NgcOpt, tf: TfOpt = None, as_json: JsonOpt = False,
+    def recipe_cmd(ngc: OptNgcOpt = None, tf: TfOpt = None, stock: StockOpt = None, as_json: JsonOpt = False,
                    fmt: FormatOpt = Format.text) -> None:
         """Show the determinism recipe an image gets: env vars, Python steps, caveats, sources."""
         from envpin import api
         from envpin.views import console, environment
 
-        entry, recipe = api.recipe_for(ngc, tf)
+        entry, recipe = api.recipe_for(ngc, tf, stock)
         if wants_json(fmt, as_json):
             console.print_json({"tag": entry.tag, "hash": recipe.hash, **recipe.to_dict()})
         else:
@@ -43,8 +54,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("render")
     def render_cmd(
-        ngc: NgcOpt,
+        ngc: OptNgcOpt = None,
         tf: TfOpt = None,
+        stock: StockOpt = None,
         requirements: ReqOpt = None,
         base_image: BaseOpt = None,
         ca_bundle: CaOpt = None,
@@ -62,7 +74,7 @@ def register(app: typer.Typer) -> None:
         from envpin import api
         from envpin.views import console, environment
 
-        res = api.render_environment(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+        res = api.render_environment(ngc=ngc, tf=tf, stock=stock, requirements=requirements, base_image=base_image,
                                      ca_bundle=ca_bundle, name=name, out=out, force=force,
                                      formats=tuple(formats) if formats else None)
         environment.rendered(res, console.out(), console.err())
@@ -70,9 +82,11 @@ def register(app: typer.Typer) -> None:
     @app.command("build")
     def build_cmd(
         ngc: Annotated[
-            str | None, typer.Option("--ngc", help="NGC release or tag; omit to build everything from the lock.")
+            str | None, typer.Option("--ngc", help="NGC release or tag; omit (with --stock and --tf) to build "
+                                     "everything from the lock.")
         ] = None,
         tf: TfOpt = None,
+        stock: StockOpt = None,
         lock: Annotated[Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc).")] = None,
         requirements: ReqOpt = None,
         base_image: BaseOpt = None,
@@ -102,7 +116,7 @@ def register(app: typer.Typer) -> None:
         if check and engine is Engine.docker and not dry_run:
             raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
                              hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
-        inputs = api.EnvironmentInputs(ngc=ngc, tf=tf, requirements=requirements, base_image=base_image,
+        inputs = api.EnvironmentInputs(ngc=ngc, tf=tf, stock=stock, requirements=requirements, base_image=base_image,
                                        ca_bundle=ca_bundle, name=name, out=out, lock=lock)
         request = api.DryRunRequest(inputs) if dry_run else api.BuildRequest(
             inputs, force=force, no_cache=no_cache, pull=pull, update=update, engine=value(engine), check=check)
@@ -118,6 +132,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         ngc: Annotated[str | None, typer.Option("--ngc", help="NGC release or tag of the target image.")] = None,
         tf: TfOpt = None,
+        stock: StockOpt = None,
         base_image: BaseOpt = None,
         out: Annotated[
             Path | None, typer.Option("--out", help="Lock file (default requirements.lock beside it).")
@@ -140,14 +155,14 @@ def register(app: typer.Typer) -> None:
         request: api.LockRequest | api.LockCheckRequest
         if check:
             request = api.LockCheckRequest(lock)
-        elif requirements_in is None or ngc is None:
-            raise UsageError("lock needs REQUIREMENTS_IN and --ngc",
+        elif requirements_in is None or (ngc is None and stock is None and tf is None):
+            raise UsageError("lock needs REQUIREMENTS_IN and --ngc (or --stock / --tf for a stock image)",
                              hint="e.g. envpin lock requirements.in --ngc 20.02")
         else:
             request = api.LockRequest(requirements_in, ngc, tf=tf, base_image=base_image, out=out,
-                                      resolver=str(value(resolver)))
+                                      resolver=str(value(resolver)), stock=stock)
         with console.progress("envpin lock") as update:
-            update("checking" if check else f"resolving for the {ngc} image")
+            update("checking" if check else f"resolving for the {ngc or stock or tf} image")
             res = api.lock_or_check(request)
         environment.lock_outcome(res, console.out(), console.err())
         raise typer.Exit(res.exit_code)

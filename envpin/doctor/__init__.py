@@ -21,6 +21,7 @@ from typing import Any
 
 from envpin.environment import lockfile
 from envpin.errors import EngineError, LockError, UsageError
+from envpin.fsutil import read_regular
 from envpin.knowledge import catalog
 from envpin.portable.versions import parse_version
 
@@ -169,7 +170,7 @@ def read_cdi_specs(dirs: tuple[str, ...] = CDI_DIRS) -> tuple[str, ...]:
             if spec.suffix not in CDI_SUFFIXES or not spec.is_file():
                 continue
             try:
-                text = spec.read_text(encoding="utf-8", errors="replace")
+                text = read_regular(spec).decode("utf-8", errors="replace")
             except OSError:
                 text = spec.name  # unreadable: judge by its name only
             if "nvidia.com/" in text or "nvidia" in spec.name.lower():
@@ -244,7 +245,7 @@ def load_fake(path: Path) -> dict[str, Any]:
     from envpin.fsutil import parse_json
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except OSError as exc:
         raise UsageError(f"{FAKE_ENV}: cannot read {path}: {exc.strerror}", hint="unset it to read this host") from exc
     except UnicodeDecodeError as exc:
@@ -309,6 +310,8 @@ class Target:
     compute_capability_min: catalog.Fact
     source_url: str | None
     chosen_by: str
+    #: "ngc", or "stock" for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu (release is then its tag).
+    distribution: str = "ngc"
 
     def to_json(self) -> dict[str, Any]:
         def fact(f: catalog.Fact) -> dict[str, Any]:
@@ -335,6 +338,14 @@ def target_from_ngc(ngc: str, cat: catalog.Catalog | None = None) -> Target:
     return _target(cat.select(ngc), f"--ngc {ngc}")
 
 
+def target_from_stock(spec: str) -> Target:
+    """A stock TensorFlow GPU image (--stock 2.20, 2.20.0-gpu): its minimum driver from NVIDIA's CUDA release
+    notes for the CUDA TensorFlow built it against (envpin.knowledge.stock)."""
+    from envpin.knowledge import stock
+
+    return _target([stock.load().select(spec)], f"--stock {spec}")
+
+
 def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
     """The image an envpin.lock was made for (a folder means its envpin.lock), from a lock re-derived first."""
     from envpin.environment.render import checked_lock
@@ -343,6 +354,10 @@ def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
     lock_path = path / lockfile.LOCK_NAME if path.is_dir() else path
     inputs = checked_lock(lock_path)[0].inputs
     release, flavor = inputs.release, inputs.flavor
+    from envpin.knowledge import stock
+
+    if stock.is_stock_flavor(flavor):
+        return _target([stock.load().select(inputs.tag)], f"--lock {lock_path}")
     entries = [e for e in cat.release_entries(release) if e.flavor == flavor]  # a lock names one tag
     if not entries:
         raise LockError(f"{lock_path} asks for {release} {flavor}, which the catalog does not hold",
@@ -361,6 +376,9 @@ def _target(entries: list[catalog.Entry], chosen_by: str) -> Target:
     label = first.tag if len(entries) == 1 else f"NGC {first.release} ({', '.join(e.tag for e in entries)})"
     image = first.image if len(entries) == 1 else f"{first.image.rsplit(':', 1)[0]}:{first.release}-*"
     url = next((first.source_url(k) for k in _FACTS if first.source_url(k)), None)
+    if first.distribution == "stock":  # named by its tag: "2.20.0-gpu's minimum driver"
+        return Target(label, first.tag, image, first.facts["driver_min"], first.facts["driver_compat"],
+                      first.facts["compute_capability_min"], url, chosen_by, "stock")
     return Target(label, first.release, image, first.facts["driver_min"], first.facts["driver_compat"],
                   first.facts["compute_capability_min"], url, chosen_by)
 
@@ -591,18 +609,25 @@ def _gpu_checks(t: Target, r: Readings) -> Iterator[Check]:
 
 
 def _find_out(t: Target) -> str:
+    if t.distribution == "stock":
+        return (f"check which drivers and GPUs {t.release} supports in TensorFlow's install guide "
+                "(tensorflow.org/install) and NVIDIA's CUDA Toolkit release notes for the CUDA it was built against "
+                "(`envpin catalog show " + t.release + "`)")
     where = f" (NVIDIA's release note: {t.source_url})" if t.source_url else ""
     return f"read the Driver and GPU Requirements of NVIDIA's TensorFlow release notes for {t.release}{where}"
 
 
 # -- entry point ----------------------------------------------------------------------------------------
-def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | None = None) -> Diagnosis:
-    """Resolve the image (--ngc, else the lock every command finds: --lock, ./envpin.lock, the only
+def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | None = None,
+        stock: str | None = None) -> Diagnosis:
+    """Resolve the image (--ngc or --stock, else the lock every command finds: --lock, ./envpin.lock, the only
     images/*/envpin.lock), read the host, and diagnose."""
-    if ngc is not None and lock is not None:
-        raise UsageError("give --ngc or --lock, not both", hint="--lock takes the release from the lock")
+    if sum(x is not None for x in (ngc, lock, stock)) > 1:
+        raise UsageError("give one of --ngc, --stock or --lock, not both", hint="--lock takes the image from the lock")
     if ngc is not None:
         target = target_from_ngc(ngc)
+    elif stock is not None:
+        target = target_from_stock(stock)
     else:
         from envpin.environment.render import find_lock
 

@@ -23,7 +23,7 @@ import tomli_w
 from envpin import __version__
 from envpin._compat import tomllib
 from envpin.errors import LockError
-from envpin.fsutil import atomic_write, exclusive, read_user_text, sha256_bytes
+from envpin.fsutil import atomic_write, exclusive, read_regular, read_user_text, sha256_bytes
 from envpin.portable.imageref import is_digest
 
 if TYPE_CHECKING:
@@ -448,10 +448,12 @@ def loads(text: str, origin: str = LOCK_NAME) -> Lock:
 def plan_of(locked: Lock, folder: Path) -> BuildPlan:
     """The plan this envpin derives from a lock's inputs and the files beside it (requirement lock, CA bundle)."""
     from envpin.environment.plan import make_plan
+    from envpin.knowledge.stock import is_stock_flavor
 
     inp = locked.inputs
+    base = {"stock": inp.tag} if is_stock_flavor(inp.flavor) else {"ngc": inp.tag}
     return make_plan(
-        ngc=inp.tag,
+        **base,
         tf=inp.tf_version if inp.tf_version_source != "catalog" else None,
         name=inp.name,
         requirements=folder / "requirements.lock" if inp.requirements_hash else None,
@@ -491,7 +493,7 @@ def recorded_files(path: Path) -> dict[str, str]:
     Only for cleaning up: `render --force` removes files an earlier render generated, and only those
     whose content still has the recorded hash."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
         return {}
     files = data.get("files")

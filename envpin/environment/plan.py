@@ -12,9 +12,10 @@ from envpin import __version__
 from envpin.environment.payload import payload_hash
 from envpin.environment.requirements import Requirement, read_lock
 from envpin.errors import UsageError, shown
-from envpin.fsutil import sha256_bytes
+from envpin.fsutil import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
-from envpin.knowledge.versions import TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
+from envpin.knowledge import stock as stock_table
+from envpin.knowledge.versions import NGCSpec, TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
 from envpin.portable import imageref
 from envpin.portable.ngc import PY2_FLAVORS
 from envpin.portable.versions import version_text
@@ -46,8 +47,14 @@ class BuildPlan:
 
     @property
     def image(self) -> str:
-        """The upstream identity (always nvcr.io), even when building from a mirror."""
+        """The upstream identity (nvcr.io, or Docker Hub's tensorflow/tensorflow for a stock image), even when
+        building from a mirror."""
         return self.entry.image
+
+    @property
+    def distribution(self) -> str:
+        """"ngc" or "stock" (a Docker Hub tensorflow/tensorflow:X.Y.Z-gpu base)."""
+        return self.entry.distribution
 
     @property
     def from_ref(self) -> str:
@@ -58,12 +65,15 @@ class BuildPlan:
 
     @property
     def source_date_epoch(self) -> int:
-        """The build's one timestamp: midnight UTC on the first day of the NGC release month.
+        """The build's one timestamp: midnight UTC on the first day of the NGC release month; for a stock image
+        the stock table's fixed date (envpin.knowledge.stock: no source gives when a Docker Hub tag was pushed).
 
         Derived from the inputs, never the clock, so every machine stamps the same time into the image
         (podman build --timestamp) and pip writes hash-based .pyc files (Python 3.7+ reads SOURCE_DATE_EPOCH)."""
         import calendar
 
+        if self.distribution == "stock":
+            return stock_table.load().epoch
         year, month = (int(part) for part in self.entry.release.split(".")[:2])
         return calendar.timegm((2000 + year, month, 1, 0, 0, 0))
 
@@ -75,7 +85,10 @@ class BuildPlan:
 
     def to_dict(self) -> dict[str, Any]:
         e = self.entry
+        # Only a stock plan names its distribution: NGC plans (and their inputs hashes) stay as they were.
+        stock_only = {"distribution": e.distribution} if e.distribution != "ngc" else {}
         return {
+            **stock_only,
             "plan_schema": PLAN_SCHEMA,
             "envpin_version": __version__,
             "name": self.name,
@@ -206,7 +219,8 @@ def validate_image_ref(ref: str) -> str:
 
 def make_plan(
     *,
-    ngc: str,
+    ngc: str | None = None,
+    stock: str | None = None,
     tf: str | None = None,
     name: str | None = None,
     requirements: Path | None = None,
@@ -217,30 +231,27 @@ def make_plan(
     tf_source: str | None = None,
     base_declared: dict[str, str] | None = None,
 ) -> BuildPlan:
-    """Resolve user input into a plan, or raise an EnvpinError saying exactly what is wrong."""
-    cat = cat or catalog.load()
-    ngc_spec = parse_ngc_spec(ngc)
+    """Resolve user input into a plan, or raise an EnvpinError saying exactly what is wrong.
+
+    The base is the NGC image of `ngc`, else the stock TensorFlow GPU image that `stock` names (a version or
+    tag) or, with neither, the newest stock image of `tf` (envpin.knowledge.stock)."""
+    if ngc is not None and stock is not None:
+        raise UsageError("give --ngc or --stock, not both",
+                         hint="--ngc for an NGC image, --stock for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu")
+    ngc_spec = parse_ngc_spec(ngc) if ngc is not None else None
     tf_spec = parse_tf_spec(tf) if tf is not None else None
-    (entry,) = cat.select(ngc_spec, tf_spec, single=True)
-    if entry.flavor in PY2_FLAVORS:
-        raise UsageError(
-            f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
-            hint=f"use {entry.tag.replace('py2', 'py3')}",
-        )
-    python = parse_version(entry.value("python"))
-    if python is not None and python[:2] < MIN_IMAGE_PYTHON:
-        raise UsageError(
-            f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
-            hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",
-        )
-    tf_version, tf_source = resolve_tf(entry, tf_spec, tf_source)
-    recipe = recipes.select(tf_version, "ngc", entry.release)
+    if ngc_spec is None:
+        entry = stock_table.load().select(stock, tf_spec)
+        tf_version, tf_source = entry.tf_version or "", "catalog"  # the tag names it
+        recipe = recipes.select(tf_version, "stock", None)
+    else:
+        entry, tf_version, tf_source, recipe = _ngc_base(cat or catalog.load(), ngc_spec, tf_spec, tf_source)
     build_from = validate_image_ref(base_image) if base_image is not None else None
     reqs = read_lock(requirements) if requirements is not None else ()
     ca = None
     if ca_bundle is not None:
         try:
-            ca = ca_bundle.read_bytes()
+            ca = read_regular(ca_bundle)
         except OSError as exc:
             raise UsageError(f"cannot read CA bundle {ca_bundle}: {exc.strerror}", hint="check the path") from exc
         if b"-----BEGIN CERTIFICATE-----" not in ca:
@@ -257,3 +268,22 @@ def make_plan(
         ca_bundle=ca,
         base_declared=base_declared,
     )
+
+
+def _ngc_base(cat: catalog.Catalog, ngc_spec: NGCSpec, tf_spec: TFSpec | None,
+              tf_source: str | None) -> tuple[catalog.Entry, str, str, recipes.Recipe]:
+    """The NGC tag, its TensorFlow version (and where it comes from) and its recipe."""
+    (entry,) = cat.select(ngc_spec, tf_spec, single=True)
+    if entry.flavor in PY2_FLAVORS:
+        raise UsageError(
+            f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
+            hint=f"use {entry.tag.replace('py2', 'py3')}",
+        )
+    python = parse_version(entry.value("python"))
+    if python is not None and python[:2] < MIN_IMAGE_PYTHON:
+        raise UsageError(
+            f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
+            hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",
+        )
+    tf_version, tf_source = resolve_tf(entry, tf_spec, tf_source)
+    return entry, tf_version, tf_source, recipes.select(tf_version, "ngc", entry.release)

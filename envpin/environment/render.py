@@ -108,6 +108,9 @@ def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[st
         "def_from": def_from,
         "def_pinned": def_pinned,
         "def_named": plan.from_ref.partition("@")[0],
+        # What the image is built on, and what its one timestamp is, as the files say it.
+        "base_title": f"{'stock' if plan.distribution == 'stock' else 'NGC'} TensorFlow {plan.entry.tag}",
+        "epoch_what": "a fixed date" if plan.distribution == "stock" else "the release month",
     }
     env = _env()
     header = f"{GENERATED_MARK}{plan.inputs_hash}; do not edit, re-run `envpin render`.\n"

@@ -130,6 +130,9 @@ class Entry:
     #: One line per image-declared value that contradicts a written one (tag, field, both values, both
     #: sources); posted to envpin.knowledge.notices when a command selects this entry.
     notices: tuple[str, ...] = field(default=(), repr=False)
+    #: "ngc" (the catalog file), or "stock" for a Docker Hub tensorflow/tensorflow:X.Y.Z-gpu image
+    #: (envpin.knowledge.stock: release is then the TensorFlow version and flavor "gpu").
+    distribution: str = "ngc"
 
     @property
     def cached(self) -> bool:
@@ -188,6 +191,8 @@ class Entry:
             "image": self.image,
             "digest": (self.verified or {}).get("digest"),
         }
+        if self.distribution != "ngc":
+            out["distribution"] = self.distribution
         provenance: dict[str, Any] = {}
         for name in FIELDS:
             fact = self.facts[name]
@@ -421,10 +426,10 @@ def coverage(entries: Iterable[Entry]) -> Counter[tuple[str, str | None]]:
 @lru_cache(maxsize=4)
 def _load_file(path: str, mtime_ns: int, size: int) -> Catalog:
     p = Path(path)
-    from envpin.fsutil import parse_json
+    from envpin.fsutil import parse_json, read_regular
 
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_regular(p).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
     return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p))

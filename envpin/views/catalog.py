@@ -34,11 +34,18 @@ def graded(fact: Fact) -> str:
 
 
 def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -> str | None:
-    """One line naming every value (of `names`) that rests on a grade below NVIDIA's own text, or None."""
+    """One line naming every value (of `names`) that rests on a grade below NVIDIA's own text (for a stock
+    image: below TensorFlow's and NVIDIA's own text), or None."""
     from envpin.knowledge.catalog import FIELDS
     from envpin.knowledge.trust import MIRROR_KIND
 
     wanted = tuple(FIELDS if names is None else names)
+    entries = list(entries)
+    stock = [e for e in entries if e.distribution == "stock"]
+    if stock:
+        lines = [line for line in (_stock_notice(stock, wanted),
+                                   grade_notice([e for e in entries if e.distribution != "stock"], wanted)) if line]
+        return "\n".join(lines) or None
     parts, releases, kinds = [], [], set()
     for e in entries:
         weak = e.weak(wanted)
@@ -56,10 +63,22 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
             f"confirm from the image with `envpin catalog sync {sync}`")
 
 
+def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
+    parts = []
+    for e in entries:
+        weak = e.weak(wanted)
+        if weak:
+            parts.append(f"{e.tag} " + ", ".join(f"{name} {cell(f.value)} ({f.kind})" for name, f in weak.items()))
+    if not parts:
+        return None
+    return (f"notice: below TensorFlow's and NVIDIA's own text: {'; '.join(parts)} (docs/catalog-sources.md); "
+            "confirm in the image itself (`envpin probe --image IMAGE`)")
+
+
 def notice(entries: Iterable[Entry], console: Console, names: Iterable[str] | None = None) -> None:
-    """The grade notice on `console` (stderr), when there is one."""
-    line = grade_notice(entries, names)
-    if line:
+    """The grade notice on `console` (stderr), when there is one (a line per kind of base)."""
+    text = grade_notice(entries, names)
+    for line in (text or "").splitlines():
         say(console, line)
 
 
@@ -108,6 +127,27 @@ def table(entries: list[Entry], console: Console, note: Console | None = None) -
             (count(MIRROR_KIND), "from another registry, filling unknown values only (grade mirror)")) if n]
         say(console, f"{len(cached)} of them carry what their image config declares, from {cache_path()} "
                      f"(`envpin catalog sync`): {'; '.join(parts)}")
+
+
+def stock_table(entries: list[Entry], console: Console, note: Console | None = None) -> None:
+    """The stock TensorFlow GPU images (Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu) with the facts a plan
+    uses; weak-grade values show their grade, and `note` (stderr) gets one notice line for them."""
+    from rich.table import Table
+
+    from envpin.knowledge.stock import RECORDED
+
+    t = Table(title="stock TensorFlow GPU images, tensorflow/tensorflow (— = unknown; (grade) = a third party's "
+                    "statement)")
+    t.add_column("tag", no_wrap=True)
+    for name in RECORDED:
+        t.add_column(name.replace("_", " "))
+    for e in entries:
+        t.add_row(e.tag, *(graded(e.facts[n]) for n in RECORDED))
+    console.print(t)
+    say(console, f"{len(entries)} images; cuda and cudnn are what TensorFlow's pip package was built and tested "
+                 "against; `envpin catalog show X.Y.Z-gpu` for sources and unknowns")
+    if note is not None:
+        notice(entries, note, RECORDED)
 
 
 def detail(entries: list[Entry], console: Console, note: Console | None = None) -> None:

@@ -48,9 +48,12 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
 
 def rendered(res: RenderResult, console: Console, note: Console) -> None:
     """The folder's path on stdout (for scripts), what was rendered on stderr."""
+    from envpin.views.catalog import PLAN_FIELDS, notice
+
     p = res.plan
     for line in res.notes:
         say(note, line)
+    notice([p.entry], note, PLAN_FIELDS)  # one line when the plan rests on a weak grade
     say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) for "
               f"{' and '.join(res.formats)} into {res.out}/")
     say(console, str(res.out))

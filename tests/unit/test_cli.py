@@ -85,7 +85,7 @@ def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
         (["render", "--ngc", "20.02", "--tf", "2.1", "--base-image", "Bad Ref"], "not an image reference"),
         (["render", "--ngc", "20.02", "--tf", "2.1", "--requirements", "missing.txt"], "does not exist"),
         (["render", "--ngc", "20.02", "--tf", "2.1", "--ca-bundle", "missing.pem"], "cannot read CA bundle"),
-        (["render"], "Missing option"),
+        (["render"], "render needs --ngc RELEASE, or --stock TAG"),
         (["catalog", "--flavor", "tf3"], "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
         (["catalog", "show", "20.04"], "no TensorFlow container in 20.04"),
         (["catalog", "--tf", "3"], "no NGC release in the catalog matches"),
