@@ -1,4 +1,4 @@
-"""`envpin audit`: determinism and pinning findings in Dockerfiles and what they copy in."""
+"""`envpin audit`: determinism and pinning findings in Dockerfiles, what they copy in, and training scripts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from envpin.errors import UsageError
 
 if TYPE_CHECKING:
 
-    from envpin.audit import AuditRun
+    from envpin.audit import AuditRun, ScriptTarget
 
 def audit_files(
     dockerfiles: list[Path],
@@ -26,8 +26,10 @@ def audit_files(
     context: Path | None = None,
     read_context: bool = True,
 ) -> AuditRun:
-    """`envpin audit`: findings for each Dockerfile, and with fix=True the corrected files. The nearest
-    pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and fail-on."""
+    """`envpin audit`: findings for each Dockerfile and Python script (`.py`), and with fix=True the corrected
+    files. The nearest pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and
+    fail-on. Scripts are judged against the TensorFlow of a Dockerfile in the same run, else --tf, else the lock
+    (./envpin.lock or the only images/*/envpin.lock)."""
     from envpin import audit
     from envpin.audit import config as audit_config
 
@@ -46,8 +48,11 @@ def audit_files(
         from envpin.registry.client import RegistryClient
 
         resolver = RegistryClient().resolve_digest
+    paths = [str(p) for p in dockerfiles]
+    lock_target = _lock_target() if tf is None and any(audit.is_script(p) for p in paths) else None
     return audit.run(
-        [str(p) for p in dockerfiles],
+        paths,
+        lock_target=lock_target,
         fail_on=fail_on or settings.fail_on or "warning",
         config=settings,
         context=context,
@@ -60,3 +65,19 @@ def audit_files(
         in_place=in_place,
         resolve=resolver,
     )
+
+
+def _lock_target() -> ScriptTarget | None:
+    """The lock's TensorFlow, NGC release and recipe ENV, for scripts; None without a (readable) lock."""
+    from envpin.audit import target_for
+    from envpin.environment import lockfile
+    from envpin.environment.render import find_lock
+    from envpin.errors import EnvpinError
+
+    try:
+        path = find_lock()
+        locked = lockfile.read(path)
+    except (EnvpinError, OSError):
+        return None
+    inputs = locked.inputs
+    return target_for(inputs.tf_version, "ngc", inputs.release, f"{path}: NGC {inputs.tag}", dict(locked.recipe.env))

@@ -1,4 +1,8 @@
-"""`envpin audit`: reproducibility hazards in existing Dockerfiles, with file:line, severity and the fix.
+"""`envpin audit`: reproducibility hazards in existing Dockerfiles and Python training scripts, with file:line,
+severity and the fix.
+
+A `.py` file is a training script (envpin.audit.python): judged against the TensorFlow of a Dockerfile audited in
+the same run, else --tf, else the lock.
 
 Everything is read and parsed before anything is reported or written. A line the builder would reject is a
 `parse-error` finding and the rest is still audited; a file that cannot be read at all (missing, binary,
@@ -20,10 +24,13 @@ from envpin.audit.config import apply as apply_config
 from envpin.audit.engine import audit
 from envpin.audit.fix import MECHANICAL, FixOutcome, fix
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
+from envpin.audit.python.audit import ScriptTarget, audit_script, is_script, read_script, target_for
+from envpin.audit.python.fixer import fix_script
 from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError
+from envpin.fsutil import read_regular
 
 __all__ = [
     "MECHANICAL",
@@ -33,13 +40,17 @@ __all__ = [
     "DockerfileError",
     "Finding",
     "Rule",
+    "ScriptTarget",
     "audit",
+    "audit_script",
     "audit_text",
     "fix",
+    "is_script",
     "parse",
     "parse_build_args",
     "read",
     "run",
+    "target_for",
 ]
 
 FIX_SUFFIX = ".envpin-fixed"
@@ -83,7 +94,14 @@ def audit_text(text: str, path: str = "Dockerfile", **kwargs: object) -> list[Fi
     return audit(df, **kwargs)  # type: ignore[arg-type]
 
 
-def _kept(df: Dockerfile, findings: list[Finding], config: AuditConfig) -> list[Finding]:
+class _Lines:
+    """What suppression needs of a file: its path and lines (a parsed Dockerfile, or a script's text)."""
+
+    def __init__(self, path: str, lines: list[str]) -> None:
+        self.path, self.lines = path, lines
+
+
+def _kept(df: Dockerfile | _Lines, findings: list[Finding], config: AuditConfig) -> list[Finding]:
     """Findings after suppressions, plus one for each suppression that names no rule."""
     marks = [finding(SUPPRESSION_UNKNOWN, df.path, line,
                      f"'# envpin: ignore={rid}' names no rule that can be suppressed",
@@ -93,7 +111,7 @@ def _kept(df: Dockerfile, findings: list[Finding], config: AuditConfig) -> list[
     for f in findings:  # requirement files of the build context carry suppressions too
         if f.file not in lines_of:
             try:
-                lines_of[f.file] = Path(f.file).read_text(encoding="utf-8").splitlines()
+                lines_of[f.file] = read_regular(f.file).decode("utf-8").splitlines()
             except (OSError, UnicodeDecodeError):
                 lines_of[f.file] = []
     kept = apply_config([*findings, *marks], lines_of, config)
@@ -122,24 +140,26 @@ def run(
     config: AuditConfig | None = None,
     context: Path | None = None,
     read_context: bool = True,
+    lock_target: ScriptTarget | None = None,
 ) -> AuditRun:
-    """Audit files; with do_fix, write corrected copies and report what is left in them. `config` (from
-    pyproject.toml) and inline suppressions silence findings before anything is fixed or reported."""
+    """Audit files (Dockerfiles, and Python scripts: `.py`); with do_fix, write corrected copies and report what
+    is left in them. `config` (from pyproject.toml) and inline suppressions silence findings before anything is
+    fixed or reported. `lock_target`: the lock's TensorFlow, for scripts no Dockerfile or --tf speaks for."""
     config = config or AuditConfig()
     if fail_on not in SEVERITIES:
         raise UsageError(f"--fail-on {fail_on!r} is not a severity", hint="use error, warning or info")
     if not paths:
-        raise UsageError("no Dockerfile given", hint="envpin audit Dockerfile [more Dockerfiles...]")
+        raise UsageError("no Dockerfile or script given", hint="envpin audit Dockerfile [train.py ...]")
     if (fix_out is not None or in_place) and not do_fix:
         raise UsageError("--fix-out and --in-place only make sense with --fix", hint="add --fix")
     if fix_out is not None and in_place:
         raise UsageError("--fix-out and --in-place exclude each other", hint="choose one")
     if fix_out is not None and len(paths) != 1:
-        raise UsageError("--fix-out names one output file, but several Dockerfiles were given",
+        raise UsageError("--fix-out names one output file, but several files were given",
                          hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed")
     with _few_collections():
         return _run(paths, fail_on, build_args, target, tf, do_fix, fix_out, in_place, resolve, config, context,
-                    read_context)
+                    read_context, lock_target)
 
 
 @contextlib.contextmanager
@@ -158,22 +178,40 @@ def _few_collections() -> Iterator[None]:
 def _run(
     paths: Sequence[str], fail_on: str, build_args: dict[str, str] | None, target: str | None, tf: str | None,
     do_fix: bool, fix_out: Path | None, in_place: bool, resolve: Callable[[str], str] | None, config: AuditConfig,
-    context: Path | None, read_context: bool,
+    context: Path | None, read_context: bool, lock_target: ScriptTarget | None = None,
 ) -> AuditRun:
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
-    parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths]
+    parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths if not is_script(p)]
+    scripts = {p: read_script(p) for p in paths if is_script(p)}
 
     def where(df: Dockerfile) -> Path | None:
         """The build context: --context DIR, else the Dockerfile's folder; None with --no-context."""
         return None if not read_context else (context if context is not None else Path(df.path).parent)
 
     findings = {df.path: _kept(df, audit(df, target=target, tf=tf, context=where(df)), config) for df in parsed}
+    aim = _script_target(parsed, target, tf, lock_target) if scripts else ScriptTarget()
+    for path, text in scripts.items():
+        findings[path] = _kept(_Lines(path, text.splitlines()), audit_script(text, path, aim), config)
     if not do_fix:
-        return AuditRun(list(paths), [f for df in parsed for f in findings[df.path]], fail_on)
+        return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on)
+    for path in scripts:
+        broken = next((f for f in findings[path] if f.rule == "parse-error"), None)
+        if broken is not None:
+            raise UsageError(f"{path}:{broken.line}: {broken.message}", hint="--fix needs a script Python parses")
     fixed: list[FixedFile] = []
     remaining: list[Finding] = []
     outputs: dict[Path, tuple[str, int]] = {}
+    for path, text in scripts.items():
+        out = _output_path(path, fix_out, in_place)
+        if out.resolve() == Path(path).resolve() and not in_place:
+            raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
+        _check_output(out, in_place)
+        outcome = fix_script(text, path, findings[path], aim)
+        remaining.extend(_kept(_Lines(str(out), outcome.text.splitlines()),
+                               audit_script(outcome.text, str(out), aim), config))
+        fixed.append(FixedFile(path, str(out), outcome))
+        outputs[out] = (outcome.text, os.stat(path).st_mode & 0o777)
     for df in parsed:
         out = _output_path(df.path, fix_out, in_place)
         if out.resolve() == Path(df.path).resolve() and not in_place:
@@ -190,6 +228,25 @@ def _run(
     atomic_write_many({out: text.encode("utf-8") for out, (text, _) in outputs.items()},
                       {out: mode for out, (_, mode) in outputs.items()})
     return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)
+
+
+def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,
+                   lock_target: ScriptTarget | None) -> ScriptTarget:
+    """The TensorFlow scripts are judged against: the first Dockerfile of the run whose base's TensorFlow is
+    known (with the ENV its produced image sets), else --tf, else the lock's."""
+    from envpin.audit.base import identify
+
+    for df in parsed:
+        if not df.stages:
+            continue
+        stage = df.stage(target)
+        info = identify(df, stage, tf)
+        env = {k: v.value for k, v in stage.env.items() if v.value is not None and not v.unresolved}
+        if info.tf_version is not None:
+            return ScriptTarget(f"{df.path}: {info.label}", info.tf_version, info.recipe, env)
+    if tf is not None:
+        return target_for(tf, "stock", None, f"--tf {tf}")
+    return lock_target or ScriptTarget()
 
 
 def _check_output(out: Path, in_place: bool) -> None:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 
 SEVERITIES = ("error", "warning", "info")
+#: What an audited file is written in: a Dockerfile, or a Python training script.
+LANGUAGES = ("dockerfile", "python")
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*\Z")
 
 #: A digest in the examples: a placeholder, obviously not an image (the docs say to take the real one).
@@ -51,9 +53,15 @@ class Rule:
     fixable: bool = False
     #: `# envpin: ignore=` and `ignore = [...]` may silence it (not so a line the builder rejects).
     suppressible: bool = True
+    #: What the rule reads and its examples are written in: "dockerfile", or "python" (training scripts).
+    language: str = "dockerfile"
+    #: The TensorFlow MAJOR.MINOR a Python rule's examples are judged against (`--tf`); None: any or none.
+    example_tf: str | None = None
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id):
             raise ValueError(f"rule id {self.id!r}: lower-case words joined by '-'")
+        if self.language not in LANGUAGES:
+            raise ValueError(f"rule {self.id}: language {self.language!r} is not one of {', '.join(LANGUAGES)}")
         if self.severity not in SEVERITIES:
             raise ValueError(f"rule {self.id}: severity {self.severity!r} is not one of {', '.join(SEVERITIES)}")

@@ -1,4 +1,4 @@
-"""`envpin audit`: reproducibility hazards in existing Dockerfiles."""
+"""`envpin audit`: reproducibility hazards in existing Dockerfiles and Python training scripts."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from envpin.cli.options import Severity, value
 def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit_cmd(
-        dockerfiles: Annotated[list[Path], typer.Argument(help="Dockerfiles to audit.", show_default=False)],
+        dockerfiles: Annotated[
+            list[Path], typer.Argument(help="Dockerfiles and Python training scripts (.py) to audit.",
+                                       show_default=False)],
         fmt: Annotated[
             str | None,
             typer.Option("--format", metavar="tty|json|sarif|gcc|github",
@@ -39,7 +41,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--no-config", help="Ignore [tool.envpin.audit] in pyproject.toml.")
         ] = False,
         fix: Annotated[
-            bool, typer.Option("--fix", help="Write a corrected Dockerfile (<file>.envpin-fixed by default).")
+            bool, typer.Option("--fix", help="Write a corrected file (<file>.envpin-fixed by default).")
         ] = False,
         fix_out: Annotated[Path | None, typer.Option("--fix-out", help="Write the corrected file here.")] = None,
         in_place: Annotated[bool, typer.Option("--in-place", help="With --fix: overwrite the input.")] = False,
@@ -51,10 +53,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         target: Annotated[str | None, typer.Option("--target", help="Audit the image of this stage.")] = None,
         tf: Annotated[
-            str | None, typer.Option("--tf", help="TensorFlow MAJOR.MINOR for a base the catalog does not know.")
+            str | None, typer.Option("--tf", help="TensorFlow MAJOR.MINOR for a base the catalog does not know, and "
+                                     "for scripts when no Dockerfile of the run names one (before the lock's).")
         ] = None,
     ) -> None:
-        """Report reproducibility hazards in Dockerfiles with file:line, severity and the fix.
+        """Report reproducibility hazards in Dockerfiles and training scripts with file:line, severity and the fix.
 
         Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
         """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -164,3 +165,36 @@ def select(tf_version: str, distribution: str = "ngc", ngc_release: str | None =
 def rows() -> list[dict[str, Any]]:
     """The raw recipe rows, for the README table and `envpin recipe --all`."""
     return list(table()["recipes"])
+
+
+#: A TensorFlow API name in an op entry's text (tf.math.unsorted_segment_sum), with `/ other_name` siblings that
+#: share its module (tf.nn.dilation2d / erosion2d).
+_OP_API = re.compile(r"\b(tf(?:\.[A-Za-z_]\w*)+)((?:\s*/\s*[a-z_]\w*\b(?![.(]))*)")
+#: A Keras class an op entry names: "Keras DepthwiseConv2D", "Keras MaxPooling layers".
+_OP_KERAS = re.compile(r"\bKeras\s+([A-Z]\w+)")
+
+
+def op_apis(item: dict[str, Any]) -> tuple[str, ...]:
+    """The Python names an op entry of the table is about, read from its `op` text (or its `apis` list, where
+    an entry has one): `tf.` API names and `Keras:Class` prefixes. Parenthesised asides are not read (they say
+    what does NOT raise, or name kernels), nor is a name with a qualifier attached in parentheses
+    (`tf.image.resize(method=NEAREST)`: only some calls of it are meant)."""
+    if isinstance(item.get("apis"), list):
+        return tuple(item["apis"])
+    text = item["op"]
+    main = text
+    while True:
+        stripped = re.sub(r"\([^()]*\)", "", main)
+        if stripped == main:
+            break
+        main = stripped
+    out: list[str] = []
+    for m in _OP_API.finditer(main):
+        first = m.group(1)
+        if re.search(re.escape(first) + r"\(", text):
+            continue
+        out.append(first)
+        prefix = first.rsplit(".", 1)[0]
+        out += [f"{prefix}.{alt}" for alt in re.findall(r"/\s*([a-z_]\w*)", m.group(2))]
+    out += [f"Keras:{name}" for name in _OP_KERAS.findall(main)]
+    return tuple(dict.fromkeys(out))

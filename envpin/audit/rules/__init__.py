@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from envpin.audit.python import rules as python
 from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import apt, base_image, determinism, downloads, git, horovod, pip, syntax
 
@@ -23,7 +24,7 @@ from envpin.audit.rules.determinism import seed_ok
 __all__ = ["FAMILIES", "RULES", "SEVERITIES", "Rule", "seed_ok"]
 
 #: The families in the order their checks run (the order findings are merged in; they are sorted afterwards).
-FAMILIES: tuple[ModuleType, ...] = (base_image, determinism, horovod, pip, apt, downloads, git, syntax)
+FAMILIES: tuple[ModuleType, ...] = (base_image, determinism, horovod, pip, apt, downloads, git, syntax, python)
 
 
 def _registry(families: tuple[ModuleType, ...]) -> dict[str, Rule]:

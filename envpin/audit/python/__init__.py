@@ -1,0 +1,8 @@
+"""Python training scripts in `envpin audit`: determinism hazards found with the standard library's `ast`, never
+by importing or running the script, judged against the TensorFlow the image holds (a Dockerfile audited in the
+same run, the lock, or --tf) and the recipe table's facts for that version.
+
+`names` resolves what a name in the script is (imports, aliases, star imports); `rules` holds the Rule records;
+`checks` finds them; `fixer` makes the safe fixes. This package imports no rule registry, so the registry
+(envpin.audit.rules) can list the rules defined here.
+"""

@@ -1,0 +1,78 @@
+"""Auditing one Python training script: parse it with `ast` (never import or run it) and run the checks."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from envpin.audit.check import Finding, finding
+from envpin.audit.engine import merge
+from envpin.audit.python.checks import Script, ScriptTarget, run_checks
+from envpin.audit.rules.syntax import PARSE_ERROR
+from envpin.errors import EnvpinError, UsageError
+
+__all__ = ["ScriptTarget", "audit_script", "is_script", "parse_script", "read_script", "target_for"]
+
+#: What `envpin audit` treats as a Python script rather than a Dockerfile.
+SUFFIXES = (".py", ".pyw")
+
+
+def is_script(path: str) -> bool:
+    return path.lower().endswith(SUFFIXES)
+
+
+def parse_script(text: str, path: str) -> ast.Module | Finding:
+    """The syntax tree, or the parse-error finding for the first line Python rejects."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like are the script's business
+            return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return finding(PARSE_ERROR, path, exc.lineno or 1, f"Python cannot parse this line: {exc.msg}",
+                       "fix the syntax (the rest of the script is not audited until it parses)")
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return finding(PARSE_ERROR, path, 1, f"Python cannot parse the script: {type(exc).__name__}",
+                       "fix the file")
+
+
+def audit_script(text: str, path: str = "train.py", target: ScriptTarget | None = None) -> list[Finding]:
+    """All findings for one script, one per rule and line, sorted."""
+    tree = parse_script(text, path)
+    if isinstance(tree, Finding):
+        return [tree]
+    return merge(list(run_checks(Script(path, tree, target or ScriptTarget()))))
+
+
+def read_script(path: str) -> str:
+    """The script's text; a missing, binary or non-UTF-8 file stops the run (exit 2), as for Dockerfiles."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory, not a Python script", hint="name the script itself") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}", hint="check the file's permissions") \
+            from None
+    if b"\0" in raw:
+        line = raw[: raw.index(b"\0")].count(b"\n") + 1
+        raise UsageError(f"{path}:{line}: binary file (NUL byte), not a Python script", hint="name a .py file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise UsageError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+                         hint="save the script as UTF-8 (the audit reads UTF-8 only)") from None
+
+
+def target_for(tf_version: str, distribution: str, release: str | None, label: str,
+               image_env: dict[str, str] | None = None) -> ScriptTarget:
+    """The target for a version: its recipe when the table has one (else the version alone)."""
+    from envpin.knowledge import recipes
+
+    try:
+        recipe = recipes.select(tf_version, distribution, release)
+    except EnvpinError:
+        recipe = None
+    return ScriptTarget(label, tf_version, recipe, dict(image_env or {}))

@@ -1,0 +1,606 @@
+"""The checks over one Python training script: one walk over its syntax tree collects calls, environment
+settings and assignments; each rule then judges what was collected against the script's TensorFlow.
+
+Which ops raise or stay nondeterministic, on which versions, and their escape hatches are read from the recipe
+table (envpin.knowledge.recipes): this module holds no list of ops. It knows Python's and Keras' names only:
+which calls seed a generator, which draw from one, which method trains a model.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envpin.audit.check import Finding, finding
+from envpin.audit.python import rules as R
+from envpin.audit.python.names import Names
+from envpin.knowledge import recipes
+from envpin.knowledge.recipes import Recipe
+from envpin.portable.versions import parse_version
+
+
+@dataclass(frozen=True)
+class ScriptTarget:
+    """The TensorFlow a script is judged against and what the image already sets.
+
+    `label` says where the version came from (a Dockerfile's base, the lock, --tf); `image_env` is the produced
+    image's ENV (a determinism switch or HOROVOD_FUSION_THRESHOLD set there counts for the script)."""
+
+    label: str = ""
+    tf_version: str | None = None
+    recipe: Recipe | None = None
+    image_env: Mapping[str, str] = field(default_factory=dict)
+
+
+#: Calls that train a model (method names): a script with none of them is a library module, not a training run.
+_TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "minimize", "apply_gradients"})
+#: Python's global random functions (module random) that draw from the shared generator.
+_PY_RANDOM = frozenset({"random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
+                        "gauss", "normalvariate", "triangular", "betavariate", "expovariate", "getrandbits"})
+#: numpy.random attributes that are not draws from the global generator.
+_NP_NOT_DRAWS = frozenset({"seed", "default_rng", "RandomState", "Generator", "SeedSequence", "get_state",
+                           "set_state", "PCG64", "MT19937", "Philox", "SFC64", "BitGenerator", "bit_generator"})
+#: Values that differ in every run: a seed made from one is no seed.
+_CLOCKS = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
+                     "time.monotonic_ns", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.now",
+                     "datetime.utcnow", "os.getpid", "os.urandom", "uuid.uuid1", "uuid.uuid4",
+                     "random.SystemRandom", "secrets.randbits", "secrets.randbelow", "secrets.token_bytes",
+                     "secrets.token_hex"})
+#: Calls that set a seed (last name component), and keywords that pass one.
+_SEEDERS = frozenset({"seed", "set_seed", "set_random_seed", "default_rng", "RandomState", "Random", "manual_seed"})
+_SEED_KEYWORDS = frozenset({"seed", "random_state", "random_seed"})
+#: Keras classes that are other names of one another (keras.layers.MaxPool2D is MaxPooling2D).
+_KERAS_ALIASES = (("MaxPool1D", "MaxPooling1D"), ("MaxPool2D", "MaxPooling2D"), ("MaxPool3D", "MaxPooling3D"))
+_XLA_AUTO = re.compile(r"--tf_xla_auto_jit=(-?\d+|\w+)")
+
+
+@dataclass
+class _Call:
+    node: ast.Call
+    name: str | None  # canonical dotted name, when the imports explain it
+    attr: str | None  # the method name of `obj.method(...)`, whatever obj is
+
+    @property
+    def last(self) -> str:
+        return (self.name or self.attr or "").rsplit(".", 1)[-1]
+
+    def kw(self, key: str) -> ast.expr | None:
+        return next((k.value for k in self.node.keywords if k.arg == key), None)
+
+
+def _const(node: ast.AST | None) -> Any:
+    return node.value if isinstance(node, ast.Constant) else _Missing
+
+
+class _Missing:
+    """Not a constant (or not given)."""
+
+
+def _mm(version: str) -> tuple[int, ...]:
+    return (parse_version(version) or (0, 0))[:2]
+
+
+class Script:
+    """One walk over a script: what it calls, sets and assigns, and where."""
+
+    def __init__(self, path: str, tree: ast.Module, target: ScriptTarget) -> None:
+        self.path, self.tree, self.target = path, tree, target
+        self.names = Names(tree)
+        self.calls: list[_Call] = []
+        self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)
+        self.assigned: dict[str, list[ast.expr]] = {}
+        self.functions: dict[str, ast.AST] = {}
+        self.option_sets: list[int] = []
+        self.findings: list[Finding] = []
+        resolve = self.names.resolve
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                self.calls.append(_Call(node, resolve(func), func.attr if isinstance(func, ast.Attribute) else None))
+                self._env_call(node, resolve(func))
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    self._assign(t, node.value, node.lineno)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                self._assign(node.target, node.value, node.lineno)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+
+    def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
+        if isinstance(target, ast.Name):
+            self.assigned.setdefault(target.id, []).append(value)
+        elif isinstance(target, ast.Subscript) and self.names.resolve(target.value) == "os.environ":
+            key = _const(target.slice)
+            if isinstance(key, str):
+                self.env.append((line, key, _text(value)))
+        elif (isinstance(target, ast.Attribute) and target.attr in ("deterministic", "experimental_deterministic")
+              and _const(value) is False):
+            self.option_sets.append(line)
+
+    def _env_call(self, node: ast.Call, name: str | None) -> None:
+        if name in ("os.environ.setdefault", "os.putenv") and len(node.args) >= 2:
+            key = _const(node.args[0])
+            if isinstance(key, str):
+                self.env.append((node.lineno, key, _text(node.args[1])))
+        elif name == "os.environ.update":
+            for k in node.keywords:
+                if k.arg:
+                    self.env.append((node.lineno, k.arg, _text(k.value)))
+            for arg in node.args:
+                if isinstance(arg, ast.Dict):
+                    for key, value in zip(arg.keys, arg.values, strict=True):
+                        if isinstance(_const(key), str):
+                            self.env.append((node.lineno, _const(key), _text(value)))
+
+    # --- what the script is and does ----------------------------------------------------------------
+
+    def uses_tf(self) -> bool:
+        return any(v.split(".", 1)[0] in ("tf", "keras") for v in self.names.alias.values()) or any(
+            s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star)
+
+    def trains(self) -> bool:
+        """Whether the script runs training (not only defines layers or loads data)."""
+        if not self.uses_tf():
+            return False
+        for c in self.calls:
+            if c.attr in _TRAIN_METHODS or c.last == "GradientTape":
+                return True
+            if c.name and ((c.name.startswith(("keras.optimizers.", "tf.train.", "tf.compat.v1.train."))
+                           and c.last[:1].isupper() and "Optimizer" in c.last) or c.last == "AdamOptimizer"):
+                return True
+            if c.name and c.name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) and c.last[:1].isupper():
+                return True
+            if c.attr == "compile" and _is_model_compile(c):
+                return True
+        return False
+
+    def first_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int:
+        from envpin.audit.python.names import canonical
+
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import) and any(canonical(a.name).split(".")[0] in roots for a in node.names):
+                return node.lineno
+            if isinstance(node, ast.ImportFrom) and node.module and canonical(node.module).split(".")[0] in roots:
+                return node.lineno
+        return 1
+
+    def env_value(self, name: str) -> tuple[int, str | None] | None:
+        """Where the script sets `name` in its environment (the last setting) and the value, if constant."""
+        found = [(line, value) for line, key, value in self.env if key == name]
+        return found[-1] if found else None
+
+    def seeded(self) -> dict[str, bool]:
+        """Which global generators the script seeds: tf, python, numpy. A call of a function with 'seed' in its
+        name that the imports do not explain (seed_everything(), utils.set_seeds()) counts for all three."""
+        out = {"tf": False, "python": False, "numpy": False}
+        for c in self.calls:
+            name, last = c.name or "", c.last
+            root = name.split(".", 1)[0]
+            if root in ("tf", "keras") and last in ("set_seed", "set_random_seed"):
+                out["tf"] = True
+                if name.startswith("keras.utils."):
+                    out["python"] = out["numpy"] = True
+            elif name == "random.seed":
+                out["python"] = True
+            elif name == "np.random.seed":
+                out["numpy"] = True
+            elif last == "enable_determinism" or ("seed" in last.lower() and root not in ("tf", "keras", "np",
+                                                                                          "random")):
+                out = dict.fromkeys(out, True)
+        return out
+
+    def keras3(self) -> bool:
+        """Keras 3 runs the model: the recipe has the keras3_no_auto_xla step and nothing selects tf_keras."""
+        recipe = self.target.recipe
+        if recipe is None or not any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps):
+            return False
+        legacy = self.env_value("TF_USE_LEGACY_KERAS")
+        return not ((legacy and legacy[1] not in ("0", "false", None))
+                    or self.target.image_env.get("TF_USE_LEGACY_KERAS") not in (None, "0", "false")
+                    or self.names.uses("tf_keras"))
+
+    def add(self, rule: Any, line: int, message: str, fix: str, severity: str | None = None) -> None:
+        self.findings.append(finding(rule, self.path, line, message, fix, severity))
+
+
+def _text(node: ast.AST) -> str | None:
+    """A constant's value as the environment would hold it ('1', 'true'), None when it is computed."""
+    value = _const(node)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
+        inner = _const(node.args[0])
+        return str(inner) if isinstance(inner, (int, str)) else None
+    return None
+
+
+def _is_model_compile(c: _Call) -> bool:
+    """model.compile(...) of Keras, not re.compile: a method of an object the imports do not name, given an
+    optimizer or a loss."""
+    if c.name is not None:
+        return False
+    keys = {k.arg for k in c.node.keywords}
+    return bool(keys & {"optimizer", "loss", "metrics", "jit_compile"}) or (
+        len(c.node.args) >= 1 and not (len(c.node.args) == 1 and isinstance(_const(c.node.args[0]), str)
+                                       and not keys))
+
+
+# --- the table's facts, matched against calls ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    item: dict[str, Any]
+    apis: tuple[str, ...]
+    xla: bool  # the entry is about XLA compilation (judged by the jit rules, not per call)
+
+
+def _entries(items: tuple[dict[str, Any], ...]) -> list[_Entry]:
+    out = []
+    for item in items:
+        main = re.sub(r"\([^()]*\)", "", item["op"])
+        if " when " in main:
+            continue  # a condition on how TensorFlow was built: nothing in a script tells
+        out.append(_Entry(item, recipes.op_apis(item), "XLA" in main))
+    return out
+
+
+def _keras_class(name: str) -> str:
+    last = name.rsplit(".", 1)[-1]
+    return dict(_KERAS_ALIASES).get(last, last)
+
+
+def _matches(c: _Call, api: str, compat_split: frozenset[str]) -> bool:
+    name = c.name
+    if not name:
+        return False
+    if api.startswith("Keras:"):
+        return name.startswith("keras.") and _keras_class(name).startswith(api[6:])
+    if not name.startswith("tf.") or api.count(".") < 1 or api == "tf.data":
+        return False
+    last = api.rsplit(".", 1)[-1]
+    if name.rsplit(".", 1)[-1] != last or (("raw_ops" in api) != ("raw_ops" in name)):
+        return False
+    return not (last in compat_split and ("compat.v1" in api) != ("compat.v1" in name))
+
+
+def _condition_holds(c: _Call, item: dict[str, Any]) -> bool:
+    """The entry's own condition, where its text states one a call shows: a seed (raises without one), weights."""
+    main = re.sub(r"\([^()]*\)", "", item["op"])
+    if "seed" in main:
+        seeds = [c.kw(k) for k in ("seed", "seed2")]
+        given = [_const(s) for s in seeds if s is not None]
+        if any(v not in (0, None) for v in given):
+            return False
+    return not ("with weights" in main and c.kw("weights") is None and len(c.node.args) < 2)
+
+
+def _short(op: str) -> str:
+    """The op's name in the table without asides and lists: 'tf.math.segment_sum / tf.math.segment_prod on GPU'."""
+    return re.split(r",\s|:\s", re.sub(r"\s*\([^()]*\)", "", op), maxsplit=1)[0].strip()
+
+
+def _range(item: dict[str, Any]) -> str:
+    lo, hi = item["tf_min"], item["tf_max"]
+    return f"TF {lo}-{hi}" if hi and hi != lo else (f"TF {lo}" if hi else f"TF {lo} and later")
+
+
+def _hatch(item: dict[str, Any], recipe: Recipe) -> str:
+    """The way out the table gives: the recipe's caveat about this op (an escape hatch such as
+    TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS), and the version that no longer raises."""
+    words = {w for api in recipes.op_apis(item) for w in re.split(r"[._]", api.rsplit(".", 1)[-1]) if len(w) >= 6}
+    said = [c["text"] for c in recipe.caveats
+            if "raise" in c["text"] and any(w in c["text"].lower() for w in words)]
+    parts = [said[0]] if said else []
+    hi = item["tf_max"]
+    if hi:
+        major, minor = _mm(hi)
+        later = [e for e in recipes.table()["raises_under_determinism"]
+                 if set(recipes.op_apis(e)) & set(recipes.op_apis(item)) and e["tf_min"]
+                 and _mm(e["tf_min"]) > (major, minor) and " when " not in _short(e["op"])]
+        if not later and not said:
+            parts.append(f"TensorFlow {major}.{minor + 1} and later do not raise here")
+    return "; ".join(parts) or "replace the op or run it outside the determinism scope"
+
+
+def check_ops(s: Script) -> None:
+    recipe = s.target.recipe
+    if recipe is None:
+        return
+    raises, silent = _entries(recipe.raises), _entries(recipe.silent)
+    all_apis = [a for e in raises + silent for a in e.apis]
+    compat = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" in a}
+    plain = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" not in a}
+    split = frozenset(compat & plain)
+    version = s.target.tf_version
+    for c in s.calls:
+        if not c.name or not c.name.startswith(("tf.", "keras.")):
+            continue
+        for e in raises:
+            if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
+                item = e.item
+                s.add(R.PY_OP_RAISES, c.node.lineno,
+                      f"{c.name} raises {item['exception']} under determinism on TensorFlow {version} "
+                      f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
+                      _hatch(item, recipe))
+        for e in silent:
+            if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
+                item = e.item
+                s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
+                      f"{c.name} stays nondeterministic on TensorFlow {version} even with determinism on "
+                      f"({_short(item['op'])}, {_range(item)}): {item['why']}",
+                      "use a TensorFlow version where the op is deterministic, or replace it")
+
+
+def xla_raisers(s: Script) -> list[tuple[_Call, dict[str, Any]]]:
+    """Calls of ops whose XLA-compiled gradient raises on the script's TensorFlow (the table's XLA entries)."""
+    recipe = s.target.recipe
+    if recipe is None:
+        return []
+    entries = [e for e in _entries(recipe.raises) if e.xla]
+    return [(c, e.item) for c in s.calls for e in entries if any(_matches(c, a, frozenset()) for a in e.apis)]
+
+
+# --- switch and seeds -----------------------------------------------------------------------------------
+
+
+def _switch_env(recipe: Recipe | None) -> set[str]:
+    """The determinism variables the recipe sets (TF_DETERMINISTIC_OPS, TF_CUDNN_DETERMINISTIC)."""
+    return {e["name"] for e in recipe.env if "DETERMINISTIC" in e["name"]} if recipe else set()
+
+
+def _truthy(value: str | None) -> bool:
+    return value is None or value.strip().lower() in ("1", "true", "yes")
+
+
+def switch_name(recipe: Recipe) -> str | None:
+    if any(st["step"] == "enable_op_determinism" for st in recipe.steps):
+        return "tf.config.experimental.enable_op_determinism()"
+    names = sorted(_switch_env(recipe))
+    return " and ".join(f"{n}=1" for n in names) or None
+
+
+def check_switch(s: Script) -> None:
+    recipe, version = s.target.recipe, s.target.tf_version
+    enables = [c for c in s.calls if c.last == "enable_op_determinism"]
+    env_switches = [(line, key, value) for line, key, value in s.env
+                    if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")]
+    if recipe is not None:
+        has_step = any(st["step"] == "enable_op_determinism" for st in recipe.steps)
+        wanted = switch_name(recipe) or "none exists"
+        if not has_step:
+            for c in enables:
+                s.add(R.PY_SWITCH_UNAVAILABLE, c.node.lineno,
+                      f"enable_op_determinism() does not exist in TensorFlow {version} (from 2.8): the script "
+                      "stops with AttributeError", f"use the switch of recipe {recipe.id}: {wanted}")
+        readable = _switch_env(recipe) | ({"TF_DETERMINISTIC_OPS"} if has_step else set())
+        for line, key, _ in env_switches:
+            if key not in readable:
+                s.add(R.PY_SWITCH_UNAVAILABLE, line,
+                      f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
+                      f"use the switch of recipe {recipe.id}: {wanted}")
+    if not s.trains():
+        return
+    image = s.target.image_env
+    on = any(c.last in ("enable_op_determinism", "enable_determinism") for c in s.calls) or any(
+        _truthy(v) for _, _, v in env_switches) or any(_truthy(image.get(n)) for n in _switch_env(recipe)
+                                                       if n in image)
+    if recipe is None and s.target.tf_version is None:
+        on = on or any(n in image for n in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC"))
+    if on:
+        return
+    if recipe is not None and switch_name(recipe) is None:
+        return  # no switch exists for this version: nothing to turn on
+    where = f" for TensorFlow {version} ({s.target.label})" if version else ""
+    fix = (f"add {switch_name(recipe)} before training (envpin audit --fix inserts it)" if recipe else
+           "turn on the switch of your TensorFlow's recipe (envpin recipe --tf X.Y); give --tf to judge it")
+    s.add(R.PY_SWITCH_MISSING, s.first_import_line(),
+          f"the script trains but turns no determinism switch on{where}, and the image does not either", fix)
+
+
+def check_seeds(s: Script) -> None:
+    trains = s.trains()
+    seeded = s.seeded()
+    if trains and not seeded["tf"]:
+        s.add(R.PY_NO_GLOBAL_SEED, s.first_import_line(),
+              "the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
+              "a new random state in every run", "call tf.keras.utils.set_random_seed(SEED) (TF 2.7+) or "
+              "tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)")
+    if trains:
+        firsts: dict[str, _Call] = {}
+        for c in s.calls:
+            name = c.name or ""
+            if name.startswith("random.") and c.last in _PY_RANDOM and not seeded["python"]:
+                firsts.setdefault("python", c)
+            elif name.startswith("np.random.") and name.count(".") == 2 and c.last not in _NP_NOT_DRAWS \
+                    and not seeded["numpy"]:
+                firsts.setdefault("numpy", c)
+        for key, c in firsts.items():
+            seed = "random.seed(SEED)" if key == "python" else "numpy.random.seed(SEED)"
+            s.add(R.PY_UNSEEDED_RANDOM, c.node.lineno,
+                  f"{c.name}() draws from {'Python' if key == 'python' else 'NumPy'}'s global generator, which "
+                  "the script never seeds", f"call {seed} once at start-up")
+    for c in s.calls:
+        name = c.name or ""
+        if name in ("np.random.default_rng", "np.random.RandomState", "random.Random") and not c.node.args \
+                and not c.node.keywords:
+            s.add(R.PY_UNSEEDED_RANDOM, c.node.lineno, f"{name}() without a seed starts from OS entropy",
+                  f"pass a seed: {name}(SEED)")
+        elif c.last == "from_non_deterministic_state" and name.startswith("tf."):
+            s.add(R.PY_UNSEEDED_RANDOM, c.node.lineno,
+                  "tf.random.Generator.from_non_deterministic_state() draws a new state in every run",
+                  "use tf.random.Generator.from_seed(SEED)")
+        _clock_seed(s, c)
+
+
+def _clock_seed(s: Script, c: _Call) -> None:
+    values: list[ast.expr] = []
+    if c.last in _SEEDERS and (c.name is None or c.name.split(".", 1)[0] in ("tf", "keras", "np", "random")):
+        values += list(c.node.args[:1])
+    values += [k.value for k in c.node.keywords if k.arg in _SEED_KEYWORDS]
+    for value in values:
+        clock = _clock_in(s, value, depth=2)
+        if clock:
+            s.add(R.PY_SEED_FROM_CLOCK, c.node.lineno,
+                  f"the seed comes from {clock}(), which differs in every run",
+                  "use a constant seed (or one given on the command line and logged)")
+            return
+
+
+def _clock_in(s: Script, node: ast.AST, depth: int) -> str | None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            name = s.names.resolve(sub.func)
+            if name in _CLOCKS:
+                return name
+        elif isinstance(sub, ast.Name) and depth and sub.id in s.assigned:
+            for value in s.assigned[sub.id]:
+                found = _clock_in(s, value, depth - 1)
+                if found:
+                    return found
+    return None
+
+
+# --- environment, tf.data, Keras ------------------------------------------------------------------------
+
+
+def check_env(s: Script) -> None:
+    common = recipes.table()["common"]
+    unset = {u["name"]: u for u in common["unset"]}
+    no_effect = {u["name"]: u for u in common["no_effect"]}
+    for line, key, _ in s.env:
+        if key == "PYTHONHASHSEED":
+            s.add(R.PY_HASHSEED_RUNTIME, line, "PYTHONHASHSEED set inside the running script has no effect on "
+                  "this interpreter (Python reads it at start-up)",
+                  "set ENV PYTHONHASHSEED=0 in the image or in the command that starts the script")
+        elif key in unset:
+            s.add(R.PY_ENV_UNSET, line, f"{key} is set: {unset[key]['why']}", "remove the line")
+        elif key in no_effect:
+            s.add(R.PY_ENV_NO_EFFECT, line, f"{key} is never read: {no_effect[key]['why']}", "remove the line")
+    if s.names.uses("horovod"):
+        want = next((e["value"] for e in common["env"] if e["name"] == "HOROVOD_FUSION_THRESHOLD"), "0")
+        mine = s.env_value("HOROVOD_FUSION_THRESHOLD")
+        value = mine[1] if mine else s.target.image_env.get("HOROVOD_FUSION_THRESHOLD")
+        if value != want:
+            line = s.first_import_line(("horovod",))
+            what = "is not set" if value is None else f"is {value}"
+            s.add(R.PY_HOROVOD_FUSION, mine[0] if mine else line,
+                  f"Horovod is used but HOROVOD_FUSION_THRESHOLD {what} (in the script or the image), so tensor "
+                  "fusion reorders allreduces from run to run",
+                  f"set HOROVOD_FUSION_THRESHOLD={want} in the image (ENV) or before hvd.init()")
+
+
+def _parallel(c: _Call) -> bool:
+    n = c.kw("num_parallel_calls")
+    if n is None and len(c.node.args) >= 2:
+        n = c.node.args[1]
+    return n is not None and _const(n) not in (1, None)
+
+
+def _stateful_random(s: Script, fn: ast.AST) -> ast.Call | None:
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Call):
+            name = s.names.resolve(sub.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if not name.startswith("tf.") or "stateless" in last:
+                continue
+            random_op = (name.startswith(("tf.random.", "tf.compat.v1.random.")) and last in
+                         ("uniform", "normal", "truncated_normal", "shuffle", "categorical", "gamma", "poisson")
+                         ) or (last.startswith("random_") and name.startswith(("tf.image.", "tf.", "tf.compat.v1.")))
+            if random_op and not any(k.arg == "seed" for k in sub.keywords):
+                return sub
+    return None
+
+
+def check_data(s: Script) -> None:
+    for c in s.calls:
+        for k in c.node.keywords:
+            if k.arg == "deterministic" and _const(k.value) is False:
+                s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno,
+                      f"{c.attr or c.last}(deterministic=False) hands out elements in the order they finish",
+                      "remove deterministic=False (envpin audit --fix removes it)")
+            elif k.arg == "sloppy" and _const(k.value) is True:
+                s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno,
+                      f"{c.attr or c.last}(sloppy=True) hands out elements in the order they finish",
+                      "remove sloppy=True")
+        if c.attr == "map" and _parallel(c) and c.node.args:
+            fn: ast.AST | None = c.node.args[0]
+            if isinstance(fn, ast.Call) and (s.names.resolve(fn.func) or "").endswith("partial") and fn.args:
+                fn = fn.args[0]
+            if isinstance(fn, ast.Name):
+                fn = s.functions.get(fn.id)
+            elif isinstance(fn, ast.Attribute):
+                fn = s.functions.get(fn.attr)
+            if fn is None:
+                continue
+            op = _stateful_random(s, fn)
+            if op is not None:
+                name = s.names.resolve(op.func)
+                s.add(R.PY_DATA_RANDOM_MAP, c.node.lineno,
+                      f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) without a seed in parallel: "
+                      "each element's random numbers depend on scheduling",
+                      "use the stateless variant (tf.image.stateless_random_*, tf.random.stateless_*) with a "
+                      "per-element seed")
+    for line in s.option_sets:
+        s.add(R.PY_DATA_NONDETERMINISTIC, line, "tf.data options ask for nondeterministic order",
+              "remove the line (deterministic order is the default)")
+
+
+def check_keras(s: Script) -> None:
+    raisers = xla_raisers(s)
+    for c in s.calls:
+        if c.attr in ("fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator") \
+                and _const(c.kw("use_multiprocessing")) is True:
+            workers = c.kw("workers")
+            if workers is not None and _const(workers) not in (0, 1):
+                s.add(R.PY_FIT_MULTIPROCESSING, c.node.lineno,
+                      f"{c.attr}(workers=..., use_multiprocessing=True) fills batches in the order the worker "
+                      "processes finish", "use workers=1 (or a tf.data pipeline)")
+    if raisers and s.keras3():
+        layer = raisers[0][0]
+        for c in s.calls:
+            if c.attr == "compile" and _is_model_compile(c) and _const(c.kw("jit_compile")) is not False:
+                s.add(R.PY_KERAS3_AUTO_XLA, c.node.lineno,
+                      f"Keras 3 on TensorFlow {s.target.tf_version} compiles with XLA unless jit_compile=False, and "
+                      f"the model's {layer.name.rsplit('.', 1)[-1]} (line {layer.node.lineno}) has an XLA gradient "
+                      f"that raises under determinism ({_short(raisers[0][1]['op'])})",
+                      "pass jit_compile=False to compile() (envpin audit --fix adds it)")
+    _check_jit(s, raisers)
+
+
+def _check_jit(s: Script, raisers: list[tuple[_Call, dict[str, Any]]]) -> None:
+    sites: list[tuple[int, str]] = []
+    for c in s.calls:
+        for k in c.node.keywords:
+            if k.arg in ("jit_compile", "experimental_compile") and _const(k.value) is True:
+                sites.append((c.node.lineno, f"{k.arg}=True"))
+        if c.name and c.name.endswith("config.optimizer.set_jit") and c.node.args \
+                and _const(c.node.args[0]) not in (False, None, 0, "", _Missing):
+            sites.append((c.node.lineno, "tf.config.optimizer.set_jit"))
+    for line, key, value in s.env:
+        if key == "TF_XLA_FLAGS" and value:
+            m = _XLA_AUTO.search(value)
+            if m and m.group(1) not in ("0", "-1"):
+                sites.append((line, f"TF_XLA_FLAGS={value}"))
+    for line, what in sites:
+        if raisers:
+            layer, item = raisers[0]
+            s.add(R.PY_JIT_COMPILE, line,
+                  f"{what} compiles with XLA, and {layer.name} (line {layer.node.lineno}) then raises under "
+                  f"determinism ({_short(item['op'])}, {_range(item)})", "drop it, or compile with jit_compile=False",
+                  severity="error")
+        else:
+            s.add(R.PY_JIT_COMPILE, line, f"{what} compiles with XLA, whose kernels the determinism switch does "
+                  "not fully cover", "drop it unless you checked the model is deterministic under XLA")
+
+
+CHECKS = (check_ops, check_switch, check_seeds, check_env, check_data, check_keras)
+
+
+def run_checks(s: Script) -> Iterator[Finding]:
+    for check in CHECKS:
+        check(s)
+    yield from s.findings

@@ -1,0 +1,96 @@
+"""What a name in a script stands for: imports, aliases and star imports resolved to one canonical dotted name,
+so a rule fires on what the code calls (`tf.math.unsorted_segment_sum` however it was imported), not on a word.
+
+Canonical roots: `tf` (tensorflow, tensorflow.compat.v2), `keras` (keras, tf.keras, tensorflow.keras, tf_keras,
+tensorflow.python.keras), `np` (numpy), and every other module by its own name (`random`, `os`, `time`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+#: Module prefixes and the canonical root they stand for, longest first.
+_ROOTS: tuple[tuple[str, str], ...] = (
+    ("tensorflow.python.keras", "keras"),
+    ("tensorflow.compat.v1.keras", "keras"),
+    ("tensorflow.compat.v2.keras", "keras"),
+    ("tensorflow.keras", "keras"),
+    ("tensorflow.compat.v2", "tf"),
+    ("tensorflow", "tf"),
+    ("tf_keras", "keras"),
+    ("keras", "keras"),
+    ("numpy", "np"),
+)
+
+
+def canonical(dotted: str) -> str:
+    """tensorflow.keras.layers.Dense -> keras.layers.Dense; tensorflow.math.x -> tf.math.x; numpy.random -> np.random.
+    A name already under tf. is normalised the same way (tf.keras.layers -> keras.layers)."""
+    if dotted == "tf" or dotted.startswith("tf."):
+        dotted = "tensorflow" + dotted[2:]
+    for prefix, root in _ROOTS:
+        if dotted == prefix or dotted.startswith(prefix + "."):
+            return root + dotted[len(prefix):]
+    return dotted
+
+
+#: Star imports from these roots are resolved (what `from tensorflow.keras.layers import *` brings in).
+_STAR_ROOTS = ("tf", "keras", "np", "random", "os", "time")
+
+
+class Names:
+    """The script's imports: local name -> canonical dotted name, and the modules star-imported."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.alias: dict[str, str] = {}
+        self.star: list[str] = []
+        #: Names the script binds itself (def, class, assignment): a star import does not reach them.
+        self.local: set[str] = set()
+        #: Every module the script imports (canonical), for "does it use Horovod / tf_keras".
+        self.modules: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.modules.add(a.name)
+                    if a.asname:
+                        self.alias[a.asname] = canonical(a.name)
+                    else:
+                        top = a.name.split(".", 1)[0]
+                        self.alias.setdefault(top, canonical(top))
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                self.modules.add(node.module)
+                base = canonical(node.module)
+                for a in node.names:
+                    if a.name == "*":
+                        if base.split(".", 1)[0] in _STAR_ROOTS:
+                            self.star.append(base)
+                    else:
+                        self.alias[a.asname or a.name] = f"{base}.{a.name}"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.local.add(node.name)
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        self.local.add(t.id)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The canonical dotted name an expression names (`tf.nn.relu`, `Dense`), or None (a call result, a
+        subscript, a name the imports do not explain)."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.alias.get(node.id)
+        if base is None:
+            if self.star and node.id not in self.local:
+                base = f"{self.star[-1]}.{node.id}"
+            else:
+                return None
+        return canonical(".".join([base, *reversed(parts)]))
+
+    def uses(self, package: str) -> bool:
+        """Whether the script imports `package` or one of its modules."""
+        return any(m == package or m.startswith(package + ".") for m in self.modules)
