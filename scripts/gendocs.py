@@ -88,10 +88,12 @@ def audit_rule_reference(part: str = "rules") -> str:
         else:
             suppress = "Cannot be suppressed or ignored: the builder stops at this line."
         refs = ", ".join(f"[{title}]({target})" for title, target in r.references)
+        judged = f" (a script judged against TensorFlow {r.example_tf}: `--tf {r.example_tf}`)" if r.example_tf \
+            else (" (a script)" if r.language == "python" else "")
         out += [f"### {r.id}", "", f"**{r.severity}**: {r.title}. ({where})", "",
                 f"**What it finds.** {r.finds}", "", f"**Why it matters.** {r.why}", "",
-                "Fires on:", "", "```dockerfile", r.bad.rstrip("\n"), "```", "",
-                "Does not fire on:", "", "```dockerfile", r.good.rstrip("\n"), "```", "",
+                f"Fires on{judged}:", "", f"```{r.language}", r.bad.rstrip("\n"), "```", "",
+                f"Does not fire on{judged}:", "", f"```{r.language}", r.good.rstrip("\n"), "```", "",
                 f"**`--fix`.** {'Fixes it. ' if r.fixable else ''}{r.autofix}", "",
                 f"**Suppression.** {suppress}", "", f"**References.** {refs}", ""]
     return "\n".join(out)

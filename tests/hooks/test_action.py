@@ -44,7 +44,7 @@ def _run(step_id: str, cwd: Path, inputs: dict[str, str], extra: dict[str, str] 
 
 def test_inputs_outputs_and_steps_are_wired() -> None:
     assert ACTION["runs"]["using"] == "composite"
-    assert set(ACTION["inputs"]) == {"dockerfiles", "fail-on", "context", "sarif-file", "upload-sarif",
+    assert set(ACTION["inputs"]) == {"dockerfiles", "scripts", "fail-on", "context", "sarif-file", "upload-sarif",
                                      "python-version"}
     assert ACTION["outputs"]["exit-code"]["value"] == "${{ steps.audit.outputs.exit-code }}"
     upload = _step("upload")
@@ -93,3 +93,17 @@ def test_context_input(tmp_path: Path, ctx_dir: str, found: bool) -> None:
     (tmp_path / "app" / "req.txt").write_text("numpy\n")
     res = _run("audit", tmp_path, {"dockerfiles": "docker/Dockerfile", "context": ctx_dir})
     assert ("file=app/req.txt,line=1" in res.stdout) is found, res.stdout
+
+
+def test_scripts_input_audits_training_scripts_against_the_dockerfiles_tensorflow(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3{DIGEST}\n"
+                                         "ENV PYTHONHASHSEED=0 TF_DETERMINISTIC_OPS=1 TF_CUDNN_USE_FRONTEND=1\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("import tensorflow as tf\n\n"
+                                               "y = tf.math.unsorted_segment_sum([1.0], [0], num_segments=1)\n")
+    res = _run("audit", tmp_path, {"scripts": "src/*.py"})
+    assert res.returncode == 0, res.stderr
+    assert "::error file=src/train.py,line=3,title=envpin py-op-raises::" in res.stdout
+    assert "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in res.stdout
+    sarif = json.loads((tmp_path / "envpin-audit.sarif").read_text())
+    assert {r["ruleId"] for r in sarif["runs"][0]["results"]} == {"py-op-raises"}

@@ -61,6 +61,18 @@ def test_audit_hook_reports_in_compiler_form_and_fails(scratch: Path, home: Path
     assert "README.md" not in out.split("envpin audit", 1)[1]  # only Dockerfiles are passed
 
 
+def test_audit_hook_judges_python_scripts_with_the_dockerfiles(scratch: Path, home: Path) -> None:
+    digest = "@sha256:" + "cd" * 32
+    (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3{digest}\n"
+                                        "ENV PYTHONHASHSEED=0 TF_DETERMINISTIC_OPS=1 TF_CUDNN_USE_FRONTEND=1\n")
+    (scratch / "train.py").write_text("import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum([1.0], [0], 1)\n")
+    _git(scratch, "add", "-A")
+    res = _try(scratch, home, "envpin-audit")
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "train.py:3:1: error: tf.math.unsorted_segment_sum raises UnimplementedError" in out
+
+
 def test_audit_hook_passes_a_clean_dockerfile(scratch: Path, home: Path) -> None:
     digest = "@sha256:" + "cd" * 32
     (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{digest}\n"

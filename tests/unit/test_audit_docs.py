@@ -27,7 +27,8 @@ def test_each_rule_has_a_section_with_its_facts_and_examples() -> None:
     for rid, r in RULES.items():
         section = _section(rid)
         assert section.startswith(f"\n**{r.severity}**: {r.title}."), rid
-        assert f"```dockerfile\n{r.bad}```" in section and f"```dockerfile\n{r.good}```" in section, rid
+        fence = f"```{r.language}\n"
+        assert f"{fence}{r.bad}```" in section and f"{fence}{r.good}```" in section, rid
         assert r.why in section and r.finds in section, rid
         if r.suppressible:
             assert f"`# envpin: ignore={rid}`" in section, rid

@@ -26,19 +26,22 @@ DOC = (REPO / "docs" / "audit.md").read_text(encoding="utf-8")
 ALL = [r for family in FAMILIES for r in family.RULES]
 
 
-def fired(text: str, folder: Path) -> set[str]:
-    """The rules `envpin audit` reports for a Dockerfile of this text (alone in its build context), every
-    severity, after inline suppressions: the public entry the CLI calls."""
+def fired(text: str, folder: Path, language: str = "dockerfile", tf: str | None = None) -> set[str]:
+    """The rules `envpin audit` reports for a Dockerfile of this text (alone in its build context), or for a
+    Python script (train.py, judged against `tf`), every severity, after inline suppressions: the public entry
+    the CLI calls."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "Dockerfile"
+    path = folder / ("train.py" if language == "python" else "Dockerfile")
     path.write_text(text, encoding="utf-8")
-    return {f.rule for f in run([str(path)], fail_on="info").findings}
+    return {f.rule for f in run([str(path)], fail_on="info", tf=tf).findings}
 
 
 def check_examples(rule: Rule, tmp_path: Path) -> None:
     """The rule fires on its bad example and not on its good one."""
-    assert rule.id in fired(rule.bad, tmp_path / "bad"), f"{rule.id} does not fire on its bad example"
-    assert rule.id not in fired(rule.good, tmp_path / "good"), f"{rule.id} fires on its good example"
+    bad = fired(rule.bad, tmp_path / "bad", rule.language, rule.example_tf)
+    assert rule.id in bad, f"{rule.id} does not fire on its bad example"
+    good = fired(rule.good, tmp_path / "good", rule.language, rule.example_tf)
+    assert rule.id not in good, f"{rule.id} fires on its good example"
 
 
 @pytest.mark.parametrize("rule", ALL, ids=lambda r: r.id)
@@ -72,7 +75,10 @@ def test_a_rule_is_checked_when_made() -> None:
 
 
 def test_fix_handles_exactly_the_fixable_rules() -> None:
-    assert {r.id for r in ALL if r.fixable} == MECHANICAL
+    from envpin.audit.python.fixer import FIXABLE
+
+    assert {r.id for r in ALL if r.fixable and r.language == "dockerfile"} == MECHANICAL
+    assert {r.id for r in ALL if r.fixable and r.language == "python"} == FIXABLE
     assert _ENV_RULES | _FROM_RULES | _REMOVE_RULES == MECHANICAL  # how fix.py handles each of them
 
 
