@@ -146,25 +146,37 @@ def _unordered(key):
     return key[0] == "graph" and key[1].startswith("Dataset_")
 
 
+def _fingerprints(reader, events):
+    """Group -> list of (key, fingerprint) of the executions inside tf.data functions, in time order."""
+    groups = {}
+    for _, key, kind, digest in events:
+        if _unordered(key) and digest.op_type not in UNINITIALISED:
+            try:
+                fp = _fingerprint(_values(reader, kind, digest))
+            except Exception:
+                continue
+            groups.setdefault(key[:4], []).append((key, fp))
+    return groups
+
+
 def _extra(readers, events_a, events_b):
-    """Executions of run A inside tf.data functions whose value run B never produced (as many times)."""
-    counts = {}
-    for _, key, kind, digest in events_b:
-        if _unordered(key) and digest.op_type not in UNINITIALISED:
-            try:
-                fp = _fingerprint(_values(readers[1], kind, digest))
-            except Exception:
-                continue
-            counts[(key[:4], fp)] = counts.get((key[:4], fp), 0) + 1
+    """Keys of run A's executions inside tf.data functions whose value the other run never produced.
+
+    A run may compute a few more elements than the other (prefetching runs ahead of the last step), so
+    the run with fewer executions of a function is checked against the other: each of its values must
+    be among the other's. A value of run B that run A lacks is charged to run A's execution of the same
+    occurrence (the nearest counterpart there is)."""
+    from collections import Counter
+
+    groups_a, groups_b = _fingerprints(readers[0], events_a), _fingerprints(readers[1], events_b)
     extra = set()
-    for _, key, kind, digest in events_a:
-        if _unordered(key) and digest.op_type not in UNINITIALISED:
-            try:
-                fp = _fingerprint(_values(readers[0], kind, digest))
-            except Exception:
-                continue
-            if counts.get((key[:4], fp), 0) > 0:
-                counts[(key[:4], fp)] -= 1
+    for group, items_a in groups_a.items():
+        items_b = groups_b.get(group, [])
+        small, large = (items_a, items_b) if len(items_a) <= len(items_b) else (items_b, items_a)
+        pool = Counter(fp for _, fp in large)
+        for key, fp in small:
+            if pool[fp] > 0:
+                pool[fp] -= 1
             else:
                 extra.add(key)
     return extra
@@ -182,8 +194,13 @@ def diff(root_a, root_b, max_ops=None):
     events_a, events_b = _index(readers[0]), _index(readers[1])
     by_key = {e[1]: e for e in events_b}
     extra = _extra(readers, events_a, events_b)
+    keys_a = {e[1] for e in events_a}
     result = {"tf_version": None, "executions": [len(events_a), len(events_b)], "compared": 0,
-              "unmatched": 0, "skipped": 0, "first_difference": None, "max_ops": max_ops}
+              "unmatched": 0, "unmatched_data": 0, "skipped": 0, "first_difference": None, "max_ops": max_ops}
+    # An op run B executed and run A never did (A's missing ones are counted in the walk below).
+    for e in events_b:
+        if e[1] not in keys_a:
+            result["unmatched_data" if _unordered(e[1]) else "unmatched"] += 1
     try:
         result["tf_version"] = readers[0].tensorflow_version()
     except Exception:
@@ -193,7 +210,7 @@ def diff(root_a, root_b, max_ops=None):
             break
         other = by_key.get(key)
         if other is None and key not in extra:
-            result["unmatched"] += 1
+            result["unmatched_data" if _unordered(key) else "unmatched"] += 1
             continue
         if digest.op_type in UNINITIALISED:
             result["skipped"] += 1

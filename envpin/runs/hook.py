@@ -10,7 +10,7 @@ TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the envi
 - ``ENVPIN_RUNS_DUMP=DIR``: turns on TensorFlow's debugger dumps with full tensor values
   (``tf.debugging.experimental.enable_dump_debug_info``; the summary modes are avoided because
   DebugNumericSummaryV2 raises under determinism on a GPU);
-- ``ENVPIN_RUNS_STEPS=N``: stops dumping and training after N Keras training steps;
+- ``ENVPIN_RUNS_STEPS=N``: stops training after N Keras training steps (and so the dump grows no more);
 - ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when the process ends: TensorFlow's
   version, the Keras ``History`` of every ``fit``, the time of each training step, errors.
 """
@@ -27,6 +27,7 @@ RECORD = {
     "python": sys.executable,
     "started": time.time(),
     "tf_version": None,
+    "gpus": None,
     "seed": None,
     "recipe": None,
     "dump": None,
@@ -116,20 +117,12 @@ def _dump(tf, root):
     RECORD["dump"] = root
 
 
-def _stop_dump():
-    if RECORD["dump"] and RECORD["dump"] != "unavailable" and not _STATE.get("dump_stopped"):
-        _STATE["dump_stopped"] = True
-        try:
-            sys.modules["tensorflow"].debugging.experimental.disable_dump_debug_info()
-        except Exception as exc:
-            RECORD["errors"].append("disable_dump_debug_info: %s" % exc)
-
-
 def _callback_class(base):
     steps = _env_int("ENVPIN_RUNS_STEPS")
 
     class EnvpinRunHook(base):
-        """Times each training step; after ENVPIN_RUNS_STEPS steps stops the dump and the training."""
+        """Times each training step; after ENVPIN_RUNS_STEPS steps stops the training. (Turning the dump off
+        while the process runs crashes TensorFlow 2.21 with a segmentation fault: the run is ended instead.)"""
 
         def on_train_batch_begin(self, batch, logs=None):
             self._envpin_t0 = time.perf_counter()
@@ -139,7 +132,6 @@ def _callback_class(base):
             _STATE["steps"] += 1
             if steps is not None and _STATE["steps"] >= steps and RECORD["stopped_after_steps"] is None:
                 RECORD["stopped_after_steps"] = _STATE["steps"]
-                _stop_dump()
                 self.model.stop_training = True
 
     return EnvpinRunHook
@@ -187,6 +179,10 @@ def _ready():
     RECORD["tf_version"] = getattr(tf, "__version__", None) or getattr(tf, "VERSION", None)
     seed = _env_int("ENVPIN_SEED")
     RECORD["seed"] = seed
+    try:
+        RECORD["gpus"] = len(tf.config.list_physical_devices("GPU"))
+    except Exception:
+        RECORD["gpus"] = None
     try:
         if os.environ.get("ENVPIN_RUNS_RECIPE") == "1":
             import envpin
@@ -266,7 +262,6 @@ def install():
     if os.environ.get("ENVPIN_RUNS_RECIPE") == "1":
         _recipe_environment()
     atexit.register(_write_record)
-    atexit.register(_stop_dump)  # runs first (atexit is last in, first out): the dump is complete on disk
     sys.meta_path.insert(0, _Finder())
     _chain()
 

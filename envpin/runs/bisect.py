@@ -1,0 +1,166 @@
+"""`envpin bisect`: run a command twice with the same seeds under TensorFlow's debugger and name the first
+op execution whose output differs, where the script created it, and what the recipe table says about it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from envpin.runs.launch import Run, RunError, RunSpec, failed, run_all
+
+#: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
+_LIBRARY = re.compile(r"(site-packages|dist-packages|/lib/python[0-9.]+/|<frozen |/sitecustomize\.py$|^<)")
+
+
+@dataclass
+class BisectResult:
+    """Where two runs with the same seeds first differ, or that they did not in what was compared."""
+
+    command: list[str]
+    seed: int
+    steps: int | None
+    recipe: bool
+    tf_version: str | None
+    python: str | None
+    executions: list[int]
+    compared: int
+    unmatched: int
+    unmatched_data: int
+    first: dict[str, Any] | None
+    frame: dict[str, Any] | None
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    dumps: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        """True only when every compared op execution was bit-identical and each op execution outside tf.data
+        had its counterpart in the other run (prefetching may run a few more tf.data calls in one of them)."""
+        return self.first is None and self.unmatched == 0 and self.compared > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command, "seed": self.seed, "steps": self.steps, "recipe": self.recipe,
+            "tf_version": self.tf_version, "python": self.python, "executions": self.executions,
+            "compared": self.compared, "unmatched": self.unmatched,
+            "unmatched_data": self.unmatched_data, "identical": self.identical,
+            "first_difference": self.first, "source": self.frame, "recipe_table": self.notes,
+            "seconds": [round(s, 3) for s in self.seconds], "dumps": self.dumps,
+        }
+
+
+def user_frame(stack: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The innermost frame of the user's own code (not Python's, TensorFlow's, Keras's or the hook's)."""
+    for frame in reversed(list(stack)):
+        if not _LIBRARY.search(str(frame.get("file", ""))):
+            return dict(frame)
+    return None
+
+
+def _device_class(device: str | None) -> str | None:
+    if not device:
+        return None
+    low = device.lower()
+    return "gpu" if ":gpu:" in low else "cpu" if ":cpu:" in low else None
+
+
+def table_notes(op_type: str, tf_version: str | None, device: str | None) -> list[dict[str, Any]]:
+    """What envpin's recipe table says about an op type on this TensorFlow (and device, when known)."""
+    from envpin.knowledge import recipes
+    from envpin.portable.versions import parse_version
+    from envpin.probe.runtime import within
+
+    if not op_type:
+        return []
+    word = re.compile(r"(?<![A-Za-z0-9])" + re.escape(op_type) + r"(?![A-Za-z0-9])")
+    parsed = parse_version(tf_version or "")
+    mm = tuple(parsed[:2]) if parsed and len(parsed) >= 2 else None
+    where = _device_class(device)
+    data = recipes.table()
+    notes = []
+    for key, kind in (("nondeterministic_under_determinism", "nondeterministic"),
+                      ("raises_under_determinism", "raises")):
+        for row in data[key]:
+            if not word.search(row["op"]):
+                continue
+            if mm is not None and not within(mm, row["tf_min"], row["tf_max"]):
+                continue
+            if where is not None and row["devices"] not in ("any", where):
+                continue
+            source = data["sources"].get(row["source"], {})
+            notes.append({"kind": kind, "op": row["op"], "devices": row["devices"],
+                          "tf_min": row["tf_min"], "tf_max": row["tf_max"],
+                          "detail": row.get("why") or f"{row['exception']}: {row['message']}",
+                          "source": source.get("url", row["source"])})
+    return notes
+
+
+def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | None) -> dict[str, Any]:
+    """Run the dump comparison on the Python that made the dumps (it imports TensorFlow's reader)."""
+    program = str(resources.files("envpin.runs") / "dumpdiff.py")
+    args = [python, program, a, b] + (["--max-ops", str(max_ops)] if max_ops is not None else [])
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RunError(f"cannot compare the dumps: {exc}", hint="check that the run's Python still starts") from exc
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise RunError(f"comparing the dumps failed (exit {proc.returncode}): {tail}",
+                       hint="re-run with --keep DIR and open the dumps with TensorFlow's DebugDataReader")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def _dump_of(run: Run) -> tuple[str, dict[str, Any]]:
+    record = run.tf_record
+    if record is None:
+        raise RunError("the command never imported TensorFlow in a Python envpin could observe",
+                       hint="run a Python training script (e.g. -- python train.py); the hook is found through "
+                            "PYTHONPATH, which the command must not reset")
+    if not record.get("dump"):
+        errors = "; ".join(record.get("errors") or ()) or "no reason recorded"
+        raise RunError(f"TensorFlow's debugger dump could not be enabled: {errors}",
+                       hint="check that the command's TensorFlow is 2.3 or later")
+    return str(record["dump"]), record
+
+
+def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
+           recipe: bool = False, op_regex: str | None = None, timeout: float | None = None,
+           progress: Callable[[str], None] | None = None) -> BisectResult:
+    """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared."""
+    specs = [RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
+             for i in range(2)]
+    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress)
+    for run in runs:
+        if run.returncode != 0 and run.tf_record is None:
+            raise failed(run)
+    (dump_a, record), (dump_b, _) = _dump_of(runs[0]), _dump_of(runs[1])
+    if progress is not None:
+        progress("comparing the two dumps op by op")
+    found = _reader(str(record["python"]), dump_a, dump_b, max_ops, timeout)
+    first = found.get("first_difference")
+    frame = user_frame(first["stack"]) if first else None
+    if first:  # the user's frames, and the innermost one (where TensorFlow created the op)
+        stack = first["stack"]
+        first["stack"] = [f for f in stack[:-1] if not _LIBRARY.search(f["file"])] + stack[-1:]
+    tf_version = record.get("tf_version") or found.get("tf_version")
+    device = (first.get("device") or ("/device:CPU:0" if _no_gpu(runs) else None)) if first else None
+    notes = table_notes(first["op_type"], tf_version, device) if first else []
+    return BisectResult(
+        command=list(command), seed=seed, steps=steps, recipe=recipe, tf_version=tf_version,
+        python=record.get("python"), executions=list(found["executions"]), compared=int(found["compared"]),
+        unmatched=int(found["unmatched"]), unmatched_data=int(found.get("unmatched_data", 0)), first=first, frame=frame, notes=notes,
+        seconds=[r.seconds for r in runs], dumps=[dump_a, dump_b],
+    )
+
+
+def _no_gpu(runs: Sequence[Run]) -> bool:
+    """True when the runs' TensorFlow saw no GPU (recorded by the hook), so an op without a device ran on CPU."""
+    return all(not (r.tf_record or {}).get("gpus") for r in runs)
