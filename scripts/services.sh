@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/services.sh -- local container-engine services for envpin's engine
 # test tier (tests/docker): dockerd, a loopback-only registry on
-# 127.0.0.1:5000, Compose v2, and NGC-like stand-in base images built with
-# debootstrap (no image is ever pulled from Docker Hub or nvcr.io).
+# 127.0.0.1:5000, Compose v2, and NGC-like and stock-TensorFlow-like stand-in
+# base images built with debootstrap (no image is ever pulled from Docker Hub
+# or nvcr.io).
 #
 # Usage: scripts/services.sh {install|start|stop|base-images|all|status|help}
 # Run as root on Debian 12. Every subcommand is idempotent. See docs/engine.md.
@@ -25,6 +26,9 @@ readonly REGISTRY_ADDR=127.0.0.1:5000
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly IMAGE_REPO=nvidia/tensorflow
 readonly IMAGE_TAGS=(20.02-tf2-py3 21.06-tf2-py3)
+# Stand-ins for Docker Hub's stock TensorFlow GPU images (envpin render/build --stock).
+readonly STOCK_REPO=tensorflow/tensorflow
+readonly STOCK_TAGS=(2.20.0-gpu)
 readonly DEBOOTSTRAP_INCLUDE=python3,python3-pip,python3-venv,ca-certificates
 readonly HOST_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 readonly KEY_LABEL=org.envpin.stand-in.key
@@ -505,6 +509,18 @@ image_spec() {
         "${common[@]}"
       )
       ;;
+    # A stock TensorFlow GPU image: Debian with Python, no TensorFlow and no CUDA; only its name is stock-like
+    # (what the real image's config declares was not read from any source, so nothing more is imitated).
+    2.20.0-gpu)
+      SUITE=bookworm
+      CHANGES=(
+        'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+        'ENV LANG=C.UTF-8'
+        'LABEL org.envpin.stand-in="1"'
+        'LABEL org.envpin.stand-in.of="docker.io/tensorflow/tensorflow:2.20.0-gpu" org.envpin.stand-in.suite="bookworm"'
+        'CMD ["/bin/bash"]'
+      )
+      ;;
     *) die "unknown image tag $1" ;;
   esac
 }
@@ -561,12 +577,12 @@ ensure_rootfs() {
   return 0
 }
 
-# registry_image_key TAG : prints the content key label of the image in the
+# registry_image_key TAG [REPO] : prints the content key label of the image in the
 # registry, or nothing when the tag (or its label) is absent.
 registry_image_key() {
   local py=/usr/bin/python3
   [[ -x $py ]] || py=python3
-  "$py" - "$REGISTRY_ADDR" "$IMAGE_REPO" "$1" "$KEY_LABEL" <<'PY' 2>/dev/null || true
+  "$py" - "$REGISTRY_ADDR" "${2:-$IMAGE_REPO}" "$1" "$KEY_LABEL" <<'PY' 2>/dev/null || true
 import json, sys, urllib.request
 addr, repo, tag, label = sys.argv[1:5]
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -588,8 +604,10 @@ local_image_key() {
   "$DOCKER" image inspect -f "{{index .Config.Labels \"$KEY_LABEL\"}}" "$1" 2>/dev/null || true
 }
 
-build_image() {
-  local tag=$1 ref="$REGISTRY_ADDR/$IMAGE_REPO:$1" tarball key log work c
+build_image() { # build_image TAG [REPO] (default the NGC stand-ins' repository)
+  local tag=$1 repo=${2:-$IMAGE_REPO} tarball key log work c
+  local ref="$REGISTRY_ADDR/$repo:$tag" upstream="nvcr.io/$repo:$tag"
+  [[ $repo == "$IMAGE_REPO" ]] || upstream="docker.io/$repo:$tag"
   local -a change_args=()
   image_spec "$tag"
   ensure_rootfs "$SUITE"
@@ -598,7 +616,7 @@ build_image() {
   step "image $tag" "$log"
   key=$(sha256_text "$RECIPE_VERSION|$SUITE|$(<"$tarball.sha256")|$(sha256_file "$HOST_CA_BUNDLE")|$(printf '%s\n' "${CHANGES[@]}")")
 
-  if [[ $(registry_image_key "$tag") == "$key" ]]; then
+  if [[ $(registry_image_key "$tag" "$repo") == "$key" ]]; then
     if [[ $(local_image_key "$ref") != "$key" ]]; then
       say "base-images: $ref is in the registry; pulling it into the engine"
       run_logged "$log" "$DOCKER" pull "$ref"
@@ -626,7 +644,7 @@ build_image() {
     printf '\n### %s: docker import %s\n' "$(date -u +%FT%TZ)" "$ref" >>"$log"
     if ! tar --numeric-owner --xattrs -C "$work" -cf - . |
       "$DOCKER" import "${change_args[@]}" \
-        --message "envpin stand-in for nvcr.io/$IMAGE_REPO:$tag" - "$ref" >>"$log" 2>&1; then
+        --message "envpin stand-in for $upstream" - "$ref" >>"$log" 2>&1; then
       die "docker import of $ref failed (log: $log)"
     fi
     safe_rm_tree "$work"
@@ -635,7 +653,7 @@ build_image() {
   run_logged "$log" "$DOCKER" push "$ref"
   # Drop superseded local copies of our stand-ins (they are dangling now).
   "$DOCKER" image prune -f --filter 'label=org.envpin.stand-in=1' >>"$log" 2>&1 || true
-  [[ $(registry_image_key "$tag") == "$key" ]] || die "registry does not serve the freshly pushed $ref"
+  [[ $(registry_image_key "$tag" "$repo") == "$key" ]] || die "registry does not serve the freshly pushed $ref"
   say "base-images: $ref pushed ($("$DOCKER" image inspect -f '{{join .RepoDigests " "}}' "$ref"))"
 }
 
@@ -649,6 +667,9 @@ cmd_base_images() {
   local tag
   for tag in "${IMAGE_TAGS[@]}"; do
     build_image "$tag"
+  done
+  for tag in "${STOCK_TAGS[@]}"; do
+    build_image "$tag" "$STOCK_REPO"
   done
 }
 
@@ -664,6 +685,7 @@ usage: bash scripts/services.sh COMMAND   (as root)
   start        start dockerd ($DOCKER_SOCK) and the registry ($REGISTRY_ADDR) if not running
   stop         stop what start started (pidfiles in $RUN_DIR)
   base-images  build/push the stand-in images ${IMAGE_TAGS[*]/#/$REGISTRY_ADDR/$IMAGE_REPO:}
+               ${STOCK_TAGS[*]/#/$REGISTRY_ADDR/$STOCK_REPO:}
   all          install + start + base-images
   status       report what is up (exit 1 if anything is missing)
 

@@ -28,6 +28,9 @@ STAND_IN_TAGS = {
     "20.02-tf2-py3": "Debian bookworm, Python 3.11",
     "21.06-tf2-py3": "Debian bullseye, Python 3.9",
 }
+#: The stand-ins for Docker Hub's stock TensorFlow GPU images (envpin --stock), tag -> what they are built from.
+STOCK_REPO = "tensorflow/tensorflow"
+STOCK_TAGS = {"2.20.0-gpu": "Debian bookworm, Python 3.11"}
 MANIFEST_ACCEPT = ", ".join([
     "application/vnd.docker.distribution.manifest.v2+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
@@ -143,12 +146,13 @@ def local_registry() -> str:
     return REGISTRY
 
 
-def _stand_in(registry: str, tag: str) -> str:
-    ref = f"{registry}/{STAND_IN_REPO}:{tag}"
+def _stand_in(registry: str, tag: str, repo: str = STAND_IN_REPO) -> str:
+    ref = f"{registry}/{repo}:{tag}"
     try:
-        registry_request(f"/v2/{STAND_IN_REPO}/manifests/{tag}", method="HEAD", accept=MANIFEST_ACCEPT)
+        registry_request(f"/v2/{repo}/manifests/{tag}", method="HEAD", accept=MANIFEST_ACCEPT)
     except urllib.error.HTTPError as exc:
-        pytest.skip(f"stand-in image {ref} ({STAND_IN_TAGS[tag]}) is not in the local registry "
+        made_from = {**STAND_IN_TAGS, **STOCK_TAGS}[tag]
+        pytest.skip(f"stand-in image {ref} ({made_from}) is not in the local registry "
                     f"(HTTP {exc.code}); run `sudo bash scripts/services.sh base-images`")
     except (urllib.error.URLError, OSError) as exc:
         pytest.skip(f"could not ask the local registry for {ref}: {exc}; {FIX_SERVICES}")
@@ -159,6 +163,12 @@ def _stand_in(registry: str, tag: str) -> str:
 def stand_in_image(local_registry: str) -> str:
     """Ref of the bookworm stand-in for nvcr.io/nvidia/tensorflow:20.02-tf2-py3 in the local registry."""
     return _stand_in(local_registry, "20.02-tf2-py3")
+
+
+@pytest.fixture(scope="session")
+def stock_stand_in_image(local_registry: str) -> str:
+    """Ref of the bookworm stand-in for docker.io/tensorflow/tensorflow:2.20.0-gpu (no TensorFlow, no CUDA)."""
+    return _stand_in(local_registry, "2.20.0-gpu", STOCK_REPO)
 
 
 @pytest.fixture(scope="session")

@@ -19,3 +19,35 @@ def test_the_family_has_rules() -> None:
 @pytest.mark.parametrize("rule", base_image.RULES, ids=lambda r: r.id)
 def test_bad_example_fires_and_good_example_does_not(rule: Rule, tmp_path: Path) -> None:
     check_examples(rule, tmp_path)
+
+
+def _audit(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    from envpin import api
+
+    path = tmp_path / "Dockerfile"
+    path.write_text(text)
+    return api.audit_files([path], use_config=False)
+
+
+def test_a_stock_image_is_a_known_base_with_its_tensorflow() -> None:
+    from envpin.audit.base import identify
+    from envpin.audit.parser import parse
+
+    df = parse("FROM tensorflow/tensorflow:2.20.0-gpu\n", "Dockerfile")
+    info = identify(df, df.stages[-1])
+    assert (info.tf_version, info.distribution, info.reason) == ("2.20", "stock", None)
+    assert info.recipe is not None and info.recipe.distribution == "stock"
+
+
+def test_from_hints_name_stock_tags_envpin_knows(tmp_path: Path) -> None:
+    text = ("FROM tensorflow/tensorflow:latest-gpu AS a\nFROM tensorflow/tensorflow:2.20.0-gpu AS b\n"
+            "FROM tensorflow/tensorflow:2.9.1-gpu\n")
+    report = _audit(tmp_path, text)
+    hints: dict[str, list[str]] = {f.rule: [] for f in report.findings}
+    for f in report.findings:
+        hints[f.rule].append(f.fix)
+    assert any("FROM tensorflow/tensorflow:2.20.0-gpu@sha256:… (TensorFlow 2.20.0; `envpin catalog --stock`" in h
+               for h in hints["from-latest"])
+    nodigest = sorted(hints["from-no-digest"])
+    assert any(h.endswith("or let `envpin build --stock 2.20.0-gpu` pin it") for h in nodigest)
+    assert any(h.endswith("(envpin audit --fix)") and "2.9.1-gpu" in h for h in nodigest)

@@ -80,6 +80,35 @@ def floating_tag(tag: str) -> bool:
     return words[0] in FLOATING_WORDS or words[-1] in FLOATING_WORDS
 
 
+def _stock_tag_hint(name: str) -> str | None:
+    """For Docker Hub's tensorflow/tensorflow: the newest stock GPU tag envpin's catalog knows, as an example of an
+    exact tag (envpin.knowledge.stock); None for any other repository."""
+    from envpin.errors import EnvpinError
+    from envpin.knowledge import stock
+
+    try:
+        if imageref.parse(name).name != f"docker.io/{stock.REPOSITORY}":
+            return None
+        newest = stock.load().entries[0]
+    except (imageref.RefError, EnvpinError, IndexError):
+        return None
+    return (f"name an exact release tag and pin its digest, e.g. FROM {name}:{newest.tag}@sha256:… "
+            f"(TensorFlow {newest.tf_version}; `envpin catalog --stock` lists the stock GPU images envpin knows)")
+
+
+def _pin_hint(image: str, name: str, tag: str) -> str:
+    """Where envpin knows the tag as a stock TensorFlow GPU image, say that `envpin build --stock` pins it too."""
+    from envpin.errors import EnvpinError
+    from envpin.knowledge import stock
+
+    fix = f"pin the digest the tag points to now: FROM {image}@sha256:… (envpin audit --fix)"
+    try:
+        known = stock.names_stock_tag(f"{name}:{tag}") and tag in stock.load().tags()
+    except EnvpinError:  # a damaged table only loses the hint, never a finding
+        known = False
+    return f"{fix}, or let `envpin build --stock {tag}` pin it" if known else fix
+
+
 def check_from(ctx: Context) -> None:
     """Every stage's external base: unresolved, floating, or a tag without a digest."""
     names = {s.name for s in ctx.df.stages if s.name}
@@ -101,10 +130,10 @@ def check_from(ctx: Context) -> None:
         if tag is None or floating_tag(tag):
             what = "no tag (that is :latest)" if tag is None else f"the floating tag :{tag}"
             ctx.add(FROM_LATEST, line, f"FROM {st.image} uses {what}: the base changes whenever it is re-pushed",
-                    f"name an exact tag and pin its digest: FROM {name}:TAG@sha256:…")
+                    _stock_tag_hint(name) or f"name an exact tag and pin its digest: FROM {name}:TAG@sha256:…")
         else:
             ctx.add(FROM_NO_DIGEST, line, f"FROM {st.image} is not pinned by digest; the tag can be re-pushed",
-                    f"pin the digest the tag points to now: FROM {st.image}@sha256:… (envpin audit --fix)")
+                    _pin_hint(st.image, name, tag))
 
 
 CHECKS: tuple[Check, ...] = (check_from,)
