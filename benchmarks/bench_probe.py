@@ -1,6 +1,15 @@
 """Benchmark: the envpin probe's default fingerprint against PyTorch's collect_env, side by side in one run.
 
     .venv/bin/python benchmarks/bench_probe.py [--runs 9] [--json]
+    .venv/bin/python benchmarks/bench_probe.py --images [--image REF ...] [--runs 9] [--json]
+
+--images: the probe inside a container of each stand-in image (scripts/services.sh), three ways side by side,
+all with that image's own Python, alternating run by run after one warm-up each, CPU time of the probe
+process (user + system, getrusage of the children): *installed* (the payload's sources unpacked and compiled
+the usual way, `python3 -m compileall`, as a pip-installed envpin runs), *archive* (PYTHONPATH=envpin.pyz
+alone: what images ran before, compiling every module on every run) and *image* (what a built image runs:
+`python3 -m envpin.portable.bytecode` at build time, PYTHONPATH=/opt/envpin/lib:envpin.pyz). Goal: image
+<= 1.1x installed in every image.
 
 Both are measured the same way: wall time of a fresh interpreter process (``python -m ...``), the two
 commands alternating run by run after one unmeasured warm-up each, so both see the same machine state and
@@ -40,6 +49,33 @@ from envpin.probe import flatten  # noqa: E402  (the repository is put on sys.pa
 GOAL_SPEEDUP = 5.0
 GOAL_FIELDS = 2.0
 GOAL_SECONDS = 0.3
+GOAL_IN_IMAGE = 1.1
+#: The stand-in images scripts/services.sh pushes to the local registry (Python 3.11, 3.9 and 3.6).
+STAND_INS = ("127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3", "127.0.0.1:5000/nvidia/tensorflow:21.06-tf2-py3",
+             "127.0.0.1:5000/envpin-test/python36-base:1")
+#: Runs inside the container with its Python (3.6+): prepares the three ways and times them.
+_IN_IMAGE = r"""
+import json, os, resource, statistics, subprocess, sys, zipfile
+runs = int(sys.argv[1])
+os.makedirs('/tmp/installed')
+with zipfile.ZipFile('/work/envpin.pyz') as zf:
+    zf.extractall('/tmp/installed', [n for n in zf.namelist() if n.startswith('envpin/')])
+subprocess.check_call([sys.executable, '-m', 'compileall', '-q', '/tmp/installed'])
+env = dict(os.environ, SOURCE_DATE_EPOCH='1582848000', PYTHONPATH='/work/envpin.pyz')
+subprocess.check_call([sys.executable, '-m', 'envpin.portable.bytecode', '/work/envpin.pyz', '/tmp/lib'], env=env)
+ways = {'installed': '/tmp/installed', 'archive': '/work/envpin.pyz', 'image': '/tmp/lib:/work/envpin.pyz'}
+cpu = {w: [] for w in ways}
+cmd = [sys.executable, '-m', 'envpin.probe', '--no-selftest', '--json', os.devnull]
+for i in range(runs + 1):
+    for way, path in ways.items():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.check_call(cmd, env=dict(os.environ, PYTHONPATH=path), stdout=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if i:  # the first round warms the file cache
+            cpu[way].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3],
+                  'cpu_s': {w: statistics.median(t) for w, t in cpu.items()}}))
+"""
 
 
 def _env() -> dict[str, str]:
@@ -76,11 +112,51 @@ def collect_env_fields(text: str) -> int:
     return count
 
 
+def in_images(images: list[str], runs: int, as_json: bool) -> int:
+    """The probe in a container of each image: installed, from the archive, as a built image runs it."""
+    from envpin.environment.payload import payload
+
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="envpin-bench-probe-") as tmp:
+        (Path(tmp) / "envpin.pyz").write_bytes(payload())
+        (Path(tmp) / "driver.py").write_text(_IN_IMAGE)
+        for image in images:
+            proc = subprocess.run(["docker", "run", "--rm", "-v", f"{tmp}:/work:ro", "--entrypoint", "python3",
+                                   image, "/work/driver.py", str(runs)], capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                sys.stderr.write(f"{image}: {proc.stderr[-2000:]}\n")
+                return 2
+            got = json.loads(proc.stdout.strip().splitlines()[-1])
+            cpu = got["cpu_s"]
+            rows.append({"image": image, "python": got["python"], "cpu_s": {k: round(v, 4) for k, v in cpu.items()},
+                         "image_vs_installed": round(cpu["image"] / cpu["installed"], 2),
+                         "archive_vs_installed": round(cpu["archive"] / cpu["installed"], 2)})
+    met = all(r["image_vs_installed"] <= GOAL_IN_IMAGE for r in rows)
+    if as_json:
+        print(json.dumps({"runs": runs, "load_average": load, "goal": GOAL_IN_IMAGE, "met": met, "images": rows},
+                         indent=2, sort_keys=True))
+        return 0 if met else 1
+    print(f"probe CPU inside each stand-in (median of {runs}, alternating; load average {' '.join(load)})")
+    print(f"{'image':<50} {'python':>7} {'installed':>10} {'archive':>9} {'image':>9} {'image/inst':>11} "
+          f"{'archive/inst':>13}")
+    for r in rows:
+        c = r["cpu_s"]
+        print(f"{r['image']:<50} {r['python']:>7} {c['installed']:>9.3f}s {c['archive']:>8.3f}s {c['image']:>8.3f}s "
+              f"{r['image_vs_installed']:>10.2f}x {r['archive_vs_installed']:>12.2f}x")
+    print(f"goal: image <= {GOAL_IN_IMAGE}x installed in every image: {'met' if met else 'NOT met'}")
+    return 0 if met else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=9, help="measured runs of each command (default 9)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    ap.add_argument("--images", action="store_true", help="the probe inside containers of the stand-in images")
+    ap.add_argument("--image", action="append", help="with --images: this image instead of the stand-ins")
     args = ap.parse_args()
+    if args.images:
+        return in_images(args.image or list(STAND_INS), args.runs, args.json)
 
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:

@@ -85,7 +85,12 @@ def test_definition_steps_in_the_stand_in_base(docker_client: Any, stand_in_imag
         host = {"TF_CUDNN_USE_AUTOTUNE": "0", "PYTHONHASHSEED": "7", "PYTHONPATH": "/home/me/lib"}
         code, out = box.run("/.singularity.d/runscript", "python3", "-c", _SHOW, host=host)
         assert code == 0, out
-        assert out.split() == ["None", "0", "/opt/envpin/envpin.pyz:/home/me/lib", plan.to_dict()["envpin_version"]]
+        assert out.split() == ["None", "0", "/opt/envpin/lib:/opt/envpin/envpin.pyz:/home/me/lib",
+                               plan.to_dict()["envpin_version"]]
+        # %post compiled the payload with the image's Python: imports load that bytecode, not the archive's source.
+        code, out = box.run("/.singularity.d/runscript", "python3", "-v", "-c", "import envpin.probe.report")
+        assert code == 0, out
+        assert "code object from '/opt/envpin/lib/envpin/probe/__pycache__/report." in out, out[-3000:]
         code, out = box.run("/.singularity.d/runscript")  # no command: the recipe check
         assert code == 0 and "envpin: TensorFlow not found" in out, out
         code, out = box.run("/.singularity.d/test")  # the self-test needs TensorFlow: exit 2, and says why
