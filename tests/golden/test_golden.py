@@ -29,11 +29,17 @@ CASES = [
     ("25.02-tf2-py3", "2.17"),
 ]
 GOLDEN_FILES = ("Dockerfile", "plan.json", ".dockerignore", DEF_NAME)
+#: Stock TensorFlow GPU images (Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu), rendered from --stock.
+STOCK_CASES = ["2.20.0-gpu"]
 
 
-@pytest.mark.parametrize("tag, tf", CASES)
+def _plan(tag: str, tf: str | None):  # type: ignore[no-untyped-def]
+    return make_plan(stock=tag) if tag in STOCK_CASES else make_plan(ngc=tag, tf=tf)
+
+
+@pytest.mark.parametrize("tag, tf", [*CASES, *((t, None) for t in STOCK_CASES)])
 def test_golden(tag: str, tf: str | None, update_golden: bool) -> None:
-    files = render(make_plan(ngc=tag, tf=tf), tuple(FORMATS))
+    files = render(_plan(tag, tf), tuple(FORMATS))
     folder = HERE / tag
     for name in GOLDEN_FILES:
         path = folder / name
@@ -51,7 +57,7 @@ def _hadolint() -> str:
     return exe
 
 
-@pytest.mark.parametrize("tag, tf", CASES)
+@pytest.mark.parametrize("tag, tf", [*CASES, *((t, None) for t in STOCK_CASES)])
 def test_hadolint_clean(tag: str, tf: str | None) -> None:
     proc = subprocess.run(
         [_hadolint(), "--no-color", str(HERE / tag / "Dockerfile")], capture_output=True, text=True, timeout=60

@@ -227,3 +227,21 @@ def test_cli_doctor_checks_the_stock_images_driver(cli, tmp_path: Path, monkeypa
     cli("render", "--stock", "2.20", "--out", str(tmp_path / "env"))
     res = cli("doctor", "--lock", str(tmp_path / "env"))
     assert "driver 535.104.05 is older than 2.20.0-gpu's minimum 555.42.02" in res.stdout and res.code != 0
+
+
+def test_cli_render_of_an_ngc_tag_with_a_weak_value_prints_one_notice(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from envpin.knowledge import catalog
+
+    weak = [e for e in catalog.load().entries() if e.weak(PLAN_FIELDS) and e.tf_version and e.flavor == "tf2"]
+    assert weak, "the catalog has NGC tags whose plan values rest on a weak grade"
+    e = weak[0]
+    res = cli("render", "--ngc", e.tag, "--out", str(tmp_path / "n"))
+    notices = [line for line in res.stderr.splitlines() if line.startswith("notice:")]
+    assert res.code == 0 and len(notices) == 1, res.stderr
+    assert notices[0].startswith(f"notice: below NVIDIA's own notes: {e.tag} ")
+    name, fact = next(iter(e.weak(PLAN_FIELDS).items()))
+    assert f"{name} {fact.value} ({fact.kind})" in notices[0]
+    strong = next(x for x in catalog.load().entries() if x.tag == "20.02-tf2-py3")
+    assert not strong.weak(PLAN_FIELDS)
+    res = cli("render", "--ngc", "20.02-tf2-py3", "--out", str(tmp_path / "s"))
+    assert res.code == 0 and "notice:" not in res.stderr
