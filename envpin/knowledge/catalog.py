@@ -133,6 +133,9 @@ class Entry:
     #: "ngc" (the catalog file), or "stock" for a Docker Hub tensorflow/tensorflow:X.Y.Z-gpu image
     #: (envpin.knowledge.stock: release is then the TensorFlow version and flavor "gpu").
     distribution: str = "ngc"
+    #: Sources (ids) that show the tag was published without backing a value (stock images: public files that
+    #: build FROM it); shown by catalog show and --json.
+    published: tuple[str, ...] = ()
 
     @property
     def cached(self) -> bool:
@@ -193,6 +196,8 @@ class Entry:
         }
         if self.distribution != "ngc":
             out["distribution"] = self.distribution
+        if self.published:
+            out["published"] = [self._cited(sid) for sid in self.published]
         provenance: dict[str, Any] = {}
         for name in FIELDS:
             fact = self.facts[name]

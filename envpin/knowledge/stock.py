@@ -123,7 +123,7 @@ def entry(tag: str, rel: dict[str, Any], sources: dict[str, dict[str, str]]) -> 
                            tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
     version = tag[: -len("-gpu")]
     return Entry(release=version, flavor=STOCK_FLAVOR, tag=tag, image=f"{REPOSITORY}:{tag}", facts=facts,
-                 sources=sources, written=dict(facts), distribution="stock")
+                 sources=sources, written=dict(facts), distribution="stock", published=tuple(rel["published"]))
 
 
 def names_stock_tag(text: str) -> bool:

@@ -176,6 +176,8 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
             for value, sid in fact.conflicts:
                 src = e.sources[sid]
                 say(console, f"  {name}: {src['kind']} evidence says {cell(value)} ({src['url']})")
+        for sid in e.published:
+            say(console, f"  published: {e.sources[sid]['url']} uses {e.image}")
         for name, old in sorted(e.outranked.items()):
             say(console, f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
                          f"({e.sources[old.source]['url'] if old.source else 'no source'})")

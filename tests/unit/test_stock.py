@@ -186,8 +186,11 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     res = cli("catalog", "show", "2.20.0-gpu", "--json")
     (shown,) = json.loads(res.stdout)
     assert shown["distribution"] == "stock" and shown["provenance"]["driver_min"]["kind"] == "nvidia-cuda"
+    assert [p["kind"] for p in shown["published"]] == ["usage"]
+    assert "enterprise_gateway" in shown["published"][0]["source"]
     res = cli("catalog", "show", "tensorflow/tensorflow:2.20.0-gpu")
     assert res.code == 0 and "cuda: third-party evidence says 12.3" in res.stdout
+    assert "published: https://github.com/jupyter-server/enterprise_gateway/blob/" in res.stdout
 
 
 @pytest.mark.parametrize("args, message", [
