@@ -8,7 +8,6 @@ Each command parses its options, calls exactly one `envpin.api` function and han
 from __future__ import annotations
 
 import sys
-import traceback
 from typing import Annotated
 
 import typer
@@ -61,9 +60,9 @@ def _root(
 
 def _register() -> None:
     """Attach the command groups (their modules import nothing heavy at module level)."""
-    from envpin.cli import audit, catalog, doctor, environment, fleet, probe, selftest
+    from envpin.cli import audit, catalog, doctor, environment, fleet, probe, runs, selftest
 
-    for module in (catalog, environment, probe, selftest, doctor, audit, fleet):
+    for module in (catalog, environment, probe, selftest, doctor, audit, fleet, runs):
         module.register(app)
 
 
@@ -80,8 +79,12 @@ def _app_for(args: list[str]) -> typer.Typer:
     needed only for the root's help, shell completion and an unknown command's error."""
     import os
 
+    if any(k.endswith("_COMPLETE") for k in os.environ):
+        return app
+    if all(a in _ROOT_FLAGS or a in _HELP for a in args) and (not args or any(a in _HELP for a in args)):
+        return _summary_app()
     name = next((a for a in args if a not in _ROOT_FLAGS), None)
-    if name is None or name.startswith("-") or any(k.endswith("_COMPLETE") for k in os.environ):
+    if name is None or name.startswith("-"):
         return app
     commands = [c for c in app.registered_commands if c.name == name]
     groups = [g for g in app.registered_groups if g.name == name]
@@ -91,6 +94,40 @@ def _app_for(args: list[str]) -> typer.Typer:
 
     only = copy.copy(app)
     only.registered_commands, only.registered_groups = commands, groups
+    return only
+
+
+_HELP = frozenset({"-h", "--help"})
+
+
+def _summary_app() -> typer.Typer:
+    """The app for the root's help (`envpin`, `envpin --help`): every command and group listed by its name and
+    help alone. Their options are not shown there, and building them (Typer reads every signature) costs
+    more than the rest of the help; the page is the same (tests/unit/test_cli_single_command.py)."""
+    import copy
+
+    def summary(info: typer.models.CommandInfo) -> typer.models.CommandInfo:
+        listed = copy.copy(info)
+        original = info.callback
+
+        def callback() -> None:
+            """Never runs: this command is only listed."""
+
+        if original is not None:
+            callback.__name__, callback.__doc__ = original.__name__, original.__doc__
+        listed.callback = callback
+        return listed
+
+    def group(info: typer.models.TyperInfo) -> typer.models.TyperInfo:
+        listed, inner = copy.copy(info), copy.copy(info.typer_instance)
+        if inner is not None:
+            inner.registered_commands, inner.registered_groups = [], []
+        listed.typer_instance = inner
+        return listed
+
+    only = copy.copy(app)
+    only.registered_commands = [summary(c) for c in app.registered_commands]
+    only.registered_groups = [group(g) for g in app.registered_groups]
     return only
 
 
@@ -129,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     except EnvpinError as exc:
         _warnings()
         if _state["debug"]:
+            import traceback
+
             traceback.print_exc()
         # Messages quote user input and file contents: printed as plain text, never as markup.
         _say(f"error: {exc.message}")
@@ -180,6 +219,8 @@ def _is_usage_error(exc: BaseException) -> bool:
 def _internal_error(exc: BaseException) -> None:
     """Last resort: never show a traceback unless --debug asked for one; the exit code is 2 either way."""
     if _state["debug"]:
+        import traceback
+
         traceback.print_exception(exc)
     _say(f"error: internal error: {type(exc).__name__}: {exc}")
     _say("hint: re-run as `envpin --debug <the same arguments>` and report the traceback")

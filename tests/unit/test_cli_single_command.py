@@ -22,8 +22,8 @@ def test_every_command_is_found_by_name() -> None:
         assert [c.name for c in only.registered_commands] + [g.name for g in only.registered_groups] == [name]
 
 
-@pytest.mark.parametrize("args", [[], ["--help"], ["-h"], ["--version"], ["-q"], ["no-such-command"],
-                                  ["--debug", "-v", "nope", "x"]])
+@pytest.mark.parametrize("args", [["--version"], ["-q"], ["no-such-command"], ["--debug", "-v", "nope", "x"],
+                                  ["--help", "nope"]])
 def test_the_whole_app_where_no_single_command_is_named(args: list[str]) -> None:
     assert cli._app_for(args) is cli.app
 
@@ -50,3 +50,19 @@ def test_a_single_command_has_the_same_help_as_in_the_whole_app(name: str) -> No
     args = [name, "--help"]
     alone, whole = _help(cli._app_for(args), args), _help(cli.app, args)
     assert alone == whole and f"Usage: envpin {name}" in alone
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["-h"], ["-q", "--help"], ["--debug", "-h"]])
+def test_the_root_help_lists_every_command_as_the_whole_app_does(args: list[str]) -> None:
+    summary = cli._app_for(args)
+    assert summary is not cli.app
+    alone, whole = _page(summary, args), _page(cli.app, args)
+    assert alone == whole and "Commands" in whole
+
+
+def _page(app: typer.Typer, args: list[str]) -> str:
+    """The help page, also when it comes as the error no arguments raise (NoArgsIsHelpError)."""
+    try:
+        return _help(app, args)
+    except Exception as exc:  # the CLI prints this exception's message as the page
+        return f"{type(exc).__name__}: {exc.format_message()}"  # type: ignore[attr-defined]
