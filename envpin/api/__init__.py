@@ -47,6 +47,7 @@ from envpin.api.probe import (
     run_probe,
     verify_environment,
 )
+from envpin.api.runs import bisect_runs, cost_runs, study_runs
 from envpin.api.selftest import SelftestError, run_selftest
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "SelftestError",
     "VerifyResult",
     "audit_files",
+    "bisect_runs",
     "build_environment",
     "build_formats",
     "build_or_plan",
@@ -78,6 +80,7 @@ __all__ = [
     "catalog_release",
     "check_lock",
     "check_lock_file",
+    "cost_runs",
     "diagnose_host",
     "diff_files",
     "find_lock",
@@ -94,6 +97,7 @@ __all__ = [
     "render_environment",
     "run_probe",
     "run_selftest",
+    "study_runs",
     "sync_catalog",
     "verify_environment",
 ]

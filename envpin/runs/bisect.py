@@ -156,7 +156,8 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
     return BisectResult(
         command=list(command), seed=seed, steps=steps, recipe=recipe, tf_version=tf_version,
         python=record.get("python"), executions=list(found["executions"]), compared=int(found["compared"]),
-        unmatched=int(found["unmatched"]), unmatched_data=int(found.get("unmatched_data", 0)), first=first, frame=frame, notes=notes,
+        unmatched=int(found["unmatched"]), unmatched_data=int(found.get("unmatched_data", 0)), first=first,
+        frame=frame, notes=notes,
         seconds=[r.seconds for r in runs], dumps=[dump_a, dump_b],
     )
 

@@ -12,6 +12,7 @@ op's name, the output slot, and how many times that key was seen before). Run A'
 in the order they happened; the first whose value differs from its counterpart in run B is the answer.
 """
 
+import contextlib
 import json
 import re
 import sys
@@ -43,7 +44,7 @@ def _index(reader):
     for digest in reader.executions(digest=True):
         key = ("eager", _stem(digest.op_type), "", 0)
         seen[key] = seen.get(key, -1) + 1
-        events.append((digest.wall_time, key + (seen[key],), "eager", digest))
+        events.append((digest.wall_time, (*key, seen[key]), "eager", digest))
     names = {}
     for digest in reader.graph_execution_traces(digest=True):
         graph = names.get(digest.graph_id)
@@ -51,7 +52,7 @@ def _index(reader):
             graph = names[digest.graph_id] = _stem(reader.graph_by_id(digest.graph_id).name)
         key = ("graph", graph, digest.op_name, digest.output_slot)
         seen[key] = seen.get(key, -1) + 1
-        events.append((digest.wall_time, key + (seen[key],), "graph", digest))
+        events.append((digest.wall_time, (*key, seen[key]), "graph", digest))
     events.sort(key=lambda e: e[0])
     return events
 
@@ -201,10 +202,8 @@ def diff(root_a, root_b, max_ops=None):
     for e in events_b:
         if e[1] not in keys_a:
             result["unmatched_data" if _unordered(e[1]) else "unmatched"] += 1
-    try:
+    with contextlib.suppress(Exception):
         result["tf_version"] = readers[0].tensorflow_version()
-    except Exception:
-        pass
     for _, key, kind, digest in events_a:
         if max_ops is not None and result["compared"] >= max_ops:
             break

@@ -146,7 +146,7 @@ def _patch_fit(model_class, callback_base):
     def fit(self, *args, **kwargs):
         if RECORD["stopped_after_steps"] is not None:  # the step budget is spent: later fits do nothing
             kwargs["epochs"] = kwargs.get("initial_epoch", 0)
-        kwargs["callbacks"] = list(kwargs.get("callbacks") or []) + [callback()]
+        kwargs["callbacks"] = [*list(kwargs.get("callbacks") or []), callback()]
         history = original(self, *args, **kwargs)
         for key, values in sorted(getattr(history, "history", {}).items()):
             try:

@@ -51,8 +51,8 @@ def bootstrap_ci(fixed: Sequence[float], varied: Sequence[float], level: float =
     if len(found) < resamples // 2:
         return None
     found.sort()
-    lo = found[int(math.floor((1 - level) / 2 * (len(found) - 1)))]
-    hi = found[int(math.ceil((1 + level) / 2 * (len(found) - 1)))]
+    lo = found[math.floor((1 - level) / 2 * (len(found) - 1))]
+    hi = found[math.ceil((1 + level) / 2 * (len(found) - 1))]
     return lo, hi
 
 

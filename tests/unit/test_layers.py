@@ -29,17 +29,18 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("envpin.reports",), False),
     (("envpin.environment",), False),
     (("envpin.image",), False),
-    (("envpin.fleet", "envpin.doctor", "envpin.audit"), True),
+    (("envpin.fleet", "envpin.doctor", "envpin.audit", "envpin.runs"), True),
     (("envpin.api",), False),
     (("envpin.views",), False),
     (("envpin.cli", "envpin.__main__"), False),
 )
 #: Standard library only, Python 3.6+: these run inside images (imports of optional packages such as
 #: tensorflow happen inside functions and are checked by tests/unit/test_probe_run.py).
-STDLIB_ONLY = ("envpin.portable", "envpin.probe", "envpin.fleet.nodetask")
+STDLIB_ONLY = ("envpin.portable", "envpin.probe", "envpin.fleet.nodetask", "envpin.runs.hook",
+               "envpin.runs.dumpdiff")
 #: Library modules that may write to stdout/stderr: programs that run inside images, where a JSON report
 #: or a framed result on stdout is their whole interface.
-PROGRAMS = ("envpin.probe", "envpin.fleet.nodetask")
+PROGRAMS = ("envpin.probe", "envpin.fleet.nodetask", "envpin.runs.dumpdiff")
 
 
 def module_name(path: Path) -> str:

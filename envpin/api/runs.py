@@ -1,0 +1,95 @@
+"""`envpin bisect`, `envpin study`, `envpin cost`: the user's own training command, run several times."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envpin.errors import UsageError
+
+if TYPE_CHECKING:
+    from envpin.runs.bisect import BisectResult
+    from envpin.runs.cost import CostResult
+    from envpin.runs.study import StudyResult
+
+
+@contextlib.contextmanager
+def _workdir(keep: Path | None) -> Iterator[Path]:
+    """Where the runs write their logs and dumps: `keep` (new or empty, left in place), else a temporary
+    folder removed afterwards."""
+    if keep is None:
+        folder = Path(tempfile.mkdtemp(prefix="envpin-runs-"))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    from envpin.fsutil import check_output_path
+
+    check_output_path(keep, "--keep")
+    if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+        raise UsageError(f"--keep {keep} exists and is not an empty folder", hint="name a new or empty folder")
+    keep.mkdir(exist_ok=True)
+    yield keep
+
+
+def _command(command: list[str]) -> list[str]:
+    from envpin.runs.launch import check_command
+
+    return check_command(command)
+
+
+def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
+                recipe: bool = False, op_regex: str | None = None, keep: Path | None = None,
+                timeout: float | None = None, progress: Callable[[str], None] | None = None) -> BisectResult:
+    """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs."""
+    from envpin.runs.bisect import bisect
+
+    if steps is not None and steps < 1:
+        raise UsageError("--steps must be 1 or more", hint="pass the number of training steps to record")
+    args = _command(command)
+    with _workdir(keep) as root:
+        return bisect(args, root, seed=seed, steps=steps, max_ops=max_ops, recipe=recipe, op_regex=op_regex,
+                      timeout=timeout, progress=progress)
+
+
+def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str = "off", jobs: int = 1,
+               html: Path | None = None, keep: Path | None = None, timeout: float | None = None,
+               progress: Callable[[str], None] | None = None) -> StudyResult:
+    """`runs` runs with every seed fixed against `runs` with the seed varied (with the recipe off, on or
+    both); the picture is written to `html` when given."""
+    from envpin.runs.study import study
+
+    recipes = {"off": (False,), "on": (True,), "both": (False, True)}.get(recipe)
+    if recipes is None:
+        raise UsageError(f"--recipe must be off, on or both, not {recipe!r}", hint="pass --recipe off|on|both")
+    if jobs < 1:
+        raise UsageError("-j must be 1 or more", hint="pass the number of runs to make at once")
+    if html is not None:
+        from envpin.fsutil import check_output_path
+
+        check_output_path(html, "--html")
+    args = _command(command)
+    with _workdir(keep) as root:
+        result = study(args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout,
+                       progress=progress)
+    if html is not None:
+        from envpin.fsutil import atomic_write
+        from envpin.runs.figure import page
+
+        atomic_write(html, page(result.to_dict()).encode("utf-8"))
+    return result
+
+
+def cost_runs(command: list[str], *, repeat: int = 3, seed: int = 42, keep: Path | None = None,
+              timeout: float | None = None, progress: Callable[[str], None] | None = None) -> CostResult:
+    """Time the command without and with envpin's recipe, `repeat` times each, alternately."""
+    from envpin.runs.cost import cost
+
+    args = _command(command)
+    with _workdir(keep) as root:
+        return cost(args, root, repeat=repeat, seed=seed, timeout=timeout, progress=progress)

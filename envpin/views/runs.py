@@ -1,0 +1,106 @@
+"""Views of `envpin bisect`, `envpin study` and `envpin cost` (text; JSON goes through console.print_json)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from envpin.views.console import say
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def _g(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def bisect_lines(data: dict[str, Any]) -> list[str]:
+    """The bisect result as lines (the same words whatever the terminal)."""
+    steps = f"first {data['steps']} training steps" if data["steps"] else "the whole run"
+    lines = [f"bisect: {' '.join(data['command'])} (seed {data['seed']}, {steps}"
+             + (", envpin recipe" if data["recipe"] else "") + f", TensorFlow {data['tf_version']})",
+             f"compared {data['compared']} op executions (run 1 executed {data['executions'][0]}, "
+             f"run 2 {data['executions'][1]})"]
+    first = data["first_difference"]
+    if data["identical"]:
+        lines.append(f"bit-identical: all {data['compared']} op executions compared gave the same bits in both runs")
+        return lines
+    if first is None:
+        lines.append(f"not identical: no compared value differed, but {data['unmatched']} op executions had no "
+                     "counterpart in the other run (the runs took different paths)")
+        return lines
+    where = f"graph {first['graph']}" if first["kind"] == "graph" else "eager"
+    name = f" {first['op_name']}" if first.get("op_name") else ""
+    lines.append(f"first difference: {first['op_type']}{name} ({where}, output {first['output_slot']}, "
+                 f"execution {first['index'] + 1} of those compared)")
+    source = data.get("source")
+    if source:
+        lines.append(f"  created at {source['file']}:{source['line']} in {source['function']}")
+    diff = first["difference"]
+    if diff["kind"] == "values":
+        text = (f"  {diff['bit_equal']} of {diff['elements']} elements bit-equal ({diff['dtype']}"
+                f"{diff['shape']})")
+        if diff.get("max_abs") is not None:
+            text += f"; max abs error {_g(diff['max_abs'])}, max rel error {_g(diff['max_rel'])}"
+        lines.append(text)
+    elif diff["kind"] == "shape":
+        lines.append(f"  different tensors: {diff['a']} against {diff['b']}")
+    elif diff["kind"] == "unmatched-value":
+        lines.append("  inside a tf.data function: a value the other run never produced")
+    else:
+        lines.append(f"  different number of outputs: {diff['a']} against {diff['b']}")
+    if first.get("unordered"):
+        lines.append("  (tf.data functions run concurrently: their calls are compared as a set, not one by one)")
+    notes = data["recipe_table"]
+    if not notes:
+        lines.append(f"  envpin's recipe table lists nothing for {first['op_type']} on TensorFlow {data['tf_version']}")
+    for note in notes:
+        what = "nondeterministic even with determinism on" if note["kind"] == "nondeterministic" \
+            else "raises under determinism"
+        lines.append(f"  recipe table: {note['op']} ({note['devices']}): {what}: {note['detail']} "
+                     f"[{note['source']}]")
+    return lines
+
+
+def show_bisect(data: dict[str, Any], console: Console) -> None:
+    for line in bisect_lines(data):
+        say(console, line)
+
+
+def show_study(data: dict[str, Any], console: Console) -> None:
+    """Per metric and recipe setting: each arm's mean and standard deviation, the ratio, its interval."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(f"study: {' '.join(data['command'])} ({data['runs_per_arm']} runs per arm, "
+                             f"TensorFlow {data['tf_version']})"))
+    for col in ("metric", "recipe", "fixed mean", "fixed std", "varied mean", "varied std", "ratio", "95% CI"):
+        table.add_column(col, justify="left" if col in ("metric", "recipe") else "right")
+    for m in data["metrics"]:
+        ci = m["ratio_ci95"]
+        table.add_row(Text(m["metric"]), "on" if m["recipe"] else "off", _g(m["fixed"]["mean"]),
+                      _g(m["fixed"]["std"]), _g(m["varied"]["mean"]), _g(m["varied"]["std"]), _g(m["ratio"]),
+                      f"{_g(ci[0])} to {_g(ci[1])}" if ci else "-")
+    console.print(table)
+    for m in data["metrics"]:
+        say(console, ("[recipe on] " if m["recipe"] else "") + m["verdict"])
+
+
+def show_cost(data: dict[str, Any], console: Console) -> None:
+    """Each arm's time per step (or run) and the recipe's overhead with its interval."""
+    from rich.table import Table
+    from rich.text import Text
+
+    unit = data["unit"]
+    table = Table(title=Text(f"cost: {' '.join(data['command'])} ({data['repeat']} runs per arm, "
+                             f"TensorFlow {data['tf_version']}, recipe {data['recipe']})"))
+    for col in ("arm", f"mean s/{unit}", f"s/{unit} of each run", "run seconds"):
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for key, label in (("without_recipe", "without recipe"), ("with_recipe", "with recipe")):
+        arm = data[key]
+        table.add_row(label, _g(arm["mean"]), " ".join(_g(v) for v in arm["values"]),
+                      " ".join(_g(v) for v in data["run_seconds"][key]))
+    console.print(table)
+    ci = data["overhead_ci95"]
+    interval = f" (95% CI {ci[0]:+.1%} to {ci[1]:+.1%})" if ci else ""
+    say(console, f"overhead of the recipe: {data['overhead']:+.1%} per {unit}{interval}")
