@@ -15,7 +15,9 @@ from importlib import resources
 from typing import Any
 
 from envpin.errors import RecipeError
+from envpin.portable.versions import parse_version
 from envpin.probe import runtime
+from envpin.probe.selftest.expect import ngc_overrides
 
 SCHEMA_VERSION = 1
 #: Python-side steps the runtime helper (envpin.probe.runtime) knows how to perform.
@@ -27,6 +29,12 @@ DISTRIBUTIONS = ("ngc", "stock")
 DEVICES = ("gpu", "cpu", "any")
 _RAISE_KEYS = {"op", "tf_min", "tf_max", "devices", "exception", "message", "checks", "source"}
 _SILENT_KEYS = {"op", "tf_min", "tf_max", "devices", "why", "checks", "source"}
+#: Optional keys of op entries: a Keras range (Keras 2 and 3 differ), one platform, what is not settled yet.
+_OPTIONAL_KEYS = {"keras_min", "keras_max", "platform", "unverified"}
+PLATFORMS = ("windows", "linux", "darwin")
+_OVERRIDE_KEYS = {"op", "ngc_min", "ngc_max", "tf_min", "tf_max", "devices", "verdict", "why", "checks", "source"}
+OVERRIDE_VERDICTS = ("deterministic", "nondeterministic", "raises")
+_ADVICE_KEYS = {"id", "tf_min", "tf_max", "text", "doc", "source"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,10 @@ class Recipe:
     raises: tuple[dict[str, Any], ...]
     silent: tuple[dict[str, Any], ...]
     sources: dict[str, dict[str, str]]
+    #: Where this NGC release differs from stock TensorFlow (empty for stock builds).
+    ngc_overrides: tuple[dict[str, Any], ...] = ()
+    #: Popular advice that is wrong for this TensorFlow, each with its docs anchor.
+    advice: tuple[dict[str, Any], ...] = ()
 
     def env_dict(self) -> dict[str, str]:
         return {e["name"]: e["value"] for e in self.env}
@@ -62,6 +74,8 @@ class Recipe:
             "caveats": list(self.caveats),
             "raises_under_determinism": list(self.raises),
             "nondeterministic_under_determinism": list(self.silent),
+            "ngc_overrides": list(self.ngc_overrides),
+            "advice": list(self.advice),
         }
 
     @property
@@ -123,10 +137,30 @@ def validate(data: Any) -> None:
         for item in data[key]:
             where = f"{key} {item.get('op')}"
             cite(where, item)
-            if set(item) != keys:
-                problems.append(f"{where}: needs exactly {sorted(keys)}")
+            if not keys <= set(item) <= keys | _OPTIONAL_KEYS:
+                problems.append(f"{where}: needs {sorted(keys)} (and optionally {sorted(_OPTIONAL_KEYS)})")
             elif item["devices"] not in DEVICES or not isinstance(item["checks"], list):
                 problems.append(f"{where}: devices must be one of {DEVICES} and checks a list")
+            elif item.get("platform", "linux") not in PLATFORMS:
+                problems.append(f"{where}: platform must be one of {PLATFORMS}")
+            elif not all(_version_ok(item.get(k)) for k in ("tf_min", "tf_max", "keras_min", "keras_max")):
+                problems.append(f"{where}: versions must be MAJOR.MINOR")
+    for item in data.get("ngc_overrides", []):
+        where = f"ngc_overrides {item.get('op')}"
+        cite(where, item)
+        if set(item) != _OVERRIDE_KEYS:
+            problems.append(f"{where}: needs exactly {sorted(_OVERRIDE_KEYS)}")
+        elif item["verdict"] not in OVERRIDE_VERDICTS or item["devices"] not in DEVICES:
+            problems.append(f"{where}: verdict must be one of {OVERRIDE_VERDICTS}, devices one of {DEVICES}")
+        elif not all(_release_ok(item.get(k)) for k in ("ngc_min", "ngc_max")):
+            problems.append(f"{where}: ngc_min/ngc_max must be NGC releases YY.MM")
+    ids = set()
+    for item in data.get("advice", []):
+        where = f"advice {item.get('id')}"
+        cite(where, item)
+        if set(item) != _ADVICE_KEYS or item["id"] in ids or not str(item["doc"]).startswith("docs/"):
+            problems.append(f"{where}: needs exactly {sorted(_ADVICE_KEYS)}, a unique id and a docs/ page")
+        ids.add(item.get("id"))
     if problems:
         raise RecipeError(f"recipes.json is invalid: {problems[0]}")
 
@@ -146,6 +180,8 @@ def select(tf_version: str, distribution: str = "ngc", ngc_release: str | None =
         raise RecipeError(str(exc), hint="pass --tf MAJOR.MINOR (and --ngc YY.MM for NGC images)") from exc
     except LookupError as exc:
         raise RecipeError(str(exc)) from exc
+    overrides = ngc_overrides(data, tf_version, ngc_release) if distribution == "ngc" else []
+    mm = tuple(parse_version(tf_version)[:2])
     return Recipe(
         id=row["id"],
         distribution=distribution,
@@ -156,10 +192,27 @@ def select(tf_version: str, distribution: str = "ngc", ngc_release: str | None =
         no_effect=tuple(row["no_effect"]),
         steps=tuple(row["steps"]),
         caveats=tuple(row["caveats"]),
-        raises=tuple(row["raises_under_determinism"]),
-        silent=tuple(row["nondeterministic_under_determinism"]),
+        raises=tuple(e for e in row["raises_under_determinism"] if not _replaced(e, overrides)),
+        silent=tuple(e for e in row["nondeterministic_under_determinism"] if not _replaced(e, overrides)),
         sources=data["sources"],
+        ngc_overrides=tuple(overrides),
+        advice=tuple(a for a in data.get("advice", []) if runtime.within(mm, a["tf_min"], a["tf_max"])),
     )
+
+
+def _replaced(entry: dict[str, Any], overrides: list[dict[str, Any]]) -> bool:
+    """A stock entry whose every check an NGC override speaks of (NVIDIA's build behaves otherwise there)."""
+    checks = set(entry["checks"])
+    covered = {c for o in overrides for c in o["checks"]}
+    return bool(checks) and checks <= covered
+
+
+def _version_ok(value: Any) -> bool:
+    return value is None or bool(re.fullmatch(r"[0-9]+\.[0-9]+", str(value)))
+
+
+def _release_ok(value: Any) -> bool:
+    return value is None or bool(re.fullmatch(r"[0-9]{2}\.(0[1-9]|1[0-2])", str(value)))
 
 
 def rows() -> list[dict[str, Any]]:
@@ -168,8 +221,9 @@ def rows() -> list[dict[str, Any]]:
 
 
 #: A TensorFlow API name in an op entry's text (tf.math.unsorted_segment_sum), with `/ other_name` siblings that
-#: share its module (tf.nn.dilation2d / erosion2d).
-_OP_API = re.compile(r"\b(tf(?:\.[A-Za-z_]\w*)+)((?:\s*/\s*[a-z_]\w*\b(?![.(]))*)")
+#: share its module (tf.nn.dilation2d / erosion2d) and `/ Class` siblings that are Keras layers (tf.gather /
+#: Embedding).
+_OP_API = re.compile(r"\b(tf(?:\.[A-Za-z_]\w*)+)((?:\s*/\s*[A-Za-z_]\w*\b(?![.(]))*)")
 #: A Keras class an op entry names: "Keras DepthwiseConv2D", "Keras MaxPooling layers".
 _OP_KERAS = re.compile(r"\bKeras\s+([A-Z]\w+)")
 
@@ -195,6 +249,7 @@ def op_apis(item: dict[str, Any]) -> tuple[str, ...]:
             continue
         out.append(first)
         prefix = first.rsplit(".", 1)[0]
-        out += [f"{prefix}.{alt}" for alt in re.findall(r"/\s*([a-z_]\w*)", m.group(2))]
+        for alt in re.findall(r"/\s*([A-Za-z_]\w*)", m.group(2)):
+            out.append(f"Keras:{alt}" if alt[0].isupper() else f"{prefix}.{alt}")
     out += [f"Keras:{name}" for name in _OP_KERAS.findall(main)]
     return tuple(dict.fromkeys(out))

@@ -55,6 +55,21 @@ _SEED_KEYWORDS = frozenset({"seed", "random_state", "random_seed"})
 #: Keras classes that are other names of one another (keras.layers.MaxPool2D is MaxPooling2D).
 _KERAS_ALIASES = (("MaxPool1D", "MaxPooling1D"), ("MaxPool2D", "MaxPooling2D"), ("MaxPool3D", "MaxPooling3D"))
 _XLA_AUTO = re.compile(r"--tf_xla_auto_jit=(-?\d+|\w+)")
+#: Public TensorFlow/Keras names implemented with one op of TensorFlow's (how the library is built, not whether
+#: the op is deterministic: that is the table's): Keras' sparse categorical cross-entropy (a loss object, the
+#: function, or the name given to compile()) and TF1's losses call tf.nn.sparse_softmax_cross_entropy_with_logits.
+_SPARSE_XENT = "tf.nn.sparse_softmax_cross_entropy_with_logits"
+_BUILT_ON = {
+    "keras.losses.SparseCategoricalCrossentropy": _SPARSE_XENT,
+    "keras.losses.sparse_categorical_crossentropy": _SPARSE_XENT,
+    "keras.metrics.sparse_categorical_crossentropy": _SPARSE_XENT,
+    "keras.backend.sparse_categorical_crossentropy": _SPARSE_XENT,
+    "tf.losses.sparse_softmax_cross_entropy": _SPARSE_XENT,
+    "tf.compat.v1.losses.sparse_softmax_cross_entropy": _SPARSE_XENT,
+}
+#: Names compile() accepts for a loss, and the function each stands for.
+_LOSS_NAMES = {"sparse_categorical_crossentropy": "keras.losses.sparse_categorical_crossentropy"}
+_DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 
 
 @dataclass
@@ -275,7 +290,13 @@ def _condition_holds(c: _Call, item: dict[str, Any]) -> bool:
         given = [_const(s) for s in seeds if s is not None]
         if any(v not in (0, None) for v in given):
             return False
-    return not ("with weights" in main and c.kw("weights") is None and len(c.node.args) < 2)
+    if "with weights" in main and c.kw("weights") is None and len(c.node.args) < 2:
+        return False
+    for key, default in _DEFAULT_KW.findall(main):  # "Keras UpSampling2D default interpolation='nearest'"
+        given = _const(c.kw(key)) if c.kw(key) is not None else default
+        if given is not _Missing and given != default:
+            return False
+    return True
 
 
 def _short(op: str) -> str:
@@ -316,23 +337,36 @@ def check_ops(s: Script) -> None:
     plain = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" not in a}
     split = frozenset(compat & plain)
     version = s.target.tf_version
-    for c in s.calls:
-        if not c.name or not c.name.startswith(("tf.", "keras.")):
-            continue
+    for c, shown in _uses(s):
         for e in raises:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
                 item = e.item
                 s.add(R.PY_OP_RAISES, c.node.lineno,
-                      f"{c.name} raises {item['exception']} under determinism on TensorFlow {version} "
+                      f"{shown} raises {item['exception']} under determinism on TensorFlow {version} "
                       f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
                       _hatch(item, recipe))
         for e in silent:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
                 item = e.item
                 s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
-                      f"{c.name} stays nondeterministic on TensorFlow {version} even with determinism on "
+                      f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on "
                       f"({_short(item['op'])}, {_range(item)}): {item['why']}",
                       "use a TensorFlow version where the op is deterministic, or replace it")
+
+
+def _uses(s: Script) -> Iterator[tuple[_Call, str]]:
+    """Each call of a TensorFlow or Keras name, as the name the table's entries are matched against (a library
+    function built on a listed op counts as that op) and the words the message shows; a loss named by string in
+    compile() counts as a call of its function on compile's line."""
+    for c in s.calls:
+        if c.name and c.name.startswith(("tf.", "keras.")):
+            op = _BUILT_ON.get(c.name)
+            yield (c, c.name) if op is None else (_Call(c.node, op, c.attr), f"{c.name} (built on {op})")
+        elif c.attr == "compile" and _is_model_compile(c):
+            loss = _const(c.kw("loss"))
+            if isinstance(loss, str) and loss in _LOSS_NAMES:
+                op = _BUILT_ON[_LOSS_NAMES[loss]]
+                yield _Call(c.node, op, c.attr), f"compile(loss={loss!r}) (built on {op})"
 
 
 def xla_raisers(s: Script) -> list[tuple[_Call, dict[str, Any]]]:
