@@ -104,16 +104,24 @@ def _seed(seed):
 
 
 def _dump(tf, root):
+    """Turn on full-tensor dumps, or end the process with NO_DEBUGGER when this TensorFlow cannot."""
     experimental = getattr(getattr(tf, "debugging", None), "experimental", None)
     enable = getattr(experimental, "enable_dump_debug_info", None)
+    problem = None
     if enable is None:
+        problem = "no tf.debugging.experimental.enable_dump_debug_info"
+    else:
+        regex = os.environ.get("ENVPIN_RUNS_OP_REGEX") or None
+        try:
+            enable(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1, op_regex=regex)
+        except Exception as exc:  # e.g. a TensorFlow whose debugger lacks the FULL_TENSOR mode
+            problem = "enable_dump_debug_info(tensor_debug_mode='FULL_TENSOR') failed: %s: %s" % (
+                type(exc).__name__, exc)
+    if problem is not None:
         RECORD["dump"] = "unavailable"
-        RECORD["errors"].append("TensorFlow %s has no tf.debugging.experimental.enable_dump_debug_info"
-                                % RECORD["tf_version"])
+        RECORD["errors"].append(problem)
         _write_record()
         os._exit(NO_DEBUGGER)
-    regex = os.environ.get("ENVPIN_RUNS_OP_REGEX") or None
-    enable(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1, op_regex=regex)
     RECORD["dump"] = root
 
 
@@ -191,12 +199,15 @@ def _ready():
             RECORD["recipe"] = {"id": report["recipe"], "applied": report["applied"], "warnings": report["warnings"]}
         elif seed is not None:
             _seed(seed)
-        root = os.environ.get("ENVPIN_RUNS_DUMP")
-        if root:
-            _dump(tf, os.path.join(root, "dump-%d" % os.getpid()))
+    except Exception as exc:  # recorded; the run goes on as the script wrote it
+        RECORD["errors"].append("seeding: %s: %s" % (type(exc).__name__, exc))
+    root = os.environ.get("ENVPIN_RUNS_DUMP")
+    if root:
+        _dump(tf, os.path.join(root, "dump-%d" % os.getpid()))
+    try:
         _keras()
     except Exception as exc:
-        RECORD["errors"].append("%s: %s" % (type(exc).__name__, exc))
+        RECORD["errors"].append("keras: %s: %s" % (type(exc).__name__, exc))
 
 
 class _Loader(object):

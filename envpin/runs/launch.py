@@ -162,12 +162,13 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
         run.metrics = {k: v[-1] for k, v in sorted(record.get("history", {}).items()) if v and _KERAS_NAME.match(k)}
     run.metrics.update(metrics_line((out / "stdout.log").read_text(errors="replace")))
     if code == _NO_DEBUGGER and any(r.get("dump") == "unavailable" for r in run.records):
-        version = next((r.get("tf_version") for r in run.records if r.get("tf_version")), "?")
+        record = next(r for r in run.records if r.get("dump") == "unavailable")
         raise RunError(
-            f"TensorFlow {version} has no debugger dumps (tf.debugging.experimental.enable_dump_debug_info "
-            "appeared in TensorFlow 2.3)",
-            hint="run `envpin study` (seeds only, no dumps) or `envpin selftest` on this TensorFlow, "
-                 "or bisect in an environment with TensorFlow 2.3 or later",
+            f"TensorFlow {record.get('tf_version')} cannot dump tensor values with its debugger: "
+            + "; ".join(record.get("errors") or ()),
+            hint="`envpin study` and `envpin cost` need no debugger and work on this TensorFlow; `envpin "
+                 "selftest` checks its ops one by one; bisect needs a TensorFlow whose "
+                 "tf.debugging.experimental.enable_dump_debug_info accepts tensor_debug_mode='FULL_TENSOR'",
         )
     return run
 
