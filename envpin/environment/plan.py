@@ -195,6 +195,8 @@ def _known_digest(entry: catalog.Entry, build_from: str | None) -> str | None:
     user's image-facts cache never pins a render: teammates without it must derive the same plan."""
     if entry.cached:
         return None
+    if entry.stated_digest is not None:  # a stock image: the digest a source states, for Docker Hub itself only
+        return entry.stated_digest.value if build_from is None else None
     verified = entry.verified or {}
     pulled_from = imageref.parse(build_from).name if build_from else entry.image.rsplit(":", 1)[0]
     return verified.get("digest") if verified.get("registry") == pulled_from else None

@@ -136,6 +136,9 @@ class Entry:
     #: Sources (ids) that show the tag was published without backing a value (stock images: public files that
     #: build FROM it); shown by catalog show and --json.
     published: tuple[str, ...] = ()
+    #: A digest a written source states for the tag (stock images: the base digest a public Dockerfile pins),
+    #: with its source and grade; render pins it when the build pulls from the tag's own repository.
+    stated_digest: Fact | None = field(default=None, repr=False)
 
     @property
     def cached(self) -> bool:
@@ -192,7 +195,7 @@ class Entry:
             "tag": self.tag,
             "flavor": self.flavor,
             "image": self.image,
-            "digest": (self.verified or {}).get("digest"),
+            "digest": (self.verified or {}).get("digest") or (self.stated_digest.value if self.stated_digest else None),
         }
         if self.distribution != "ngc":
             out["distribution"] = self.distribution
@@ -210,6 +213,9 @@ class Entry:
             if fact.conflicts:
                 prov["conflicts"] = [{"value": v, **self._cited(sid)} for v, sid in fact.conflicts]
             provenance[name] = prov
+        if self.stated_digest is not None and not (self.verified or {}).get("digest"):
+            provenance["digest"] = {"source": self.sources[self.stated_digest.source]["url"],
+                                    "kind": self.stated_digest.kind}
         for name, fact in self.outranked.items():
             provenance[name]["outranks"] = {"value": fact.value, "kind": fact.kind,
                                             "source": self.sources[fact.source]["url"] if fact.source else None}

@@ -26,6 +26,7 @@ from envpin.knowledge.catalog import Entry, Fact
 from envpin.knowledge.fields import FIELDS, LIST_FIELDS
 from envpin.knowledge.versions import TFSpec, parse_tf_spec
 from envpin.portable import imageref
+from envpin.portable.imageref import is_digest
 
 SCHEMA_VERSION = 1
 #: The lock's [inputs].flavor of a stock image (NGC flavors are py2, py3, tf1, tf1-py2, tf2).
@@ -122,8 +123,11 @@ def entry(tag: str, rel: dict[str, Any], sources: dict[str, dict[str, str]]) -> 
         facts[name] = Fact(raw["value"], src, raw.get("reason"), kind, tuple(raw.get("also", ())),
                            tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
     version = tag[: -len("-gpu")]
+    stated = rel.get("digest")
+    digest = Fact(stated["value"], stated["source"], kind=sources[stated["source"]]["kind"]) if stated else None
     return Entry(release=version, flavor=STOCK_FLAVOR, tag=tag, image=f"{REPOSITORY}:{tag}", facts=facts,
-                 sources=sources, written=dict(facts), distribution="stock", published=tuple(rel["published"]))
+                 sources=sources, written=dict(facts), distribution="stock", published=tuple(rel["published"]),
+                 stated_digest=digest)
 
 
 def names_stock_tag(text: str) -> bool:
@@ -203,11 +207,18 @@ def _tag_problems(tag: str, rel: Any, sources: dict[str, Any]) -> Iterator[str]:
     if not m:
         yield "not a tag of the form X.Y.Z-gpu"
         return
-    if not isinstance(rel, dict) or set(rel) != {"published", "fields"}:
-        yield "needs exactly 'published' and 'fields'"
+    if not isinstance(rel, dict) or not {"published", "fields"} <= set(rel) <= {"published", "digest", "fields"}:
+        yield "needs 'published' and 'fields' (and optionally 'digest')"
         return
-    if not rel["published"] or any(sources.get(s, {}).get("kind") != "usage" for s in rel["published"]):
-        yield "'published' must list at least one usage source (a public file that uses the tag)"
+    if not rel["published"] or any(sources.get(s, {}).get("kind") not in ("usage", "third-party")
+                                   for s in rel["published"]):
+        yield "'published' must list at least one public file that uses the tag (a usage or third-party source)"
+    if "digest" in rel:
+        stated = rel["digest"]
+        if not isinstance(stated, dict) or set(stated) != {"value", "source"} or not is_digest(stated["value"]):
+            yield "digest must be {'value': 'sha256:<64 hex>', 'source': ID}"
+        elif sources.get(stated["source"], {}).get("kind") in (None, "usage"):
+            yield f"digest source {stated['source']!r} must be a known source that states it (not usage)"
     fields = rel["fields"]
     if set(fields) != set(RECORDED):
         yield f"fields must be exactly {list(RECORDED)}"

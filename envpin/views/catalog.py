@@ -64,11 +64,17 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
 
 
 def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
+    """Stock images: weak values among `wanted`; with "digest" in `wanted`, a stated digest on a weak grade."""
+    from envpin.knowledge.catalog import FIELDS
+
     parts = []
     for e in entries:
-        weak = e.weak(wanted)
-        if weak:
-            parts.append(f"{e.tag} " + ", ".join(f"{name} {cell(f.value)} ({f.kind})" for name, f in weak.items()))
+        listed = [f"{name} {cell(f.value)} ({f.kind})" for name, f in e.weak(n for n in wanted if n in FIELDS).items()]
+        d = e.stated_digest
+        if "digest" in wanted and d is not None and d.weak:
+            listed.append(f"digest {d.value[:19]}… ({d.kind})")
+        if listed:
+            parts.append(f"{e.tag} " + ", ".join(listed))
     if not parts:
         return None
     return (f"notice: below TensorFlow's and NVIDIA's own text: {'; '.join(parts)} (docs/catalog-sources.md); "
@@ -141,13 +147,15 @@ def stock_table(entries: list[Entry], console: Console, note: Console | None = N
     t.add_column("tag", no_wrap=True)
     for name in RECORDED:
         t.add_column(name.replace("_", " "))
+    t.add_column("digest a source states")
     for e in entries:
-        t.add_row(e.tag, *(graded(e.facts[n]) for n in RECORDED))
+        t.add_row(e.tag, *(graded(e.facts[n]) for n in RECORDED),
+                  f"{e.stated_digest.value[:19]}… ({e.stated_digest.kind})" if e.stated_digest else "—")
     console.print(t)
     say(console, f"{len(entries)} images; cuda and cudnn are what TensorFlow's pip package was built and tested "
                  "against; `envpin catalog show X.Y.Z-gpu` for sources and unknowns")
     if note is not None:
-        notice(entries, note, RECORDED)
+        notice(entries, note, (*RECORDED, "digest"))
 
 
 def detail(entries: list[Entry], console: Console, note: Console | None = None) -> None:
@@ -178,6 +186,10 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
                 say(console, f"  {name}: {src['kind']} evidence says {cell(value)} ({src['url']})")
         for sid in e.published:
             say(console, f"  published: {e.sources[sid]['url']} uses {e.image}")
+        if e.stated_digest is not None:
+            d = e.stated_digest
+            say(console, f"  digest: {d.value} ({d.kind} evidence, {e.sources[d.source]['url']}); "
+                         "render pins it, build checks it against the registry")
         for name, old in sorted(e.outranked.items()):
             say(console, f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
                          f"({e.sources[old.source]['url'] if old.source else 'no source'})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envpin import HOMEPAGE
 from envpin.api.environment import LockResult, PlannedBuild
 from envpin.views.console import say
 
@@ -34,16 +35,25 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
         t.add_row(u["name"], f"no effect: use {u['instead']}", f"{u['why']} ({r.source_url(u['source'])})")
     console.print(t)
     say(console, "Python steps: " + ", ".join(s["step"] for s in r.steps))
+    for s in r.steps:
+        if s["step"] == "keras3_no_auto_xla":  # the one step that asks something of the model code itself
+            say(console, f"Keras 3 step: {s['why']} ({r.source_url(s['source'])})")
     for x in r.raises:
         where = "on GPUs" if x["devices"] == "gpu" else "on every device"
+        unverified = f"; unverified: {x['unverified']}" if "unverified" in x else ""
         say(console, f"raises under determinism {where}: {x['op']}: {x['exception']}: {x['message']} "
-                     f"({r.source_url(x['source'])})")
+                     f"({r.source_url(x['source'])}{unverified})")
     for x in r.silent:
         where = "on GPUs" if x["devices"] == "gpu" else "on every device"
+        unverified = f"; unverified: {x['unverified']}" if "unverified" in x else ""
         say(console, f"stays nondeterministic {where}, no exception: {x['op']}: {x['why']} "
-                     f"({r.source_url(x['source'])})")
+                     f"({r.source_url(x['source'])}{unverified})")
     for c in r.caveats:
         say(console, f"caveat: {c['text']}")
+    for o in r.ngc_overrides:
+        say(console, f"NGC differs from stock TensorFlow here: {o['op']}: {o['why']} ({r.source_url(o['source'])})")
+    for a in r.advice:
+        say(console, f"common advice that is wrong here: {a['text']} (see {HOMEPAGE}/blob/main/{a['doc']})")
 
 
 def rendered(res: RenderResult, console: Console, note: Console) -> None:
@@ -53,7 +63,8 @@ def rendered(res: RenderResult, console: Console, note: Console) -> None:
     p = res.plan
     for line in res.notes:
         say(note, line)
-    notice([p.entry], note, PLAN_FIELDS)  # one line when the plan rests on a weak grade
+    pinned = p.entry.stated_digest is not None and p.base_digest == p.entry.stated_digest.value
+    notice([p.entry], note, (*PLAN_FIELDS, "digest") if pinned else PLAN_FIELDS)  # one line for weak grades
     say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) for "
               f"{' and '.join(res.formats)} into {res.out}/")
     say(console, str(res.out))

@@ -27,10 +27,11 @@ def _data() -> dict:
 # -- the table -----------------------------------------------------------------------------------------
 def test_shipped_table_is_valid_and_every_tag_was_seen_published() -> None:
     table = stock.load()
-    assert table.tags() == ["2.20.0-gpu", "2.19.0-gpu", "2.15.0-gpu"]  # newest first
+    assert table.tags() == ["2.20.0-gpu", "2.19.0-gpu", "2.18.0-gpu", "2.16.1-gpu", "2.15.0-gpu"]  # newest first
     data = _data()
     for tag, rel in data["tags"].items():
-        assert rel["published"] and all(data["sources"][s]["kind"] == "usage" for s in rel["published"])
+        assert rel["published"] and all(data["sources"][s]["kind"] in ("usage", "third-party")
+                                        for s in rel["published"])
         # A usage source is a public file at a pinned commit that names the tag.
         for sid in rel["published"]:
             assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", data["sources"][sid]["url"]), sid
@@ -59,10 +60,13 @@ def test_third_party_values_are_weak_and_a_weaker_conflict_is_kept() -> None:
 
 
 @pytest.mark.parametrize("edit, problem", [
-    (lambda d: d["tags"]["2.19.0-gpu"].update(published=[]), "at least one usage source"),
+    (lambda d: d["tags"]["2.19.0-gpu"].update(published=[]), "at least one public file that uses the tag"),
+    (lambda d: d["tags"]["2.19.0-gpu"].update(published=["tf-tested-gpu"]), "at least one public file"),
+    (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(value="sha256:1f16"), "sha256:<64 hex>"),
+    (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(source="dondi01-dockerfile"), "not usage"),
     (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["tf_version"].update(value="2.19.1"), "the version the tag names"),
     (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["cuda"].update(source="dondi01-dockerfile"), "backs no value"),
-    (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["python"].pop("reason"), "null without a reason"),
+    (lambda d: d["tags"]["2.15.0-gpu"]["fields"]["python"].pop("reason"), "null without a reason"),
     (lambda d: d["tags"]["2.20.0-gpu"]["fields"]["python"].update(
         conflicts=[{"value": "3.11", "source": "tf-tested-gpu"}]), "weaker source"),
     (lambda d: d["tags"].update({"2.20-gpu": d["tags"]["2.20.0-gpu"]}), "X.Y.Z-gpu"),
@@ -138,20 +142,35 @@ def test_ngc_plans_do_not_change() -> None:
 def test_a_stock_lock_rederives_its_plan(tmp_path: Path) -> None:
     from envpin import api
 
-    res = api.render_environment(tf="2.19", out=tmp_path / "env")
+    res = api.render_environment(tf="2.15", out=tmp_path / "env")
     locked = lockfile.read(tmp_path / "env" / "envpin.lock")
-    assert (locked.inputs.release, locked.inputs.flavor, locked.inputs.tag) == ("2.19.0", "gpu", "2.19.0-gpu")
-    assert locked.base.image == "tensorflow/tensorflow:2.19.0-gpu" and locked.base.digest is None
+    assert (locked.inputs.release, locked.inputs.flavor, locked.inputs.tag) == ("2.15.0", "gpu", "2.15.0-gpu")
+    assert locked.base.image == "tensorflow/tensorflow:2.15.0-gpu" and locked.base.digest is None  # none stated
     again = lockfile.plan_of(locked, tmp_path / "env")
-    assert again.entry.tag == "2.19.0-gpu" and again.inputs_hash == res.plan.inputs_hash
+    assert again.entry.tag == "2.15.0-gpu" and again.inputs_hash == res.plan.inputs_hash
     assert api.check_lock(tmp_path / "env" / "envpin.lock") == []
+
+
+def test_a_digest_a_source_states_pins_the_render_from_docker_hub_only(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    stated = "sha256:1f16fbd9be8bb84891de12533e332bbd500511caeb5cf4db501dbe39d422f9c7"  # rlan/notebooks' label
+    plan = make_plan(stock="2.18")
+    assert plan.base_digest == stated and plan.from_ref == f"tensorflow/tensorflow:2.18.0-gpu@{stated}"
+    assert make_plan(stock="2.18", base_image="mirror.example.com/tensorflow/tensorflow:2.18.0-gpu").base_digest is None
+    res = cli("render", "--stock", "2.18.0-gpu", "--out", str(tmp_path / "x"))
+    notices = [line for line in res.stderr.splitlines() if line.startswith("notice:")]
+    assert res.code == 0 and len(notices) == 1 and "digest sha256:1f16fbd9be8b… (third-party)" in notices[0]
+    assert f"\nFROM tensorflow/tensorflow:2.18.0-gpu@{stated}\n" in (tmp_path / "x" / "Dockerfile").read_text()
+    assert lockfile.read(tmp_path / "x" / "envpin.lock").base.digest == stated
+    res = cli("render", "--stock", "2.18.0-gpu", "--base-image", "mirror.example.com/tensorflow/tensorflow:2.18.0-gpu",
+              "--out", str(tmp_path / "m"))
+    assert res.code == 0 and "digest sha256" not in res.stderr and "python 3.11.0rc1 (third-party)" in res.stderr
 
 
 def test_render_notice_names_the_weak_values() -> None:
     line = grade_notice([make_plan(stock="2.20").entry], PLAN_FIELDS)
     assert line is not None and line.startswith("notice: below TensorFlow's and NVIDIA's own text: 2.20.0-gpu ")
     assert "python 3.10 (third-party)" in line and "ubuntu 22.04 (third-party)" in line and "\n" not in line
-    assert grade_notice([make_plan(stock="2.19").entry], PLAN_FIELDS) is None
+    assert grade_notice([make_plan(stock="2.15").entry], PLAN_FIELDS) is None
 
 
 # -- through the CLI -----------------------------------------------------------------------------------
@@ -182,7 +201,9 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     assert res.code == 0 and "2.20.0-gpu" in res.stdout and "3.10 (third-party)" in res.stdout
     assert res.stderr.count("notice:") == 1
     res = cli("catalog", "--stock", "--tf", "2.19", "--json")
-    assert [e["tag"] for e in json.loads(res.stdout)] == ["2.19.0-gpu"]
+    (listed,) = json.loads(res.stdout)
+    assert listed["tag"] == "2.19.0-gpu" and listed["digest"].startswith("sha256:73fe35b6")
+    assert listed["provenance"]["digest"]["kind"] == "third-party"
     res = cli("catalog", "show", "2.20.0-gpu", "--json")
     (shown,) = json.loads(res.stdout)
     assert shown["distribution"] == "stock" and shown["provenance"]["driver_min"]["kind"] == "nvidia-cuda"
@@ -198,7 +219,7 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["catalog", "--stock", "--tf", "2.21"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 2.21"),
     (["catalog", "--stock", "--flavor", "tf2"], "stock images have one flavor"),
     (["render", "--ngc", "20.02", "--stock", "2.20"], "give --ngc or --stock, not both"),
-    (["render", "--stock", "2.21"], "hint: the catalog knows 2.20.0-gpu, 2.19.0-gpu, 2.15.0-gpu"),
+    (["render", "--stock", "2.21"], "the catalog knows 2.20.0-gpu, 2.19.0-gpu, 2.18.0-gpu, 2.16.1-gpu, 2.15.0-gpu"),
     (["recipe"], "recipe needs --ngc RELEASE, or --stock TAG"),
     (["doctor", "--stock", "2.20", "--ngc", "22.06"], "not both"),
 ])
