@@ -112,7 +112,8 @@ def table(entries: list[Entry], console: Console, note: Console | None = None) -
                 cells.append(graded(fact))
         t.add_row(e.tag, *cells)
     console.print(t)
-    say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns")
+    say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns; "
+                 "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images")
     weak = sum(len(e.weak(_SHORT)) for e in entries)
     if weak:
         say(console, f"{weak} value{'s' if weak > 1 else ''} shown rest{'s' if weak == 1 else ''} on evidence below "
