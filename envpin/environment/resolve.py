@@ -15,6 +15,7 @@ checked against the wheel tags the image's own pip accepts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
-from envpin.errors import EngineError, RequirementsError
+from envpin.errors import EngineError, EnvpinError, RequirementsError
 from envpin.fsutil import atomic_write, sha256_bytes
 
 #: Where the resolution runs: auto (in the image when its Python is 3.7+, else on the host), image, host.
@@ -134,20 +135,55 @@ def _run(client: Any, image: str, command: list[str], work: Path) -> tuple[int, 
 
 
 def image_facts(client: Any, image: str) -> ImageFacts:
-    """The image's Python version, installed distributions and wheel tags, read in one throwaway container."""
+    """The image's Python version, installed distributions and wheel tags, read in one throwaway container,
+    or from the copy kept for the same local image (see _facts_cache: starting the container is most of
+    what `envpin lock` adds to the resolver's own time)."""
+    cached = _facts_cache(client, image)
+    if cached is not None and cached.is_file():
+        try:
+            return _facts_from(json.loads(cached.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # a damaged copy is read again from the image (and rewritten)
     with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
         code, logs = _run(client, image, ["python3", "-c", _LIST], Path(tmp))
     lines = logs.strip().splitlines()
     if code != 0 or not lines:
         raise EngineError(f"could not list the packages in {image}: {lines[-1:] or 'no output'}")
     try:
-        data = json.loads(lines[-1])
-        tags = data.get("tags")
-        return ImageFacts(str(data["python"]), {str(k): str(v) for k, v in data["dists"].items()},
-                          tuple(str(t) for t in tags) if isinstance(tags, list) and tags else None)
+        facts = _facts_from(json.loads(lines[-1]))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EngineError(f"could not list the packages in {image}: unexpected output {lines[-1][:200]!r}",
                           hint="run `envpin probe --image` on it to see what its Python says") from exc
+    if cached is not None:
+        data = {"python": facts.python, "dists": facts.dists, "tags": list(facts.tags) if facts.tags else None}
+        # A copy that cannot be written only costs the next lock the container.
+        with contextlib.suppress(OSError, EnvpinError):
+            atomic_write(cached, (json.dumps(data, sort_keys=True) + "\n").encode())
+    return facts
+
+
+def _facts_from(data: dict[str, Any]) -> ImageFacts:
+    tags = data.get("tags")
+    return ImageFacts(str(data["python"]), {str(k): str(v) for k, v in data["dists"].items()},
+                      tuple(str(t) for t in tags) if isinstance(tags, list) and tags else None)
+
+
+def _facts_cache(client: Any, image: str) -> Path | None:
+    """Where the facts of this local image are kept: $XDG_CACHE_HOME/envpin/lock-facts/, keyed by the image's
+    ID (the digest of its config, so of its layers: the same ID is the same Python and packages) and by the
+    listing script; None when the image is not local yet (the container run pulls it and says what fails)."""
+    import hashlib
+    import os
+
+    from docker.errors import DockerException
+
+    try:
+        image_id = str(client.images.get(image).id)
+    except (DockerException, OSError):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    key = hashlib.sha256(f"{image_id}\n{_LIST}".encode()).hexdigest()
+    return Path(base).expanduser().absolute() / "envpin" / "lock-facts" / f"{key}.json"
 
 
 def _conflict_hint(logs: str) -> str:
