@@ -1,0 +1,87 @@
+"""envpin bisect, study and cost on real TensorFlow (CPU) with tiny Keras models on data the scripts make:
+bisect names a planted weighted bincount and its line, study sees a nondeterministic tf.data pipeline and
+none with envpin's recipe, cost reports an overhead with its interval. Through the real console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Result
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def _tensorflow_error() -> str | None:
+    proc = subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True, text=True, timeout=300)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["import failed"])[-1]
+
+
+_ERROR = _tensorflow_error()
+pytestmark = [pytest.mark.tensorflow, pytest.mark.slow,
+              pytest.mark.skipif(_ERROR is not None, reason=f"TensorFlow is not importable: {_ERROR}")]
+
+
+def run_envpin(*args: str) -> Result:
+    """The console script in a subprocess, with room for a few dozen TensorFlow runs on a loaded machine."""
+    envpin = Path(sys.executable).with_name("envpin")
+    proc = subprocess.run([str(envpin), *args], capture_output=True, text=True, timeout=900)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def test_bisect_names_the_planted_weighted_bincount_and_its_line(tmp_path: Path) -> None:
+    script = SCRIPTS / "bincount.py"
+    result = run_envpin("bisect", "--steps", "6", "--keep", str(tmp_path / "dumps"), "--format", "json", "--",
+                        sys.executable, str(script))
+    assert result.code == 1, result.stderr
+    data = json.loads(result.stdout)
+    first = data["first_difference"]
+    assert data["identical"] is False and first["op_type"] in ("Bincount", "DenseBincount")
+    assert data["source"]["file"] == str(script)
+    assert data["source"]["line"] == _line_of(script, "tf.math.bincount(")
+    diff = first["difference"]
+    assert diff["kind"] == "values" and diff["bit_equal"] < diff["elements"] and diff["max_abs"] > 0
+    [note] = data["recipe_table"]
+    assert note["kind"] == "nondeterministic" and "bincount with weights on CPU" in note["op"]
+    assert len(list((tmp_path / "dumps").glob("run-*/dump-*"))) == 2  # --keep keeps both dumps
+    text = run_envpin("bisect", "--steps", "6", "--", sys.executable, str(script))
+    assert text.code == 1 and f"bincount.py:{data['source']['line']}" in text.stdout
+
+
+def test_bisect_says_bit_identical_only_for_identical_runs() -> None:
+    result = run_envpin("bisect", "--steps", "6", "--", sys.executable, str(SCRIPTS / "dense.py"))
+    assert result.code == 0, result.stderr
+    assert "bit-identical: all" in result.stdout and "first difference" not in result.stdout
+
+
+def test_study_sees_the_nondeterministic_pipeline_and_zero_with_the_recipe(tmp_path: Path) -> None:
+    html = tmp_path / "study.html"
+    result = run_envpin("study", "-n", "5", "-j", "2", "--recipe", "both", "--html", str(html), "--format", "json",
+                        "--", sys.executable, str(SCRIPTS / "pipeline.py"))
+    assert result.code == 0, result.stderr
+    by = {(m["metric"], m["recipe"]): m for m in json.loads(result.stdout)["metrics"]}
+    off, on = by[("weight_sum", False)], by[("weight_sum", True)]
+    assert off["fixed"]["std"] > 0 and off["ratio"] > 0 and "exactly" not in off["verdict"]
+    assert on["fixed"]["std"] == 0.0 and on["ratio"] == 0.0 and "exactly the same value" in on["verdict"]
+    assert by[("loss", True)]["fixed"]["std"] == 0.0  # Keras History, read by the hook
+    page = html.read_text()
+    assert page.count("<svg") == len(by) and page.count('class="run"') == 10 * len(by)
+
+
+def test_cost_reports_the_overhead_of_the_recipe() -> None:
+    result = run_envpin("cost", "--repeat", "2", "--format", "json", "--", sys.executable, str(SCRIPTS / "dense.py"))
+    assert result.code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["unit"] == "step" and data["recipe"] and len(data["with_recipe"]["values"]) == 2
+    low, high = data["overhead_ci95"]
+    assert isinstance(data["overhead"], float) and low <= data["overhead"] <= high
+    text = run_envpin("cost", "--repeat", "2", "--", sys.executable, str(SCRIPTS / "dense.py"))
+    assert text.code == 0 and "overhead of the recipe:" in text.stdout
