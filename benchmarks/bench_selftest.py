@@ -6,7 +6,8 @@ Runs ``envpin.probe.selftest.run_selftest`` (full, then --quick) in a fresh Pyth
 reports, per mode: wall seconds, the largest single child's peak RSS (resource.getrusage(RUSAGE_CHILDREN),
 what the goal "< 2 GB" is read against) and the peak of the summed RSS of all processes of the run
 (sampled from /proc every 50 ms: children run concurrently, so this is what the machine must hold).
-Goals: full < 30 s and < 2 GB; --quick < 10 s.
+Goals: full < 30 s and < 2 GB; --quick < 10 s. The load average before and after is printed with the
+figures: on a shared 2-CPU machine the load moves the wall time more than the battery does.
 """
 
 from __future__ import annotations
@@ -100,6 +101,20 @@ def run_once(quick: bool, compare: bool) -> dict:
     }
 
 
+def loadavg() -> str:
+    """The 1/5/15-minute load averages (Linux), recorded next to every figure."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def count_checks() -> dict:
+    from envpin.probe.selftest import CHECKS
+
+    return {"full": len(CHECKS), "quick": sum(1 for c in CHECKS if c.quick)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -112,6 +127,8 @@ def main() -> int:
     figures: dict = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "jobs": os.environ.get("ENVPIN_SELFTEST_JOBS", "default"),
+        "checks": count_checks(),
+        "loadavg_before": loadavg(),
     }
     for name, quick, compare in modes:
         runs = [run_once(quick, compare) for _ in range(args.repeat)]
@@ -123,10 +140,13 @@ def main() -> int:
             "largest_child_mb": max(r["largest_child_mb"] for r in runs),
             "sum_rss_peak_mb": max(r["sum_rss_peak_mb"] for r in runs),
         }
+    figures["loadavg_after"] = loadavg()
     if args.json:
         print(json.dumps(figures, indent=2, sort_keys=True))
         return 0
-    print(f"{figures['machine']['cpus']} CPUs, Python {figures['machine']['python']}, jobs={figures['jobs']}")
+    print(f"{figures['machine']['cpus']} CPUs, Python {figures['machine']['python']}, jobs={figures['jobs']}, "
+          f"{figures['checks']['full']} checks (quick {figures['checks']['quick']}), "
+          f"load average {figures['loadavg_before']} before, {figures['loadavg_after']} after")
     for name, _, _ in modes:
         f = figures[name]
         goal = GOALS.get(name.split("+")[0])

@@ -32,6 +32,9 @@ def test_every_check_runs_with_determinism_on(battery_on: dict[str, Any]) -> Non
     assert names == [c.name for c in selftest.CHECKS]
     for c in battery_on["checks"]:
         assert c["verdict"] in selftest.VERDICTS
+        if c["name"] in ("matmul-bf16", "conv2d-bf16-backprop") and c["verdict"] == "skipped":
+            assert "bfloat16" in c["message"], c  # no bfloat16 kernel on this device: said so, not hidden
+            continue
         assert c["verdict"] != "skipped", c  # every check can run on this TensorFlow
         assert c["seconds"] >= 0  # rounded to ms: an op that raises at once can take less
         if c["verdict"] == "deterministic":
@@ -111,8 +114,49 @@ def test_verdicts_match_the_recipe_tables_expectations(battery_on: dict[str, Any
     assert surprises == {}
     bincount = next(c for c in battery_on["checks"] if c["name"] == "bincount")
     assert bincount["expected"]["verdict"] == "NONDETERMINISTIC" and "bincount_op.cc" in bincount["expected"]["source"]
+    raising = {c["name"] for c in battery_on["checks"] if c["verdict"] == "raises-under-determinism"}
+    assert raising == {c["name"] for c in battery_on["checks"]
+                       if c["expected"]["verdict"] == "raises-under-determinism"}
     if _tf(battery_on) >= (2, 7):
-        raising = {c["name"] for c in battery_on["checks"] if c["verdict"] == "raises-under-determinism"}
-        assert raising == {"random-op-without-seed", "timestamp"}
+        assert {"random-op-without-seed", "timestamp", "random-uniform-unseeded",
+                "random-generator-nondeterministic-state"} <= raising
         stamp = next(c for c in battery_on["checks"] if c["name"] == "timestamp")
         assert "Timestamp cannot be called when determinism is enabled" in stamp["message"]
+
+
+def test_seed_keras_and_xla_checks_show_what_the_table_says(battery_on: dict[str, Any]) -> None:
+    """The checks of unseeded random ops, tf.random.Generator, Keras Dropout, bf16 kernels and XLA/Keras
+    MaxPool, against real TensorFlow: a seeded generator or layer repeats itself, an unseeded one is refused
+    (TF >= 2.7) or, with Keras 3, silently differs; XLA's MaxPool gradient is refused on the CPU too."""
+    by = {c["name"]: c for c in battery_on["checks"]}
+    assert by["random-generator-from-seed"]["verdict"] == "deterministic"
+    assert by["keras-dropout-seeded"]["verdict"] == "deterministic"
+    assert by["keras-auto-jit-max-pool"]["verdict"] == "deterministic"  # CPU-only: Keras never picks XLA here
+    keras = battery_on["keras_version"]
+    assert keras and battery_on["build"] == "stock"
+    unseeded = by["keras-dropout-unseeded"]
+    if _tf(battery_on) >= (2, 7) and keras.startswith("2."):
+        assert unseeded["verdict"] == "raises-under-determinism" and "seed" in unseeded["message"]
+    elif keras.startswith("3."):
+        assert unseeded["verdict"] == "NONDETERMINISTIC" and unseeded["expected"]["verdict"] == "NONDETERMINISTIC"
+        assert "seed_generator.py" in unseeded["expected"]["source"]
+    if _tf(battery_on) >= (2, 8):
+        xla = by["xla-max-pool-backprop"]
+        assert xla["verdict"] == "raises-under-determinism"
+        assert "deterministic XLA implementation" in xla["message"]
+    for name in ("matmul-bf16", "conv2d-bf16-backprop"):  # this TensorFlow has bfloat16 CPU kernels
+        assert by[name]["verdict"] in ("deterministic", "skipped"), by[name]
+        if by[name]["verdict"] == "skipped":
+            assert "bfloat16" in by[name]["message"]
+
+
+def test_random_checks_without_determinism_draw_new_values() -> None:
+    names = ["random-uniform-unseeded", "random-generator-nondeterministic-state", "keras-dropout-unseeded",
+             "random-generator-from-seed", "keras-dropout-seeded", "xla-max-pool-backprop"]
+    off = {c["name"]: c["verdict"] for c in selftest.run_battery(determinism=False, quick=True, names=names)["checks"]}
+    assert off == {"random-uniform-unseeded": "NONDETERMINISTIC",
+                   "random-generator-nondeterministic-state": "NONDETERMINISTIC",
+                   "keras-dropout-unseeded": "NONDETERMINISTIC",
+                   "random-generator-from-seed": "deterministic",
+                   "keras-dropout-seeded": "deterministic",
+                   "xla-max-pool-backprop": "deterministic"}

@@ -24,8 +24,10 @@ from tests.conftest import REPO
         ("2.6", "stock", None, "stock-2.5-2.7", {"TF_CUDNN_USE_FRONTEND": "1"}, {"seed_tf"}),
         ("2.8", "stock", None, "stock-2.8-2.15", {"TF_DETERMINISTIC_OPS": "1"}, {"enable_op_determinism"}),
         ("2.15.1", "stock", None, "stock-2.8-2.15", {}, {"keras_set_random_seed", "enable_op_determinism"}),
-        ("2.16", "stock", None, "stock-2.16-plus", {}, {"enable_op_determinism", "keras3_no_auto_xla"}),
-        ("2.21.0", "stock", None, "stock-2.16-plus", {}, {"keras_set_random_seed", "keras3_no_auto_xla"}),
+        ("2.16", "stock", None, "stock-2.16-2.19", {}, {"enable_op_determinism", "keras3_no_auto_xla"}),
+        ("2.19.1", "stock", None, "stock-2.16-2.19", {}, {"enable_op_determinism", "keras3_no_auto_xla"}),
+        ("2.20", "stock", None, "stock-2.20-2.21", {}, {"enable_op_determinism", "keras3_no_auto_xla"}),
+        ("2.21.0", "stock", None, "stock-2.20-2.21", {}, {"keras_set_random_seed", "keras3_no_auto_xla"}),
         ("1.13.1", "ngc", "19.05", "ngc-before-19.06", {}, {"seed_tf"}),
         ("1.14", "ngc", "19.10", "ngc-tf1", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
         ("2.0", "ngc", "19.11", "ngc-tf2.0-2.4", {"TF_DETERMINISTIC_OPS": "1"}, {"seed_tf"}),
@@ -54,7 +56,8 @@ def test_cudnn_deterministic_only_for_stock_1_14_to_2_0() -> None:
 
 
 def test_raises_listed_per_version() -> None:
-    ops = lambda tf: {r["op"] for r in recipes.select(tf, "stock").raises}  # noqa: E731
+    # Linux builds (the Windows-only entry for native Windows 2.7-2.10 has its own test)
+    ops = lambda tf: {r["op"] for r in recipes.select(tf, "stock").raises if "platform" not in r}  # noqa: E731
     assert ops("2.4") == set()
     assert any("segment_sum" in o for o in ops("2.5"))
     assert any("bincount" in o for o in ops("2.7")) and not any("segment_sum" in o for o in ops("2.7"))
@@ -64,7 +67,7 @@ def test_raises_listed_per_version() -> None:
         "A deterministic GPU implementation of DepthwiseConvBackpropFilter is not available with this version of "
         "cuDNN. Please build with cuDNN version 7.6.3 or later."]
     # TensorFlow's real segment messages (2.5-2.6), not a paraphrase.
-    assert {r["message"] for r in recipes.select("2.5", "stock").raises} == {
+    assert {r["message"] for r in recipes.select("2.5", "stock").raises if r["devices"] == "gpu"} == {
         "Deterministic GPU implementation of sorted segment reduction op not available.",
         "Deterministic GPU implementation of unsorted segment reduction op not available."}
     fake = [r for r in recipes.select("2.8", "stock").raises if "fake_quant" in r["op"]]
@@ -95,7 +98,17 @@ def test_select_errors(args: tuple, message: str) -> None:  # type: ignore[type-
 def test_runtime_and_library_share_one_rule() -> None:
     table = runtime.load_table()
     for tf, dist, rel in [("2.1", "ngc", "20.02"), ("2.21", "stock", None), ("1.15.5", "ngc", "23.03")]:
-        assert runtime.resolve(table, tf, dist, rel) == recipes.select(tf, dist, rel).to_dict()
+        # The row, env and steps come from the one rule; the host adds NGC overrides (which drop the stock
+        # entries they replace) and the advice lines, which the in-image helper has no use for.
+        in_image, host = runtime.resolve(table, tf, dist, rel), recipes.select(tf, dist, rel).to_dict()
+        assert set(host) - set(in_image) == {"ngc_overrides", "advice"}
+        lists = ("raises_under_determinism", "nondeterministic_under_determinism")
+        assert {k: host[k] for k in in_image if k not in lists} == {k: v for k, v in in_image.items()
+                                                                     if k not in lists}
+        for key in lists:
+            assert all(e in in_image[key] for e in host[key])
+            if dist == "stock":
+                assert host[key] == in_image[key]
 
 
 def test_check_environment() -> None:
@@ -168,7 +181,7 @@ def test_runtime_with_real_tensorflow_enables_op_determinism() -> None:
     proc = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}, site=True)
     assert proc.returncode == 0, proc.stderr
     report, enabled = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["recipe"] == "stock-2.16-plus" and enabled is True  # tensorflow-cpu 2.21 with Keras 3.7+
+    assert report["recipe"] == "stock-2.20-2.21" and enabled is True  # tensorflow-cpu 2.21 with Keras 3.7+
     assert {"keras_set_random_seed", "enable_op_determinism", "keras3_no_auto_xla",
             "env TF_DETERMINISTIC_OPS=1"} <= set(report["applied"])
     assert report["warnings"] == []
@@ -218,3 +231,80 @@ def test_recipe_for_keras3_tensorflow_names_the_step(cli) -> None:  # type: igno
     res = cli("recipe", "--ngc", "25.02")
     assert res.code == 0, res.stderr
     assert "keras3_no_auto_xla" in res.stdout and "jit_compile=False" in res.stdout
+
+
+def test_stock_rows_end_at_the_last_release_read() -> None:
+    """Stock rows run through TF 2.21 (the newest release whose requirements were read); a later version has
+    no recipe rather than a guessed one."""
+    with pytest.raises(RecipeError, match="no determinism recipe"):
+        recipes.select("2.22", "stock")
+
+
+def test_ngc_overrides_replace_the_stock_facts_they_speak_of() -> None:
+    """NGC 20.03+ has NVIDIA's deterministic bilinear resize backprop (stock only from 2.4); NGC 21.04+ its own
+    sparse_dense_matmul kernel instead of stock's exception (flawed, so still listed as nondeterministic)."""
+    stock = recipes.select("2.1", "stock")
+    assert any("BILINEAR" in e["op"] for e in stock.silent) and stock.ngc_overrides == ()
+    before = recipes.select("2.1", "ngc", "20.02")
+    after = recipes.select("2.1", "ngc", "20.03")
+    assert any("BILINEAR" in e["op"] for e in before.silent)
+    assert not any("BILINEAR" in e["op"] for e in after.silent)
+    assert [o["verdict"] for o in after.ngc_overrides if "BILINEAR" in o["op"]] == ["deterministic"]
+    assert any("sparse_dense_matmul" in e["op"] for e in recipes.select("2.6", "stock").raises)
+    ngc = recipes.select("2.6", "ngc", "21.09")
+    assert not any("sparse_dense_matmul" in e["op"] for e in ngc.raises)
+    assert [o["verdict"] for o in ngc.ngc_overrides] == ["nondeterministic"]
+    for r in (after, ngc):
+        assert all(r.source_url(o["source"]).startswith("https://") for o in r.ngc_overrides)
+
+
+def test_windows_segment_entry_and_unverified_boundaries() -> None:
+    win = [e for e in recipes.select("2.8", "stock").raises if e.get("platform") == "windows"]
+    assert len(win) == 1 and "segment_sum" in win[0]["op"] and win[0]["source"] == "tf-issue-54276"
+    assert not any(e.get("platform") for e in recipes.select("2.11", "stock").raises)
+    argmax = next(e for e in recipes.select("2.21", "stock").raises if "max_pool_with_argmax" in e["op"])
+    assert "would settle" in argmax["unverified"]
+
+
+def test_advice_is_shown_only_where_it_applies() -> None:
+    ids = lambda tf: {a["id"] for a in recipes.select(tf, "stock").advice}  # noqa: E731
+    assert "enable-op-determinism-before-2-8" in ids("2.4") and "enable-op-determinism-before-2-8" not in ids("2.8")
+    assert {"pythonhashseed-in-script", "tf-use-cudnn-autotune"} <= ids("1.15") & ids("2.21")
+    assert "jit-compile-true-keras3" in ids("2.16") and "jit-compile-true-keras3" not in ids("2.15")
+    docs = (REPO / "docs" / "common-advice.md").read_text(encoding="utf-8")
+    for a in recipes.table()["advice"]:
+        anchor = a["doc"].split("#", 1)[1]
+        assert a["doc"].startswith("docs/common-advice.md#") and f"#{anchor}" in _anchors(docs), a["id"]
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    import re
+
+    out = set()
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            text = line.lstrip("#").strip().lower()
+            out.add("#" + re.sub(r"[^\w\- ]", "", text).replace(" ", "-"))
+    return out
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["raises_under_determinism"][0].update(platform="amiga"), "platform"),
+        (lambda d: d["raises_under_determinism"][0].update(keras_min="3"), "MAJOR.MINOR"),
+        (lambda d: d["raises_under_determinism"][0].update(colour="red"), "optionally"),
+        (lambda d: d["ngc_overrides"][0].update(verdict="better"), "verdict"),
+        (lambda d: d["ngc_overrides"][0].update(ngc_min="2020.3"), "NGC releases"),
+        (lambda d: d["advice"][0].update(doc="https://elsewhere"), "docs/"),
+        (lambda d: d["advice"].append(dict(d["advice"][0])), "unique id"),
+    ],
+)
+def test_schema_refuses_bad_new_entries(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    import copy
+
+    data = copy.deepcopy(recipes.table())
+    mutate(data)
+    with pytest.raises(RecipeError, match=message):
+        recipes.validate(data)

@@ -55,7 +55,9 @@ def test_the_real_table_names_only_checks_the_battery_has() -> None:
     for key in ("raises_under_determinism", "nondeterministic_under_determinism"):
         for entry in table[key]:
             assert set(entry["checks"]) <= names, entry["op"]
-    assert len(CHECKS) >= 40
+    assert len(CHECKS) >= 60
+    for entry in table.get("ngc_overrides", []):
+        assert set(entry["checks"]) <= names, entry["op"]
 
 
 def test_weighted_bincount_on_cpu_is_listed_per_device_in_the_real_table() -> None:
@@ -82,3 +84,37 @@ def test_a_listed_nondeterminism_is_reported_not_failed() -> None:
     summary = verdict_summary([listed, unlisted])
     assert "1 nondeterministic as the recipe table lists for this device (bincount)" in summary
     assert "1 NONDETERMINISTIC (matmul)" in summary
+
+
+def test_keras_platform_and_ngc_narrow_the_real_table() -> None:
+    """Unseeded Dropout raises with Keras 2 and is silently nondeterministic with Keras 3 (measured on TF 2.15
+    and 2.21); Keras 3.0-3.6 auto-jit raises on GPUs only; the Windows-only segment entry never applies on
+    Linux; NGC 20.03+ overrides the stock bilinear-resize entry."""
+    table = recipes.table()
+    assert expect.expected("keras-dropout-unseeded", "2.15.1", False, table, "2.15.0")["verdict"] == expect.RAISES
+    assert expect.expected("keras-dropout-unseeded", "2.21.0", False, table, "3.15.1")["verdict"] == expect.SILENT
+    assert expect.expected("keras-dropout-unseeded", "2.21.0", False, table, None)["verdict"] == "deterministic"
+    assert expect.expected("keras-dropout-unseeded", "2.6.0", False, table, "2.6.0")["verdict"] == expect.SILENT
+    jit = "keras-auto-jit-max-pool"
+    assert expect.expected(jit, "2.17.0", True, table, "3.6.0")["verdict"] == expect.RAISES
+    assert expect.expected(jit, "2.17.0", True, table, "3.7.0")["verdict"] == "deterministic"
+    assert expect.expected(jit, "2.17.0", False, table, "3.6.0")["verdict"] == "deterministic"
+    assert expect.expected("xla-max-pool-backprop", "2.21.0", False, table)["verdict"] == expect.RAISES
+    seg = "unsorted-segment-sum"
+    assert expect.expected(seg, "2.8.0", True, table, platform="win32")["verdict"] == expect.RAISES
+    assert expect.expected(seg, "2.8.0", True, table, platform="linux")["verdict"] == "deterministic"
+    bil = "resize-bilinear-backprop"
+    assert expect.expected(bil, "2.1.0", True, table)["verdict"] == expect.SILENT
+    assert expect.expected(bil, "2.1.0", True, table, ngc_release="20.02")["verdict"] == expect.SILENT
+    hit = expect.expected(bil, "2.1.0", True, table, ngc_release="20.03")
+    assert hit["verdict"] == "deterministic" and hit["why"].startswith("NGC 20.03")
+    assert expect.expected("sparse-dense-matmul", "2.6.0", True, table)["verdict"] == expect.RAISES
+    assert expect.expected("sparse-dense-matmul", "2.6.0", True, table, ngc_release="21.09")["verdict"] == expect.SILENT
+    for name in ("random-uniform-unseeded", "random-generator-nondeterministic-state"):
+        assert expect.expected(name, "2.15.1", False, table)["verdict"] == expect.RAISES
+        assert expect.expected(name, "2.6.0", False, table)["verdict"] == expect.SILENT
+    assert expect.platform_name("win32") == "windows" and expect.platform_name("linux") == "linux"
+
+
+def test_the_battery_has_at_least_60_checks() -> None:
+    assert len(CHECKS) >= 60 and len({c.name for c in CHECKS}) == len(CHECKS)

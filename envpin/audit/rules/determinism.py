@@ -1,5 +1,6 @@
 """The determinism environment of the produced image: the recipe's switches for the base's TensorFlow, the
-variables that must not be set or have no effect, XLA auto-clustering, the driver check, PYTHONHASHSEED.
+variables that must not be set or have no effect, XLA auto-clustering, Keras 3's default XLA compilation, the
+driver check, PYTHONHASHSEED.
 
 These judge the image the build produces (the last stage, or --target) with the ENV it inherits from the stages
 it is built on; ARG values do not reach the running container and do not count.
@@ -186,8 +187,38 @@ PYTHONHASHSEED_UNSET = Rule(
     fixable=True,
 )
 
+_STOCK_2_17 = f"FROM tensorflow/tensorflow:2.17.0-gpu@{EXAMPLE_DIGEST}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+#: The battery check whose table entry says where Keras 3 auto-jit raises (TF 2.16-2.19 allow Keras 3.0-3.6).
+_AUTO_JIT_CHECK = "keras-auto-jit-max-pool"
+
+KERAS3_AUTO_XLA = Rule(
+    id="keras3-auto-xla",
+    severity="warning",
+    title="Keras 3 may compile the model with XLA under determinism",
+    finds="A produced image whose base holds TensorFlow 2.16 or later (Keras 3 is `tf.keras`) and does not set "
+          "`TF_USE_LEGACY_KERAS` to a true value: a warning where the TensorFlow still allows Keras 3.0-3.6 "
+          "(2.16-2.19), an info finding from 2.20 (Keras 3.10+ required); reported on that stage's `FROM`.",
+    why="Keras 3's model.compile() defaults to jit_compile='auto', which compiles with XLA on a machine with a "
+        "GPU; XLA's MaxPool gradient has no deterministic implementation, so under determinism a model with "
+        "MaxPool raises 'GPU MaxPool gradient ops do not yet have a deterministic XLA implementation.' with "
+        "Keras 3.0-3.6. Pass jit_compile=False to model.compile(), or install Keras 3.7 or later and enable "
+        "determinism before compiling (it then keeps XLA off). The Dockerfile cannot show the training code: "
+        "once the code passes jit_compile=False, silence this with '# envpin: ignore=keras3-auto-xla'.",
+    bad=_STOCK_2_17,
+    good=_STOCK_2_17 + "# Keras 2 instead of Keras 3 (tf.keras then never defaults to XLA)\n"
+                       "RUN pip install --no-cache-dir tf-keras==2.17.0\nENV TF_USE_LEGACY_KERAS=1\n",
+    autofix="Leaves a comment: the fix is in the training code (jit_compile=False) or in the Keras version, "
+            "which the model's owner decides.",
+    references=(("TensorFlow issue 69417", "https://github.com/tensorflow/tensorflow/issues/69417"),
+                ("Keras trainer.py (jit_compile='auto')",
+                 "https://github.com/keras-team/keras/blob/master/keras/src/trainers/trainer.py"),
+                ("Where common advice is wrong: jit_compile=True with determinism",
+                 "common-advice.md#jit_compiletrue-with-determinism")),
+)
+
 RULES: tuple[Rule, ...] = (D9M_ENV_MISSING, D9M_ENV_WRONG, D9M_UNKNOWN_TF, D9M_UNAVAILABLE, CUDNN_AUTOTUNE_SET,
-                           ENV_NO_EFFECT, XLA_AUTO_JIT, NVIDIA_DISABLE_REQUIRE, PYTHONHASHSEED_UNSET)
+                           ENV_NO_EFFECT, XLA_AUTO_JIT, NVIDIA_DISABLE_REQUIRE, PYTHONHASHSEED_UNSET,
+                           KERAS3_AUTO_XLA)
 
 
 def truthy(var: Var | None) -> bool:
@@ -277,6 +308,27 @@ def check_xla(ctx: Context) -> None:
                 "drop --tf_xla_auto_jit from TF_XLA_FLAGS; use jit_compile=True per function if XLA is needed")
 
 
+def check_keras3(ctx: Context) -> None:
+    """Keras 3's jit_compile='auto' where the base's TensorFlow is 2.16 or later (the recipe's Keras 3 step)."""
+    recipe = ctx.base.recipe
+    if recipe is None or not any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps):
+        return
+    if truthy(ctx.env().get("TF_USE_LEGACY_KERAS")):
+        return
+    what = f"{ctx.base.label} (TensorFlow {ctx.base.tf_version})"
+    if any(_AUTO_JIT_CHECK in e["checks"] for e in recipe.raises):
+        ctx.add(KERAS3_AUTO_XLA, ctx.target.from_.line,
+                f"{what} allows Keras 3.0-3.6, whose model.compile() defaults to XLA on a GPU, and XLA's MaxPool "
+                "gradient raises under determinism",
+                "pass jit_compile=False to model.compile(), or install keras>=3.7 and enable determinism before "
+                "compiling")
+    else:
+        ctx.add(KERAS3_AUTO_XLA, ctx.target.from_.line,
+                f"{what} requires a Keras 3 that keeps jit_compile='auto' off only while op determinism is on: "
+                "enable determinism before model.compile()",
+                "call enable_op_determinism() (or envpin.enable_determinism()) before model.compile()", "info")
+
+
 def check_nvidia_disable_require(ctx: Context) -> None:
     """NVIDIA_DISABLE_REQUIRE set to anything but an empty or false value."""
     for ins, value in ctx.env_settings("NVIDIA_DISABLE_REQUIRE"):
@@ -307,5 +359,5 @@ def seed_ok(value: str | None) -> bool:
 
 
 CHECKS: tuple[Check, ...] = (check_determinism, check_autotune, check_xla, check_nvidia_disable_require,
-                             check_hashseed)
+                             check_hashseed, check_keras3)
 RUN_RULES: tuple[type[RunRule], ...] = ()

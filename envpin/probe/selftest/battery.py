@@ -1,10 +1,11 @@
 """The battery itself, run inside a fresh child process with determinism already set up."""
 
+import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from envpin.probe import tfchild
-from envpin.probe.runtime import load_table
+from envpin.probe.runtime import load_table, ngc_release
 from envpin.probe.selftest.compare import compare_outputs, finish_check, pack
 from envpin.probe.selftest.expect import expected, surprise
 from envpin.probe.selftest.ops import select
@@ -103,16 +104,20 @@ def battery(determinism: bool = True, quick: bool = False, names: Optional[Seque
     checks = []
     for _ in range(rounds):
         for check in select(names, quick):
-            result = run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
-                               plan["budget"], plan["max_runs"])
-            if table is not None:
-                result["expected"] = expected(check.name, version, gpu, table)
-                note = surprise(result)
-                if note:
-                    result["surprise"] = note
-            checks.append(result)
+            checks.append(run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
+                                    plan["budget"], plan["max_runs"]))
+    keras = keras_version(tf)  # after the checks: the Keras ones have imported it by now
+    ngc = ngc_release()
+    if table is not None:
+        for result in checks:
+            result["expected"] = expected(result["name"], version, gpu, table, keras, ngc)
+            note = surprise(result)
+            if note:
+                result["surprise"] = note
     return {
         "tf_version": getattr(tf, "__version__", "unknown"),
+        "keras_version": keras,
+        "build": "ngc %s" % ngc if ngc else "stock",
         "numpy_version": np.__version__,
         "python": tfchild.python_info(),
         "eager": eager,
@@ -130,3 +135,13 @@ def _gpus(tf: Any) -> List[Any]:
     lister = getattr(config, "list_physical_devices", None) or getattr(
         getattr(config, "experimental", None), "list_physical_devices", None)
     return list(lister("GPU")) if lister is not None else []
+
+
+def keras_version(tf: Any) -> Optional[str]:
+    """The Keras tf.keras is (2.x up to TF 2.15, Keras 3 from 2.16 unless TF_USE_LEGACY_KERAS), or None."""
+    try:  # the package tf.keras's layers come from: keras, tf_keras, or TensorFlow's own copy (before 2.6)
+        package = tf.keras.layers.Dropout.__module__.split(".")[0]
+        version = getattr(sys.modules.get(package), "__version__", None)
+    except Exception:  # no tf.keras, or Keras fails to import: entries with a Keras range then do not apply
+        return None
+    return str(version) if version else None

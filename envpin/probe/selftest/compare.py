@@ -135,6 +135,10 @@ def classify_exception(type_name: str, message: str, determinism: bool) -> Tuple
     off, means the check itself could not run here: skipped, with the reason.
     """
     text = clean_tf_message(message)
+    if "determinis" not in text.lower():  # a wrapper's first line (Keras 2: "Exception encountered when ...")
+        inner = [ln.strip() for ln in str(message or "").splitlines() if "determinis" in ln.lower()]
+        if inner:
+            text = "%s %s" % (text, clean_tf_message(inner[0]))
     mentions = "determinis" in text.lower()
     if determinism and mentions and type_name in (
             "UnimplementedError", "InvalidArgumentError", "FailedPreconditionError", "RuntimeError", "ValueError",

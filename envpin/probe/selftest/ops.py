@@ -11,6 +11,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from envpin.probe import tfchild
 from envpin.probe.selftest.trial import CHECKS, PLANTED, Check, Trial
 from envpin.probe.selftest.trial import check as _check
+from envpin.probe.selftest.trial import xla_function as _xla
 
 S1 = [1, 1, 1, 1]
 S2 = [1, 2, 2, 1]
@@ -477,20 +478,6 @@ def _unsorted_segment_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
     return lambda: [tf.math.unsorted_segment_sum(c.const(data), c.const(ids), 128)]
 
 
-def _xla(c: Trial, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` compiled with XLA (jit_compile=True; experimental_compile before TF 2.5). Raises XlaUnavailable
-    in graph mode or where this TensorFlow has no XLA JIT, which the battery reports as skipped."""
-    tf = c.tf
-    if not c.eager:
-        raise XlaUnavailable("XLA checks run eagerly (tf.function(jit_compile=True)); TF1 graph mode has no such API")
-    try:
-        return tf.function(fn, jit_compile=True)
-    except TypeError:
-        return tf.function(fn, experimental_compile=True)
-
-
-class XlaUnavailable(Exception):
-    """XLA cannot run in this TensorFlow or mode."""
 
 
 @_check("xla-reduce-sum", "XLA reduce (jit_compile=True)", quick=False)
@@ -623,6 +610,8 @@ def _timestamp(c: Trial) -> Callable[[], List[Any]]:
     tf = c.tf
     return lambda: [tf.timestamp()]
 
+
+from envpin.probe.selftest import ops_seeds  # noqa: E402,F401  (registers the seed, Keras and XLA checks)
 
 # ---- planted checks: never in the battery; the tests use them to prove the machinery catches problems.
 

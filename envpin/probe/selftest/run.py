@@ -78,6 +78,8 @@ def run_selftest(compare: bool = False, quick: bool = False, environ: Optional[D
             "python": on["python"],  # the interpreter TensorFlow ran in
             "tf_version": on["tf_version"],
             "numpy_version": on["numpy_version"],
+            "keras_version": on.get("keras_version"),
+            "build": on.get("build", "stock"),
             "eager": on["eager"],
             "device": on.get("device", "cpu"),
             "determinism": on["determinism"],

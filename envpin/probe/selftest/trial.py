@@ -72,3 +72,19 @@ class Trial(object):
 
     def const(self, array: Any) -> Any:
         return self.tf.constant(array)
+
+
+def xla_function(c: Trial, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` compiled with XLA (jit_compile=True; experimental_compile before TF 2.5). Raises XlaUnavailable
+    in graph mode or where this TensorFlow has no XLA JIT, which the battery reports as skipped."""
+    tf = c.tf
+    if not c.eager:
+        raise XlaUnavailable("XLA checks run eagerly (tf.function(jit_compile=True)); TF1 graph mode has no such API")
+    try:
+        return tf.function(fn, jit_compile=True)
+    except TypeError:
+        return tf.function(fn, experimental_compile=True)
+
+
+class XlaUnavailable(Exception):
+    """XLA cannot run in this TensorFlow or mode."""
