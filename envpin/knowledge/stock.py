@@ -24,9 +24,10 @@ from typing import Any
 from envpin.errors import CatalogError, UsageError, shown
 from envpin.knowledge.catalog import Entry, Fact
 from envpin.knowledge.fields import FIELDS, LIST_FIELDS
-from envpin.knowledge.versions import TFSpec, parse_tf_spec
+from envpin.knowledge.versions import TFSpec
 from envpin.portable import imageref
 from envpin.portable.imageref import is_digest
+from envpin.portable.versions import SpecError, parse_tf_spec
 
 SCHEMA_VERSION = 1
 #: The lock's [inputs].flavor of a stock image (NGC flavors are py2, py3, tf1, tf1-py2, tf2).
@@ -89,17 +90,23 @@ class StockCatalog:
 
 
 def _spec(text: str) -> TFSpec:
-    """--stock: a version or a tag, optionally with the repository in front."""
+    """--stock: a version or a tag, optionally with the repository in front; a UsageError otherwise."""
     raw = text.strip()
+    bad = UsageError(f"--stock {shown(text)} is not a version or a tag of {REPOSITORY}",
+                     hint="give a version or a tag, e.g. --stock 2.20 or --stock 2.20.0-gpu")
     if ":" in raw:
-        name, tag, digest = imageref.split(raw)
-        if digest or tag is None or imageref.parse(name).name != f"docker.io/{REPOSITORY}":
-            raise UsageError(f"--stock {shown(text)} is not a tag of {REPOSITORY}",
-                             hint="give a version or a tag, e.g. --stock 2.20.0 or --stock 2.20.0-gpu")
+        try:
+            name, tag, digest = imageref.split(raw)
+            ours = imageref.parse(name).name == f"docker.io/{REPOSITORY}"
+        except imageref.RefError:
+            raise bad from None
+        if digest or tag is None or not ours:
+            raise bad
         raw = tag
-    if raw.endswith("-gpu"):
-        raw = raw[: -len("-gpu")]
-    return parse_tf_spec(raw)
+    try:
+        return parse_tf_spec(raw.removesuffix("-gpu"))
+    except SpecError:
+        raise bad from None
 
 
 def epoch_of(date: str) -> int:

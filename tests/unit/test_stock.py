@@ -98,8 +98,12 @@ def test_select(spec: str | None, tf: str | None, tag: str) -> None:
 @pytest.mark.parametrize("spec, tf, message", [
     (None, "2.21", "no stock TensorFlow GPU image in the catalog holds TensorFlow 2.21"),
     ("2.19", "2.20", "name different TensorFlow releases"),
-    ("nvcr.io/nvidia/tensorflow:2.20.0-gpu", None, "is not a tag of tensorflow/tensorflow"),
-    ("2.20.0-cpu", None, "is not a TensorFlow version"),
+    ("nvcr.io/nvidia/tensorflow:2.20.0-gpu", None, "is not a version or a tag of tensorflow/tensorflow"),
+    ("2.20.0-cpu", None, "is not a version or a tag"),
+    ("BAD NAME:2.20.0-gpu", None, "is not a version or a tag"),
+    (":", None, "is not a version or a tag"),
+    ("tensorflow/tensorflow:2.20.0-gpu@sha256:" + "0" * 64, None, "is not a version or a tag"),
+    ("tensorflow/tensorflow:latest-gpu", None, "is not a version or a tag"),
     (None, None, "needs a TensorFlow version"),
 ])
 def test_select_refuses_with_a_hint(spec: str | None, tf: str | None, message: str) -> None:
@@ -120,6 +124,16 @@ def test_stock_tags_are_never_ngc_tags(major: int, minor: int, patch: int) -> No
 @given(st.text(max_size=40))
 def test_names_stock_tag_never_raises(text: str) -> None:
     assert stock.names_stock_tag(text) in (True, False)
+
+
+@given(st.text(max_size=60))
+def test_any_stock_spec_is_a_tag_or_one_usage_error(text: str) -> None:
+    try:
+        entry = stock.load().select(text)
+    except UsageError as exc:
+        assert exc.hint and "\n" not in exc.message
+    else:
+        assert entry.tag in stock.load().tags()
 
 
 # -- plans and locks -----------------------------------------------------------------------------------
