@@ -46,7 +46,7 @@ from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
 from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
 from envpin.portable import ngc
 from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
-from envpin.portable.versions import SpecError
+from envpin.portable.versions import SpecError, parse_ngc_spec
 
 SCHEMA_VERSION = 2
 #: Kinds of evidence (grades), strongest first: a value of an earlier kind outranks a later one where both exist.
@@ -243,15 +243,35 @@ class Catalog:
         self.sources: dict[str, dict[str, str]] = data["sources"]
         self.missing: dict[str, dict[str, Any]] = data["missing_months"]
         self.repository: str = data["image_repository"]
-        self._entries = list(self._build_entries())
-        self._selector = ngc.Selector(self._entries, self.missing)
+        # Entries are built when first asked for, a release at a time: a command about one tag (an audited
+        # FROM line, a recipe) builds that release's entries only.
+        self._by_release: dict[str, list[Entry]] = {}
+        self._all: list[Entry] | None = None
+        self._full: ngc.Selector | None = None
+
+    @property
+    def _entries(self) -> list[Entry]:
+        if self._all is None:
+            self._all = [e for release in self.releases() for e in self._release(release)]
+        return self._all
+
+    @property
+    def _selector(self) -> ngc.Selector:
+        if self._full is None:
+            self._full = ngc.Selector(self._entries, self.missing)
+        return self._full
+
+    def _release(self, release: str) -> list[Entry]:
+        if release not in self._by_release:
+            self._by_release[release] = list(self._build_entries([release]))
+        return self._by_release[release]
 
     # -- construction -------------------------------------------------------------------------------
-    def _build_entries(self) -> Iterator[Entry]:
+    def _build_entries(self, releases: list[str]) -> Iterator[Entry]:
         by_tag: dict[str, list[dict[str, Any]]] = {}
         for (_, tag), image in sorted(self.cached.items()):
             by_tag.setdefault(tag, []).append(image)
-        for release in sorted(self.data["releases"], key=release_index):
+        for release in releases:
             rel = self.data["releases"][release]
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
@@ -296,6 +316,9 @@ class Catalog:
     def release_entries(self, release: str, *, notify: bool = True) -> list[Entry]:
         """All tags of one release, or a clear error for unknown and release-less months. With notify, each
         chosen entry's notices are posted (envpin.knowledge.notices): a command is told about the values it uses."""
+        found = self._release(release) if release in self.data["releases"] else []
+        if found:
+            return _posted(list(found), notify)
         try:
             return _posted(self._selector.release_entries(release), notify)
         except SpecError as exc:
@@ -311,9 +334,21 @@ class Catalog:
 
         The rules live in envpin.portable.ngc (standard library); this turns their errors into the CLI's."""
         try:
-            return _posted(self._selector.select(ngc, tf, flavor, single), notify)
+            return _posted(self._select(ngc, tf, flavor, single), notify)
         except SpecError as exc:
             raise UsageError(exc.message, hint=exc.hint) from None
+
+    def _select(self, spec: NGCSpec | str | None, tf: TFSpec | None, flavor: str | None, single: bool) -> list[Entry]:
+        """A spec of a release in the catalog is chosen among that release's entries alone; anything else,
+        and every error (whose message may name other releases), goes through the whole catalog."""
+        if spec is not None:
+            try:
+                release = (parse_ngc_spec(spec) if isinstance(spec, str) else spec).release
+                if release in self.data["releases"]:
+                    return ngc.Selector(self._release(release), self.missing).select(spec, tf, flavor, single)
+            except SpecError:
+                pass
+        return self._selector.select(spec, tf, flavor, single)
 
     @staticmethod
     def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> list[str]:
@@ -408,7 +443,7 @@ def _with_cache(cat: Catalog, cache_file: str, mtime_ns: int, size: int) -> Cata
     from envpin.knowledge import facts as imagecache
 
     got = imagecache.read(cat.repository, Path(cache_file))
-    tags = {e.tag for e in cat.entries()}
+    tags = {fl["tag"] for rel in cat.data["releases"].values() for fl in rel["flavors"].values()}
     useful = {key: image for key, image in got.images.items() if key[1] in tags}
     found = (got.notice,) if got.notice else ()
     if not useful and not found:
