@@ -73,9 +73,10 @@ def find(start: Path) -> Path | None:
 
 def _table(path: Path) -> dict[str, Any] | None:
     from envpin._compat import tomllib
+    from envpin.fsutil import read_regular
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise UsageError(f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder") \
             from None

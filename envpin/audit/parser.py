@@ -31,6 +31,7 @@ from envpin.audit.words import (
     split_words,
 )
 from envpin.errors import EnvpinError
+from envpin.fsutil import MAX_READ_BYTES, read_regular
 
 # Substitution and words live in envpin.audit.words; these names stay importable from the parser.
 __all__ = [
@@ -620,18 +621,22 @@ def _arg(
     return Var(p.key, value, ins.line, kind, unresolved)
 
 
+#: The largest Dockerfile the audit reads (fsutil.MAX_READ_BYTES): a real one is kilobytes.
+MAX_DOCKERFILE_BYTES = MAX_READ_BYTES
+
+
 def read(path: str, build_args: Mapping[str, str] | None = None, *, tolerant: bool = False) -> Dockerfile:
     """Read and parse a file; unreadable, binary or non-UTF-8 files raise DockerfileError (even when tolerant:
     there is nothing to audit in them)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_regular(path, MAX_DOCKERFILE_BYTES)
     except FileNotFoundError:
         raise DockerfileError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
         raise DockerfileError(f"{path}: is a directory, not a Dockerfile", hint="name the Dockerfile itself") from None
     except OSError as exc:
-        raise DockerfileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise DockerfileError(f"{path}: cannot read: {exc.strerror or exc}",
+                              hint="name the Dockerfile itself (a regular file)") from None
     if b"\0" in raw:
         line = raw[: raw.index(b"\0")].count(b"\n") + 1
         raise DockerfileError(f"{path}:{line}: binary file (NUL byte), not a Dockerfile")

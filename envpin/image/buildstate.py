@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from envpin.fsutil import atomic_write
+from envpin.fsutil import atomic_write, read_regular
 
 #: Overrides the state directory (tests, CI, shared build hosts).
 STATE_ENV = "ENVPIN_STATE_DIR"
@@ -53,7 +53,7 @@ def load(inputs_hash: str, engine: str = "docker") -> BuildRecord | None:
     """The record for these inputs and engine, or None (never built here, or the record is unreadable)."""
     path = state_dir() / "builds" / f"{_key(inputs_hash, engine)}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
         data.setdefault("engine", "docker")  # records written before podman builds existed
         record = BuildRecord(**{k: str(data[k]) for k in BuildRecord.__dataclass_fields__})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError, shown
-from envpin.fsutil import atomic_write, parse_json
+from envpin.fsutil import atomic_write, parse_json, read_regular
 from envpin.knowledge.fields import IMAGE_SOURCE, image_problems, is_repository_name
 from envpin.portable.imageref import is_digest
 
@@ -86,7 +86,7 @@ def read(repository: str, path: Path | None = None) -> CacheRead:
     """The usable image objects of the cache for the catalog of `repository` (empty when there is no cache)."""
     path = path or cache_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return CacheRead(path, {})
     except (OSError, UnicodeDecodeError) as exc:

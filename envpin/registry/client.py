@@ -304,7 +304,7 @@ class RegistryClient:
                          f"the image config of {where}")
         digests.verify(resp.body, config_digest, "the image config", "the digest its manifest names", where)
         digests.check_size(config.get("size"), len(resp.body), "the image config", where)
-        return top.digest, self._json(resp.body, "image config", where)
+        return top.digest, _config_shape(self._json(resp.body, "image config", where), where)
 
     def _platform_manifest(self, ref: ImageRef, index: Manifest, platform: str, where: str) -> Manifest:
         """The verified manifest an image index lists for `platform` ('os/architecture')."""
@@ -324,3 +324,27 @@ class RegistryClient:
         man = self.manifest(ref, child)
         digests.check_size(chosen[0].get("size"), man.size, "the manifest", f"{ref.name}@{child}")
         return man
+
+
+def _config_shape(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """An image config whose fields envpin reads have the types the OCI image spec gives them (config an
+    object, Env a list of strings, Labels an object of strings, created a string); anything else is one
+    RegistryError here, so nothing past the registry layer meets a list where an object belongs."""
+    def bad(field: str, want: str) -> RegistryError:
+        return RegistryError(f"{where}: the image config's {field} is not {want}", hint=_BROKEN_HINT)
+
+    created = data.get("created")
+    if created is not None and not isinstance(created, str):
+        raise bad("'created'", "a string")
+    cfg = data.get("config")
+    if cfg is None:
+        return data
+    if not isinstance(cfg, dict):
+        raise bad("'config'", "an object")
+    env = cfg.get("Env")
+    if env is not None and (not isinstance(env, list) or not all(isinstance(e, str) for e in env)):
+        raise bad("'config.Env'", "a list of strings")
+    labels = cfg.get("Labels")
+    if labels is not None and (not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values())):
+        raise bad("'config.Labels'", "an object of strings")
+    return data

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envpin.errors import RegistryError, shown
-from envpin.fsutil import parse_json
+from envpin.fsutil import parse_json, read_regular
 from envpin.portable.imageref import DOCKER_HUB
 
 #: The key docker uses for Docker Hub in config.json and with credential helpers.
@@ -78,7 +78,7 @@ def load_config(path: Path | None = None) -> dict:
     """The parsed config.json, {} when there is none; a broken one is an error that names the file."""
     path = path or config_dir() / "config.json"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:

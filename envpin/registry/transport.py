@@ -195,9 +195,16 @@ class Transport:
         with _Watch(self.deadline) as watch:
             try:
                 response = self._follow(url, headers, limit, thing, auth_origin, method, data, watch)
+            except RegistryError:
+                if watch.fired:  # a body cut short by the deadline is late, not short
+                    raise self._late(url, thing) from None
+                raise
             except (OSError, http.client.HTTPException) as exc:
                 if watch.fired:
                     raise self._late(url, thing) from None
+                if isinstance(exc, http.client.IncompleteRead):
+                    raise RegistryError(f"{shown_origin(url)} cut {thing} short (the connection ended inside the "
+                                        "body)", hint="the connection broke or a proxy cut it; retry later") from None
                 if not isinstance(exc, OSError):
                     raise RegistryError(f"{shown_origin(url)} answered the request for {thing} with something "
                                         f"that is not HTTP ({type(exc).__name__})",
@@ -225,7 +232,10 @@ class Transport:
                 if status in _REDIRECT_CODES:
                     current = self._redirect(current, got.get("location"), method, thing)
                     continue
-                body = _read(resp, limit, current, thing) if 200 <= status < 300 else b""
+                body = b""
+                if 200 <= status < 300:
+                    _check_encoding(got, current, thing)
+                    body = _read(resp, limit, current, thing)
             return Response(status, got, body, current)
         raise RegistryError(f"{shown_origin(url)} redirected the request for {thing} more than {MAX_REDIRECTS} times",
                             hint="the registry's redirects loop; check its configuration")
@@ -273,14 +283,26 @@ class Transport:
         return answer
 
 
+def _check_encoding(headers: dict[str, str], url: str, thing: str) -> None:
+    """envpin asks for no compression; a body encoded anyway (gzip, br) would not hash to its digest."""
+    encoding = headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise RegistryError(f"{shown_origin(url)} sent {thing} encoded as '{shown(encoding, 40)}', which envpin "
+                            "did not ask for", hint="check the registry, or a proxy in between that compresses answers")
+
+
 def _read(resp: http.client.HTTPResponse, limit: int, url: str, thing: str) -> bytes:
-    """The body, refused as soon as it is known to exceed `limit` (Content-Length first, then while reading)."""
+    """The body, refused as soon as it is known to exceed `limit` (Content-Length first, then while reading),
+    or when it ends before the length its Content-Length declares."""
     declared = (resp.headers.get("Content-Length") or "").strip()
-    size = int(declared) if declared.isascii() and declared.isdigit() else None
+    size = int(declared) if declared.isascii() and declared.isdigit() and len(declared) <= 18 else None
     buf = bytearray()
     while size is None or size <= limit:
         chunk = resp.read(min(_CHUNK, limit + 1 - len(buf)))
         if not chunk:
+            if size is not None and len(buf) != size:
+                raise RegistryError(f"{shown_origin(url)} cut {thing} short: {len(buf):,} of the {size:,} bytes "
+                                    "it announced", hint="the connection broke or a proxy cut it; retry later")
             return bytes(buf)
         buf += chunk
         if len(buf) > limit:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import ReportError, shown
-from envpin.fsutil import parse_json
+from envpin.fsutil import parse_json, read_regular
 from envpin.probe import PROBE_SCHEMA, fields
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
@@ -36,7 +36,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     """Read a probe report, refusing anything that is not one (one-line ReportError)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_regular(p).decode("utf-8")
     except FileNotFoundError:
         raise ReportError(f"report {p} does not exist", hint="write one with 'envpin probe -o FILE'") from None
     except UnicodeDecodeError:

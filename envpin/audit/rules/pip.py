@@ -21,6 +21,7 @@ from envpin.audit.pipspec import PIP_NAMES, PipCall, is_local, pip_call, pip_con
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command, RunScript
 from envpin.environment.requirements import logical_lines
+from envpin.fsutil import read_regular
 
 _LOCKED = "COPY requirements.lock .\nRUN pip install --require-hashes --no-deps -r requirements.lock\n"
 _REPEATABLE = ("pip: repeatable installs", "https://pip.pypa.io/en/stable/topics/repeatable-installs/")
@@ -306,7 +307,7 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
         return
     ctx.seen.add(key)
     try:
-        raw = path.read_bytes()[:MAX_BYTES]
+        raw = read_regular(path, MAX_BYTES, truncate=True)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         report(PIP_REQUIREMENTS_FILE, shown, 1, f"cannot read {kind} file {shown}: {exc}",
