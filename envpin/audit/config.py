@@ -29,7 +29,7 @@ from typing import Any
 from envpin.audit.check import Finding
 from envpin.audit.rule import SEVERITIES
 from envpin.audit.rules import RULES
-from envpin.errors import UsageError
+from envpin.errors import UsageError, shown
 
 #: The rules nothing silences (Rule.suppressible is False): a parse-error's line stops the build.
 UNSUPPRESSIBLE = frozenset(r.id for r in RULES.values() if not r.suppressible)
@@ -80,6 +80,9 @@ def _table(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise UsageError(f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder") \
             from None
+    except ValueError:  # an integer past Python's 4,300-digit conversion limit
+        raise UsageError(f"{path} holds a number too long to read (more than 4,300 digits)",
+                         hint="fix the file, or run from another folder") from None
     tool = data.get("tool")
     envpin = tool.get("envpin") if isinstance(tool, dict) else None
     table = envpin.get("audit") if isinstance(envpin, dict) else None
@@ -102,7 +105,8 @@ def load(path: Path | None) -> AuditConfig:
                          hint="keys: ignore, fail-on, per-path (docs/audit.md#configuration)")
     fail_on = table.get("fail-on")
     if fail_on is not None and fail_on not in SEVERITIES:
-        raise UsageError(f"{where}: fail-on {fail_on!r} is not a severity", hint="use error, warning or info")
+        raise UsageError(f"{where}: fail-on {shown(repr(fail_on))} is not a severity",
+                         hint="use error, warning or info")
     per_path = []
     entries = table.get("per-path", [])
     if not isinstance(entries, list):
