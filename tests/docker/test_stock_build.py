@@ -3,6 +3,7 @@ stand-in for docker.io/tensorflow/tensorflow:2.20.0-gpu in the local registry (r
 
 from __future__ import annotations
 
+import shutil
 import urllib.request
 from pathlib import Path
 
@@ -58,3 +59,28 @@ def test_render_then_build_from_the_stock_stand_in(docker_client, stock_stand_in
     again = run_envpin("build", "--lock", str(out / "envpin.lock"))
     assert again.code == 0 and again.stderr.startswith("up to date"), again.stderr
     assert run_envpin("lock", "--check", "--lock", str(out / "envpin.lock")).code == 0
+
+
+@pytest.mark.podman
+def test_a_stock_environment_builds_bit_identically_with_podman(stock_stand_in_image: str,
+                                                                 tmp_path: Path) -> None:
+    """The stock table's fixed SOURCE_DATE_EPOCH makes a stock image reproducible like an NGC one: the first
+    podman build records the image ID, a rebuild in a scratch store (--check) gives the same one."""
+    from tests.docker.test_podman import Store
+
+    podman = shutil.which("podman")
+    if podman is None:
+        pytest.skip("podman is not installed; run `sudo bash scripts/services.sh install`")
+    store = Store(podman, tmp_path / "store")
+    try:
+        out = tmp_path / "env"
+        first = run_envpin("build", "--stock", "2.20", "--base-image", stock_stand_in_image, "--out", str(out),
+                           "--engine", "podman", env=store.env)
+        assert first.code == 0, first.stderr
+        lock = lockfile.read(out / "envpin.lock")
+        assert lock.image is not None and lock.image.engine.startswith("podman ")
+        check = run_envpin("build", "--lock", str(out / "envpin.lock"), "--check", env=store.env)
+        assert check.code == 0, check.stderr
+        assert f"reproduced {lock.image.id} in a scratch store" in check.stderr
+    finally:
+        store.reset()
