@@ -16,7 +16,6 @@ TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the envi
 """
 
 import atexit
-import json
 import os
 import sys
 import time
@@ -56,6 +55,8 @@ def _write_record():
     out = os.environ.get("ENVPIN_RUNS_OUT")
     if not out:
         return
+    import json  # here, not at start-up: json pulls in re, enum and collections (about 6 ms)
+
     RECORD["ended"] = time.time()
     path = os.path.join(out, "hook-%d.json" % os.getpid())
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import py_compile
 import re
 import shutil
 import subprocess
@@ -86,6 +87,10 @@ def hook_folder(root: Path) -> Path:
     folder = root / "hook"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sitecustomize.py").write_bytes((resources.files("envpin.runs") / "hook.py").read_bytes())
+    # Compiled once here for this Python (a child on another Python compiles its own): every run saves the
+    # compile, a few milliseconds, and a child never writes beside the hook.
+    py_compile.compile(str(folder / "sitecustomize.py"), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
     (folder / "envpin.pyz").write_bytes(payload.payload())
     return folder
 
