@@ -39,7 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import CatalogError, UsageError
+from envpin.errors import CatalogError, UsageError, shown
 from envpin.knowledge import notices, trust
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE, LIST_FIELDS, image_problems
 from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
@@ -498,7 +498,11 @@ def _problems(data: Any) -> Iterator[str]:
         yield f"top-level keys must be {sorted(_TOP_KEYS)}, got {sorted(data)}"
         return
     if data["schema"] != SCHEMA_VERSION:
-        yield f"schema {data['schema']!r} is not {SCHEMA_VERSION}"
+        yield f"schema {shown(repr(data['schema']))} is not {SCHEMA_VERSION}"
+        return
+    shape = list(_shape_problems(data))
+    if shape:  # wrong types: the checks below (and the loader) may then assume the right ones
+        yield from shape
         return
     sources = data["sources"]
     for sid, src in sources.items():
@@ -525,6 +529,68 @@ def _problems(data: Any) -> Iterator[str]:
             yield f"{month} is neither a release nor a known missing month"
     for release, rel in releases.items():
         yield from _release_problems(release, rel, sources)
+
+
+def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
+    """Every container and id has the JSON type the schema gives it (objects, lists, strings), so a file with a
+    list where an object belongs is one CatalogError, never an AttributeError or TypeError further on."""
+    def obj(value: Any) -> bool:
+        return isinstance(value, dict)
+
+    def text(value: Any, null: bool = False) -> bool:
+        return isinstance(value, str) or (null and value is None)
+
+    if not text(data["image_repository"]) or not data["image_repository"]:
+        yield "image_repository must be a non-empty string"
+    if not isinstance(data["notes"], list):
+        yield "notes must be a list"
+    for key in ("sources", "missing_months", "releases"):
+        if not obj(data[key]):
+            yield f"{key} must be an object"
+    if not all(obj(data[k]) for k in ("sources", "missing_months", "releases")):
+        return
+    for sid, src in data["sources"].items():
+        if not obj(src) or not all(text(v) for v in src.values()):
+            yield f"source {shown(sid)}: must be an object of strings"
+    for month, info in data["missing_months"].items():
+        if not obj(info) or not text(info.get("reason"), True) or not text(info.get("source"), True):
+            yield f"missing month {shown(month)}: must be an object with a string reason (and source)"
+    for release, rel in data["releases"].items():
+        if not obj(rel) or not obj(rel.get("fields", {})) or not obj(rel.get("flavors", {})):
+            yield f"{shown(release)}: 'fields' and 'flavors' must be objects"
+            continue
+        facts = [(f"{release}.{n}", f) for n, f in rel.get("fields", {}).items()]
+        for flavor, fl in rel.get("flavors", {}).items():
+            if not obj(fl) or not text(fl.get("tag", "")) or not obj(fl.get("fields", {})):
+                yield f"{release}/{shown(flavor)}: must be an object with a string 'tag' and an object 'fields'"
+                continue
+            facts += [(f"{release}/{flavor}.{n}", f) for n, f in fl.get("fields", {}).items()]
+        for where, fact in facts:
+            problem = _fact_shape(fact)
+            if problem:
+                yield f"{shown(where)}: {problem}"
+
+
+def _fact_shape(fact: Any) -> str | None:
+    """What is wrong with the JSON types of one field's object, or None."""
+    def value_ok(v: Any) -> bool:
+        return v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+    if not isinstance(fact, dict):
+        return "must be an object"
+    if not value_ok(fact.get("value")):
+        return "value must be a string, a list of strings or null"
+    for key in ("source", "reason"):
+        if not (fact.get(key) is None or isinstance(fact[key], str)):
+            return f"{key} must be a string"
+    also = fact.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
+        return "'also' must be a list of source ids"
+    conflicts = fact.get("conflicts", [])
+    if not isinstance(conflicts, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("source"), str) and value_ok(c.get("value")) for c in conflicts):
+        return "'conflicts' must be a list of objects with exactly 'value' and 'source' (strings)"
+    return None
 
 
 def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterator[str]:
