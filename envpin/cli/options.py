@@ -76,7 +76,8 @@ ReqOpt = Annotated[
     Path | None, typer.Option("--requirements", help="Locked requirements (== pins and --hash) to install.")
 ]
 BaseOpt = Annotated[
-    str | None, typer.Option("--base-image", help="Build FROM this mirror of the NGC image (lock keeps nvcr.io).")
+    str | None, typer.Option("--base-image", help="Build FROM this mirror of the base image (the lock keeps the "
+                             "upstream name: nvcr.io, or Docker Hub for a stock image)."),
 ]
 CaOpt = Annotated[Path | None, typer.Option("--ca-bundle", help="PEM CA bundle to trust inside the image.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Environment folder (default images/<name>).")]
