@@ -29,6 +29,8 @@ carries, posted (envpin.knowledge.notices) when a command selects the entry.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
 from collections import Counter
@@ -243,23 +245,15 @@ class Catalog:
         self.sources: dict[str, dict[str, str]] = data["sources"]
         self.missing: dict[str, dict[str, Any]] = data["missing_months"]
         self.repository: str = data["image_repository"]
-        # Entries are built when first asked for, a release at a time: a command about one tag (an audited
-        # FROM line, a recipe) builds that release's entries only.
-        self._by_release: dict[str, list[Entry]] = {}
-        self._all: list[Entry] | None = None
-        self._full: ngc.Selector | None = None
+        self._by_release: dict[str, list[Entry]] = {}  # built on first use: one tag's command builds one release
 
-    @property
+    @functools.cached_property
     def _entries(self) -> list[Entry]:
-        if self._all is None:
-            self._all = [e for release in self.releases() for e in self._release(release)]
-        return self._all
+        return [e for release in self.releases() for e in self._release(release)]
 
-    @property
+    @functools.cached_property
     def _selector(self) -> ngc.Selector:
-        if self._full is None:
-            self._full = ngc.Selector(self._entries, self.missing)
-        return self._full
+        return ngc.Selector(self._entries, self.missing)
 
     def _release(self, release: str) -> list[Entry]:
         if release not in self._by_release:
@@ -339,15 +333,11 @@ class Catalog:
             raise UsageError(exc.message, hint=exc.hint) from None
 
     def _select(self, spec: NGCSpec | str | None, tf: TFSpec | None, flavor: str | None, single: bool) -> list[Entry]:
-        """A spec of a release in the catalog is chosen among that release's entries alone; anything else,
-        and every error (whose message may name other releases), goes through the whole catalog."""
-        if spec is not None:
-            try:
-                release = (parse_ngc_spec(spec) if isinstance(spec, str) else spec).release
-                if release in self.data["releases"]:
-                    return ngc.Selector(self._release(release), self.missing).select(spec, tf, flavor, single)
-            except SpecError:
-                pass
+        """A known release's spec picks among that release alone; anything else, and every error, the whole."""
+        with contextlib.suppress(SpecError):
+            release = None if spec is None else (parse_ngc_spec(spec) if isinstance(spec, str) else spec).release
+            if release in self.data["releases"]:
+                return ngc.Selector(self._release(release), self.missing).select(spec, tf, flavor, single)
         return self._selector.select(spec, tf, flavor, single)
 
     @staticmethod
