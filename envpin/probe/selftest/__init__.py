@@ -18,43 +18,70 @@ NumPy are imported lazily, and only in fresh child processes:
 Modules: ``compare`` (bitwise comparison and per-check verdicts), ``ops`` (the checks and their inputs),
 ``battery`` (runs the checks in the child), ``run`` (the parent: children, the whole result, problems),
 ``report`` (one neutral summary that the Markdown report and the terminal view both draw from).
+
+The names below are loaded from their module on first use (as in envpin.probe): importing the package,
+e.g. for ``envpin.probe.selftest.expect``, does not load the battery, its checks and the runner.
 """
 
-from envpin.probe.selftest.battery import FULL, QUICK, battery
-from envpin.probe.selftest.compare import (
-    VERDICTS,
-    classify_exception,
-    clean_tf_message,
-    compare_outputs,
-    finish_check,
-    pack,
-    verdict_summary,
-)
-from envpin.probe.selftest.ops import select
-from envpin.probe.selftest.report import render_markdown, summary
-from envpin.probe.selftest.run import SCHEMA, main, problems, run_battery, run_selftest
-from envpin.probe.selftest.trial import CHECKS, PLANTED, SEED
+import sys
+import types
 
-__all__ = [
-    "CHECKS",
-    "FULL",
-    "PLANTED",
-    "QUICK",
-    "SCHEMA",
-    "SEED",
-    "VERDICTS",
-    "battery",
-    "classify_exception",
-    "clean_tf_message",
-    "compare_outputs",
-    "finish_check",
-    "main",
-    "pack",
-    "problems",
-    "render_markdown",
-    "run_battery",
-    "run_selftest",
-    "select",
-    "summary",
-    "verdict_summary",
-]
+#: Public name -> the module that defines it.
+_HOMES = {
+    "FULL": "battery",
+    "QUICK": "battery",
+    "VERDICTS": "compare",
+    "classify_exception": "compare",
+    "clean_tf_message": "compare",
+    "compare_outputs": "compare",
+    "finish_check": "compare",
+    "pack": "compare",
+    "verdict_summary": "compare",
+    "select": "ops",
+    "render_markdown": "report",
+    "summary": "report",
+    "SCHEMA": "run",
+    "main": "run",
+    "problems": "run",
+    "run_battery": "run",
+    "run_selftest": "run",
+    "CHECKS": "trial",
+    "PLANTED": "trial",
+    "SEED": "trial",
+}
+
+__all__ = sorted([*_HOMES, "battery"])
+
+
+class _Package(types.ModuleType):
+    """envpin.probe.selftest: public names imported from their module on first access, then kept (module
+    __getattr__, PEP 562, needs Python 3.7; assigning a module's __class__ works from 3.5)."""
+
+    def __getattr__(self, name):
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError("module {!r} has no attribute {!r}".format(self.__name__, name))
+        import importlib
+
+        value = getattr(importlib.import_module(__name__ + "." + home), name)
+        setattr(self, name, value)
+        return value
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_HOMES))
+
+    # `battery` names both a module and the function it defines; the package's attribute is the function, as
+    # it was when the package imported it eagerly: importing the module (which sets the package attribute
+    # of that name) must not replace it.
+    @property
+    def battery(self):
+        from envpin.probe.selftest.battery import battery
+
+        return battery
+
+    @battery.setter
+    def battery(self, value):
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
