@@ -122,8 +122,8 @@ def entry(tag: str, rel: dict[str, Any], sources: dict[str, dict[str, str]]) -> 
     for name in FIELDS:
         raw = rel["fields"].get(name)
         if raw is None:
-            facts[name] = Fact(None, reason="the stock image table does not record it (TensorFlow's sources "
-                                           "for stock images do not give it)")
+            facts[name] = Fact(None, reason="not recorded for stock images: no source read gives it per tag "
+                                           "(docs/catalog-sources.md)")
             continue
         src = raw.get("source")
         kind = sources[src]["kind"] if raw["value"] is not None and src else None
