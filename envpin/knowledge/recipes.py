@@ -224,8 +224,10 @@ def rows() -> list[dict[str, Any]]:
 #: share its module (tf.nn.dilation2d / erosion2d) and `/ Class` siblings that are Keras layers (tf.gather /
 #: Embedding).
 _OP_API = re.compile(r"\b(tf(?:\.[A-Za-z_]\w*)+)((?:\s*/\s*[A-Za-z_]\w*\b(?![.(]))*)")
-#: A Keras class an op entry names: "Keras DepthwiseConv2D", "Keras MaxPooling layers".
-_OP_KERAS = re.compile(r"\bKeras\s+([A-Z]\w+)")
+#: A Keras class an op entry names: "Keras DepthwiseConv2D", "Keras MaxPooling layers", "MaxPooling layers", and in
+#: an entry about XLA the op whose gradient it is about ("MaxPool gradient under XLA compilation").
+_OP_KERAS = re.compile(r"\bKeras\s+([A-Z]\w+)|\b([A-Z][a-z]+[A-Z]\w*) layers\b")
+_OP_XLA_GRADIENT = re.compile(r"\b([A-Z][a-z]+[A-Z]\w*) gradient\b")
 
 
 def op_apis(item: dict[str, Any]) -> tuple[str, ...]:
@@ -250,6 +252,9 @@ def op_apis(item: dict[str, Any]) -> tuple[str, ...]:
         out.append(first)
         prefix = first.rsplit(".", 1)[0]
         for alt in re.findall(r"/\s*([A-Za-z_]\w*)", m.group(2)):
-            out.append(f"Keras:{alt}" if alt[0].isupper() else f"{prefix}.{alt}")
-    out += [f"Keras:{name}" for name in _OP_KERAS.findall(main)]
+            if alt != "Keras":  # "tf.nn.x / Keras Y": Y is read below
+                out.append(f"Keras:{alt}" if alt[0].isupper() else f"{prefix}.{alt}")
+    out += [f"Keras:{a or b}" for a, b in _OP_KERAS.findall(main)]
+    if "XLA" in main:
+        out += [f"Keras:{name}" for name in _OP_XLA_GRADIENT.findall(main)]
     return tuple(dict.fromkeys(out))

