@@ -305,9 +305,12 @@ def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = 
         raise EnvpinError(f"cannot write {where}: {exc.strerror or exc}", hint=_hint(exc)) from exc
 
 
-def _hint(exc: OSError) -> str | None:
-    import errno
+def write_hint(exc: OSError) -> str:
+    """The hint for a write that failed with `exc` (a full disk, permissions, a path that cannot be a file)."""
+    return _hint(exc)
 
+
+def _hint(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "the disk is full: free some space and retry"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):

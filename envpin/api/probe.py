@@ -167,8 +167,12 @@ def probe_machine(
             json_path=str(json_file) if json_file else None,
             markdown_path=str(markdown) if markdown else None,
         )
+    except BrokenPipeError:
+        raise  # stdout's reader went away (`envpin probe | head`): the CLI ends quietly
     except OSError as exc:
-        raise UsageError(f"cannot write the report: {exc}", hint="check the output path") from None
+        from envpin.fsutil import write_hint
+
+        raise UsageError(f"cannot write the report: {exc}", hint=write_hint(exc)) from None
     on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
     failed, line = False, None
     if "selftest" in report:

@@ -163,6 +163,14 @@ def main(argv: list[str] | None = None) -> None:
         console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
         command = typer.main.get_command(_app_for(args))
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
+        sys.stdout.flush()  # a reader that went away is found here, not at exit
+    except BrokenPipeError:
+        _closed_stdout()
+    except SystemExit as exc:
+        # rich's console and Typer both exit 1 when stdout's reader went away (a BrokenPipeError behind it)
+        if isinstance(exc.__context__, BrokenPipeError) or type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _closed_stdout()
+        raise
     except EnvpinError as exc:
         _warnings()
         if _state["debug"]:
@@ -195,6 +203,23 @@ def main(argv: list[str] | None = None) -> None:
     else:
         _warnings()
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+#: The exit status of a process that wrote to a pipe nobody reads (128 + SIGPIPE), as `yes | head -1` gives.
+CLOSED_STDOUT_EXIT = 141
+
+
+def _closed_stdout() -> None:
+    """stdout's reader went away (`envpin catalog | head -1`): end quietly with the Unix convention (141, what a
+    process killed by SIGPIPE reports), never 1 ('a check found a problem') and never a traceback."""
+    import os
+
+    try:  # what is still buffered for stdout goes nowhere, so the flush at exit cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(CLOSED_STDOUT_EXIT)
 
 
 def _command_path(command: object, args: list[str]) -> str:
