@@ -8,7 +8,7 @@ all with that image's own Python, alternating run by run after one warm-up each,
 process (user + system, getrusage of the children): *installed* (the payload's sources unpacked and compiled
 the usual way, `python3 -m compileall`, as a pip-installed envpin runs), *archive* (PYTHONPATH=envpin.pyz
 alone: what images ran before, compiling every module on every run) and *image* (what a built image runs:
-`python3 -m envpin.portable.bytecode` at build time, PYTHONPATH=/opt/envpin/lib:envpin.pyz). Goal: image
+`python3 -m envpin.probe.bytecode` at build time, PYTHONPATH=/opt/envpin/lib:envpin.pyz). Goal: image
 <= 1.1x installed in every image.
 
 Both are measured the same way: wall time of a fresh interpreter process (``python -m ...``), the two
@@ -62,7 +62,7 @@ with zipfile.ZipFile('/work/envpin.pyz') as zf:
     zf.extractall('/tmp/installed', [n for n in zf.namelist() if n.startswith('envpin/')])
 subprocess.check_call([sys.executable, '-m', 'compileall', '-q', '/tmp/installed'])
 env = dict(os.environ, SOURCE_DATE_EPOCH='1582848000', PYTHONPATH='/work/envpin.pyz')
-subprocess.check_call([sys.executable, '-m', 'envpin.portable.bytecode', '/work/envpin.pyz', '/tmp/lib'], env=env)
+subprocess.check_call([sys.executable, '-m', 'envpin.probe.bytecode', '/work/envpin.pyz', '/tmp/lib'], env=env)
 ways = {'installed': '/tmp/installed', 'archive': '/work/envpin.pyz', 'image': '/tmp/lib:/work/envpin.pyz'}
 cpu = {w: [] for w in ways}
 cmd = [sys.executable, '-m', 'envpin.probe', '--no-selftest', '--json', os.devnull]

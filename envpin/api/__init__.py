@@ -6,49 +6,74 @@ inside their functions, so a command loads only what it uses (`envpin probe` nev
 Jinja2 or the Docker SDK); importing envpin.api itself is cheap.
 """
 
-from envpin.api.audit import audit_files
-from envpin.api.catalog import catalog_entries, catalog_release, sync_catalog
-from envpin.api.doctor import diagnose_host
-from envpin.api.environment import (
-    DEFAULT_IMAGES_DIR,
-    BuildRequest,
-    DryRunRequest,
-    EnvironmentInputs,
-    LockCheck,
-    LockCheckRequest,
-    LockChecks,
-    LockRequest,
-    LockResult,
-    PlannedBuild,
-    RenderResult,
-    build_environment,
-    build_formats,
-    build_or_plan,
-    check_lock,
-    check_lock_file,
-    find_lock,
-    lock_or_check,
-    lock_requirements,
-    plan_build,
-    plan_from_lock,
-    recipe_for,
-    render_environment,
-)
-from envpin.api.fleet import FleetManifest, FleetProbe, FleetReport, fleet_manifest, fleet_report, probe_fleet
-from envpin.api.probe import (
-    DiffResult,
-    HostProbeRequest,
-    ImageProbeRequest,
-    ProbeResult,
-    VerifyResult,
-    diff_files,
-    probe_image,
-    probe_machine,
-    run_probe,
-    verify_environment,
-)
-from envpin.api.runs import bisect_runs, cost_runs, study_runs
-from envpin.api.selftest import SelftestError, run_selftest
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for type checkers and readers; at run time each name is imported on first use (__getattr__)
+    from envpin.api.audit import audit_files
+    from envpin.api.catalog import catalog_entries, catalog_release, sync_catalog
+    from envpin.api.doctor import diagnose_host
+    from envpin.api.environment import (
+        DEFAULT_IMAGES_DIR,
+        BuildRequest,
+        DryRunRequest,
+        EnvironmentInputs,
+        LockCheck,
+        LockCheckRequest,
+        LockChecks,
+        LockRequest,
+        LockResult,
+        PlannedBuild,
+        RenderResult,
+        build_environment,
+        build_formats,
+        build_or_plan,
+        check_lock,
+        check_lock_file,
+        find_lock,
+        lock_or_check,
+        lock_requirements,
+        plan_build,
+        plan_from_lock,
+        recipe_for,
+        render_environment,
+    )
+    from envpin.api.fleet import FleetManifest, FleetProbe, FleetReport, fleet_manifest, fleet_report, probe_fleet
+    from envpin.api.probe import (
+        DiffResult,
+        HostProbeRequest,
+        ImageProbeRequest,
+        ProbeResult,
+        VerifyResult,
+        diff_files,
+        probe_image,
+        probe_machine,
+        run_probe,
+        verify_environment,
+    )
+    from envpin.api.runs import bisect_runs, cost_runs, study_runs
+    from envpin.api.selftest import SelftestError, run_selftest
+
+#: Each api module and the public names it defines: a name is imported from its module on first use, so
+#: `from envpin import api` costs nothing and a command loads only its own group's module. A new api
+#: function goes here, in the imports above and in __all__ (tests/unit/test_api_exports.py checks all three).
+_HOMES = {
+    "audit": ("audit_files",),
+    "catalog": ("catalog_entries", "catalog_release", "sync_catalog"),
+    "doctor": ("diagnose_host",),
+    "environment": (
+        "DEFAULT_IMAGES_DIR", "BuildRequest", "DryRunRequest", "EnvironmentInputs", "LockCheck", "LockCheckRequest",
+        "LockChecks", "LockRequest", "LockResult", "PlannedBuild", "RenderResult", "build_environment", "build_formats",
+        "build_or_plan", "check_lock", "check_lock_file", "find_lock", "lock_or_check", "lock_requirements",
+        "plan_build", "plan_from_lock", "recipe_for", "render_environment",
+    ),
+    "fleet": ("FleetManifest", "FleetProbe", "FleetReport", "fleet_manifest", "fleet_report", "probe_fleet"),
+    "probe": (
+        "DiffResult", "HostProbeRequest", "ImageProbeRequest", "ProbeResult", "VerifyResult", "diff_files",
+        "probe_image", "probe_machine", "run_probe", "verify_environment",
+    ),
+    "runs": ("bisect_runs", "cost_runs", "study_runs"),
+    "selftest": ("SelftestError", "run_selftest"),
+}
 
 __all__ = [
     "DEFAULT_IMAGES_DIR",
@@ -101,3 +126,21 @@ __all__ = [
     "sync_catalog",
     "verify_environment",
 ]
+
+
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

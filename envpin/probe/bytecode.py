@@ -1,4 +1,4 @@
-"""The payload unpacked for one interpreter, with its bytecode: ``python3 -m envpin.portable.bytecode PYZ DEST``.
+"""The payload unpacked for one interpreter, with its bytecode: ``python3 -m envpin.probe.bytecode PYZ DEST``.
 
 envpin.pyz holds sources only (its bytes, and so its hash, are the code itself, whatever Python reads it), and
 Python never writes bytecode for modules it imports from a zip: every probe run inside an image would compile
@@ -47,7 +47,7 @@ def _stamp(dest, epoch):
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        sys.stderr.write("usage: python3 -m envpin.portable.bytecode PYZ DEST\n")
+        sys.stderr.write("usage: python3 -m envpin.probe.bytecode PYZ DEST\n")
         return 2
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 0)
     if epoch <= 0:
