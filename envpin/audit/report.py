@@ -116,7 +116,7 @@ def to_sarif(findings: list[Finding]) -> dict[str, Any]:
             "help": {"text": RULES[rid].why, "markdown": f"**{RULES[rid].title}**\n\n{RULES[rid].why}"},
             "helpUri": help_uri(rid),
             "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[rid].severity]},
-            "properties": {"tags": ["reproducibility", "dockerfile"]},
+            "properties": {"tags": ["reproducibility", RULES[rid].language]},  # dockerfile or python
         }
         for rid in ids
     ]
