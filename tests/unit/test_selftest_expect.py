@@ -6,7 +6,7 @@ from typing import Any
 
 from envpin.knowledge import recipes
 from envpin.probe.selftest import expect, verdict_summary
-from envpin.probe.selftest.trial import CHECKS
+from envpin.probe.selftest.ops import CHECKS
 
 TABLE: dict[str, Any] = {
     "sources": {"s": {"title": "t", "url": "https://example.org/s"}},
