@@ -43,8 +43,10 @@ _TOKEN_PATTERNS = [
     r"npm_[A-Za-z0-9]{20,}",
     r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
-    # URL with user:password@ (or :password@); the scheme starts a word, so a long run of letters is one try
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@]+@",
+    # URL with user:password@ (or :password@); the scheme starts a word, so a long run of letters is one try.
+    # The password may hold a '/' (a raw one, not %2F, still reaches clients); a port followed by a path
+    # (host:8080/a@b) is not a password.
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?![0-9]+(?:[/\s]|$))[^\s@]+@",
     # An Authorization header's credential: Bearer <token>; Basic <base64> (with a digit, '+', '/' or '=',
     # so "Basic training" is prose)
     r"\b[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8,}",
@@ -60,6 +62,12 @@ _PAIR = re.compile(
     r"((?:[\"']?\s*=\s*|[\"']?\s*:\s+|[\"']:\s*)[\"']?)"
     r"([^\s&;,\"'<>]+)"
 )
+# NAME:VALUE with nothing between (password:hunter2), judged in a pass of its own so that it never hides a
+# NAME=VALUE pair after it (grpc://h:1?credential=...); a ':' before '/' or ':' is a path list or a URL.
+_COLON_PAIR = re.compile(r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{1,80})(:)(?=[^\s/\\:])([^\s&;,\"'<>:=?/]+)")
+# A flag and its value as a separate word (--password VALUE, -token VALUE) inside a flag list; the flag starts
+# a word, and the value is the next word unless it is itself a flag.
+_FLAG = re.compile(r"(?<![^\s\"'])(--?[A-Za-z][A-Za-z0-9_\-]{0,79})([ \t]+)([^\s\-\"'<>][^\s\"'<>]*)")
 # A name's parts: runs of '_' and '-' separate them, and so does a lower-to-upper case step (privateKey). The
 # case step is an empty match, which re.split skips (with a FutureWarning) on Python 3.6 and splits at from
 # 3.7 on: so the step is first made a '_' by a substitution that matches a character, and only the
@@ -85,6 +93,12 @@ def _keyed_name(name: str) -> bool:
     credential word, or it is a key qualified as one (api_key, access-key, privateKey)."""
     parts = set(key_parts(name))
     return bool(parts & _SECRET_PARTS) or ("key" in parts and bool(parts & _KEY_QUALIFIERS))
+
+
+def _redact_flag(m: Any) -> str:
+    if m.group(3) == REDACTED or not _keyed_name(m.group(1)):
+        return m.group(0)
+    return m.group(1) + m.group(2) + REDACTED
 
 
 def _redact_pair(m: Any) -> str:
@@ -127,14 +141,32 @@ def high_entropy(text: str) -> bool:
     return False
 
 
+# A base64 run (with '+' or '/', e.g. an AWS secret access key) that does not continue a path: high_entropy
+# splits at '/', so such a key would fall apart into short, harmless-looking pieces.
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9][A-Za-z0-9+/]{29,}={0,2}")
+
+
+def _base64_secret(text: str) -> bool:
+    for m in _BASE64_RUN.finditer(text):
+        run = m.group()
+        if "/" not in run and "+" not in run:
+            continue  # no separator: high_entropy judges it whole
+        if re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"[0-9]", run) \
+                and _entropy(run) >= 4.4:
+            return True
+    return False
+
+
 def secret_value(text: str) -> Optional[str]:
-    """The reason a VALUE looks like a credential, or None (credential-named parameters inside a value are
-    redacted by scrub(), keeping the rest of the value)."""
+    """The reason a VALUE looks like a credential, whatever the variable's name (a known token, a URL with a
+    password, a long high-entropy run, a base64 key included), or None. Credential-named parameters and flags
+    inside a value (password=..., password:..., --password ...) are redacted by scrub(), keeping the rest."""
     if _TOKEN.search(text):
         return "value matches a credential pattern"
-    if high_entropy(text):
+    if high_entropy(text) or _base64_secret(text):
         return "value is a long high-entropy string"
     return None
+
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -147,7 +179,9 @@ def _clean(text: str) -> str:
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         text = _SURROGATE.sub("?", text)
     text = _TOKEN.sub(REDACTED, text)
-    return _PAIR.sub(_redact_pair, text)
+    text = _PAIR.sub(_redact_pair, text)
+    text = _COLON_PAIR.sub(_redact_pair, text)
+    return _FLAG.sub(_redact_flag, text)
 
 
 def scrub(obj: Any) -> Any:
