@@ -11,7 +11,8 @@ TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the envi
   (``tf.debugging.experimental.enable_dump_debug_info``; the summary modes are avoided because
   DebugNumericSummaryV2 raises under determinism on a GPU);
 - ``ENVPIN_RUNS_STEPS=N``: stops training after N Keras training steps (and so the dump grows no more);
-- ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when the process ends: TensorFlow's
+- ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when a process that imported TensorFlow
+  ends: TensorFlow's
   version, the Keras ``History`` of every ``fit``, the time of each training step, errors.
 """
 
@@ -53,7 +54,7 @@ def _env_int(name):
 
 def _write_record():
     out = os.environ.get("ENVPIN_RUNS_OUT")
-    if not out:
+    if not out or not _STATE["tensorflow"]:  # a process that never imported TensorFlow has nothing to say
         return
     import json  # here, not at start-up: json pulls in re, enum and collections (about 6 ms)
 
