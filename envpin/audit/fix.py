@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from envpin.audit.base import identify
 from envpin.audit.check import Finding
+from envpin.audit.config import _MARK as _IGNORE_MARK
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
 from envpin.audit.rules import RULES
 from envpin.audit.rules.base_image import FROM_LATEST, FROM_NO_DIGEST
@@ -59,7 +60,7 @@ class _Edits:
     after: dict[int, list[str]] = field(default_factory=dict)
     ranges: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
 
-    def render(self, lines: list[str]) -> str:
+    def render(self, lines: list[str], newline: str = "\n") -> str:
         out: list[str] = []
         i = 1
         while i <= len(lines):
@@ -72,7 +73,7 @@ class _Edits:
                 out.append(lines[i - 1])
             out.extend(self.after.get(last, []))
             i = last + 1
-        return "".join(line + "\n" for line in out)
+        return "".join(line + newline for line in out)
 
 
 def fix(
@@ -94,6 +95,7 @@ def fix(
     by_line = {ins.line: ins for ins in df.instructions}
     stage_of = {st.from_.line: st for st in df.stages}
     handled: set[Finding] = set()
+    moved: dict[int, int] = {}  # notes moved above a suppression comment, per line
 
     for f in findings:
         if f.rule in _FROM_RULES and resolve is not None:
@@ -118,18 +120,34 @@ def fix(
         text = df.lines[f.line - 1]
         indent = ins.indent if ins is not None else text[: len(text) - len(text.lstrip())]
         comment = f"{indent}# envpin audit: {f.rule}: {f.fix}"
-        if comment.strip() in _comments_above(df, f.line) or comment in edits.before.get(f.line, []):
+        at = _note_line(df, f.line)
+        if comment.strip() in _comments_above(df, f.line) or comment in edits.before.get(at, []):
             outcome.commented.append(f)
             continue
-        edits.before.setdefault(f.line, []).append(comment)
+        notes = edits.before.setdefault(at, [])
+        if at != f.line:  # above the suppression comment, and above that comment's own notes
+            notes.insert(moved.get(at, 0), comment)
+            moved[at] = moved.get(at, 0) + 1
+        else:
+            notes.append(comment)
         outcome.commented.append(f)
 
-    outcome.text = edits.render(df.lines)
+    # The byte order mark and CR LF line ends come back as they were: only the lines that change differ.
+    outcome.text = ("\ufeff" if df.bom else "") + edits.render(df.lines, "\r\n" if df.crlf else "\n")
     try:
         parse(outcome.text, df.path, build_args)
     except EnvpinError as exc:  # a bug in the fixer, never the user's input
         raise EnvpinError(f"internal error: the fixed {df.path} does not parse: {exc.message}") from exc
     return outcome
+
+
+def _note_line(df: Dockerfile, line: int) -> int:
+    """Where the note for a finding on `line` goes: right above it, or above the `# envpin: ignore=` comment
+    that sits right above it, which must stay attached to its instruction (an inline suppression names the
+    line below it)."""
+    if line >= 2 and df.lines[line - 2].lstrip().startswith("#") and _IGNORE_MARK.search(df.lines[line - 2]):
+        return line - 1
+    return line
 
 
 def _comments_above(df: Dockerfile, line: int) -> set[str]:

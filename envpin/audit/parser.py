@@ -173,6 +173,10 @@ class Dockerfile:
     stages: list[Stage]
     #: What could not be parsed (only with parse(..., tolerant=True); otherwise the first one raises).
     problems: list[Problem] = field(default_factory=list)
+    #: The text started with a UTF-8 byte order mark (dropped from `lines`; --fix writes it back).
+    bom: bool = False
+    #: Every line ended with CR LF (dropped from `lines`; --fix writes them back).
+    crlf: bool = False
 
     def stage(self, target: str | None = None) -> Stage:
         """The stage a build produces: the last one, or the one named by --target."""
@@ -201,12 +205,15 @@ def parse(
 
     With tolerant=True nothing raises: each rejected instruction is left out and recorded in
     `Dockerfile.problems`, so the rest of the file can still be audited."""
-    if text.startswith("\ufeff"):
+    bom = text.startswith("\ufeff")
+    if bom:
         text = text[1:]
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    crlf = False
     if "\r" in text:
+        crlf = bool(lines) and all(ln.endswith("\r") for ln in lines)
         lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
     problems: list[Problem] = []
 
@@ -217,7 +224,7 @@ def parse(
 
     escape, directives, first = _directives(lines, path, problem)
     instructions = list(_instructions(lines, first, escape, path, problem))
-    df = Dockerfile(path, lines, escape, directives, instructions, {}, [], problems)
+    df = Dockerfile(path, lines, escape, directives, instructions, {}, [], problems, bom, crlf)
     _resolve(df, dict(build_args or {}), problem)
     df.problems.sort(key=lambda x: x.line)
     return df
