@@ -411,7 +411,10 @@ def replace_folder(target: Path, files: dict[str, bytes], keep: tuple[str, ...] 
     in `keep` (hard-linked, or re-created when they are links), in one swap. Call it inside exclusive().
 
     The staged folder takes the target's permissions (a new one: 0777 less the umask)."""
-    stage = Path(tempfile.mkdtemp(prefix=f"{_tag(target)}{_STAGE}", dir=target.parent))
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f"{_tag(target)}{_STAGE}", dir=target.parent))
+    except OSError as exc:
+        raise EnvpinError(f"cannot write in {target.parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
     try:
         for rel in keep:
             src, dst = target / rel, stage / rel
