@@ -27,7 +27,7 @@ def parse_script(text: str, path: str) -> ast.Module | Finding:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like are the script's business
-            return ast.parse(text, filename=path)
+            return ast.parse(text.removeprefix("\ufeff"), filename=path)  # a UTF-8 BOM, as Python itself allows
     except SyntaxError as exc:
         return finding(PARSE_ERROR, path, exc.lineno or 1, f"Python cannot parse this line: {exc.msg}",
                        "fix the syntax (the rest of the script is not audited until it parses)")

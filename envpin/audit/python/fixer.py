@@ -53,10 +53,13 @@ class _Edits:
 def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarget) -> FixOutcome:
     """The fixed text and which findings were fixed or commented. `findings` are the script's own, after
     suppressions; the text must parse (the caller stops at a parse-error before fixing)."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom):]  # the positions ast gives count from after a BOM; it is put back in front
     tree = ast.parse(text, filename=path)
     lines = text.splitlines(keepends=True)
-    eol = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
-    outcome = FixOutcome(text)
+    first = lines[0] if lines else "\n"
+    eol = "\r\n" if first.endswith("\r\n") else ("\r" if first.endswith("\r") else "\n")
+    outcome = FixOutcome(bom + text)
     edits = _Edits()
     mine = [f for f in findings if f.file == path]
     comment: list[Finding] = []
@@ -89,10 +92,10 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
         edits = _Edits()
         for f in mine:
             _comment(tree, lines, edits, f)
-        outcome = FixOutcome(edits.render(lines, eol), commented=list(mine),
+        outcome = FixOutcome(bom + edits.render(lines, eol), commented=list(mine),
                              actions=["the mechanical fixes would not parse: only comments were added"])
         return outcome
-    outcome.text = fixed
+    outcome.text = bom + fixed
     return outcome
 
 

@@ -36,6 +36,8 @@ def canonical(dotted: str) -> str:
 
 #: Star imports from these roots are resolved (what `from tensorflow.keras.layers import *` brings in).
 _STAR_ROOTS = ("tf", "keras", "np", "random", "os", "time")
+#: Standard-library modules whose names the rules read (os.environ, random.seed, time.time, ...).
+_STDLIB = frozenset({"os", "random", "time", "datetime", "uuid", "secrets"})
 
 
 class Names:
@@ -88,6 +90,8 @@ class Names:
         if base is None:
             if self.star and node.id not in self.local:
                 base = f"{self.star[-1]}.{node.id}"
+            elif node.id in _STDLIB and node.id not in self.local:
+                base = node.id  # used without its import (an import further down, or one --fix adds): still it
             else:
                 return None
         return canonical(".".join([base, *reversed(parts)]))
