@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from json import dumps
 from json.encoder import encode_basestring  # the C encoder where CPython has it (ensure_ascii=False)
 from pathlib import Path, PurePosixPath
@@ -166,8 +166,10 @@ def to_sarif(findings: list[Finding]) -> dict[str, Any]:
 class _Stream:
     """A list in a document whose items are made while the text is written (findings, SARIF results)."""
 
-    def __init__(self, items: Iterable[Any]) -> None:
+    def __init__(self, items: Iterable[Any], render: Callable[[Any, str], str] | None = None) -> None:
         self.items = items
+        #: item, indent -> its text, as _text would write the item's JSON (default: _text itself)
+        self.render = render or _text
 
 
 def _text(value: Any, pad: str) -> str:
@@ -216,8 +218,9 @@ def _chunks(value: Any, pad: str) -> Iterator[str]:
     elif isinstance(value, _Stream):
         inner, deeper = "\n" + pad + "  ", pad + "  "
         empty = True
+        render = value.render
         for item in value.items:
-            yield ("[" if empty else ",") + inner + _text(item, deeper)
+            yield ("[" if empty else ",") + inner + render(item, deeper)
             empty = False
         yield "[]" if empty else "\n" + pad + "]"
     else:
@@ -236,20 +239,43 @@ def json_chunks(findings: list[Finding], files: list[str], fail_on: str, exit_co
 
 
 def sarif_chunks(findings: list[Finding]) -> Iterator[str]:
-    """The text of to_sarif(findings) as the CLI prints it, in pieces (see json_chunks)."""
+    """The text of to_sarif(findings) as the CLI prints it, in pieces (see json_chunks). A result has one
+    fixed shape, so its text is one template filled per finding (the same text _text writes for the dict
+    to_sarif builds; tests/unit/test_audit_stream.py compares them)."""
     doc = to_sarif([])
-    index = {rid: i for i, rid in enumerate(sorted(RULES))}
-    uris: dict[str, str] = {}
+    index = {rid: str(i) for i, rid in enumerate(sorted(RULES))}
+    shared: dict[str, str] = {}  # file paths, levels and rule ids: encoded once
 
-    def result(f: Finding) -> dict[str, Any]:
+    def enc(value: str) -> str:
+        out = shared.get(value)
+        if out is None:
+            out = shared[value] = encode_basestring(value)
+        return out
+
+    uris: dict[str, str] = {}
+    templates: dict[str, str] = {}
+
+    def result(f: Finding, pad: str) -> str:
+        template = templates.get(pad)
+        if template is None:
+            template = templates[pad] = _sarif_result_template(pad)
         uri = uris.get(f.file)
         if uri is None:
-            uri = uris[f.file] = artifact_uri(f.file)
-        return {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": _SARIF_LEVEL[f.severity],
-                "message": {"text": text(f)},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
-                                                    "region": {"startLine": f.line}}}]}
+            uri = uris[f.file] = encode_basestring(artifact_uri(f.file))
+        return template.format(level=enc(_SARIF_LEVEL[f.severity]), uri=uri, line=int(f.line),
+                               text=encode_basestring(text(f)), rule=enc(f.rule), index=index[f.rule])
 
-    doc["runs"][0]["results"] = _Stream(result(f) for f in findings)
+    doc["runs"][0]["results"] = _Stream(findings, result)
     yield from _chunks(doc, "")
     yield "\n"
+
+
+def _sarif_result_template(pad: str) -> str:
+    """One SARIF result at indent `pad`, with {level} {uri} {line} {text} {rule} {index} to fill (JSON)."""
+    sample = {"level": "\0level", "locations": [{"physicalLocation": {"artifactLocation": {"uri": "\0uri"},
+                                                                       "region": {"startLine": "\0line"}}}],
+              "message": {"text": "\0text"}, "ruleId": "\0rule", "ruleIndex": "\0index"}
+    out = _text(sample, pad).replace("{", "{{").replace("}", "}}")
+    for name in ("level", "uri", "line", "text", "rule", "index"):
+        out = out.replace(encode_basestring("\0" + name), "{" + name + "}")
+    return out
