@@ -169,3 +169,12 @@ def test_fix_refuses_a_script_python_cannot_parse(tmp_path: Path) -> None:
     res = run_envpin("audit", "--fix", "train.py", cwd=tmp_path)
     assert res.code == 2 and not (tmp_path / "train.py.envpin-fixed").exists()
     assert len(res.stderr.strip().splitlines()) == 2
+
+
+def test_test_modules_are_not_training_runs() -> None:
+    text = "import tensorflow as tf\n\nm = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nm.fit(x, y)\n"
+    target = target_for("2.8", "stock", None, "--tf 2.8")
+    rules = {f.rule for f in audit_script(text, "train.py", target)}
+    assert {"py-determinism-switch-missing", "py-no-global-seed"} <= rules
+    for name, extra in (("test_model.py", ""), ("model_test.py", ""), ("checks.py", "import pytest\n")):
+        assert not {f.rule for f in audit_script(extra + text, name, target)} & rules, name

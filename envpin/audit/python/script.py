@@ -118,9 +118,16 @@ class Script:
         return any(v.split(".", 1)[0] in ("tf", "keras") for v in self.names.alias.values()) or any(
             s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star)
 
+    def is_test(self) -> bool:
+        """A test module (test_*.py, *_test.py, or one that imports a test framework): it trains tiny models to
+        check code, not to produce weights, so the switch and seed rules do not ask anything of it."""
+        name = self.path.replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".envpin-fixed")
+        return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+                or any(self.names.uses(m) for m in ("unittest", "pytest", "absl.testing")))
+
     def trains(self) -> bool:
-        """Whether the script runs training (not only defines layers or loads data)."""
-        if not self.uses_tf():
+        """Whether the script runs training (not only defines layers or loads data, and is not a test)."""
+        if not self.uses_tf() or self.is_test():
             return False
         for c in self.calls:
             if c.attr in _TRAIN_METHODS or c.last == "GradientTape":
