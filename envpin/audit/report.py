@@ -172,23 +172,42 @@ class _Stream:
         self.render = render or _text
 
 
+_KEYS: dict[str, str] = {}  # object keys as JSON, encoded once
+_CONSTANTS = {True: "true", False: "false", None: "null"}
+
+
 def _text(value: Any, pad: str) -> str:
     """`value` as json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) writes it at indent `pad`,
     as one string (an item of a streamed list: a finding, a SARIF result)."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return encode_basestring(value)
-    if isinstance(value, dict):
+    if kind is int:
+        return int.__repr__(value)
+    if kind is dict:
         if not value:
             return "{}"
         inner, deeper = "\n" + pad + "  ", pad + "  "
-        body = ("," + inner).join(encode_basestring(k) + ": " + _text(value[k], deeper) for k in sorted(value))
-        return "{" + inner + body + "\n" + pad + "}"
-    if isinstance(value, (list, tuple)):
+        keys = _KEYS
+        parts = []
+        for k in sorted(value):
+            key = keys.get(k) if type(k) is str else None
+            if key is None:
+                key = keys[k] = encode_basestring(k)
+            parts.append(key + ": " + _text(value[k], deeper))
+        return "{" + inner + ("," + inner).join(parts) + "\n" + pad + "}"
+    if kind is list or kind is tuple:
         if not value:
             return "[]"
         inner, deeper = "\n" + pad + "  ", pad + "  "
         return "[" + inner + ("," + inner).join(_text(v, deeper) for v in value) + "\n" + pad + "]"
-    return dumps(value)  # numbers, true/false/null; TypeError for what JSON cannot hold
+    if kind is bool or value is None:
+        return _CONSTANTS[value]
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if isinstance(value, (dict, list, tuple)):
+        return _text(dict(value) if isinstance(value, dict) else list(value), pad)
+    return dumps(value)  # floats, int subclasses; TypeError for what JSON cannot hold
 
 
 def _streams(value: Any) -> bool:
