@@ -178,3 +178,17 @@ def test_test_modules_are_not_training_runs() -> None:
     assert {"py-determinism-switch-missing", "py-no-global-seed"} <= rules
     for name, extra in (("test_model.py", ""), ("model_test.py", ""), ("checks.py", "import pytest\n")):
         assert not {f.rule for f in audit_script(extra + text, name, target)} & rules, name
+
+
+def test_an_unseeded_keras_layer_the_table_lists_is_named_and_raises_the_severity() -> None:
+    text = ("import tensorflow as tf\n\nm = tf.keras.Sequential([tf.keras.layers.Dense(2), "
+            "tf.keras.layers.Dropout(0.5)])\nm.fit(x, y)\n")
+
+    def seed_finding(tf: str):  # type: ignore[no-untyped-def]
+        found = audit_script(text, "train.py", target_for(tf, "stock", None, f"--tf {tf}"))
+        return next(f for f in found if f.rule == "py-no-global-seed")
+
+    keras2 = seed_finding("2.8")
+    assert keras2.severity == "error" and "unseeded Dropout raises (RuntimeError): line 3" in keras2.message
+    keras3 = seed_finding("2.16")
+    assert keras3.severity == "warning" and "unseeded Dropout stays nondeterministic: line 3" in keras3.message

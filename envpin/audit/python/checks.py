@@ -281,10 +281,12 @@ def check_seeds(s: Script) -> None:
     trains = s.trains()
     seeded = s.seeded()
     if trains and not seeded["tf"]:
+        layers, raises = _unseeded_layers(s)
         s.add(R.PY_NO_GLOBAL_SEED, s.first_import_line(),
               "the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
-              "a new random state in every run", "call tf.keras.utils.set_random_seed(SEED) (TF 2.7+) or "
-              "tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)")
+              "a new random state in every run" + layers, "call tf.keras.utils.set_random_seed(SEED) "
+              "(TF 2.7+) or tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)",
+              severity="error" if raises else None)
     if trains:
         firsts: dict[str, _Call] = {}
         for c in s.calls:
@@ -310,6 +312,27 @@ def check_seeds(s: Script) -> None:
                   "tf.random.Generator.from_non_deterministic_state() draws a new state in every run",
                   "use tf.random.Generator.from_seed(SEED)")
         _clock_seed(s, c)
+
+
+def _unseeded_layers(s: Script) -> tuple[str, bool]:
+    """What the table says of the script's unseeded Keras random layers on its TensorFlow and Keras: the entry
+    whose text names the layer class (Keras 2's Dropout raises from TF 2.7, Keras 3's stays nondeterministic),
+    and the first such layer of the script; True when that entry raises."""
+    recipe, keras = s.target.recipe, s.keras_major()
+    if recipe is None:
+        return "", False
+    for kind, items in (("raises", recipe.raises), ("stays nondeterministic", recipe.silent)):
+        for e in _entries(items, keras):
+            if "keras_min" not in e.item:
+                continue
+            classes = set(re.findall(r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)*)\b", _short(e.item["op"]))) - {"Keras"}
+            for c in s.calls:
+                if (c.name or "").startswith("keras.") and _keras_class(c.name or "") in classes \
+                        and c.kw("seed") is None:
+                    how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
+                    return (f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
+                            f"{_keras_class(c.name or '')} {how}: line {c.node.lineno}", kind == "raises")
+    return "", False
 
 
 def _clock_seed(s: Script, c: _Call) -> None:

@@ -107,7 +107,8 @@ PY_NO_GLOBAL_SEED = Rule(
     finds="A script that trains but never calls `tf.random.set_seed`, `tf.compat.v1.set_random_seed` / "
           "`tf.set_random_seed`, or `keras.utils.set_random_seed`.",
     why="Initializers, Dropout and shuffles without a seed draw from a fresh random state in every run, so the "
-        "weights differ from the first step; from TF 2.7 such ops even raise RuntimeError under determinism.",
+        "weights differ from the first step; from TF 2.7 such ops even raise RuntimeError under determinism (the "
+        "finding is then an error and names the first unseeded layer the recipe table lists).",
     bad=_HEAD + "model = tf.keras.Sequential([tf.keras.layers.Dense(1), tf.keras.layers.Dropout(0.5)])\n"
                 "model.compile(loss='mse')\n",
     good=_HEAD + "tf.keras.utils.set_random_seed(0)\n"
