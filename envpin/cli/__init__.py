@@ -140,6 +140,8 @@ def _warnings() -> None:
     """What the library posted while the command ran (envpin.knowledge.notices: a damaged image-facts cache,
     image facts that contradict the written sources), each line once, as `warning:` lines; none with -q.
     Printed at the end, before an error's two lines, so those stay last."""
+    if "envpin.knowledge.notices" not in sys.modules:  # never imported: nothing was posted (envpin --help)
+        return
     from envpin.knowledge import notices
     from envpin.views import console
 
@@ -155,12 +157,12 @@ def main(argv: list[str] | None = None) -> None:
     _state["debug"] = "--debug" in args
     command = None
     try:  # everything inside: Ctrl-C while modules load or Typer builds the command is Ctrl-C too
-        from envpin.knowledge import notices
-        from envpin.views import console
-
-        notices.drain()  # one process may run several commands (tests): each reports its own
-
-        console.settings.update(quiet=False, verbose=False)  # one process may run several commands (tests)
+        # One process may run several commands (tests): each reports its own notices, with its own settings.
+        # A module not imported yet starts that way (and `envpin --help` imports neither).
+        if "envpin.knowledge.notices" in sys.modules:
+            sys.modules["envpin.knowledge.notices"].drain()
+        if "envpin.views.console" in sys.modules:
+            sys.modules["envpin.views.console"].settings.update(quiet=False, verbose=False)
         command = typer.main.get_command(_app_for(args))
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
         sys.stdout.flush()  # a reader that went away is found here, not at exit
