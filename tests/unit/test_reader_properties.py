@@ -160,3 +160,92 @@ def test_fix_with_a_build_context_raises_only_envpin_errors(text: str, requireme
         return
     assert all(f.line >= 1 for f in res.findings)
     assert (folder / "fixed").is_file()
+
+
+# -- registry answers, catalog files, audit configuration ---------------------------------------------------------
+@_SETTINGS
+@given(config=_json)
+def test_image_configs_of_any_shape_are_accepted_or_one_registry_error(config: Any) -> None:
+    """What the registry layer hands on has the types envpin reads; everything else is a RegistryError."""
+    from envpin.errors import RegistryError
+    from envpin.knowledge.imageconfig import declared_from_config, parse_env
+    from envpin.registry.client import RegistryClient, _config_shape
+
+    body = json.dumps({"config": config} if not isinstance(config, dict) else config).encode()
+    try:
+        data = _config_shape(RegistryClient._json(body, "image config", "r/x:1"), "r/x:1")
+    except RegistryError as exc:
+        assert "\n" not in exc.message and exc.hint
+        return
+    declared_from_config(data)  # never an AttributeError or TypeError past the registry layer
+    parse_env((data.get("config") or {}).get("Env") or [])
+
+
+def _mutations() -> st.SearchStrategy[tuple[list[str | int], Any]]:
+    paths = st.sampled_from([
+        [], ["sources"], ["releases"], ["missing_months"], ["image_repository"], ["notes"], ["schema"],
+        ["releases", "20.02"], ["releases", "20.02", "flavors"], ["releases", "20.02", "fields"],
+        ["releases", "20.02", "flavors", "tf2"], ["releases", "20.02", "flavors", "tf2", "tag"],
+        ["releases", "20.02", "flavors", "tf2", "fields"], ["releases", "20.02", "fields", "cuda"],
+        ["releases", "20.02", "fields", "cuda", "value"], ["releases", "20.02", "fields", "cuda", "source"],
+        ["releases", "20.02", "fields", "cuda", "also"], ["releases", "20.02", "fields", "cuda", "conflicts"],
+        ["releases", "20.02", "fields", "cuda", "reason"], ["missing_months", "20.04"],
+        ["missing_months", "20.04", "source"],
+    ])
+    return st.tuples(paths, _json)
+
+
+@_SETTINGS
+@given(mutation=_mutations())
+def test_catalog_files_with_any_value_anywhere_raise_only_catalog_errors(mutation: tuple[list[Any], Any]) -> None:
+    """An ENVPIN_CATALOG file with a wrong-typed value at any level: a CatalogError, or a catalog that works."""
+    import copy
+    from importlib import resources
+
+    from envpin.errors import CatalogError
+    from envpin.knowledge.catalog import Catalog
+
+    path, value = mutation
+    data = json.loads((resources.files("envpin") / "data" / "catalog.json").read_text(encoding="utf-8"))
+    data = copy.deepcopy(data)
+    node: Any = data
+    if not path:
+        data = value
+    else:
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return
+        node[path[-1]] = value
+    try:
+        cat = Catalog(data, "test catalog")
+    except CatalogError as exc:
+        assert "\n" not in exc.message
+        return
+    for release in cat.releases()[:3]:
+        cat.release_entries(release, notify=False)
+
+
+_toml_values = st.recursive(
+    st.booleans() | st.integers(min_value=-(10**40), max_value=10**40) | st.text(max_size=20)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(min_size=1, max_size=10), inner, max_size=4),
+    max_leaves=15)
+
+
+@_SETTINGS
+@given(table=st.dictionaries(st.sampled_from(["ignore", "fail-on", "per-path", "other"]), _toml_values, max_size=4),
+       digits=st.integers(min_value=1, max_value=6000))
+def test_audit_configuration_raises_only_usage_errors(table: dict[str, Any], digits: int,
+                                                      tmp_path_factory: Any) -> None:
+    """Any [tool.envpin.audit] table (and an integer of up to 6,000 digits): a configuration or a UsageError."""
+    from envpin.audit.config import load
+    from envpin.errors import UsageError
+
+    folder = tmp_path_factory.mktemp("cfg")
+    text = tomli_w.dumps({"tool": {"envpin": {"audit": table}}}) + f"\n[other]\nn = {'9' * digits}\n"
+    (folder / "pyproject.toml").write_text(text)
+    try:
+        load(folder / "pyproject.toml")
+    except UsageError as exc:
+        assert "\n" not in exc.message and len(exc.message) < 400

@@ -1,0 +1,446 @@
+"""Hostile inputs through the real CLI: malformed registry answers from a loopback server, FIFOs and devices
+where files are read or written, dangling and looping links, long names, a read-only folder as a user without
+root's permission override, a closed stdout, Dockerfiles whose variables grow exponentially or whose scopes
+grow with every line, planted secrets in new shapes, and --fix on suppressions, a byte order mark and CR LF.
+
+Each case ends as the product rules say: one `error:` and one `hint:` line and exit 2 (or the command's own
+result), no traceback, no hang (every subprocess runs under a timeout and the elapsed time is asserted), no
+memory beyond a bound (a child's peak RSS from resource.getrusage), no replaced device, no created parent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envpin.errors import RegistryError
+from envpin.probe import secrets
+from envpin.registry.client import RegistryClient
+from tests.conftest import Result, run_envpin
+from tests.hostile_registry import (
+    INDEX,
+    MANIFEST,
+    Answer,
+    HostileRegistry,
+    digest,
+    image_routes,
+    make_image,
+    manifest_answer,
+)
+
+REPO, TAG = "nvidia/tensorflow", "20.02-tf2-py3"
+BASE = f"/v2/{REPO}"
+#: Seconds any single command here may take: each does kilobytes of work, so passing it means a hang.
+BOUND_S = 30
+
+
+def _one_error(res: Result, *needles: str) -> str:
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.code == 2, (res.code, res.stderr)
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: "), res.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _timed(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+    started = time.monotonic()
+    res = run_envpin(*args, cwd=cwd, env=env)
+    assert time.monotonic() - started < BOUND_S, args
+    return res
+
+
+# -- a loopback registry with malformed answers ------------------------------------------------------------------
+def _config_image(config: object) -> tuple[bytes, bytes]:
+    body = json.dumps(config).encode()
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
+                           "config": {"mediaType": "application/json", "size": len(body), "digest": digest(body)},
+                           "layers": []}).encode()
+    return body, manifest
+
+
+@pytest.mark.parametrize(("config", "needle"), [
+    ({"config": ["Env"]}, "'config' is not an object"),
+    ({"config": {"Env": "A=1"}}, "'config.Env' is not a list of strings"),
+    ({"config": {"Env": [1, None]}}, "'config.Env' is not a list of strings"),
+    ({"config": {"Labels": ["a=b"]}}, "'config.Labels' is not an object of strings"),
+    ({"created": 20200220, "config": {}}, "'created' is not a string"),
+    ([{"config": {}}], "is not a JSON object"),
+    ("a string", "is not a JSON object"),
+])
+def test_image_configs_of_the_wrong_shape_are_one_registry_error(config: object, needle: str) -> None:
+    body, manifest = _config_image(config)
+    routes = {f"{BASE}/manifests/{TAG}": manifest_answer(manifest),
+              f"{BASE}/blobs/{digest(body)}": Answer(200, body)}
+    with HostileRegistry(routes) as reg, pytest.raises(RegistryError) as info:
+        RegistryClient(credentials=lambda name: None).image_config(f"{reg.host}/{REPO}:{TAG}")
+    assert needle in info.value.message and info.value.hint and "\n" not in info.value.message
+
+
+_IMAGE = make_image({"TENSORFLOW_VERSION": "2.1.0"})
+
+
+@pytest.mark.parametrize(("answer", "needle"), [
+    (Answer(raw=b"HTTP/1.0 200 OK\r\nContent-Length: 900\r\n\r\n{\"schemaVersion\": 2}"), "cut the manifest"),
+    (Answer(raw=b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{\"a\""), "cut the manifest"),
+    (Answer(200, b"\x1f\x8b\x08\x00", {"Content-Encoding": "gzip"}), "encoded as 'gzip'"),
+    (Answer(raw=b"SSH-2.0-OpenSSH_9.2\r\n"), "not HTTP"),
+    (Answer(raw=b"HTTP/1.1 2x0 OK\r\n\r\n"), "not HTTP"),
+    (manifest_answer(b"[" * 50_000 + b"]" * 50_000), "nested more than 64 levels"),
+    (manifest_answer(b'{"a": ' + b"7" * 5000 + b"}"), "number too long"),
+    (manifest_answer(b'["a", "list"]'), "not a JSON object"),
+    (manifest_answer(b'"a string"'), "not a JSON object"),
+    (manifest_answer(json.dumps({"manifests": [{"platform": {"os": "linux", "architecture": "amd64"}}]}).encode(),
+                     INDEX), "is not a digest"),
+    (manifest_answer(json.dumps({"manifests": {"not": "a list"}}).encode(), INDEX), "no list of manifests"),
+])
+def test_malformed_registry_answers_through_the_cli(answer: Answer, needle: str, tmp_path: Path) -> None:
+    """`catalog sync` against each answer: one error naming the problem, nothing written."""
+    with HostileRegistry({**image_routes(REPO, "20.02-tf1-py3", _IMAGE),
+                          f"{BASE}/manifests/20.02-tf1-py3": answer}) as reg:
+        res = _timed("catalog", "sync", "--registry", f"http://{reg.host}", "--release", "20.02",
+                     "--write", str(tmp_path / "catalog.json"), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    _one_error(res, needle)
+    assert not (tmp_path / "catalog.json").exists() and not any((tmp_path / "cache").rglob("*.json"))
+
+
+# -- files envpin reads: FIFOs and devices ------------------------------------------------------------------------
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize(("args", "env_name", "needle"), [
+    (("audit", "{}"), None, "not a regular file"),
+    (("diff", "{}", "{}"), None, "not a regular file"),
+    (("lock", "--check", "--lock", "{}"), None, "not a regular file"),
+    (("catalog",), "ENVPIN_CATALOG", "not a regular file"),
+])
+def test_a_fifo_or_a_device_where_a_file_is_read_is_one_error(args: tuple[str, ...], env_name: str | None,
+                                                             needle: str, kind: str, fifo: Path) -> None:
+    path = str(fifo) if kind == "fifo" else kind
+    env = {env_name: path} if env_name else None
+    _one_error(_timed(*(a.format(path) for a in args), env=env), needle)
+
+
+def test_build_context_files_that_are_fifos_or_devices_are_findings_not_hangs(tmp_path: Path) -> None:
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    os.mkfifo(ctx / "requirements.txt")
+    names = ["requirements.txt"]
+    if os.geteuid() == 0:  # a device node inside the build context (only root may make one)
+        os.mknod(ctx / "zero.txt", 0o644 | stat.S_IFCHR, os.makedev(1, 5))
+        names.append("zero.txt")
+    (ctx / "Dockerfile").write_text("FROM ubuntu:22.04\n" + "".join(
+        f"COPY {n} /r{i}.txt\nRUN pip install -r /r{i}.txt\n" for i, n in enumerate(names)))
+    res = _timed("audit", "--tf", "2.4", str(ctx / "Dockerfile"))
+    assert res.code == 1 and "Traceback" not in res.stderr, res.stderr
+    for name in names:
+        assert f"cannot read requirements file {ctx / name}" in res.stdout and "not a regular file" in res.stdout
+
+
+def test_a_pyproject_fifo_beside_the_dockerfile_does_not_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pyproject.toml")
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu:22.04\n")
+    res = _timed("audit", "--tf", "2.4", "Dockerfile", cwd=tmp_path)
+    assert res.code in (1, 2) and "Traceback" not in res.stderr
+
+
+# -- files envpin writes: devices, FIFOs, folders, dangling and looping links, long names -------------------------
+def _is_device(path: str) -> bool:
+    return stat.S_ISCHR(os.stat(path).st_mode)
+
+
+def test_an_output_that_is_a_character_device_is_written_into_never_replaced(tmp_path: Path) -> None:
+    res = _timed("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "/dev/null")
+    assert res.code == 0, res.stderr
+    assert _is_device("/dev/null")
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu:22.04\nRUN pip install flask\n")
+    res = _timed("audit", "--tf", "2.4", "--fix", "--no-resolve", "--fix-out", "/dev/null",
+                 str(tmp_path / "Dockerfile"))
+    assert res.code in (0, 1) and "Traceback" not in res.stderr, res.stderr
+    assert _is_device("/dev/null")
+
+
+@pytest.mark.parametrize("what", ["fifo", "folder", "dangling", "loop"])
+def test_outputs_envpin_never_replaces(what: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    if what == "fifo":
+        os.mkfifo(out)
+    elif what == "folder":
+        out.mkdir()
+    elif what == "dangling":
+        out.symlink_to(tmp_path / "missing" / "deeper" / "m.yaml")
+    else:
+        out.symlink_to(tmp_path / "loop2")
+        (tmp_path / "loop2").symlink_to(out)
+    res = _timed("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", str(out))
+    _one_error(res)
+    assert not (tmp_path / "missing").exists()
+    assert out.is_symlink() or out.is_dir() or stat.S_ISFIFO(out.lstat().st_mode)
+
+
+def test_render_through_a_dangling_link_creates_no_parent(tmp_path: Path) -> None:
+    link = tmp_path / "env"
+    link.symlink_to(tmp_path / "nowhere" / "sub" / "env")
+    _one_error(_timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(link)), "does not exist")
+    assert not (tmp_path / "nowhere").exists() and link.is_symlink()
+
+
+def test_render_with_a_name_at_name_max_and_one_past_it(tmp_path: Path) -> None:
+    longest = tmp_path / ("e" * 255)
+    res = _timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(longest))
+    assert res.code == 0, res.stderr
+    assert (longest / "envpin.lock").is_file() and sorted(p.name for p in tmp_path.iterdir()) == [longest.name]
+    res = _timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(longest), "--force")
+    assert res.code == 0, res.stderr  # the staged swap of an existing folder too
+    _one_error(_timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(tmp_path / ("e" * 256))),
+               "names are limited to 255")
+
+
+# -- as a user without root's permission override -----------------------------------------------------------------
+_NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner",
+                "--inh-caps=-dac_override,-dac_read_search,-fowner", "--"]
+
+
+def _unprivileged(*args: str) -> Result:
+    """envpin as root without CAP_DAC_OVERRIDE: file permissions apply as to any other user (the test venv's
+    interpreter lives under /root, which user nobody cannot enter)."""
+    script = Path(sys.executable).with_name("envpin")
+    proc = subprocess.run([*_NO_OVERRIDE, str(script), *args], capture_output=True, text=True, timeout=BOUND_S)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to drop the permission override (setpriv)")
+def test_a_read_only_folder_is_one_error_for_every_writer(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "Dockerfile").write_text("FROM ubuntu:22.04\nRUN pip install flask\n")
+    ro.chmod(0o555)
+    try:
+        for args in (("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(ro / "env")),
+                     ("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", str(ro / "m.yaml")),
+                     ("probe", "--no-selftest", "--output", str(ro / "r.json")),
+                     ("audit", "--tf", "2.4", "--fix", "--no-resolve", str(ro / "Dockerfile"))):
+            _one_error(_unprivileged(*args), "Permission denied")
+        assert sorted(p.name for p in ro.iterdir()) == ["Dockerfile"]
+    finally:
+        ro.chmod(0o755)
+
+
+# -- a closed stdout -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [("catalog",), ("catalog", "show", "20.02-tf2-py3"), ("probe", "--no-selftest")])
+def test_a_closed_stdout_ends_quietly_with_141(args: tuple[str, ...]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    script = Path(sys.executable).with_name("envpin")
+    try:
+        proc = subprocess.run([str(script), *args], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=BOUND_S)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr)
+
+
+# -- Dockerfiles whose variables or scopes grow -------------------------------------------------------------------
+_PEAK_RSS = """
+import resource, sys, time
+from envpin.audit.parser import read
+started = time.monotonic()
+df = read(sys.argv[1], tolerant=True)
+print(len(df.instructions), len(df.problems), time.monotonic() - started,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def _parse_in_child(path: Path) -> tuple[int, int, float, int]:
+    """(instructions, problems, seconds, peak RSS in MiB) of parsing `path` in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    n, problems, seconds, rss = proc.stdout.split()
+    return int(n), int(problems), float(seconds), int(rss)
+
+
+def _baseline_rss() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import resource, envpin.audit.parser\n"
+                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"],
+                          capture_output=True, text=True, timeout=60)
+    return int(proc.stdout)
+
+
+def test_arguments_that_double_each_other_forty_times_stay_bounded(tmp_path: Path) -> None:
+    lines = ["ARG A0=xx"] + [f"ARG A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 41)]
+    lines += ["FROM ubuntu:$A40", "ARG B0=yy"] + [f"ARG B{i}=$B{i - 1}$B{i - 1}" for i in range(1, 41)]
+    lines += ["ENV C=$B40", "RUN echo $B40 $B39 $B38"]
+    (tmp_path / "Dockerfile").write_text("\n".join(lines) + "\n")
+    assert len((tmp_path / "Dockerfile").read_bytes()) < 2000
+    _, problems, seconds, rss = _parse_in_child(tmp_path / "Dockerfile")
+    # each chain passes the bound at A20/B20; the references kept as written then double again from a few
+    # characters and pass it once more before line 40
+    assert 2 <= problems <= 4 and seconds < BOUND_S and rss < _baseline_rss() + 64
+    res = _timed("audit", "--tf", "2.4", str(tmp_path / "Dockerfile"))
+    assert "longer than 1,048,576 characters" in res.stdout and "Traceback" not in res.stderr
+
+
+def test_substitution_in_all_of_a_file_is_bounded_with_one_finding(tmp_path: Path) -> None:
+    """Every ENV one character longer than the last: the values together pass the file's bound once."""
+    lines = ["FROM ubuntu:22.04"] + [f"ENV V{i}=${{V{max(i - 1, 0)}}}a" for i in range(20_000)]
+    (tmp_path / "Dockerfile").write_text("\n".join(lines) + "\n")
+    n, problems, seconds, rss = _parse_in_child(tmp_path / "Dockerfile")
+    assert problems == 1 and n == 20_000 and seconds < BOUND_S and rss < _baseline_rss() + 100
+
+
+def _scope_shapes(n: int) -> dict[str, str]:
+    """Shapes in which each ARG/ENV adds to what every later instruction sees (quadratic with copied scopes)."""
+    return {
+        "env lines": "FROM ubuntu:22.04\n" + "".join(f"ENV V{i}=value{i}\n" for i in range(n)),
+        "arg lines": "FROM ubuntu:22.04\n" + "".join(f"ARG A{i}=value{i}\n" for i in range(n)),
+        "global args and stages": "".join(f"ARG G{i}=g{i}\n" for i in range(n))
+        + "".join(f"FROM ubuntu:22.04 AS s{i}\nARG G{i}\n" for i in range(n // 10)),
+        "a chain of stages": "FROM ubuntu:22.04 AS s0\n" + "".join(
+            f"FROM s{i} AS s{i + 1}\nENV V{i}=v{i} W=$V{i}\nRUN echo $NOPE\n" for i in range(n // 4)),
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_scope_shapes(1)))
+def test_scopes_grow_linearly(shape: str, tmp_path: Path) -> None:
+    """Peak memory of 20,000 lines of each shape: under 100 MB in all (the issue's bound), and the growth from
+    5,000 to 20,000 lines about four times the growth to 5,000 (linear), not sixteen (quadratic)."""
+    base = _baseline_rss()
+    grown = {}
+    for n in (5_000, 20_000):
+        (tmp_path / "Dockerfile").write_text(_scope_shapes(n)[shape])
+        _, problems, seconds, rss = _parse_in_child(tmp_path / "Dockerfile")
+        assert problems == 0 and seconds < BOUND_S
+        grown[n] = max(rss - base, 1)
+    assert base + grown[20_000] < 100, (base, grown)
+    assert grown[20_000] < 8 * max(grown[5_000], 4), grown
+
+
+def test_a_20000_line_dockerfile_of_env_lines_is_audited_under_100_mb(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(_scope_shapes(20_000)["env lines"])
+    script = Path(sys.executable).with_name("envpin")
+    proc = subprocess.run([sys.executable, "-c",
+                           "import resource, subprocess, sys\n"
+                           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+                           "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)",
+                           str(script), "audit", "--tf", "2.4", str(tmp_path / "Dockerfile")],
+                          capture_output=True, text=True, timeout=120)
+    rc, rss = (int(x) for x in proc.stdout.split())
+    assert rc == 1 and rss < 100, (rc, rss, proc.stderr)
+
+
+# -- secrets in new shapes -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "secret"), [
+    ("https://ci:pa/ss%2Fw0rd@registry.example.invalid/v2", "pa/ss"),
+    ("--num_workers 4 --password s3cretpw --verbose", "s3cretpw"),
+    ("-access-token tok3nvalue -x", "tok3nvalue"),
+    ("user=alice password:pw4lice, region=eu", "pw4lice"),
+    ("{'apiKey':k3yvalue}", "k3yvalue"),
+])
+def test_credentials_inside_values_are_redacted(text: str, secret: str) -> None:
+    out = secrets.scrub(text)
+    assert secret not in out and secrets.REDACTED in out
+
+
+@pytest.mark.parametrize("value", ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                                   "https://u:p/q@host.example.invalid/x"])
+def test_credential_values_under_innocent_names_are_judged_by_value(value: str) -> None:
+    assert secrets.secret_value(value) is not None
+
+
+@pytest.mark.parametrize("text", ["http://host:8080/path@x", "gpu:NVIDIA A100;cc=8.0", "--xla_dump_to /tmp/x",
+                                  "/opt/Nvidia/Cuda12/Lib64/Stubs/DeepLearningKit/X86", "--epochs 3 --lr 0.1"])
+def test_what_only_resembles_a_credential_is_kept(text: str) -> None:
+    assert secrets.scrub(text) == text and secrets.secret_value(text) is None
+
+
+_PY36 = Path.home() / ".pyenv" / "versions" / "3.6.15" / "bin" / "python"
+_SCRUB = ("import json, sys; sys.path.insert(0, sys.argv[1]); from envpin.probe import secrets; "
+          "cases = json.loads(sys.stdin.read()); "
+          "print(json.dumps([[secrets.scrub(c), secrets.secret_value(c), secrets.key_parts(c)] for c in cases]))")
+_CASES = ["--password hunter2", "password:x", "privateKeyId=abc", "aB-cD_eF", "camelCaseName", "",
+          "https://u:p/w@h/x", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "a:b:c", "--a --b c", "XMLHttpToken=z"]
+
+
+@pytest.mark.pythons
+@pytest.mark.skipif(not _PY36.exists(), reason="needs CPython 3.6.15 under pyenv (scripts/pythons.sh)")
+def test_redaction_on_python_36_is_the_same_as_here() -> None:
+    """re.split and empty matches differ between 3.6 and 3.7+; the probe must not (it runs in old images)."""
+    repo = str(Path(__file__).resolve().parents[2])
+    here = subprocess.run([sys.executable, "-c", _SCRUB, repo], input=json.dumps(_CASES), capture_output=True,
+                          text=True, timeout=60)
+    old = subprocess.run([str(_PY36), "-W", "error", "-c", _SCRUB, repo], input=json.dumps(_CASES),
+                         capture_output=True, text=True, timeout=60)
+    assert old.returncode == 0, old.stderr
+    assert json.loads(old.stdout) == json.loads(here.stdout)
+
+
+# -- --fix on suppressions, a byte order mark and CR LF ------------------------------------------------------------
+_DIGEST = "@sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_fix_keeps_suppressions_bom_and_line_ends_and_a_second_fix_changes_nothing(newline: str,
+                                                                                 tmp_path: Path) -> None:
+    lines = ["# syntax=docker/dockerfile:1", f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{_DIGEST}",
+             "# envpin: ignore=pip-unpinned", "RUN pip install flask && curl -fsSL https://x.invalid/i.sh | sh"]
+    original = "\ufeff" + newline.join(lines) + newline
+    (tmp_path / "Dockerfile").write_bytes(original.encode("utf-8"))
+    first = _timed("audit", "--tf", "2.1", "--fix", "--no-resolve", "--no-context", "--fix-out",
+                   str(tmp_path / "once"), str(tmp_path / "Dockerfile"))
+    assert first.code == 1 and "Traceback" not in first.stderr, first.stderr
+    once = (tmp_path / "once").read_bytes()
+    assert once.startswith(b"\xef\xbb\xbf") and once.count(newline.encode()) == once.count(b"\n")
+    text = once.decode("utf-8").lstrip("\ufeff").split(newline)
+    mark = text.index("# envpin: ignore=pip-unpinned")
+    assert text[mark + 1].startswith("RUN pip install flask")  # still attached to its instruction
+    assert "pip-unpinned" not in first.stdout
+    again = _timed("audit", "--tf", "2.1", "--fix", "--no-resolve", "--no-context", "--fix-out",
+                   str(tmp_path / "twice"), str(tmp_path / "once"))
+    assert "pip-unpinned" not in again.stdout
+    assert (tmp_path / "twice").read_bytes() == once
+
+
+# -- configuration and catalog files with wrong types -------------------------------------------------------------
+def test_an_audit_configuration_with_a_5000_digit_number_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu:22.04\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.envpin.audit]\nfail-on = " + "9" * 5000 + "\n")
+    _one_error(_timed("audit", "--tf", "2.4", "Dockerfile", cwd=tmp_path), "number too long")
+
+
+@pytest.mark.parametrize(("where", "value", "needle"), [
+    (["sources"], [], "sources must be an object"),
+    (["releases", "20.02", "flavors"], ["tf2"], "'fields' and 'flavors' must be objects"),
+    (["releases", "20.02", "flavors", "tf2", "tag"], 2002, "string 'tag'"),
+    (["releases", "20.02", "fields", "cuda", "source"], ["a"], "source must be a string"),
+    (["missing_months", "20.04"], "none", "missing month 20.04"),
+])
+@pytest.mark.parametrize("args", [("catalog",), ("catalog", "show", "20.02-tf2-py3"),
+                                  ("render", "--ngc", "20.02", "--tf", "2.1")])
+def test_catalog_files_with_wrong_types_are_one_error(where: list[str], value: object, needle: str,
+                                                      args: tuple[str, ...], tmp_path: Path) -> None:
+    from importlib import resources
+
+    data = json.loads((resources.files("envpin") / "data" / "catalog.json").read_text(encoding="utf-8"))
+    node = data
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    (tmp_path / "catalog.json").write_text(json.dumps(data))
+    out = ("--out", str(tmp_path / "env")) if args[0] == "render" else ()
+    _one_error(_timed(*args, *out, env={"ENVPIN_CATALOG": str(tmp_path / "catalog.json")}), needle)
+    assert not (tmp_path / "env").exists()
