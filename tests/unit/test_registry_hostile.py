@@ -382,3 +382,33 @@ def test_render_refuses_a_base_image_whose_config_does_not_match(reg: HostileReg
                      env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     _one_error(res, digest(image.config), digest(forged))
     assert not out.exists() and not any((tmp_path / "cache").rglob("*"))
+
+
+# -- answers cut short, encoded, or of the wrong shape ------------------------------------------------------------
+def test_a_body_shorter_than_its_content_length_is_refused(reg: HostileRegistry) -> None:
+    reg.routes[f"{BASE}/manifests/{TAG}"] = Answer(raw=b"HTTP/1.0 200 OK\r\nContent-Length: 500\r\n\r\n{}")
+    err = _error(lambda: _client().resolve_digest(_ref(reg)))
+    assert "cut the manifest" in err.message and "2 of the 500 bytes" in err.message
+
+
+def test_a_compressed_body_is_refused_before_it_is_hashed(reg: HostileRegistry) -> None:
+    import gzip
+
+    image = make_image()
+    reg.routes[f"{BASE}/manifests/{TAG}"] = Answer(200, gzip.compress(image.manifest), {"Content-Encoding": "gzip"})
+    err = _error(lambda: _client().resolve_digest(_ref(reg)))
+    assert "encoded as 'gzip'" in err.message
+
+
+def test_render_refuses_a_base_image_config_of_the_wrong_shape(reg: HostileRegistry, tmp_path: Path) -> None:
+    """23.02-tf2-py3: render reads the base image's config, whose Env is a string here."""
+    tag = "23.02-tf2-py3"
+    config = json.dumps({"config": {"Env": "TENSORFLOW_VERSION=2.11.0"}}).encode()
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                           "config": {"size": len(config), "digest": digest(config)}, "layers": []}).encode()
+    reg.routes.update(image_routes(REPO, tag, Image(config, manifest)))
+    out = tmp_path / "env"
+    res = run_envpin("render", "--ngc", tag, "--base-image", f"{reg.host}/{REPO}:{tag}", "--out", str(out),
+                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    _one_error(res, "'config.Env' is not a list of strings")
+    assert not out.exists()
