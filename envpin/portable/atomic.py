@@ -28,6 +28,18 @@ def signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def _temp_prefix(path: str) -> str:
+    """'.NAME.' for the staged file, or a hash of NAME where '.NAME.XXXXXXXX.tmp' would pass NAME_MAX (255
+    bytes): a name the file system accepts must also be one envpin can stage beside."""
+    name = os.path.basename(path)
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) + 14 <= 255:
+        return "." + name + "."
+    import hashlib
+
+    return ".envpin-" + hashlib.sha256(raw).hexdigest()[:16] + "."
+
+
 def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None) -> None:
     """Write several files all or nothing: each is staged (fsynced) beside its target, then all are renamed
     into place together with signals held back. Renames need no free space, so a full disk or a permission
@@ -40,7 +52,7 @@ def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None)
         for path, data in files.items():
             folder = os.path.dirname(os.path.abspath(path))
             with signals_held():  # a Ctrl-C between mkstemp and the bookkeeping would leak the file
-                fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+                fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=folder)
                 staged.append((tmp, path))
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
