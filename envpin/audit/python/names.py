@@ -44,7 +44,8 @@ class Names:
     """The script's imports: local name -> canonical dotted name, and the modules star-imported."""
 
     def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None) -> None:
-        """`nodes`: every node of the tree (ast.walk order), when the caller has walked it already."""
+        """`nodes`: the tree's imports and definitions (in ast.walk order), when the caller has walked it
+        already; module-level assignments are read from the tree's body."""
         self.alias: dict[str, str] = {}
         self.star: list[str] = []
         #: Names the script binds itself (def, class, assignment): a star import does not reach them.

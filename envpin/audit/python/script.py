@@ -59,13 +59,28 @@ def _mm(version: str) -> tuple[int, ...]:
     return (parse_version(version) or (0, 0))[:2]
 
 
+_ASSIGNS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
+_BINDERS = frozenset({ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
+
 class Script:
     """One walk over a script: what it calls, sets and assigns, and where."""
 
     def __init__(self, path: str, tree: ast.Module, target: ScriptTarget) -> None:
         self.path, self.tree, self.target = path, tree, target
-        nodes = walk(tree)  # one walk: the imports and everything else are read from it
-        self.names = Names(tree, nodes)
+        # one walk; the nodes the rules read, sorted by type (a type test per node, not a chain of isinstance)
+        calls: list[ast.Call] = []
+        assigns: list[ast.AST] = []
+        binders: list[ast.AST] = []  # imports and definitions: what Names reads
+        for node in walk(tree):
+            kind = type(node)
+            if kind is ast.Call:
+                calls.append(node)  # type: ignore[arg-type]
+            elif kind in _ASSIGNS:
+                assigns.append(node)
+            elif kind in _BINDERS:
+                binders.append(node)
+        self.names = Names(tree, binders)
         self.calls: list[_Call] = []
         self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)
         self.assigned: dict[str, list[ast.expr]] = {}
@@ -73,18 +88,21 @@ class Script:
         self.option_sets: list[int] = []
         self.findings: list[Finding] = []
         resolve = self.names.resolve
-        for node in nodes:
-            if isinstance(node, ast.Call):
-                func = node.func
-                self.calls.append(_Call(node, resolve(func), func.attr if isinstance(func, ast.Attribute) else None))
-                self._env_call(node, resolve(func))
-            elif isinstance(node, ast.Assign):
-                for t in node.targets:
-                    self._assign(t, node.value, node.lineno)
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                self._assign(node.target, node.value, node.lineno)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = node
+        for call in calls:
+            func = call.func
+            name = resolve(func)
+            self.calls.append(_Call(call, name, func.attr if type(func) is ast.Attribute else None))
+            if name is not None and name.startswith(("os.environ.", "os.putenv")):
+                self._env_call(call, name)
+        for node in assigns:
+            if type(node) is ast.Assign:
+                for t in node.targets:  # type: ignore[attr-defined]
+                    self._assign(t, node.value, node.lineno)  # type: ignore[attr-defined]
+            elif node.value is not None:  # type: ignore[attr-defined]
+                self._assign(node.target, node.value, node.lineno)  # type: ignore[attr-defined]
+        for node in binders:
+            if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef):
+                self.functions[node.name] = node  # type: ignore[attr-defined]
 
     def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Name):
