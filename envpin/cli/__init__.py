@@ -7,13 +7,14 @@ Each command parses its options, calls exactly one `envpin.api` function and han
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Annotated
 
 import typer
 
 from envpin import __version__
-from envpin.errors import EnvpinError, interrupted
+from envpin.errors import EnvpinError, interrupted, shown
 
 app = typer.Typer(
     name="envpin",
@@ -187,6 +188,14 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)
+    except OSError as exc:
+        if exc.errno not in _PATH_ERRNOS or interrupted(exc):
+            _internal_error(exc)
+        # A path the system cannot follow (a name past NAME_MAX, a link loop) wherever a command looked at it
+        _warnings()
+        _say(f"error: {shown(exc.filename, 200)}: {exc.strerror}")
+        _say("hint: shorten the path (names up to 255 bytes, paths up to 4,095) or fix the symbolic link")
+        sys.exit(2)
     except Exception as exc:
         if type(exc).__name__ == "Abort" or interrupted(exc):
             _say("interrupted")
@@ -205,6 +214,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         _warnings()
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+#: OSErrors that say a path given to envpin cannot be followed: input to refuse, not an internal error.
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP})
 
 
 #: The exit status of a process that wrote to a pipe nobody reads (128 + SIGPIPE), as `yes | head -1` gives.

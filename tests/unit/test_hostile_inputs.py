@@ -444,3 +444,20 @@ def test_catalog_files_with_wrong_types_are_one_error(where: list[str], value: o
     out = ("--out", str(tmp_path / "env")) if args[0] == "render" else ()
     _one_error(_timed(*args, *out, env={"ENVPIN_CATALOG": str(tmp_path / "catalog.json")}), needle)
     assert not (tmp_path / "env").exists()
+
+
+# -- paths the system cannot follow, wherever a command reads one ------------------------------------------------
+@pytest.mark.parametrize("kind", ["long name", "loop", "long path"])
+@pytest.mark.parametrize("args", [("audit", "{}"), ("diff", "{}", "{}"), ("lock", "--check", "--lock", "{}"),
+                                  ("verify", "--lock", "{}"), ("fleet", "report", "{}"), ("doctor", "--lock", "{}"),
+                                  ("render", "--ngc", "20.02", "--tf", "2.1", "--requirements", "{}")])
+def test_paths_that_cannot_be_followed_are_one_error(kind: str, args: tuple[str, ...], tmp_path: Path) -> None:
+    if kind == "long name":
+        path = tmp_path / ("n" * 256)
+    elif kind == "loop":
+        path = tmp_path / "l1"
+        path.symlink_to(tmp_path / "l2")
+        (tmp_path / "l2").symlink_to(path)
+    else:
+        path = tmp_path / ("d/" * 2100 + "x")
+    _one_error(_timed(*(a.format(path) for a in args), cwd=tmp_path))
