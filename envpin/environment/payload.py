@@ -12,7 +12,8 @@ may differ between versions), so the same sources give the same bytes, and its h
 
 It holds no bytecode: bytecode belongs to one interpreter version, and the archive's hash stays the identity of
 the code. Python never writes bytecode for a zip, so the image build compiles it instead, with the image's own
-Python (``python3 -m envpin.probe.bytecode``, into LIB_PATH, which PYTHONPATH lists before the archive).
+Python (``python3 -m envpin.probe.bytecode``, into the ``lib_path`` templates/common.j2 names, which
+PYTHONPATH lists before the archive).
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from envpin.fsutil import sha256_bytes
 PAYLOAD_NAME = "envpin.pyz"
 #: Where the image keeps it (the Dockerfile's COPY target and PYTHONPATH entry).
 IMAGE_PATH = "/opt/envpin/envpin.pyz"
-#: Where the image build unpacks and compiles it (envpin.probe.bytecode; templates/common.j2 names it too).
-LIB_PATH = "/opt/envpin/lib"
 _PKG = Path(__file__).resolve().parent.parent
 #: The packages that travel whole (standard library only, Python 3.6+).
 _PACKAGES = ("portable", "probe")
