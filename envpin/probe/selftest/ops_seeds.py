@@ -58,7 +58,8 @@ def _uniform_unseeded(c: Trial) -> Callable[[], List[Any]]:
     return run
 
 
-@_check("random-generator-from-seed", "tf.random.Generator.from_seed (StatefulUniformFullInt / RngReadAndSkip)")
+@_check("random-generator-from-seed", "tf.random.Generator.from_seed (StatefulUniformFullInt / RngReadAndSkip)",
+        quick=False)
 def _generator_from_seed(c: Trial) -> Callable[[], List[Any]]:
     # A generator made from a fixed seed draws the same stream in every process: the recommended way to get
     # random numbers that determinism allows.
@@ -72,8 +73,7 @@ def _generator_from_seed(c: Trial) -> Callable[[], List[Any]]:
     return run
 
 
-@_check("random-generator-nondeterministic-state", "tf.random.Generator.from_non_deterministic_state",
-        quick=False)
+@_check("random-generator-nondeterministic-state", "tf.random.Generator.from_non_deterministic_state")
 def _generator_nondeterministic(c: Trial) -> Callable[[], List[Any]]:
     # Seeded from OS entropy by design: refused once determinism is on (TF >= 2.7).
     tf = c.tf
@@ -98,7 +98,7 @@ def _dropout(c: Trial, seed: Any) -> Callable[[], List[Any]]:
     return run
 
 
-@_check("keras-dropout-seeded", "Keras Dropout(seed=7) after set_random_seed, training=True")
+@_check("keras-dropout-seeded", "Keras Dropout(seed=7) after set_random_seed, training=True", quick=False)
 def _dropout_seeded(c: Trial) -> Callable[[], List[Any]]:
     # The recipe's way: seeds set, then a layer with its own seed. The same mask in every process.
     return _dropout(c, 7)
@@ -167,7 +167,8 @@ def _xla_max_pool(c: Trial) -> Callable[[], List[Any]]:
     return lambda: [f(c.const(x))]
 
 
-@_check("keras-auto-jit-max-pool", "Keras model with MaxPooling2D, compile() defaults, one train step")
+@_check("keras-auto-jit-max-pool", "Keras model with MaxPooling2D, compile() defaults, one train step",
+        quick=False)
 def _keras_auto_jit(c: Trial) -> Callable[[], List[Any]]:
     # Keras 3 (TF >= 2.16) compiles with jit_compile="auto": XLA on a GPU, where the MaxPool gradient then
     # raises under determinism; Keras 3.7+ keeps "auto" off while op determinism is on, and Keras 3 never uses
