@@ -10,6 +10,7 @@ from envpin.audit.engine import merge
 from envpin.audit.python.checks import Script, ScriptTarget, run_checks
 from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
+from envpin.fsutil import read_regular
 
 __all__ = ["ScriptTarget", "audit_script", "is_script", "parse_script", "read_script", "target_for"]
 
@@ -47,8 +48,7 @@ def audit_script(text: str, path: str = "train.py", target: ScriptTarget | None 
 def read_script(path: str) -> str:
     """The script's text; a missing, binary or non-UTF-8 file stops the run (exit 2), as for Dockerfiles."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_regular(path)  # a regular file of at most 64 MiB: a FIFO or /dev/zero is refused
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
