@@ -242,7 +242,7 @@ class RegistryClient:
                      "intercepting proxy)",
             )
         return RegistryError(
-            f"registry {ref.api_host} is unreachable: {reason}",
+            f"registry {ref.api_host} is unreachable: {shown(reason, 200)}",
             hint="check the network or proxy, or build from a reachable mirror with --base-image",
         )
 
