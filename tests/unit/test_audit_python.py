@@ -192,3 +192,13 @@ def test_an_unseeded_keras_layer_the_table_lists_is_named_and_raises_the_severit
     assert keras2.severity == "error" and "unseeded Dropout raises (RuntimeError): line 3" in keras2.message
     keras3 = seed_finding("2.16")
     assert keras3.severity == "warning" and "unseeded Dropout stays nondeterministic: line 3" in keras3.message
+
+
+def test_keras_random_layers_in_a_parallel_map_are_found_where_they_are_built() -> None:
+    text = ("import tensorflow as tf\nfrom tensorflow.keras import Sequential\n"
+            "from tensorflow.keras.layers import RandomFlip\n\naugment = Sequential([RandomFlip('horizontal')])\n\n\n"
+            "def prep(x, y):\n    return augment(x), y\n\n\n"
+            "ds = ds.map(prep, num_parallel_calls=tf.data.AUTOTUNE)\nserial = ds.map(prep)\n")
+    found = [f for f in audit_script(text, "train.py", target_for("2.8", "stock", None, "x"))
+             if f.rule == "py-data-random-map"]
+    assert [f.line for f in found] == [12] and "RandomFlip (line 5)" in found[0].message

@@ -399,11 +399,30 @@ def _parallel(c: _Call) -> bool:
     return n is not None and _const(n) not in (1, None)
 
 
-def _stateful_random(s: Script, fn: ast.AST) -> ast.Call | None:
+def _keras_random_layer(s: Script, node: ast.AST) -> ast.Call | None:
+    """A Keras random preprocessing layer (RandomFlip, RandomRotation, ...) built in `node`: each keeps a random
+    state that every call advances, so parallel calls take from it in the order they happen to run."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            name = s.names.resolve(sub.func) or ""
+            if name.startswith("keras.") and name.rsplit(".", 1)[-1].startswith("Random"):
+                return sub
+    return None
+
+
+def _stateful_random(s: Script, fn: ast.AST, depth: int = 1) -> ast.Call | None:
     for sub in ast.walk(fn):
         if isinstance(sub, ast.Call):
             name = s.names.resolve(sub.func) or ""
             last = name.rsplit(".", 1)[-1]
+            if name.startswith("keras.") and last.startswith("Random"):
+                return sub  # a layer built and called in the function
+            if isinstance(sub.func, ast.Name) and depth and sub.func.id in s.assigned:
+                # a layer (or Sequential of layers) built once outside and called here: augment = Sequential([...])
+                for value in s.assigned[sub.func.id]:
+                    found = _keras_random_layer(s, value)
+                    if found is not None:
+                        return found
             if not name.startswith("tf.") or "stateless" in last:
                 continue
             random_op = (name.startswith(("tf.random.", "tf.compat.v1.random.")) and last in
@@ -437,12 +456,14 @@ def check_data(s: Script) -> None:
                 continue
             op = _stateful_random(s, fn)
             if op is not None:
-                name = s.names.resolve(op.func)
+                name = s.names.resolve(op.func) or ""
+                how = ("whose random state every parallel call advances" if name.startswith("keras.")
+                       else "without a seed")
                 s.add(R.PY_DATA_RANDOM_MAP, c.node.lineno,
-                      f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) without a seed in parallel: "
+                      f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how} in parallel: "
                       "each element's random numbers depend on scheduling",
                       "use the stateless variant (tf.image.stateless_random_*, tf.random.stateless_*) with a "
-                      "per-element seed")
+                      "per-element seed, or apply Keras random layers in the model instead of the pipeline")
     for line in s.option_sets:
         s.add(R.PY_DATA_NONDETERMINISTIC, line, "tf.data options ask for nondeterministic order",
               "remove the line (deterministic order is the default)")

@@ -201,7 +201,8 @@ PY_DATA_RANDOM_MAP = Rule(
     title="Random ops without seeds inside a parallel tf.data map",
     finds="`Dataset.map(fn, num_parallel_calls=N)` (N not 1) whose function (a lambda or a function of the "
           "script) calls a stateful random op (`tf.random.uniform`, `tf.image.random_flip_left_right`, ...) "
-          "without a `seed`.",
+          "without a `seed`, or a Keras random preprocessing layer (`RandomFlip`, `RandomRotation`, ...; also one "
+          "built outside the function, `augment = Sequential([RandomFlip(...)])`, and called in it).",
     why="Parallel calls share the op's random state and take from it in the order they happen to run, so each "
         "element gets different random numbers in every run. Use the stateless ops "
         "(`tf.image.stateless_random_*`, `tf.random.stateless_uniform`) with a seed derived from the element.",
