@@ -208,11 +208,15 @@ def main(argv: list[str] | None = None) -> None:
         ctx = getattr(exc, "ctx", None)
         _say(f"hint: see '{ctx.command_path if ctx is not None else 'envpin'} --help'")
         sys.exit(2)
-    if rc == 130:
-        # Typer (vendored click) turns Ctrl-C into a silent Exit(130); no command exits 130 by itself.
+    try:  # Ctrl-C after the command's own output (while the notices print) is Ctrl-C too
+        if rc == 130:
+            # Typer (vendored click) turns Ctrl-C into a silent Exit(130); no command exits 130 by itself.
+            _say("interrupted")
+        else:
+            _warnings()
+    except KeyboardInterrupt:
         _say("interrupted")
-    else:
-        _warnings()
+        sys.exit(130)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
