@@ -30,8 +30,9 @@ def unpack(archive, dest, epoch):
             zf.extract(name, dest)
     _stamp(dest, epoch)
     options = {}
-    if hasattr(py_compile, "PycInvalidationMode"):  # 3.7+
-        options["invalidation_mode"] = py_compile.PycInvalidationMode.TIMESTAMP
+    modes = getattr(py_compile, "PycInvalidationMode", None)  # 3.7+; 3.6 writes timestamp .pyc only
+    if modes is not None:
+        options["invalidation_mode"] = modes.TIMESTAMP
     ok = bool(compileall.compile_dir(os.path.join(dest, "envpin"), quiet=1, **options))
     _stamp(dest, epoch)  # the __pycache__ folders and .pyc files too: the layer holds no build time
     return ok
