@@ -7,7 +7,9 @@ Each script is generated from one block of a realistic training script (imports,
 parallel map, a Keras model with MaxPooling, compile and fit, a custom step with GradientTape, segment sums,
 environment settings, seeds), repeated until the line count is reached with the names numbered, so every rule
 has work to do. The audit runs in this process through `envpin.audit.run` (read, parse, every check,
-suppressions) against TensorFlow 2.16 (`--tf`), the median of --repeat runs; ruff runs as a user runs it
+suppressions) against TensorFlow 2.16 (`--tf`), the median of --repeat runs, as wall time and as this process's
+CPU time (the goals are judged on CPU time: on a machine whose cores other work shares, wall time includes the
+wait for a core); ruff runs as a user runs it
 (`ruff check --isolated --no-cache FILE`, a fresh process). The reference loop of benchmarks/bench_audit.py is
 timed too: this machine's speed drifts with its load, and that figure says at which speed the others were taken.
 Goals: the 10k-line script under 0.5 s ("well
@@ -95,12 +97,15 @@ def script(lines: int) -> str:
     return "".join(out)
 
 
-def _median(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+def _median(fn, repeat: int, cpu: bool = False) -> float:  # type: ignore[no-untyped-def]
+    """Median wall time of fn(), or with cpu=True the median CPU time of this process (what the audit costs
+    when the machine's cores are shared: wall time then includes the time spent waiting for one)."""
+    clock = time.process_time if cpu else time.perf_counter
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
@@ -128,32 +133,36 @@ def main(argv: list[str] | None = None) -> int:
             lines = text.count("\n")
             findings = len(run([str(path)], tf="2.16", fail_on="info").findings)
             audit_s = _median(lambda p=path: run([str(p)], tf="2.16", fail_on="info"), args.repeat)
+            cpu_s = _median(lambda p=path: run([str(p)], tf="2.16", fail_on="info"), args.repeat, cpu=True)
             ruff_s = None
             if ruff:
                 cmd = [ruff, "check", "--isolated", "--no-cache", "--quiet", "--exit-zero", str(path)]
                 ruff_s = _median(lambda c=cmd: subprocess.run(c, capture_output=True, check=False), args.repeat)
             rows.append({"lines": lines, "findings": findings, "audit_s": round(audit_s, 4),
+                         "audit_cpu_s": round(cpu_s, 4), "audit_cpu_us_per_line": round(cpu_s / lines * 1e6, 2),
                          "audit_us_per_line": round(audit_s / lines * 1e6, 2),
                          "ruff_s": None if ruff_s is None else round(ruff_s, 4),
                          "ratio_to_ruff": None if not ruff_s else round(audit_s / ruff_s, 2)})
     reference = reference_seconds(args.repeat)
     small, big = rows[0], rows[-1]
-    linear = big["audit_us_per_line"] / small["audit_us_per_line"]
+    linear = big["audit_cpu_us_per_line"] / small["audit_cpu_us_per_line"]
     ten_k = next(r for r in rows if r["lines"] >= 10_000)
     doc = {"machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
            "loadavg": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
            "rows": rows, "linear_ratio": round(linear, 2), "reference_loop_s": round(reference, 3),
            "goals": {"10k_s": GOAL_10K_S, "linear_ratio": GOAL_LINEAR_RATIO},
-           "met": ten_k["audit_s"] < GOAL_10K_S and linear <= GOAL_LINEAR_RATIO}
+           "met": ten_k["audit_cpu_s"] < GOAL_10K_S and linear <= GOAL_LINEAR_RATIO}
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         print(f"{doc['machine']}; load {' '.join(doc['loadavg'] or [])}")
-        print(f"{'lines':>8} {'findings':>9} {'audit s':>9} {'us/line':>8} {'ruff s':>8} {'audit/ruff':>10}")
+        print(f"{'lines':>8} {'findings':>9} {'audit s':>9} {'cpu s':>7} {'cpu us/line':>11} {'ruff s':>8} "
+              f"{'audit/ruff':>10}")
         for r in rows:
-            print(f"{r['lines']:>8} {r['findings']:>9} {r['audit_s']:>9.3f} {r['audit_us_per_line']:>8.1f} "
-                  f"{r['ruff_s'] if r['ruff_s'] is not None else '-':>8} {r['ratio_to_ruff'] or '-':>10}")
-        print(f"10k-line script: {ten_k['audit_s']:.3f} s (goal < {GOAL_10K_S} s); per-line cost 100k/1k: "
+            print(f"{r['lines']:>8} {r['findings']:>9} {r['audit_s']:>9.3f} {r['audit_cpu_s']:>7.3f} "
+                  f"{r['audit_cpu_us_per_line']:>11.1f} {r['ruff_s'] if r['ruff_s'] is not None else '-':>8} "
+                  f"{r['ratio_to_ruff'] or '-':>10}")
+        print(f"10k-line script: {ten_k['audit_cpu_s']:.3f} s of CPU (goal < {GOAL_10K_S} s); per-line cost 100k/1k: "
               f"{linear:.2f} (goal <= {GOAL_LINEAR_RATIO}); {'met' if doc['met'] else 'NOT met'}")
         print(f"reference loop (sum of 5 million squares): {reference:.3f} s; compare figures taken at one speed")
     return 0 if doc["met"] else 1
