@@ -58,10 +58,10 @@ def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, m
 
 
 def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str = "off", jobs: int = 1,
-               html: Path | None = None, keep: Path | None = None, timeout: float | None = None,
-               progress: Callable[[str], None] | None = None) -> StudyResult:
+               html: Path | None = None, svg: Path | None = None, keep: Path | None = None,
+               timeout: float | None = None, progress: Callable[[str], None] | None = None) -> StudyResult:
     """`runs` runs with every seed fixed against `runs` with the seed varied (with the recipe off, on or
-    both); the picture is written to `html` when given."""
+    both); the picture is written to `html` (a page) and `svg` (one image) when given."""
     from envpin.runs.study import study
 
     recipes = {"off": (False,), "on": (True,), "both": (False, True)}.get(recipe)
@@ -69,19 +69,22 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
         raise UsageError(f"--recipe must be off, on or both, not {recipe!r}", hint="pass --recipe off|on|both")
     if jobs < 1:
         raise UsageError("-j must be 1 or more", hint="pass the number of runs to make at once")
-    if html is not None:
-        from envpin.fsutil import check_output_path
+    from envpin.fsutil import check_output_path
 
-        check_output_path(html, "--html")
+    for path, option in ((html, "--html"), (svg, "--svg")):
+        if path is not None:
+            check_output_path(path, option)
     args = _command(command)
     with _workdir(keep) as root:
         result = study(args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout,
                        progress=progress)
-    if html is not None:
-        from envpin.fsutil import atomic_write
-        from envpin.runs.figure import page
+    from envpin.fsutil import atomic_write
+    from envpin.runs.figure import page, sheet
 
+    if html is not None:
         atomic_write(html, page(result.to_dict()).encode("utf-8"))
+    if svg is not None:
+        atomic_write(svg, sheet(result.to_dict()).encode("utf-8"))
     return result
 
 

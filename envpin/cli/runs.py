@@ -82,6 +82,9 @@ def register(app: typer.Typer) -> None:
         html: Annotated[
             Path | None, typer.Option("--html", help="Write the figure (self-contained HTML, inline SVG) here.")
         ] = None,
+        svg: Annotated[
+            Path | None, typer.Option("--svg", help="Write the same panels as one SVG image here.")
+        ] = None,
         keep: KeepOpt = None,
         timeout: TimeoutOpt = None,
         as_json: JsonOpt = False,
@@ -97,7 +100,7 @@ def register(app: typer.Typer) -> None:
 
         with console.progress("study") as update:
             result = api.study_runs(command, runs=runs_per_arm, seed=seed, recipe=recipe.value, jobs=jobs,
-                                    html=html, keep=keep, timeout=timeout, progress=update)
+                                    html=html, svg=svg, keep=keep, timeout=timeout, progress=update)
         if wants_json(fmt, as_json):
             console.print_json(result.to_dict())
         else:

@@ -17,7 +17,7 @@ _COLOURS = {"fixed": "#1f77b4", "varied": "#d62728"}
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.6g}"
+    return f"{value:.4g}"
 
 
 def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
@@ -28,13 +28,15 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return q[0], q[1], q[2]
 
 
-def panel(metric: dict[str, Any]) -> str:
+def panel(metric: dict[str, Any], x: float = 0, y0: float = 0) -> str:
     """One metric's SVG: the fixed and the varied arm side by side on a shared vertical scale."""
     arms = [("fixed", metric["fixed"]["values"]), ("varied", metric["varied"]["values"])]
     every = [v for _, values in arms for v in values]
     lo, hi = min(every), max(every)
     if hi == lo:
         lo, hi = lo - 0.5 * (abs(lo) or 1.0) * 1e-3, hi + 0.5 * (abs(hi) or 1.0) * 1e-3
+    pad = (hi - lo) * 0.06  # no dot sits on the frame
+    lo, hi = lo - pad, hi + pad
     plot_h = HEIGHT - _TOP - _BOTTOM
 
     def y(v: float) -> float:
@@ -46,7 +48,7 @@ def panel(metric: dict[str, Any]) -> str:
     if metric.get("ratio_ci95"):
         sub += " (95% CI " + " to ".join(_fmt(c) for c in metric["ratio_ci95"]) + ")"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" x="{x}" y="{y0}" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{html.escape(title)}">',
         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
         f'<text x="{WIDTH / 2}" y="16" text-anchor="middle" font-size="13" font-weight="bold">'
@@ -83,6 +85,16 @@ def panel(metric: dict[str, Any]) -> str:
         ]
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def sheet(result: dict[str, Any], columns: int = 4) -> str:
+    """Every panel in one SVG image, `columns` to a row (for documents that show an image, not a page)."""
+    metrics = result["metrics"]
+    rows = (len(metrics) + columns - 1) // columns
+    width, height = WIDTH * min(columns, len(metrics)), HEIGHT * rows
+    body = "\n".join(panel(m, x=(i % columns) * WIDTH, y0=(i // columns) * HEIGHT) for i, m in enumerate(metrics))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}">\n{body}\n</svg>\n')
 
 
 def page(result: dict[str, Any]) -> str:

@@ -185,3 +185,62 @@ def test_study_reads_the_metrics_line_and_writes_the_figure(cli, tmp_path: Path)
     assert "exactly the same value" in metric["verdict"]
     assert [r["seed"] for r in data["runs"]] == [42, 42, 42, 43, 44, 45]
     assert html.read_text().count('class="run"') == 6
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and rows of RGB pixels (3 bytes each) of an 8-bit RGB or RGBA PNG, decoded with the
+    standard library."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, bpp = 8, b"", 0, 0, 3
+    while pos < len(data):
+        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6)
+            bpp = 4 if colour == 6 else 3
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows = zlib.decompress(idat), width * bpp, []
+    prev = bytearray(stride)
+    for r in range(height):
+        ftype, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1:(r + 1) * (stride + 1)])
+        for i in range(stride):
+            a, b = line[i - bpp] if i >= bpp else 0, prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 255
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 255
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(b"".join(bytes(line[i:i + 3]) for i in range(0, stride, bpp)))
+        prev = line
+    return width, height, rows
+
+
+def test_the_figure_renders_in_a_real_svg_renderer(tmp_path: Path) -> None:
+    """librsvg (rsvg-convert) draws the panels: the image has the sheet's size and both arms' colours."""
+    import shutil
+    import subprocess
+
+    renderer = shutil.which("rsvg-convert")
+    if renderer is None:
+        pytest.skip("rsvg-convert (librsvg2-bin) is not installed")
+    svg = tmp_path / "study.svg"
+    svg.write_text(figure.sheet(_study_result(), columns=2))
+    subprocess.run([renderer, str(svg), "-o", str(tmp_path / "study.png")], check=True, timeout=60)
+    width, height, rows = _png_pixels((tmp_path / "study.png").read_bytes())
+    assert (width, height) == (2 * figure.WIDTH, figure.HEIGHT)
+    pixels = {row[i:i + 3] for row in rows for i in range(0, len(row), 3)}
+    for colour in ("1f77b4", "d62728"):  # the fixed and the varied arm's dots
+        rgb = bytes.fromhex(colour)
+        assert any(sum(abs(p - q) for p, q in zip(px, rgb, strict=True)) < 30 for px in pixels), colour

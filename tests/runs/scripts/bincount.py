@@ -6,6 +6,10 @@ import json
 import numpy as np
 import tensorflow as tf
 
+# More intra-op threads than this machine's cores: the kernel's per-thread partial sums then take a different
+# share of the weights in nearly every call, so a run of a few steps differs (with one thread per core, two
+# runs sometimes split the work alike and stay bit-identical).
+tf.config.threading.set_intra_op_parallelism_threads(8)
 rng = np.random.RandomState(0)
 x = rng.normal(size=(128, 8)).astype("float32")
 y = (x.sum(axis=1) > 0).astype("float32")
