@@ -19,6 +19,7 @@ import contextlib
 import json
 import re
 import subprocess
+import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -374,7 +375,11 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
         (work / "requirements.in").write_text(requirements_in)
         cmd = [uv_binary(), "pip", "compile", "requirements.in", "--python-version", facts.python,
                "--python-platform", platform, "--format", "pylock.toml", "-o", "pylock.toml",
-               "-c", "constraints.txt", "--find-links", str(stubs), "--quiet", "--color", "never"]
+               "-c", "constraints.txt", "--find-links", str(stubs), "--quiet", "--color", "never",
+               # The interpreter uv runs builds with, named: left to find one for --python-version, uv asks
+               # every python3.X on PATH (pyenv's shims among them, each a shell script), which cost more than
+               # the resolution itself. The target's version, platform and markers come from the flags above.
+               "--python", sys.executable]
         try:
             proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900,
                                   stdin=subprocess.DEVNULL)
