@@ -166,6 +166,12 @@ def main(argv: list[str] | None = None) -> None:
             sys.modules["envpin.views.console"].settings.update(quiet=False, verbose=False)
         command = typer.main.get_command(_app_for(args))
         rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
+        if argv is None and rc != 130:
+            # The command is done and has said so: a Ctrl-C from here on must not kill the process by signal
+            # after its success line (Python re-raises an uncaught one as SIGINT at exit).
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         sys.stdout.flush()  # a reader that went away is found here, not at exit
     except BrokenPipeError:
         _closed_stdout()
