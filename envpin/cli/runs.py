@@ -13,7 +13,7 @@ from envpin.cli.options import Format, FormatOpt, JsonOpt, wants_json
 
 #: Everything after the first word of the command belongs to the command (its own -options included).
 _COMMAND_SETTINGS = {"allow_interspersed_args": False}
-CommandArg = Annotated[list[str], typer.Argument(metavar="-- COMMAND...", help="The training command to run.",
+CommandArg = Annotated[list[str], typer.Argument(metavar="COMMAND...", help="The training command to run.",
                                                  show_default=False)]
 SeedOpt = Annotated[int, typer.Option("--seed", help="The seed (ENVPIN_SEED) of the fixed-seed runs.")]
 KeepOpt = Annotated[Path | None, typer.Option("--keep", help="Keep logs and dumps in this new or empty folder.")]
