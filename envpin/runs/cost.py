@@ -80,6 +80,9 @@ def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, tim
     for run in runs:
         if run.returncode != 0:
             raise failed(run)
+    if not any(r.tf_record for r in runs if r.spec.recipe):
+        raise UsageError("the command never imported TensorFlow in a Python envpin could observe: the recipe had "
+                         "nothing to act on", hint="time a TensorFlow training command (e.g. -- python train.py)")
     steps = [step_time(r) for r in runs]
     unit = "step" if all(s is not None for s in steps) else "run"
     times = [s if unit == "step" else r.seconds for s, r in zip(steps, runs, strict=False)]

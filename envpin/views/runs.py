@@ -10,6 +10,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+def _tf(version: str | None) -> str:
+    return f"TensorFlow {version}" if version else "TensorFlow not imported"
+
+
 def _g(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
@@ -73,7 +77,7 @@ def show_study(data: dict[str, Any], console: Console) -> None:
     from rich.text import Text
 
     table = Table(title=Text(f"study: {' '.join(data['command'])} ({data['runs_per_arm']} runs per arm, "
-                             f"TensorFlow {data['tf_version']})"))
+                             f"{_tf(data['tf_version'])})"))
     for col in ("metric", "recipe", "fixed mean", "fixed std", "varied mean", "varied std", "ratio", "95% CI"):
         table.add_column(col, justify="left" if col in ("metric", "recipe") else "right")
     for m in data["metrics"]:

@@ -165,6 +165,8 @@ def test_a_command_without_tensorflow_or_metrics_is_refused(cli, tmp_path: Path)
     assert bisect.code == 2 and "never imported TensorFlow" in bisect.stderr
     study_ = cli("study", "-n", "2", "-j", "2", "--", sys.executable, "-c", "print(1)")
     assert study_.code == 2 and "reported no metrics" in study_.stderr and "envpin_metrics" in study_.stderr
+    cost = cli("cost", "-r", "2", "--", sys.executable, "-c", "print(1)")
+    assert cost.code == 2 and "never imported TensorFlow" in cost.stderr
     failing = cli("cost", "-r", "2", "--", sys.executable, "-c", "import sys; sys.exit('boom')")
     assert failing.code == 2 and "exited with status 1" in failing.stderr and "boom" in failing.stderr
 
