@@ -246,3 +246,18 @@ def test_the_figure_renders_in_a_real_svg_renderer(tmp_path: Path) -> None:
     for colour in ("1f77b4", "d62728"):  # the fixed and the varied arm's dots
         rgb = bytes.fromhex(colour)
         assert any(sum(abs(p - q) for p, q in zip(px, rgb, strict=True)) < 30 for px in pixels), colour
+
+
+def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
+    """An environment's own sitecustomize (Debian's Python has one) still runs under the hook."""
+    import subprocess
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("import os\nos.environ['THEIRS_RAN'] = 'yes'\n")
+    env = launch.environment(launch.RunSpec("a", seed=3), launch.hook_folder(tmp_path), tmp_path / "out",
+                             {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(theirs)})
+    code = "import os, sys; print(sys.modules['sitecustomize'].__file__, os.environ.get('THEIRS_RAN'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    hook_file, ran = out.split()
+    assert hook_file == str(tmp_path / "hook" / "sitecustomize.py") and ran == "yes"
