@@ -48,7 +48,7 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
     entries = inputs.read(paths, aggregate.Reducer().add)  # each report reduced as read (bounded memory)
     result = aggregate.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries], expected)
     if html is not None:
-        atomic_write(html, aggregate.html_bytes(result))
+        atomic_write(html, aggregate.html_bytes(result), make_parents=False)
     return FleetReport(result, html)
 
 
@@ -83,7 +83,7 @@ def fleet_manifest(
         warnings.append(f"{image} is not pinned by digest: nodes that pull it at different times may run "
                         "different images (add @sha256:..., e.g. from 'docker buildx imagetools inspect')")
     if out is not None:
-        atomic_write(out, manifest.text.encode("utf-8"))
+        atomic_write(out, manifest.text.encode("utf-8"), make_parents=False)
     return FleetManifest(manifest.text, out, warnings)
 
 

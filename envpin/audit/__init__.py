@@ -226,7 +226,7 @@ def _run(
 
     # All or nothing: every fixed file is staged beside its target before any is renamed into place.
     atomic_write_many({out: text.encode("utf-8") for out, (text, _) in outputs.items()},
-                      {out: mode for out, (_, mode) in outputs.items()})
+                      {out: mode for out, (_, mode) in outputs.items()}, make_parents=False)
     return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)
 
 

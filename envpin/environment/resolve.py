@@ -421,4 +421,4 @@ def write_lock(out: Path, reqs: tuple[Requirement, ...], image: str, python: str
     )
     body = render_lock(reqs, header)
     parse_lock(body, str(out))  # what we write must be what render/build accept
-    atomic_write(out, body.encode())
+    atomic_write(out, body.encode(), make_parents=False)

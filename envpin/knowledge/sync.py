@@ -327,7 +327,7 @@ def sync_catalog(
         # The catalog file in use plus what was read here (never the rest of this user's cache).
         data = updated_catalog(cat, results)
         catalog.validate(data, f"the refreshed catalog for {write}")
-        atomic_write(write, dump_catalog(data))
+        atomic_write(write, dump_catalog(data), make_parents=False)
         result.written = write
     if save and images:
         result.cache = facts.save(cat.repository, images)
