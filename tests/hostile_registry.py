@@ -210,6 +210,16 @@ def make_image(env: dict[str, str] | None = None, *, index: bool = False, other_
     return Image(config, manifest, json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": entries}).encode())
 
 
+def image_with_config(config: Any) -> Image:
+    """An image whose config blob is `config` as JSON, whatever its shape (a list, Env as a string...): what a
+    broken or hostile registry may serve under a correct digest."""
+    blob = json.dumps(config).encode()
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
+                           "config": {"mediaType": CONFIG, "size": len(blob), "digest": digest(blob)},
+                           "layers": []}).encode()
+    return Image(blob, manifest)
+
+
 def manifest_answer(body: bytes, media_type: str = MANIFEST, header: str | None = "computed") -> Answer:
     """A manifest answer; `header` is the Docker-Content-Digest to send ('computed': the true one; None: none)."""
     headers = {"Content-Type": media_type}

@@ -26,11 +26,10 @@ from envpin.registry.client import RegistryClient
 from tests.conftest import Result, run_envpin
 from tests.hostile_registry import (
     INDEX,
-    MANIFEST,
     Answer,
     HostileRegistry,
-    digest,
     image_routes,
+    image_with_config,
     make_image,
     manifest_answer,
 )
@@ -59,14 +58,6 @@ def _timed(*args: str, cwd: Path | None = None, env: dict[str, str] | None = Non
 
 
 # -- a loopback registry with malformed answers ------------------------------------------------------------------
-def _config_image(config: object) -> tuple[bytes, bytes]:
-    body = json.dumps(config).encode()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
-                           "config": {"mediaType": "application/json", "size": len(body), "digest": digest(body)},
-                           "layers": []}).encode()
-    return body, manifest
-
-
 @pytest.mark.parametrize(("config", "needle"), [
     ({"config": ["Env"]}, "'config' is not an object"),
     ({"config": {"Env": "A=1"}}, "'config.Env' is not a list of strings"),
@@ -77,9 +68,7 @@ def _config_image(config: object) -> tuple[bytes, bytes]:
     ("a string", "is not a JSON object"),
 ])
 def test_image_configs_of_the_wrong_shape_are_one_registry_error(config: object, needle: str) -> None:
-    body, manifest = _config_image(config)
-    routes = {f"{BASE}/manifests/{TAG}": manifest_answer(manifest),
-              f"{BASE}/blobs/{digest(body)}": Answer(200, body)}
+    routes = image_routes(REPO, TAG, image_with_config(config))
     with HostileRegistry(routes) as reg, pytest.raises(RegistryError) as info:
         RegistryClient(credentials=lambda name: None).image_config(f"{reg.host}/{REPO}:{TAG}")
     assert needle in info.value.message and info.value.hint and "\n" not in info.value.message

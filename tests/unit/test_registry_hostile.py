@@ -24,6 +24,7 @@ from tests.hostile_registry import (
     Image,
     digest,
     image_routes,
+    image_with_config,
     make_image,
     manifest_answer,
     redirect,
@@ -403,10 +404,7 @@ def test_a_compressed_body_is_refused_before_it_is_hashed(reg: HostileRegistry) 
 def test_render_refuses_a_base_image_config_of_the_wrong_shape(reg: HostileRegistry, tmp_path: Path) -> None:
     """23.02-tf2-py3: render reads the base image's config, whose Env is a string here."""
     tag = "23.02-tf2-py3"
-    config = json.dumps({"config": {"Env": "TENSORFLOW_VERSION=2.11.0"}}).encode()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                           "config": {"size": len(config), "digest": digest(config)}, "layers": []}).encode()
-    reg.routes.update(image_routes(REPO, tag, Image(config, manifest)))
+    reg.routes.update(image_routes(REPO, tag, image_with_config({"config": {"Env": "TENSORFLOW_VERSION=2.11.0"}})))
     out = tmp_path / "env"
     res = run_envpin("render", "--ngc", tag, "--base-image", f"{reg.host}/{REPO}:{tag}", "--out", str(out),
                      env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
