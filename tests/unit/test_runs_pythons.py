@@ -1,0 +1,82 @@
+"""The run hook and the dump comparison on the image-side Pythons (3.6 to 3.9), as they run inside NGC
+images: the hook loads as sitecustomize, waits for `import tensorflow`, seeds from ENVPIN_SEED, applies the
+recipe from envpin.pyz, turns the debugger on and writes its record. TensorFlow itself cannot be installed on
+these Pythons here, so a stand-in package records what the hook calls (as tests/unit/test_pythons.py does)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envpin.runs import launch
+from tests.unit.test_pythons import find_python
+
+# What the hook calls on TensorFlow, recorded (the version decides the recipe row: 2.9 -> stock-2.8-2.15).
+FAKE_TF = '''
+__version__ = "2.9.1"
+calls = []
+class _NS(object):
+    def __init__(self, **fns):
+        self.__dict__.update(fns)
+random = _NS(set_seed=lambda s: calls.append(["tf.random.set_seed", s]))
+config = _NS(list_physical_devices=lambda kind: [],
+             experimental=_NS(enable_op_determinism=lambda: calls.append(["enable_op_determinism"])))
+debugging = _NS(experimental=_NS(enable_dump_debug_info=lambda root, **kw: calls.append(
+    ["enable_dump_debug_info", kw["tensor_debug_mode"], kw["circular_buffer_size"]])))
+def _keras_seed(s):
+    import random as r
+    r.seed(s)
+    calls.append(["keras.utils.set_random_seed", s])
+keras = _NS(utils=_NS(set_random_seed=_keras_seed))
+'''
+SCRIPT = ("import json, random, tensorflow\n"
+          "print(json.dumps({'envpin_metrics': {'r': random.random()}, 'calls': tensorflow.calls}))\n")
+
+
+@pytest.fixture(params=("3.6", "3.7", "3.8", "3.9"))
+def old_python(request: pytest.FixtureRequest) -> str:
+    exe = find_python(request.param)
+    if exe is None:
+        pytest.skip(f"no CPython {request.param} on this machine (pyenv install {request.param})")
+    return exe
+
+
+@pytest.mark.pythons
+@pytest.mark.parametrize("recipe", [False, True])
+def test_the_hook_on_an_image_python(old_python: str, tmp_path: Path, recipe: bool,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "tensorflow").mkdir(parents=True)
+    (site / "tensorflow" / "__init__.py").write_text(FAKE_TF)
+    (site / "tensorflow-2.9.1.dist-info").mkdir()
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    monkeypatch.setenv("PYTHONPATH", str(site))  # installed, as TensorFlow is in an image: found at start-up
+    spec = launch.RunSpec("a", seed=5, recipe=recipe, dump=True)
+    run = launch.run_once([old_python, "-W", "error", str(script)], spec, launch.hook_folder(tmp_path),
+                          tmp_path / "run")
+    assert run.returncode == 0, run.log_tail()
+    out = json.loads((tmp_path / "run" / "stdout.log").read_text().strip().splitlines()[-1])
+    record = run.tf_record
+    assert record is not None and record["tf_version"] == "2.9.1" and record["errors"] == []
+    assert record["seed"] == 5 and record["dump"].startswith(str(tmp_path / "run" / "dump-"))
+    assert ["enable_dump_debug_info", "FULL_TENSOR", -1] in out["calls"]
+    if recipe:  # the recipe from envpin.pyz: Keras's seeding and op determinism
+        assert record["recipe"]["id"] == "stock-2.8-2.15"
+        assert ["keras.utils.set_random_seed", 5] in out["calls"] and ["enable_op_determinism"] in out["calls"]
+    else:
+        assert ["tf.random.set_seed", 5] in out["calls"] and ["enable_op_determinism"] not in out["calls"]
+    import random
+
+    random.seed(5)
+    assert run.metrics == {"r": random.random()}  # Python's random module was seeded before the script drew
+
+
+@pytest.mark.pythons
+def test_the_dump_comparison_starts_on_an_image_python(old_python: str) -> None:
+    program = Path(launch.__file__).with_name("dumpdiff.py")
+    proc = subprocess.run([old_python, "-W", "error", str(program)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: dumpdiff.py")
