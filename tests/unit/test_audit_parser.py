@@ -260,3 +260,43 @@ def test_a_line_that_is_only_a_continuation_is_not_an_instruction() -> None:
     assert [p.message for p in df.problems] == [
         "the instruction's last line ends with a line continuation, but the file ends there"
     ]
+
+
+# -- persistent scopes ----------------------------------------------------------------------------------------------
+def test_scopes_are_persistent_maps_that_agree_with_dicts() -> None:
+    """Every version of a Scope answers as the dict it stands for, after any sequence of sets, and a set
+    never changes a scope an instruction already holds."""
+    import random
+
+    from envpin.audit.scopes import Scope, StageScope
+    from envpin.audit.words import Var
+
+    rng = random.Random(7)
+    versions: list[tuple[Scope, dict[str, Var]]] = [(Scope(), {})]
+    for step in range(3000):
+        scope, model = versions[rng.randrange(len(versions))]  # branch from any earlier version
+        key = f"K{rng.randrange(400)}"
+        var = Var(key, str(step), step, "ENV")
+        versions.append((scope.set(key, var), {**model, key: var}))
+    for scope, model in versions[::50] + versions[-5:]:
+        assert dict(scope) == model and len(scope) == len(model)
+        assert all(scope.get(k) == v and k in scope for k, v in model.items())
+        assert scope.get("absent") is None and "absent" not in scope and scope.get(3) is None
+    env, args = versions[-1][0], versions[-2][0]
+    view = StageScope(env, args)
+    assert dict(view) == {**dict(args), **dict(env)}  # ENV wins over ARG, as in the builder
+
+
+def test_keys_whose_hashes_collide_share_a_bucket() -> None:
+    from envpin.audit.scopes import Scope
+    from envpin.audit.words import Var
+
+    class Same(str):
+        def __hash__(self) -> int:
+            return 12345
+
+    a, b, c = Same("A"), Same("B"), Same("C")
+    s1 = Scope().set(a, Var("A", "1", 1, "ENV")).set(b, Var("B", "2", 2, "ENV"))
+    s2 = s1.set(c, Var("C", "3", 3, "ENV")).set(a, Var("A", "9", 4, "ENV"))
+    assert s1[a].value == "1" and s2[a].value == "9" and s2[c].value == "3" and c not in s1
+    assert s2[b].value == "2" and len(s2) == 3 and sorted(s2) == ["A", "B", "C"]
