@@ -45,16 +45,22 @@ def _command(command: list[str]) -> list[str]:
 
 def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
                 recipe: bool = False, op_regex: str | None = None, keep: Path | None = None,
-                timeout: float | None = None, progress: Callable[[str], None] | None = None) -> BisectResult:
+                timeout: float | None = None, reader_python: str | None = None,
+                progress: Callable[[str], None] | None = None) -> BisectResult:
     """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs."""
     from envpin.runs.bisect import bisect
 
     if steps is not None and steps < 1:
         raise UsageError("--steps must be 1 or more", hint="pass the number of training steps to record")
+    if reader_python is not None:
+        found = shutil.which(reader_python)
+        if found is None:
+            raise UsageError(f"interpreter {reader_python} not found", hint="pass the path of a python executable")
+        reader_python = found
     args = _command(command)
     with _workdir(keep) as root:
         return bisect(args, root, seed=seed, steps=steps, max_ops=max_ops, recipe=recipe, op_regex=op_regex,
-                      timeout=timeout, progress=progress)
+                      timeout=timeout, reader_python=reader_python, progress=progress)
 
 
 def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str = "off", jobs: int = 1,

@@ -46,6 +46,10 @@ def register(app: typer.Typer) -> None:
         op_regex: Annotated[
             str | None, typer.Option("--op-regex", help="Dump only ops whose type matches (TensorFlow's op_regex).")
         ] = None,
+        reader_python: Annotated[
+            str | None, typer.Option("--reader-python", help="Python with TensorFlow that compares the dumps "
+                                     "(default: the one that made them; needed when they ran in a container).")
+        ] = None,
         keep: KeepOpt = None,
         timeout: TimeoutOpt = None,
         as_json: JsonOpt = False,
@@ -62,7 +66,7 @@ def register(app: typer.Typer) -> None:
         with console.progress("bisect") as update:
             result = api.bisect_runs(command, seed=seed, steps=None if whole else steps, max_ops=max_ops,
                                      recipe=recipe, op_regex=op_regex, keep=keep, timeout=timeout,
-                                     progress=update)
+                                     reader_python=reader_python, progress=update)
         data = result.to_dict()
         if wants_json(fmt, as_json):
             console.print_json(data)

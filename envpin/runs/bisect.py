@@ -133,8 +133,9 @@ def _dump_of(run: Run) -> tuple[str, dict[str, Any]]:
 
 def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
            recipe: bool = False, op_regex: str | None = None, timeout: float | None = None,
-           progress: Callable[[str], None] | None = None) -> BisectResult:
-    """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared."""
+           reader_python: str | None = None, progress: Callable[[str], None] | None = None) -> BisectResult:
+    """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared by
+    `reader_python` (default: the Python that made the dumps)."""
     specs = [RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
              for i in range(2)]
     runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress)
@@ -144,7 +145,11 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
     (dump_a, record), (dump_b, _) = _dump_of(runs[0]), _dump_of(runs[1])
     if progress is not None:
         progress("comparing the two dumps op by op")
-    found = _reader(str(record["python"]), dump_a, dump_b, max_ops, timeout)
+    python = reader_python or str(record["python"])
+    if reader_python is None and not Path(python).exists():
+        raise RunError(f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
+                       hint="pass --reader-python with a Python of this machine that has TensorFlow 2.3 or later")
+    found = _reader(python, dump_a, dump_b, max_ops, timeout)
     first = found.get("first_difference")
     frame = user_frame(first["stack"]) if first else None
     if first:  # the user's frames, and the innermost one (where TensorFlow created the op)
