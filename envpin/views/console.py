@@ -6,6 +6,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,45 @@ def out() -> Console:
 def err() -> Console:
     """Progress, warnings and notes (quiet with -q; errors are printed by the CLI's main, always)."""
     return _console(True, settings["quiet"])
+
+
+class Plain:
+    """What `say` and the audit view need of a console, without loading rich (~30 ms), for a stream that is not
+    a terminal: there rich writes a plain line as it is. A line rich would change (a tab, a control character,
+    an :emoji: code) is handed to rich itself, so the text is always what rich writes
+    (tests/unit/test_cli_lean.py compares both)."""
+
+    color_system = None
+    no_color = False
+    is_terminal = False
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    @property
+    def file(self) -> Any:
+        return sys.stderr if self._stderr else sys.stdout
+
+    def print(self, text: str, **options: Any) -> None:
+        if _PLAIN_UNSAFE.search(text):
+            _console(self._stderr).print(text, **options)
+            return
+        self.file.write(text + "\n")
+        self.file.flush()
+
+
+#: What rich's print changes in a plain line: tabs (expanded), control characters (dropped) and :name: codes.
+_PLAIN_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f]|:\S*?:")
+
+
+def plain_possible() -> bool:
+    """True when rich would write plain text on both streams: neither is a terminal, nothing forces colour."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return False
+    try:
+        return not sys.stdout.isatty() and not sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def say(console: Console, text: str) -> None:
