@@ -28,6 +28,8 @@ SEED_VAR = "ENVPIN_SEED"
 #: A metrics line on stdout: the last line that is a JSON object with this key (values must be numbers).
 METRICS_KEY = "envpin_metrics"
 _NO_DEBUGGER = 86  # envpin.runs.hook.NO_DEBUGGER (the hook runs elsewhere and is not imported here)
+#: The return code recorded for a run stopped by --timeout (subprocess kills it).
+TIMED_OUT = -9
 
 
 class RunError(UsageError):
@@ -157,7 +159,7 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
                                   env=environment(spec, hook, out), timeout=timeout)
             code = proc.returncode
         except subprocess.TimeoutExpired:
-            code = -9
+            code = TIMED_OUT
         except OSError as exc:
             raise RunError(f"cannot run {command[0]}: {exc.strerror or exc}", hint="check the command") from exc
     seconds = time.perf_counter() - start
@@ -197,5 +199,8 @@ def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int 
 
 def failed(run: Run) -> RunError:
     """The error for a run that exited non-zero, with the end of its stderr."""
+    if run.returncode == TIMED_OUT:
+        return RunError(f"the command did not finish within --timeout ({run.spec.label}, {run.seconds:.0f} s)",
+                        hint="raise --timeout, or make the runs shorter (fewer epochs or steps)")
     return RunError(f"the command exited with status {run.returncode} ({run.spec.label}): {run.log_tail()}",
                     hint=f"its output is in {run.folder} with --keep; run the command by itself to see why")

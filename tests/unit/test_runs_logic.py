@@ -167,6 +167,8 @@ def test_a_command_without_tensorflow_or_metrics_is_refused(cli, tmp_path: Path)
     assert study_.code == 2 and "reported no metrics" in study_.stderr and "envpin_metrics" in study_.stderr
     cost = cli("cost", "-r", "2", "--", sys.executable, "-c", "print(1)")
     assert cost.code == 2 and "never imported TensorFlow" in cost.stderr
+    slow = cli("study", "-n", "2", "--timeout", "0.5", "--", sys.executable, "-c", "import time; time.sleep(30)")
+    assert slow.code == 2 and "did not finish within --timeout" in slow.stderr
     failing = cli("cost", "-r", "2", "--", sys.executable, "-c", "import sys; sys.exit('boom')")
     assert failing.code == 2 and "exited with status 1" in failing.stderr and "boom" in failing.stderr
 
