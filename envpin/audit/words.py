@@ -66,8 +66,9 @@ def expand(
         return Expansion(raw, ())
 
 
-#: How many characters substitution may add to one word, value or line (1 MiB of ASCII).
-MAX_EXPANSION = 1 << 20
+#: How many characters substitution may add to one word, value or line (64 KiB of ASCII): real values are
+#: a few hundred characters, and a RUN line is expanded again by every rule that reads it.
+MAX_EXPANSION = 1 << 16
 
 
 class ExpansionTooLong(ValueError):
