@@ -32,29 +32,28 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import CatalogError, UsageError, shown
-from envpin.knowledge import notices, trust
-from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE, LIST_FIELDS, image_problems
+from envpin.errors import CatalogError, UsageError
+from envpin.knowledge import catalogcheck, notices, trust
+from envpin.knowledge.catalogcheck import FIRST_RELEASE as FIRST_RELEASE  # the schema's constants, kept here too
+from envpin.knowledge.catalogcheck import KINDS as KINDS
+from envpin.knowledge.catalogcheck import LAST_RELEASE as LAST_RELEASE
+from envpin.knowledge.catalogcheck import SCHEMA_VERSION as SCHEMA_VERSION
+from envpin.knowledge.catalogcheck import SOURCE_KINDS as SOURCE_KINDS
+from envpin.knowledge.catalogcheck import TF_SPLIT_RELEASE as TF_SPLIT_RELEASE
+from envpin.knowledge.catalogcheck import checked_record_path, shipped_catalog_path
+from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
 from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
 from envpin.portable import ngc
-from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
 from envpin.portable.versions import SpecError, parse_ngc_spec
 
-SCHEMA_VERSION = 2
-#: Kinds of evidence (grades), strongest first: a value of an earlier kind outranks a later one where both exist.
-KINDS = ("image", "user", "notes", "nvidia", "sibling", "mirror", "nv-version", "third-party", "jetson")
-#: MIRROR_KIND (envpin.knowledge.trust) is never a written source's kind in the catalog file.
-SOURCE_KINDS = (frozenset(KINDS) - {MIRROR_KIND}) | {"usage"}
 #: Grades below every NVIDIA-written source: a value resting on one of them is shown with a notice.
 WEAK_KINDS = frozenset({MIRROR_KIND, "nv-version", "third-party", "jetson"})
 #: One line per grade, for views and docs.
@@ -70,19 +69,6 @@ KIND_TEXT = {
     "third-party": "a third party's statement about the tag",
     "jetson": "NVIDIA's Jetson wheel of the same monthly release stream, not the container",
 }
-#: Fields a sibling framework's notes may give: the shared base stack, never TensorFlow or Python.
-SIBLING_FIELDS = frozenset({"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensorrt", "driver_min", "driver_compat",
-                            "compute_capability_min"})
-#: Fields each restricted kind may give; kinds not listed may give any field.
-KIND_FIELDS = {"sibling": SIBLING_FIELDS, "nv-version": frozenset({"tf_version"}), "jetson": frozenset({"tf_version"})}
-_SOURCE_KEYS = {"title", "url", "kind"}
-_FACT_KEYS = {"value", "source", "reason", "also", "conflicts"}
-FIRST_RELEASE = "19.01"
-LAST_RELEASE = "25.02"
-#: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
-TF_SPLIT_RELEASE = "19.11"
-_RELEASE_RE = re.compile(r"[0-9]{2}\.(0[1-9]|1[0-2])\Z")
-_TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
 #: Environment variable naming a catalog file to use instead of the shipped one (e.g. written by catalog sync).
 CATALOG_ENV = "ENVPIN_CATALOG"
 
@@ -233,8 +219,10 @@ class Catalog:
     """The loaded, validated catalog with the look-ups the CLI needs."""
 
     def __init__(self, data: dict[str, Any], origin: str,
-                 cached: Mapping[tuple[str, str], dict[str, Any]] | None = None, notices: Iterable[str] = ()) -> None:
-        validate(data, origin)
+                 cached: Mapping[tuple[str, str], dict[str, Any]] | None = None, notices: Iterable[str] = (),
+                 checked: bool = False) -> None:
+        if not checked:  # checked: this very data was validated, or is the shipped file that passed (catalogcheck)
+            validate(data, origin)
         self.data = data
         self.origin = origin
         #: Image objects from the user's image-facts cache by (repository read from, tag); `data` stays the
@@ -371,10 +359,6 @@ def _resolve(written: dict[str, Fact], uses: list[ImageUse]) -> dict[str, Fact]:
 
 
 # -- loading ----------------------------------------------------------------------------------------
-def shipped_catalog_path() -> Path:
-    return Path(str(resources.files("envpin") / "data" / "catalog.json"))
-
-
 def catalog_path() -> Path:
     """The catalog in use: $ENVPIN_CATALOG when set (a refreshed copy), else the one shipped with envpin."""
     override = os.environ.get(CATALOG_ENV, "").strip()
@@ -406,7 +390,7 @@ def load(path: str | None = None, *, cache: bool = True) -> Catalog:
         raise CatalogError(f"catalog file {p} cannot be read: {exc.strerror or exc}", hint=bad_hint) from exc
     try:
         # Keyed on the path and its stat, so a file rewritten in place (catalog sync --write) is read again.
-        cat = _load_file(str(p), st.st_mtime_ns, st.st_size)
+        cat = _load_file(str(p), st.st_mtime_ns, st.st_size, not path and not override)
     except CatalogError as exc:
         if bad_hint and not exc.hint:
             raise CatalogError(exc.message, hint=bad_hint) from exc
@@ -439,7 +423,7 @@ def _with_cache(cat: Catalog, cache_file: str, mtime_ns: int, size: int) -> Cata
     if not useful and not found:
         return cat
     origin = f"{cat.origin} + image facts from {cache_file}" if useful else cat.origin
-    return Catalog(cat.data, origin, useful, (*cat.notices, *found))
+    return Catalog(cat.data, origin, useful, (*cat.notices, *found), checked=True)
 
 
 def with_images(data: dict[str, Any], images: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -460,241 +444,30 @@ def coverage(entries: Iterable[Entry]) -> Counter[tuple[str, str | None]]:
 
 
 @lru_cache(maxsize=4)
-def _load_file(path: str, mtime_ns: int, size: int) -> Catalog:
+def _load_file(path: str, mtime_ns: int, size: int, shipped: bool = False) -> Catalog:
     p = Path(path)
     from envpin.fsutil import parse_json, read_regular
 
     try:
-        text = read_regular(p).decode("utf-8")
+        raw = read_regular(p)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
-    return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p))
+    return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p), checked=shipped and _passed(raw))
 
 
-# -- schema -----------------------------------------------------------------------------------------
+def _passed(raw: bytes) -> bool:
+    """The shipped file is byte for byte the one recorded after it passed the full check (catalogcheck)."""
+    import hashlib
+
+    try:
+        recorded = checked_record_path().read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return hashlib.sha256(raw).hexdigest() == recorded
+
+
 def validate(data: Any, origin: str = "catalog") -> None:
-    """Check the catalog's shape and invariants; raise CatalogError naming the first problem."""
-    problems = list(_problems(data))
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise CatalogError(f"{origin} is invalid: {problems[0]}{more}")
-
-
-def _problems(data: Any) -> Iterator[str]:
-    if not isinstance(data, dict):
-        yield "top level is not an object"
-        return
-    if set(data) != _TOP_KEYS:
-        yield f"top-level keys must be {sorted(_TOP_KEYS)}, got {sorted(data)}"
-        return
-    if data["schema"] != SCHEMA_VERSION:
-        yield f"schema {shown(repr(data['schema']))} is not {SCHEMA_VERSION}"
-        return
-    shape = list(_shape_problems(data))
-    if shape:  # wrong types: the checks below (and the loader) may then assume the right ones
-        yield from shape
-        return
-    sources = data["sources"]
-    for sid, src in sources.items():
-        if not isinstance(src, dict) or set(src) != _SOURCE_KEYS:
-            yield f"source {sid}: needs exactly 'title', 'url' and 'kind'"
-        elif src["kind"] not in SOURCE_KINDS:
-            yield f"source {sid}: kind {src['kind']!r} is not one of {sorted(SOURCE_KINDS)}"
-        elif not isinstance(src["url"], str) or not src["url"].startswith("https://"):
-            yield f"source {sid}: url must be an https:// address"
-    releases, missing = data["releases"], data["missing_months"]
-    for month, info in missing.items():
-        if not _RELEASE_RE.match(month):
-            yield f"missing month {month!r} is not YY.MM"
-        elif month in releases:
-            yield f"{month} is both a release and a missing month"
-        if not isinstance(info, dict) or not info.get("reason"):
-            yield f"missing month {month}: needs a reason"
-        elif info.get("source") is not None and info["source"] not in sources:
-            yield f"missing month {month}: unknown source {info['source']!r}"
-    lo, hi = release_index(FIRST_RELEASE), release_index(LAST_RELEASE)
-    for idx in range(lo, hi + 1):
-        month = f"{idx // 12:02d}.{idx % 12 + 1:02d}"
-        if month not in releases and month not in missing:
-            yield f"{month} is neither a release nor a known missing month"
-    for release, rel in releases.items():
-        yield from _release_problems(release, rel, sources)
-
-
-def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
-    """Every container and id has the JSON type the schema gives it (objects, lists, strings), so a file with a
-    list where an object belongs is one CatalogError, never an AttributeError or TypeError further on."""
-    def obj(value: Any) -> bool:
-        return isinstance(value, dict)
-
-    def text(value: Any, null: bool = False) -> bool:
-        return isinstance(value, str) or (null and value is None)
-
-    if not text(data["image_repository"]) or not data["image_repository"]:
-        yield "image_repository must be a non-empty string"
-    if not isinstance(data["notes"], list):
-        yield "notes must be a list"
-    for key in ("sources", "missing_months", "releases"):
-        if not obj(data[key]):
-            yield f"{key} must be an object"
-    if not all(obj(data[k]) for k in ("sources", "missing_months", "releases")):
-        return
-    for sid, src in data["sources"].items():
-        if not obj(src) or not all(text(v) for v in src.values()):
-            yield f"source {shown(sid)}: must be an object of strings"
-    for month, info in data["missing_months"].items():
-        if not obj(info) or not text(info.get("reason"), True) or not text(info.get("source"), True):
-            yield f"missing month {shown(month)}: must be an object with a string reason (and source)"
-    for release, rel in data["releases"].items():
-        if not obj(rel) or not obj(rel.get("fields", {})) or not obj(rel.get("flavors", {})):
-            yield f"{shown(release)}: 'fields' and 'flavors' must be objects"
-            continue
-        facts = [(f"{release}.{n}", f) for n, f in rel.get("fields", {}).items()]
-        for flavor, fl in rel.get("flavors", {}).items():
-            if not obj(fl) or not text(fl.get("tag", "")) or not obj(fl.get("fields", {})):
-                yield f"{release}/{shown(flavor)}: must be an object with a string 'tag' and an object 'fields'"
-                continue
-            facts += [(f"{release}/{flavor}.{n}", f) for n, f in fl.get("fields", {}).items()]
-        for where, fact in facts:
-            problem = _fact_shape(fact)
-            if problem:
-                yield f"{shown(where)}: {problem}"
-
-
-def _fact_shape(fact: Any) -> str | None:
-    """What is wrong with the JSON types of one field's object, or None."""
-    def value_ok(v: Any) -> bool:
-        return v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
-
-    if not isinstance(fact, dict):
-        return "must be an object"
-    if not value_ok(fact.get("value")):
-        return "value must be a string, a list of strings or null"
-    for key in ("source", "reason"):
-        if not (fact.get(key) is None or isinstance(fact[key], str)):
-            return f"{key} must be a string"
-    also = fact.get("also", [])
-    if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
-        return "'also' must be a list of source ids"
-    conflicts = fact.get("conflicts", [])
-    if not isinstance(conflicts, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("source"), str) and value_ok(c.get("value")) for c in conflicts):
-        return "'conflicts' must be a list of objects with exactly 'value' and 'source' (strings)"
-    return None
-
-
-def _release_problems(release: str, rel: Any, sources: dict[str, Any]) -> Iterator[str]:
-    if not _RELEASE_RE.match(release):
-        yield f"release {release!r} is not YY.MM"
-        return
-    if not isinstance(rel, dict) or set(rel) != {"fields", "flavors"}:
-        yield f"{release}: needs exactly 'fields' and 'flavors'"
-        return
-    if not rel["flavors"]:
-        yield f"{release}: no flavors"
-    split = release_index(release) >= release_index(TF_SPLIT_RELEASE)
-    for flavor, fl in rel["flavors"].items():
-        where = f"{release}/{flavor}"
-        if flavor not in FLAVOR_SUFFIX:
-            yield f"{where}: unknown flavor"
-            continue
-        if split != (flavor in ("tf1", "tf1-py2", "tf2")):
-            yield f"{where}: flavor does not fit the naming of that era"
-        if flavor in ("tf1", "tf1-py2") and release_index(release) > release_index(LAST_TF1_RELEASE):
-            yield f"{where}: tf1 images ended with {LAST_TF1_RELEASE}"
-        if not isinstance(fl, dict) or not {"tag", "fields"} <= set(fl) or set(fl) - {"tag", "fields", "image"}:
-            yield f"{where}: needs 'tag' and 'fields' (and optionally 'image')"
-            continue
-        if fl["tag"] != f"{release}-{FLAVOR_SUFFIX[flavor]}":
-            yield f"{where}: tag {fl['tag']!r} should be {release}-{FLAVOR_SUFFIX[flavor]}"
-        if "image" in fl:
-            yield from (f"{where}.image: {p}" for p in image_problems(fl["image"]))
-        both = set(rel["fields"]) & set(fl["fields"])
-        if both:
-            yield f"{where}: {sorted(both)} defined at release and flavor level"
-        merged = {**rel["fields"], **fl["fields"]}
-        unknown = set(merged) - set(FIELDS)
-        if unknown:
-            yield f"{where}: unknown fields {sorted(unknown)}"
-        for name in FIELDS:
-            if name not in merged:
-                yield f"{where}: field {name} missing"
-            else:
-                yield from (f"{where}.{name}: {p}" for p in _fact_problems(name, merged[name], sources))
-
-
-def _fact_problems(name: str, fact: Any, sources: dict[str, Any]) -> Iterator[str]:
-    if not isinstance(fact, dict) or "value" not in fact or set(fact) - _FACT_KEYS:
-        yield "must be an object with 'value' and 'source' or 'reason' (and optionally 'also', 'conflicts')"
-        return
-    value = fact["value"]
-    if value is None:
-        if not fact.get("reason"):
-            yield "null without a reason"
-        if "also" in fact:
-            yield "'also' needs a value: it lists further sources giving the same value"
-    else:
-        yield from _backing_problems(name, fact.get("source"), sources, "source")
-        yield from _value_problems(name, value)
-    if value is None and fact.get("source") is not None and fact["source"] not in sources:
-        yield f"source {fact['source']!r} is not a known source"
-    also = fact.get("also", [])
-    if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
-        yield "'also' must be a list of source ids"
-        also = []
-    if len(set(also)) != len(also) or (fact.get("source") in also):
-        yield "'also' repeats a source"
-    for sid in also:
-        yield from _backing_problems(name, sid, sources, "also")
-    yield from _conflict_problems(name, fact, sources)
-
-
-def _backing_problems(name: str, sid: Any, sources: dict[str, Any], role: str) -> Iterator[str]:
-    """A source id that backs a value: known, able to back a value, allowed to give this field."""
-    if sid not in sources:
-        yield f"{role} {sid!r} is not a known source"
-        return
-    kind = sources[sid].get("kind")
-    if kind == "usage":
-        yield f"{role} {sid!r} shows only that a tag was published; it backs no value"
-    elif kind == "sibling" and name not in SIBLING_FIELDS:
-        yield f"a sibling framework's notes cannot give {name} (base-stack fields only)"
-    elif kind in KIND_FIELDS and name not in KIND_FIELDS[kind]:
-        yield f"{kind} evidence gives the TensorFlow version only, not {name} ({role} {sid!r})"
-
-
-def _value_problems(name: str, value: Any) -> Iterator[str]:
-    if name in LIST_FIELDS:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            yield "must be a list of strings"
-    elif not isinstance(value, str) or not value:
-        yield "must be a non-empty string"
-
-
-def _rank(sources: dict[str, Any], sid: Any) -> int:
-    kind = sources.get(sid, {}).get("kind") if isinstance(sid, str) else None
-    return KINDS.index(kind) if kind in KINDS else len(KINDS)
-
-
-def _conflict_problems(name: str, fact: dict[str, Any], sources: dict[str, Any]) -> Iterator[str]:
-    """Conflicts: sources giving another value. With a value, each is weaker than the value's source; with
-    null, they are the disagreeing candidates of one grade (at least two values)."""
-    conflicts = fact.get("conflicts", [])
-    if not isinstance(conflicts, list) or not all(isinstance(c, dict) and set(c) == {"value", "source"}
-                                                  for c in conflicts):
-        yield "'conflicts' must be a list of objects with exactly 'value' and 'source'"
-        return
-    value = fact["value"]
-    for c in conflicts:
-        yield from (f"conflict {c['source']!r}: {p}" for p in _value_problems(name, c["value"]))
-        yield from _backing_problems(name, c["source"], sources, "conflict")
-        if value is not None and c["value"] == value:
-            yield f"conflict {c['source']!r} gives the same value {value!r}: list it under 'also'"
-        if value is not None and _rank(sources, c["source"]) <= _rank(sources, fact.get("source")):
-            yield (f"conflict {c['source']!r} is not weaker than the value's source {fact.get('source')!r}: "
-                   "where sources of the same grade disagree the value stays null")
-    if value is None and conflicts:
-        if len({repr(c["value"]) for c in conflicts}) < 2:
-            yield "a null with conflicts needs at least two different candidate values"
-        if len({_rank(sources, c["source"]) for c in conflicts}) > 1:
-            yield "the candidates of a null are of different grades: the strongest one gives the value"
+    """Check the catalog's shape and invariants (envpin.knowledge.catalogcheck); raise CatalogError naming the
+    first problem."""
+    catalogcheck.validate(data, origin)
