@@ -17,20 +17,38 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.config import AuditConfig, unknown_marks
 from envpin.audit.config import apply as apply_config
 from envpin.audit.engine import audit
-from envpin.audit.fix import MECHANICAL, FixOutcome, fix
+from envpin.audit.fix import MECHANICAL, FixOutcome, fix  # eager: a later import of the module would rebind `fix`
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
-from envpin.audit.python.audit import ScriptTarget, audit_script, is_script, read_script, target_for
-from envpin.audit.python.fixer import fix_script
 from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError
 from envpin.fsutil import read_regular
+
+if TYPE_CHECKING:
+    from envpin.audit.python.audit import ScriptTarget
+
+#: Public names whose module loads on first use (the Python-script audit, which no Dockerfile-only call needs
+#: at import; the script fixer is imported by --fix itself). name -> module.
+_LAZY = {name: "envpin.audit.python.audit" for name in ("ScriptTarget", "audit_script", "is_script", "read_script",
+                                                         "target_for")}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of _LAZY, imported when first asked for (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "MECHANICAL",
@@ -180,6 +198,8 @@ def _run(
     do_fix: bool, fix_out: Path | None, in_place: bool, resolve: Callable[[str], str] | None, config: AuditConfig,
     context: Path | None, read_context: bool, lock_target: ScriptTarget | None = None,
 ) -> AuditRun:
+    from envpin.audit.python.audit import ScriptTarget, audit_script, is_script, read_script
+
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
     parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths if not is_script(p)]
@@ -195,6 +215,8 @@ def _run(
         findings[path] = _kept(_Lines(path, text.splitlines()), audit_script(text, path, aim), config)
     if not do_fix:
         return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on)
+    from envpin.audit.python.fixer import fix_script
+
     for path in scripts:
         broken = next((f for f in findings[path] if f.rule == "parse-error"), None)
         if broken is not None:
@@ -235,6 +257,7 @@ def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,
     """The TensorFlow scripts are judged against: the first Dockerfile of the run whose base's TensorFlow is
     known (with the ENV its produced image sets), else --tf, else the lock's."""
     from envpin.audit.base import identify
+    from envpin.audit.python.audit import ScriptTarget, target_for
 
     for df in parsed:
         if not df.stages:
