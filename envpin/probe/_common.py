@@ -10,8 +10,38 @@ Every field of a report is one small object that says how it was read:
 * ``{"present": true, "redacted": true, ...}``   an environment variable that looks like a credential.
 """
 
+import errno
 import os
+import stat
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments)
+
+#: The most the probe reads from one file (a lock, a plan, a package's METADATA): real ones are kilobytes.
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+def read_file(path: str, limit: int = MAX_READ_BYTES, whole: bool = False) -> bytes:
+    """At most `limit` bytes of a regular file (/proc and /sys files are regular); with `whole`, a longer file
+    raises OSError (a file hashed or parsed whole must not be cut). A FIFO, device or socket raises OSError
+    instead of blocking or being read forever: it is opened without blocking and checked on the open
+    descriptor."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if whole and st.st_size > limit:  # refused before anything is read (/proc files say 0 here)
+            raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(limit + 1 if whole else limit)
+        if whole and len(data) > limit:
+            raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
+        return data
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 class Unavailable(Exception):
@@ -36,9 +66,7 @@ class Context(object):
 
     def read_text(self, absolute: str, limit: int = 4 * 1024 * 1024) -> str:
         """Read a small text file (decoded leniently: /proc files are ASCII, garbage must not crash)."""
-        with open(self.path(absolute), "rb") as fh:
-            data = fh.read(limit)
-        return data.decode("utf-8", "replace")
+        return read_file(self.path(absolute), limit).decode("utf-8", "replace")
 
     def exists(self, absolute: str) -> bool:
         return os.path.exists(self.path(absolute))

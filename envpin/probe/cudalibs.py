@@ -18,7 +18,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envpin.probe import pyenv
-from envpin.probe._common import Context, Unavailable, capture, describe
+from envpin.probe._common import Context, Unavailable, capture, describe, read_file
 
 FALLBACK_DIRS = (
     "/usr/local/cuda/lib64",
@@ -129,8 +129,7 @@ def _ld_cache_names(ctx: Context) -> List[str]:
     if "ldcache" not in ctx.cache:
         names = []  # type: List[str]
         try:
-            with open(ctx.path("/etc/ld.so.cache"), "rb") as fh:
-                data = fh.read(16 * 1024 * 1024)
+            data = read_file(ctx.path("/etc/ld.so.cache"), 16 * 1024 * 1024)
             for m in re.finditer(rb"(?:^|\x00)(lib[A-Za-z0-9_+\-]*\.so[0-9.]*)\x00", data):
                 names.append(m.group(1).decode("ascii", "replace"))
         except (IOError, OSError):

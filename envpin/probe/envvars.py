@@ -11,7 +11,7 @@ import re
 from typing import Any, Dict
 
 from envpin.probe import secrets
-from envpin.probe._common import Context, Unavailable, capture
+from envpin.probe._common import Context, Unavailable, capture, read_file
 
 # TensorFlow, XLA, the CUDA stack, collectives, BLAS/OpenMP threading, NGC image variables, Python.
 RELEVANT_PREFIXES = (
@@ -107,8 +107,7 @@ def _lock_file(ctx: Context) -> Dict[str, Any]:
     for path in candidates:
         real = ctx.path(path)
         if os.path.isfile(real):
-            with open(real, "rb") as fh:
-                data = fh.read()
+            data = read_file(real, whole=True)
             text = data.decode("utf-8", "replace")
             info = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}  # type: Dict[str, Any]
             # A light read of the TOML (no tomllib on 3.6): the lock's expected fingerprint, if any.
@@ -133,8 +132,7 @@ def _plan_file(ctx: Context) -> Dict[str, Any]:
     for path in candidates:
         real = ctx.path(path)
         if os.path.isfile(real):
-            with open(real, "rb") as fh:
-                data = fh.read()
+            data = read_file(real, whole=True)
             plan = json.loads(data.decode("utf-8"))
             info = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}  # type: Dict[str, Any]
             for key in ("name", "tag", "release", "tf_version", "envpin_version", "base_digest"):
@@ -158,8 +156,7 @@ def _labels(ctx: Context) -> Dict[str, Any]:
     for path in LABEL_FILES:
         real = ctx.path(path)
         if os.path.isfile(real):
-            with open(real, "rb") as fh:
-                data = json.loads(fh.read().decode("utf-8"))
+            data = json.loads(read_file(real, whole=True).decode("utf-8"))
             if isinstance(data, dict):
                 for key in sorted(data):
                     out[str(key)] = secrets.scrub(data[key])

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from envpin.probe._common import Context, capture, value
+from envpin.probe._common import Context, capture, read_file, value
 
 _HEADER = re.compile(r"^(Name|Version):[ \t]*(.*?)\s*$", re.MULTILINE)
 
@@ -22,8 +22,7 @@ def normalize(name: str) -> str:
 
 
 def _read(path: str, limit: Optional[int] = None) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read() if limit is None else fh.read(limit)
+    return read_file(path) if limit is None else read_file(path, limit)
 
 
 def _metadata(meta_path: str, fallback: str) -> Tuple[str, str]:

@@ -14,7 +14,7 @@ import sys
 from typing import Any, Dict, Optional
 
 from envpin.probe import pyenv
-from envpin.probe._common import Context, Unavailable, capture, unavailable, value
+from envpin.probe._common import Context, Unavailable, capture, read_file, unavailable, value
 
 TF_DISTRIBUTIONS = (
     "tensorflow",
@@ -120,8 +120,7 @@ def _build_info(ctx: Context) -> Dict[str, Any]:
     path = os.path.join(_package_dir(), "python", "platform", "build_info.py")
     if not os.path.isfile(path):
         raise Unavailable("no tensorflow/python/platform/build_info.py")
-    with open(path, "rb") as fh:
-        return parse_build_info(fh.read().decode("utf-8", "replace"))
+    return parse_build_info(read_file(path).decode("utf-8", "replace"))
 
 
 def _runtime(ctx: Context) -> Dict[str, Any]:
