@@ -468,3 +468,21 @@ def test_run_lines_that_expand_large_values_stay_linear(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     rc, rss = (int(x) for x in proc.stdout.split())
     assert rc == 1 and rss < 100 and time.monotonic() - started < BOUND_S, (rc, rss, proc.stderr)
+
+
+# -- the probe: FIFOs under its root, devices and huge files named by its variables -----------------------------
+def test_the_probe_never_waits_on_a_fifo_or_reads_a_huge_file(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for name in ("proc/cpuinfo", "proc/meminfo", "etc/os-release", "etc/ld.so.cache"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(root / name)
+    big = tmp_path / "envpin.lock"
+    with open(big, "wb") as fh:
+        fh.truncate(10 << 30)  # sparse: 10 GiB that cost no disk
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--root", str(root),
+                           "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=BOUND_S,
+                          env={**os.environ, "ENVPIN_LOCK": str(big), "ENVPIN_PLAN": "/dev/zero"})
+    assert proc.returncode == 0 and time.monotonic() - started < BOUND_S, proc.stderr
+    text = (tmp_path / "r.json").read_text()
+    assert "not a regular file" in text and "larger than 67108864 bytes" in text
