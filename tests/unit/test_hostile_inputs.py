@@ -470,19 +470,19 @@ def test_run_lines_that_expand_large_values_stay_linear(tmp_path: Path) -> None:
     assert rc == 1 and rss < 100 and time.monotonic() - started < BOUND_S, (rc, rss, proc.stderr)
 
 
-# -- the probe: FIFOs under its root, devices and huge files named by its variables -----------------------------
+# -- the probe: FIFOs under its root and huge files named by its variables -----------------------------
 def test_the_probe_never_waits_on_a_fifo_or_reads_a_huge_file(tmp_path: Path) -> None:
+    """FIFOs where /proc, /etc and the plan are read, and a 10 GiB lock: field errors, in well under a second."""
     root = tmp_path / "root"
-    for name in ("proc/cpuinfo", "proc/meminfo", "etc/os-release", "etc/ld.so.cache"):
+    for name in ("proc/cpuinfo", "proc/meminfo", "etc/os-release", "etc/ld.so.cache", "opt/plan.json"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         os.mkfifo(root / name)
-    big = tmp_path / "envpin.lock"
-    with open(big, "wb") as fh:
+    with open(root / "opt" / "envpin.lock", "wb") as fh:  # paths the variables name are read under --root
         fh.truncate(10 << 30)  # sparse: 10 GiB that cost no disk
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--root", str(root),
                            "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=BOUND_S,
-                          env={**os.environ, "ENVPIN_LOCK": str(big), "ENVPIN_PLAN": "/dev/zero"})
+                          env={**os.environ, "ENVPIN_LOCK": "/opt/envpin.lock", "ENVPIN_PLAN": "/opt/plan.json"})
     assert proc.returncode == 0 and time.monotonic() - started < BOUND_S, proc.stderr
     text = (tmp_path / "r.json").read_text()
     assert "not a regular file" in text and "larger than 67108864 bytes" in text
