@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         elif stock:
             catalog.stock_table(entries, console.out(), note=console.err())
         else:
-            catalog.table(entries, console.out(), note=console.err() if tf is not None else None)
+            catalog.table(entries, console.results(), note=console.notes() if tf is not None else None)
 
     @group.command("show")
     def catalog_show(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from envpin.views.console import say
+from envpin.views.console import Plain, say, width_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,30 +88,53 @@ def notice(entries: Iterable[Entry], console: Console, names: Iterable[str] | No
         say(console, line)
 
 
-def table(entries: list[Entry], console: Console, note: Console | None = None) -> None:
+def _print_table(title: str, headers: list[str], rows: list[list[str]], console: Console | Plain) -> None:
+    """A table with a no-wrap first column: laid out without rich where envpin.views.plaintable takes it (the
+    same bytes), else through rich."""
+    if isinstance(console, Plain):
+        from envpin.views import plaintable
+
+        width = width_of(console.file)
+        text = plaintable.render(title, headers, rows, width) if width is not None else None
+        if text is not None:
+            console.file.write(text)
+            console.file.flush()
+            return
+        console = console.rich()
+    from rich.table import Table
+
+    t = Table(title=title)
+    t.add_column(headers[0], no_wrap=True)
+    for header in headers[1:]:
+        t.add_column(header)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+
+
+def table(entries: list[Entry], console: Console | Plain, note: Console | Plain | None = None) -> None:
     """The release table on `console`; each value shows its grade when weaker than NVIDIA's own text, and the
     TensorFlow version's grade has a column. With `note` (stderr, given when the listing was chosen by
     TensorFlow version), one notice line when a listed TensorFlow version rests on a weak grade."""
-    from rich.table import Table
-
     from envpin.knowledge.catalog import WEAK_KINDS
 
-    t = Table(title="NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)")
-    t.add_column("tag", no_wrap=True)
+    headers = ["tag"]
     for name in _SHORT:
-        t.add_column(name.replace("_", " "))
+        headers.append(name.replace("_", " "))
         if name == "tf_version":
-            t.add_column("tf grade")
+            headers.append("tf grade")
+    rows = []
     for e in entries:
-        cells = []
+        cells = [e.tag]
         for n in _SHORT:
             fact = e.facts[n]
             if n == "tf_version":
                 cells += [cell(fact.value), fact.kind or "—"]
             else:
                 cells.append(graded(fact))
-        t.add_row(e.tag, *cells)
-    console.print(t)
+        rows.append(cells)
+    _print_table("NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)", headers, rows,
+                 console)
     say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns; "
                  "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images")
     weak = sum(len(e.weak(_SHORT)) for e in entries)

@@ -59,16 +59,22 @@ class Plain:
     no_color = False
     is_terminal = False
 
-    def __init__(self, stderr: bool) -> None:
-        self._stderr = stderr
+    def __init__(self, stderr: bool, quiet: bool = False) -> None:
+        self._stderr, self.quiet = stderr, quiet
 
     @property
     def file(self) -> Any:
         return sys.stderr if self._stderr else sys.stdout
 
+    def rich(self) -> Console:
+        """The rich console this one stands in for, for what only rich can lay out."""
+        return _console(self._stderr, self.quiet)
+
     def print(self, text: str, **options: Any) -> None:
+        if self.quiet:
+            return
         if _PLAIN_UNSAFE.search(text):
-            _console(self._stderr).print(text, **options)
+            self.rich().print(text, **options)
             return
         self.file.write(text + "\n")
         self.file.flush()
@@ -86,6 +92,25 @@ def plain_possible() -> bool:
         return not sys.stdout.isatty() and not sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def width_of(stream: Any) -> int | None:
+    """The width rich gives a console on `stream` that is not a terminal: 120, or COLUMNS when set to a number;
+    None where rich would decide otherwise (COLUMNS set to something else)."""
+    columns = os.environ.get("COLUMNS")
+    if not columns:
+        return _width(stream)
+    return int(columns) if columns.isdigit() else None
+
+
+def results() -> Console | Plain:
+    """out(), or its Plain stand-in when neither stream is a terminal (plain_possible)."""
+    return Plain(False) if plain_possible() else out()
+
+
+def notes() -> Console | Plain:
+    """err(), or its Plain stand-in when neither stream is a terminal (plain_possible); quiet with -q."""
+    return Plain(True, settings["quiet"]) if plain_possible() else err()
 
 
 def say(console: Console, text: str) -> None:
