@@ -2,7 +2,13 @@
 (Typer, rich); Ctrl-C during it exits 130 with one line, as Ctrl-C does once a command runs, instead of a
 traceback from deep inside an import."""
 
+from __future__ import annotations
+
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: Root options that may stand beside --version (envpin.cli's _ROOT_FLAGS); none changes what it prints.
 _ROOT_FLAGS = frozenset({"--debug", "--quiet", "-q", "--verbose", "-v"})
@@ -49,59 +55,107 @@ def _audit_args(args: list[str]) -> tuple[list[str], dict[str, str], set[str]] |
     return (files, values, flags) if files else None
 
 
-def _lean_audit(args: list[str]) -> bool:
-    """Run `envpin audit` as `_audit_args` reads it without Typer and rich (they cost three times what auditing a
-    small Dockerfile does), when neither stream is a terminal (pre-commit, CI, pipes): the same calls as
-    envpin.cli.audit, the same output, errors and exit codes as envpin.cli.main (tests/unit/test_cli_lean.py
-    runs both paths). False when it does not apply; anything unexpected goes to the full CLI."""
-    import os
-
-    parsed = _audit_args(args)
-    if parsed is None or any(k.endswith("_COMPLETE") for k in os.environ):
-        return False
+def _lean_call(args: list[str]) -> tuple[str, Callable[[], Callable[[], int]]] | None:
+    """The command `args` name and its work, for the argv the lean path reads: `audit FILES...` with its common
+    options (as pre-commit and CI steps run it; only when neither stream is a terminal), `catalog` alone and
+    `recipe --ngc TAG`. None for anything else: Typer answers that."""
     from envpin.views import console
 
-    if not console.plain_possible():
-        return False
-    files, values, flags = parsed
-    try:
-        return _run_audit(files, values, flags)
-    except KeyboardInterrupt:
-        _say("interrupted")
-        sys.exit(130)
+    if args == ["catalog"]:
+        return "catalog", _catalog
+    if len(args) in (2, 3) and args[0] == "recipe":
+        tag = args[2] if len(args) == 3 and args[1] == "--ngc" else args[1].removeprefix("--ngc=")
+        if len(args) == 2 and not args[1].startswith("--ngc="):
+            return None
+        if tag and not tag.startswith("-"):
+            return "recipe", lambda: _recipe(tag)
+        return None
+    parsed = _audit_args(args)
+    if parsed is None or not console.plain_possible():
+        return None
+    return "audit", lambda: _audit(*parsed)
 
 
-def _run_audit(files: list[str], values: dict[str, str], flags: set[str]) -> bool:
+def _catalog() -> Callable[[], int]:
+    from envpin.api.catalog import catalog_entries
+    from envpin.views import catalog, console
+
+    entries = catalog_entries(tf=None, flavor=None, stock=False)
+    return lambda: catalog.table(entries, console.results(), note=None) or 0
+
+
+def _recipe(tag: str) -> Callable[[], int]:
+    from envpin.api.environment import recipe_for
+    from envpin.views import console, environment
+
+    entry, recipe = recipe_for(tag, None, None)
+    return lambda: environment.recipe(entry.tag, recipe, console.out()) or 0
+
+
+def _audit(files: list[str], values: dict[str, str], flags: set[str]) -> Callable[[], int]:
     from pathlib import Path
 
     from envpin.api.audit import audit_files
-    from envpin.errors import EnvpinError
     from envpin.views import audit as view
     from envpin.views import console
 
-    try:
-        chosen = view.output_format(values.get("--format"), "--json" in flags, "--sarif" in flags)
-        res = audit_files([Path(f) for f in files], fail_on=values.get("--fail-on"),
-                          use_config="--no-config" not in flags, read_context="--no-context" not in flags)
-    except EnvpinError as exc:
-        _notices()
-        _say(f"error: {exc.message}")
-        _say(f"hint: {exc.hint or 'see ' + repr('envpin audit --help')}")
-        sys.exit(exc.exit_code)
-    except Exception:  # the full CLI runs the command again and reports it as it does
+    chosen = view.output_format(values.get("--format"), "--json" in flags, "--sarif" in flags)
+    res = audit_files([Path(f) for f in files], fail_on=values.get("--fail-on"),
+                      use_config="--no-config" not in flags, read_context="--no-context" not in flags)
+
+    def show() -> int:
+        view.audited(res, chosen, False, console.Plain(False), console.Plain(True))
+        return res.exit_code
+
+    return show
+
+
+def _lean(args: list[str]) -> bool:
+    """Run the commands `_lean_call` reads without Typer (~0.05 s CPU, more than auditing a small Dockerfile):
+    the same envpin.api call and envpin.views renderer as the command in envpin.cli, and the same output, errors
+    and exit codes as envpin.cli.main (tests/unit/test_cli_lean.py runs both paths). False when it does not
+    apply, or when the work fails with anything but an EnvpinError before any output (the full CLI then runs
+    the command again and reports it as it does)."""
+    import os
+
+    if any(k.endswith("_COMPLETE") for k in os.environ):  # shell completion: Typer answers
         return False
     try:
-        view.audited(res, chosen, False, console.Plain(False), console.Plain(True))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        from envpin.cli import _closed_stdout
+        call = _lean_call(args)
+        if call is None:
+            return False
+        name, work = call
+        from envpin.errors import EnvpinError
 
-        _closed_stdout()
-    _notices()
+        try:
+            show = work()
+        except EnvpinError as exc:
+            _notices()
+            _say(f"error: {exc.message}")
+            _say(f"hint: {exc.hint or 'see ' + repr(f'envpin {name} --help')}")
+            sys.exit(exc.exit_code)
+        except Exception:
+            return False
+        try:
+            code = show()
+            sys.stdout.flush()
+        except BrokenPipeError:
+            from envpin.cli import _closed_stdout
+
+            _closed_stdout()
+        except Exception as exc:
+            _notices()
+            from envpin.cli import _internal_error
+
+            _internal_error(exc)
+        _notices()
+    except KeyboardInterrupt:
+        _say("interrupted")
+        sys.exit(130)
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: Ctrl-C from here on must not undo the exit status
-    sys.exit(res.exit_code)
+    sys.exit(code)
 
 
 def _say(text: str) -> None:
@@ -122,7 +176,7 @@ def main() -> None:
 
         sys.stdout.write(f"envpin {__version__}\n")
         sys.exit(0)
-    if _lean_audit(sys.argv[1:]):
+    if _lean(sys.argv[1:]):
         return
     # Every import inside the try: this module is the first envpin code the console script runs, so
     # Ctrl-C can land in any of them.

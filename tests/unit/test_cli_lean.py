@@ -1,13 +1,16 @@
-"""The lean `envpin audit` path (envpin.__main__): for every argv it takes, the same stdout, stderr and exit
-status as the full Typer CLI (envpin.cli.main); every other argv goes to Typer."""
+"""The lean path (envpin.__main__: `audit FILES...`, `catalog`, `recipe --ngc TAG` without Typer): for every argv it
+takes, the same stdout, stderr and exit status as the full Typer CLI (envpin.cli.main); every other argv goes to
+Typer."""
 
 from __future__ import annotations
 
 import io
+import os
 import signal
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -55,7 +58,7 @@ def _run(call: object, args: list[str]) -> tuple[str, str, int | None]:
 
 def _both(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
     monkeypatch.setattr(signal, "signal", lambda *a: None)  # the lean path ignores Ctrl-C once done
-    lean = _run(entry._lean_audit, args)
+    lean = _run(entry._lean, args)
     full = _run(cli.main, args)
     return lean, full
 
@@ -93,7 +96,7 @@ def test_every_argv_the_lean_path_takes_answers_as_the_full_cli(tokens: list[str
     args = ["audit", *(files.get(t, t) for t in tokens)]
     lean, full = _both(args, monkeypatch)
     if lean[2] is None:  # declined: Typer answers (nothing was written)
-        assert entry._audit_args(args) is None or not console.plain_possible()
+        assert entry._lean_call(args) is None
         return
     assert lean == full
 
@@ -126,3 +129,53 @@ def test_the_console_script_audits_without_typer_or_rich(files: dict[str, str]) 
                           timeout=60, check=False)
     assert proc.stderr.endswith("[] 1"), proc.stderr
     assert "pip-no-hashes" in proc.stdout
+
+
+def _damaged_cache() -> None:
+    from envpin.knowledge.facts import cache_path
+
+    cache_path().parent.mkdir(parents=True, exist_ok=True)
+    cache_path().write_text("{not json")
+
+
+@pytest.mark.parametrize("args", [["catalog"], ["recipe", "--ngc", "20.02-tf2-py3"], ["recipe", "--ngc=20.02-tf2-py3"],
+                                  ["recipe", "--ngc", "19.01-py2"], ["recipe", "--ngc", "20.02"],
+                                  ["recipe", "--ngc", "99.99"], ["recipe", "--ngc", "nonsense"],
+                                  ["recipe", "--ngc", "24.01-tf2-py3"]])
+@pytest.mark.parametrize("setup", ["plain", "broken ENVPIN_CATALOG", "damaged image-facts cache"])
+def test_catalog_and_recipe_answer_as_the_full_cli(args: list[str], setup: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from envpin.knowledge import catalog
+
+    catalog._load_file.cache_clear()
+    catalog._with_cache.cache_clear()
+    if setup == "broken ENVPIN_CATALOG":
+        (tmp_path / "catalog.json").write_text('{"schema": 2}')
+        monkeypatch.setenv(catalog.CATALOG_ENV, str(tmp_path / "catalog.json"))
+    elif setup == "damaged image-facts cache":
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        _damaged_cache()
+    lean, full = _both(args, monkeypatch)
+    assert lean[2] is not None, "the lean path takes this argv"
+    assert lean == full
+    if setup == "damaged image-facts cache" and lean[2] == 0:  # the catalog was loaded: the notice is printed
+        assert "warning:" in lean[1]
+
+
+@pytest.mark.parametrize("args", [["catalog", "--stock"], ["catalog", "show", "20.02"], ["recipe"],
+                                  ["recipe", "--ngc"], ["recipe", "--ngc", "--json"], ["recipe", "--ngc="],
+                                  ["recipe", "--ngc", "20.02", "--json"], ["recipe", "--tf", "2.1"],
+                                  ["recipe", "20.02"], ["catalog", "-h"]])
+def test_other_catalog_and_recipe_calls_go_to_typer(args: list[str]) -> None:
+    assert entry._lean_call(args) is None
+
+
+def test_the_console_script_lists_the_catalog_without_typer_or_rich() -> None:
+    code = ("import sys; from envpin.__main__ import main; sys.argv = ['envpin', 'catalog']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n"
+            "    sys.stderr.write(repr(sorted(m for m in ('typer', 'rich') if m in sys.modules)) + ' ' + str(e.code))")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # 80 columns: the title wraps, rich lays it out
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
+                          env=env)
+    assert proc.stderr.endswith("[] 0"), proc.stderr
+    assert "20.02-tf2-py3" in proc.stdout
