@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -193,10 +194,28 @@ def _check_link(path: Path, option: str) -> None:
                           ) from None
 
 
+#: An open descriptor of this process named as a path (/dev/stdout leads to /proc/self/fd/1).
+_DESCRIPTOR = re.compile(r"/(?:proc/(?:self|thread-self|[0-9]+)/fd|dev/fd)/[0-9]+")
+
+
+def _is_descriptor(path: Path) -> bool:
+    """Whether `path` is, or links to, one of this process's open descriptors (/dev/stdout, /dev/fd/3)."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        if _DESCRIPTOR.fullmatch(current):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return False
+
+
 def _write_target(path: Path) -> tuple[Path, bool]:
-    """Where a write of `path` lands and whether it goes into a character device (written into, as
-    `probe -o /dev/null` is) rather than by rename. A link to an existing file is followed (the link stays); a
-    dangling link, a folder, a FIFO, a socket or a block device is refused (OSError): never replaced."""
+    """Where a write of `path` lands and whether it is written into (True) rather than replaced by a rename:
+    a character device (as `probe -o /dev/null` is), a FIFO someone reads, and /dev/stdout or /dev/fd/N
+    whatever they lead to (a file the shell redirected there is appended to, so the redirection keeps it). A
+    link to an existing file is followed (the link stays); a dangling link, a folder, a socket, a block device
+    or a FIFO nobody reads is refused (OSError): never replaced."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -209,10 +228,15 @@ def _write_target(path: Path) -> tuple[Path, bool]:
                 raise OSError(errno.ENOENT, f"a symbolic link to {os.readlink(path)}, which does not exist "
                                             "(envpin does not write through a dangling link)", str(path)) from None
             raise
+        if _is_descriptor(path):
+            if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)
+                                                 or stat.S_ISFIFO(st.st_mode)):
+                raise OSError(errno.EINVAL, f"it leads to {_kind(st.st_mode)}", str(path))
+            return path, True
         path = Path(os.path.realpath(path))
     if stat.S_ISDIR(st.st_mode):
         raise OSError(errno.EISDIR, "it is a folder, not a file", str(path))
-    if stat.S_ISCHR(st.st_mode):
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and _is_descriptor(path)):
         return path, True
     if not stat.S_ISREG(st.st_mode):
         raise OSError(errno.EINVAL, f"it is {_kind(st.st_mode)}, which envpin neither replaces nor writes into",
@@ -221,10 +245,22 @@ def _write_target(path: Path) -> tuple[Path, bool]:
 
 
 def _write_device(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    """Write into a character device, a FIFO or an open descriptor's file; a FIFO nobody reads is refused at
+    once (opening it without blocking fails) instead of waiting for a reader."""
+    import fcntl
+
     try:
-        if not stat.S_ISCHR(os.fstat(fd).st_mode):  # swapped since it was looked at: refuse
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO that nobody reads", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
             raise OSError(errno.EINVAL, "it changed while envpin was writing it", str(path))
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | (os.O_APPEND if stat.S_ISREG(mode) else 0))
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
@@ -273,7 +309,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, make_parents: bo
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):  # a closed pipe: the CLI's to end
             raise EnvpinError(f"cannot write {path}: {exc.strerror or exc}", hint=_hint(exc)) from exc
         raise
 
@@ -300,6 +336,8 @@ def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = 
         replace_all({str(p): data for p, data in regular.items()}, kept_modes)
         for path, data in devices.items():
             _write_device(path, data)
+    except BrokenPipeError:
+        raise  # the reader of a pipe went away: the CLI ends quietly
     except OSError as exc:
         where = exc.filename or path
         raise EnvpinError(f"cannot write {where}: {exc.strerror or exc}", hint=_hint(exc)) from exc
@@ -315,6 +353,8 @@ def _hint(exc: OSError) -> str:
         return "the disk is full: free some space and retry"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return "check the folder's permissions, or choose another with --out"
+    if exc.errno == errno.ENXIO:
+        return "start what reads the FIFO first, or choose another output path"
     if exc.errno in (errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.ELOOP, errno.ENAMETOOLONG, errno.EBUSY):
         return "choose another output path (a regular file in a folder that exists)"
     return "check the output path"

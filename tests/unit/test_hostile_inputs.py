@@ -486,3 +486,27 @@ def test_the_probe_never_waits_on_a_fifo_or_reads_a_huge_file(tmp_path: Path) ->
     assert proc.returncode == 0 and time.monotonic() - started < BOUND_S, proc.stderr
     text = (tmp_path / "r.json").read_text()
     assert "not a regular file" in text and "larger than 67108864 bytes" in text
+
+
+def test_a_fifo_with_a_reader_and_dev_stdout_are_written_into(tmp_path: Path) -> None:
+    """As `probe -o` does: a FIFO someone reads gets the bytes; /dev/stdout reaches the file the shell
+    redirected it to (appended, so `>>` keeps what was there) and is never replaced."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    script = str(Path(sys.executable).with_name("envpin"))
+    with open(tmp_path / "read", "wb") as sink:  # a file, not a pipe: the reader never waits on the test
+        reader = subprocess.Popen(["cat", str(fifo)], stdout=sink)
+        try:
+            res = _timed("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", str(fifo))
+            reader.wait(timeout=BOUND_S)
+        finally:
+            reader.kill()
+    got = (tmp_path / "read").read_bytes()
+    assert res.code == 0 and got.startswith(b"# envpin fleet") and stat.S_ISFIFO(fifo.lstat().st_mode)
+    redirected = tmp_path / "manifest.yaml"
+    redirected.write_text("kept\n")
+    with open(redirected, "ab") as out:
+        proc = subprocess.run(["sh", "-c", 'exec "$0" fleet manifest --kubernetes --image x.invalid/tf:1 '
+                               "--out /dev/stdout 2>/dev/null", script], stdout=out, timeout=BOUND_S)
+    assert proc.returncode == 0
+    assert redirected.read_text().startswith("kept\n# envpin fleet") and _is_device("/dev/null")
