@@ -140,9 +140,11 @@ def _lean(args: list[str]) -> bool:
             code = show()
             sys.stdout.flush()
         except BrokenPipeError:
-            from envpin.cli import _closed_stdout
-
             _closed_stdout()
+        except SystemExit as exc:  # rich exits 1 when stdout's reader went away: envpin.cli.main's 141 instead
+            if isinstance(exc.__context__, BrokenPipeError):
+                _closed_stdout()
+            raise
         except Exception as exc:
             _notices()
             from envpin.cli import _internal_error
@@ -156,6 +158,12 @@ def _lean(args: list[str]) -> bool:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: Ctrl-C from here on must not undo the exit status
     sys.exit(code)
+
+
+def _closed_stdout() -> None:
+    from envpin.cli import _closed_stdout as closed
+
+    closed()
 
 
 def _say(text: str) -> None:

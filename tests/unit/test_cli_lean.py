@@ -179,3 +179,16 @@ def test_the_console_script_lists_the_catalog_without_typer_or_rich() -> None:
                           env=env)
     assert proc.stderr.endswith("[] 0"), proc.stderr
     assert "20.02-tf2-py3" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["catalog"], ["recipe", "--ngc", "20.02-tf2-py3"], ["audit", "warnings"]])
+def test_a_reader_that_went_away_ends_both_paths_with_141(args: list[str], files: dict[str, str]) -> None:
+    argv = [files.get(a, a) for a in args]
+    codes = []
+    for code in ("from envpin.__main__ import main; import sys; sys.argv = ['envpin', *sys.argv[1:]]; main()",
+                 "from envpin.cli import main; main()"):
+        proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()  # gone before anything is written
+        _, err = proc.communicate(timeout=60)
+        codes.append((proc.returncode, err))
+    assert codes[0] == codes[1] == (cli.CLOSED_STDOUT_EXIT, b"")
