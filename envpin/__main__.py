@@ -10,6 +10,8 @@ TYPE_CHECKING = False  # typing's, without importing typing (~8 ms of `envpin --
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from envpin.errors import EnvpinError
+
 #: Root options that may stand beside --version (envpin.cli's _ROOT_FLAGS); none changes what it prints.
 _ROOT_FLAGS = frozenset({"--debug", "--quiet", "-q", "--verbose", "-v"})
 
@@ -130,15 +132,14 @@ def _lean(args: list[str]) -> bool:
         try:
             show = work()
         except EnvpinError as exc:
-            _notices()
-            _say(f"error: {exc.message}")
-            _say(f"hint: {exc.hint or 'see ' + repr(f'envpin {name} --help')}")
-            sys.exit(exc.exit_code)
+            _failed(name, exc)
         except Exception:
             return False
         try:
             code = show()
             sys.stdout.flush()
+        except EnvpinError as exc:
+            _failed(name, exc)
         except BrokenPipeError:
             _closed_stdout()
         except SystemExit as exc:  # rich exits 1 when stdout's reader went away: envpin.cli.main's 141 instead
@@ -158,6 +159,14 @@ def _lean(args: list[str]) -> bool:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: Ctrl-C from here on must not undo the exit status
     sys.exit(code)
+
+
+def _failed(name: str, exc: EnvpinError) -> None:
+    """An EnvpinError as envpin.cli.main reports it: the notices, then one error: and one hint: line."""
+    _notices()
+    _say(f"error: {exc.message}")
+    _say(f"hint: {exc.hint or 'see ' + repr(f'envpin {name} --help')}")
+    sys.exit(exc.exit_code)
 
 
 def _closed_stdout() -> None:
