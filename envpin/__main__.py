@@ -1,6 +1,9 @@
 """`envpin` (the console script) and `python -m envpin`: run the CLI. Importing the CLI takes a moment
 (Typer, rich); Ctrl-C during it exits 130 with one line, as Ctrl-C does once a command runs, instead of a
-traceback from deep inside an import."""
+traceback from deep inside an import.
+
+`--version` and the lean path (`audit FILES...` in pipes and hooks, `catalog`, `recipe --ngc TAG`: see
+`_lean`) are answered here without importing Typer; everything else goes to envpin.cli."""
 
 from __future__ import annotations
 
