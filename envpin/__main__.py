@@ -94,7 +94,7 @@ def _recipe(tag: str) -> Callable[[], int]:
     from envpin.views import console, environment
 
     entry, recipe = recipe_for(tag, None, None)
-    return lambda: environment.recipe(entry.tag, recipe, console.out()) or 0
+    return lambda: environment.recipe(entry.tag, recipe, console.results()) or 0
 
 
 def _audit(files: list[str], values: dict[str, str], flags: set[str]) -> Callable[[], int]:

@@ -6,19 +6,19 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envpin import __version__
-from envpin.environment.payload import payload_hash
-from envpin.environment.requirements import Requirement, read_lock
 from envpin.errors import UsageError, shown
 from envpin.fsutil import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
-from envpin.knowledge import stock as stock_table
 from envpin.knowledge.versions import NGCSpec, TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
 from envpin.portable import imageref
 from envpin.portable.ngc import PY2_FLAVORS
 from envpin.portable.versions import version_text
+
+if TYPE_CHECKING:  # loaded where used: `recipe` needs neither the payload, requirements nor the stock table
+    from envpin.environment.requirements import Requirement
 
 PLAN_SCHEMA = 1
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -73,6 +73,8 @@ class BuildPlan:
         import calendar
 
         if self.distribution == "stock":
+            from envpin.knowledge import stock as stock_table
+
             return stock_table.load().epoch
         year, month = (int(part) for part in self.entry.release.split(".")[:2])
         return calendar.timegm((2000 + year, month, 1, 0, 0, 0))
@@ -116,7 +118,7 @@ class BuildPlan:
             else None,
             "ca_bundle_hash": sha256_bytes(self.ca_bundle) if self.ca_bundle else None,
             # The bytes copied into the image are an input: editing the probe must change inputs_hash.
-            "payload_hash": payload_hash(),
+            "payload_hash": _payload_hash(),
         }
 
     def canonical_json(self) -> str:
@@ -243,13 +245,20 @@ def make_plan(
     ngc_spec = parse_ngc_spec(ngc) if ngc is not None else None
     tf_spec = parse_tf_spec(tf) if tf is not None else None
     if ngc_spec is None:
+        from envpin.knowledge import stock as stock_table
+
         entry = stock_table.load().select(stock, tf_spec)
         tf_version, tf_source = entry.tf_version or "", "catalog"  # the tag names it
         recipe = recipes.select(tf_version, "stock", None)
     else:
         entry, tf_version, tf_source, recipe = _ngc_base(cat or catalog.load(), ngc_spec, tf_spec, tf_source)
     build_from = validate_image_ref(base_image) if base_image is not None else None
-    reqs = read_lock(requirements) if requirements is not None else ()
+    if requirements is not None:
+        from envpin.environment.requirements import read_lock
+
+        reqs = read_lock(requirements)
+    else:
+        reqs = ()
     ca = None
     if ca_bundle is not None:
         try:
@@ -289,3 +298,10 @@ def _ngc_base(cat: catalog.Catalog, ngc_spec: NGCSpec, tf_spec: TFSpec | None,
         )
     tf_version, tf_source = resolve_tf(entry, tf_spec, tf_source)
     return entry, tf_version, tf_source, recipes.select(tf_version, "ngc", entry.release)
+
+
+def _payload_hash() -> str:
+    """The in-image payload's hash, loaded only when a plan is serialised (the payload module reads zipfile)."""
+    from envpin.environment.payload import payload_hash
+
+    return payload_hash()

@@ -13,16 +13,15 @@ records how the values were found.
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from envpin.errors import CatalogError, UsageError, shown
 from envpin.knowledge.catalog import Entry, Fact
+from envpin.knowledge.catalogcheck import shipped_catalog_path
 from envpin.knowledge.fields import FIELDS, LIST_FIELDS
 from envpin.knowledge.versions import TFSpec
 from envpin.portable import imageref
@@ -113,6 +112,8 @@ def epoch_of(date: str) -> int:
     """'2020-01-01' -> seconds since 1970 at midnight UTC."""
     m = _DATE.match(date)
     assert m, date  # validate() checked it
+    import calendar  # here: it loads datetime and locale, which no audit or recipe needs
+
     return calendar.timegm((int(m.group(1)), int(m.group(2)), int(m.group(3)), 0, 0, 0))
 
 
@@ -157,7 +158,7 @@ def is_stock_flavor(flavor: str) -> bool:
 
 
 def stock_path() -> str:
-    return str(resources.files("envpin") / "data" / "stock.json")
+    return str(shipped_catalog_path().with_name("stock.json"))
 
 
 @lru_cache(maxsize=1)
@@ -167,7 +168,8 @@ def load() -> StockCatalog:
 
     path = stock_path()
     try:
-        text = resources.files("envpin").joinpath("data", "stock.json").read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"stock image table {path} cannot be read: {exc}", hint="reinstall envpin") from exc
     data = parse_json(text, f"stock image table {path}", CatalogError)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from envpin import HOMEPAGE
 from envpin.api.environment import LockResult, PlannedBuild
-from envpin.views.console import say
+from envpin.views.console import Plain, say, width_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -15,25 +16,52 @@ if TYPE_CHECKING:
     from envpin.image.build import BuildResult
     from envpin.knowledge.recipes import Recipe
 
+#: An :emoji: code, which rich would replace in the heading (it is printed as markup).
+_EMOJI = re.compile(r":\S*?:")
 
-def recipe(tag: str, r: Recipe, console: Console) -> None:
-    from rich.markup import escape
-    from rich.table import Table
 
-    console.print(f"[bold]{escape(tag)}[/]: TensorFlow {escape(r.tf_version)} → recipe [bold]{escape(r.id)}[/]")
-    say(console, r.summary)
-    t = Table(title="environment")
-    t.add_column("variable")
-    t.add_column("value")
-    t.add_column("why (source)", overflow="fold")
+def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
+    """The recipe of `tag`: its heading, the environment table, then one line per step, op and caveat. On a
+    Plain console (no terminal) without loading rich where envpin.views.plaintable lays the table out (the same
+    bytes as rich's), else through rich."""
+    heading = f"{tag}: TensorFlow {r.tf_version} → recipe {r.id}"
+    rows = []
     for e in r.env:
         unverified = f"; unverified {e['unverified']}" if "unverified" in e else ""
-        t.add_row(e["name"], e["value"], f"{e['why']}{unverified} ({r.source_url(e['source'])})")
+        rows.append([e["name"], e["value"], f"{e['why']}{unverified} ({r.source_url(e['source'])})"])
     for u in r.unset:
-        t.add_row(u["name"], "must NOT be set", f"{u['why']} ({r.source_url(u['source'])})")
+        rows.append([u["name"], "must NOT be set", f"{u['why']} ({r.source_url(u['source'])})"])
     for u in r.no_effect:
-        t.add_row(u["name"], f"no effect: use {u['instead']}", f"{u['why']} ({r.source_url(u['source'])})")
-    console.print(t)
+        rows.append([u["name"], f"no effect: use {u['instead']}", f"{u['why']} ({r.source_url(u['source'])})"])
+    headers = ["variable", "value", "why (source)"]
+    table = None
+    if isinstance(console, Plain):
+        from envpin.views import plaintable
+
+        width = width_of(console.file)
+        if width is not None and _plain_heading(heading, width):
+            table = plaintable.render("environment", headers, rows, width, first_no_wrap=False,
+                                      fold=frozenset({2}))
+        if table is None:
+            console = console.rich()
+    if table is not None:
+        console.print(heading)
+        say(console, r.summary)
+        console.file.write(table)
+        console.file.flush()
+    else:
+        from rich.markup import escape
+        from rich.table import Table
+
+        console.print(f"[bold]{escape(tag)}[/]: TensorFlow {escape(r.tf_version)} → recipe [bold]{escape(r.id)}[/]")
+        say(console, r.summary)
+        t = Table(title="environment")
+        t.add_column(headers[0])
+        t.add_column(headers[1])
+        t.add_column(headers[2], overflow="fold")
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
     say(console, "Python steps: " + ", ".join(s["step"] for s in r.steps))
     for s in r.steps:
         if s["step"] == "keras3_no_auto_xla":  # the one step that asks something of the model code itself
@@ -54,6 +82,13 @@ def recipe(tag: str, r: Recipe, console: Console) -> None:
         say(console, f"NGC differs from stock TensorFlow here: {o['op']}: {o['why']} ({r.source_url(o['source'])})")
     for a in r.advice:
         say(console, f"common advice that is wrong here: {a['text']} (see {HOMEPAGE}/blob/main/{a['doc']})")
+
+
+def _plain_heading(text: str, width: int) -> bool:
+    """The heading is printed as it is by rich (one line, as markup without tags): printable ASCII and the
+    arrow, no markup brackets, backslashes or :emoji: codes, no wider than the console."""
+    return len(text) <= width and all((" " <= c <= "~" and c not in "[]\\") or c == "→" for c in text) \
+        and not _EMOJI.search(text)
 
 
 def rendered(res: RenderResult, console: Console, note: Console) -> None:

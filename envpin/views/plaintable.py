@@ -5,8 +5,9 @@ default heavy-head box, cell padding 1), for a stream that is not a terminal, wi
 Only text whose layout needs no Unicode width tables is taken: printable ASCII and the em dash (each one cell), no
 markup brackets and no :emoji: codes; anything else returns None and rich renders it. The layout follows rich 13-15:
 each column as wide as its widest cell, and when the table is wider than the console, the widest wrappable columns
-narrowed first (then all evenly), words wrapped greedily and a word longer than its cell cut with "…".
-tests/unit/test_catalog_view_plain.py compares the bytes with rich's on the catalog and on generated tables.
+narrowed first (then all evenly), words wrapped greedily and a word longer than its cell cut with "…", or in a
+column of overflow="fold" folded onto the next lines. tests/unit/test_catalog_view_plain.py compares the bytes
+with rich's on the catalog, the recipe table and on generated tables.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ _WORD = re.compile(r"\s*\S+\s*")
 _TRAILING = re.compile(r"\s+$")
 
 
-def render(title: str, headers: list[str], rows: list[list[str]], width: int) -> str | None:
+def render(title: str, headers: list[str], rows: list[list[str]], width: int, *, first_no_wrap: bool = True,
+           fold: frozenset[int] = frozenset()) -> str | None:
     """The table as rich prints it on a console `width` columns wide that is not a terminal; None when this
-    module does not take the text or the layout (rich then renders it)."""
+    module does not take the text or the layout (rich then renders it). The first column is no_wrap=True
+    unless `first_no_wrap` is False; the columns numbered in `fold` have overflow="fold" (else "ellipsis")."""
     texts = [title, *headers, *(c for row in rows for c in row)]
     if not rows or any(not _TAKEN.fullmatch(t) or _EMOJI.search(t) for t in texts):
         return None
-    widths = _widths(headers, rows, width - len(headers) - 1)
+    wrap = [i > 0 or not first_no_wrap for i in range(len(headers))]
+    widths = _widths(headers, rows, width - len(headers) - 1, wrap)
     if widths is None:
         return None
     total = sum(widths) + len(widths) + 1
@@ -39,22 +43,22 @@ def render(title: str, headers: list[str], rows: list[list[str]], width: int) ->
         left = (total - len(heading)) // 2
         out.append(" " * left + heading + " " * (total - len(heading) - left))
     out.append(_rule("┏", "━", "┳", "┓", widths))
-    out += _row(headers, widths, "┃", bottom=True)
+    out += _row(headers, widths, "┃", wrap, fold, bottom=True)
     out.append(_rule("┡", "━", "╇", "┩", widths))
     for row in rows:
-        out += _row(row, widths, "│")
+        out += _row(row, widths, "│", wrap, fold)
     out.append(_rule("└", "─", "┴", "┘", widths))
     return "\n".join(out) + "\n"
 
 
-def _widths(headers: list[str], rows: list[list[str]], room: int) -> list[int] | None:
+def _widths(headers: list[str], rows: list[list[str]], room: int, wrap: list[bool]) -> list[int] | None:
     """Each column's width with its padding, as rich's Table computes them for `room` cells (borders excluded)."""
     if room < 1:
         return None
     columns = list(zip(headers, *rows, strict=True))
     widths = [min(max(min(len(c) + 2, room) if c else 2 for c in column), room) for column in columns]
     if sum(widths) > room:
-        widths = _collapse(widths, [i > 0 for i in range(len(widths))], room)
+        widths = _collapse(widths, wrap, room)
         if sum(widths) > room:
             widths = _reduce(sum(widths) - room, [1] * len(widths), widths, widths)
         widths = [min(w, max(min(len(c), w - 2) + 2 if c else 2 for c in column)) if w >= 3 else w
@@ -98,10 +102,12 @@ def _rule(left: str, fill: str, mid: str, right: str, widths: list[int]) -> str:
     return left + mid.join(fill * w for w in widths) + right
 
 
-def _row(cells: list[str], widths: list[int], edge: str, bottom: bool = False) -> list[str]:
-    """The lines of one row: each cell wrapped to its width (the first never wrapped); a shorter cell is padded
+def _row(cells: list[str], widths: list[int], edge: str, wrap: list[bool], fold: frozenset[int],
+         bottom: bool = False) -> list[str]:
+    """The lines of one row: each cell wrapped to its width (a no-wrap cell never); a shorter cell is padded
     below, or above in the header (`bottom`), as rich aligns them."""
-    wrapped = [_cell(c, w - 2, no_wrap=i == 0) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+    wrapped = [_cell(c, w - 2, no_wrap=not wrap[i], fold=i in fold)
+               for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
     height = max(len(lines) for lines in wrapped)
     shaped = []
     for lines, w in zip(wrapped, widths, strict=True):
@@ -110,9 +116,9 @@ def _row(cells: list[str], widths: list[int], edge: str, bottom: bool = False) -
     return [edge + edge.join(f" {lines[k]} " for lines in shaped) + edge for k in range(height)]
 
 
-def _cell(text: str, width: int, no_wrap: bool) -> list[str]:
+def _cell(text: str, width: int, no_wrap: bool, fold: bool = False) -> list[str]:
     """A cell's lines, each exactly `width` wide."""
-    pieces = [text] if no_wrap else _divide(text, width)
+    pieces = [text] if no_wrap else _divide(text, width, fold)
     out = []
     for piece in pieces:
         if not no_wrap and len(piece) > width:
@@ -120,19 +126,25 @@ def _cell(text: str, width: int, no_wrap: bool) -> list[str]:
             if trailing:
                 piece = piece[:len(piece) - min(len(trailing.group(0)), len(piece) - width)]
         if len(piece) > width:
-            piece = piece[:width - 1] + "…"
+            piece = piece[:width] if fold else piece[:width - 1] + "…"
         out.append(piece.ljust(width))
     return out
 
 
-def _divide(text: str, width: int) -> list[str]:
-    """Greedy word wrap: a word goes to the next line when it does not fit; one longer than a line stands alone."""
+def _divide(text: str, width: int, fold: bool = False) -> list[str]:
+    """Greedy word wrap: a word goes to the next line when it does not fit; one longer than a line stands alone,
+    or with `fold` is cut into lines of `width` (its trailing spaces counted, as rich counts them)."""
     breaks, offset = [], 0
     for m in _WORD.finditer(text):
         start, word = m.start(), m.group(0)
         size = len(word.rstrip())
         if width - offset >= size:
             offset += len(word)
+        elif size > width and fold:
+            for k in range(0, len(word), width):
+                if start + k:
+                    breaks.append(start + k)
+                offset = len(word) - k
         elif size > width:
             if start:
                 breaks.append(start)

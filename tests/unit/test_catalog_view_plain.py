@@ -88,3 +88,81 @@ def test_envpin_catalog_prints_what_rich_prints(columns: str | None) -> None:
     if columns == "abc":  # rich decides the width itself: the rich path is taken
         return
     assert table == _rich(title, headers, rows, width)
+
+
+def _rich_recipe_table(headers: list[str], rows: list[list[str]], width: int) -> str:
+    """What envpin's rich path writes for the recipe's environment table (every column wraps, the last folds)."""
+    out = io.StringIO()
+    t = Table(title="environment")
+    t.add_column(headers[0])
+    t.add_column(headers[1])
+    t.add_column(headers[2], overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    Console(file=out, highlight=False, width=width).print(t)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("width", [30, 40, 60, 80, 100, 119, 120, 121, 150, 200])
+@pytest.mark.parametrize("release", ["20.02-tf2-py3", "19.10-py3", "25.02-tf2-py3"])
+def test_the_recipe_table_is_what_rich_writes(width: int, release: str) -> None:
+    from envpin.views import environment
+
+    entry, recipe = api.recipe_for(release, None)
+    captured: dict[str, object] = {}
+    original = plaintable.render
+
+    def grab(title: str, headers: list[str], rows: list[list[str]], w: int, **kw: object) -> str | None:
+        captured.update(headers=headers, rows=rows)
+        return original(title, headers, rows, w, **kw)  # type: ignore[arg-type]
+
+    plaintable.render = grab  # type: ignore[assignment]
+    try:
+        environment.recipe(entry.tag, recipe, console.Plain(False, quiet=True))
+    finally:
+        plaintable.render = original  # type: ignore[assignment]
+    headers, rows = captured["headers"], captured["rows"]
+    plain = plaintable.render("environment", headers, rows, width, first_no_wrap=False,  # type: ignore[arg-type]
+                              fold=frozenset({2}))
+    if plain is not None:
+        assert plain == _rich_recipe_table(headers, rows, width)  # type: ignore[arg-type]
+    if width >= 80:
+        assert plain is not None, "the recipe table at a common width takes the plain path"
+
+
+@settings(max_examples=400, deadline=None)
+@given(cols=st.integers(1, 4), data=st.data(), width=st.integers(8, 130), fold_last=st.booleans())
+def test_any_wrapping_or_folding_table_it_renders_is_what_rich_writes(cols: int, data: st.DataObject, width: int,
+                                                                      fold_last: bool) -> None:
+    headers = data.draw(st.lists(CELL, min_size=cols, max_size=cols))
+    rows = data.draw(st.lists(st.lists(CELL, min_size=cols, max_size=cols), max_size=6))
+    fold = frozenset({cols - 1}) if fold_last else frozenset()
+    plain = plaintable.render("environment", headers, rows, width, first_no_wrap=False, fold=fold)
+    if plain is None:
+        return
+    out = io.StringIO()
+    t = Table(title="environment")
+    for i, h in enumerate(headers):
+        t.add_column(h, overflow="fold" if i in fold else "ellipsis")
+    for r in rows:
+        t.add_row(*r)
+    Console(file=out, highlight=False, width=width).print(t)
+    assert plain == out.getvalue()
+
+
+@pytest.mark.parametrize("columns", [None, "40", "80", "200"])
+def test_envpin_recipe_prints_what_rich_prints(columns: str | None) -> None:
+    """The lean path's recipe (plain table) and the full CLI's (rich) write the same bytes."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    got = run_envpin("recipe", "--ngc", "20.02-tf2-py3", env=env)
+    assert got.code == 0, got.stderr
+    full = subprocess.run([sys.executable, "-c", "from envpin.cli import main; main()", "recipe", "--ngc",
+                           "20.02-tf2-py3"], capture_output=True, text=True, env=env, check=False)
+    assert full.returncode == 0, full.stderr
+    assert got.stdout == full.stdout
+    assert got.stderr == full.stderr
