@@ -59,7 +59,8 @@ def register(app: typer.Typer) -> None:
         output differs, the line that created it and what envpin's recipe table says about it.
 
         Exit 0: the runs were bit-identical in every op execution compared; 1: they differ; 2: the command
-        or its TensorFlow cannot be observed (TensorFlow before 2.3 has no debugger dumps)."""
+        or its TensorFlow cannot be observed (bisect needs TensorFlow 2.2 or later: 2.1's debugger dumps
+        cannot be read back)."""
         from envpin import api
         from envpin.views import console, runs
 

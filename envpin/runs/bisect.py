@@ -15,6 +15,7 @@ from typing import Any
 from envpin.runs.launch import Run, RunError, RunSpec, failed, run_all
 
 #: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
+_NO_READER = 3  # dumpdiff.py's exit status when its TensorFlow has no DebugDataReader
 _LIBRARY = re.compile(r"(site-packages|dist-packages|/lib/python[0-9.]+/|<frozen |/sitecustomize\.py$|^<)")
 
 
@@ -101,15 +102,24 @@ def table_notes(op_type: str, tf_version: str | None, device: str | None) -> lis
     return notes
 
 
-def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | None) -> dict[str, Any]:
-    """Run the dump comparison on the Python that made the dumps (it imports TensorFlow's reader)."""
-    program = str(resources.files("envpin.runs") / "dumpdiff.py")
-    args = [python, program, a, b] + (["--max-ops", str(max_ops)] if max_ops is not None else [])
+def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | None,
+            root: Path) -> dict[str, Any]:
+    """Run the dump comparison on the Python that made the dumps (it imports TensorFlow's reader). The
+    program runs from a folder of its own: a script's folder comes first on sys.path, and envpin/runs holds
+    bisect.py, which would shadow the standard library's bisect module that TensorFlow imports."""
+    folder = root / "reader"
+    folder.mkdir(exist_ok=True)
+    program = folder / "dumpdiff.py"
+    program.write_bytes((resources.files("envpin.runs") / "dumpdiff.py").read_bytes())
+    args = [python, str(program), a, b] + (["--max-ops", str(max_ops)] if max_ops is not None else [])
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RunError(f"cannot compare the dumps: {exc}", hint="check that the run's Python still starts") from exc
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode == _NO_READER:
+        raise RunError(f"{python} cannot read TensorFlow's debugger dumps: {proc.stderr.strip()}",
+                       hint="pass --reader-python with a Python whose TensorFlow is 2.2 or later")
     if proc.returncode != 0 or not lines:
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         raise RunError(f"comparing the dumps failed (exit {proc.returncode}): {tail}",
@@ -127,7 +137,7 @@ def _dump_of(run: Run) -> tuple[str, dict[str, Any]]:
     if not record.get("dump"):
         errors = "; ".join(record.get("errors") or ()) or "no reason recorded"
         raise RunError(f"TensorFlow's debugger dump could not be enabled: {errors}",
-                       hint="check that the command's TensorFlow is 2.3 or later")
+                       hint="check that the command's TensorFlow is 2.2 or later")
     return str(record["dump"]), record
 
 
@@ -140,7 +150,8 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
              for i in range(2)]
     runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress)
     for run in runs:
-        if run.returncode != 0 and run.tf_record is None:
+        # A run that failed before its steps were done dumped a partial run: comparing it would mislead.
+        if run.returncode != 0 and (run.tf_record is None or not run.tf_record.get("stopped_after_steps")):
             raise failed(run)
     (dump_a, record), (dump_b, _) = _dump_of(runs[0]), _dump_of(runs[1])
     if progress is not None:
@@ -148,8 +159,12 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
     python = reader_python or str(record["python"])
     if reader_python is None and not Path(python).exists():
         raise RunError(f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
-                       hint="pass --reader-python with a Python of this machine that has TensorFlow 2.3 or later")
-    found = _reader(python, dump_a, dump_b, max_ops, timeout)
+                       hint="pass --reader-python with a Python of this machine that has TensorFlow 2.2 or later")
+    found = _reader(python, dump_a, dump_b, max_ops, timeout, root)
+    if not found["executions"] or not any(found["executions"]):
+        raise RunError(f"TensorFlow {record.get('tf_version')}'s debugger dumped no op execution in either run",
+                       hint="check that the command runs TensorFlow ops after it imports TensorFlow "
+                            "(--op-regex may match no op type)")
     first = found.get("first_difference")
     frame = user_frame(first["stack"]) if first else None
     if first:  # the user's frames, and the innermost one (where TensorFlow created the op)

@@ -253,6 +253,11 @@ def main(argv=None):
     if len(args) != 2:
         sys.stderr.write("usage: dumpdiff.py DUMP_A DUMP_B [--max-ops N]\n")
         return 2
+    try:
+        from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader  # noqa: F401
+    except ImportError as exc:
+        sys.stderr.write("this Python's TensorFlow cannot read debugger dumps (%s)\n" % exc)
+        return 3
     sys.stdout.write(json.dumps(diff(args[0], args[1], max_ops), sort_keys=True) + "\n")
     return 0
 

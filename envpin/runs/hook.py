@@ -105,6 +105,14 @@ def _seed(seed):
         tf.compat.v1.set_random_seed(seed)
 
 
+def _reader_missing():
+    try:
+        from tensorflow.python.debug.lib import debug_events_reader
+    except Exception:
+        return True
+    return not hasattr(debug_events_reader, "DebugDataReader")
+
+
 def _dump(tf, root):
     """Turn on full-tensor dumps, or end the process with NO_DEBUGGER when this TensorFlow cannot."""
     experimental = getattr(getattr(tf, "debugging", None), "experimental", None)
@@ -112,6 +120,10 @@ def _dump(tf, root):
     problem = None
     if enable is None:
         problem = "no tf.debugging.experimental.enable_dump_debug_info"
+    elif _reader_missing():
+        # TensorFlow 2.1 dumps, but has no reader, and the reader of 2.2 and later cannot load its dumps.
+        problem = ("its dumps cannot be read back: no DebugDataReader in "
+                   "tensorflow.python.debug.lib.debug_events_reader")
     else:
         regex = os.environ.get("ENVPIN_RUNS_OP_REGEX") or None
         try:

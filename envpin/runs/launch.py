@@ -174,8 +174,8 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
             f"TensorFlow {record.get('tf_version')} cannot dump tensor values with its debugger: "
             + "; ".join(record.get("errors") or ()),
             hint="`envpin study` and `envpin cost` need no debugger and work on this TensorFlow; `envpin "
-                 "selftest` checks its ops one by one; bisect needs a TensorFlow whose "
-                 "tf.debugging.experimental.enable_dump_debug_info accepts tensor_debug_mode='FULL_TENSOR'",
+                 "selftest` checks its ops one by one; bisect needs TensorFlow 2.2 or later (dumps with "
+                 "tensor_debug_mode='FULL_TENSOR' and a DebugDataReader to read them)",
         )
     return run
 
