@@ -27,10 +27,24 @@ STEPS = frozenset(
 )
 DISTRIBUTIONS = ("ngc", "stock")
 DEVICES = ("gpu", "cpu", "any")
-_RAISE_KEYS = {"op", "tf_min", "tf_max", "devices", "exception", "message", "checks", "source"}
-_SILENT_KEYS = {"op", "tf_min", "tf_max", "devices", "why", "checks", "source"}
-#: Optional keys of op entries: a Keras range (Keras 2 and 3 differ), one platform, what is not settled yet.
-_OPTIONAL_KEYS = {"keras_min", "keras_max", "platform", "unverified"}
+_RAISE_KEYS = {"op", "apis", "tf_min", "tf_max", "devices", "exception", "message", "checks", "source"}
+_SILENT_KEYS = {"op", "apis", "tf_min", "tf_max", "devices", "why", "checks", "source"}
+#: Optional keys of op entries: a Keras range (Keras 2 and 3 differ), one platform, what is not settled yet; a
+#: condition on the call a script cannot show ("the matrix has one column"), one on how TensorFlow was built
+#: (nothing in a script tells), `xla` (the entry is about XLA-compiled code), the setting a script's context
+#: decides (CONTEXTS), and the source of the version range where another source than `source` settles it.
+_OPTIONAL_KEYS = {"keras_min", "keras_max", "platform", "unverified", "condition", "build_condition", "xla", "context",
+                  "range_source"}
+#: What only raising entries may carry: the setting that turns the exception off, with its own source.
+_RAISE_OPTIONAL_KEYS = {"escape_hatch"}
+_HATCH_KEYS = {"name", "value", "effect", "source"}
+#: Where an entry applies other than at any call of its APIs: calls made without a seed while no global seed is
+#: set (Keras random layers), calls inside a tf.data map with num_parallel_calls > 1 (a common caveat).
+CONTEXTS = ("no_global_seed", "parallel_map")
+_BUILT_ON_KEYS = {"apis", "calls", "source"}
+#: A Python API name: fully qualified under tf. or keras. (tf.keras.* and keras.* both listed where both exist);
+#: a trailing * stands for every name with that prefix (tf.image.random_*).
+_API = re.compile(r"(tf|keras)(\.[A-Za-z_]\w*)+\*?")
 PLATFORMS = ("windows", "linux", "darwin")
 _OVERRIDE_KEYS = {"op", "ngc_min", "ngc_max", "tf_min", "tf_max", "devices", "verdict", "why", "checks", "source"}
 OVERRIDE_VERDICTS = ("deterministic", "nondeterministic", "raises")
@@ -101,14 +115,20 @@ def validate(data: Any) -> None:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
         raise RecipeError("recipes.json: unknown schema")
     sources = data["sources"]
+    cited: set[str] = set()
 
-    def cite(where: str, item: dict[str, Any]) -> None:
-        if item.get("source") not in sources:
-            problems.append(f"{where}: unknown source {item.get('source')!r}")
+    def cite(where: str, item: dict[str, Any], key: str = "source") -> None:
+        cited.add(item.get(key))  # type: ignore[arg-type]
+        if item.get(key) not in sources:
+            problems.append(f"{where}: unknown source {item.get(key)!r}")
 
     for key in ("env", "unset", "no_effect", "caveats"):
         for item in data["common"][key]:
             cite(f"common.{key}", item)
+    for item in data["common"]["caveats"]:
+        if not {"text", "source"} <= set(item) <= {"text", "source", "apis", "context"} \
+                or not _apis_ok(item.get("apis", [])) or item.get("context", CONTEXTS[0]) not in CONTEXTS:
+            problems.append("common.caveats entries need text and source (and optionally apis and a context)")
     for item in data["common"]["no_effect"]:
         if set(item) != {"name", "instead", "why", "source"}:
             problems.append("common.no_effect entries need name, instead, why, source")
@@ -133,12 +153,29 @@ def validate(data: Any) -> None:
             cite(rid, item)
         for item in row["caveats"]:
             cite(rid, item)
-    for key, keys in (("raises_under_determinism", _RAISE_KEYS), ("nondeterministic_under_determinism", _SILENT_KEYS)):
+    named: set[str] = set()
+    for key, keys, optional in (("raises_under_determinism", _RAISE_KEYS, _OPTIONAL_KEYS | _RAISE_OPTIONAL_KEYS),
+                                ("nondeterministic_under_determinism", _SILENT_KEYS, _OPTIONAL_KEYS)):
         for item in data[key]:
             where = f"{key} {item.get('op')}"
             cite(where, item)
-            if not keys <= set(item) <= keys | _OPTIONAL_KEYS:
-                problems.append(f"{where}: needs {sorted(keys)} (and optionally {sorted(_OPTIONAL_KEYS)})")
+            named.update(item.get("apis") or ())
+            if "range_source" in item:
+                cite(where, item, "range_source")
+            hatch = item.get("escape_hatch")
+            if hatch is not None and "escape_hatch" in optional:
+                if not isinstance(hatch, dict) or set(hatch) != _HATCH_KEYS \
+                        or not re.fullmatch(r"[A-Z][A-Z0-9_]+", str(hatch["name"])):
+                    problems.append(f"{where}: escape_hatch needs exactly {sorted(_HATCH_KEYS)}, name an env var")
+                else:
+                    cite(where, hatch)
+            if not keys <= set(item) <= keys | optional:
+                problems.append(f"{where}: needs {sorted(keys)} (and optionally {sorted(optional)})")
+            elif not _apis_ok(item["apis"]):
+                problems.append(f"{where}: apis must be a list of tf./keras. names")
+            elif not all(isinstance(item.get(k, ""), str) for k in ("condition", "build_condition")) \
+                    or not isinstance(item.get("xla", False), bool) or item.get("context", CONTEXTS[0]) not in CONTEXTS:
+                problems.append(f"{where}: condition/build_condition are text, xla a bool, context one of {CONTEXTS}")
             elif item["devices"] not in DEVICES or not isinstance(item["checks"], list):
                 problems.append(f"{where}: devices must be one of {DEVICES} and checks a list")
             elif item.get("platform", "linux") not in PLATFORMS:
@@ -161,6 +198,14 @@ def validate(data: Any) -> None:
         if set(item) != _ADVICE_KEYS or item["id"] in ids or not str(item["doc"]).startswith("docs/"):
             problems.append(f"{where}: needs exactly {sorted(_ADVICE_KEYS)}, a unique id and a docs/ page")
         ids.add(item.get("id"))
+    for item in data.get("built_on", []):
+        where = f"built_on {item.get('calls')}"
+        cite(where, item)
+        if set(item) != _BUILT_ON_KEYS or not _apis_ok(item["apis"]) or item["calls"] not in named:
+            problems.append(f"{where}: needs exactly {sorted(_BUILT_ON_KEYS)}, and calls an API an op entry lists")
+    unused = sorted(set(sources) - cited)
+    if unused:
+        problems.append(f"sources defined but cited by nothing: {unused}")
     if problems:
         raise RecipeError(f"recipes.json is invalid: {problems[0]}")
 
@@ -220,41 +265,17 @@ def rows() -> list[dict[str, Any]]:
     return list(table()["recipes"])
 
 
-#: A TensorFlow API name in an op entry's text (tf.math.unsorted_segment_sum), with `/ other_name` siblings that
-#: share its module (tf.nn.dilation2d / erosion2d) and `/ Class` siblings that are Keras layers (tf.gather /
-#: Embedding).
-_OP_API = re.compile(r"\b(tf(?:\.[A-Za-z_]\w*)+)((?:\s*/\s*[A-Za-z_]\w*\b(?![.(]))*)")
-#: A Keras class an op entry names: "Keras DepthwiseConv2D", "Keras MaxPooling layers", "MaxPooling layers", and in
-#: an entry about XLA the op whose gradient it is about ("MaxPool gradient under XLA compilation").
-_OP_KERAS = re.compile(r"\bKeras\s+([A-Z]\w+)|\b([A-Z][a-z]+[A-Z]\w*) layers\b")
-_OP_XLA_GRADIENT = re.compile(r"\b([A-Z][a-z]+[A-Z]\w*) gradient\b")
+def _apis_ok(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(a, str) and _API.fullmatch(a) for a in value)
 
 
 def op_apis(item: dict[str, Any]) -> tuple[str, ...]:
-    """The Python names an op entry of the table is about, read from its `op` text (or its `apis` list, where
-    an entry has one): `tf.` API names and `Keras:Class` prefixes. Parenthesised asides are not read (they say
-    what does NOT raise, or name kernels), nor is a name with a qualifier attached in parentheses
-    (`tf.image.resize(method=NEAREST)`: only some calls of it are meant)."""
-    if isinstance(item.get("apis"), list):
-        return tuple(item["apis"])
-    text = item["op"]
-    main = text
-    while True:
-        stripped = re.sub(r"\([^()]*\)", "", main)
-        if stripped == main:
-            break
-        main = stripped
-    out: list[str] = []
-    for m in _OP_API.finditer(main):
-        first = m.group(1)
-        if re.search(re.escape(first) + r"\(", text):
-            continue
-        out.append(first)
-        prefix = first.rsplit(".", 1)[0]
-        for alt in re.findall(r"/\s*([A-Za-z_]\w*)", m.group(2)):
-            if alt != "Keras":  # "tf.nn.x / Keras Y": Y is read below
-                out.append(f"Keras:{alt}" if alt[0].isupper() else f"{prefix}.{alt}")
-    out += [f"Keras:{a or b}" for a, b in _OP_KERAS.findall(main)]
-    if "XLA" in main:
-        out += [f"Keras:{name}" for name in _OP_XLA_GRADIENT.findall(main)]
-    return tuple(dict.fromkeys(out))
+    """The Python names an op entry (or a common caveat) of the table is about: fully qualified `tf.`/`keras.`
+    names, Keras' `tf.keras.*` and `keras.*` both, a trailing `*` for a prefix (`tf.image.random_*`)."""
+    return tuple(item.get("apis") or ())
+
+
+def built_on() -> list[dict[str, Any]]:
+    """Library APIs that run a listed op inside (Keras' sparse categorical cross-entropy runs
+    tf.nn.sparse_softmax_cross_entropy_with_logits): `apis`, `calls` (an API of the op entries) and `source`."""
+    return list(table().get("built_on", []))

@@ -71,19 +71,47 @@ def test_conditions_the_table_states_are_honoured() -> None:
     assert not _rules(bilinear, "2.8") and (3, "py-op-raises") in _rules(nearest, "2.8")
 
 
-def test_the_escape_hatch_comes_from_the_recipe() -> None:
+def test_the_escape_hatch_comes_from_the_table_with_its_source() -> None:
     found = audit_script(SEGMENT, "t.py", target_for("2.5", "stock", None, "x"))
     f = next(f for f in found if f.rule == "py-op-raises")
-    assert "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in f.fix
-    assert any("TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in c["text"]
-               for c in recipes.select("2.5", "stock").caveats)
+    entry = next(e for e in recipes.select("2.5", "stock").raises if "tf.math.unsorted_segment_sum" in e["apis"])
+    hatch = entry["escape_hatch"]
+    assert f"{hatch['name']}={hatch['value']}" in f.fix and recipes.table()["sources"][hatch["source"]]["url"] in f.fix
+    assert "TensorFlow 2.7 and later do not raise here" in f.fix
 
 
-def test_op_apis_reads_names_not_asides() -> None:
-    entry = {"op": "tf.raw_ops.X called directly (tf.nn.x itself does NOT raise)"}
-    assert recipes.op_apis(entry) == ("tf.raw_ops.X",)
-    assert recipes.op_apis({"op": "tf.a.b / c on GPU, and Keras Foo layers"}) == ("tf.a.b", "tf.a.c", "Keras:Foo")
-    assert recipes.op_apis({"op": "anything", "apis": ["tf.x"]}) == ("tf.x",)
+def test_op_apis_reads_the_apis_list_only() -> None:
+    assert recipes.op_apis({"op": "tf.raw_ops.X called directly"}) == ()
+    assert recipes.op_apis({"op": "anything", "apis": ["tf.x", "keras.layers.Y"]}) == ("tf.x", "keras.layers.Y")
+
+
+def test_a_condition_a_script_cannot_show_lowers_the_severity() -> None:
+    text = "import tensorflow as tf\n\ns, u, v = tf.linalg.svd(m)\n"
+    every = audit_script(text, "t.py", target_for("2.8", "stock", None, "x"))
+    assert [(f.rule, f.severity) for f in every] == [("py-op-raises", "error")] and "only when" not in every[0].message
+    one_column = audit_script(text, "t.py", target_for("2.11", "stock", None, "x"))
+    assert [(f.rule, f.severity) for f in one_column] == [("py-op-raises", "warning")]
+    assert "only when the matrix has one column" in one_column[0].message
+
+
+@pytest.mark.parametrize("text", [
+    "import tensorflow as tf\n\nl = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n",
+    "from tensorflow import keras\n\nl = keras.losses.sparse_categorical_crossentropy(y, p)\n",
+    "import tensorflow as tf\n\nm.compile(optimizer='adam', loss='sparse_categorical_crossentropy')\n",
+    "import tensorflow as tf\n\nl = tf.compat.v1.losses.sparse_softmax_cross_entropy(y, p)\n",
+])
+def test_apis_built_on_a_listed_op_come_from_the_table(text: str) -> None:
+    found = [f for f in audit_script(text, "t.py", target_for("2.6", "stock", None, "x")) if f.rule == "py-op-raises"]
+    assert [f.line for f in found] == [3]
+    assert "(built on tf.nn.sparse_softmax_cross_entropy_with_logits)" in found[0].message
+    assert not {f.rule for f in audit_script(text, "t.py", target_for("2.7", "stock", None, "x"))} & {"py-op-raises"}
+
+
+def test_entries_for_a_build_or_a_context_are_not_judged_per_call() -> None:
+    text = "import tensorflow as tf\n\nd = tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], 'SAME')\n"
+    assert not audit_script(text, "t.py", target_for("2.10", "stock", None, "x"))  # only with cuDNN < 7.6.3
+    drop = "import tensorflow as tf\n\nl = tf.keras.layers.Dropout(0.5)\n"
+    assert not audit_script(drop, "t.py", target_for("2.8", "stock", None, "x"))  # judged by the seed rule
 
 
 def test_dockerfile_in_the_run_decides_and_its_env_counts(tmp_path: Path) -> None:
@@ -202,3 +230,16 @@ def test_keras_random_layers_in_a_parallel_map_are_found_where_they_are_built() 
     found = [f for f in audit_script(text, "train.py", target_for("2.8", "stock", None, "x"))
              if f.rule == "py-data-random-map"]
     assert [f.line for f in found] == [12] and "RandomFlip (line 5)" in found[0].message
+
+
+def test_random_apis_come_from_the_tables_parallel_map_caveat() -> None:
+    text = ("import tensorflow as tf\nfrom tensorflow.keras.layers.experimental import preprocessing\n\n\n"
+            "def f(x):\n    return tf.keras.initializers.RandomNormal(seed=1)(x), tf.random.uniform([1], seed=2)\n\n\n"
+            "def g(x):\n    return preprocessing.RandomFlip()(x)\n\n\n"
+            "def h(x):\n    return tf.image.random_flip_left_right(x)\n\n\n"
+            "a = ds.map(f, num_parallel_calls=4)\nb = ds.map(g, num_parallel_calls=4)\n"
+            "c = ds.map(h, num_parallel_calls=4)\n")
+    found = [f for f in audit_script(text, "train.py", target_for("2.4", "stock", None, "x"))
+             if f.rule == "py-data-random-map"]
+    assert [f.line for f in found] == [18, 19]
+    assert "RandomFlip (line 10)" in found[0].message and "random_flip_left_right (line 14)" in found[1].message

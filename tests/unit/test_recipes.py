@@ -299,6 +299,21 @@ def _anchors(markdown: str) -> set[str]:
         (lambda d: d["ngc_overrides"][0].update(ngc_min="2020.3"), "NGC releases"),
         (lambda d: d["advice"][0].update(doc="https://elsewhere"), "docs/"),
         (lambda d: d["advice"].append(dict(d["advice"][0])), "unique id"),
+        (lambda d: d["raises_under_determinism"][0].pop("apis"), "apis"),
+        (lambda d: d["raises_under_determinism"][0].update(apis="tf.math.segment_sum"), "apis must be a list"),
+        (lambda d: d["raises_under_determinism"][0].update(apis=["segment_sum"]), "apis must be a list"),
+        (lambda d: d["nondeterministic_under_determinism"][0].update(escape_hatch={}), "optionally"),
+        (lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(colour="red"), "escape_hatch needs"),
+        (lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(name="not a var"), "escape_hatch needs"),
+        (lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(source="nowhere"), "unknown source"),
+        (lambda d: d["raises_under_determinism"][0].update(condition=1), "condition"),
+        (lambda d: d["raises_under_determinism"][0].update(xla="yes"), "xla a bool"),
+        (lambda d: d["raises_under_determinism"][0].update(context="somewhere"), "context one of"),
+        (lambda d: d["raises_under_determinism"][0].update(range_source="nowhere"), "unknown source"),
+        (lambda d: d["built_on"][0].update(calls="tf.nn.relu"), "calls an API"),
+        (lambda d: d["built_on"][0].update(colour="red"), "needs exactly"),
+        (lambda d: d["common"]["caveats"][0].update(colour="red"), "common.caveats"),
+        (lambda d: d["sources"].update({"unused": {"title": "t", "url": "https://x"}}), "cited by nothing"),
     ],
 )
 def test_schema_refuses_bad_new_entries(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -308,3 +323,21 @@ def test_schema_refuses_bad_new_entries(mutate, message: str) -> None:  # type: 
     mutate(data)
     with pytest.raises(RecipeError, match=message):
         recipes.validate(data)
+
+
+def test_every_source_is_cited_and_the_structured_facts_have_sources() -> None:
+    data = recipes.table()
+    text = json.dumps({k: v for k, v in data.items() if k != "sources"})
+    for sid in data["sources"]:
+        assert f'"{sid}"' in text, sid
+    raises = data["raises_under_determinism"]
+    hatches = [e for e in raises if "escape_hatch" in e]
+    assert hatches and all(e["escape_hatch"]["source"] in data["sources"] for e in hatches)
+    segment = next(e for e in raises if "tf.math.unsorted_segment_sum" in e["apis"] and e["tf_min"] == "2.5")
+    assert segment["escape_hatch"]["name"] == "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS"
+    svd = [e for e in raises if e["apis"] == ["tf.linalg.svd"]]
+    assert [("condition" in e) for e in svd] == [False, True]
+    assert {"tf.keras.layers.Embedding", "keras.layers.Embedding"} <= set(segment["apis"])
+    assert all(b["calls"] == "tf.nn.sparse_softmax_cross_entropy_with_logits" for b in recipes.built_on())
+    assert "keras.losses.SparseCategoricalCrossentropy" in recipes.built_on()[0]["apis"]
+    assert [c.get("context") for c in data["common"]["caveats"]].count("parallel_map") == 1

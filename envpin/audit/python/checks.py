@@ -1,9 +1,11 @@
 """The checks over one Python training script: one walk over its syntax tree collects calls, environment
 settings and assignments; each rule then judges what was collected against the script's TensorFlow.
 
-Which ops raise or stay nondeterministic, on which versions, and their escape hatches are read from the recipe
-table (envpin.knowledge.recipes): this module holds no list of ops. It knows Python's and Keras' names only:
-which calls seed a generator, which draw from one, which method trains a model.
+Which ops raise or stay nondeterministic, on which versions, under which names (`apis`), with which escape
+hatches and conditions, which library APIs run them inside (`built_on`), and which random APIs are racy in a
+parallel tf.data map are read from the recipe table (envpin.knowledge.recipes): this module holds no list of ops.
+It knows Python's and Keras' names only: which calls seed a generator, which draw from one, which method trains a
+model.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from envpin.audit.check import Finding
 from envpin.audit.python import rules as R
+from envpin.audit.python.names import canonical
 from envpin.audit.python.script import Script, ScriptTarget, _Call, _const, _is_model_compile, _Missing, _mm
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
@@ -37,23 +40,7 @@ _CLOCKS = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.per
 #: Calls that set a seed (last name component), and keywords that pass one.
 _SEEDERS = frozenset({"seed", "set_seed", "set_random_seed", "default_rng", "RandomState", "Random", "manual_seed"})
 _SEED_KEYWORDS = frozenset({"seed", "random_state", "random_seed"})
-#: Keras classes that are other names of one another (keras.layers.MaxPool2D is MaxPooling2D).
-_KERAS_ALIASES = (("MaxPool1D", "MaxPooling1D"), ("MaxPool2D", "MaxPooling2D"), ("MaxPool3D", "MaxPooling3D"))
 _XLA_AUTO = re.compile(r"--tf_xla_auto_jit=(-?\d+|\w+)")
-#: Public TensorFlow/Keras names implemented with one op of TensorFlow's (how the library is built, not whether
-#: the op is deterministic: that is the table's): Keras' sparse categorical cross-entropy (a loss object, the
-#: function, or the name given to compile()) and TF1's losses call tf.nn.sparse_softmax_cross_entropy_with_logits.
-_SPARSE_XENT = "tf.nn.sparse_softmax_cross_entropy_with_logits"
-_BUILT_ON = {
-    "keras.losses.SparseCategoricalCrossentropy": _SPARSE_XENT,
-    "keras.losses.sparse_categorical_crossentropy": _SPARSE_XENT,
-    "keras.metrics.sparse_categorical_crossentropy": _SPARSE_XENT,
-    "keras.backend.sparse_categorical_crossentropy": _SPARSE_XENT,
-    "tf.losses.sparse_softmax_cross_entropy": _SPARSE_XENT,
-    "tf.compat.v1.losses.sparse_softmax_cross_entropy": _SPARSE_XENT,
-}
-#: Names compile() accepts for a loss, and the function each stands for.
-_LOSS_NAMES = {"sparse_categorical_crossentropy": "keras.losses.sparse_categorical_crossentropy"}
 _DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 
 
@@ -63,22 +50,26 @@ _DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 @dataclass(frozen=True)
 class _Entry:
     item: dict[str, Any]
-    apis: tuple[str, ...]
+    apis: tuple[str, ...]  # canonical names (envpin.audit.python.names), as a script's calls are resolved
     xla: bool  # the entry is about XLA compilation (judged by the jit rules, not per call)
 
 
-def _entries(items: tuple[dict[str, Any], ...], keras: int | None = None) -> list[_Entry]:
-    """The entries a script can meet: not those for another platform than Linux (images are Linux), nor those
-    for a Keras major version other than the script's (`keras`: 2 or 3, None when unknown), nor those that
-    depend on how TensorFlow was built."""
+def _apis(item: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(canonical(a) for a in recipes.op_apis(item)))
+
+
+def _entries(items: tuple[dict[str, Any], ...], keras: int | None = None,
+             context: str | None = None) -> list[_Entry]:
+    """The entries a script can meet at a call: not those for another platform than Linux (images are Linux), nor
+    those for a Keras major version other than the script's (`keras`: 2 or 3, None when unknown), nor those that
+    depend on how TensorFlow was built; only those of `context` (the table's), none of another context."""
     out = []
     for item in items:
-        main = re.sub(r"\([^()]*\)", "", item["op"])
-        if " when " in main or item.get("platform") not in (None, "linux"):
+        if "build_condition" in item or item.get("platform") not in (None, "linux"):
             continue  # a condition on how TensorFlow was built or where it runs: nothing in a script tells
-        if keras is not None and not _keras_in(item, keras):
+        if item.get("context") != context or (keras is not None and not _keras_in(item, keras)):
             continue
-        out.append(_Entry(item, recipes.op_apis(item), "XLA" in main))
+        out.append(_Entry(item, _apis(item), bool(item.get("xla"))))
     return out
 
 
@@ -87,21 +78,23 @@ def _keras_in(item: dict[str, Any], major: int) -> bool:
     return not ((lo and _mm(lo)[0] > major) or (hi and _mm(hi)[0] < major))
 
 
-def _keras_class(name: str) -> str:
-    last = name.rsplit(".", 1)[-1]
-    return dict(_KERAS_ALIASES).get(last, last)
-
-
 def _matches(c: _Call, api: str, compat_split: frozenset[str]) -> bool:
+    """Whether a call is of a (canonical) API of the table. TensorFlow exports an op under several modules
+    (tf.unsorted_segment_sum, tf.math..., tf.compat.v1...), so tf. names match on their last component, raw_ops
+    only raw_ops, and compat.v1 only compat.v1 where both spellings are listed apart; Keras names match on the
+    class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is a layer)."""
     name = c.name
     if not name:
         return False
-    if api.startswith("Keras:"):
-        return name.startswith("keras.") and _keras_class(name).startswith(api[6:])
-    if not name.startswith("tf.") or api.count(".") < 1 or api == "tf.data":
+    root, _, rest = api.partition(".")
+    if not name.startswith(root + "."):
         return False
-    last = api.rsplit(".", 1)[-1]
-    if name.rsplit(".", 1)[-1] != last or (("raw_ops" in api) != ("raw_ops" in name)):
+    last, got = api.rsplit(".", 1)[-1], name.rsplit(".", 1)[-1]
+    if not (got.startswith(last[:-1]) if last.endswith("*") else got == last):
+        return False
+    if root == "keras":
+        return rest.split(".", 1)[0] in name.split(".")[1:-1]
+    if ("raw_ops" in api) != ("raw_ops" in name):
         return False
     return not (last in compat_split and ("compat.v1" in api) != ("compat.v1" in name))
 
@@ -137,7 +130,7 @@ _HATCHES: dict[tuple[int, str], str] = {}
 
 
 def _hatch(item: dict[str, Any], recipe: Recipe) -> str:
-    """The escape hatch of an entry under a recipe, worked out once per run (a script may call the op often)."""
+    """The way out of an entry under a recipe, worked out once per run (a script may call the op often)."""
     key = (id(item), recipe.id)
     if key not in _HATCHES:
         _HATCHES[key] = _way_out(item, recipe)
@@ -145,21 +138,28 @@ def _hatch(item: dict[str, Any], recipe: Recipe) -> str:
 
 
 def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
-    """The way out the table gives: the recipe's caveat about this op (an escape hatch such as
-    TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS), and the version that no longer raises."""
-    words = {w for api in recipes.op_apis(item) for w in re.split(r"[._]", api.rsplit(".", 1)[-1]) if len(w) >= 6}
-    said = [c["text"] for c in recipe.caveats
-            if "raise" in c["text"] and any(w in c["text"].lower() for w in words)]
-    parts = [said[0]] if said else []
+    """The way out the table gives: the version that no longer raises, and the entry's escape hatch (the
+    setting that turns the exception off, with its source)."""
+    parts = []
     hi = item["tf_max"]
     if hi:
         major, minor = _mm(hi)
+        mine = set(_apis(item))
         later = [e for e in recipes.table()["raises_under_determinism"]
-                 if set(recipes.op_apis(e)) & set(recipes.op_apis(item)) and e["tf_min"]
-                 and _mm(e["tf_min"]) > (major, minor) and " when " not in _short(e["op"])]
-        if not later and not said:
+                 if set(_apis(e)) & mine and _mm(e["tf_min"]) > (major, minor)
+                 and "build_condition" not in e and e.get("platform") in (None, "linux")]
+        if not later:
             parts.append(f"TensorFlow {major}.{minor + 1} and later do not raise here")
+    hatch = item.get("escape_hatch")
+    if hatch:
+        parts.append(f"escape hatch: {hatch['name']}={hatch['value']} {hatch['effect']} "
+                     f"({recipe.source_url(hatch['source'])})")
     return "; ".join(parts) or "replace the op or run it outside the determinism scope"
+
+
+def _only(item: dict[str, Any]) -> str:
+    """The entry's condition a script cannot show, as the message says it."""
+    return f" only when {item['condition']} (the script does not show whether it does)" if "condition" in item else ""
 
 
 def check_ops(s: Script) -> None:
@@ -173,41 +173,44 @@ def check_ops(s: Script) -> None:
     plain = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" not in a}
     split = frozenset(compat & plain)
     # the last name component each entry can match: a call is compared with those entries only
-    wanted = {a.rsplit(".", 1)[-1] for a in all_apis if not a.startswith("Keras:")}
-    prefixes = tuple(a[6:] for a in all_apis if a.startswith("Keras:"))
+    lasts = {a.rsplit(".", 1)[-1] for a in all_apis}
+    wanted = {last for last in lasts if not last.endswith("*")}
+    prefixes = tuple(last[:-1] for last in lasts if last.endswith("*"))
     version = s.target.tf_version
     for c, shown in _uses(s):
         last = c.name.rsplit(".", 1)[-1] if c.name else ""
-        if last not in wanted and not (prefixes and _keras_class(last).startswith(prefixes)):
+        if last not in wanted and not (prefixes and last.startswith(prefixes)):
             continue
         for e in raises:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
                 item = e.item
                 s.add(R.PY_OP_RAISES, c.node.lineno,
-                      f"{shown} raises {item['exception']} under determinism on TensorFlow {version} "
+                      f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(item)} "
                       f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
-                      _hatch(item, recipe))
+                      _hatch(item, recipe), severity="warning" if "condition" in item else None)
         for e in silent:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
                 item = e.item
                 s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
-                      f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on "
-                      f"({_short(item['op'])}, {_range(item)}): {item['why']}",
-                      "use a TensorFlow version where the op is deterministic, or replace it")
+                      f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
+                      f"{_only(item)} ({_short(item['op'])}, {_range(item)}): {item['why']}",
+                      "use a TensorFlow version where the op is deterministic, or replace it",
+                      severity="info" if "condition" in item else None)
 
 
 def _uses(s: Script) -> Iterator[tuple[_Call, str]]:
     """Each call of a TensorFlow or Keras name, as the name the table's entries are matched against (a library
-    function built on a listed op counts as that op) and the words the message shows; a loss named by string in
-    compile() counts as a call of its function on compile's line."""
+    function the table says is built on a listed op counts as that op) and the words the message shows; a loss
+    named by string in compile() counts as a call of keras.losses.<name> (Keras resolves it so) on compile's line."""
+    built = {canonical(a): b["calls"] for b in recipes.built_on() for a in b["apis"]}
     for c in s.calls:
         if c.name and c.name.startswith(("tf.", "keras.")):
-            op = _BUILT_ON.get(c.name)
+            op = built.get(c.name)
             yield (c, c.name) if op is None else (_Call(c.node, op, c.attr), f"{c.name} (built on {op})")
         elif c.attr == "compile" and _is_model_compile(c):
             loss = _const(c.kw("loss"))
-            if isinstance(loss, str) and loss in _LOSS_NAMES:
-                op = _BUILT_ON[_LOSS_NAMES[loss]]
+            op = built.get(f"keras.losses.{loss}") if isinstance(loss, str) else None
+            if op is not None:
                 yield _Call(c.node, op, c.attr), f"compile(loss={loss!r}) (built on {op})"
 
 
@@ -316,22 +319,18 @@ def check_seeds(s: Script) -> None:
 
 def _unseeded_layers(s: Script) -> tuple[str, bool]:
     """What the table says of the script's unseeded Keras random layers on its TensorFlow and Keras: the entry
-    whose text names the layer class (Keras 2's Dropout raises from TF 2.7, Keras 3's stays nondeterministic),
-    and the first such layer of the script; True when that entry raises."""
+    for calls without a seed while no global seed is set whose APIs the script calls (Keras 2's Dropout raises
+    from TF 2.7, Keras 3's stays nondeterministic), and the first such layer of the script; True when it raises."""
     recipe, keras = s.target.recipe, s.keras_major()
     if recipe is None:
         return "", False
     for kind, items in (("raises", recipe.raises), ("stays nondeterministic", recipe.silent)):
-        for e in _entries(items, keras):
-            if "keras_min" not in e.item:
-                continue
-            classes = set(re.findall(r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)*)\b", _short(e.item["op"]))) - {"Keras"}
+        for e in _entries(items, keras, "no_global_seed"):
             for c in s.calls:
-                if (c.name or "").startswith("keras.") and _keras_class(c.name or "") in classes \
-                        and c.kw("seed") is None:
+                if c.kw("seed") is None and any(_matches(c, a, frozenset()) for a in e.apis):
                     how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
                     return (f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
-                            f"{_keras_class(c.name or '')} {how}: line {c.node.lineno}", kind == "raises")
+                            f"{(c.name or '').rsplit('.', 1)[-1]} {how}: line {c.node.lineno}", kind == "raises")
     return "", False
 
 
@@ -399,41 +398,40 @@ def _parallel(c: _Call) -> bool:
     return n is not None and _const(n) not in (1, None)
 
 
-def _keras_random_layer(s: Script, node: ast.AST) -> ast.Call | None:
-    """A Keras random preprocessing layer (RandomFlip, RandomRotation, ...) built in `node`: each keeps a random
-    state that every call advances, so parallel calls take from it in the order they happen to run."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            name = s.names.resolve(sub.func) or ""
-            if name.startswith("keras.") and name.rsplit(".", 1)[-1].startswith("Random"):
-                return sub
-    return None
+def _map_hazard() -> tuple[str, ...]:
+    """The APIs the table's common caveat about parallel tf.data maps names (stateful random ops, Keras random
+    preprocessing layers): each keeps a random state that every call advances, so parallel calls take from it in
+    the order they happen to run."""
+    return tuple(a for c in recipes.table()["common"]["caveats"] if c.get("context") == "parallel_map"
+                 for a in _apis(c))
 
 
-def _stateful_random(s: Script, fn: ast.AST, depth: int = 1) -> ast.Call | None:
+def _racy(s: Script, node: ast.Call, apis: tuple[str, ...]) -> bool:
+    """A call of one of `apis`: a Keras layer keeps its random state whatever its seed, an op given a seed is
+    reproducible."""
+    c = _Call(node, s.names.resolve(node.func), None)
+    if not any(_matches(c, a, frozenset()) for a in apis):
+        return False
+    return (c.name or "").startswith("keras.") or not any(k.arg == "seed" for k in node.keywords)
+
+
+def _stateful_random(s: Script, fn: ast.AST, apis: tuple[str, ...], depth: int = 1) -> ast.Call | None:
     for sub in ast.walk(fn):
         if isinstance(sub, ast.Call):
-            name = s.names.resolve(sub.func) or ""
-            last = name.rsplit(".", 1)[-1]
-            if name.startswith("keras.") and last.startswith("Random"):
-                return sub  # a layer built and called in the function
+            if _racy(s, sub, apis):
+                return sub  # an op, or a layer built and called in the function
             if isinstance(sub.func, ast.Name) and depth and sub.func.id in s.assigned:
                 # a layer (or Sequential of layers) built once outside and called here: augment = Sequential([...])
                 for value in s.assigned[sub.func.id]:
-                    found = _keras_random_layer(s, value)
-                    if found is not None:
-                        return found
-            if not name.startswith("tf.") or "stateless" in last:
-                continue
-            random_op = (name.startswith(("tf.random.", "tf.compat.v1.random.")) and last in
-                         ("uniform", "normal", "truncated_normal", "shuffle", "categorical", "gamma", "poisson")
-                         ) or (last.startswith("random_") and name.startswith(("tf.image.", "tf.", "tf.compat.v1.")))
-            if random_op and not any(k.arg == "seed" for k in sub.keywords):
-                return sub
+                    for inner in ast.walk(value):
+                        if isinstance(inner, ast.Call) and _racy(s, inner, apis) \
+                                and (s.names.resolve(inner.func) or "").startswith("keras."):
+                            return inner
     return None
 
 
 def check_data(s: Script) -> None:
+    apis = _map_hazard()
     for c in s.calls:
         for k in c.node.keywords:
             if k.arg == "deterministic" and _const(k.value) is False:
@@ -454,7 +452,7 @@ def check_data(s: Script) -> None:
                 fn = s.functions.get(fn.attr)
             if fn is None:
                 continue
-            op = _stateful_random(s, fn)
+            op = _stateful_random(s, fn, apis)
             if op is not None:
                 name = s.names.resolve(op.func) or ""
                 how = ("whose random state every parallel call advances" if name.startswith("keras.")
