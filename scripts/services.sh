@@ -154,7 +154,8 @@ cmd_install() {
   take_lock
   local log="$LOG_DIR/install.log" p
   local pkgs=(docker.io docker-registry debootstrap curl ca-certificates python3 python3-venv podman buildah
-    apache2-utils openssl golang-docker-credential-helpers pass gnupg)
+    apache2-utils openssl golang-docker-credential-helpers pass gnupg
+    chromium librsvg2-bin) # the study figure's render tests (marker renderers)
   local missing=()
   step install-packages "$log"
   for p in "${pkgs[@]}"; do

@@ -231,6 +231,37 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     return width, height, rows
 
 
+def _near(px: bytes, rgb: bytes, tolerance: int = 30) -> bool:
+    return sum(abs(p - q) for p, q in zip(px, rgb, strict=True)) < tolerance
+
+
+@pytest.mark.renderers
+def test_the_study_page_renders_in_a_headless_browser(tmp_path: Path) -> None:
+    """Chromium draws the self-contained page offline: a screenshot of the window's size in which each of
+    the two panels (left and right half) holds dots of both arms' colours (fill-opacity 0.8 on white)."""
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.skip("chromium is not installed (scripts/services.sh install)")
+    page = tmp_path / "study.html"
+    page.write_text(figure.page(_study_result()))
+    shot = tmp_path / "study.png"
+    # --no-sandbox: Chromium's sandbox refuses to start as root (CI runs as root); the page has no script.
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
+                    f"--screenshot={shot}", "--window-size=900,700", page.as_uri()],
+                   check=True, timeout=120, capture_output=True)
+    width, height, rows = _png_pixels(shot.read_bytes())
+    assert (width, height) == (900, 700)
+    for half in (range(0, 450), range(450, 900)):
+        pixels = {row[3 * x:3 * x + 3] for row in rows for x in half}
+        for colour in ("1f77b4", "d62728"):  # the fixed and the varied arm's dots
+            dot = bytes(round(0.8 * c + 0.2 * 255) for c in bytes.fromhex(colour))
+            assert any(_near(px, dot) for px in pixels), (colour, half)
+
+
+@pytest.mark.renderers
 def test_the_figure_renders_in_a_real_svg_renderer(tmp_path: Path) -> None:
     """librsvg (rsvg-convert) draws the panels: the image has the sheet's size and both arms' colours."""
     import shutil
@@ -238,7 +269,7 @@ def test_the_figure_renders_in_a_real_svg_renderer(tmp_path: Path) -> None:
 
     renderer = shutil.which("rsvg-convert")
     if renderer is None:
-        pytest.skip("rsvg-convert (librsvg2-bin) is not installed")
+        pytest.skip("rsvg-convert (librsvg2-bin) is not installed (scripts/services.sh install)")
     svg = tmp_path / "study.svg"
     svg.write_text(figure.sheet(_study_result(), columns=2))
     subprocess.run([renderer, str(svg), "-o", str(tmp_path / "study.png")], check=True, timeout=60)
@@ -246,8 +277,7 @@ def test_the_figure_renders_in_a_real_svg_renderer(tmp_path: Path) -> None:
     assert (width, height) == (2 * figure.WIDTH, figure.HEIGHT)
     pixels = {row[i:i + 3] for row in rows for i in range(0, len(row), 3)}
     for colour in ("1f77b4", "d62728"):  # the fixed and the varied arm's dots
-        rgb = bytes.fromhex(colour)
-        assert any(sum(abs(p - q) for p, q in zip(px, rgb, strict=True)) < 30 for px in pixels), colour
+        assert any(_near(px, bytes.fromhex(colour)) for px in pixels), colour
 
 
 def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
