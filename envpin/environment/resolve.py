@@ -417,7 +417,7 @@ def write_lock(out: Path, reqs: tuple[Requirement, ...], image: str, python: str
     header = (
         f"# envpin: locked from {source.name} ({sha256_bytes(text.encode())}) {how}\n"
         f"# for Python {python} on linux/amd64. Packages the base image already has are not listed:\n"
-        "# they stay exactly as NVIDIA ships them. Regenerate with `envpin lock`, do not edit.\n"
+        "# they stay exactly as the base image ships them. Regenerate with `envpin lock`, do not edit.\n"
     )
     body = render_lock(reqs, header)
     parse_lock(body, str(out))  # what we write must be what render/build accept
