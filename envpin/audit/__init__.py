@@ -76,6 +76,8 @@ FIX_SUFFIX = ".envpin-fixed"
 
 @dataclass
 class FixedFile:
+    """One file --fix wrote: its source, where the corrected copy went, and what was changed."""
+
     source: str
     output: str
     outcome: FixOutcome
@@ -83,6 +85,8 @@ class FixedFile:
 
 @dataclass
 class AuditRun:
+    """What `envpin audit` found (and with --fix wrote); its exit code follows --fail-on."""
+
     files: list[str]
     findings: list[Finding]
     fail_on: str
@@ -185,12 +189,15 @@ def _few_collections() -> Iterator[None]:
     """Python's cyclic garbage collector scans every live object on each full pass; an audit builds hundreds of
     thousands of small objects and frees them all at once at the end, so the default thresholds made a 100k-line
     Dockerfile spend a third of its time in collections. Collect rarely while auditing, as before afterwards."""
-    old = gc.get_threshold()
+    old, off = gc.get_threshold(), not gc.isenabled()
     gc.set_threshold(100_000, 50, 100)
+    gc.enable()  # the console script starts with it off (envpin.__main__): an audit of any size collects
     try:
         yield
     finally:
         gc.set_threshold(*old)
+        if off:
+            gc.disable()
 
 
 def _run(

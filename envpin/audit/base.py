@@ -22,6 +22,8 @@ _STOCK_TAG = re.compile(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:rc[0-9]+)?(?:-.*)?\Z")
 
 @dataclass(frozen=True)
 class BaseInfo:
+    """The produced image's base: its TensorFlow and recipe, or why they are unknown."""
+
     label: str  # what the messages call the base, e.g. "NGC 22.03-tf2-py3"
     image: str  # the external image the target stage starts from
     tf_version: str | None = None

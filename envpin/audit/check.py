@@ -23,6 +23,8 @@ COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
 @dataclass(frozen=True)
 class Finding:
+    """One hazard at file:line, with its rule, severity and fix."""
+
     rule: str
     severity: str
     file: str
@@ -48,6 +50,8 @@ def finding(rule: Rule, file: str, line: int, message: str, fix: str, severity: 
 
 @dataclass
 class Context:
+    """What every check of one Dockerfile reads (the parse, target stage, base) and the findings it adds."""
+
     df: Dockerfile
     target: Stage
     base: BaseInfo

@@ -39,6 +39,8 @@ _KEYS = {"ignore", "fail-on", "per-path"}
 
 @dataclass(frozen=True)
 class AuditConfig:
+    """[tool.envpin.audit] of the nearest pyproject.toml: rules ignored (everywhere or per file) and fail-on."""
+
     path: Path | None = None
     ignore: frozenset[str] = frozenset()
     fail_on: str | None = None
