@@ -25,6 +25,7 @@ from envpin.audit.config import apply as apply_config
 from envpin.audit.engine import audit
 from envpin.audit.fix import MECHANICAL, FixOutcome, fix  # eager: a later import of the module would rebind `fix`
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
+from envpin.audit.python import is_script
 from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
@@ -36,8 +37,7 @@ if TYPE_CHECKING:
 
 #: Public names whose module loads on first use (the Python-script audit, which no Dockerfile-only call needs
 #: at import; the script fixer is imported by --fix itself). name -> module.
-_LAZY = {name: "envpin.audit.python.audit" for name in ("ScriptTarget", "audit_script", "is_script", "read_script",
-                                                         "target_for")}
+_LAZY = {name: "envpin.audit.python.audit" for name in ("ScriptTarget", "audit_script", "read_script", "target_for")}
 
 
 def __getattr__(name: str) -> Any:
@@ -205,21 +205,24 @@ def _run(
     do_fix: bool, fix_out: Path | None, in_place: bool, resolve: Callable[[str], str] | None, config: AuditConfig,
     context: Path | None, read_context: bool, lock_target: ScriptTarget | None = None,
 ) -> AuditRun:
-    from envpin.audit.python.audit import ScriptTarget, audit_script, is_script, read_script
-
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
     parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths if not is_script(p)]
-    scripts = {p: read_script(p) for p in paths if is_script(p)}
+    scripts: dict[str, str] = {}
+    if any(map(is_script, paths)):  # the script audit loads only for a run with scripts
+        from envpin.audit.python.audit import audit_script, read_script
+
+        scripts = {p: read_script(p) for p in paths if is_script(p)}
 
     def where(df: Dockerfile) -> Path | None:
         """The build context: --context DIR, else the Dockerfile's folder; None with --no-context."""
         return None if not read_context else (context if context is not None else Path(df.path).parent)
 
     findings = {df.path: _kept(df, audit(df, target=target, tf=tf, context=where(df)), config) for df in parsed}
-    aim = _script_target(parsed, target, tf, lock_target) if scripts else ScriptTarget()
-    for path, text in scripts.items():
-        findings[path] = _kept(_Lines(path, text.splitlines()), audit_script(text, path, aim), config)
+    if scripts:
+        aim = _script_target(parsed, target, tf, lock_target)
+        for path, text in scripts.items():
+            findings[path] = _kept(_Lines(path, text.splitlines()), audit_script(text, path, aim), config)
     if not do_fix:
         return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on)
     from envpin.audit.python.fixer import fix_script

@@ -39,17 +39,21 @@ _RELEASE_RE = re.compile(r"[0-9]{2}\.(0[1-9]|1[0-2])\Z")
 _TOP_KEYS = {"schema", "image_repository", "sources", "missing_months", "releases", "notes"}
 
 
-def shipped_catalog_path() -> Path:
-    """The catalog shipped inside the package: beside the package's own files when they are on disk (no
-    importlib.resources, whose readers cost ~4 ms of every start-up), else as the package's resource."""
+def shipped_data_path(name: str) -> Path:
+    """A data file shipped inside the package (envpin/data/NAME): beside the package's own files when they are
+    on disk (no importlib.resources, whose readers cost ~4 ms of every start-up), else as a package resource."""
     import envpin
 
     here = Path(envpin.__file__).parent if getattr(envpin, "__file__", None) else None
     if here is not None and here.is_dir():
-        return here / "data" / "catalog.json"
+        return here / "data" / name
     from importlib import resources
 
-    return Path(str(resources.files("envpin") / "data" / "catalog.json"))
+    return Path(str(resources.files("envpin") / "data" / name))
+
+
+def shipped_catalog_path() -> Path:
+    return shipped_data_path("catalog.json")
 
 
 def checked_record_path() -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 
 from envpin.errors import CatalogError, UsageError, shown
 from envpin.knowledge.catalog import Entry, Fact
-from envpin.knowledge.catalogcheck import shipped_catalog_path
+from envpin.knowledge.catalogcheck import shipped_data_path
 from envpin.knowledge.fields import FIELDS, LIST_FIELDS
 from envpin.knowledge.versions import TFSpec
 from envpin.portable import imageref
@@ -158,7 +158,7 @@ def is_stock_flavor(flavor: str) -> bool:
 
 
 def stock_path() -> str:
-    return str(shipped_catalog_path().with_name("stock.json"))
+    return str(shipped_data_path("stock.json"))
 
 
 @lru_cache(maxsize=1)

@@ -6,3 +6,12 @@ same run, the lock, or --tf) and the recipe table's facts for that version.
 `checks` finds them; `fixer` makes the safe fixes. This package imports no rule registry, so the registry
 (envpin.audit.rules) can list the rules defined here.
 """
+
+#: What `envpin audit` treats as a Python script rather than a Dockerfile.
+SUFFIXES = (".py", ".pyw")
+
+
+def is_script(path: str) -> bool:
+    """A `.py` file, or what --fix wrote for one (`train.py.envpin-fixed`). Here, in the package itself, so
+    telling scripts from Dockerfiles loads none of the script audit (a Dockerfile-only run never needs it)."""
+    return path.lower().removesuffix(".envpin-fixed").endswith(SUFFIXES)

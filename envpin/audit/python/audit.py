@@ -14,13 +14,8 @@ from envpin.fsutil import read_regular
 
 __all__ = ["ScriptTarget", "audit_script", "is_script", "parse_script", "read_script", "target_for"]
 
-#: What `envpin audit` treats as a Python script rather than a Dockerfile.
-SUFFIXES = (".py", ".pyw")
-
-
-def is_script(path: str) -> bool:
-    """A `.py` file, or what --fix wrote for one (`train.py.envpin-fixed`)."""
-    return path.lower().removesuffix(".envpin-fixed").endswith(SUFFIXES)
+from envpin.audit.python import SUFFIXES as SUFFIXES  # their home is the package, which costs nothing to load
+from envpin.audit.python import is_script
 
 
 def parse_script(text: str, path: str) -> ast.Module | Finding:
