@@ -14,6 +14,7 @@ from envpin.errors import UsageError
 if TYPE_CHECKING:
     from envpin.runs.bisect import BisectResult
     from envpin.runs.cost import CostResult
+    from envpin.runs.launch import Srun
     from envpin.runs.study import StudyResult
 
 
@@ -37,10 +38,25 @@ def _workdir(keep: Path | None) -> Iterator[Path]:
     yield keep
 
 
-def _command(command: list[str]) -> list[str]:
+def _command(command: list[str], slurm: Srun | None = None) -> list[str]:
     from envpin.runs.launch import check_command
 
-    return check_command(command)
+    return check_command(command, slurm)
+
+
+def _srun(slurm: bool, partition: str | None, slurm_args: list[str] | None) -> Srun | None:
+    """`--slurm` with its partition and extra srun options, or None (the runs start here)."""
+    if not slurm:
+        if partition is not None or slurm_args:
+            raise UsageError("--partition and --slurm-arg need --slurm", hint="add --slurm, or drop them")
+        return None
+    from envpin.runs.launch import Srun
+
+    for arg in slurm_args or ():
+        if not arg.startswith("-"):
+            raise UsageError(f"--slurm-arg {arg!r} is not an srun option",
+                             hint="pass one srun option each time, with its value: --slurm-arg=--gres=gpu:1")
+    return Srun(partition=partition, options=tuple(slurm_args or ()))
 
 
 def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
@@ -65,9 +81,12 @@ def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, m
 
 def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str = "off", jobs: int = 1,
                html: Path | None = None, svg: Path | None = None, keep: Path | None = None,
-               timeout: float | None = None, progress: Callable[[str], None] | None = None) -> StudyResult:
+               timeout: float | None = None, progress: Callable[[str], None] | None = None,
+               slurm: bool = False, partition: str | None = None,
+               slurm_args: list[str] | None = None) -> StudyResult:
     """`runs` runs with every seed fixed against `runs` with the seed varied (with the recipe off, on or
-    both); the picture is written to `html` (a page) and `svg` (one image) when given."""
+    both); the picture is written to `html` (a page) and `svg` (one image) when given. With `slurm` each
+    run is one Slurm task (srun, with `partition` and the extra srun options `slurm_args`)."""
     from envpin.runs.study import study
 
     recipes = {"off": (False,), "on": (True,), "both": (False, True)}.get(recipe)
@@ -80,10 +99,11 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
     for path, option in ((html, "--html"), (svg, "--svg")):
         if path is not None:
             check_output_path(path, option)
-    args = _command(command)
+    srun = _srun(slurm, partition, slurm_args)
+    args = _command(command, srun)
     with _workdir(keep) as root:
         result = study(args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout,
-                       progress=progress)
+                       progress=progress, slurm=srun)
     from envpin.fsutil import atomic_write
     from envpin.runs.figure import page, sheet
 
@@ -95,10 +115,14 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
 
 
 def cost_runs(command: list[str], *, repeat: int = 3, seed: int = 42, keep: Path | None = None,
-              timeout: float | None = None, progress: Callable[[str], None] | None = None) -> CostResult:
-    """Time the command without and with envpin's recipe, `repeat` times each, alternately."""
+              timeout: float | None = None, progress: Callable[[str], None] | None = None,
+              slurm: bool = False, partition: str | None = None,
+              slurm_args: list[str] | None = None) -> CostResult:
+    """Time the command without and with envpin's recipe, `repeat` times each, alternately (each run one
+    Slurm task with `slurm`)."""
     from envpin.runs.cost import cost
 
-    args = _command(command)
+    srun = _srun(slurm, partition, slurm_args)
+    args = _command(command, srun)
     with _workdir(keep) as root:
-        return cost(args, root, repeat=repeat, seed=seed, timeout=timeout, progress=progress)
+        return cost(args, root, repeat=repeat, seed=seed, timeout=timeout, progress=progress, slurm=srun)

@@ -18,6 +18,12 @@ CommandArg = Annotated[list[str], typer.Argument(metavar="COMMAND...", help="The
 SeedOpt = Annotated[int, typer.Option("--seed", help="The seed (ENVPIN_SEED) of the fixed-seed runs.")]
 KeepOpt = Annotated[Path | None, typer.Option("--keep", help="Keep logs and dumps in this new or empty folder.")]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Stop a run after this many seconds.")]
+SlurmOpt = Annotated[bool, typer.Option("--slurm", help="Run each run as one Slurm task (srun); the hook travels "
+                                        "on srun's standard input, no shared storage needed.")]
+PartitionOpt = Annotated[str | None, typer.Option("--partition", metavar="P",
+                                                  help="Slurm partition (default: the default one).")]
+SlurmArgOpt = Annotated[list[str] | None, typer.Option("--slurm-arg", metavar="OPTION",
+                                                       help="Extra srun option, repeatable: --slurm-arg=--gres=gpu:1.")]
 
 
 class RecipeArms(str, Enum):
@@ -92,6 +98,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         keep: KeepOpt = None,
         timeout: TimeoutOpt = None,
+        slurm: SlurmOpt = False,
+        partition: PartitionOpt = None,
+        slurm_arg: SlurmArgOpt = None,
         as_json: JsonOpt = False,
         fmt: FormatOpt = Format.text,
     ) -> None:
@@ -105,7 +114,8 @@ def register(app: typer.Typer) -> None:
 
         with console.progress("study") as update:
             result = api.study_runs(command, runs=runs_per_arm, seed=seed, recipe=recipe.value, jobs=jobs,
-                                    html=html, svg=svg, keep=keep, timeout=timeout, progress=update)
+                                    html=html, svg=svg, keep=keep, timeout=timeout, progress=update,
+                                    slurm=slurm, partition=partition, slurm_args=slurm_arg)
         if wants_json(fmt, as_json):
             console.print_json(result.to_dict())
         else:
@@ -118,6 +128,9 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 42,
         keep: KeepOpt = None,
         timeout: TimeoutOpt = None,
+        slurm: SlurmOpt = False,
+        partition: PartitionOpt = None,
+        slurm_arg: SlurmArgOpt = None,
         as_json: JsonOpt = False,
         fmt: FormatOpt = Format.text,
     ) -> None:
@@ -129,7 +142,8 @@ def register(app: typer.Typer) -> None:
         from envpin.views import console, runs
 
         with console.progress("cost") as update:
-            result = api.cost_runs(command, repeat=repeat, seed=seed, keep=keep, timeout=timeout, progress=update)
+            result = api.cost_runs(command, repeat=repeat, seed=seed, keep=keep, timeout=timeout, progress=update,
+                                   slurm=slurm, partition=partition, slurm_args=slurm_arg)
         if wants_json(fmt, as_json):
             console.print_json(result.to_dict())
         else:

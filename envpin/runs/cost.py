@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
-from envpin.runs.launch import Run, RunSpec, failed, run_all
+from envpin.runs.launch import Run, RunSpec, Srun, failed, run_all
 from envpin.runs.study import BOOTSTRAP, BOOTSTRAP_SEED
 
 
@@ -68,7 +68,7 @@ class CostResult:
 
 
 def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, timeout: float | None = None,
-         progress: Callable[[str], None] | None = None) -> CostResult:
+         progress: Callable[[str], None] | None = None, slurm: Srun | None = None) -> CostResult:
     """Alternate runs without and with the recipe, one at a time (timings of parallel runs mean little)."""
     if repeat < 2:
         raise UsageError("an interval needs at least 2 runs per arm", hint="pass --repeat 2 or more")
@@ -76,7 +76,7 @@ def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, tim
     for i in range(repeat):
         specs += [RunSpec(label=f"without recipe {i + 1}", seed=seed),
                   RunSpec(label=f"with recipe {i + 1}", seed=seed, recipe=True)]
-    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress)
+    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm)
     for run in runs:
         if run.returncode != 0:
             raise failed(run)

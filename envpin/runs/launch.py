@@ -7,13 +7,19 @@ Python the command starts, of any environment, finds both.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
+import math
 import os
 import py_compile
 import re
 import shutil
 import subprocess
 import time
+import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +34,7 @@ SEED_VAR = "ENVPIN_SEED"
 #: A metrics line on stdout: the last line that is a JSON object with this key (values must be numbers).
 METRICS_KEY = "envpin_metrics"
 _NO_DEBUGGER = 86  # envpin.runs.hook.NO_DEBUGGER (the hook runs elsewhere and is not imported here)
+_NODE_MARK = "@envpin-run-record"  # envpin.runs.nodeboot.MARK (a node program, not imported here)
 #: The return code recorded for a run stopped by --timeout (subprocess kills it).
 TIMED_OUT = -9
 
@@ -72,11 +79,44 @@ class Run:
         return " | ".join(line.strip() for line in text[-lines:])
 
 
-def check_command(command: Sequence[str]) -> list[str]:
-    """The command as a list, or a usage error when there is none or its program cannot be found."""
+@dataclass(frozen=True)
+class Srun:
+    """Each run as one Slurm task (`--slurm`): srun starts envpin/runs/nodeboot.py under the node's python3 with
+    the hook bundle on its standard input; the node unpacks it, runs the command with the hook and sends the
+    hook's records back on standard output. No shared storage is needed."""
+
+    partition: str | None = None
+    options: tuple[str, ...] = ()
+
+    def command(self, command: list[str], spec_env: dict[str, str], bundle_sha256: str,
+                timeout: float | None) -> list[str]:
+        cmd = ["srun", "--nodes=1", "--ntasks=1", "--job-name=envpin-run"]
+        if self.partition:
+            cmd.append(f"--partition={self.partition}")
+        if timeout is not None:  # Slurm ends the task too, should this srun be killed
+            cmd.append(f"--time={math.ceil(timeout / 60) + 1}")
+        boot = (resources.files("envpin.runs") / "nodeboot.py").read_text(encoding="utf-8")
+        assignments = [f"{k}={v}" for k, v in sorted(spec_env.items())]
+        return [*cmd, *self.options, "python3", "-c", boot, bundle_sha256, *assignments, "--", *command]
+
+
+#: The variables of a run that travel to a Slurm node as arguments (the node sets ENVPIN_RUNS_OUT itself).
+_NODE_VARS = (SEED_VAR, "ENVPIN_RUNS_RECIPE", "PYTHONHASHSEED", "ENVPIN_RUNS_STEPS", "ENVPIN_RUNS_OP_REGEX")
+
+
+def check_command(command: Sequence[str], slurm: Srun | None = None) -> list[str]:
+    """The command as a list, or a usage error when there is none or its program cannot be found (here, or,
+    with --slurm, srun: the program is looked for on the node)."""
     args = list(command)
     if not args:
         raise UsageError("no command to run", hint="put the training command after --, e.g. -- python train.py")
+    if slurm is not None:
+        if shutil.which("srun") is None:
+            raise UsageError("--slurm needs srun, which is not on PATH", hint="run envpin on a Slurm login node")
+        if args[0] == "srun":
+            raise UsageError("with --slurm envpin starts srun itself", hint="drop srun from the command and pass "
+                             "its options as --slurm-arg=OPTION")
+        return args
     if shutil.which(args[0]) is None:
         raise UsageError(f"command {args[0]!r} not found", hint="give the program's path or put it on PATH")
     return args
@@ -95,6 +135,44 @@ def hook_folder(root: Path) -> Path:
                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
     (folder / "envpin.pyz").write_bytes(payload.payload())
     return folder
+
+
+def bundle(hook: Path) -> bytes:
+    """The hook folder as the zip a Slurm node unpacks (nodeboot.py): sitecustomize.py and envpin.pyz."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name in ("sitecustomize.py", "envpin.pyz"):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # the same bytes on every call
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, (hook / name).read_bytes())
+    return buffer.getvalue()
+
+
+def node_records(stdout: str) -> list[dict[str, Any]]:
+    """The hook records a Slurm node sent back (nodeboot.py's lines); damaged or incomplete ones are left out."""
+    pieces: dict[str, dict[int, str]] = {}
+    totals: dict[str, int] = {}
+    for line in stdout.splitlines():
+        cols = line.strip().split(" ")
+        if len(cols) not in (5, 6) or cols[0] != _NODE_MARK or cols[1] != "1" or not cols[2].isdigit() \
+                or not cols[3].isdigit():
+            continue
+        pieces.setdefault(cols[4], {})[int(cols[2])] = cols[5] if len(cols) == 6 else ""
+        totals[cols[4]] = int(cols[3])
+    found = []
+    for digest, chunks in sorted(pieces.items()):
+        if sorted(chunks) != list(range(totals[digest])):
+            continue
+        blob = "".join(chunks[i] for i in range(totals[digest]))
+        if hashlib.sha256(blob.encode("ascii", "replace")).hexdigest()[:16] != digest:
+            continue
+        try:
+            record = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+        except (ValueError, zlib.error):
+            continue
+        if isinstance(record, dict):
+            found.append(record)
+    return found
 
 
 def environment(spec: RunSpec, hook: Path, out: Path, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -149,21 +227,35 @@ def _records(out: Path) -> list[dict[str, Any]]:
 _KERAS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
-def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: float | None = None) -> Run:
-    """Run the command once with the hook; its stdout and stderr go to files in `out`."""
+def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: float | None = None,
+             slurm: Srun | None = None) -> Run:
+    """Run the command once with the hook (here, or as one Slurm task); its stdout and stderr go to files in
+    `out`."""
     out.mkdir(parents=True, exist_ok=True)
+    env, data = environment(spec, hook, out), None
+    if slurm is not None:
+        data = bundle(hook)
+        node_env = {k: env[k] for k in _NODE_VARS if k in env}
+        command = slurm.command(command, node_env, hashlib.sha256(data).hexdigest(), timeout)
+        # srun's own environment: the caller's, without a stale run variable (the host's hook folder would
+        # mean nothing on a node; the run's variables travel as arguments)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ENVPIN_RUNS_") and k != SEED_VAR}
     start = time.perf_counter()
     with open(out / "stdout.log", "wb") as so, open(out / "stderr.log", "wb") as se:
         try:
-            proc = subprocess.run(command, stdout=so, stderr=se, stdin=subprocess.DEVNULL,
-                                  env=environment(spec, hook, out), timeout=timeout)
+            stdin = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}  # the bundle, for srun
+            proc = subprocess.run(command, stdout=so, stderr=se, env=env, timeout=timeout, **stdin)
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = TIMED_OUT
         except OSError as exc:
             raise RunError(f"cannot run {command[0]}: {exc.strerror or exc}", hint="check the command") from exc
     seconds = time.perf_counter() - start
-    run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=_records(out))
+    records = _records(out)
+    if slurm is not None:
+        records = sorted(records + node_records((out / "stdout.log").read_text(errors="replace")),
+                         key=lambda r: r.get("started", 0))
+    run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=records)
     record = run.tf_record
     if record is not None:  # Keras History: the last value of each key (the script's own line wins)
         run.metrics = {k: v[-1] for k, v in sorted(record.get("history", {}).items()) if v and _KERAS_NAME.match(k)}
@@ -181,13 +273,14 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
 
 
 def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int = 1,
-            timeout: float | None = None, progress: Callable[[str], None] | None = None) -> list[Run]:
-    """Every run, `jobs` at a time, in the order of `specs`."""
+            timeout: float | None = None, progress: Callable[[str], None] | None = None,
+            slurm: Srun | None = None) -> list[Run]:
+    """Every run, `jobs` at a time, in the order of `specs` (each one a Slurm task with `slurm`)."""
     hook = hook_folder(root)
     done = [0]
 
     def one(index: int) -> Run:
-        run = run_once(command, specs[index], hook, root / f"run-{index:03d}", timeout)
+        run = run_once(command, specs[index], hook, root / f"run-{index:03d}", timeout, slurm)
         done[0] += 1
         if progress is not None:
             progress(f"{done[0]}/{len(specs)} runs done")

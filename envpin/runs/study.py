@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
-from envpin.runs.launch import Run, RunSpec, failed, run_all
+from envpin.runs.launch import Run, RunSpec, Srun, failed, run_all
 
 #: Bootstrap resamples and the seed of their generator (fixed: the interval is part of the report).
 BOOTSTRAP = 2000
@@ -145,11 +145,14 @@ def summarise(runs: Sequence[Run], recipes: Sequence[bool]) -> list[MetricStats]
 
 
 def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, recipes: Sequence[bool] = (False,),
-          jobs: int = 1, timeout: float | None = None, progress: Callable[[str], None] | None = None) -> StudyResult:
-    """Run both arms (per recipe setting) and compare them metric by metric."""
+          jobs: int = 1, timeout: float | None = None, progress: Callable[[str], None] | None = None,
+          slurm: Srun | None = None) -> StudyResult:
+    """Run both arms (per recipe setting) and compare them metric by metric (each run a Slurm task with
+    `slurm`)."""
     if runs < 2:
         raise UsageError("a spread needs at least 2 runs per arm", hint="pass -n 2 or more (5 or more is better)")
-    done = run_all(command, plan(runs, seed, recipes), root, jobs=jobs, timeout=timeout, progress=progress)
+    done = run_all(command, plan(runs, seed, recipes), root, jobs=jobs, timeout=timeout, progress=progress,
+                   slurm=slurm)
     for run in done:
         if run.returncode != 0:
             raise failed(run)

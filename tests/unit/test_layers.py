@@ -37,10 +37,10 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
 #: Standard library only, Python 3.6+: these run inside images (imports of optional packages such as
 #: tensorflow happen inside functions and are checked by tests/unit/test_probe_run.py).
 STDLIB_ONLY = ("envpin.portable", "envpin.probe", "envpin.fleet.nodetask", "envpin.runs.hook",
-               "envpin.runs.dumpdiff")
+               "envpin.runs.dumpdiff", "envpin.runs.nodeboot")
 #: Library modules that may write to stdout/stderr: programs that run inside images, where a JSON report
 #: or a framed result on stdout is their whole interface.
-PROGRAMS = ("envpin.probe", "envpin.fleet.nodetask", "envpin.runs.dumpdiff")
+PROGRAMS = ("envpin.probe", "envpin.fleet.nodetask", "envpin.runs.dumpdiff", "envpin.runs.nodeboot")
 
 
 def module_name(path: Path) -> str:

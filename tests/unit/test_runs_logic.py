@@ -293,3 +293,48 @@ def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     hook_file, ran = out.split()
     assert hook_file == str(tmp_path / "hook" / "sitecustomize.py") and ran == "yes"
+
+
+def test_node_records_come_back_whole_or_not_at_all() -> None:
+    """The framing of envpin/runs/nodeboot.py as the host reads it: records split into lines, interleaved with
+    the command's output; a damaged or incomplete record is left out, never half-read."""
+    from envpin.runs import nodeboot
+
+    big = {"pid": 1, "history": {"loss": [i / 7 for i in range(3000)]}, "tf_version": "2.9.1"}
+    small = {"pid": 2, "tf_version": "2.9.1", "seed": 4}
+    lines_big, lines_small = nodeboot.frame(big), nodeboot.frame(small)
+    assert len(lines_big) > 3 and all(len(line) < 700 for line in lines_big)
+    mixed = ["epoch 1", *lines_big[:2], '{"envpin_metrics": {"a": 1}}', *lines_small, *lines_big[2:], "done"]
+    assert sorted(launch.node_records("\n".join(mixed)), key=lambda r: r["pid"]) == [big, small]
+    assert launch.node_records("\n".join(lines_big[:-1] + lines_small)) == [small]  # incomplete: left out
+    damaged = [*lines_big[:1], lines_big[1][:-3] + "AAA", *lines_big[2:]]
+    assert launch.node_records("\n".join(damaged)) == []
+    assert launch.metrics_line("\n".join(mixed)) == {"a": 1.0}
+
+
+def test_the_node_bootstrap_runs_the_command_with_the_hook(tmp_path: Path) -> None:
+    """nodeboot.py as srun starts it, here: the bundle on stdin, the run's variables as arguments; the hook
+    is unpacked into a temporary folder and found first on PYTHONPATH, the command's status is kept, and a
+    damaged bundle stops before the command runs."""
+    import hashlib
+    import subprocess
+
+    from envpin.runs import nodeboot
+
+    data = launch.bundle(launch.hook_folder(tmp_path))
+    assert data == launch.bundle(launch.hook_folder(tmp_path / "again"))  # the same bytes every time
+    boot = Path(nodeboot.__file__).read_text()
+    code = ("import os, sys; pyz = os.environ['PYTHONPATH'].split(os.pathsep)[1]; "
+            "print(sys.modules['sitecustomize'].__file__, pyz, os.path.isfile(pyz), "
+            "os.environ['ENVPIN_SEED'], os.environ['PYTHONHASHSEED']); sys.exit(5)")
+    args = [sys.executable, "-c", boot, hashlib.sha256(data).hexdigest(), "ENVPIN_SEED=7", "PYTHONHASHSEED=0",
+            "--", sys.executable, "-c", code]
+    env = {"PATH": os.environ.get("PATH", ""), "ENVPIN_SEED": "99"}
+    proc = subprocess.run(args, input=data, capture_output=True, env=env, timeout=60)
+    assert proc.returncode == 5, proc.stderr
+    hook, pyz, pyz_there, seed, hashseed = proc.stdout.decode().split()
+    assert hook.endswith("/hook/sitecustomize.py") and (pyz, pyz_there) == (hook.rpartition("/")[0] + "/envpin.pyz",
+                                                                               "True")
+    assert (seed, hashseed) == ("7", "0") and not Path(hook).exists()  # the task's folder is removed
+    proc = subprocess.run(args, input=data[:-1], capture_output=True, env=env, timeout=60)
+    assert proc.returncode == nodeboot.BROKEN and b"arrived damaged" in proc.stderr and not proc.stdout

@@ -80,3 +80,17 @@ def test_the_dump_comparison_starts_on_an_image_python(old_python: str) -> None:
     program = Path(launch.__file__).with_name("dumpdiff.py")
     proc = subprocess.run([old_python, "-W", "error", str(program)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("usage: dumpdiff.py")
+
+
+@pytest.mark.pythons
+def test_the_slurm_node_bootstrap_on_an_image_python(old_python: str, tmp_path: Path) -> None:
+    """envpin/runs/nodeboot.py under a node's old python3: unpacks the hook and runs the command with it."""
+    import hashlib
+
+    data = launch.bundle(launch.hook_folder(tmp_path))
+    boot = Path(launch.__file__).with_name("nodeboot.py").read_text()
+    code = "import sys; print(sys.modules['sitecustomize'].__file__)"
+    proc = subprocess.run([old_python, "-W", "error", "-c", boot, hashlib.sha256(data).hexdigest(), "ENVPIN_SEED=3",
+                           "--", old_python, "-c", code], input=data, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip().endswith("/hook/sitecustomize.py")
