@@ -33,9 +33,10 @@ _SILENT_KEYS = {"op", "apis", "tf_min", "tf_max", "devices", "why", "checks", "s
 #: (nothing in a script tells), `xla` (the entry is about XLA-compiled code), the setting a script's context
 #: decides (CONTEXTS), and the source of the version range where another source than `source` settles it.
 _OPTIONAL_KEYS = {"keras_min", "keras_max", "platform", "unverified", "condition", "build_condition", "xla", "context",
-                  "range_source"}
-#: What only raising entries may carry: the setting that turns the exception off, with its own source.
-_RAISE_OPTIONAL_KEYS = {"escape_hatch"}
+                  "range_source", "api_conditions"}
+#: What only raising entries may carry: the setting that turns the exception off, and a work-around in code,
+#: each with its own source.
+_RAISE_OPTIONAL_KEYS = {"escape_hatch", "work_around"}
 _HATCH_KEYS = {"name", "value", "effect", "source"}
 #: Where an entry applies other than at any call of its APIs: calls made without a seed while no global seed is
 #: set (Keras random layers), calls inside a tf.data map with num_parallel_calls > 1 (a common caveat).
@@ -170,6 +171,16 @@ def validate(data: Any) -> None:
                     problems.append(f"{where}: escape_hatch needs exactly {sorted(_HATCH_KEYS)}, name an env var")
                 else:
                     cite(where, hatch)
+            work = item.get("work_around")
+            if work is not None and "work_around" in optional:
+                if not isinstance(work, dict) or set(work) != {"text", "source"}:
+                    problems.append(f"{where}: work_around needs exactly text and source")
+                else:
+                    cite(where, work)
+            conds = item.get("api_conditions", {})
+            if not isinstance(conds, dict) or not set(conds) <= set(item.get("apis") or ()) \
+                    or not all(isinstance(v, str) for v in conds.values()):
+                problems.append(f"{where}: api_conditions maps some of the entry's apis to a condition text")
             if not keys <= set(item) <= keys | optional:
                 problems.append(f"{where}: needs {sorted(keys)} (and optionally {sorted(optional)})")
             elif not _apis_ok(item["apis"]):

@@ -94,6 +94,18 @@ def test_a_condition_a_script_cannot_show_lowers_the_severity() -> None:
     assert "only when the matrix has one column" in one_column[0].message
 
 
+def test_an_api_condition_is_named_unless_the_script_shows_it_holds() -> None:
+    target = target_for("2.5", "stock", None, "x")
+    plain = "import tensorflow as tf\n\ng = tf.gather(tf.constant([1.0, 2.0]), [0])\n"
+    found = audit_script(plain, "t.py", target)
+    assert [(f.rule, f.severity) for f in found] == [("py-op-raises", "warning")]
+    assert "only when a gradient flows into the gathered tensor" in found[0].message
+    assert "one-hot matmul" in found[0].fix  # the entry's work-around, with its source
+    variable = "import tensorflow as tf\n\nw = tf.Variable([1.0, 2.0])\ng = tf.gather(w, [0])\n"
+    found = audit_script(variable, "t.py", target)
+    assert [(f.rule, f.severity) for f in found] == [("py-op-raises", "error")] and "only when" not in found[0].message
+
+
 @pytest.mark.parametrize("text", [
     "import tensorflow as tf\n\nl = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n",
     "from tensorflow import keras\n\nl = keras.losses.sparse_categorical_crossentropy(y, p)\n",

@@ -150,6 +150,9 @@ def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
                  and "build_condition" not in e and e.get("platform") in (None, "linux")]
         if not later:
             parts.append(f"TensorFlow {major}.{minor + 1} and later do not raise here")
+    work = item.get("work_around")
+    if work:
+        parts.append(f"{work['text']} ({recipe.source_url(work['source'])})")
     hatch = item.get("escape_hatch")
     if hatch:
         parts.append(f"escape hatch: {hatch['name']}={hatch['value']} {hatch['effect']} "
@@ -157,9 +160,29 @@ def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
     return "; ".join(parts) or "replace the op or run it outside the determinism scope"
 
 
-def _only(item: dict[str, Any]) -> str:
-    """The entry's condition a script cannot show, as the message says it."""
-    return f" only when {item['condition']} (the script does not show whether it does)" if "condition" in item else ""
+#: Calls that make a trainable variable: a gradient flows into what they return.
+_VARIABLES = frozenset({"Variable", "get_variable", "add_weight"})
+
+
+def _condition(s: Script, item: dict[str, Any], c: _Call) -> str | None:
+    """The condition a script cannot show under which the entry holds for this call: the entry's own, or the
+    one it gives for the API called (tf.gather: only when a gradient flows into the gathered tensor), unless the
+    script shows it holds (the first argument is a variable it made)."""
+    if "condition" in item:
+        return str(item["condition"])
+    for api, text in item.get("api_conditions", {}).items():
+        if _matches(c, canonical(api), frozenset()):
+            first = c.node.args[0] if c.node.args else c.kw("params")
+            made = s.assigned.get(first.id, []) if isinstance(first, ast.Name) else []
+            if any(isinstance(v, ast.Call) and (s.names.resolve(v.func) or "").rsplit(".", 1)[-1] in _VARIABLES
+                   for v in made):
+                return None
+            return str(text)
+    return None
+
+
+def _only(condition: str | None) -> str:
+    return f" only when {condition} (the script does not show whether it does)" if condition else ""
 
 
 def check_ops(s: Script) -> None:
@@ -183,19 +206,19 @@ def check_ops(s: Script) -> None:
             continue
         for e in raises:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
-                item = e.item
+                item, when = e.item, _condition(s, e.item, c)
                 s.add(R.PY_OP_RAISES, c.node.lineno,
-                      f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(item)} "
+                      f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
                       f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
-                      _hatch(item, recipe), severity="warning" if "condition" in item else None)
+                      _hatch(item, recipe), severity="warning" if when else None)
         for e in silent:
             if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
-                item = e.item
+                item, when = e.item, _condition(s, e.item, c)
                 s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
                       f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
-                      f"{_only(item)} ({_short(item['op'])}, {_range(item)}): {item['why']}",
+                      f"{_only(when)} ({_short(item['op'])}, {_range(item)}): {item['why']}",
                       "use a TensorFlow version where the op is deterministic, or replace it",
-                      severity="info" if "condition" in item else None)
+                      severity="info" if when else None)
 
 
 def _uses(s: Script) -> Iterator[tuple[_Call, str]]:
