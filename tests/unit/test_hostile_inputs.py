@@ -244,13 +244,19 @@ def test_a_closed_stdout_ends_quietly_with_141(args: tuple[str, ...]) -> None:
 
 
 # -- Dockerfiles whose variables or scopes grow -------------------------------------------------------------------
-_PEAK_RSS = """
-import resource, sys, time
+# Peak memory is this process's own high-water mark (VmHWM), not getrusage's ru_maxrss: Linux carries
+# ru_maxrss across exec, so a child of a large pytest process would report the parent's size.
+_HWM = """
+def hwm_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) // 1024
+"""
+_PEAK_RSS = _HWM + """
+import sys, time
 from envpin.audit.parser import read
 started = time.monotonic()
 df = read(sys.argv[1], tolerant=True)
-print(len(df.instructions), len(df.problems), time.monotonic() - started,
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+print(len(df.instructions), len(df.problems), time.monotonic() - started, hwm_mib())
 """
 
 
@@ -264,8 +270,7 @@ def _parse_in_child(path: Path) -> tuple[int, int, float, int]:
 
 
 def _baseline_rss() -> int:
-    proc = subprocess.run([sys.executable, "-c", "import resource, envpin.audit.parser\n"
-                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"],
+    proc = subprocess.run([sys.executable, "-c", _HWM + "import envpin.audit.parser\nprint(hwm_mib())"],
                           capture_output=True, text=True, timeout=60)
     return int(proc.stdout)
 
