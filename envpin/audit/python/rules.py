@@ -28,8 +28,12 @@ PY_OP_RAISES = Rule(
     finds="A call of a TensorFlow op or a Keras class that the recipe table lists as raising once determinism is "
           "on, for the TensorFlow version the script runs on (`tf.math.unsorted_segment_sum` on 2.5-2.6, "
           "`tf.nn.sparse_softmax_cross_entropy_with_logits` on 2.6, `tf.image.crop_and_resize` from 2.6, Keras "
-          "`DepthwiseConv2D` on 2.7-2.9, ...). Names are resolved through imports and aliases. The message names "
-          "the exception, the version range and the escape hatch the recipe gives.",
+          "`DepthwiseConv2D` on 2.7-2.9, ...), or a Keras/TF1 API the table says is built on one (Keras' sparse "
+          "categorical cross-entropy on 2.6). Names are resolved through imports and aliases. The message names "
+          "the exception and the version range; the fix, the first version that no longer raises and the "
+          "work-around and escape hatch the table gives (`TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS` "
+          "for segment sums). Where the table says the op raises only under a condition a script cannot show "
+          "(`tf.linalg.svd` from 2.11: one-column matrices), the finding says \"only when ...\" and is a warning.",
     why="With determinism enabled TensorFlow refuses ops that have no deterministic GPU kernel on that version: "
         "training stops with UnimplementedError (or another exception) at the first step that runs the op. "
         "Use a TensorFlow version where the op is deterministic, replace the op, or take the recipe's escape hatch.",
@@ -202,7 +206,8 @@ PY_DATA_RANDOM_MAP = Rule(
     finds="`Dataset.map(fn, num_parallel_calls=N)` (N not 1) whose function (a lambda or a function of the "
           "script) calls a stateful random op (`tf.random.uniform`, `tf.image.random_flip_left_right`, ...) "
           "without a `seed`, or a Keras random preprocessing layer (`RandomFlip`, `RandomRotation`, ...; also one "
-          "built outside the function, `augment = Sequential([RandomFlip(...)])`, and called in it).",
+          "built outside the function, `augment = Sequential([RandomFlip(...)])`, and called in it). The APIs are "
+          "those the recipe table's caveat about parallel maps lists.",
     why="Parallel calls share the op's random state and take from it in the order they happen to run, so each "
         "element gets different random numbers in every run. Use the stateless ops "
         "(`tf.image.stateless_random_*`, `tf.random.stateless_uniform`) with a seed derived from the element.",
