@@ -14,9 +14,7 @@ import errno
 import hashlib
 import os
 import re
-import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -290,6 +288,8 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, make_parents: bo
     """Write to a temporary file in the same directory, fsync, then rename over the target. A character
     device is written into instead (never replaced); a dangling link, folder, FIFO or socket is refused.
     `make_parents` is for envpin's own cache and state folders; outputs the user names pass False."""
+    import tempfile  # here, as shutil below: only writers need them, and reading commands start faster
+
     tmp = None
     try:
         path, device = _write_target(path)
@@ -432,6 +432,8 @@ def _tag(target: Path) -> str:
 
 
 def _remove_leftovers(target: Path) -> None:
+    import shutil
+
     tag = _tag(target)
     for entry in target.parent.glob(f"{glob_escape(tag)}.envpin-*"):
         if entry.name.startswith((f"{tag}{_STAGE}", f"{tag}{_OLD}")) and not entry.is_symlink():
@@ -451,6 +453,9 @@ def replace_folder(target: Path, files: dict[str, bytes], keep: tuple[str, ...] 
     in `keep` (hard-linked, or re-created when they are links), in one swap. Call it inside exclusive().
 
     The staged folder takes the target's permissions (a new one: 0777 less the umask)."""
+    import shutil
+    import tempfile
+
     try:
         stage = Path(tempfile.mkdtemp(prefix=f"{_tag(target)}{_STAGE}", dir=target.parent))
     except OSError as exc:
@@ -523,6 +528,9 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def _swap_in(stage: Path, target: Path) -> None:
     """Put the staged folder at `target`; the old folder goes away after the swap."""
+    import shutil
+    import tempfile
+
     try:
         if not target.exists():
             with signals_held():

@@ -21,7 +21,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envpin.knowledge import imageconfig
 from envpin.knowledge.fields import FIELDS
 
 IMAGE_KIND, MIRROR_KIND = "image", "mirror"
@@ -87,6 +86,8 @@ def disagrees(name: str, written: Any, declared: Any, driver_min: str | None = N
     is no contradiction: '2.1' / '2.1.9' only refines; driver branches compare below driver_min's branch)."""
     if written is None or declared is None:
         return False
+    from envpin.knowledge import imageconfig  # only where an image's facts are known: no audit or recipe needs it
+
     if name == "driver_compat":
         return imageconfig.compare_branches(written, driver_min, declared) == imageconfig.DISAGREES
     return imageconfig.compare_version(written, declared) == imageconfig.DISAGREES

@@ -20,7 +20,6 @@ from envpin.audit.parser import Instruction, Stage
 from envpin.audit.pipspec import PIP_NAMES, PipCall, is_local, pip_call, pip_config, req_name, spec_state
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command, RunScript
-from envpin.environment.requirements import logical_lines
 from envpin.fsutil import read_regular
 
 _LOCKED = "COPY requirements.lock .\nRUN pip install --require-hashes --no-deps -r requirements.lock\n"
@@ -313,6 +312,8 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
         report(PIP_REQUIREMENTS_FILE, shown, 1, f"cannot read {kind} file {shown}: {exc}",
                "make it a readable UTF-8 text file")
         return
+    from envpin.environment.requirements import logical_lines  # only for a requirements file in the context
+
     lines = logical_lines(text)
     hashed_somewhere = any("--hash" in line for _, line in lines)
     unhashed: list[tuple[int, str]] = []
