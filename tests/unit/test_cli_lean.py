@@ -181,6 +181,29 @@ def test_the_console_script_lists_the_catalog_without_typer_or_rich() -> None:
     assert "20.02-tf2-py3" in proc.stdout
 
 
+def test_the_console_script_shows_a_recipe_without_typer_or_rich() -> None:
+    code = ("import sys; from envpin.__main__ import main; sys.argv = ['envpin', 'recipe', '--ngc', '20.02-tf2-py3']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n"
+            "    sys.stderr.write(repr(sorted(m for m in ('typer', 'rich') if m in sys.modules)) + ' ' + str(e.code))")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
+                          env=env)
+    assert proc.stderr.endswith("[] 0"), proc.stderr
+    assert "TF_DETERMINISTIC_OPS" in proc.stdout
+
+
+def test_the_lean_audit_collects_garbage_while_auditing(files: dict[str, str]) -> None:
+    """The lean path turns the collector off while importing; the audit itself runs with it on (its own
+    thresholds), and it is off again afterwards."""
+    code = ("import gc, sys\nfrom envpin import audit\nseen = []\norig = audit._run\n"
+            "def spy(*a, **k):\n    seen.append(gc.isenabled())\n    return orig(*a, **k)\n"
+            "audit._run = spy\nfrom envpin.__main__ import main\nsys.argv = ['envpin', 'audit', sys.argv[1]]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    sys.stderr.write(repr((seen, gc.isenabled(), e.code)))")
+    proc = subprocess.run([sys.executable, "-c", code, files["warnings"]], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.stderr.endswith("([True], False, 1)"), proc.stderr
+
+
 @pytest.mark.parametrize("args", [["catalog"], ["recipe", "--ngc", "20.02-tf2-py3"], ["audit", "warnings"]])
 def test_a_reader_that_went_away_ends_both_paths_with_141(args: list[str], files: dict[str, str]) -> None:
     argv = [files.get(a, a) for a in args]
