@@ -14,7 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
-REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons", "renderers")
+REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons", "renderers",
+                          "oldtf")
 #: The user's folders envpin reads or writes (cache, state, config, Docker logins) and the switches that
 #: change what it does; each test run gets its own before anything is collected (conftest.py is imported
 #: before any test module, so a module that loads the catalog at import time sees these too).

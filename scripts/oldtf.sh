@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# scripts/oldtf.sh -- older TensorFlow releases for the `oldtf` tests of envpin bisect/study/cost.
+#
+# Makes one virtual environment per release under $ENVPIN_OLDTF_DIR (default /opt/envpin-tools/oldtf), with
+# the CPU wheel and the pins it needs on this Python, then, with --test, runs tests/runs/test_runs_oldtf.py
+# (marker oldtf; .ci/run's main pytest run runs them too, so .ci/run calls this without --test):
+#
+#   2.1  (CPython 3.7)  TensorFlow's debugger dumps but cannot read them back: bisect must refuse (exit 2)
+#   2.4  (CPython 3.8)  the oldest 2.x with wheels for the oldest CPython here whose wheels install
+#   2.12 (CPython 3.11) Keras 2 (tf.keras) instead of Keras 3
+#
+# Interpreters come from pyenv ($PYENV_ROOT, default ~/.pyenv) or python3.X on PATH; uv (.venv/bin/uv, a
+# dev dependency) installs the wheels. An environment whose TensorFlow already imports at the right version
+# is kept. A missing interpreter is skipped with a message on a laptop and is an error with CI=true.
+#
+# Usage: bash scripts/oldtf.sh [--test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+root=${ENVPIN_OLDTF_DIR:-/opt/envpin-tools/oldtf}
+uv=.venv/bin/uv
+pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
+ci=$([[ ${CI:-} == true ]] && echo 1 || echo 0)
+test=0
+for arg in "$@"; do
+  case $arg in
+    --test) test=1 ;;
+    *) echo "error: unknown argument: $arg" >&2; echo "hint: bash scripts/oldtf.sh [--test]" >&2; exit 2 ;;
+  esac
+done
+[[ -x $uv ]] || { echo "error: $uv not found" >&2; echo "hint: pip install -e '.[dev,tf]' into .venv first" >&2; exit 2; }
+
+# The newest CPython X.Y this machine has: pyenv's real binary (a shim needs pyenv's environment), else PATH.
+find_python() {
+  local minor=$1 exe=""
+  exe=$(compgen -G "$pyenv_root/versions/$minor.*/bin/python$minor" | sort -V | tail -n 1 || true)
+  if [[ -z $exe ]]; then
+    exe=$(command -v "python$minor" || true)
+    [[ $exe == */shims/* ]] && exe=""
+  fi
+  echo "$exe"
+}
+
+# release  python  requirements (protobuf<3.20: these releases' generated code predates protobuf 4)
+releases=(
+  "2.1 3.7 tensorflow-cpu==2.1.* protobuf<3.20"
+  "2.4 3.8 tensorflow-cpu==2.4.* numpy<1.20 protobuf<3.20"
+  "2.12 3.11 tensorflow-cpu==2.12.*"
+)
+failed=0
+start=$SECONDS
+mkdir -p "$root"
+for line in "${releases[@]}"; do
+  read -r release minor reqs <<<"$line"
+  venv=$root/tf-$release
+  have=$("$venv/bin/python" -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null | tail -n 1 || true)
+  if [[ $have == "$release".* ]]; then
+    echo "oldtf: TensorFlow $have in $venv (kept)"
+    continue
+  fi
+  python=$(find_python "$minor")
+  if [[ -z $python ]]; then
+    if ((ci)); then
+      echo "oldtf: FAILED: no CPython $minor for TensorFlow $release (CI=true may not skip it)" >&2
+      failed=1
+    else
+      echo "oldtf: skipped TensorFlow $release: no CPython $minor (pyenv install $minor)"
+    fi
+    continue
+  fi
+  t0=$SECONDS
+  rm -rf "$venv"
+  # shellcheck disable=SC2086 # reqs is a list of requirement words
+  if ! { "$uv" venv -q "$venv" -p "$python" && "$uv" pip install -q -p "$venv/bin/python" $reqs; } \
+      >"$root/tf-$release.log" 2>&1; then
+    cat "$root/tf-$release.log" >&2
+    echo "oldtf: FAILED: TensorFlow $release did not install (log $root/tf-$release.log)" >&2
+    failed=1
+    continue
+  fi
+  have=$("$venv/bin/python" -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null | tail -n 1 || true)
+  echo "oldtf: TensorFlow $have on $python in $venv ($((SECONDS - t0)) s)"
+done
+echo "oldtf: environments ready in $((SECONDS - start)) s"
+((failed)) && exit 1
+if ((test)); then
+  ENVPIN_OLDTF_DIR=$root .venv/bin/python -m pytest -q --durations=0 -m oldtf tests/runs/test_runs_oldtf.py
+fi
