@@ -51,6 +51,11 @@ def test_the_hook_on_an_image_python(old_python: str, tmp_path: Path, recipe: bo
     site = tmp_path / "site"
     (site / "tensorflow").mkdir(parents=True)
     (site / "tensorflow" / "__init__.py").write_text(FAKE_TF)
+    reader = site / "tensorflow" / "python" / "debug" / "lib"  # the hook checks that dumps can be read back
+    reader.mkdir(parents=True)
+    for folder in (reader, reader.parent, reader.parent.parent):
+        (folder / "__init__.py").touch()
+    (reader / "debug_events_reader.py").write_text("class DebugDataReader(object):\n    pass\n")
     (site / "tensorflow-2.9.1.dist-info").mkdir()
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
