@@ -5,8 +5,6 @@ traceback from deep inside an import.
 `--version` and the lean path (`audit FILES...` in pipes and hooks, `catalog`, `recipe --ngc TAG`: see
 `_lean`) are answered here without importing Typer; everything else goes to envpin.cli."""
 
-from __future__ import annotations
-
 import sys
 
 TYPE_CHECKING = False  # typing's, without importing typing (~8 ms of `envpin --version`)
@@ -60,7 +58,7 @@ def _audit_args(args: list[str]) -> tuple[list[str], dict[str, str], set[str]] |
     return (files, values, flags) if files else None
 
 
-def _lean_call(args: list[str]) -> tuple[str, Callable[[], Callable[[], int]]] | None:
+def _lean_call(args: list[str]) -> "tuple[str, Callable[[], Callable[[], int]]] | None":
     """The command `args` name and its work, for the argv the lean path reads: `audit FILES...` with its common
     options (as pre-commit and CI steps run it; only when neither stream is a terminal), `catalog` alone and
     `recipe --ngc TAG`. None for anything else: Typer answers that."""
@@ -81,7 +79,7 @@ def _lean_call(args: list[str]) -> tuple[str, Callable[[], Callable[[], int]]] |
     return ("audit", lambda: _audit(*parsed)) if console.plain_possible() else None
 
 
-def _catalog() -> Callable[[], int]:
+def _catalog() -> "Callable[[], int]":
     from envpin.api.catalog import catalog_entries
     from envpin.views import catalog, console
 
@@ -89,7 +87,7 @@ def _catalog() -> Callable[[], int]:
     return lambda: catalog.table(entries, console.results(), note=None) or 0
 
 
-def _recipe(tag: str) -> Callable[[], int]:
+def _recipe(tag: str) -> "Callable[[], int]":
     from envpin.api.environment import recipe_for
     from envpin.views import console, environment
 
@@ -97,7 +95,7 @@ def _recipe(tag: str) -> Callable[[], int]:
     return lambda: environment.recipe(entry.tag, recipe, console.results()) or 0
 
 
-def _audit(files: list[str], values: dict[str, str], flags: set[str]) -> Callable[[], int]:
+def _audit(files: list[str], values: dict[str, str], flags: set[str]) -> "Callable[[], int]":
     from pathlib import Path
 
     from envpin.api.audit import audit_files
@@ -171,7 +169,7 @@ def _lean(args: list[str]) -> bool:
     sys.exit(code)
 
 
-def _failed(name: str, exc: EnvpinError) -> None:
+def _failed(name: str, exc: "EnvpinError") -> None:
     """An EnvpinError as envpin.cli.main reports it: the notices, then one error: and one hint: line."""
     _notices()
     _say(f"error: {exc.message}")
@@ -198,6 +196,16 @@ def _notices() -> None:
 
 
 def main() -> None:
+    """The console script. Ctrl-C at any point from here on is one `interrupted` line and exit 130; this module
+    imports nothing but sys at load (no `from __future__`), so the window before it is Python's own start-up."""
+    try:
+        _main()
+    except KeyboardInterrupt:
+        _say("interrupted")
+        sys.exit(130)
+
+
+def _main() -> None:
     if _version_only(sys.argv[1:]):
         from envpin import __version__
 
