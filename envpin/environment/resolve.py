@@ -28,13 +28,16 @@ from typing import Any
 
 from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
 from envpin.errors import EngineError, EnvpinError, RequirementsError
-from envpin.fsutil import atomic_write, sha256_bytes
+from envpin.fsutil import atomic_write, read_regular, sha256_bytes
+from envpin.knowledge.facts import cache_dir
 
 #: Where the resolution runs: auto (in the image when its Python is 3.7+, else on the host), image, host.
 RESOLVERS = ("auto", "image", "host")
 #: The oldest Python a recent pip (--dry-run --report) runs on, and the oldest uv resolves for.
 IMAGE_RESOLVER_MIN = (3, 7)
 HOST_RESOLVER_MIN = (3, 6)
+#: The most of a kept image-facts copy read back (real ones are a few KiB); a larger one is read from the image.
+_FACTS_LIMIT = 4 << 20
 
 # Runs inside the image with envpin's payload (envpin.pyz) in /work: the Python version, the installed
 # distributions, and the wheel tags the image's own pip accepts, best first (its internal API moved twice:
@@ -140,11 +143,11 @@ def image_facts(client: Any, image: str) -> ImageFacts:
     or from the copy kept for the same local image (see _facts_cache: starting the container is most of
     what `envpin lock` adds to the resolver's own time)."""
     cached = _facts_cache(client, image)
-    if cached is not None and cached.is_file():
+    if cached is not None:
         try:
-            return _facts_from(json.loads(cached.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass  # a damaged copy is read again from the image (and rewritten)
+            return _facts_from(json.loads(read_regular(cached, _FACTS_LIMIT).decode("utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            pass  # none yet, or a damaged, oversized or non-regular copy: read again from the image (rewritten)
     with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
         code, logs = _run(client, image, ["python3", "-c", _LIST], Path(tmp))
     lines = logs.strip().splitlines()
@@ -174,7 +177,6 @@ def _facts_cache(client: Any, image: str) -> Path | None:
     ID (the digest of its config, so of its layers: the same ID is the same Python and packages) and by the
     listing script; None when the image is not local yet (the container run pulls it and says what fails)."""
     import hashlib
-    import os
 
     from docker.errors import DockerException
 
@@ -182,9 +184,8 @@ def _facts_cache(client: Any, image: str) -> Path | None:
         image_id = str(client.images.get(image).id)
     except (DockerException, OSError):
         return None
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
     key = hashlib.sha256(f"{image_id}\n{_LIST}".encode()).hexdigest()
-    return Path(base).expanduser().absolute() / "envpin" / "lock-facts" / f"{key}.json"
+    return cache_dir() / "lock-facts" / f"{key}.json"
 
 
 def _conflict_hint(logs: str) -> str:

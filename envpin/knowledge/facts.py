@@ -50,10 +50,15 @@ _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")  # Docker's tag gramma
 Images = dict[tuple[str, str], dict[str, Any]]
 
 
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/envpin, else ~/.cache/envpin: the one folder every envpin cache lives in."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base).expanduser().absolute() / "envpin"
+
+
 def cache_path() -> Path:
     """$XDG_CACHE_HOME/envpin/image-facts.json, else ~/.cache/envpin/image-facts.json."""
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base).expanduser().absolute() / "envpin" / FILE_NAME
+    return cache_dir() / FILE_NAME
 
 
 @dataclass(frozen=True)
