@@ -49,10 +49,11 @@ def test_bisect_refuses_tensorflow_2_1_clearly() -> None:
     assert "2.2 or later" in hint and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("release", ["2.1", "2.4", "2.12"])
+@pytest.mark.parametrize("release", ["2.1", "2.4"])
 def test_study_on_an_older_tensorflow(release: str) -> None:
     """The hook finds Keras's fit (tf.keras of that release) and seeds through ENVPIN_SEED: the fixed-seed
-    runs of the dense script agree, the varied ones do not."""
+    runs of the dense script agree, the varied ones do not. (On 2.12 the cost test below shows the hook in
+    Keras 2's fit: per-step times.)"""
     result = run_envpin("study", "-n", "2", "-j", "2", "--format", "json", "--", _python(release),
                         str(SCRIPTS / "dense.py"))
     assert result.code == 0, result.stderr
@@ -76,12 +77,6 @@ def test_bisect_names_the_out_of_order_pipeline(release: str, steps: str) -> Non
     first = data["first_difference"]
     assert first["op_type"] == "IteratorGetNext" and first["difference"]["bit_equal"] < first["difference"]["elements"]
     assert data["source"]["file"] == str(script) and data["source"]["line"] == _line_of(script, "model.fit(")
-
-
-def test_bisect_says_bit_identical_on_tensorflow_2_4() -> None:
-    result = run_envpin("bisect", "--steps", "6", "--", _python("2.4"), str(SCRIPTS / "dense.py"))
-    assert result.code == 0, result.stderr
-    assert "TensorFlow 2.4." in result.stdout and "bit-identical: all" in result.stdout
 
 
 def test_cost_applies_the_recipe_of_tensorflow_2_12() -> None:
