@@ -164,12 +164,11 @@ def stock_path() -> str:
 @lru_cache(maxsize=1)
 def load() -> StockCatalog:
     """The shipped stock table, validated (a CatalogError names the first problem)."""
-    from envpin.fsutil import parse_json
+    from envpin.fsutil import parse_json, read_regular
 
     path = stock_path()
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"stock image table {path} cannot be read: {exc}", hint="reinstall envpin") from exc
     data = parse_json(text, f"stock image table {path}", CatalogError)

@@ -81,6 +81,25 @@ def test_schema_refuses(edit, problem: str) -> None:  # type: ignore[no-untyped-
         stock.validate(data)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_an_unreadable_table_is_one_catalog_error_never_a_wait(kind: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    path = tmp_path / "stock.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    monkeypatch.setattr(stock, "stock_path", lambda: str(path))
+    stock.load.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="cannot be read"):
+            stock.load()
+    finally:
+        stock.load.cache_clear()
+
+
 # -- choosing a tag ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec, tf, tag", [
     (None, "2.20", "2.20.0-gpu"),
