@@ -63,10 +63,15 @@ def checked_record_path() -> Path:
 
 def validate(data: Any, origin: str = "catalog") -> None:
     """Check the catalog's shape and invariants; raise CatalogError naming the first problem."""
-    problems = list(_problems(data))
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise CatalogError(f"{origin} is invalid: {problems[0]}{more}")
+    refuse_first(_problems(data), origin)
+
+
+def refuse_first(problems: Iterator[str], origin: str) -> None:
+    """One CatalogError naming the first of a table's problems and how many more there are (none: nothing)."""
+    found = list(problems)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise CatalogError(f"{origin} is invalid: {found[0]}{more}")
 
 
 def _problems(data: Any) -> Iterator[str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from envpin.errors import CatalogError, UsageError, shown
 from envpin.knowledge.catalog import Entry, Fact
-from envpin.knowledge.catalogcheck import shipped_data_path
+from envpin.knowledge.catalogcheck import refuse_first, shipped_data_path
 from envpin.knowledge.fields import FIELDS, LIST_FIELDS
 from envpin.knowledge.versions import TFSpec
 from envpin.portable import imageref
@@ -179,10 +179,8 @@ def load() -> StockCatalog:
 
 
 def validate(data: Any, origin: str = "stock image table") -> None:
-    problems = list(_problems(data))
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise CatalogError(f"{origin} is invalid: {problems[0]}{more}")
+    """Check the table's shape and invariants; raise CatalogError naming the first problem."""
+    refuse_first(_problems(data), origin)
 
 
 def _problems(data: Any) -> Iterator[str]:
