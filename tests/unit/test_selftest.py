@@ -109,6 +109,31 @@ def test_classify_exception(type_name: str, message: str, determinism: bool, ver
     assert type_name in text
 
 
+@pytest.mark.parametrize("raised, verdict", [
+    # No bfloat16 kernel on this device (a CPU without AVX512_BF16 may have Eigen's, a GPU before Ampere none):
+    # skipped, with the reason, never a failure.
+    (RuntimeError("No OpKernel was registered to support Op 'MatMul' used by {{node MatMul}} with these "
+                  "attrs: [T=DT_BFLOAT16]"), "skipped"),
+    # A bfloat16 kernel that refuses to run under determinism is what the check is for: not hidden as a skip.
+    (ValueError("A deterministic GPU implementation of Conv2DBackpropFilter (bfloat16) is not available"),
+     "raises-under-determinism"),
+])
+def test_a_bf16_check_skips_only_where_no_kernel_runs(raised: Exception, verdict: str) -> None:
+    from envpin.probe.selftest import ops_seeds
+
+    def compute() -> None:
+        raise raised
+
+    with pytest.raises(Exception) as info:
+        ops_seeds._bf16(None, "MatMul", compute)  # type: ignore[arg-type]
+    got, text = selftest.classify_exception(type(info.value).__name__, str(info.value), True)
+    assert got == verdict, text
+    if verdict == "skipped":
+        assert "bfloat16 MatMul does not run here: RuntimeError: No OpKernel" in text
+    else:
+        assert info.value is raised
+
+
 def test_tf_message_loses_function_node_prefix_and_extra_lines() -> None:
     raw = ("{{function_node __wrapped__Bincount_device_/job:localhost/replica:0/task:0/device:GPU:0}} "
            "Determinism is not yet supported in GPU implementation of Bincount. [Op:Bincount]\n\t [[{{node x}}]]")
