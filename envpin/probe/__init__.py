@@ -36,21 +36,22 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-class _Package(types.ModuleType):
-    """envpin.probe: public names imported from their submodule on first access, then kept."""
+class LazyPackage(types.ModuleType):
+    """A package whose public names (its module-level `_HOMES`: name -> submodule) are imported from their
+    submodule on first access, then kept; envpin.probe and envpin.probe.selftest are both one."""
 
     def __getattr__(self, name):
-        home = _HOMES.get(name)
+        home = self.__dict__.get("_HOMES", {}).get(name)
         if home is None:
             raise AttributeError("module {!r} has no attribute {!r}".format(self.__name__, name))
         import importlib
 
-        value = getattr(importlib.import_module(__name__ + "." + home), name)
+        value = getattr(importlib.import_module(self.__name__ + "." + home), name)
         setattr(self, name, value)
         return value
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(_HOMES))
+        return sorted(set(super().__dir__()) | set(self.__dict__.get("_HOMES", ())))
 
 
-sys.modules[__name__].__class__ = _Package
+sys.modules[__name__].__class__ = LazyPackage

@@ -24,7 +24,8 @@ e.g. for ``envpin.probe.selftest.expect``, does not load the battery, its checks
 """
 
 import sys
-import types
+
+from envpin.probe import LazyPackage
 
 #: Public name -> the module that defines it.
 _HOMES = {
@@ -53,22 +54,8 @@ _HOMES = {
 __all__ = sorted([*_HOMES, "battery"])
 
 
-class _Package(types.ModuleType):
-    """envpin.probe.selftest: public names imported from their module on first access, then kept (module
-    __getattr__, PEP 562, needs Python 3.7; assigning a module's __class__ works from 3.5)."""
-
-    def __getattr__(self, name):
-        home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError("module {!r} has no attribute {!r}".format(self.__name__, name))
-        import importlib
-
-        value = getattr(importlib.import_module(__name__ + "." + home), name)
-        setattr(self, name, value)
-        return value
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(_HOMES))
+class _Package(LazyPackage):
+    """envpin.probe.selftest: public names imported from their module on first access, then kept."""
 
     # `battery` names both a module and the function it defines; the package's attribute is the function, as
     # it was when the package imported it eagerly: importing the module (which sets the package attribute
