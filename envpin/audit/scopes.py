@@ -8,6 +8,7 @@ O(N log N) memory and time, where a dict copied at every ARG/ENV costs O(N^2) (2
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -61,7 +62,27 @@ def _put(node: Any, shift: int, leaf: _Leaf) -> tuple[Any, int]:
     return (*node[:i], new, *node[i + 1:]), added
 
 
-class Scope(Mapping[str, Var]):
+class _ByGet(Mapping[str, Var]):
+    """A mapping whose `get` is the one lookup: indexing and `in` go through it (Mapping's own go the other way,
+    through a KeyError per miss)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def get(self, key: object, default: Any = None) -> Any:
+        """The value of `key`, else `default`."""
+
+    def __getitem__(self, key: str) -> Var:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+
+class Scope(_ByGet):
     """An immutable mapping NAME -> Var; `set` gives a new one and leaves this one as it is."""
 
     __slots__ = ("_len", "_root")
@@ -94,15 +115,6 @@ class Scope(Mapping[str, Var]):
                 return child.value if child.key == key else default
             node, shift = child, shift + _BITS
 
-    def __getitem__(self, key: str) -> Var:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            raise KeyError(key)
-        return value  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
-
     def __iter__(self) -> Iterator[str]:
         stack = [self._root]
         while stack:
@@ -128,7 +140,7 @@ class Scope(Mapping[str, Var]):
 _MISSING = object()
 
 
-class StageScope(Mapping[str, Var]):
+class StageScope(_ByGet):
     """What an instruction inside a stage sees: the stage's ENV, then its ARGs (ENV wins, as in the builder)."""
 
     __slots__ = ("args", "env")
@@ -141,15 +153,6 @@ class StageScope(Mapping[str, Var]):
         if value is _MISSING:
             value = self.args.get(key, default)
         return value
-
-    def __getitem__(self, key: str) -> Var:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            raise KeyError(key)
-        return value  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
 
     def __iter__(self) -> Iterator[str]:
         yield from self.env

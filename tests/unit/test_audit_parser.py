@@ -285,6 +285,11 @@ def test_scopes_are_persistent_maps_that_agree_with_dicts() -> None:
     env, args = versions[-1][0], versions[-2][0]
     view = StageScope(env, args)
     assert dict(view) == {**dict(args), **dict(env)}  # ENV wins over ARG, as in the builder
+    for mapping in (env, view):  # indexing and `in` answer as `get` does, a miss is a KeyError
+        assert all(mapping[k] == mapping.get(k) and k in mapping for k in mapping)
+        assert "absent" not in mapping and 3 not in mapping
+        with pytest.raises(KeyError):
+            mapping["absent"]
 
 
 def test_keys_whose_hashes_collide_share_a_bucket() -> None:
