@@ -338,3 +338,26 @@ def test_the_node_bootstrap_runs_the_command_with_the_hook(tmp_path: Path) -> No
     assert (seed, hashseed) == ("7", "0") and not Path(hook).exists()  # the task's folder is removed
     proc = subprocess.run(args, input=data[:-1], capture_output=True, env=env, timeout=60)
     assert proc.returncode == nodeboot.BROKEN and b"arrived damaged" in proc.stderr and not proc.stdout
+
+
+def test_bisect_refuses_a_run_that_failed_before_its_steps(tmp_path: Path) -> None:
+    """A run that imported TensorFlow, dumped, then failed (a script error on an older Keras) is not compared:
+    its dump covers part of a run. (A minimal `tensorflow` with the debugger call and its reader.)"""
+    from envpin.runs.bisect import bisect
+
+    site = tmp_path / "site"
+    reader = site / "tensorflow" / "python" / "debug" / "lib"
+    reader.mkdir(parents=True)
+    for folder in (site / "tensorflow", site / "tensorflow" / "python", reader.parent, reader):
+        (folder / "__init__.py").touch()
+    (site / "tensorflow" / "__init__.py").write_text(
+        "__version__ = '2.12.1'\nclass _NS(object):\n    pass\ndebugging = _NS()\ndebugging.experimental = _NS()\n"
+        "debugging.experimental.enable_dump_debug_info = lambda root, **kw: None\n")
+    (reader / "debug_events_reader.py").write_text("class DebugDataReader(object):\n    pass\n")
+    script = tmp_path / "train.py"
+    script.write_text(f"import sys; sys.path.insert(0, {str(site)!r}); import tensorflow\n"
+                      "raise ValueError('The last dimension of the inputs to a Dense layer should be defined')\n")
+    with pytest.raises(launch.RunError) as err:
+        bisect([sys.executable, str(script)], tmp_path / "work", steps=3)
+    assert err.value.message.startswith("the command exited with status 1 (run 1)")
+    assert "last dimension" in err.value.message
