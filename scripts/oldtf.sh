@@ -19,7 +19,6 @@ cd "$(dirname "$0")/.."
 
 root=${ENVPIN_OLDTF_DIR:-/opt/envpin-tools/oldtf}
 uv=.venv/bin/uv
-pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
 ci=$([[ ${CI:-} == true ]] && echo 1 || echo 0)
 test=0
 for arg in "$@"; do
@@ -30,16 +29,8 @@ for arg in "$@"; do
 done
 [[ -x $uv ]] || { echo "error: $uv not found" >&2; echo "hint: pip install -e '.[dev,tf]' into .venv first" >&2; exit 2; }
 
-# The newest CPython X.Y this machine has: pyenv's real binary (a shim needs pyenv's environment), else PATH.
-find_python() {
-  local minor=$1 exe=""
-  exe=$(compgen -G "$pyenv_root/versions/$minor.*/bin/python$minor" | sort -V | tail -n 1 || true)
-  if [[ -z $exe ]]; then
-    exe=$(command -v "python$minor" || true)
-    [[ $exe == */shims/* ]] && exe=""
-  fi
-  echo "$exe"
-}
+# find_python X.Y: the newest CPython X.Y this machine has (pyenv's real binary, else PATH).
+source scripts/find_python.sh
 
 # release  python  requirements (protobuf<3.20: these releases' generated code predates protobuf 4)
 releases=(

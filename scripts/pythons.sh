@@ -28,18 +28,9 @@ done
 ((${#versions[@]})) || versions=(3.10 3.11 3.12 3.13)
 ci=$([[ ${CI:-} == true ]] && echo 1 || echo 0)
 main_minor=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo none)
-pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
 
-# The newest CPython X.Y this machine has: pyenv's real binary (a shim needs pyenv's environment), else PATH.
-find_python() {
-  local minor=$1 exe=""
-  exe=$(compgen -G "$pyenv_root/versions/$minor.*/bin/python$minor" | sort -V | tail -n 1 || true)
-  if [[ -z $exe ]]; then
-    exe=$(command -v "python$minor" || true)
-    [[ $exe == */shims/* ]] && exe=""
-  fi
-  echo "$exe"
-}
+# find_python X.Y: the newest CPython X.Y this machine has (pyenv's real binary, else PATH).
+source scripts/find_python.sh
 
 summary=()
 failed=0
