@@ -85,6 +85,16 @@ def read_regular(path: Path | str, limit: int = MAX_READ_BYTES, *, truncate: boo
     return data
 
 
+def read_tail(path: Path | str, limit: int = MAX_READ_BYTES) -> bytes:
+    """The last `limit` bytes of a regular file: for logs whose end is what counts (a command's last lines,
+    its metrics line), however much the command wrote before it. Nothing blocks."""
+    with _open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            fh.seek(size - limit)
+        return fh.read(limit)
+
+
 def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path",
                    limit: int = MAX_READ_BYTES) -> str:
     """A text file the user pointed at, or one `error` saying why it cannot be read as one (no traceback):
@@ -171,6 +181,17 @@ def check_output_path(path: Path, option: str) -> Path:
     if not parent.is_dir():
         raise EnvpinError(f"{option}: the folder {parent} does not exist",
                           hint=f"create it first (mkdir -p {parent}), or choose another {option}")
+    return path
+
+
+def check_output_file(path: Path, option: str) -> Path:
+    """check_output_path for an output that is one file: a folder, a socket or a block device already there is
+    refused now, before any work is done, not once the result is ready to be written."""
+    check_output_path(path, option)
+    try:
+        _write_target(path)
+    except OSError as exc:
+        raise EnvpinError(f"{option}: {path}: {exc.strerror or exc}", hint=f"choose another {option}") from exc
     return path
 
 

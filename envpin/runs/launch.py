@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
+from envpin.fsutil import read_regular, read_tail
 
 #: The seed a run receives; the hook seeds Python, NumPy and TensorFlow with it.
 SEED_VAR = "ENVPIN_SEED"
@@ -75,7 +76,7 @@ class Run:
         return sorted(with_tf, key=lambda r: (-len(r.get("step_seconds", ())), r.get("started", 0)))[0]
 
     def log_tail(self, lines: int = 5) -> str:
-        text = (self.folder / "stderr.log").read_text(errors="replace").strip().splitlines()
+        text = read_tail(self.folder / "stderr.log", _LOG_TAIL).decode(errors="replace").strip().splitlines()
         return " | ".join(line.strip() for line in text[-lines:])
 
 
@@ -214,11 +215,20 @@ def metrics_line(stdout: str) -> dict[str, float]:
     return {}
 
 
+#: How much of the end of a run's logs envpin reads: the metrics line and node records come last, and a
+#: command may write gigabytes before them.
+_LOG_TAIL = 16 * 1024 * 1024
+
+
+def _stdout_tail(out: Path) -> str:
+    return read_tail(out / "stdout.log", _LOG_TAIL).decode(errors="replace")
+
+
 def _records(out: Path) -> list[dict[str, Any]]:
     found = []
     for path in sorted(out.glob("hook-*.json")):
         try:
-            found.append(json.loads(path.read_text()))
+            found.append(json.loads(read_regular(path)))
         except (OSError, ValueError):
             continue
     return sorted(found, key=lambda r: r.get("started", 0))
@@ -253,13 +263,13 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
     seconds = time.perf_counter() - start
     records = _records(out)
     if slurm is not None:
-        records = sorted(records + node_records((out / "stdout.log").read_text(errors="replace")),
+        records = sorted(records + node_records(_stdout_tail(out)),
                          key=lambda r: r.get("started", 0))
     run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=records)
     record = run.tf_record
     if record is not None:  # Keras History: the last value of each key (the script's own line wins)
         run.metrics = {k: v[-1] for k, v in sorted(record.get("history", {}).items()) if v and _KERAS_NAME.match(k)}
-    run.metrics.update(metrics_line((out / "stdout.log").read_text(errors="replace")))
+    run.metrics.update(metrics_line(_stdout_tail(out)))
     if code == _NO_DEBUGGER and any(r.get("dump") == "unavailable" for r in run.records):
         record = next(r for r in run.records if r.get("dump") == "unavailable")
         raise RunError(

@@ -125,3 +125,20 @@ def test_the_default_environment_folder_makes_images_on_first_use(cli, tmp_path:
     res = cli("render", "--ngc", "20.02", "--tf", "2.1", cwd=tmp_path)
     assert res.code == 0, res.stderr
     assert (tmp_path / "images" / "20.02-tf2" / "Dockerfile").is_file()
+
+
+def test_a_log_tail_is_its_last_bytes_and_never_waits_on_a_fifo(tmp_path: Path) -> None:
+    """A run's log is read from its end (the metrics line comes last), bounded, and only from a regular file."""
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"x" * 100_000 + b"\n{\"envpin_metrics\": {\"loss\": 1.5}}\n")
+    tail = fsutil.read_tail(log, 64)
+    assert len(tail) == 64 and tail.endswith(b"{\"envpin_metrics\": {\"loss\": 1.5}}\n")
+    assert fsutil.read_tail(log) == log.read_bytes()
+    fifo = tmp_path / "fifo"
+    import os
+
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        fsutil.read_tail(fifo)
+    with pytest.raises(IsADirectoryError):
+        fsutil.read_tail(tmp_path)
