@@ -390,11 +390,11 @@ def lock_requirements(
     (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
     from envpin.environment import resolve
     from envpin.environment.plan import make_plan
-    from envpin.fsutil import check_output_path
+    from envpin.fsutil import check_output_file
     from envpin.image.docker import docker_client
 
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_file(out, "--out")
     text = resolve.read_requirements_in(source)
     _need_base("lock", ngc, stock, tf)
     plan = make_plan(ngc=ngc, stock=stock, tf=tf, base_image=base_image)

@@ -34,12 +34,12 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
     should cover: a node that left no file at all is then missing, and the verdict failed, rather than
     never heard of. ValueError when both are given or `expect` is below 1 (the CLI says so first)."""
     from envpin.fleet import aggregate, inputs
-    from envpin.fsutil import atomic_write, check_output_path
+    from envpin.fsutil import atomic_write, check_output_file
 
     if expect is not None and expect_nodes is not None:
         raise ValueError("expect (a count) and expect_nodes (the names) exclude each other")
     if html is not None:
-        check_output_path(html, "--html")
+        check_output_file(html, "--html")
     expected = None
     if expect_nodes is not None:
         expected = aggregate.Expected.nodes(inputs.read_node_list(expect_nodes), str(expect_nodes))
@@ -67,13 +67,13 @@ def fleet_manifest(
     node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
     from envpin.environment.payload import payload
     from envpin.fleet import kubernetes as kube
-    from envpin.fsutil import atomic_write, check_output_path
+    from envpin.fsutil import atomic_write, check_output_file
 
     if not kubernetes:
         raise UsageError("say which manifest to write: --kubernetes",
                          hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...")
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_file(out, "--out")
     warnings = []
     if image is None:
         image = _newest_ngc_image()

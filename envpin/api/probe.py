@@ -154,11 +154,11 @@ def probe_machine(
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
-    from envpin.fsutil import check_output_path
+    from envpin.fsutil import check_output_file, check_output_path
 
     for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
         if path is not None and str(path) != "-":
-            check_output_path(path, option)
+            (check_output_path if option == "--out" else check_output_file)(path, option)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
         written = probe.write_reports(

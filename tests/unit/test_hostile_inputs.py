@@ -180,6 +180,31 @@ def test_outputs_envpin_never_replaces(what: str, tmp_path: Path) -> None:
     assert out.is_symlink() or out.is_dir() or stat.S_ISFIFO(out.lstat().st_mode)
 
 
+@pytest.mark.parametrize("what", ["folder", "socket"])
+@pytest.mark.parametrize("args", [
+    ("probe", "--no-selftest", "--output", "{}"),
+    ("probe", "--no-selftest", "--markdown", "{}"),
+    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "{}"),
+    ("fleet", "report", "{reports}", "--html", "{}"),
+])
+def test_a_file_output_that_is_a_folder_or_socket_is_refused_before_any_work(what: str, args: tuple[str, ...],
+                                                                             tmp_path: Path) -> None:
+    import socket
+
+    out = tmp_path / "out"
+    if what == "folder":
+        out.mkdir()
+    else:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(out))  # the socket file stays after the socket is closed
+    reports = tmp_path / "reports"
+    reports.mkdir()  # no report in it: refusing the output first is what makes this one error about --html
+    option = args[args.index("{}") - 1]
+    line = _one_error(_timed(*(a.format(out, reports=reports) for a in args)), f"{option}: {out}")
+    assert ("folder" if what == "folder" else "socket") in line
+    assert out.is_dir() if what == "folder" else stat.S_ISSOCK(out.lstat().st_mode)
+
+
 def test_render_through_a_dangling_link_creates_no_parent(tmp_path: Path) -> None:
     link = tmp_path / "env"
     link.symlink_to(tmp_path / "nowhere" / "sub" / "env")
