@@ -49,6 +49,14 @@ def catalog_release(release: str) -> list[Entry]:
 
     if stock_table.names_stock_tag(release):
         return [stock_table.load().select(release)]
+    from envpin.portable.versions import SpecError, parse_ngc_spec
+
+    try:
+        parse_ngc_spec(release)
+    except SpecError as exc:  # a shape's hint speaks of --ngc; `catalog show` takes a stock tag too, no option
+        shape = exc.message.endswith("is not an NGC TensorFlow release")
+        raise UsageError(exc.message, hint="give an NGC release or tag, or a stock image's tag, e.g. envpin catalog "
+                                           "show 20.02, 20.02-tf2-py3 or 2.20.0-gpu" if shape else exc.hint) from None
     return catalog.load().select(release)
 
 

@@ -88,6 +88,10 @@ def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
         (["render"], "render needs --ngc RELEASE, or --stock TAG"),
         (["catalog", "--flavor", "tf3"], "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
         (["catalog", "show", "20.04"], "no TensorFlow container in 20.04"),
+        # neither an NGC release nor a stock tag: the hint names both kinds, and no --ngc option
+        (["catalog", "show", "2.20.0-gpux"], "hint: give an NGC release or tag, or a stock image's tag, e.g. "
+                                             "envpin catalog show 20.02, 20.02-tf2-py3 or 2.20.0-gpu"),
+        (["catalog", "show", "20.13"], "hint: months run from 01 to 12"),
         (["catalog", "--tf", "3"], "no NGC release in the catalog matches"),
         (["nosuchcommand"], "No such command"),
     ],
