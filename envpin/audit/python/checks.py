@@ -204,21 +204,26 @@ def check_ops(s: Script) -> None:
         last = c.name.rsplit(".", 1)[-1] if c.name else ""
         if last not in wanted and not (prefixes and last.startswith(prefixes)):
             continue
-        for e in raises:
-            if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
-                item, when = e.item, _condition(s, e.item, c)
-                s.add(R.PY_OP_RAISES, c.node.lineno,
-                      f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
-                      f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
-                      _hatch(item, recipe), severity="warning" if when else None)
-        for e in silent:
-            if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
-                item, when = e.item, _condition(s, e.item, c)
-                s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
-                      f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
-                      f"{_only(when)} ({_short(item['op'])}, {_range(item)}): {item['why']}",
-                      "use a TensorFlow version where the op is deterministic, or replace it",
-                      severity="info" if when else None)
+        for item, when in _applying(s, c, raises, split):
+            s.add(R.PY_OP_RAISES, c.node.lineno,
+                  f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
+                  f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
+                  _hatch(item, recipe), severity="warning" if when else None)
+        for item, when in _applying(s, c, silent, split):
+            s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
+                  f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
+                  f"{_only(when)} ({_short(item['op'])}, {_range(item)}): {item['why']}",
+                  "use a TensorFlow version where the op is deterministic, or replace it",
+                  severity="info" if when else None)
+
+
+def _applying(s: Script, c: _Call, entries: list[_Entry],
+              split: frozenset[str]) -> Iterator[tuple[dict[str, Any], str | None]]:
+    """(table item, the condition the script leaves open, else None) of each entry, outside XLA, that the call `c`
+    is an API of and whose condition the call does not rule out."""
+    for e in entries:
+        if not e.xla and any(_matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
+            yield e.item, _condition(s, e.item, c)
 
 
 def _uses(s: Script) -> Iterator[tuple[_Call, str]]:
