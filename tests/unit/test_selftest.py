@@ -238,6 +238,23 @@ def _result() -> dict:
     }
 
 
+def test_outcome_says_passed_only_when_something_was_shown() -> None:
+    from envpin.probe.selftest.report import outcome
+
+    result = _result()
+    assert outcome(result, []).startswith("self-test passed: ")
+    assert outcome(result, ["x"]).startswith("self-test FAILED (1 problem): ")
+    # Every check skipped (no kernel, no device) and no golden runs compared: nothing was shown to hold.
+    result["checks"] = [selftest.finish_check("matmul-bf16", "MatMul", [], 0.0, exc=("Unsupported", "no kernel"))]
+    assert result["checks"][0]["verdict"] == "skipped"
+    result["golden"] = {"skipped": "no Keras"}
+    line = outcome(result, [])
+    assert line.startswith("self-test inconclusive (no check could run here") and "passed" not in line
+    # The golden runs alone, compared and equal, are something shown.
+    result["golden"] = {**_result()["golden"]}
+    assert outcome(result, []).startswith("self-test passed: ")
+
+
 def test_result_validates_against_schema_and_bad_verdict_does_not() -> None:
     result = _result()
     jsonschema.validate(result, SCHEMA)

@@ -67,7 +67,13 @@ def outcome(result: Any, problems: List[str]) -> str:
     if "error" in result:
         return "self-test could not run: %s" % result["error"]
     s = summary(result)
-    verdict = "FAILED (%d problem%s)" % (len(problems), "" if len(problems) == 1 else "s") if problems else "passed"
+    ran = [c for c in result.get("checks") or [] if c.get("verdict") != "skipped"]
+    if problems:
+        verdict = "FAILED (%d problem%s)" % (len(problems), "" if len(problems) == 1 else "s")
+    elif not ran and (result.get("golden") or {}).get("runs_equal") is not True:
+        verdict = "inconclusive (no check could run here, and no golden runs were compared)"  # not "passed"
+    else:
+        verdict = "passed"
     return "self-test %s: %s; %s" % (verdict, s["headline"], s["golden"]["text"])
 
 
