@@ -91,7 +91,7 @@ class StockCatalog:
 def _spec(text: str) -> TFSpec:
     """--stock: a version or a tag, optionally with the repository in front; a UsageError otherwise."""
     raw = text.strip()
-    bad = UsageError(f"--stock {shown(text)} is not a version or a tag of {REPOSITORY}",
+    bad = UsageError(f"--stock {shown(text) if raw else repr(text)} is not a version or a tag of {REPOSITORY}",
                      hint="give a version or a tag, e.g. --stock 2.20 or --stock 2.20.0-gpu")
     if ":" in raw:
         try:

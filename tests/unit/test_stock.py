@@ -255,6 +255,12 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["render", "--stock", "2.21"], "the catalog knows 2.20.0-gpu, 2.19.0-gpu, 2.18.0-gpu, 2.16.1-gpu, 2.15.0-gpu"),
     (["recipe"], "recipe needs --ngc RELEASE, or --stock TAG"),
     (["doctor", "--stock", "2.20", "--ngc", "22.06"], "not both"),
+    (["doctor", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+    (["doctor", "--stock", " "], "--stock ' ' is not a version or a tag"),
+    (["recipe", "--stock", "2.20.0-gpu@x"], "--stock 2.20.0-gpu@x is not a version or a tag"),
+    (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
+    (["render", "--tf", "2.19", "--stock", "2.20"], "--stock 2.20 and --tf 2.19 name different TensorFlow releases"),
+    (["catalog", "show", "99.1.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 99.1.0"),
 ])
 def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args, cwd=tmp_path)
