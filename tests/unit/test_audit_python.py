@@ -5,6 +5,7 @@ codes, --fix through the real CLI, and bad input (one error line, one hint line,
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -202,6 +203,31 @@ def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, conte
     assert res.code == 2 and res.stdout == ""
     error, hint = res.stderr.strip().splitlines()
     assert error.startswith("error: train.py:1: ") and message in error and hint.startswith("hint: ")
+
+
+@pytest.mark.parametrize(("kind", "args", "message"), [
+    ("fifo", ("train.py",), "train.py: cannot read: not a regular file (a FIFO)"),
+    ("folder", ("train.py",), "train.py: is a directory, not a Python script"),
+    ("missing", ("train.py",), "train.py: no such file"),
+    ("script", ("train.py", "--tf", ""), "'' is not a TensorFlow version"),
+    ("script", ("train.py", "--tf", "2.x"), "'2.x' is not a TensorFlow version"),
+    ("script", ("train.py", "--tf", "9" * 5000), "is not a TensorFlow version"),
+])
+def test_scripts_that_cannot_be_audited_and_bad_tf_are_one_error(tmp_path: Path, kind: str, args: tuple[str, ...],
+                                                                  message: str) -> None:
+    script = tmp_path / "train.py"
+    if kind == "fifo":
+        os.mkfifo(script)
+    elif kind == "folder":
+        script.mkdir()
+    elif kind == "script":
+        script.write_text("import tensorflow as tf\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = run_envpin("audit", *args, cwd=tmp_path)
+    assert res.code == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    error, hint = res.stderr.strip().splitlines()
+    assert error.startswith("error: ") and message in error and hint.startswith("hint: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written beside it
 
 
 def test_fix_refuses_a_script_python_cannot_parse(tmp_path: Path) -> None:
