@@ -104,9 +104,15 @@ class Recipe:
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
+    from envpin.fsutil import parse_json, read_regular
     from envpin.knowledge.catalogcheck import shipped_data_path  # not importlib.resources: ~4 ms of start-up
 
-    data = json.loads(shipped_data_path("recipes.json").read_text(encoding="utf-8"))
+    path = shipped_data_path("recipes.json")
+    try:
+        text = read_regular(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"recipe table {path} cannot be read: {exc}", hint="reinstall envpin") from exc
+    data = parse_json(text, f"recipe table {path}", RecipeError)
     validate(data)
     return data
 

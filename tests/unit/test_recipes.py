@@ -345,3 +345,23 @@ def test_every_source_is_cited_and_the_structured_facts_have_sources() -> None:
     assert all(b["calls"] == "tf.nn.sparse_softmax_cross_entropy_with_logits" for b in recipes.built_on())
     assert "keras.losses.SparseCategoricalCrossentropy" in recipes.built_on()[0]["apis"]
     assert [c.get("context") for c in data["common"]["caveats"]].count("parallel_map") == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "not json"])
+def test_an_unreadable_recipe_table_is_one_recipe_error_never_a_wait(kind: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from envpin.knowledge import catalogcheck
+
+    path = tmp_path / "recipes.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.write_text("{not json")
+    monkeypatch.setattr(catalogcheck, "shipped_data_path", lambda name: tmp_path / name)
+    recipes.table.cache_clear()
+    try:
+        with pytest.raises(RecipeError, match="cannot be read" if kind != "not json" else "recipe table"):
+            recipes.table()
+    finally:
+        recipes.table.cache_clear()
