@@ -465,8 +465,10 @@ def _passed(raw: bytes) -> bool:
     """The shipped file is byte for byte the one recorded after it passed the full check (catalogcheck)."""
     import hashlib
 
-    try:
-        recorded = checked_record_path().read_text(encoding="ascii").strip()
+    from envpin.fsutil import read_regular
+
+    try:  # a SHA-256 in hex and a newline; anything else, or no regular file, is no record
+        recorded = read_regular(checked_record_path(), 128).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return False
     return hashlib.sha256(raw).hexdigest() == recorded

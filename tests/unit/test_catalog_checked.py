@@ -72,6 +72,24 @@ def test_a_missing_record_means_a_full_check(checks: list[str], tmp_path: Path,
     assert len(checks) == 1
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder", "oversized"])
+def test_a_record_that_is_no_regular_small_file_means_a_full_check_never_a_wait(
+        kind: str, checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    record = tmp_path / "catalog.checked"
+    if kind == "fifo":
+        os.mkfifo(record)
+    elif kind == "folder":
+        record.mkdir()
+    else:  # the right digest, then more: not the one-line record
+        digest = catalog.checked_record_path().read_text(encoding="ascii").strip()
+        record.write_text(digest + "\n" + " " * 4096)
+    monkeypatch.setattr(catalog, "checked_record_path", lambda: record)
+    catalog.load(cache=False)
+    assert checks == [str(catalog.shipped_catalog_path())]
+
+
 def test_recording_refuses_an_invalid_file_and_writes_nothing(tmp_path: Path) -> None:
     bad, record = tmp_path / "catalog.json", tmp_path / "catalog.checked"
     bad.write_text('{"schema": 1}')
