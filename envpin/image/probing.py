@@ -163,13 +163,13 @@ def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> Loc
 def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:
     """What the self-test in the container found, from the JSON report it wrote (None: no report, or no
     self-test in it)."""
-    from envpin.fsutil import parse_json
+    from envpin.fsutil import parse_json, read_regular
     from envpin.probe.selftest.run import verdict
 
     for path in written:
         if path.endswith(".json"):
-            try:
-                report = parse_json(Path(path).read_text(encoding="utf-8"), path, EngineError)
+            try:  # what the container left there: a regular file of bounded size, else no report
+                report = parse_json(read_regular(path).decode("utf-8"), path, EngineError)
             except (OSError, ValueError, EngineError):
                 return None
             if isinstance(report, dict) and "selftest" in report:
