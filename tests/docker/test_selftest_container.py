@@ -111,8 +111,11 @@ def test_selftest_in_bullseye_stand_in(engine: Any, version: str, tmp_path: Path
     assert det["method"] == "TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported"
     names = [c["name"] for c in result["checks"]]
     assert names == [c["name"] for c in result["without_determinism"]]
-    skipped = [c for c in result["checks"] if c["verdict"] == "skipped"]
-    assert not skipped, skipped  # every check has a code path that works on this TensorFlow
+    # Every check has a code path that works on this TensorFlow, except bfloat16 kernels an older CPU build
+    # does not have (2.5 and 2.7 refuse the bf16 Conv2D gradient): skipped inside the battery, with the reason.
+    skipped = [c for c in result["checks"] if c["verdict"] == "skipped"
+               and not ("bf16" in c["name"] and "bfloat16" in c.get("message", ""))]
+    assert not skipped, skipped
     assert result["golden"]["runs_equal"] is True, result["golden"]
     assert result["golden"]["device_class"].endswith("onednn=off")  # oneDNN is opt-in before TF 2.9
     hygiene = {h["check"]: h for h in result["hygiene"]}
