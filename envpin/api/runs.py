@@ -59,24 +59,81 @@ def _srun(slurm: bool, partition: str | None, slurm_args: list[str] | None) -> S
     return Srun(partition=partition, options=tuple(slurm_args or ()))
 
 
+def _check_regex(op_regex: str) -> None:
+    """--op-regex compiled now (TensorFlow's debugger compiles it with Python's re): a bad one would only
+    fail inside both runs."""
+    import re
+
+    try:
+        re.compile(op_regex)
+    except re.error as exc:
+        raise UsageError(f"--op-regex {op_regex!r} is not a valid regular expression: {exc}",
+                         hint="pass a Python regular expression of op types, e.g. --op-regex 'MatMul|BiasAdd'",
+                         ) from None
+
+
+def _interpreter(python: str) -> str:
+    """--reader-python: a name found on PATH, or a path to a regular executable file."""
+    import os
+    import stat
+
+    if os.sep not in python:
+        found = shutil.which(python)
+        if found is None:
+            raise UsageError(f"--reader-python: {python} not found on PATH",
+                             hint="pass the path of a python executable")
+        return found
+    try:
+        mode = os.stat(python).st_mode
+    except OSError as exc:
+        raise UsageError(f"--reader-python: {python} not found ({exc.strerror or exc})",
+                         hint="pass the path of a python executable") from None
+    if not stat.S_ISREG(mode) or not os.access(python, os.X_OK):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a file without execute permission" if stat.S_ISREG(mode) else "a special file")
+        raise UsageError(f"--reader-python: {python} is {kind}, not a regular executable file",
+                         hint="pass the path of a python executable")
+    return python
+
+
 def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
                 recipe: bool = False, op_regex: str | None = None, keep: Path | None = None,
                 timeout: float | None = None, reader_python: str | None = None,
                 progress: Callable[[str], None] | None = None) -> BisectResult:
     """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs."""
     from envpin.runs.bisect import bisect
+    from envpin.runs.launch import check_count, check_timeout
 
-    if steps is not None and steps < 1:
-        raise UsageError("--steps must be 1 or more", hint="pass the number of training steps to record")
+    if steps is not None:
+        check_count(steps, "--steps", high=None, hint="pass the number of training steps to record")
+    if max_ops is not None:
+        check_count(max_ops, "--max-ops", high=None,
+                    hint="pass how many op executions to compare (1 or more), or leave it out for all")
+    check_timeout(timeout)
+    if op_regex is not None:
+        _check_regex(op_regex)
     if reader_python is not None:
-        found = shutil.which(reader_python)
-        if found is None:
-            raise UsageError(f"interpreter {reader_python} not found", hint="pass the path of a python executable")
-        reader_python = found
+        reader_python = _interpreter(reader_python)
     args = _command(command)
     with _workdir(keep) as root:
         return bisect(args, root, seed=seed, steps=steps, max_ops=max_ops, recipe=recipe, op_regex=op_regex,
                       timeout=timeout, reader_python=reader_python, progress=progress)
+
+
+def _check_figure(path: Path, option: str) -> None:
+    """A figure output checked before any run starts: a folder, socket or missing folder is refused by
+    check_output_file; a FIFO too, since the figure is written only after the last run, minutes later (a
+    descriptor such as /dev/stdout is written into)."""
+    import os
+    import stat
+
+    from envpin.fsutil import check_output_file
+
+    check_output_file(path, option)
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(os.stat(path).st_mode) and not str(path).startswith("/dev/"):
+            raise UsageError(f"{option}: {path} is a FIFO; the figure is written only once every run has ended",
+                             hint=f"choose a regular file for {option}")
 
 
 def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str = "off", jobs: int = 1,
@@ -92,13 +149,17 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
     recipes = {"off": (False,), "on": (True,), "both": (False, True)}.get(recipe)
     if recipes is None:
         raise UsageError(f"--recipe must be off, on or both, not {recipe!r}", hint="pass --recipe off|on|both")
-    if jobs < 1:
-        raise UsageError("-j must be 1 or more", hint="pass the number of runs to make at once")
-    from envpin.fsutil import check_output_path
+    from envpin.runs.launch import check_count, check_timeout
 
+    check_count(runs, "-n", low=2, hint="a spread needs at least 2 runs per arm: pass -n 2 or more "
+                "(5 or more is better)")
+    check_count(jobs, "-j", hint="pass the number of runs to make at once")
+    check_timeout(timeout)
     for path, option in ((html, "--html"), (svg, "--svg")):
         if path is not None:
-            check_output_path(path, option)
+            _check_figure(path, option)
+    if html is not None and svg is not None and html.resolve() == svg.resolve():
+        raise UsageError(f"--html and --svg name the same file {html}", hint="name two different files")
     srun = _srun(slurm, partition, slurm_args)
     args = _command(command, srun)
     with _workdir(keep) as root:
@@ -108,9 +169,9 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
     from envpin.runs.figure import page, sheet
 
     if html is not None:
-        atomic_write(html, page(result.to_dict()).encode("utf-8"))
+        atomic_write(html, page(result.to_dict()).encode("utf-8"), make_parents=False)
     if svg is not None:
-        atomic_write(svg, sheet(result.to_dict()).encode("utf-8"))
+        atomic_write(svg, sheet(result.to_dict()).encode("utf-8"), make_parents=False)
     return result
 
 
@@ -121,7 +182,10 @@ def cost_runs(command: list[str], *, repeat: int = 3, seed: int = 42, keep: Path
     """Time the command without and with envpin's recipe, `repeat` times each, alternately (each run one
     Slurm task with `slurm`)."""
     from envpin.runs.cost import cost
+    from envpin.runs.launch import check_count, check_timeout
 
+    check_count(repeat, "--repeat", low=2, hint="an interval needs at least 2 runs per arm: pass --repeat 2 or more")
+    check_timeout(timeout)
     srun = _srun(slurm, partition, slurm_args)
     args = _command(command, srun)
     with _workdir(keep) as root:

@@ -17,7 +17,8 @@ CommandArg = Annotated[list[str], typer.Argument(metavar="COMMAND...", help="The
                                                  show_default=False)]
 SeedOpt = Annotated[int, typer.Option("--seed", help="The seed (ENVPIN_SEED) of the fixed-seed runs.")]
 KeepOpt = Annotated[Path | None, typer.Option("--keep", help="Keep logs and dumps in this new or empty folder.")]
-TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Stop a run after this many seconds.")]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    "--timeout", help="Stop a run after this many seconds (a finite number above 0).")]
 SlurmOpt = Annotated[bool, typer.Option("--slurm", help="Run each run as one Slurm task (srun); the hook travels "
                                         "on srun's standard input, no shared storage needed.")]
 PartitionOpt = Annotated[str | None, typer.Option("--partition", metavar="P",
@@ -44,7 +45,7 @@ def register(app: typer.Typer) -> None:
         ] = 10,
         whole: Annotated[bool, typer.Option("--whole-run", help="Do not stop the runs early.")] = False,
         max_ops: Annotated[
-            int | None, typer.Option("--max-ops", help="Compare at most this many op executions.")
+            int | None, typer.Option("--max-ops", help="Compare at most this many op executions (1 or more).")
         ] = None,
         recipe: Annotated[
             bool, typer.Option("--recipe", help="Apply envpin's determinism recipe in both runs.")
@@ -84,12 +85,14 @@ def register(app: typer.Typer) -> None:
     @app.command("study", context_settings=_COMMAND_SETTINGS)
     def study_cmd(
         command: CommandArg,
-        runs_per_arm: Annotated[int, typer.Option("--runs", "-n", help="Runs per arm (fixed, varied seeds).")] = 5,
+        runs_per_arm: Annotated[
+            int, typer.Option("--runs", "-n", help="Runs per arm (fixed, varied seeds), 2 to 1000.")
+        ] = 5,
         seed: SeedOpt = 42,
         recipe: Annotated[
             RecipeArms, typer.Option("--recipe", help="Without envpin's recipe, with it, or both.")
         ] = RecipeArms.off,
-        jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs at once.")] = 1,
+        jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs at once, 1 to 1000.")] = 1,
         html: Annotated[
             Path | None, typer.Option("--html", help="Write the figure (self-contained HTML, inline SVG) here.")
         ] = None,
@@ -124,7 +127,9 @@ def register(app: typer.Typer) -> None:
     @app.command("cost", context_settings=_COMMAND_SETTINGS)
     def cost_cmd(
         command: CommandArg,
-        repeat: Annotated[int, typer.Option("--repeat", "-r", help="Runs per arm (without, with the recipe).")] = 3,
+        repeat: Annotated[
+            int, typer.Option("--repeat", "-r", help="Runs per arm (without, with the recipe), 2 to 1000.")
+        ] = 3,
         seed: SeedOpt = 42,
         keep: KeepOpt = None,
         timeout: TimeoutOpt = None,

@@ -7,6 +7,7 @@ Output is a pure function of the study result (no clock, no randomness): the sam
 from __future__ import annotations
 
 import html
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -16,8 +17,8 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 70, 20, 40, 50
 _COLOURS = {"fixed": "#1f77b4", "varied": "#d62728"}
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.4g}"
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
@@ -30,8 +31,10 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 
 def panel(metric: dict[str, Any], x: float = 0, y0: float = 0) -> str:
     """One metric's SVG: the fixed and the varied arm side by side on a shared vertical scale."""
-    arms = [("fixed", metric["fixed"]["values"]), ("varied", metric["varied"]["values"])]
-    every = [v for _, values in arms for v in values]
+    # nan and inf (reported as strings) have no place on the scale: only the finite values are drawn
+    arms = [(name, [v for v in metric[name]["values"] if isinstance(v, (int, float)) and math.isfinite(v)])
+            for name in ("fixed", "varied")]
+    every = [v for _, values in arms for v in values] or [0.0]
     lo, hi = min(every), max(every)
     if hi == lo:
         lo, hi = lo - 0.5 * (abs(lo) or 1.0) * 1e-3, hi + 0.5 * (abs(hi) or 1.0) * 1e-3
@@ -62,6 +65,10 @@ def panel(metric: dict[str, Any], x: float = 0, y0: float = 0) -> str:
     for i, (name, values) in enumerate(arms):
         cx = _LEFT + slot * (i + 0.5)
         colour = _COLOURS[name]
+        if not values:
+            parts.append(f'<text x="{cx:.1f}" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" font-size="10">'
+                         "no finite value</text>")
+            continue
         q1, med, q3 = _quartiles(values)
         mean = sum(values) / len(values)
         parts += [

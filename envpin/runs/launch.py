@@ -40,8 +40,34 @@ _NODE_MARK = "@envpin-run-record"  # envpin.runs.nodeboot.MARK (a node program, 
 TIMED_OUT = -9
 
 
+#: The most runs one option may ask for (study -n, cost --repeat, study -j): a typo such as -n 100000000
+#: would otherwise run until killed.
+MAX_RUNS = 1000
+
+
 class RunError(UsageError):
     """A run could not be made or observed (exit 2)."""
+
+
+def check_count(value: int, option: str, low: int = 1, high: int | None = MAX_RUNS, *, hint: str = "") -> int:
+    """A count option within [low, high]: refused before any run starts. `hint` says what to do when it is
+    too small."""
+    bounds = f"between {low} and {high}" if high is not None else f"{low} or more"
+    if value < low:
+        raise UsageError(f"{option} must be {bounds}, not {value}", hint=hint or f"pass {option} {bounds}")
+    if high is not None and value > high:
+        raise UsageError(f"{option} must be {bounds}, not {value}",
+                         hint=f"pass {option} {high} or less (envpin's bound on runs, see docs/runs.md)")
+    return value
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """--timeout: a finite number of seconds above 0 (0, a negative number, nan or inf would stop every run
+    at once or never)."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--timeout must be a finite number of seconds above 0, not {timeout}",
+                         hint="pass --timeout SECONDS (e.g. --timeout 600), or leave it out for no limit")
+    return timeout
 
 
 @dataclass(frozen=True)

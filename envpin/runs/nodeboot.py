@@ -32,6 +32,10 @@ VERSION = "1"
 CHUNK = 600
 #: Exit status when the bundle is damaged or the arguments are wrong (the command did not run).
 BROKEN = 3
+#: The most read from standard input (the bundle: a few hundred kilobytes) and from one hook record (its
+#: Keras History grows with the user's training): anything larger is refused or skipped, never read whole.
+MAX_BUNDLE = 64 << 20
+MAX_RECORD = 64 << 20
 
 
 def frame(record):
@@ -54,7 +58,9 @@ def main(argv):
     expected, assignments, command = argv[0], argv[1:at], argv[at + 1:]
     if not command:
         return _fail("no command after --")
-    bundle = sys.stdin.buffer.read()
+    bundle = sys.stdin.buffer.read(MAX_BUNDLE + 1)
+    if len(bundle) > MAX_BUNDLE:
+        return _fail("the hook bundle is larger than %d bytes" % MAX_BUNDLE)
     if hashlib.sha256(bundle).hexdigest() != expected:
         return _fail("the hook bundle arrived damaged (%d bytes, sha256 mismatch)" % len(bundle))
     tmp = tempfile.mkdtemp(prefix="envpin-run-")
@@ -80,8 +86,12 @@ def main(argv):
         lines = []
         for path in sorted(glob.glob(os.path.join(out, "hook-*.json"))):
             try:
-                with open(path) as fh:
-                    lines += frame(json.load(fh))
+                with open(path, "rb") as fh:
+                    data = fh.read(MAX_RECORD + 1)
+                if len(data) > MAX_RECORD:
+                    sys.stderr.write("envpin-run: %s is larger than %d bytes: left out\n" % (path, MAX_RECORD))
+                    continue
+                lines += frame(json.loads(data.decode("utf-8")))
             except (OSError, ValueError):
                 continue
         if lines:  # after a newline: the command's last line may not have ended with one

@@ -23,6 +23,17 @@ BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 20200911
 
 
+def non_finite(values: Sequence[float]) -> int:
+    """How many values are nan or inf (a diverged loss, a metric divided by zero): such a metric has no spread."""
+    return sum(1 for v in values if not math.isfinite(v))
+
+
+def as_json_number(value: float) -> float | str:
+    """A metric value for the JSON report: nan and inf as the strings 'nan', 'inf', '-inf' (JSON has no such
+    numbers)."""
+    return value if math.isfinite(value) else str(value)
+
+
 def std(values: Sequence[float]) -> float:
     """Sample standard deviation; exactly 0.0 when every value is the same float (no rounding residue)."""
     if len(values) < 2 or len(set(values)) == 1:
@@ -32,7 +43,9 @@ def std(values: Sequence[float]) -> float:
 
 
 def ratio(fixed: Sequence[float], varied: Sequence[float]) -> float | None:
-    """std(fixed) / std(varied); None when the varied arm does not spread at all."""
+    """std(fixed) / std(varied); None when the varied arm does not spread at all, or a value is nan or inf."""
+    if non_finite(fixed) or non_finite(varied):
+        return None
     s_varied = std(varied)
     return None if s_varied == 0 else std(fixed) / s_varied
 
@@ -40,7 +53,7 @@ def ratio(fixed: Sequence[float], varied: Sequence[float]) -> float | None:
 def bootstrap_ci(fixed: Sequence[float], varied: Sequence[float], level: float = 0.95,
                  resamples: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the ratio, each arm resampled on its own; None if undefined."""
-    if len(fixed) < 2 or len(varied) < 2:
+    if len(fixed) < 2 or len(varied) < 2 or non_finite(fixed) or non_finite(varied):
         return None
     rng = random.Random(seed)
     found = []
@@ -57,7 +70,12 @@ def bootstrap_ci(fixed: Sequence[float], varied: Sequence[float], level: float =
 
 
 def verdict(name: str, fixed: Sequence[float], varied: Sequence[float]) -> str:
-    """The ratio in words; 'exactly' only when every fixed-seed run gave the same float."""
+    """The ratio in words; 'exactly' only when every fixed-seed run gave the same finite float; a metric with a
+    nan or inf in any run is reported as such, never as a spread."""
+    bad = non_finite(list(fixed) + list(varied))
+    if bad:
+        return (f"{name}: {bad} of {len(fixed) + len(varied)} runs gave a value that is not a finite number (nan "
+                "or inf): no spread or ratio can be measured for it")
     if len(fixed) < 2:
         return f"{name}: too few fixed-seed runs to measure a spread"
     if std(fixed) == 0:
@@ -91,9 +109,8 @@ class MetricStats:
         ci = bootstrap_ci(self.fixed, self.varied)
         return {
             "metric": self.name, "recipe": self.recipe,
-            "fixed": {"n": len(self.fixed), "mean": _mean(self.fixed), "std": std(self.fixed), "values": self.fixed},
-            "varied": {"n": len(self.varied), "mean": _mean(self.varied), "std": std(self.varied),
-                       "values": self.varied},
+            "fixed": _arm(self.fixed), "varied": _arm(self.varied),
+            "non_finite": non_finite(self.fixed) + non_finite(self.varied),
             "ratio": r, "ratio_ci95": list(ci) if ci else None,
             "verdict": verdict(self.name, self.fixed, self.varied),
         }
@@ -101,6 +118,13 @@ class MetricStats:
 
 def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
+
+
+def _arm(values: Sequence[float]) -> dict[str, Any]:
+    """One arm in the report: mean and std only when every value is finite."""
+    finite = not non_finite(values)
+    return {"n": len(values), "mean": _mean(values) if finite else None, "std": std(values) if finite else None,
+            "values": [as_json_number(v) for v in values]}
 
 
 @dataclass
@@ -169,6 +193,7 @@ def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, reci
     return StudyResult(
         command=list(command), runs=runs, seed=seed, recipes=list(recipes), metrics=stats,
         per_run=[{"label": r.spec.label, "seed": r.spec.seed, "recipe": r.spec.recipe,
-                  "seconds": round(r.seconds, 3), "metrics": r.metrics} for r in done],
+                  "seconds": round(r.seconds, 3),
+                  "metrics": {k: as_json_number(v) for k, v in r.metrics.items()}} for r in done],
         tf_version=record.get("tf_version") if record else None,
     )
