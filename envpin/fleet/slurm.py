@@ -58,9 +58,11 @@ _SRUN_LAUNCH = re.compile(r"^srun: error: Task launch for \S+ failed on node ([^
 # The task's own line when the program it starts (python3, the container runtime) is not on the node's PATH.
 _TASK_ERROR = re.compile(r"^@envpin-task-error ([^\s:]+): (.*)$")
 # Checks before exec: when execve fails, slurmstepd's "execve(): ...: No such file or directory" can be lost
-# (srun may end the step before it arrives), while a line the task itself writes always arrives.
+# (srun may end the step before it arrives), while a line the task itself writes always arrives. The failing
+# task still reads the archive srun sends it to the end: a task that leaves its standard input unread makes
+# srun's write fail, and srun then aborts the whole step ("io error with slurmstepd"), every node's task with it.
 _START = ('command -v "$1" >/dev/null 2>&1 || { echo "@envpin-task-error ${SLURMD_NODENAME:-$(uname -n)}: '
-          '$1 is not installed on the node (not found on PATH)" >&2; exit 127; }; exec "$@"')
+          '$1 is not installed on the node (not found on PATH)" >&2; cat >/dev/null; exit 127; }; exec "$@"')
 
 
 @dataclass(frozen=True)
