@@ -85,3 +85,16 @@ def test_cost_reports_the_overhead_of_the_recipe() -> None:
     assert isinstance(data["overhead"], float) and low <= data["overhead"] <= high
     text = run_envpin("cost", "--repeat", "2", "--", sys.executable, str(SCRIPTS / "dense.py"))
     assert text.code == 0 and "overhead of the recipe:" in text.stdout
+
+
+def test_bisect_with_the_smallest_max_ops_compares_one_execution_and_zero_is_refused() -> None:
+    """--max-ops 1 gives a verdict on exactly one op execution; 0 is refused before TensorFlow starts (it once
+    gave 'not identical' after comparing nothing)."""
+    script = SCRIPTS / "dense.py"
+    one = run_envpin("bisect", "--max-ops", "1", "--steps", "2", "--format", "json", "--", sys.executable, str(script))
+    assert one.code in (0, 1), one.stderr
+    data = json.loads(one.stdout)
+    assert data["compared"] == 1 and data["identical"] is (one.code == 0)
+    zero = run_envpin("bisect", "--max-ops", "0", "--steps", "2", "--", sys.executable, str(script))
+    assert zero.code == 2 and zero.stderr.startswith("error: --max-ops must be 1 or more")
+    assert len(zero.stderr.strip().splitlines()) == 2 and not zero.stdout
