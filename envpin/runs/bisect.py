@@ -168,8 +168,8 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
     first = found.get("first_difference")
     if int(found["compared"]) == 0 and not first:  # neither identical nor different: no verdict at all
         raise RunError(f"nothing was compared: run 1 executed {found['executions'][0]} ops and run 2 "
-                       f"{found['executions'][1]}, but no op execution had a counterpart in the other run "
-                       f"({found['unmatched']} unmatched)",
+                       f"{found['executions'][1]}, but none could be compared ({found['unmatched']} without a "
+                       f"counterpart in the other run, {found.get('skipped', 0)} unreadable or uninitialised)",
                        hint="record more of the runs (raise --steps, or --whole-run), or widen --op-regex")
     frame = user_frame(first["stack"]) if first else None
     if first:  # the user's frames, and the innermost one (where TensorFlow created the op)
