@@ -7,6 +7,20 @@ traceback from deep inside an import.
 
 import sys
 
+if __name__ == "__main__" or sys.argv[0].rsplit("/", 1)[-1] == "envpin":  # the program, not an import
+    import _signal  # the C module: `signal` would import enum
+
+    def _stop(signum: int, frame: object) -> None:
+        """Ctrl-C before main's try (a signal is delivered at the next function entry): the same one line and
+        130 as after it. Nothing has been written yet, so there is nothing to clean up."""
+        import os
+
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+
+    _signal.signal(_signal.SIGINT, _stop)
+
 TYPE_CHECKING = False  # typing's, without importing typing (~8 ms of `envpin --version`)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -196,9 +210,11 @@ def _notices() -> None:
 
 
 def main() -> None:
-    """The console script. Ctrl-C at any point from here on is one `interrupted` line and exit 130; this module
-    imports nothing but sys at load (no `from __future__`), so the window before it is Python's own start-up."""
+    """The console script. Ctrl-C at any point is one `interrupted` line and exit 130: before this try through
+    `_stop`, inside it as KeyboardInterrupt; the window before this module's first lines is Python's start-up."""
     try:
+        if "_signal" in globals():  # from here on Ctrl-C is KeyboardInterrupt, which the commands clean up after
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _main()
     except KeyboardInterrupt:
         _say("interrupted")
