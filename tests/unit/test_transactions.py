@@ -119,11 +119,24 @@ def test_twenty_concurrent_writers_end_in_one_consistent_folder(tmp_path: Path, 
 
 def _envpin_traceback(err: str) -> bool:
     """A traceback through envpin's code. Ctrl-C in the interpreter's own start-up (site, the console
-    script's first import: about 20 ms) is Python's to report, before any envpin code can run."""
+    script's first import: about 20 ms) is Python's to report, before any envpin code can run; that includes
+    a signal raised at the entry of envpin's first module (its frame at line 0: no statement of it has run,
+    so no handler of it can exist yet)."""
     if "Traceback" not in err:
         return False
     frames = [line for line in err.splitlines() if line.strip().startswith("File ")]
-    return any("/envpin/" in line for line in frames)
+    return any("/envpin/" in line and not line.rstrip().endswith(", line 0, in <module>") for line in frames)
+
+
+def test_a_frame_at_line_zero_is_start_up_and_any_other_envpin_frame_is_not() -> None:
+    start_up = ('Traceback (most recent call last):\n  File "/v/bin/envpin", line 3, in <module>\n'
+                '    from envpin.__main__ import main\n  File "/w/envpin/__main__.py", line 0, in <module>\n'
+                'KeyboardInterrupt\n')
+    assert not _envpin_traceback(start_up)
+    assert _envpin_traceback(start_up.replace("line 0, in <module>", "line 12, in <module>"))
+    assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
+                                              '"/w/envpin/cli/app.py", line 40, in main'))
+    assert not _envpin_traceback("interrupted\n")
 
 
 def _interrupted_render(folder: Path, seed: int, budget: float) -> str | None:
