@@ -209,10 +209,13 @@ def _run(
     # files, so it needs every line understood.
     parsed: list[Dockerfile] = [read(p, build_args, tolerant=not do_fix) for p in paths if not is_script(p)]
     scripts: dict[str, str] = {}
+    encodings: dict[str, str] = {}  # a script's own (PEP 263), which --fix writes it back in
     if any(map(is_script, paths)):  # the script audit loads only for a run with scripts
-        from envpin.audit.python.audit import audit_script, read_script
+        from envpin.audit.python.audit import audit_script, read_script_encoded
 
-        scripts = {p: read_script(p) for p in paths if is_script(p)}
+        for p in paths:
+            if is_script(p):
+                scripts[p], encodings[p] = read_script_encoded(p)
 
     def where(df: Dockerfile) -> Path | None:
         """The build context: --context DIR, else the Dockerfile's folder; None with --no-context."""
@@ -233,7 +236,7 @@ def _run(
             raise UsageError(f"{path}:{broken.line}: {broken.message}", hint="--fix needs a script Python parses")
     fixed: list[FixedFile] = []
     remaining: list[Finding] = []
-    outputs: dict[Path, tuple[str, int]] = {}
+    outputs: dict[Path, tuple[bytes, int]] = {}
     for path, text in scripts.items():
         out = _output_path(path, fix_out, in_place)
         if out.resolve() == Path(path).resolve() and not in_place:
@@ -243,7 +246,7 @@ def _run(
         remaining.extend(_kept(_Lines(str(out), outcome.text.splitlines()),
                                audit_script(outcome.text, str(out), aim), config))
         fixed.append(FixedFile(path, str(out), outcome))
-        outputs[out] = (outcome.text, os.stat(path).st_mode & 0o777)
+        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
     for df in parsed:
         out = _output_path(df.path, fix_out, in_place)
         if out.resolve() == Path(df.path).resolve() and not in_place:
@@ -253,13 +256,29 @@ def _run(
         again = parse(outcome.text, str(out), build_args)
         remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
-        outputs[out] = (outcome.text, os.stat(df.path).st_mode & 0o777)
+        outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
     from envpin.fsutil import atomic_write_many
 
     # All or nothing: every fixed file is staged beside its target before any is renamed into place.
-    atomic_write_many({out: text.encode("utf-8") for out, (text, _) in outputs.items()},
+    atomic_write_many({out: data for out, (data, _) in outputs.items()},
                       {out: mode for out, (_, mode) in outputs.items()}, make_parents=False)
     return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)
+
+
+def _encoded(text: str, encoding: str, path: str) -> bytes:
+    """A fixed script in the encoding it was read in, still declaring that encoding (the fixes insert and
+    comment lines below a coding line, never above it); a UsageError, before anything is written, otherwise."""
+    from envpin.audit.python.audit import declared_encoding
+
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{path}: the fixed script has {text[exc.start]!r}, which {encoding} cannot hold",
+                         hint="save the script as UTF-8 and run --fix again") from None
+    if declared_encoding(data, path) != encoding:
+        raise UsageError(f"{path}: the fixed script would no longer declare {encoding}",
+                         hint="move the coding line to the script's first line and run --fix again")
+    return data
 
 
 def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,

@@ -196,13 +196,39 @@ def test_fix_through_the_cli_keeps_lines_and_parses(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
+    (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),
+    (b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", "starts with a UTF-8 BOM but its coding line names another"),
+    (b"# coding: ascii\nx = '\xe9'\n", "not ascii (its coding line) text (byte 0xe9)"),
 ])
 def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, content: bytes, message: str) -> None:
     (tmp_path / "train.py").write_bytes(content)
     res = run_envpin("audit", "train.py", cwd=tmp_path)
     assert res.code == 2 and res.stdout == ""
     error, hint = res.stderr.strip().splitlines()
-    assert error.startswith("error: train.py:1: ") and message in error and hint.startswith("hint: ")
+    assert error.startswith(("error: train.py:1: ", "error: train.py:2: ")) and message in error
+    assert hint.startswith("hint: ")
+
+
+@pytest.mark.parametrize("cookie", ["# -*- coding: latin-1 -*-", "# vim: set fileencoding=cp1252 :"])
+def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: Path, cookie: str) -> None:
+    """Older training code declares Latin-1 and the like (PEP 263): read as Python reads it, written back in it."""
+    text = (f"#!/usr/bin/env python\n{cookie}\n# Auteur : Hélène, données d'entraînement\n"
+            "import tensorflow as tf\n\nds = ds.map(f, num_parallel_calls=4, deterministic=False)\n"
+            "print('réseau prêt')\nm = tf.keras.Sequential([])\nm.fit(ds)\n")
+    encoding = "latin-1" if "latin" in cookie else "cp1252"
+    (tmp_path / "train.py").write_bytes(text.encode(encoding))
+    res = run_envpin("audit", "--tf", "2.16", "--format", "json", "train.py", cwd=tmp_path)
+    assert res.code == 1, res.stderr
+    rules = {(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]}
+    assert (6, "py-data-nondeterministic") in rules
+    fixed = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
+    assert fixed.code == 0, fixed.stdout + fixed.stderr
+    out = (tmp_path / "train.py.envpin-fixed").read_bytes()
+    assert out.startswith(text.encode(encoding).split(b"import")[0])  # shebang, coding line, comment: unchanged
+    assert "réseau prêt".encode(encoding) in out and b"deterministic=False" not in out
+    assert b"enable_op_determinism()" in out
+    with pytest.raises(UnicodeDecodeError):
+        out.decode("utf-8")
 
 
 @pytest.mark.parametrize(("kind", "args", "message"), [

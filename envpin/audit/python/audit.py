@@ -12,7 +12,8 @@ from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
 from envpin.fsutil import read_regular
 
-__all__ = ["ScriptTarget", "audit_script", "is_script", "parse_script", "read_script", "target_for"]
+__all__ = ["ScriptTarget", "audit_script", "declared_encoding", "is_script", "parse_script", "read_script",
+           "read_script_encoded", "target_for"]
 
 from envpin.audit.python import SUFFIXES as SUFFIXES  # their home is the package, which costs nothing to load
 from envpin.audit.python import is_script
@@ -41,7 +42,14 @@ def audit_script(text: str, path: str = "train.py", target: ScriptTarget | None 
 
 
 def read_script(path: str) -> str:
-    """The script's text; a missing, binary or non-UTF-8 file stops the run (exit 2), as for Dockerfiles."""
+    """The script's text (see read_script_encoded)."""
+    return read_script_encoded(path)[0]
+
+
+def read_script_encoded(path: str) -> tuple[str, str]:
+    """The script's text and the encoding Python reads it in: a UTF-8 BOM or a PEP 263 coding line (`# -*-
+    coding: latin-1 -*-`, common in older training code), else UTF-8; --fix writes it back in the same one. A
+    missing, binary or undecodable file stops the run (exit 2), as for Dockerfiles."""
     try:
         raw = read_regular(path)  # a regular file of at most 64 MiB: a FIFO or /dev/zero is refused
     except FileNotFoundError:
@@ -54,12 +62,37 @@ def read_script(path: str) -> str:
     if b"\0" in raw:
         line = raw[: raw.index(b"\0")].count(b"\n") + 1
         raise UsageError(f"{path}:{line}: binary file (NUL byte), not a Python script", hint="name a .py file")
+    encoding = declared_encoding(raw, path)
     try:
-        return raw.decode("utf-8")
+        return raw.decode(encoding), encoding
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise UsageError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})",
-                         hint="save the script as UTF-8 (the audit reads UTF-8 only)") from None
+        named = "UTF-8" if encoding == "utf-8" else f"{encoding} (its coding line)"
+        hint = ("save the script as UTF-8, or declare its encoding in a coding line (PEP 263)"
+                if encoding == "utf-8" else "correct the coding line to the encoding the file is saved in")
+        raise UsageError(f"{path}:{line}: not {named} text (byte 0x{raw[exc.start]:02x})", hint=hint) from None
+
+
+def declared_encoding(raw: bytes, path: str) -> str:
+    """The encoding Python itself would read `raw` in (tokenize's rules: a BOM, a coding line on line 1 or 2),
+    as a codec name; "utf-8" for a BOM (the text keeps the BOM, which --fix puts back)."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        if exc.msg.startswith("unknown encoding: "):
+            why = f"its coding line names {exc.msg.removeprefix('unknown encoding: ')!r}, which Python does not know"
+        elif exc.msg.startswith("encoding problem"):
+            why = "it starts with a UTF-8 BOM but its coding line names another encoding"
+        else:  # a first line that is not UTF-8, and no coding line: the UTF-8 decode names the byte
+            return "utf-8"
+        line = next((n for n, text in enumerate(raw.splitlines()[:2], 1) if b"coding" in text), 1)
+        raise UsageError(f"{path}:{line}: Python cannot read this script: {why}",
+                         hint="correct the coding line (PEP 263), or remove it and save the script as UTF-8") \
+            from None
+    return "utf-8" if encoding in ("utf-8", "utf-8-sig") else encoding
 
 
 def target_for(tf_version: str, distribution: str, release: str | None, label: str,
