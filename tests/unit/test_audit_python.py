@@ -213,7 +213,7 @@ def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, conte
 def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: Path, cookie: str) -> None:
     """Older training code declares Latin-1 and the like (PEP 263): read as Python reads it, written back in it."""
     text = (f"#!/usr/bin/env python\n{cookie}\n# Auteur : Hélène, données d'entraînement\n"
-            "import tensorflow as tf\n\nds = ds.map(f, num_parallel_calls=4, deterministic=False)\n"
+            "import tensorflow as tf\n\ndonnées = ds.map(f, num_parallel_calls=4, deterministic=False)\n"
             "print('réseau prêt')\nm = tf.keras.Sequential([])\nm.fit(ds)\n")
     encoding = "latin-1" if "latin" in cookie else "cp1252"
     (tmp_path / "train.py").write_bytes(text.encode(encoding))
@@ -224,8 +224,11 @@ def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: 
     fixed = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
     assert fixed.code == 0, fixed.stdout + fixed.stderr
     out = (tmp_path / "train.py.envpin-fixed").read_bytes()
+    again = run_envpin("audit", "--tf", "2.16", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    assert again.code == 0 and (tmp_path / "train.py.envpin-fixed").read_bytes() == out  # idempotent
     assert out.startswith(text.encode(encoding).split(b"import")[0])  # shebang, coding line, comment: unchanged
     assert "réseau prêt".encode(encoding) in out and b"deterministic=False" not in out
+    assert "données = ds.map(f, num_parallel_calls=4)\n".encode(encoding) in out
     assert b"enable_op_determinism()" in out
     with pytest.raises(UnicodeDecodeError):
         out.decode("utf-8")
