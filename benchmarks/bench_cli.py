@@ -12,7 +12,9 @@ machine it moves far less than wall time, and the ratios are taken within one ru
 * `envpin audit` of one small Dockerfile (FROM an NGC tag, ENV, one pip RUN) <= 2.5x hadolint on the same
   file (.venv/bin/hadolint, or hadolint on PATH).
 
-`envpin probe -o -` and `python -c pass` are printed alongside (no target) to show what is not envpin's.
+`envpin probe -o -` and `python -c pass` are printed alongside (no target) to show what is not envpin's, and
+so is the floor of any Python audit that consults the catalog: a program that imports only `re`, `json` and
+`hashlib`, checks the shipped catalog's SHA-256, parses it and splits the Dockerfile into instructions.
 
 Every Python process runs with compiled bytecode, as an installed package has it (pip compiles at install):
 the children get a private PYTHONPYCACHEPREFIX (written by the warm-up run) and PYTHONDONTWRITEBYTECODE
@@ -42,6 +44,16 @@ TARGETS = {
     "envpin recipe --ngc 20.02-tf2-py3": (TYPER, 1.5),
     "envpin audit Dockerfile": (HADOLINT, 2.5),
 }
+FLOOR = "python: catalog + file (floor)"
+#: The floor program: what every audit of a FROM line must at least do in Python, with the fewest modules.
+_FLOOR_CODE = (
+    "import hashlib, json, os, re, sys\n"
+    "import envpin\n"
+    "raw = open(os.path.join(os.path.dirname(envpin.__file__), 'data', 'catalog.json'), 'rb').read()\n"
+    "hashlib.sha256(raw).hexdigest()\n"
+    "catalog = json.loads(raw)\n"
+    "lines = [re.match(r'\\s*(\\w+)\\s+(.*)', x) for x in open(sys.argv[1]).read().splitlines()]\n"
+)
 DOCKERFILE = ("FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\n"
               "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
               "RUN pip install --no-cache-dir numpy==1.22.0\n")
@@ -67,6 +79,7 @@ def commands(dockerfile: Path) -> dict[str, list[str]]:
         "envpin audit Dockerfile": [*e, "audit", str(dockerfile)],
         "envpin probe -o -": [*e, "probe", "-o", "-"],
         "python -c pass": [sys.executable, "-c", "pass"],
+        FLOOR: [sys.executable, "-c", _FLOOR_CODE, str(dockerfile)],
         TYPER: [sys.executable, "-c", "import typer"],
     }
     hadolint = _hadolint()
