@@ -135,3 +135,23 @@ def run_envpin(*args: str, cwd: Path | None = None, env: dict[str, str] | None =
         timeout=120,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def make_unreadable(path: Path, kind: str) -> None:
+    """Put at `path` something that is no regular file to read: a FIFO nobody writes to (a naive read waits
+    for ever), a folder, a file that is not what its name says ("broken": text that is not JSON), a dangling
+    link, or a link loop."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "broken":
+        path.write_text("{not json")
+    elif kind == "dangling":
+        path.symlink_to(path.parent / "missing" / "deeper" / path.name)
+    elif kind == "loop":
+        other = path.with_name(path.name + ".loop")
+        path.symlink_to(other)
+        other.symlink_to(path)
+    else:
+        raise ValueError(f"unknown kind {kind!r}")

@@ -23,7 +23,7 @@ import pytest
 from envpin.errors import RegistryError
 from envpin.probe import secrets
 from envpin.registry.client import RegistryClient
-from tests.conftest import Result, run_envpin
+from tests.conftest import Result, make_unreadable, run_envpin
 from tests.hostile_registry import (
     INDEX,
     Answer,
@@ -165,15 +165,7 @@ def test_an_output_that_is_a_character_device_is_written_into_never_replaced(tmp
 @pytest.mark.parametrize("what", ["fifo", "folder", "dangling", "loop"])
 def test_outputs_envpin_never_replaces(what: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    if what == "fifo":
-        os.mkfifo(out)
-    elif what == "folder":
-        out.mkdir()
-    elif what == "dangling":
-        out.symlink_to(tmp_path / "missing" / "deeper" / "m.yaml")
-    else:
-        out.symlink_to(tmp_path / "loop2")
-        (tmp_path / "loop2").symlink_to(out)
+    make_unreadable(out, what)
     res = _timed("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", str(out))
     _one_error(res)
     assert not (tmp_path / "missing").exists()

@@ -4,23 +4,18 @@ container made. Only a regular file of bounded size is read: a FIFO or a folder 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from envpin.image.probing import _selftest_line
+from tests.conftest import make_unreadable
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "broken"])
 def test_a_report_that_is_no_readable_json_file_gives_no_line(kind: str, tmp_path: Path) -> None:
     path = tmp_path / "report.json"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "folder":
-        path.mkdir()
-    else:
-        path.write_text("{not json")
+    make_unreadable(path, kind)
     assert _selftest_line((str(path),), insisted=True) is None
 
 

@@ -12,7 +12,7 @@ import pytest
 from envpin.errors import RecipeError
 from envpin.knowledge import recipes
 from envpin.probe import runtime
-from tests.conftest import REPO
+from tests.conftest import REPO, make_unreadable
 
 
 @pytest.mark.parametrize(
@@ -347,21 +347,15 @@ def test_every_source_is_cited_and_the_structured_facts_have_sources() -> None:
     assert [c.get("context") for c in data["common"]["caveats"]].count("parallel_map") == 1
 
 
-@pytest.mark.parametrize("kind", ["fifo", "folder", "not json"])
+@pytest.mark.parametrize("kind", ["fifo", "folder", "broken"])
 def test_an_unreadable_recipe_table_is_one_recipe_error_never_a_wait(kind: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from envpin.knowledge import catalogcheck
 
-    path = tmp_path / "recipes.json"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "folder":
-        path.mkdir()
-    else:
-        path.write_text("{not json")
+    make_unreadable(tmp_path / "recipes.json", kind)
     monkeypatch.setattr(catalogcheck, "shipped_data_path", lambda name: tmp_path / name)
     recipes.table.cache_clear()
     try:
-        with pytest.raises(RecipeError, match="cannot be read" if kind != "not json" else "recipe table"):
+        with pytest.raises(RecipeError, match="cannot be read" if kind != "broken" else "recipe table"):
             recipes.table()
     finally:
         recipes.table.cache_clear()
