@@ -11,10 +11,14 @@ if __name__ == "__main__" or sys.argv[0].rsplit("/", 1)[-1] == "envpin":  # the 
     import _signal  # the C module: `signal` would import enum
 
     def _stop(signum: int, frame: object) -> None:
-        """Ctrl-C before main's try (a signal is delivered at the next function entry): the same one line and
-        130 as after it. Nothing has been written yet, so there is nothing to clean up."""
+        """Ctrl-C outside main's try: the same one line and 130 as inside it. Before it nothing has been written;
+        after it (the command has returned, the interpreter is shutting down) its output is flushed first."""
         import os
 
+        try:  # noqa: SIM105 (contextlib.suppress would import contextlib into every start-up)
+            sys.stdout.flush()
+        except Exception:  # a closed pipe: nothing more can reach it
+            pass
         sys.stderr.write("interrupted\n")
         sys.stderr.flush()
         os._exit(130)
@@ -219,6 +223,9 @@ def main() -> None:
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)
+    finally:  # the command is over: Ctrl-C during the interpreter's shutdown is `_stop`'s again, not a traceback
+        if "_signal" in globals():
+            _signal.signal(_signal.SIGINT, _stop)
 
 
 def _main() -> None:

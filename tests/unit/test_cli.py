@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -254,3 +255,22 @@ def test_console_script_turns_ctrl_c_during_the_cli_import_into_one_line(
     else:
         with pytest.raises(RuntimeError, match="a real bug"):
             entry.main()
+
+
+def test_ctrl_c_after_the_command_returned_flushes_its_output_and_is_one_line() -> None:
+    """The command is over and the interpreter is shutting down when Ctrl-C lands: its output still arrives,
+    then one `interrupted` line and 130, never a traceback from the console script's last line."""
+    program = (
+        "import os, signal, sys, time\n"
+        "sys.argv = ['envpin', '--version']\n"  # as the console script: the module installs its handler
+        "from envpin.__main__ import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(5)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "interrupted\n")
+    assert proc.stdout.startswith("envpin ")

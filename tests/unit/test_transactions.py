@@ -117,25 +117,47 @@ def test_twenty_concurrent_writers_end_in_one_consistent_folder(tmp_path: Path, 
     assert _leftovers(tmp_path) == []
 
 
+def _handler_line() -> int:
+    """The line of envpin/__main__.py that installs its SIGINT handler: before it, no envpin code can catch one."""
+    text = (Path(__file__).resolve().parents[2] / "envpin" / "__main__.py").read_text()
+    return next(n for n, line in enumerate(text.splitlines(), 1) if "_signal.signal(_signal.SIGINT" in line)
+
+
 def _envpin_traceback(err: str) -> bool:
-    """A traceback through envpin's code. Ctrl-C in the interpreter's own start-up (site, the console
-    script's first import: about 20 ms) is Python's to report, before any envpin code can run; that includes
-    a signal raised at the entry of envpin's first module (its frame at line 0: no statement of it has run,
-    so no handler of it can exist yet)."""
+    """A traceback through envpin's code after it could catch Ctrl-C. Ctrl-C in the interpreter's own start-up
+    (site, the console script's first import: about 20 ms) is Python's to report, and so is one raised while
+    `envpin/__init__.py` runs or `envpin/__main__.py` has not yet reached the line that installs its handler
+    (its frame at line 0 on 3.11+, where a pending signal is raised on entering the module)."""
     if "Traceback" not in err:
         return False
-    frames = [line for line in err.splitlines() if line.strip().startswith("File ")]
-    return any("/envpin/" in line and not line.rstrip().endswith(", line 0, in <module>") for line in frames)
+    frames = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
+    ours = [f for f in frames if "/envpin/" in f]
+    if not ours:
+        return False
+
+    def before_handler(frame: str) -> bool:
+        where, _, rest = frame.partition('", line ')
+        number, _, function = rest.partition(", in ")
+        if function != "<module>" or not number.isdigit():
+            return False
+        return where.endswith("/envpin/__init__.py") or (
+            where.endswith("/envpin/__main__.py") and int(number) <= _handler_line())
+
+    return not all(before_handler(f) for f in ours)
 
 
-def test_a_frame_at_line_zero_is_start_up_and_any_other_envpin_frame_is_not() -> None:
+def test_a_traceback_before_the_handler_is_start_up_and_any_other_envpin_frame_is_not() -> None:
     start_up = ('Traceback (most recent call last):\n  File "/v/bin/envpin", line 3, in <module>\n'
                 '    from envpin.__main__ import main\n  File "/w/envpin/__main__.py", line 0, in <module>\n'
                 'KeyboardInterrupt\n')
     assert not _envpin_traceback(start_up)
-    assert _envpin_traceback(start_up.replace("line 0, in <module>", "line 12, in <module>"))
+    assert not _envpin_traceback(start_up.replace("__main__.py\", line 0", "__init__.py\", line 12"))
+    assert not _envpin_traceback(start_up.replace("line 0, in", "line 1, in"))
+    assert _envpin_traceback(start_up.replace("line 0, in <module>", f"line {_handler_line() + 1}, in <module>"))
     assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
                                               '"/w/envpin/cli/app.py", line 40, in main'))
+    assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
+                                              '"/w/envpin/__main__.py", line 3, in _lean'))
     assert not _envpin_traceback("interrupted\n")
 
 
