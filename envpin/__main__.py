@@ -216,6 +216,7 @@ def _notices() -> None:
 def main() -> None:
     """The console script. Ctrl-C at any point is one `interrupted` line and exit 130: before this try through
     `_stop`, inside it as KeyboardInterrupt; the window before this module's first lines is Python's start-up."""
+    _open_closed_streams()
     try:
         if "_signal" in globals():  # from here on Ctrl-C is KeyboardInterrupt, which the commands clean up after
             _signal.signal(_signal.SIGINT, _signal.default_int_handler)
@@ -226,6 +227,22 @@ def main() -> None:
     finally:  # the command is over: Ctrl-C during the interpreter's shutdown is `_stop`'s again, not a traceback
         if "_signal" in globals():
             _signal.signal(_signal.SIGINT, _stop)
+
+
+def _open_closed_streams() -> None:
+    """A stream the shell closed (`>&-`, `2>&-`) is None in Python: each is bound to os.devnull on its own
+    descriptor, so what would go there is dropped (as print() and rich drop it) and the exit status stays the
+    command's, never a traceback, an internal error or the 1 of an uncaught exception."""
+    import os
+
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        setattr(sys, name, open(fd, "w", closefd=False))  # noqa: SIM115 (the process's stream, never closed)
 
 
 def _main() -> None:

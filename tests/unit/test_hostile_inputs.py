@@ -260,6 +260,31 @@ def test_a_closed_stdout_ends_quietly_with_141(args: tuple[str, ...]) -> None:
     assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr)
 
 
+def _with_closed(fd: int, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The console script run with file descriptor `fd` closed (the shell's `>&-` or `2>&-`): Python then has
+    no sys.stdout (or sys.stderr) at all."""
+    script = Path(sys.executable).with_name("envpin")
+    other = subprocess.PIPE
+    return subprocess.run([str(script), *args], stdout=None if fd == 1 else other, stderr=None if fd == 2 else other,
+                          text=True, timeout=BOUND_S, cwd=cwd, pass_fds=(), close_fds=True,
+                          preexec_fn=lambda: os.close(fd))
+
+
+@pytest.mark.parametrize("args", [("--version",), ("catalog",), ("--help",), ("audit", "Dockerfile"),
+                                  ("recipe", "--ngc", "20.02-tf2-py3")])
+def test_a_stdout_the_shell_closed_is_no_internal_error(args: tuple[str, ...], tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n")
+    proc = _with_closed(1, *args, cwd=tmp_path)
+    expected = 1 if args[0] == "audit" else 0  # the audit's findings still decide its exit status
+    assert proc.returncode == expected and proc.stderr == "", (proc.returncode, proc.stderr)
+
+
+@pytest.mark.parametrize("args", [("audit", "missing"), ("recipe", "--ngc", "99.99"), ("catalog", "--nope")])
+def test_a_stderr_the_shell_closed_keeps_the_bad_input_exit_status(args: tuple[str, ...], tmp_path: Path) -> None:
+    proc = _with_closed(2, *args, cwd=tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout)
+
+
 # -- Dockerfiles whose variables or scopes grow -------------------------------------------------------------------
 # Peak memory is this process's own high-water mark (VmHWM), not getrusage's ru_maxrss: Linux carries
 # ru_maxrss across exec, so a child of a large pytest process would report the parent's size.
