@@ -194,6 +194,24 @@ def test_fix_through_the_cli_keeps_lines_and_parses(tmp_path: Path) -> None:
     assert again.code == 0 and (tmp_path / "train.py.envpin-fixed").read_bytes().decode() == fixed
 
 
+TWO_NOTES = ("import tensorflow as tf\n\ntf.random.set_seed(1)\ntf.config.experimental.enable_op_determinism()\n\n\n"
+             "def aug(x):\n    return tf.image.random_flip_left_right(x)\n\n\n"
+             "ds = ds.interleave(f, sloppy=True).map(aug, num_parallel_calls=4)\n"
+             "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(optimizer='adam', loss='mse')\n"
+             "model.fit(ds)\n")
+
+
+def test_a_second_fix_adds_no_note_again_to_a_statement_with_several(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TWO_NOTES)
+    first = run_envpin("audit", "--tf", "2.10", "--fix", "train.py", cwd=tmp_path)
+    fixed = (tmp_path / "train.py.envpin-fixed").read_text()
+    notes = [line for line in fixed.splitlines() if line.startswith("# envpin audit: ")]
+    assert first.code == 1 and [n.split(":")[1].strip() for n in notes] == [
+        "py-data-nondeterministic", "py-data-random-map"], fixed
+    again = run_envpin("audit", "--tf", "2.10", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    assert again.code == 1 and (tmp_path / "train.py.envpin-fixed").read_text() == fixed
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),

@@ -115,10 +115,20 @@ def _comment(tree: ast.Module, lines: list[str], edits: _Edits, f: Finding) -> N
     source = lines[at - 1] if lines else ""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
     text = f"{indent}{COMMENT}{f.rule}: {' '.join(f.fix.split())}"
-    above = lines[at - 2].rstrip("\r\n") if at >= 2 else None
-    if above == text or text in edits.before.get(at, []):
+    if text.strip() in _comments_above(lines, at) or text in edits.before.get(at, []):
         return  # already there (a second --fix adds nothing)
     edits.before.setdefault(at, []).append(text)
+
+
+def _comments_above(lines: list[str], at: int) -> set[str]:
+    """The comment lines right above line `at` (stripped): the notes an earlier --fix wrote there, however many
+    findings the statement had."""
+    found: set[str] = set()
+    i = at - 2
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        found.add(lines[i].strip())
+        i -= 1
+    return found
 
 
 def _tf_alias(tree: ast.Module) -> str | None:
