@@ -290,7 +290,8 @@ def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
             return NodeFailure(TIMED_OUT, "the probe was still running when the pods were listed")
         if isinstance(state.get("waiting"), dict):
             return NodeFailure(TIMED_OUT, "the probe has not started" + _why(state["waiting"]))
-    for cond in status.get("conditions") or []:
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
         if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return NodeFailure(TIMED_OUT, "the pod was not scheduled" + _why(cond))
     return NodeFailure(TIMED_OUT, f"the probe has not run (pod phase {status.get('phase') or 'unknown'})")

@@ -84,6 +84,20 @@ def test_pod_status_rules(status: dict[str, Any], expected: NodeFailure) -> None
     assert p.failure == expected
 
 
+@pytest.mark.parametrize("conditions", [5, "PodScheduled", {"type": "PodScheduled"}, None, [7, "x"]])
+def test_a_pod_list_with_malformed_conditions_is_a_node_that_has_not_run(conditions: object, tmp_path: Path) -> None:
+    """kubectl's pod list is external input: a `conditions` that is not a list of objects is read as no
+    condition, never an internal error."""
+    status = {"phase": "Pending", "conditions": conditions}
+    listed = {"kind": "List", "items": [pod("envpin-probe-q", "gpu-q1", status)]}
+    (tmp_path / "pods.json").write_text(json.dumps(listed))
+    res = run_envpin("fleet", "report", str(tmp_path / "pods.json"))
+    assert res.code == 1, res.stderr
+    assert res.stderr == ""
+    assert res.stdout.startswith("failed: 1 node timed out (gpu-q1); no node was probed"), res.stdout
+    assert "the probe has not run (pod phase Pending)" in res.stdout
+
+
 def test_logs_and_pods_are_merged_into_nodes(tmp_path: Path) -> None:
     folder = write_fleet(tmp_path / "fleet")
     entries = {e.name: e for e in inputs.read([folder])}
