@@ -212,6 +212,29 @@ def test_a_second_fix_adds_no_note_again_to_a_statement_with_several(tmp_path: P
     assert again.code == 1 and (tmp_path / "train.py.envpin-fixed").read_text() == fixed
 
 
+@pytest.mark.parametrize(("text", "tf", "kept"), [
+    (TWO_NOTES.replace("ds = ds.", "# envpin: ignore=py-data-random-map\nds = ds."), "2.10",
+     "# envpin: ignore=py-data-random-map\nds = ds."),  # a note for another rule of the statement
+    ("import os\n# envpin: ignore=py-no-global-seed\nimport tensorflow as tf\n\nm = tf.keras.Sequential([])\n"
+     "m.compile(optimizer='adam', loss='mse')\nm.fit(x, y)\n", "2.5",
+     "# envpin: ignore=py-no-global-seed\nimport tensorflow as tf\n"),  # the switch inserted before the import
+])
+def test_fix_keeps_a_suppression_comment_attached_to_its_statement(tmp_path: Path, text: str, tf: str,
+                                                                      kept: str) -> None:
+    (tmp_path / "train.py").write_text(text)
+    before = run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
+    rules = sorted(f["rule"] for f in json.loads(before.stdout)["findings"])
+    res = run_envpin("audit", "--tf", tf, "--fix", "train.py", cwd=tmp_path)
+    fixed = (tmp_path / "train.py.envpin-fixed").read_text()
+    assert kept in fixed, fixed
+    left = run_envpin("audit", "--tf", tf, "--format", "json", "train.py.envpin-fixed", cwd=tmp_path)
+    suppressed = {"py-data-random-map", "py-no-global-seed"}
+    assert not {f["rule"] for f in json.loads(left.stdout)["findings"]} & suppressed, fixed
+    assert not set(rules) & suppressed and res.code == left.code
+    again = run_envpin("audit", "--tf", tf, "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    assert again.code == left.code and (tmp_path / "train.py.envpin-fixed").read_text() == fixed
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),

@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from envpin.audit.check import Finding
+from envpin.audit.config import _MARK as _IGNORE_MARK
 from envpin.audit.fix import FixOutcome
 from envpin.audit.python import rules as R
 from envpin.audit.python.checks import ScriptTarget, switch_name
@@ -115,9 +116,18 @@ def _comment(tree: ast.Module, lines: list[str], edits: _Edits, f: Finding) -> N
     source = lines[at - 1] if lines else ""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
     text = f"{indent}{COMMENT}{f.rule}: {' '.join(f.fix.split())}"
-    if text.strip() in _comments_above(lines, at) or text in edits.before.get(at, []):
+    note = _note_line(lines, at)
+    if text.strip() in _comments_above(lines, at) or text in edits.before.get(note, []):
         return  # already there (a second --fix adds nothing)
-    edits.before.setdefault(at, []).append(text)
+    edits.before.setdefault(note, []).append(text)
+
+
+def _note_line(lines: list[str], at: int) -> int:
+    """Where lines inserted above the statement on `at` go: right above it, or above the `# envpin: ignore=`
+    comment right above it, which must stay attached to its statement (it suppresses the line below it)."""
+    if at >= 2 and lines[at - 2].lstrip().startswith("#") and _IGNORE_MARK.search(lines[at - 2]):
+        return at - 1
+    return at
 
 
 def _comments_above(lines: list[str], at: int) -> set[str]:
@@ -185,7 +195,7 @@ def _insert(tree: ast.Module, lines: list[str], edits: _Edits, target: ScriptTar
     if after:
         edits.after.setdefault(end, []).extend([head, *after] if not before else after)
     if before:
-        edits.before.setdefault(first.lineno, []).extend(before)
+        edits.before.setdefault(_note_line(lines, first.lineno), []).extend(before)
     return True
 
 
