@@ -235,6 +235,17 @@ def test_fix_keeps_a_suppression_comment_attached_to_its_statement(tmp_path: Pat
     assert again.code == left.code and (tmp_path / "train.py.envpin-fixed").read_text() == fixed
 
 
+def test_fix_puts_the_note_for_a_decorator_above_the_decorated_method(tmp_path: Path) -> None:
+    text = ("import tensorflow as tf\n\n\nclass Trainer:\n    def __init__(self):\n        self.n = 1\n\n"
+            "    @tf.function(jit_compile=True)\n    def step(self, x):\n        return x\n")
+    (tmp_path / "train.py").write_text(text)
+    res = run_envpin("audit", "--tf", "2.12", "--fix", "train.py", cwd=tmp_path)
+    fixed = (tmp_path / "train.py.envpin-fixed").read_text()
+    assert res.code == 1 and fixed == text.replace(
+        "    @tf", "    # envpin audit: py-jit-compile: drop it unless you checked the model is deterministic "
+        "under XLA\n    @tf"), fixed
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),

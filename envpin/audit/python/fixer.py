@@ -101,13 +101,17 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
 
 
 def _statement_line(tree: ast.Module, line: int) -> tuple[int, int]:
-    """The first line of the innermost statement holding `line`, and its column (the comment's indent)."""
-    best: ast.stmt | None = None
+    """The first line of the innermost statement holding `line`, and its column (the comment's indent). A
+    decorated def or class starts at its first decorator (`@tf.function(jit_compile=True)` is the method's, not
+    the enclosing class's)."""
+    best: tuple[int, int] | None = None
     for node in ast.walk(tree):
-        if (isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
-                and (best is None or node.lineno >= best.lineno)):
-            best = node
-    return (best.lineno, best.col_offset) if best is not None else (line, 0)
+        if not isinstance(node, ast.stmt):
+            continue
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        if start <= line <= (node.end_lineno or node.lineno) and (best is None or start >= best[0]):
+            best = (start, node.col_offset)
+    return best if best is not None else (line, 0)
 
 
 def _comment(tree: ast.Module, lines: list[str], edits: _Edits, f: Finding) -> None:
