@@ -195,6 +195,15 @@ def check_output_file(path: Path, option: str) -> Path:
     return path
 
 
+def check_output_folder(path: Path, option: str) -> Path:
+    """check_output_path for an output that is a folder envpin writes reports into (created if missing): a
+    file, device or anything else already there that is not a folder is refused now, before any work."""
+    check_output_path(path, option)
+    if path.exists() and not path.is_dir():
+        raise EnvpinError(f"{option}: {path} exists and is not a folder", hint=f"choose another {option}")
+    return path
+
+
 def _check_link(path: Path, option: str) -> None:
     """Refuse `path` when it is a symbolic link whose target does not exist or cannot be reached."""
     if not os.path.islink(path):

@@ -154,11 +154,11 @@ def probe_machine(
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
-    from envpin.fsutil import check_output_file, check_output_path
+    from envpin.fsutil import check_output_file, check_output_folder
 
     for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
         if path is not None and str(path) != "-":
-            (check_output_path if option == "--out" else check_output_file)(path, option)
+            (check_output_folder if option == "--out" else check_output_file)(path, option)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
         written = probe.write_reports(
@@ -191,13 +191,13 @@ def probe_image(
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin.environment.plan import validate_image_ref
-    from envpin.fsutil import check_output_path
+    from envpin.fsutil import check_output_folder
     from envpin.image import probing
     from envpin.image.docker import docker_client
 
     ref = validate_image_ref(image)
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_folder(out, "--out")
     if gpus not in probing.GPU_CHOICES:
         raise UsageError(f"--gpus must be one of {', '.join(probing.GPU_CHOICES)}",
                          hint="the default, auto, asks the host")

@@ -6,8 +6,13 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
+import envpin.probe as probe_package
+from envpin import api
+from envpin.errors import EnvpinError
 from envpin.probe import fingerprint, load_schema
+from tests.conftest import run_envpin
 
 
 def test_probe_writes_out_dir_and_markdown(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -49,3 +54,22 @@ def test_host_probe_leaves_the_self_test_out_unless_asked(cli) -> None:  # type:
         "error: --quick shortens the self-test, which runs on this machine only with --selftest",
         "hint: add --selftest, or drop --quick",
     ]
+
+
+
+def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out names a folder: a file (or a device) there is refused up front, as `probe --image --out` does,
+    not after the probe (and a self-test) has run."""
+    (tmp_path / "taken").write_text("mine\n")
+    for target in (tmp_path / "taken", Path("/dev/null")):
+        res = run_envpin("probe", "--no-selftest", "--out", str(target))
+        assert res.code == 2 and res.stdout == "", res
+        assert res.stderr.splitlines() == [f"error: --out: {target} exists and is not a folder",
+                                           "hint: choose another --out"]
+    assert (tmp_path / "taken").read_text() == "mine\n"
+    called: list[dict[str, object]] = []
+    monkeypatch.setattr(probe_package, "collect", lambda **kw: called.append(kw))
+    with pytest.raises(EnvpinError, match="exists and is not a folder"):
+        api.probe_machine(out=tmp_path / "taken")
+    assert called == []  # refused before the collector ran
