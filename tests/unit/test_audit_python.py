@@ -56,6 +56,21 @@ def test_keras_layers_through_aliases_and_star_imports() -> None:
     assert "py-keras3-auto-xla" not in {r for _, r in _rules(legacy, "2.16")}
 
 
+@pytest.mark.parametrize("later", ["from keras.models import *", "from keras.callbacks import *",
+                                   "from numpy import *"])
+def test_a_layer_is_known_when_several_modules_are_star_imported(tmp_path: Path, later: str) -> None:
+    """Python binds a star-imported name from the last module that exports it, which the script does not show:
+    a layer from `keras.layers` stays a layer after `from keras.models import *`."""
+    text = ("import tensorflow as tf\nfrom keras.layers import *\n" + later + "\n\n"
+            "tf.keras.utils.set_random_seed(1)\ntf.config.experimental.enable_op_determinism()\n"
+            "model = Sequential([Embedding(10, 4), MaxPooling1D(), Flatten(), Dense(1)])\n"
+            "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n")
+    (tmp_path / "train.py").write_text(text)
+    found = {(f["line"], f["rule"]) for tf in ("2.5", "2.16") for f in json.loads(run_envpin(
+        "audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path).stdout)["findings"]}
+    assert {(7, "py-op-raises"), (8, "py-keras3-auto-xla")} <= found, found
+
+
 def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:
     assert (3, "py-op-raises") in _rules(SEGMENT, "2.6")
     assert (3, "py-op-nondeterministic") in _rules(SEGMENT, "2.4")

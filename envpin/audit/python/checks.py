@@ -231,7 +231,7 @@ def _uses(s: Script) -> Iterator[tuple[_Call, str]]:
     function the table says is built on a listed op counts as that op) and the words the message shows; a loss
     named by string in compile() counts as a call of keras.losses.<name> (Keras resolves it so) on compile's line."""
     built = {canonical(a): b["calls"] for b in recipes.built_on() for a in b["apis"]}
-    for c in s.calls:
+    for c in (n for call in s.calls for n in call.narrowed()):
         if c.name and c.name.startswith(("tf.", "keras.")):
             op = built.get(c.name)
             yield (c, c.name) if op is None else (_Call(c.node, op, c.attr), f"{c.name} (built on {op})")
@@ -248,7 +248,8 @@ def xla_raisers(s: Script) -> list[tuple[_Call, dict[str, Any]]]:
     if recipe is None:
         return []
     entries = [e for e in _entries(recipe.raises, s.keras_major()) if e.xla]
-    return [(c, e.item) for c in s.calls for e in entries if any(_matches(c, a, frozenset()) for a in e.apis)]
+    return [(c, e.item) for call in s.calls for c in call.narrowed() for e in entries
+            if any(_matches(c, a, frozenset()) for a in e.apis)]
 
 
 # --- switch and seeds -----------------------------------------------------------------------------------
@@ -354,7 +355,7 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
         return "", False
     for kind, items in (("raises", recipe.raises), ("stays nondeterministic", recipe.silent)):
         for e in _entries(items, keras, "no_global_seed"):
-            for c in s.calls:
+            for c in (n for call in s.calls for n in call.narrowed()):
                 if c.kw("seed") is None and any(_matches(c, a, frozenset()) for a in e.apis):
                     how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
                     return (f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
@@ -437,8 +438,9 @@ def _map_hazard() -> tuple[str, ...]:
 def _racy(s: Script, node: ast.Call, apis: tuple[str, ...]) -> bool:
     """A call of one of `apis`: a Keras layer keeps its random state whatever its seed, an op given a seed is
     reproducible."""
-    c = _Call(node, s.names.resolve(node.func), None)
-    if not any(_matches(c, a, frozenset()) for a in apis):
+    call = _Call(node, s.names.resolve(node.func), None, s.names.star_alternatives(node.func))
+    c = next((n for n in call.narrowed() if any(_matches(n, a, frozenset()) for a in apis)), None)
+    if c is None:
         return False
     return (c.name or "").startswith("keras.") or not any(k.arg == "seed" for k in node.keywords)
 

@@ -97,6 +97,22 @@ class Names:
                 return None
         return canonical(".".join([base, *reversed(parts)]))
 
+    def star_alternatives(self, node: ast.AST) -> tuple[str, ...]:
+        """For a name only star imports explain (`Dense(...)`, `MaxPooling2D.x`) while several modules were
+        star-imported (`from keras.layers import *` then `from keras.models import *`): the name under each
+        earlier one. resolve() names it under the last; Python binds it from the last that exports it, which the
+        script does not show, so a rule asks whether any of them is what it looks for."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if (not isinstance(node, ast.Name) or len(set(self.star)) < 2 or node.id in self.alias
+                or node.id in self.local):
+            return ()
+        rest = ".".join([node.id, *reversed(parts)])
+        return tuple(dict.fromkeys(canonical(f"{base}.{rest}") for base in reversed(self.star[:-1])
+                                   if base != self.star[-1]))
+
     def uses(self, package: str) -> bool:
         """Whether the script imports `package` or one of its modules."""
         return any(m == package or m.startswith(package + ".") for m in self.modules)

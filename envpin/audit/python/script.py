@@ -38,6 +38,14 @@ class _Call:
     node: ast.Call
     name: str | None  # canonical dotted name, when the imports explain it
     attr: str | None  # the method name of `obj.method(...)`, whatever obj is
+    #: The name under the other star-imported modules, when only star imports explain it (Names.star_alternatives)
+    alts: tuple[str, ...] = ()
+
+    def narrowed(self) -> list[_Call]:
+        """This call once per name it may have (itself when the imports name it one way)."""
+        if not self.alts:
+            return [self]
+        return [_Call(self.node, n, self.attr) for n in (self.name, *self.alts)]
 
     @property
     def last(self) -> str:
@@ -88,10 +96,12 @@ class Script:
         self.option_sets: list[int] = []
         self.findings: list[Finding] = []
         resolve = self.names.resolve
+        several_stars = len(set(self.names.star)) > 1
         for call in calls:
             func = call.func
             name = resolve(func)
-            self.calls.append(_Call(call, name, func.attr if type(func) is ast.Attribute else None))
+            self.calls.append(_Call(call, name, func.attr if type(func) is ast.Attribute else None,
+                                    self.names.star_alternatives(func) if several_stars else ()))
             if name is not None and name.startswith(("os.environ.", "os.putenv")):
                 self._env_call(call, name)
         for node in assigns:
