@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from envpin.audit import ScriptTarget, audit_script, target_for
+from envpin.audit.python import checks
 from envpin.knowledge import recipes
 from tests.conftest import run_envpin
 
@@ -69,6 +70,21 @@ def test_a_layer_is_known_when_several_modules_are_star_imported(tmp_path: Path,
     found = {(f["line"], f["rule"]) for tf in ("2.5", "2.16") for f in json.loads(run_envpin(
         "audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path).stdout)["findings"]}
     assert {(7, "py-op-raises"), (8, "py-keras3-auto-xla")} <= found, found
+
+
+def test_the_op_named_in_a_message_has_no_half_aside(tmp_path: Path) -> None:
+    """The table's op text nests asides ('(tf.function(jit_compile=True), auto-jit, ...)'): the short name in a
+    message drops them whole, never leaving an open parenthesis."""
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\nm = tf.keras.Sequential([tf.keras.layers."
+                                       "MaxPooling2D()])\nm.compile(optimizer='adam', loss='mse', jit_compile=True)\n")
+    res = run_envpin("audit", "--tf", "2.12", "--format", "json", "train.py", cwd=tmp_path)
+    [jit] = [f for f in json.loads(res.stdout)["findings"] if f["rule"] == "py-jit-compile"]
+    assert jit["message"].endswith("then raises under determinism (MaxPool gradient under XLA compilation, "
+                                   "TF 2.8 and later)"), jit["message"]
+    for key in ("raises_under_determinism", "nondeterministic_under_determinism"):
+        for item in recipes.table()[key]:
+            short = checks._short(item["op"])
+            assert short.count("(") == short.count(")"), (item["op"], short)
 
 
 def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:

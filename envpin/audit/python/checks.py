@@ -117,8 +117,13 @@ def _condition_holds(c: _Call, item: dict[str, Any]) -> bool:
 
 
 def _short(op: str) -> str:
-    """The op's name in the table without asides and lists: 'tf.math.segment_sum / tf.math.segment_prod on GPU'."""
-    return re.split(r",\s|:\s", re.sub(r"\s*\([^()]*\)", "", op), maxsplit=1)[0].strip()
+    """The op's name in the table without asides and lists: 'tf.math.segment_sum / tf.math.segment_prod on GPU'.
+    Asides nest ('(tf.function(jit_compile=True), auto-jit)'): they are removed from the inside out."""
+    while True:
+        bare = re.sub(r"\s*\([^()]*\)", "", op)
+        if bare == op:
+            return re.split(r",\s|:\s", bare, maxsplit=1)[0].strip()
+        op = bare
 
 
 def _range(item: dict[str, Any]) -> str:
