@@ -16,6 +16,7 @@ import os
 import py_compile
 import re
 import shutil
+import signal
 import subprocess
 import time
 import zipfile
@@ -36,8 +37,6 @@ SEED_VAR = "ENVPIN_SEED"
 METRICS_KEY = "envpin_metrics"
 _NO_DEBUGGER = 86  # envpin.runs.hook.NO_DEBUGGER (the hook runs elsewhere and is not imported here)
 _NODE_MARK = "@envpin-run-record"  # envpin.runs.nodeboot.MARK (a node program, not imported here)
-#: The return code recorded for a run stopped by --timeout (subprocess kills it).
-TIMED_OUT = -9
 
 
 #: The most runs one option may ask for (study -n, cost --repeat, study -j): a typo such as -n 100000000
@@ -92,6 +91,8 @@ class Run:
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
+    #: Stopped by --timeout (its returncode is then the kill's, which a command killed otherwise also has).
+    timed_out: bool = False
 
     @property
     def tf_record(self) -> dict[str, Any] | None:
@@ -276,14 +277,14 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
         # srun's own environment: the caller's, without a stale run variable (the host's hook folder would
         # mean nothing on a node; the run's variables travel as arguments)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ENVPIN_RUNS_") and k != SEED_VAR}
-    start = time.perf_counter()
+    start, timed_out = time.perf_counter(), False
     with open(out / "stdout.log", "wb") as so, open(out / "stderr.log", "wb") as se:
         try:
             stdin = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}  # the bundle, for srun
             proc = subprocess.run(command, stdout=so, stderr=se, env=env, timeout=timeout, **stdin)
             code = proc.returncode
         except subprocess.TimeoutExpired:
-            code = TIMED_OUT
+            code, timed_out = -signal.SIGKILL, True  # subprocess kills it
         except OSError as exc:
             raise RunError(f"cannot run {command[0]}: {exc.strerror or exc}", hint="check the command") from exc
     seconds = time.perf_counter() - start
@@ -291,7 +292,7 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
     if slurm is not None:
         records = sorted(records + node_records(_stdout_tail(out)),
                          key=lambda r: r.get("started", 0))
-    run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=records)
+    run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=records, timed_out=timed_out)
     record = run.tf_record
     if record is not None:  # Keras History: the last value of each key (the script's own line wins)
         run.metrics = {k: v[-1] for k, v in sorted(record.get("history", {}).items()) if v and _KERAS_NAME.match(k)}
@@ -327,9 +328,21 @@ def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int 
 
 
 def failed(run: Run) -> RunError:
-    """The error for a run that exited non-zero, with the end of its stderr."""
-    if run.returncode == TIMED_OUT:
+    """The error for a run that exited non-zero or was killed, with the end of its stderr. Only a run envpin
+    stopped is said to have run past --timeout (the out-of-memory killer's SIGKILL is not a timeout)."""
+    if run.timed_out:
         return RunError(f"the command did not finish within --timeout ({run.spec.label}, {run.seconds:.0f} s)",
                         hint="raise --timeout, or make the runs shorter (fewer epochs or steps)")
-    return RunError(f"the command exited with status {run.returncode} ({run.spec.label}): {run.log_tail()}",
-                    hint=f"its output is in {run.folder} with --keep; run the command by itself to see why")
+    if run.returncode < 0:
+        try:
+            name = f" ({signal.Signals(-run.returncode).name})"
+        except ValueError:
+            name = ""
+        how = f"was killed by signal {-run.returncode}{name}"
+    else:
+        how = f"exited with status {run.returncode}"
+    tail = run.log_tail()
+    # The work folder is removed when the command ends unless it was --keep's: name the run's folder in it.
+    return RunError(f"the command {how} ({run.spec.label})" + (f": {tail}" if tail else ""),
+                    hint=f"run the command by itself to see why; with --keep DIR its output stays in "
+                         f"DIR/{run.folder.name}")
