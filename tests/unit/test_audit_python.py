@@ -277,6 +277,19 @@ def test_fix_puts_the_note_for_a_decorator_above_the_decorated_method(tmp_path: 
         "under XLA\n    @tf"), fixed
 
 
+def test_fix_counts_jit_compile_true_it_turned_off_as_fixed_not_commented(tmp_path: Path) -> None:
+    text = ("import keras\nimport tensorflow as tf\n\nkeras.utils.set_random_seed(1)\n"
+            "tf.config.experimental.enable_op_determinism()\n"
+            "model = keras.Sequential([keras.layers.MaxPooling2D(), keras.layers.Dense(1)])\n"
+            "model.compile(optimizer='adam', loss='mse', jit_compile=True)\nmodel.fit(x, y)\n")
+    (tmp_path / "train.py").write_text(text)
+    res = run_envpin("audit", "--tf", "2.16", "--fix", "--format", "json", "train.py", cwd=tmp_path)
+    [done] = json.loads(res.stdout)["fixed"]
+    assert res.code == 0 and not done["commented"], res.stdout
+    assert sorted(f["rule"] for f in done["fixed"]) == ["py-jit-compile", "py-keras3-auto-xla"]
+    assert (tmp_path / "train.py.envpin-fixed").read_text() == text.replace("jit_compile=True", "jit_compile=False")
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),

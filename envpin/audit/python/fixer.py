@@ -83,6 +83,12 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
             # the inserted global seeding seeds Python's and NumPy's generators too
             ok = done_insert and R.PY_NO_GLOBAL_SEED.id in {g.rule for g in mine}
         (outcome.fixed if ok else comment).append(f)
+    # compile(jit_compile=True) that the Keras 3 fix turned into jit_compile=False: its py-jit-compile is fixed too
+    turned = {f.line for f in outcome.fixed if f.rule == R.PY_KERAS3_AUTO_XLA.id}
+    for f in [f for f in comment if f.rule == R.PY_JIT_COMPILE.id and f.line in turned
+              and f.message.startswith("jit_compile=True ") and _only_compile_jit(tree, f.line)]:
+        comment.remove(f)
+        outcome.fixed.append(f)
     for f in comment:
         _comment(tree, lines, edits, f)
         outcome.commented.append(f)
@@ -239,6 +245,14 @@ def _remove_nondeterministic(tree: ast.Module, lines: list[str], edits: _Edits, 
     if removed:
         outcome.actions.append(f"line {line}: removed deterministic=False")
     return removed
+
+
+def _only_compile_jit(tree: ast.Module, line: int) -> bool:
+    """Whether the only jit_compile=True on `line` is a compile() call's (the one the Keras 3 fix turns off)."""
+    sites = [call for call in _calls_at(tree, line) for k in call.keywords
+             if k.arg in ("jit_compile", "experimental_compile") and isinstance(k.value, ast.Constant)
+             and k.value.value is True]
+    return len(sites) == 1 and isinstance(sites[0].func, ast.Attribute) and sites[0].func.attr == "compile"
 
 
 def _add_jit_false(tree: ast.Module, edits: _Edits, line: int, outcome: FixOutcome) -> bool:

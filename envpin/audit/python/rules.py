@@ -273,7 +273,8 @@ PY_JIT_COMPILE = Rule(
         "2.2), and from 2.8 some of them raise instead (MaxPool's gradient).",
     bad=_HEAD + "@tf.function(jit_compile=True)\ndef step(x):\n    return x * 2\n",
     good=_HEAD + "@tf.function\ndef step(x):\n    return x * 2\n",
-    autofix="Comments the line (XLA was asked for on purpose).",
+    autofix="Comments the line (XLA was asked for on purpose); where it is Keras 3's `compile(jit_compile=True)` "
+            "that `--fix` turns to `jit_compile=False` for py-keras3-auto-xla, that fixes this finding too.",
     references=(_FWR, _STATUS, _SCRIPTS),
     language="python",
     example_tf="2.8",
