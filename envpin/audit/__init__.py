@@ -25,7 +25,7 @@ from envpin.audit.config import apply as apply_config
 from envpin.audit.engine import audit
 from envpin.audit.fix import MECHANICAL, FixOutcome, fix  # eager: a later import of the module would rebind `fix`
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
-from envpin.audit.python import is_script
+from envpin.audit.python import is_script, source_lines
 from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
@@ -225,7 +225,7 @@ def _run(
     if scripts:
         aim = _script_target(parsed, target, tf, lock_target)
         for path, text in scripts.items():
-            findings[path] = _kept(_Lines(path, text.splitlines()), audit_script(text, path, aim), config)
+            findings[path] = _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim), config)
     if not do_fix:
         return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on)
     from envpin.audit.python.fixer import fix_script
@@ -243,7 +243,7 @@ def _run(
             raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
         _check_output(out, in_place)
         outcome = fix_script(text, path, findings[path], aim)
-        remaining.extend(_kept(_Lines(str(out), outcome.text.splitlines()),
+        remaining.extend(_kept(_Lines(str(out), source_lines(outcome.text)),
                                audit_script(outcome.text, str(out), aim), config))
         fixed.append(FixedFile(path, str(out), outcome))
         outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)

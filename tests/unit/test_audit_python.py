@@ -290,6 +290,26 @@ def test_fix_counts_jit_compile_true_it_turned_off_as_fixed_not_commented(tmp_pa
     assert (tmp_path / "train.py.envpin-fixed").read_text() == text.replace("jit_compile=True", "jit_compile=False")
 
 
+def test_a_form_feed_or_line_separator_inside_a_line_moves_no_fix_or_suppression(tmp_path: Path) -> None:
+    """Python ends lines at LF, CR LF and CR only; a page break (form feed) or U+2028 in a string is inside a
+    line, where str.splitlines would have broken it and shifted every edit below it."""
+    text = ("import tensorflow as tf\n\x0c\ns = 'a\u2028b'\nds = tf.data.Dataset.range(3)\n"
+            "ds = ds.map(lambda x: x, num_parallel_calls=4, deterministic=False)\n"
+            "m = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\nm.compile(optimizer='adam', loss='mse')\n"
+            "# envpin: ignore=py-op-raises\ny = tf.math.unsorted_segment_sum(1, 2, 3)\nm.fit(ds)\n")
+    (tmp_path / "train.py").write_bytes(text.encode())
+    res = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
+    fixed = (tmp_path / "train.py.envpin-fixed").read_bytes().decode()
+    assert res.code == 0, res.stdout + res.stderr
+    assert fixed == text.replace("import tensorflow as tf\n", "import tensorflow as tf\n# envpin audit --fix: "
+                                 "TensorFlow 2.16, recipe stock-2.16-2.19\ntf.config.experimental.enable_op_"
+                                 "determinism()\ntf.keras.utils.set_random_seed(0)\n").replace(
+        ", deterministic=False", "").replace("loss='mse')", "loss='mse', jit_compile=False)"), fixed
+    (tmp_path / "old.py").write_bytes(text.encode())
+    suppressed = run_envpin("audit", "--tf", "2.5", "--format", "json", "old.py", cwd=tmp_path)
+    assert "py-op-raises" not in {f["rule"] for f in json.loads(suppressed.stdout)["findings"]}
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),

@@ -15,3 +15,13 @@ def is_script(path: str) -> bool:
     """A `.py` file, or what --fix wrote for one (`train.py.envpin-fixed`). Here, in the package itself, so
     telling scripts from Dockerfiles loads none of the script audit (a Dockerfile-only run never needs it)."""
     return path.lower().removesuffix(".envpin-fixed").endswith(SUFFIXES)
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """A script's lines as Python numbers them: ended by LF, CR LF or CR only. str.splitlines also breaks at form
+    feeds, \\x1c-\\x1e, NEL and U+2028/9, which Python keeps inside a line (a page break, a string), so the line
+    numbers `ast` gives would point at the wrong lines."""
+    import io
+
+    lines = io.StringIO(text, newline="").readlines()
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]

@@ -15,8 +15,10 @@ from envpin.audit.check import Finding
 from envpin.audit.config import _MARK as _IGNORE_MARK
 from envpin.audit.fix import FixOutcome
 from envpin.audit.python import rules as R
+from envpin.audit.python import source_lines
 from envpin.audit.python.checks import ScriptTarget, switch_name
 from envpin.audit.python.names import canonical
+from envpin.errors import EnvpinError
 
 #: The rules --fix changes the script for (the others get a comment above their statement).
 FIXABLE = frozenset(r.id for r in R.RULES if r.fixable)
@@ -57,7 +59,7 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     text = text[len(bom):]  # the positions ast gives count from after a BOM; it is put back in front
     tree = ast.parse(text, filename=path)
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     first = lines[0] if lines else "\n"
     eol = "\r\n" if first.endswith("\r\n") else ("\r" if first.endswith("\r") else "\n")
     outcome = FixOutcome(bom + text)
@@ -99,9 +101,14 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
         edits = _Edits()
         for f in mine:
             _comment(tree, lines, edits, f)
-        outcome = FixOutcome(bom + edits.render(lines, eol), commented=list(mine),
-                             actions=["the mechanical fixes would not parse: only comments were added"])
-        return outcome
+        text = edits.render(lines, eol)
+        try:
+            ast.parse(text, filename=path)
+        except SyntaxError as exc:  # a bug here, never the user's script: nothing is written
+            raise EnvpinError(f"internal error: the fixed {path} does not parse: {exc.msg} (line {exc.lineno})") \
+                from exc
+        return FixOutcome(bom + text, commented=list(mine),
+                          actions=["the mechanical fixes would not parse: only comments were added"])
     outcome.text = bom + fixed
     return outcome
 
