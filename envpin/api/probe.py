@@ -228,8 +228,11 @@ class DiffResult:
     diffs: list[Difference]
     a: Path
     b: Path
+    #: The fingerprints of the fields compared (equal whenever no fingerprinted field differs).
     fingerprint_a: str | None
     fingerprint_b: str | None
+    #: A report whose recorded fingerprint is not that of its fields, named.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -243,7 +246,8 @@ def diff_files(a: Path, b: Path) -> DiffResult:
     from envpin.reports import diff
 
     ra, rb = diff.load_report(a), diff.load_report(b)
-    return DiffResult(diff.diff_reports(ra, rb), a, b, ra.get("fingerprint"), rb.get("fingerprint"))
+    (fa, note_a), (fb, note_b) = diff.fingerprint_of(ra, a.name), diff.fingerprint_of(rb, b.name)
+    return DiffResult(diff.diff_reports(ra, rb), a, b, fa, fb, [n for n in (note_a, note_b) if n])
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,17 @@ def check_report(data: Any, name: str = "report") -> None:
             raise ReportError(f"{name}: section '{section}' is not an object")
 
 
+def fingerprint_of(report: dict[str, Any], name: str) -> tuple[str, str | None]:
+    """The fingerprint of the report's fields (what is compared), and a note when the one the report records
+    is another: the report was edited, or written with other fingerprint rules."""
+    computed = fields.fingerprint(report)
+    recorded = report.get("fingerprint")
+    if recorded is None or recorded == computed:
+        return computed, None
+    return computed, (f"{name} records the fingerprint {shown(recorded, 80)}, but its fields' fingerprint is "
+                      f"{computed} (the report was edited, or written with other fingerprint rules)")
+
+
 def sort(diffs: list[Difference]) -> list[Difference]:
     """Breaking first, then risk, then info; by field name within each."""
     return sorted(diffs, key=lambda d: (_ORDER.get(d.severity, 9), d.key))

@@ -74,9 +74,9 @@ def differences(res: DiffResult, as_json: bool, console: Console) -> None:
 
     if as_json:
         print_json(diff.to_json(res.diffs, a=str(res.a), b=str(res.b),
-                                fingerprint={"a": res.fingerprint_a, "b": res.fingerprint_b}))
+                                fingerprint={"a": res.fingerprint_a, "b": res.fingerprint_b}, notes=res.notes))
     else:
-        _show(res.diffs, [], res.a.name, res.b.name, console)
+        _show(res.diffs, res.notes, res.a.name, res.b.name, console)
 
 
 def verification(res: VerifyResult, as_json: bool, console: Console, note: Console) -> None:

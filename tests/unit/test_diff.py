@@ -216,6 +216,7 @@ def test_many_differences_become_lines_and_long_values_are_shortened(cli, tmp_pa
         a["env"][f"TF_MANY_{i}"] = {"value": str(i), "source": "environ:test"}
         b["env"][f"TF_MANY_{i}"] = {"value": str(i + 1), "source": "environ:test"}
     a["env"]["TF_LONG"] = {"value": "x" * 5000, "source": "environ:test"}
+    a["fingerprint"], b["fingerprint"] = fingerprint(a), fingerprint(b)  # as a probe records them
     (tmp_path / "a.json").write_text(json.dumps(a))
     (tmp_path / "b.json").write_text(json.dumps(b))
     res = cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
@@ -227,3 +228,27 @@ def test_many_differences_become_lines_and_long_values_are_shortened(cli, tmp_pa
     assert "x" * MAX_CELL + "… (5,000 characters; --json shows the whole value) -> b.json (absent)" in long_line
     whole = json.loads(cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json").stdout)
     assert any(d["a"] == "x" * 5000 for d in whole["differences"])
+
+
+def test_a_recorded_fingerprint_that_is_not_its_fields_is_said_beside_identical(tmp_path: Path) -> None:
+    """The fingerprints diff shows are those of the fields it compared, so an "identical" verdict never stands
+    beside two different fingerprints; a report whose recorded fingerprint is not that of its fields (edited,
+    or written by other fingerprint rules) is named in a note."""
+    a = _probe(tmp_path, "a.json")
+    data = json.loads(a.read_text())
+    real = data["fingerprint"]
+    data["fingerprint"] = "sha256:" + "0" * 64
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(data))
+    code, doc = _diff_json(a, b)
+    note = (f"b.json records the fingerprint sha256:{'0' * 64}, but its fields' fingerprint is {real} (the "
+            "report was edited, or written with other fingerprint rules)")
+    assert code == 0 and doc["verdict"] == "identical" and doc["differences"] == []
+    assert doc["fingerprint"] == {"a": real, "b": real}
+    assert doc["notes"] == [note]
+    res = run_envpin("diff", str(a), str(b))
+    assert res.code == 0 and res.stderr == ""
+    assert res.stdout.splitlines() == ["identical", note]
+    # Reports whose recorded fingerprints are their fields': no note.
+    code, doc = _diff_json(a, a)
+    assert code == 0 and doc["notes"] == [] and doc["fingerprint"] == {"a": real, "b": real}
