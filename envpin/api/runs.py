@@ -102,8 +102,9 @@ def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, m
                 progress: Callable[[str], None] | None = None) -> BisectResult:
     """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs."""
     from envpin.runs.bisect import bisect
-    from envpin.runs.launch import check_count, check_timeout
+    from envpin.runs.launch import check_count, check_seed, check_timeout
 
+    check_seed(seed)
     if steps is not None:
         check_count(steps, "--steps", high=None, hint="pass the number of training steps to record")
     if max_ops is not None:
@@ -149,10 +150,11 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
     recipes = {"off": (False,), "on": (True,), "both": (False, True)}.get(recipe)
     if recipes is None:
         raise UsageError(f"--recipe must be off, on or both, not {recipe!r}", hint="pass --recipe off|on|both")
-    from envpin.runs.launch import check_count, check_timeout
+    from envpin.runs.launch import check_count, check_seed, check_timeout
 
     check_count(runs, "-n", low=2, hint="a spread needs at least 2 runs per arm: pass -n 2 or more "
                 "(5 or more is better)")
+    check_seed(seed, varied=runs)
     check_count(jobs, "-j", hint="pass the number of runs to make at once")
     check_timeout(timeout)
     for path, option in ((html, "--html"), (svg, "--svg")):
@@ -182,8 +184,9 @@ def cost_runs(command: list[str], *, repeat: int = 3, seed: int = 42, keep: Path
     """Time the command without and with envpin's recipe, `repeat` times each, alternately (each run one
     Slurm task with `slurm`)."""
     from envpin.runs.cost import cost
-    from envpin.runs.launch import check_count, check_timeout
+    from envpin.runs.launch import check_count, check_seed, check_timeout
 
+    check_seed(seed)
     check_count(repeat, "--repeat", low=2, hint="an interval needs at least 2 runs per arm: pass --repeat 2 or more")
     check_timeout(timeout)
     srun = _srun(slurm, partition, slurm_args)

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.runs.launch import Run, RunError, RunSpec, failed, run_all
+from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all
 
 #: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
 _NO_READER = 3  # dumpdiff.py's exit status when its TensorFlow has no DebugDataReader
@@ -153,6 +153,8 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
         # A run that failed before its steps were done dumped a partial run: comparing it would mislead.
         if run.returncode != 0 and (run.tf_record is None or not run.tf_record.get("stopped_after_steps")):
             raise failed(run)
+    for run in runs:
+        check_seeded(run)
     (dump_a, record), (dump_b, _) = _dump_of(runs[0]), _dump_of(runs[1])
     if progress is not None:
         progress("comparing the two dumps op by op")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
-from envpin.runs.launch import Run, RunSpec, Srun, failed, run_all
+from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all
 from envpin.runs.study import BOOTSTRAP, BOOTSTRAP_SEED
 
 
@@ -80,6 +80,8 @@ def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, tim
     for run in runs:
         if run.returncode != 0:
             raise failed(run)
+    for run in runs:
+        check_seeded(run)
     if not any(r.tf_record for r in runs if r.spec.recipe):
         raise UsageError("the command never imported TensorFlow in a Python envpin could observe: the recipe had "
                          "nothing to act on", hint="time a TensorFlow training command (e.g. -- python train.py)")

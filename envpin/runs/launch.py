@@ -60,6 +60,20 @@ def check_count(value: int, option: str, low: int = 1, high: int | None = MAX_RU
     return value
 
 
+#: The seeds the hook can give every library: NumPy's seed is an unsigned 32-bit integer.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: int, varied: int = 0) -> int:
+    """--seed within what the hook can seed NumPy with, for it and the `varied` seeds after it (study's seed+1 ...
+    seed+n): outside it the hook's seeding fails inside each run, which would then not be seeded as reported."""
+    if not 0 <= seed <= MAX_SEED - varied:
+        extra = f" (and --seed+{varied}, the last varied seed)" if varied else ""
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}{extra}, not {seed}",
+                         hint=f"pass --seed between 0 and {MAX_SEED - varied} (NumPy takes seeds of 0 to {MAX_SEED})")
+    return seed
+
+
 def check_timeout(timeout: float | None) -> float | None:
     """--timeout: a finite number of seconds above 0 (0, a negative number, nan or inf would stop every run
     at once or never)."""
@@ -307,6 +321,20 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
                  "tensor_debug_mode='FULL_TENSOR' and a DebugDataReader to read them)",
         )
     return run
+
+
+def check_seeded(run: Run) -> None:
+    """Refuse a run whose hook could not seed it or apply the recipe (it records why and lets the command go
+    on): its results would be reported as those of a seeded run, or of a run with the recipe. Checked after
+    the run's exit status, which says more when the command failed."""
+    for record in run.records:
+        bad = [str(e) for e in record.get("errors") or () if str(e).startswith(("seeding:", "recipe:"))]
+        if bad:
+            what = "apply envpin's recipe" if run.spec.recipe else f"seed the run with {SEED_VAR}={run.spec.seed}"
+            raise RunError(f"envpin's hook could not {what} ({run.spec.label}, TensorFlow "
+                           f"{record.get('tf_version')}): {bad[0]}",
+                           hint="its results would not be those of the runs reported: fix the cause"
+                                + (", or leave the recipe out" if run.spec.recipe else ""))
 
 
 def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int = 1,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
-from envpin.runs.launch import Run, RunSpec, Srun, failed, run_all
+from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all
 
 #: Bootstrap resamples and the seed of their generator (fixed: the interval is part of the report).
 BOOTSTRAP = 2000
@@ -180,6 +180,8 @@ def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, reci
     for run in done:
         if run.returncode != 0:
             raise failed(run)
+    for run in done:
+        check_seeded(run)
     if not any(run.metrics for run in done):
         raise UsageError(
             "the command reported no metrics",

@@ -28,3 +28,60 @@ def test_a_killed_run_is_not_called_a_timeout(cli, tmp_path: Path) -> None:  # t
     error, hint = _one_error(cli("study", "-n", "2", "--timeout", "0.5", "--", sys.executable, "-c",
                                  "import time; time.sleep(30)"))
     assert "did not finish within --timeout" in error and "signal" not in error and "--timeout" in hint
+
+
+#: A TensorFlow stand-in for what cannot be installed here: a release newer than the recipe table, or one whose
+#: seeding refuses (the hook records the error and lets the command go on).
+_STAND_IN = '''
+__version__ = "{version}"
+class _NS(object):
+    def __init__(self, **fns):
+        self.__dict__.update(fns)
+def _set_seed(seed):
+    if {refuse}:
+        raise ValueError("this seed is refused")
+random = _NS(set_seed=_set_seed)
+config = _NS(list_physical_devices=lambda kind: [])
+'''
+
+
+def _stand_in(tmp_path: Path, version: str, refuse: bool) -> Path:
+    site = tmp_path / "site"
+    (site / "tensorflow").mkdir(parents=True)
+    (site / "tensorflow" / "__init__.py").write_text(_STAND_IN.format(version=version, refuse=refuse))
+    script = tmp_path / "train.py"
+    script.write_text(f"import json, os, sys\nsys.path.insert(0, {str(site)!r})\nimport tensorflow\n"
+                      "print(json.dumps({'envpin_metrics': {'seed': int(os.environ['ENVPIN_SEED'])}}))\n")
+    return script
+
+
+def test_a_seed_the_hook_cannot_give_is_refused_before_any_run(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """NumPy takes seeds of 0 to 2**32-1: a seed outside (for study, or a varied seed after it) would fail
+    inside every run and leave the fixed-seed runs unseeded, and the spread would be blamed on nondeterminism."""
+    mark, keep = tmp_path / "mark", tmp_path / "keep"
+    command = ["--keep", str(keep), "--", sys.executable, "-c", "import sys; open(sys.argv[1], 'w')", str(mark)]
+    for args in (("study", "-n", "2", "--seed", "-3"), ("study", "-n", "3", "--seed", str(2**32 - 3)),
+                 ("cost", "--seed", str(2**32)), ("bisect", "--seed", "-1")):
+        error, hint = _one_error(cli(*args, *command))
+        assert "--seed must be between 0 and 4294967295" in error and "--seed" in hint, args
+    assert not mark.exists() and not keep.exists()
+    result = cli("study", "-n", "2", "--seed", str(2**32 - 3), "--", sys.executable, "-c",
+                 "import json, os; print(json.dumps({'envpin_metrics': {'s': int(os.environ['ENVPIN_SEED'])}}))")
+    assert result.code == 0, result.stderr  # the last varied seed is 2**32-1: accepted
+
+
+def test_a_run_the_hook_could_not_seed_or_give_the_recipe_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The recipe table has no row for a TensorFlow newer than it: `--recipe on` must not report runs made
+    without the recipe (and without seeds: the recipe does the seeding) as runs with it; nor may a run whose
+    seeding failed count as a fixed-seed run."""
+    newer = _stand_in(tmp_path / "newer", "2.99.0", refuse=False)
+    error, hint = _one_error(cli("study", "-n", "2", "--recipe", "on", "--", sys.executable, str(newer)))
+    assert "could not apply envpin's recipe (fixed recipe 1, TensorFlow 2.99.0)" in error
+    assert "no determinism recipe covers TensorFlow 2.99.0" in error and "recipe" in hint
+    error, _ = _one_error(cli("cost", "-r", "2", "--", sys.executable, str(newer)))
+    assert "could not apply envpin's recipe (with recipe 1, TensorFlow 2.99.0)" in error
+    assert cli("study", "-n", "2", "--", sys.executable, str(newer)).code == 0  # seeding alone works there
+    refusing = _stand_in(tmp_path / "refusing", "2.21.0", refuse=True)
+    error, _ = _one_error(cli("study", "-n", "2", "--", sys.executable, str(refusing)))
+    assert "could not seed the run with ENVPIN_SEED=42 (fixed 1, TensorFlow 2.21.0)" in error
+    assert "this seed is refused" in error
