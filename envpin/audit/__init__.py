@@ -15,7 +15,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -288,6 +288,7 @@ def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,
     from envpin.audit.base import identify
     from envpin.audit.python.audit import ScriptTarget, target_for
 
+    image: tuple[str, dict[str, str]] | None = None  # the first Dockerfile's ENV, whatever TensorFlow it holds
     for df in parsed:
         if not df.stages:
             continue
@@ -296,9 +297,15 @@ def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,
         env = {k: v.value for k, v in stage.env.items() if v.value is not None and not v.unresolved}
         if info.tf_version is not None:
             return ScriptTarget(f"{df.path}: {info.label}", info.tf_version, info.recipe, env)
+        image = image or (f"{df.path}: {info.label}", env)
     if tf is not None:
-        return target_for(tf, "stock", None, f"--tf {tf}")
-    return lock_target or ScriptTarget()
+        return target_for(tf, "stock", None, f"--tf {tf}", image[1] if image else None)
+    if image is None:
+        return lock_target or ScriptTarget()
+    # the Dockerfile of the run builds the image: what its ENV sets counts for the script, over the lock's
+    if lock_target is None:
+        return ScriptTarget(image[0], image_env=image[1])
+    return replace(lock_target, image_env={**lock_target.image_env, **image[1]})
 
 
 def _check_output(out: Path, in_place: bool) -> None:

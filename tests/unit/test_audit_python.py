@@ -171,6 +171,18 @@ def test_dockerfile_in_the_run_decides_and_its_env_counts(tmp_path: Path) -> Non
     assert "train.py" not in later.stdout, later.stdout
 
 
+@pytest.mark.parametrize(("env", "missing"), [("ENV TF_DETERMINISTIC_OPS=1\n", False), ("", True)])
+def test_the_env_of_a_dockerfile_whose_tensorflow_is_unknown_counts(tmp_path: Path, env: str, missing: bool) -> None:
+    """A base the catalog does not know (CUDA plus pip install): no version, but the image's ENV is still what the
+    script runs under, so 'the image does not either' must not be said of a switch the Dockerfile sets."""
+    (tmp_path / "Dockerfile").write_text("FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04\n"
+                                         "RUN pip install tensorflow==2.5.0\n" + env)
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
+    res = run_envpin("audit", "--format", "json", "Dockerfile", "train.py", cwd=tmp_path)
+    rules = {(f["file"], f["rule"]) for f in json.loads(res.stdout)["findings"]}
+    assert (("train.py", "py-determinism-switch-missing") in rules) is missing, rules
+
+
 def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
     assert run_envpin("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
     (tmp_path / "train.py").write_text(SEGMENT)
