@@ -251,9 +251,17 @@ def metrics_line(stdout: str) -> dict[str, float]:
             continue
         values = data.get(METRICS_KEY) if isinstance(data, dict) else None
         if isinstance(values, dict):
-            return {str(k): float(v) for k, v in values.items()
+            return {str(k): _as_float(v) for k, v in values.items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return {}
+
+
+def _as_float(value: int | float) -> float:
+    """A metric as a float; an integer too large for one is infinite, as JSON's 1e400 already reads."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 #: How much of the end of a run's logs envpin reads: the metrics line and node records come last, and a

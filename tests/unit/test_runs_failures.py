@@ -85,3 +85,12 @@ def test_a_run_the_hook_could_not_seed_or_give_the_recipe_is_refused(cli, tmp_pa
     error, _ = _one_error(cli("study", "-n", "2", "--", sys.executable, str(refusing)))
     assert "could not seed the run with ENVPIN_SEED=42 (fixed 1, TensorFlow 2.21.0)" in error
     assert "this seed is refused" in error
+
+
+def test_a_metric_too_large_for_a_float_is_reported_as_not_finite(cli) -> None:  # type: ignore[no-untyped-def]
+    """JSON integers have no bound: 10**400 is infinite as a float (as 1e400 reads), never an internal error."""
+    script = ("import json, os; "
+              "print(json.dumps({'envpin_metrics': {'big': 10**400, 'seed': int(os.environ['ENVPIN_SEED'])}}))")
+    result = cli("study", "-n", "2", "--", sys.executable, "-c", script)
+    assert result.code == 0, result.stderr
+    assert "big: 4 of 4 runs gave a value that is not a finite number" in result.stdout

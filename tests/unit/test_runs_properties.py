@@ -29,3 +29,11 @@ def test_a_last_metrics_line_is_always_found(before: str, metrics: dict[str, flo
     found = metrics_line(out)
     assert set(found) == set(metrics)
     assert all(math.isclose(found[k], float(v)) for k, v in metrics.items())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=10**308, max_value=10**1000), st.sampled_from([1, -1]))
+def test_an_integer_too_large_for_a_float_is_infinite_not_an_error(big: int, sign: int) -> None:
+    found = metrics_line(json.dumps({"envpin_metrics": {"a": sign * big, "b": 0.5}}))
+    assert found["b"] == 0.5 and math.copysign(1.0, found["a"]) == sign and abs(found["a"]) >= 1e308
+    assert math.isinf(found["a"]) or found["a"] == sign * float(big)
