@@ -64,6 +64,13 @@ class EnvironmentInputs:
     out: Path | None = None
     lock: Path | None = None
 
+    def __post_init__(self) -> None:
+        """--lock names the image as --ngc, --stock and --tf do: given together, one of them would be ignored."""
+        named = next((f"--{k}" for k in ("ngc", "stock", "tf") if getattr(self, k) is not None), None)
+        if self.lock is not None and named is not None:
+            raise UsageError(f"give --lock or {named}, not both: each names the image to build",
+                             hint=f"--lock builds everything from the lock; {named} renders anew (without --lock)")
+
     @property
     def from_lock(self) -> bool:
         """No image named: everything comes from the lock."""

@@ -87,7 +87,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         tf: TfOpt = None,
         stock: StockOpt = None,
-        lock: Annotated[Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc).")] = None,
+        lock: Annotated[Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc, --stock "
+                                                  "or --tf).")] = None,
         requirements: ReqOpt = None,
         base_image: BaseOpt = None,
         ca_bundle: CaOpt = None,

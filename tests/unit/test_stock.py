@@ -261,6 +261,11 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
     (["render", "--tf", "2.19", "--stock", "2.20"], "--stock 2.20 and --tf 2.19 name different TensorFlow releases"),
     (["catalog", "show", "99.1.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 99.1.0"),
+    # --lock names the image as --ngc, --stock and --tf do: never one of them silently ignored
+    (["build", "--dry-run", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
+    (["build", "--dry-run", "--lock", "x/envpin.lock", "--tf", "2.20"], "give --lock or --tf, not both"),
+    (["build", "--dry-run", "--lock", "x/envpin.lock", "--ngc", "20.02-tf2-py3"], "give --lock or --ngc, not both"),
+    (["build", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
 ])
 def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args, cwd=tmp_path)
