@@ -168,7 +168,9 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
                        hint="check that the command runs TensorFlow ops after it imports TensorFlow "
                             "(--op-regex may match no op type)")
     first = found.get("first_difference")
-    if int(found["compared"]) == 0 and not first:  # neither identical nor different: no verdict at all
+    # Nothing compared and no op execution left without its counterpart: neither identical nor different. (Op
+    # executions outside tf.data without a counterpart mean the runs took different paths: "not identical".)
+    if int(found["compared"]) == 0 and not first and int(found["unmatched"]) == 0:
         raise RunError(f"nothing was compared: run 1 executed {found['executions'][0]} ops and run 2 "
                        f"{found['executions'][1]}, but none could be compared ({found['unmatched']} without a "
                        f"counterpart in the other run, {found.get('skipped', 0)} unreadable or uninitialised)",

@@ -29,6 +29,10 @@ def bisect_lines(data: dict[str, Any]) -> list[str]:
     if data["identical"]:
         lines.append(f"bit-identical: all {data['compared']} op executions compared gave the same bits in both runs")
         return lines
+    if first is None and not data["compared"]:
+        lines.append(f"not identical: no op execution had a counterpart in the other run ({data['unmatched']} "
+                     "without one): the runs took different paths from the start")
+        return lines
     if first is None:
         lines.append(f"not identical: no compared value differed, but {data['unmatched']} op executions had no "
                      "counterpart in the other run (the runs took different paths)")

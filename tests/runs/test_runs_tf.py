@@ -98,3 +98,20 @@ def test_bisect_with_the_smallest_max_ops_compares_one_execution_and_zero_is_ref
     zero = run_envpin("bisect", "--max-ops", "0", "--steps", "2", "--", sys.executable, str(script))
     assert zero.code == 2 and zero.stderr.startswith("error: --max-ops must be 1 or more")
     assert len(zero.stderr.strip().splitlines()) == 2 and not zero.stdout
+
+
+def test_bisect_calls_runs_that_took_different_paths_not_identical(tmp_path: Path) -> None:
+    """The first run multiplies, the second adds (a mark file tells them apart): no op execution has a
+    counterpart, and that is a difference (exit 1), not 'nothing was compared' (exit 2, whose hint, to record
+    more steps, could not help)."""
+    script, mark = tmp_path / "paths.py", tmp_path / "mark"
+    script.write_text(f"import os\nimport tensorflow as tf\nx = tf.constant([1.0])\nif os.path.exists({str(mark)!r}):\n"
+                      f"    x = x * 2.0\nelse:\n    open({str(mark)!r}, 'w').close()\n    x = x + 2.0\n")
+    result = run_envpin("bisect", "--format", "json", "--", sys.executable, str(script))
+    assert result.code == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["identical"] is False and data["compared"] == 0 and data["unmatched"] == 2
+    mark.unlink()
+    text = run_envpin("bisect", "--", sys.executable, str(script))
+    assert text.code == 1 and "not identical: no op execution had a counterpart" in text.stdout, text.stderr
+    assert "bit-identical" not in text.stdout and not text.stderr.strip().startswith("error")

@@ -361,3 +361,9 @@ def test_bisect_refuses_a_run_that_failed_before_its_steps(tmp_path: Path) -> No
         bisect([sys.executable, str(script)], tmp_path / "work", steps=3)
     assert err.value.message.startswith("the command exited with status 1 (run 1)")
     assert "last dimension" in err.value.message
+
+
+def test_bisect_words_for_runs_with_no_counterpart_at_all() -> None:
+    lines = bisect_lines(_bisect(None, unmatched=2, compared=0))
+    assert lines[-1].startswith("not identical: no op execution had a counterpart in the other run (2 without one)")
+    assert not any("bit-identical" in line or "no compared value differed" in line for line in lines)
