@@ -68,11 +68,13 @@ def audit_files(
 
 
 def _lock_target() -> ScriptTarget | None:
-    """The lock's TensorFlow, NGC release and recipe ENV, for scripts; None without a (readable) lock."""
+    """The lock's TensorFlow, base (an NGC release or a stock TensorFlow image) and recipe ENV, for scripts; None
+    without a (readable) lock."""
     from envpin.audit import target_for
     from envpin.environment import lockfile
     from envpin.environment.render import find_lock
     from envpin.errors import EnvpinError
+    from envpin.knowledge.stock import is_stock_flavor
 
     try:
         path = find_lock()
@@ -80,4 +82,6 @@ def _lock_target() -> ScriptTarget | None:
     except (EnvpinError, OSError):
         return None
     inputs = locked.inputs
+    if is_stock_flavor(inputs.flavor):
+        return target_for(inputs.tf_version, "stock", None, f"{path}: stock {inputs.tag}", dict(locked.recipe.env))
     return target_for(inputs.tf_version, "ngc", inputs.release, f"{path}: NGC {inputs.tag}", dict(locked.recipe.env))

@@ -191,6 +191,19 @@ def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
     assert run_envpin("audit", "--tf", "2.8", "train.py", cwd=tmp_path).code == 0  # --tf before the lock
 
 
+def test_a_lock_of_a_stock_tensorflow_image_is_judged_with_the_stock_recipe(tmp_path: Path) -> None:
+    """A lock rendered from tensorflow/tensorflow:2.16.1-gpu: its stock recipe (the image sets
+    TF_DETERMINISTIC_OPS, Keras 3 compiles MaxPool with XLA), not an NGC recipe that does not exist."""
+    assert run_envpin("render", "--stock", "2.16.1-gpu", cwd=tmp_path).code == 0
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\ntf.keras.utils.set_random_seed(1)\n"
+                                       "m = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\n"
+                                       "m.compile(optimizer='adam', loss='mse')\nm.fit(x)\n")
+    res = run_envpin("audit", "train.py", cwd=tmp_path)
+    assert res.code == 1 and res.stdout.splitlines()[0].startswith("train.py:5 py-keras3-auto-xla error: Keras 3 "
+                                                                   "on TensorFlow 2.16.1 compiles"), res.stdout
+    assert "py-determinism-switch-missing" not in res.stdout  # the lock's image sets TF_DETERMINISTIC_OPS=1
+
+
 def test_formats_suppressions_config_and_exit_codes(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(SEGMENT + "z = tf.math.unsorted_segment_sum(1, 2, 3)  "
                                        "# envpin: ignore=py-op-raises\n# envpin: ignore=py-op-raisez\n")
