@@ -155,6 +155,14 @@ def register(app: typer.Typer) -> None:
 
         request: api.LockRequest | api.LockCheckRequest
         if check:
+            given = {"REQUIREMENTS_IN": requirements_in, "--ngc": ngc, "--stock": stock, "--tf": tf,
+                     "--base-image": base_image, "--out": out}
+            ignored = next((name for name, v in given.items() if v is not None), None)
+            if ignored is not None:  # what it names would be ignored: the check reads everything from the lock
+                raise UsageError(f"--check tests the envpin.lock there is; {ignored} names what a new lock is made "
+                                 "from, so the two do not go together",
+                                 hint="envpin lock --check [--lock F], or envpin lock REQUIREMENTS_IN --ngc ... "
+                                 "without --check")
             request = api.LockCheckRequest(lock)
         elif requirements_in is None or (ngc is None and stock is None and tf is None):
             raise UsageError("lock needs REQUIREMENTS_IN and --ngc (or --stock / --tf for a stock image)",

@@ -266,6 +266,11 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["build", "--dry-run", "--lock", "x/envpin.lock", "--tf", "2.20"], "give --lock or --tf, not both"),
     (["build", "--dry-run", "--lock", "x/envpin.lock", "--ngc", "20.02-tf2-py3"], "give --lock or --ngc, not both"),
     (["build", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
+    (["lock", "--check", "--stock", "2.20"], "--check tests the envpin.lock there is; --stock names what a new lock"),
+    (["lock", "--check", "--tf", "2.20"], "--check tests the envpin.lock there is; --tf names what a new lock"),
+    (["lock", "--check", "--ngc", "20.02"], "--check tests the envpin.lock there is; --ngc names what a new lock"),
+    (["lock", "--check", "requirements.in"], "--check tests the envpin.lock there is; REQUIREMENTS_IN names"),
+    (["lock", "--check", "--out", "r.lock"], "--check tests the envpin.lock there is; --out names"),
 ])
 def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args, cwd=tmp_path)
