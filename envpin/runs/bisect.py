@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all
+from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, unseeded
 
 #: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
 _NO_READER = 3  # dumpdiff.py's exit status when its TensorFlow has no DebugDataReader
@@ -148,10 +148,10 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
     `reader_python` (default: the Python that made the dumps)."""
     specs = [RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
              for i in range(2)]
-    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress)
+    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress,
+                   fatal=lambda run: _partial(run) or unseeded(run) is not None)
     for run in runs:
-        # A run that failed before its steps were done dumped a partial run: comparing it would mislead.
-        if run.returncode != 0 and (run.tf_record is None or not run.tf_record.get("stopped_after_steps")):
+        if _partial(run):
             raise failed(run)
     for run in runs:
         check_seeded(run)
@@ -189,6 +189,11 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
         frame=frame, notes=notes,
         seconds=[r.seconds for r in runs], dumps=[dump_a, dump_b],
     )
+
+
+def _partial(run: Run) -> bool:
+    """A run that failed before its steps were done: it dumped a partial run, and comparing it would mislead."""
+    return run.returncode != 0 and (run.tf_record is None or not run.tf_record.get("stopped_after_steps"))
 
 
 def _no_gpu(runs: Sequence[Run]) -> bool:

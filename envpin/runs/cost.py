@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
-from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all
+from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
 from envpin.runs.study import BOOTSTRAP, BOOTSTRAP_SEED
 
 
@@ -76,7 +76,8 @@ def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, tim
     for i in range(repeat):
         specs += [RunSpec(label=f"without recipe {i + 1}", seed=seed),
                   RunSpec(label=f"with recipe {i + 1}", seed=seed, recipe=True)]
-    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm)
+    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm,
+                   fatal=unusable)
     for run in runs:
         if run.returncode != 0:
             raise failed(run)

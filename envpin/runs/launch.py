@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import zipfile
 import zlib
@@ -331,36 +332,59 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
     return run
 
 
-def check_seeded(run: Run) -> None:
-    """Refuse a run whose hook could not seed it or apply the recipe (it records why and lets the command go
-    on): its results would be reported as those of a seeded run, or of a run with the recipe. Checked after
-    the run's exit status, which says more when the command failed."""
+def unseeded(run: Run) -> RunError | None:
+    """The error for a run whose hook could not seed it or apply the recipe (it records why and lets the
+    command go on): its results would be reported as those of a seeded run, or of a run with the recipe."""
     for record in run.records:
         bad = [str(e) for e in record.get("errors") or () if str(e).startswith(("seeding:", "recipe:"))]
         if bad:
             what = "apply envpin's recipe" if run.spec.recipe else f"seed the run with {SEED_VAR}={run.spec.seed}"
-            raise RunError(f"envpin's hook could not {what} ({run.spec.label}, TensorFlow "
-                           f"{record.get('tf_version')}): {bad[0]}",
-                           hint="its results would not be those of the runs reported: fix the cause"
-                                + (", or leave the recipe out" if run.spec.recipe else ""))
+            return RunError(f"envpin's hook could not {what} ({run.spec.label}, TensorFlow "
+                            f"{record.get('tf_version')}): {bad[0]}",
+                            hint="its results would not be those of the runs reported: fix the cause"
+                                 + (", or leave the recipe out" if run.spec.recipe else ""))
+    return None
+
+
+def check_seeded(run: Run) -> None:
+    """Refuse a run that `unseeded` speaks of; checked after the run's exit status, which says more when the
+    command failed."""
+    error = unseeded(run)
+    if error is not None:
+        raise error
+
+
+def unusable(run: Run) -> bool:
+    """A run that study and cost refuse: it exited non-zero or killed, or its hook could not seed it."""
+    return run.returncode != 0 or unseeded(run) is not None
 
 
 def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int = 1,
             timeout: float | None = None, progress: Callable[[str], None] | None = None,
-            slurm: Srun | None = None) -> list[Run]:
-    """Every run, `jobs` at a time, in the order of `specs` (each one a Slurm task with `slurm`)."""
+            slurm: Srun | None = None, fatal: Callable[[Run], bool] | None = None) -> list[Run]:
+    """Every run, `jobs` at a time, in the order of `specs` (each one a Slurm task with `slurm`). Once a run is
+    `fatal` (the caller will refuse it) or could not be made, no further run starts: those under way end, and
+    the runs made are returned (a command that fails after an hour must not be run 2n times first)."""
     hook = hook_folder(root)
-    done = [0]
+    done, stop = [0], threading.Event()
 
-    def one(index: int) -> Run:
-        run = run_once(command, specs[index], hook, root / f"run-{index:03d}", timeout, slurm)
+    def one(index: int) -> Run | None:
+        if stop.is_set():
+            return None
+        try:
+            run = run_once(command, specs[index], hook, root / f"run-{index:03d}", timeout, slurm)
+        except BaseException:
+            stop.set()
+            raise
+        if fatal is not None and fatal(run):
+            stop.set()
         done[0] += 1
         if progress is not None:
             progress(f"{done[0]}/{len(specs)} runs done")
         return run
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, range(len(specs))))
+        return [run for run in pool.map(one, range(len(specs))) if run is not None]
 
 
 def failed(run: Run) -> RunError:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
-from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all
+from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
 
 #: Bootstrap resamples and the seed of their generator (fixed: the interval is part of the report).
 BOOTSTRAP = 2000
@@ -176,7 +176,7 @@ def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, reci
     if runs < 2:
         raise UsageError("a spread needs at least 2 runs per arm", hint="pass -n 2 or more (5 or more is better)")
     done = run_all(command, plan(runs, seed, recipes), root, jobs=jobs, timeout=timeout, progress=progress,
-                   slurm=slurm)
+                   slurm=slurm, fatal=unusable)
     for run in done:
         if run.returncode != 0:
             raise failed(run)

@@ -94,3 +94,16 @@ def test_a_metric_too_large_for_a_float_is_reported_as_not_finite(cli) -> None: 
     result = cli("study", "-n", "2", "--", sys.executable, "-c", script)
     assert result.code == 0, result.stderr
     assert "big: 4 of 4 runs gave a value that is not a finite number" in result.stdout
+
+
+def test_no_further_run_starts_once_one_has_failed(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A command that fails (after an hour of training, say) is reported after its first failure, not after
+    all 2n runs: those under way finish, no other one starts."""
+    log = tmp_path / "starts"
+    fail = "import sys; open(sys.argv[1], 'a').write('run\\n'); sys.exit(3)"
+    for args, most in ((("study", "-n", "5"), 1), (("study", "-n", "5", "-j", "2"), 2), (("cost", "-r", "4"), 1),
+                       (("bisect",), 1)):
+        log.write_text("")
+        error, _ = _one_error(cli(*args, "--", sys.executable, "-c", fail, str(log)))
+        assert "exited with status 3" in error
+        assert 1 <= len(log.read_text().splitlines()) <= most, (args, log.read_text())
