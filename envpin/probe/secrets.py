@@ -44,9 +44,10 @@ _TOKEN_PATTERNS = [
     r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
     # URL with user:password@ (or :password@); the scheme starts a word, so a long run of letters is one try.
-    # The password may hold a '/' (a raw one, not %2F, still reaches clients); a port followed by a path
+    # The password may hold a '/' (a raw one, not %2F, still reaches clients) and an '@' when another '@'
+    # follows before the next '/' (clients split user info at its last '@'); a port followed by a path
     # (host:8080/a@b) is not a password.
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?![0-9]+(?:[/\s]|$))[^\s@]+@",
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?![0-9]+(?:[/\s]|$))(?:[^\s@]|@(?=[^\s/@]*@))+@",
     # An Authorization header's credential: Bearer <token>; Basic <base64> (with a digit, '+', '/' or '=',
     # so "Basic training" is prose)
     r"\b[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8,}",
@@ -60,14 +61,19 @@ _TOKEN = re.compile("|".join("(?:%s)" % p for p in _TOKEN_PATTERNS))
 _PAIR = re.compile(
     r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{1,80})"
     r"((?:[\"']?\s*=\s*|[\"']?\s*:\s+|[\"']:\s*)[\"']?)"
-    r"([^\s&;,\"'<>]+)"
+    r"((?<=\")(?:[^\"\\\n]|\\.)+|(?<=')(?:[^'\\\n]|\\.)+|[^\s&;,\"'<>]+)"  # a quoted value whole (spaces, escapes)
 )
 # NAME:VALUE with nothing between (password:hunter2), judged in a pass of its own so that it never hides a
 # NAME=VALUE pair after it (grpc://h:1?credential=...); a ':' before '/' or ':' is a path list or a URL.
 _COLON_PAIR = re.compile(r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{1,80})(:)(?=[^\s/\\:])([^\s&;,\"'<>:=?/]+)")
 # A flag and its value as a separate word (--password VALUE, -token VALUE) inside a flag list; the flag starts
 # a word, and the value is the next word unless it is itself a flag.
-_FLAG = re.compile(r"(?<![^\s\"'])(--?[A-Za-z][A-Za-z0-9_\-]{0,79})([ \t]+)([^\s\-\"'<>][^\s\"'<>]*)")
+_FLAG = re.compile(r"(?<![^\s\"'])(--?[A-Za-z][A-Za-z0-9_\-]{0,79})([ \t]+)"
+                   r"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[^\s\-\"'<>][^\s\"'<>]*)")
+# An Authorization header's value, whatever its scheme (token X, Digest X; Bearer and Basic are patterns of
+# their own): the scheme and the credential after it, the header's name kept.
+_AUTH_HEADER = re.compile(r"(?<![A-Za-z0-9_\-])(authorization[\"']?\s*[:=]\s*[\"']?)"
+                          r"[A-Za-z][A-Za-z0-9_\-]*[ \t]+[^\s\"'<>,;]+", re.IGNORECASE)
 # A name's parts: runs of '_' and '-' separate them, and so does a lower-to-upper case step (privateKey). The
 # case step is an empty match, which re.split skips (with a FutureWarning) on Python 3.6 and splits at from
 # 3.7 on: so the step is first made a '_' by a substitution that matches a character, and only the
@@ -86,24 +92,34 @@ _SECRET_PARTS = frozenset([
     "creds", "credential", "credentials", "auth", "authorization", "sig", "signature", "sas", "apikey",
 ])
 _KEY_QUALIFIERS = frozenset(["api", "access", "private", "secret", "signing", "account"])
+#: A part that ends in one of these is a credential's name too, run together with what it belongs to
+#: (PGPASSWORD, accesstoken, clientsecret); a part that only starts with one (tokenizers) is not.
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
 
 
 def _keyed_name(name: str) -> bool:
     """Whether a parameter NAME holds a credential: one of its parts (split at '_', '-' and camelCase) is a
-    credential word, or it is a key qualified as one (api_key, access-key, privateKey)."""
+    credential word or ends in one, or it is a key qualified as one (api_key, access-key, privateKey)."""
     parts = set(key_parts(name))
-    return bool(parts & _SECRET_PARTS) or ("key" in parts and bool(parts & _KEY_QUALIFIERS))
+    return bool(parts & _SECRET_PARTS) or any(p.endswith(_SECRET_ENDINGS) for p in parts) \
+        or ("key" in parts and bool(parts & _KEY_QUALIFIERS))
 
 
 def _redact_flag(m: Any) -> str:
-    if m.group(3) == REDACTED or not _keyed_name(m.group(1)):
+    if m.group(3) == REDACTED:
         return m.group(0)
+    if not _keyed_name(m.group(1)):  # a quoted value is one match: what it quotes is judged on its own
+        return m.group(1) + m.group(2) + (_FLAG.sub(_redact_flag, m.group(3)) if m.group(3)[:1] in "\"'" else
+                                          m.group(3))
     return m.group(1) + m.group(2) + REDACTED
 
 
 def _redact_pair(m: Any) -> str:
-    if m.group(3) == REDACTED or not _keyed_name(m.group(1)):
+    if m.group(3) == REDACTED:
         return m.group(0)
+    if not _keyed_name(m.group(1)):  # a quoted value is one match: what it quotes is judged on its own
+        return m.group(1) + m.group(2) + (_PAIR.sub(_redact_pair, m.group(3)) if m.group(2)[-1:] in "\"'" else
+                                          m.group(3))
     return m.group(1) + m.group(2) + REDACTED
 
 
@@ -179,6 +195,7 @@ def _clean(text: str) -> str:
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         text = _SURROGATE.sub("?", text)
     text = _TOKEN.sub(REDACTED, text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
     text = _PAIR.sub(_redact_pair, text)
     text = _COLON_PAIR.sub(_redact_pair, text)
     return _FLAG.sub(_redact_flag, text)

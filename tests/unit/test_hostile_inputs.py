@@ -393,10 +393,36 @@ def test_a_20000_line_dockerfile_of_env_lines_is_audited_under_100_mb(tmp_path: 
     ("-access-token tok3nvalue -x", "tok3nvalue"),
     ("user=alice password:pw4lice, region=eu", "pw4lice"),
     ("{'apiKey':k3yvalue}", "k3yvalue"),
+    ('--password "hunter2xyz" -v', "hunter2xyz"),
+    ("--token 'two words' --x 1", "words"),
+    ('password="two words"', "words"),
+    ("{'secret': 'a b c'}", " c"),
+    ("Authorization: token abcdef123456", "abcdef123456"),
+    ("Authorization=Digest abcdef123456", "abcdef123456"),
+    ("env PGPASSWORD=pgsecret1 psql", "pgsecret1"),
+    ("--client-secret=cl1ent --dbPassword=dbpw", "cl1ent"),
+    ("--client-secret=cl1ent --dbPassword=dbpw", "dbpw"),
+    ("https://user:p@ssw0rd@pypi.example.invalid/simple", "ssw0rd"),
 ])
 def test_credentials_inside_values_are_redacted(text: str, secret: str) -> None:
     out = secrets.scrub(text)
     assert secret not in out and secrets.REDACTED in out
+
+
+def test_credentials_in_flag_lists_never_reach_a_report() -> None:
+    """Through the real CLI: variables the probe records, holding credentials in shapes a flag list or a
+    command line has (a quoted value, a header, a compound name, an '@' inside a URL's password)."""
+    planted = {"TF_EXTRA_ARGS": '--password "hunter2xyz" -v', "TF_HDRS": "Authorization: token abcdef123456",
+               "TF_OPTS": 'password="two words"', "TF_TRAIN_CMD": "env PGPASSWORD=pgsecret1 psql",
+               "TF_MIRROR_ARGS": "--index-url https://user:p@ssw0rd@pypi.example.invalid/simple --no-deps"}
+    res = run_envpin("probe", "--no-selftest", env=planted)
+    assert res.code == 0, res.stderr
+    env = json.loads(res.stdout)["env"]
+    for secret in ("hunter2xyz", "abcdef123456", "words", "pgsecret1", "ssw0rd"):
+        assert secret not in res.stdout, secret
+    assert all(name in env for name in planted)  # recorded (redacted), not dropped
+    assert env["TF_EXTRA_ARGS"]["value"] == "--password <redacted> -v"
+    assert env["TF_TRAIN_CMD"]["value"] == "env PGPASSWORD=<redacted> psql"
 
 
 @pytest.mark.parametrize("value", ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -416,7 +442,9 @@ _SCRUB = ("import json, sys; sys.path.insert(0, sys.argv[1]); from envpin.probe 
           "cases = json.loads(sys.stdin.read()); "
           "print(json.dumps([[secrets.scrub(c), secrets.secret_value(c), secrets.key_parts(c)] for c in cases]))")
 _CASES = ["--password hunter2", "password:x", "privateKeyId=abc", "aB-cD_eF", "camelCaseName", "",
-          "https://u:p/w@h/x", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "a:b:c", "--a --b c", "XMLHttpToken=z"]
+          "https://u:p/w@h/x", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "a:b:c", "--a --b c", "XMLHttpToken=z",
+          '--password "a b" -v', 'pw="a b"', "Authorization: token abcdef123456", "PGPASSWORD=x",
+          "https://u:p@w@h/x@y"]
 
 
 @pytest.mark.pythons
