@@ -38,6 +38,24 @@ def test_a_call_is_known_however_it_was_imported(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", [
+    "import tensorflow as tf\nuss = tf.math.unsorted_segment_sum\ny = uss(1, 2, 3)\n",
+    "import tensorflow as tf\nm = tf.math\ny = m.unsorted_segment_sum(1, 2, 3)\n",
+])
+def test_a_module_level_name_bound_once_to_a_tensorflow_name_stands_for_it(text: str) -> None:
+    assert (3, "py-op-raises") in _rules(text)
+    assert "py-op-raises" not in {r for _, r in _rules(text.replace("\ny =", "\nuss = m = None\ny ="))}
+
+
+def test_keras_bound_to_a_name_as_tutorials_write_it(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n\nkeras = tf.keras\nlayers = keras.layers\ntf.keras.utils.set_random_seed(1)\n"
+        "model = keras.Sequential([layers.Conv2D(4, 3), layers.MaxPooling2D(), layers.Flatten()])\n"
+        "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n")
+    res = run_envpin("audit", "--tf", "2.16", "train.py", cwd=tmp_path)
+    assert res.code == 1 and "train.py:7 py-keras3-auto-xla error:" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("text", [
     "def unsorted_segment_sum(a, b, c):\n    return a\n\ny = unsorted_segment_sum(1, 2, 3)\n",
     "import mylib as tf\n\ny = tf.math.unsorted_segment_sum(1, 2, 3)\n",
     "import tensorflow as tf\n\n# tf.math.unsorted_segment_sum(1, 2, 3)\ns = 'tf.math.unsorted_segment_sum'\n",

@@ -72,11 +72,20 @@ class Names:
                         self.alias[a.asname or a.name] = f"{base}.{a.name}"
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.local.add(node.name)
+        bound: dict[str, list[ast.expr]] = {}
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         self.local.add(t.id)
+                        bound.setdefault(t.id, []).append(node.value)
+        # `keras = tf.keras`, `layers = keras.layers`: a module-level name bound once to a TensorFlow, Keras or
+        # NumPy name stands for it as an import would (resolved in the order the script binds them)
+        for name, values in bound.items():
+            if len(values) == 1 and type(values[0]) in (ast.Attribute, ast.Name) and name not in self.alias:
+                meant = self.resolve(values[0])
+                if meant is not None and meant.split(".", 1)[0] in ("tf", "keras", "np"):
+                    self.alias[name] = meant
 
     def resolve(self, node: ast.AST) -> str | None:
         """The canonical dotted name an expression names (`tf.nn.relu`, `Dense`), or None (a call result, a
