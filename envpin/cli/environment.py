@@ -164,6 +164,10 @@ def register(app: typer.Typer) -> None:
                                  hint="envpin lock --check [--lock F], or envpin lock REQUIREMENTS_IN --ngc ... "
                                  "without --check")
             request = api.LockCheckRequest(lock)
+        elif lock is not None:  # a new requirements lock is made from the image named, never from envpin.lock
+            raise UsageError("--lock names the envpin.lock that --check tests; locking requirements does not read it",
+                             hint="envpin lock --check --lock F, or envpin lock REQUIREMENTS_IN --ngc ... without "
+                             "--lock")
         elif requirements_in is None or (ngc is None and stock is None and tf is None):
             raise UsageError("lock needs REQUIREMENTS_IN and --ngc (or --stock / --tf for a stock image)",
                              hint="e.g. envpin lock requirements.in --ngc 20.02")

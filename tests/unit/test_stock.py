@@ -271,6 +271,7 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["lock", "--check", "--ngc", "20.02"], "--check tests the envpin.lock there is; --ngc names what a new lock"),
     (["lock", "--check", "requirements.in"], "--check tests the envpin.lock there is; REQUIREMENTS_IN names"),
     (["lock", "--check", "--out", "r.lock"], "--check tests the envpin.lock there is; --out names"),
+    (["lock", "requirements.in", "--stock", "2.20", "--lock", "x/envpin.lock"], "--lock names the envpin.lock"),
 ])
 def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args, cwd=tmp_path)
