@@ -155,7 +155,12 @@ def probe_machine(
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
     from envpin.fsutil import check_output_file, check_output_folder
+    from envpin.probe.report import one_file
 
+    both = one_file(str(json_file) if json_file else None, str(markdown) if markdown else None)
+    if both is not None:
+        raise UsageError(f"--output and --markdown both name {both}: one report would replace the other",
+                         hint="give each report its own file")
     for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
         if path is not None and str(path) != "-":
             (check_output_folder if option == "--out" else check_output_file)(path, option)

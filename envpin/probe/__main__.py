@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from envpin.probe.report import collect, tensorflow_missing, write_reports
+from envpin.probe.report import collect, one_file, tensorflow_missing, write_reports
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    both = one_file(args.json, args.markdown)
+    if both is not None:
+        sys.stderr.write("error: --json and --markdown both name %s: one report would replace the other\n" % both)
+        sys.stderr.write("hint: give each report its own file\n")
+        return 2
     if args.selftest or (args.selftest is None and tensorflow_missing() is None):
         sys.stderr.write("running the determinism self-test%s (--no-selftest skips it)\n"
                          % (" (quick)" if args.quick else ""))

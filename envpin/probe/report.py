@@ -225,6 +225,21 @@ def report_basename(report: Dict[str, Any]) -> str:
     return "%s-%s-%s" % (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "host", stamp, pid)
 
 
+def one_file(json_path: Optional[str], markdown_path: Optional[str]) -> Optional[str]:
+    """What both the JSON and the Markdown report are to be written to ('stdout', or the file), else None:
+    asked for both, the caller refuses, since the second report would replace the first."""
+    if not json_path or not markdown_path:
+        return None
+    if json_path == "-" or markdown_path == "-":
+        return "stdout" if json_path == markdown_path else None
+    if os.path.realpath(json_path) == os.path.realpath(markdown_path):
+        return json_path
+    try:
+        return json_path if os.path.samefile(json_path, markdown_path) else None  # two links to one file
+    except OSError:  # one of them does not exist yet: not the same file
+        return None
+
+
 def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_path: Optional[str] = None,
                   markdown_path: Optional[str] = None) -> List[str]:
     """Write the requested outputs, all or nothing; with none requested, JSON goes to stdout. Returns the

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -73,3 +76,23 @@ def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(tmp_path: Pat
     with pytest.raises(EnvpinError, match="exists and is not a folder"):
         api.probe_machine(out=tmp_path / "taken")
     assert called == []  # refused before the collector ran
+
+
+@pytest.mark.parametrize("same", [("r.out", "r.out"), ("r.out", "./r.out"), ("-", "-")])
+def test_output_and_markdown_naming_one_file_are_refused_before_the_probe_runs(same: tuple[str, str],
+                                                                                tmp_path: Path) -> None:
+    """Both reports into one file (or both to stdout) would leave only the Markdown: refused up front, on the
+    host and by the probe inside images, and nothing is written."""
+    res = run_envpin("probe", "--no-selftest", "-o", same[0], "--markdown", same[1], cwd=tmp_path)
+    assert res.code == 2 and res.stdout == "", res
+    where = "stdout" if same[0] == "-" else same[0]
+    assert res.stderr.splitlines() == [f"error: --output and --markdown both name {where}: one report would "
+                                       "replace the other", "hint: give each report its own file"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    inner = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", same[0],
+                            "--markdown", same[1]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert inner.returncode == 2 and inner.stdout == "", inner
+    assert inner.stderr.splitlines() == [f"error: --json and --markdown both name {where}: one report would "
+                                         "replace the other", "hint: give each report its own file"]
+    assert list(tmp_path.iterdir()) == []
