@@ -8,6 +8,7 @@ Python the command starts, of any environment, finds both.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -287,6 +288,39 @@ def _records(out: Path) -> list[dict[str, Any]]:
 _KERAS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` (Linux's /proc; none found elsewhere), children before their own children."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read(4096)
+                parent = int(stat.rsplit(b")", 1)[1].split()[1])  # the field after the state
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(0), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a run that ran past --timeout with everything it started (a wrapper script's training process
+    would otherwise go on, orphaned, after envpin has reported the run stopped): SIGKILL to each
+    process below it, found before it dies (its orphans are then re-parented), then to it."""
+    for _ in range(2):  # a second pass for a process started while the first was sending
+        for pid in _descendants(proc.pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    proc.kill()
+
+
 def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: float | None = None,
              slurm: Srun | None = None) -> Run:
     """Run the command once with the hook (here, or as one Slurm task); its stdout and stderr go to files in
@@ -303,13 +337,20 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
     start, timed_out = time.perf_counter(), False
     with open(out / "stdout.log", "wb") as so, open(out / "stderr.log", "wb") as se:
         try:
-            stdin = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}  # the bundle, for srun
-            proc = subprocess.run(command, stdout=so, stderr=se, env=env, timeout=timeout, **stdin)
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            code, timed_out = -signal.SIGKILL, True  # subprocess kills it
+            proc = subprocess.Popen(command, stdout=so, stderr=se, env=env,
+                                    stdin=subprocess.DEVNULL if data is None else subprocess.PIPE)
         except OSError as exc:
             raise RunError(f"cannot run {command[0]}: {exc.strerror or exc}", hint="check the command") from exc
+        with proc:
+            try:
+                proc.communicate(data, timeout=timeout)  # the bundle on srun's standard input, or nothing
+            except subprocess.TimeoutExpired:
+                _kill_tree(proc)
+                timed_out = True
+            except BaseException:
+                proc.kill()
+                raise
+            code = proc.wait()
     seconds = time.perf_counter() - start
     records = _records(out)
     if slurm is not None:

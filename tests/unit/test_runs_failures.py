@@ -107,3 +107,37 @@ def test_no_further_run_starts_once_one_has_failed(cli, tmp_path: Path) -> None:
         error, _ = _one_error(cli(*args, "--", sys.executable, "-c", fail, str(log)))
         assert "exited with status 3" in error
         assert 1 <= len(log.read_text().splitlines()) <= most, (args, log.read_text())
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie waiting for its new parent to reap it has stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def test_a_timeout_stops_what_the_command_started_too(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A wrapper (a shell script, a launcher) whose training process runs past --timeout: the training process
+    is stopped with it, not left running orphaned after envpin has said the run was stopped."""
+    import os
+    import signal
+    import time
+
+    pids = tmp_path / "pids"
+    wrapper = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+               "open(sys.argv[1], 'a').write('%d\\n' % p.pid); p.wait()")
+    try:
+        error, _ = _one_error(cli("study", "-n", "2", "--timeout", "2", "--", sys.executable, "-c", wrapper,
+                                  str(pids)))
+        assert "did not finish within --timeout" in error
+        [training] = [int(line) for line in pids.read_text().split()]
+        deadline = time.monotonic() + 10
+        while _alive(training) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(training), "the training process outlived its run's --timeout"
+    finally:
+        for line in pids.read_text().split() if pids.exists() else ():
+            if _alive(int(line)):
+                os.kill(int(line), signal.SIGKILL)
