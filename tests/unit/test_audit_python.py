@@ -353,6 +353,19 @@ def test_a_form_feed_or_line_separator_inside_a_line_moves_no_fix_or_suppression
     assert "py-op-raises" not in {f["rule"] for f in json.loads(suppressed.stdout)["findings"]}
 
 
+def test_fix_uses_no_tensorflow_alias_an_import_binds_only_below_its_lines(tmp_path: Path) -> None:
+    """`from tensorflow import keras` first, `import tensorflow as tf` after it: the lines inserted after the
+    first import cannot call tf.* (NameError before training), so they import tensorflow themselves."""
+    text = ("from tensorflow import keras\nimport tensorflow as tf\n\nmodel = keras.Sequential([])\n"
+            "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n")
+    (tmp_path / "train.py").write_text(text)
+    assert run_envpin("audit", "--tf", "2.12", "--fix", "train.py", cwd=tmp_path).code == 0
+    assert (tmp_path / "train.py.envpin-fixed").read_text() == text.replace(
+        "import tensorflow as tf\n", "# envpin audit --fix: TensorFlow 2.12, recipe stock-2.8-2.15\nimport tensorflow\n"
+        "tensorflow.config.experimental.enable_op_determinism()\ntensorflow.keras.utils.set_random_seed(0)\n"
+        "import tensorflow as tf\n")
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"x = 1\0\n", "binary file"), (b"x = '\xff'\n", "not UTF-8"),
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),

@@ -6,6 +6,7 @@ mechanical findings are gone, and a second --fix changes nothing."""
 from __future__ import annotations
 
 import ast
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ from envpin.audit import audit_script, target_for
 from envpin.audit.python.fixer import FIXABLE, fix_script
 
 HEAD = ["import os", "import random", "import numpy as np", "import tensorflow as tf",
-        "from tensorflow.keras import layers"]
+        "from tensorflow.keras import layers", "from tensorflow import keras"]
 BODY = [
     "ds = tf.data.Dataset.range(8)",
     "ds = ds.map(lambda x: x + 1, num_parallel_calls=4, deterministic=False)",
@@ -58,6 +59,27 @@ def test_fix_parses_keeps_lines_and_is_idempotent(head: list[str], body: list[st
         assert any(line == other for other in kept), line
     again = fix_script(outcome.text, "train.py", audit_script(outcome.text, "train.py", target), target)
     assert again.text == outcome.text
+    assert_inserted_names_are_bound_above(text, outcome.text)
+
+
+#: The statements --fix inserts (envpin.audit.python.fixer._insert): the switch and the global seeding.
+INSERTED = re.compile(r"(\w+\.(config\.experimental\.enable_op_determinism|keras\.utils\.set_random_seed|"
+                      r"random\.set_seed|compat\.v1\.set_random_seed)\(0?\)|random\.seed\(0\)|numpy\.random\.seed"
+                      r"\(0\)|os\.environ\[\"\w+\"\] = \"1\")")
+
+
+def assert_inserted_names_are_bound_above(before: str, after: str) -> None:
+    """Each statement --fix inserted uses only names an import above it binds: the fixed script must not stop
+    with NameError before training starts."""
+    original = set(before.splitlines())
+    lines = after.splitlines()
+    bound: set[str] = set()
+    for node in ast.parse(after).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
+        elif lines[node.lineno - 1] not in original and INSERTED.fullmatch(lines[node.lineno - 1]):
+            used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            assert used <= bound, (node.lineno, used - bound, after)
 
 
 @settings(max_examples=200, deadline=None)

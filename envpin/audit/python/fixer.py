@@ -158,10 +158,11 @@ def _comments_above(lines: list[str], at: int) -> set[str]:
     return found
 
 
-def _tf_alias(tree: ast.Module) -> str | None:
-    """The module-level name tensorflow is bound to (import tensorflow as tf), if any."""
+def _tf_alias(tree: ast.Module, by: int) -> str | None:
+    """The module-level name tensorflow is bound to (import tensorflow as tf) by line `by`, if any: the lines
+    inserted there run before a later import would bind it."""
     for node in tree.body:
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Import) and node.lineno <= by:
             for a in node.names:
                 if a.name == "tensorflow":
                     return a.asname or "tensorflow"
@@ -183,7 +184,7 @@ def _insert(tree: ast.Module, lines: list[str], edits: _Edits, target: ScriptTar
     anchor = max((n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                   and n.lineno <= first.lineno), key=lambda n: n.lineno)
     end = anchor.end_lineno or anchor.lineno
-    alias = _tf_alias(tree)
+    alias = _tf_alias(tree, end)
     after: list[str] = []
     if alias is None:
         alias = "tensorflow"
