@@ -17,6 +17,19 @@ if TYPE_CHECKING:
     from envpin.image.buildlog import ProgressEvent
 
 
+def _unreadable(value: str | None) -> bool:
+    """A COLUMNS or LINES of digits int() cannot read ('²'): rich checks str.isdigit, then calls int() and fails;
+    envpin ignores such a value, as rich ignores one that is not digits at all (COLUMNS=abc)."""
+    return value is not None and value.isdigit() and not value.isdecimal()
+
+
+def _environ() -> dict[str, str] | None:
+    """The environment rich reads its size from: os.environ without unreadable COLUMNS or LINES (None: as is)."""
+    if not any(_unreadable(os.environ.get(name)) for name in ("COLUMNS", "LINES")):
+        return None
+    return {k: v for k, v in os.environ.items() if not (k in ("COLUMNS", "LINES") and _unreadable(v))}
+
+
 def _width(stream: Any) -> int | None:
     # A fixed width keeps output stable in tests and pipes; COLUMNS still wins when set.
     if os.environ.get("COLUMNS"):
@@ -36,7 +49,8 @@ settings = {"quiet": False, "verbose": False}
 def _console(stderr: bool, quiet: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, width=_width(sys.stderr if stderr else sys.stdout), quiet=quiet)
+    return Console(stderr=stderr, highlight=False, width=_width(sys.stderr if stderr else sys.stdout), quiet=quiet,
+                   _environ=_environ())
 
 
 def out() -> Console:
@@ -100,7 +114,7 @@ def width_of(stream: Any) -> int | None:
     columns = os.environ.get("COLUMNS")
     if not columns:
         return _width(stream)
-    return int(columns) if columns.isdigit() else None
+    return int(columns) if columns.isdecimal() else None
 
 
 def results() -> Console | Plain:

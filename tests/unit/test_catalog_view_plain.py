@@ -90,6 +90,18 @@ def test_envpin_catalog_prints_what_rich_prints(columns: str | None) -> None:
     assert table == _rich(title, headers, rows, width)
 
 
+@pytest.mark.parametrize(("name", "value"), [("COLUMNS", "²"), ("COLUMNS", "1²"), ("LINES", "³")])
+def test_a_width_of_digits_int_cannot_read_is_ignored_as_rich_ignores_words(name: str, value: str) -> None:
+    """'²' is a digit to str.isdigit, which rich checks before int(), so rich would fail on it: envpin treats it
+    as rich treats COLUMNS=abc (ignored), on the lean path and through Typer alike."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    for args in (("catalog",), ("-q", "catalog"), ("recipe", "--ngc", "20.02-tf2-py3"), ("catalog", "show", "20.02")):
+        expected = run_envpin(*args, env={**env, name: "abc"})
+        got = run_envpin(*args, env={**env, name: value})
+        assert got.code == 0 and got.stderr == "", (args, got)
+        assert got.stdout == expected.stdout, args
+
+
 def _rich_recipe_table(headers: list[str], rows: list[list[str]], width: int) -> str:
     """What envpin's rich path writes for the recipe's environment table (every column wraps, the last folds)."""
     out = io.StringIO()
