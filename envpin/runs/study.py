@@ -69,9 +69,16 @@ def bootstrap_ci(fixed: Sequence[float], varied: Sequence[float], level: float =
     return lo, hi
 
 
-def verdict(name: str, fixed: Sequence[float], varied: Sequence[float]) -> str:
+#: Said instead of a share of nondeterminism when envpin's hook seeded nothing: the seed reached the runs only
+#: if the command read ENVPIN_SEED itself, which envpin cannot see.
+_UNSEEDED = ("envpin's hook seeded nothing in these runs (none imported TensorFlow where it could see): that is "
+             "nondeterminism only if the command seeds itself from ENVPIN_SEED")
+
+
+def verdict(name: str, fixed: Sequence[float], varied: Sequence[float], seeded: bool = True) -> str:
     """The ratio in words; 'exactly' only when every fixed-seed run gave the same finite float; a metric with a
-    nan or inf in any run is reported as such, never as a spread."""
+    nan or inf in any run is reported as such, never as a spread. Without `seeded` (the hook seeded no run)
+    a spread of the fixed-seed runs is not called nondeterminism: the command may never have read its seed."""
     bad = non_finite(list(fixed) + list(varied))
     if bad:
         return (f"{name}: {bad} of {len(fixed) + len(varied)} runs gave a value that is not a finite number (nan "
@@ -82,6 +89,10 @@ def verdict(name: str, fixed: Sequence[float], varied: Sequence[float]) -> str:
         return (f"{name}: all {len(fixed)} fixed-seed runs gave exactly the same value: nondeterminism "
                 "adds nothing to its spread here")
     r = ratio(fixed, varied)
+    if not seeded:
+        spread = ("varying the seed did not change it, yet fixed-seed runs differ" if r is None else
+                  f"with the seed fixed it still spreads {percent(r)} as much as with seeds varied")
+        return f"{name}: {spread}; {_UNSEEDED}"
     if r is None:
         return (f"{name}: varying the seed did not change it, yet fixed-seed runs differ: the spread comes "
                 "from nondeterminism alone")
@@ -103,6 +114,8 @@ class MetricStats:
     recipe: bool
     fixed: list[float]
     varied: list[float]
+    #: Whether envpin's hook seeded every run of these arms (each imported TensorFlow where it could see).
+    seeded: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         r = ratio(self.fixed, self.varied)
@@ -111,8 +124,8 @@ class MetricStats:
             "metric": self.name, "recipe": self.recipe,
             "fixed": _arm(self.fixed), "varied": _arm(self.varied),
             "non_finite": non_finite(self.fixed) + non_finite(self.varied),
-            "ratio": r, "ratio_ci95": list(ci) if ci else None,
-            "verdict": verdict(self.name, self.fixed, self.varied),
+            "ratio": r, "ratio_ci95": list(ci) if ci else None, "seeded_by_envpin": self.seeded,
+            "verdict": verdict(self.name, self.fixed, self.varied, self.seeded),
         }
 
 
@@ -161,10 +174,11 @@ def summarise(runs: Sequence[Run], recipes: Sequence[bool]) -> list[MetricStats]
     stats = []
     for recipe in recipes:
         arm = [r for r in runs if r.spec.recipe == recipe]
+        seeded = all(r.tf_record is not None for r in arm)  # the hook seeds a process once it imports TensorFlow
         for name in names:
             fixed = [r.metrics[name] for r in arm if r.spec.label.startswith("fixed")]
             varied = [r.metrics[name] for r in arm if r.spec.label.startswith("varied")]
-            stats.append(MetricStats(name=name, recipe=recipe, fixed=fixed, varied=varied))
+            stats.append(MetricStats(name=name, recipe=recipe, fixed=fixed, varied=varied, seeded=seeded))
     return stats
 
 

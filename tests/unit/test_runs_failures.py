@@ -129,7 +129,7 @@ def test_a_timeout_stops_what_the_command_started_too(cli, tmp_path: Path) -> No
     wrapper = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
                "open(sys.argv[1], 'a').write('%d\\n' % p.pid); p.wait()")
     try:
-        error, _ = _one_error(cli("study", "-n", "2", "--timeout", "2", "--", sys.executable, "-c", wrapper,
+        error, _ = _one_error(cli("study", "-n", "2", "--timeout", "5", "--", sys.executable, "-c", wrapper,
                                   str(pids)))
         assert "did not finish within --timeout" in error
         [training] = [int(line) for line in pids.read_text().split()]
@@ -141,3 +141,22 @@ def test_a_timeout_stops_what_the_command_started_too(cli, tmp_path: Path) -> No
         for line in pids.read_text().split() if pids.exists() else ():
             if _alive(int(line)):
                 os.kill(int(line), signal.SIGKILL)
+
+
+def test_a_spread_envpin_did_not_seed_is_not_called_nondeterminism(cli) -> None:  # type: ignore[no-untyped-def]
+    """A command without TensorFlow that never reads ENVPIN_SEED: its 'fixed-seed' runs were never seeded, so
+    their spread says nothing of nondeterminism, and the verdict must not give it a share."""
+    unseeded = "import json, random; print(json.dumps({'envpin_metrics': {'a': random.random()}}))"
+    result = cli("study", "-n", "3", "--format", "json", "--", sys.executable, "-c", unseeded)
+    assert result.code == 0, result.stderr
+    import json
+
+    [metric] = json.loads(result.stdout)["metrics"]
+    assert metric["seeded_by_envpin"] is False and metric["fixed"]["std"] > 0
+    assert "seeded nothing" in metric["verdict"] and "only if the command seeds itself from ENVPIN_SEED" in \
+        metric["verdict"] and "causes" not in metric["verdict"] and "alone" not in metric["verdict"]
+    from envpin.runs import study
+
+    words = study.verdict("a", [1.0, 2.0], [3.0, 3.0], seeded=False)
+    assert "varying the seed did not change it" in words and "alone" not in words and "seeded nothing" in words
+    assert "exactly the same value" in study.verdict("a", [1.0, 1.0], [1.0, 2.0], seeded=False)
