@@ -201,6 +201,27 @@ def test_the_env_of_a_dockerfile_whose_tensorflow_is_unknown_counts(tmp_path: Pa
     assert (("train.py", "py-determinism-switch-missing") in rules) is missing, rules
 
 
+@pytest.mark.parametrize(("tf", "rules"), [
+    ("2.5", []), ("2.12", []),  # TF_CUDNN_DETERMINISTIC is still read (cuDNN only) beside the recipe's switch
+    ("1.15", [(3, "py-determinism-switch-unavailable")]),  # TF_DETERMINISTIC_OPS is not read by stock 1.15
+])
+def test_tf_cudnn_deterministic_is_read_after_2_0_but_is_no_switch_alone(tmp_path: Path, tf: str,
+                                                                         rules: list[tuple[int, str]]) -> None:
+    both = "import os\nos.environ['TF_CUDNN_DETERMINISTIC'] = '1'\nos.environ['TF_DETERMINISTIC_OPS'] = '1'\n"
+    (tmp_path / "train.py").write_text(both + "import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
+    res = run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
+    assert [(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]] == rules
+    alone = both.replace("os.environ['TF_DETERMINISTIC_OPS'] = '1'\n", "")
+    (tmp_path / "train.py").write_text(alone + "import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
+    res = run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
+    found = [(f["line"], f["rule"], f["message"]) for f in json.loads(res.stdout)["findings"]]
+    if tf == "1.15":
+        assert found == []  # the recipe's own switch on stock 1.14-2.0
+    else:
+        assert [(line, rule) for line, rule, _ in found] == [(3, "py-determinism-switch-missing")], found
+        assert "(TF_CUDNN_DETERMINISTIC, line 2, only makes cuDNN convolution and pooling deterministic)" in found[0][2]
+
+
 def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
     assert run_envpin("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
     (tmp_path / "train.py").write_text(SEGMENT)

@@ -290,17 +290,19 @@ def check_switch(s: Script) -> None:
                       f"enable_op_determinism() does not exist in TensorFlow {version} (from 2.8): the script "
                       "stops with AttributeError", f"use the switch of recipe {recipe.id}: {wanted}")
         readable = _switch_env(recipe) | ({"TF_DETERMINISTIC_OPS"} if has_step else set())
+        cudnn_only = _cudnn_switch_read(version) and "TF_CUDNN_DETERMINISTIC" not in readable
         for line, key, _ in env_switches:
-            if key not in readable:
+            if key not in readable and not (key == "TF_CUDNN_DETERMINISTIC" and cudnn_only):
                 s.add(R.PY_SWITCH_UNAVAILABLE, line,
                       f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
                       f"use the switch of recipe {recipe.id}: {wanted}")
     if not s.trains():
         return
     image = s.target.image_env
+    # a variable the recipe does not use is no switch for it (TF_CUDNN_DETERMINISTIC on 2.1+: cuDNN only)
     on = any(c.last in ("enable_op_determinism", "enable_determinism") for c in s.calls) or any(
-        _truthy(v) for _, _, v in env_switches) or any(_truthy(image.get(n)) for n in _switch_env(recipe)
-                                                       if n in image)
+        _truthy(v) for _, key, v in env_switches if recipe is None or key in readable) or any(
+        _truthy(image.get(n)) for n in _switch_env(recipe) if n in image)
     if recipe is None and s.target.tf_version is None:
         on = on or any(n in image for n in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC"))
     if on:
@@ -310,8 +312,21 @@ def check_switch(s: Script) -> None:
     where = f" for TensorFlow {version} ({s.target.label})" if version else ""
     fix = (f"add {switch_name(recipe)} before training (envpin audit --fix inserts it)" if recipe else
            "turn on the switch of your TensorFlow's recipe (envpin recipe --tf X.Y); give --tf to judge it")
+    partial = next((line for line, key, v in env_switches if key == "TF_CUDNN_DETERMINISTIC" and _truthy(v)), None)
+    aside = (f" (TF_CUDNN_DETERMINISTIC, line {partial}, only makes cuDNN convolution and pooling deterministic)"
+             if partial is not None else "")
     s.add(R.PY_SWITCH_MISSING, s.first_import_line(),
-          f"the script trains but turns no determinism switch on{where}, and the image does not either", fix)
+          f"the script trains but turns no determinism switch on{where}{aside}, and the image does not either", fix)
+
+
+def _cudnn_switch_read(version: str | None) -> bool:
+    """Whether TensorFlow `version` reads TF_CUDNN_DETERMINISTIC: from the first version a recipe of the table sets
+    it for (1.14) on. Later versions keep reading it, for cuDNN only (TensorFlow's own notes in
+    tensorflow/python/kernel_tests/nn_ops/cudnn_deterministic_base.py: deprecated, "only makes ops using cuDNN
+    deterministic"), which is why the recipes from 2.1 set TF_DETERMINISTIC_OPS instead."""
+    firsts = [row["match"]["tf_min"] for row in recipes.rows()
+              if any(e["name"] == "TF_CUDNN_DETERMINISTIC" for e in row["env"]) and row["match"].get("tf_min")]
+    return version is not None and bool(firsts) and _mm(version) >= min(_mm(v) for v in firsts)
 
 
 def check_seeds(s: Script) -> None:

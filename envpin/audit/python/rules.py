@@ -71,7 +71,8 @@ PY_SWITCH_MISSING = Rule(
           "where neither the script nor the image (a Dockerfile audited in the same run, or the lock) turns on "
           "the switch the recipe has for its TensorFlow: `tf.config.experimental.enable_op_determinism()` "
           "from 2.8, `TF_DETERMINISTIC_OPS=1` from 2.1 (and in NGC TF1), `TF_CUDNN_DETERMINISTIC=1` on stock "
-          "1.14-2.0.",
+          "1.14-2.0. `TF_CUDNN_DETERMINISTIC` on 2.1 and later is read but covers cuDNN only: it is no switch "
+          "there, and the message says so.",
     why="Without the switch cuDNN picks convolution algorithms by timing and many GPU kernels accumulate with "
         "atomics: two runs of the same script give different weights.",
     bad=_HEAD + "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(loss='mse')\n"
@@ -93,7 +94,8 @@ PY_SWITCH_UNAVAILABLE = Rule(
     title="The script uses a determinism switch its TensorFlow does not have",
     finds="`enable_op_determinism()` on TensorFlow before 2.8 (an AttributeError), or a determinism variable "
           "(`TF_DETERMINISTIC_OPS`, `TF_CUDNN_DETERMINISTIC`) set in `os.environ` that the recipe for the "
-          "version does not list, so TensorFlow does not read it.",
+          "version does not list, so TensorFlow does not read it (`TF_DETERMINISTIC_OPS` before 2.1 on stock "
+          "builds; `TF_CUDNN_DETERMINISTIC` before 1.14: from 1.14 on it is read, for cuDNN only).",
     why="The switch either crashes the script or does nothing, and training runs nondeterministically. Use the "
         "switch the recipe names for the version (envpin recipe --tf X.Y).",
     bad=_HEAD + "tf.random.set_seed(0)\ntf.config.experimental.enable_op_determinism()\n",
