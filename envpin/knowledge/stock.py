@@ -101,6 +101,12 @@ def _spec(text: str) -> TFSpec:
             raise bad from None
         if digest or tag is None or not ours:
             raise bad
+        if re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", tag):  # a full reference names one image: :2.20.0 is not
+            # the -gpu one (the image without GPU support), so it is never taken as that one
+            gpu = f"{tag}-gpu" if tag.count(".") == 2 else "2.20.0-gpu"
+            raise UsageError(f"--stock {shown(text)} names {REPOSITORY}:{shown(tag)}, which is not a -gpu image "
+                             "(tags X.Y.Z-gpu)", hint=f"give the -gpu tag, e.g. --stock {REPOSITORY}:{gpu}, or a "
+                             "version alone (--stock 2.20)")
         raw = tag
     try:
         return parse_tf_spec(raw.removesuffix("-gpu"))

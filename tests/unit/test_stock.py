@@ -123,6 +123,9 @@ def test_select(spec: str | None, tf: str | None, tag: str) -> None:
     (":", None, "is not a version or a tag"),
     ("tensorflow/tensorflow:2.20.0-gpu@sha256:" + "0" * 64, None, "is not a version or a tag"),
     ("tensorflow/tensorflow:latest-gpu", None, "is not a version or a tag"),
+    # a full reference names one image: tensorflow/tensorflow:2.20.0 is not the -gpu image, never silently it
+    ("tensorflow/tensorflow:2.20.0", None, "names tensorflow/tensorflow:2.20.0, which is not a -gpu image"),
+    ("docker.io/tensorflow/tensorflow:2.20", None, "names tensorflow/tensorflow:2.20, which is not a -gpu image"),
     (None, None, "needs a TensorFlow version"),
 ])
 def test_select_refuses_with_a_hint(spec: str | None, tf: str | None, message: str) -> None:
@@ -259,6 +262,7 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["doctor", "--stock", " "], "--stock ' ' is not a version or a tag"),
     (["recipe", "--stock", "2.20.0-gpu@x"], "--stock 2.20.0-gpu@x is not a version or a tag"),
     (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
+    (["render", "--stock", "tensorflow/tensorflow:2.20.0"], "which is not a -gpu image"),
     (["render", "--tf", "2.19", "--stock", "2.20"], "--stock 2.20 and --tf 2.19 name different TensorFlow releases"),
     (["catalog", "show", "99.1.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 99.1.0"),
     # --lock names the image as --ngc, --stock and --tf do: never one of them silently ignored
