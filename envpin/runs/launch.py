@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, shown
 from envpin.fsutil import read_regular, read_tail
 
 #: The seed a run receives; the hook seeds Python, NumPy and TensorFlow with it.
@@ -119,8 +119,10 @@ class Run:
         return sorted(with_tf, key=lambda r: (-len(r.get("step_seconds", ())), r.get("started", 0)))[0]
 
     def log_tail(self, lines: int = 5) -> str:
+        """The last lines of the run's stderr for a one-line error: control characters (a progress bar's
+        terminal codes) escaped, each line shortened."""
         text = read_tail(self.folder / "stderr.log", _LOG_TAIL).decode(errors="replace").strip().splitlines()
-        return " | ".join(line.strip() for line in text[-lines:])
+        return " | ".join(shown(line.strip(), _TAIL_LINE) for line in text[-lines:])
 
 
 @dataclass(frozen=True)
@@ -266,6 +268,8 @@ def _as_float(value: int | float) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+#: The most characters of one stderr line in an error message.
+_TAIL_LINE = 300
 #: How much of the end of a run's logs envpin reads: the metrics line and node records come last, and a
 #: command may write gigabytes before them.
 _LOG_TAIL = 16 * 1024 * 1024

@@ -160,3 +160,13 @@ def test_a_spread_envpin_did_not_seed_is_not_called_nondeterminism(cli) -> None:
     words = study.verdict("a", [1.0, 2.0], [3.0, 3.0], seeded=False)
     assert "varying the seed did not change it" in words and "alone" not in words and "seeded nothing" in words
     assert "exactly the same value" in study.verdict("a", [1.0, 1.0], [1.0, 2.0], seeded=False)
+
+
+def test_the_stderr_in_an_error_is_one_plain_line(cli) -> None:  # type: ignore[no-untyped-def]
+    """A failed run's last stderr lines go into the error line: a terminal code there (clear screen, window
+    title) is shown escaped, never sent to the terminal, and a line of megabytes is shortened."""
+    noisy = ("import sys; sys.stderr.write('a\\x1b[2Jb\\x1b]0;title\\x07c\\n' + 'x' * 1000000 + '\\nlast\\n'); "
+             "sys.exit(3)")
+    error, _ = _one_error(cli("study", "-n", "2", "--", sys.executable, "-c", noisy))
+    assert "\x1b" not in error and "\x07" not in error and "a\\x1b[2Jb\\x1b]0;title\\x07c" in error
+    assert error.endswith("| last") and len(error) < 1000
