@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import RegistryError, UsageError
+from envpin.errors import RegistryError, UsageError, shown
 from envpin.fsutil import atomic_write
 from envpin.knowledge import catalog, facts
 from envpin.knowledge.catalog import IMAGE_SOURCE, Catalog, Entry
@@ -196,11 +196,25 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
     """All catalog tags, or those of the given releases/tags ('20.03', '20.03-tf2-py3'), in catalog order."""
     if not releases:
         return cat.entries()
+    from envpin.knowledge.stock import names_stock_tag
+    from envpin.portable.versions import SpecError, parse_ngc_spec
+
     chosen: dict[str, Entry] = {}
     for text in releases:
-        for item in (x for x in text.split(",") if x.strip()):
+        for item in (x.strip() for x in text.split(",") if x.strip()):
+            if names_stock_tag(item):
+                raise UsageError(f"--release {shown(item)} is a stock TensorFlow GPU image; catalog sync reads NGC "
+                                 "tags from nvcr.io/nvidia/tensorflow or a mirror of it",
+                                 hint=f"envpin catalog show {shown(item)} gives its sources; `envpin probe --image "
+                                 "IMAGE` reads what the image itself holds")
+            try:
+                parse_ngc_spec(item)
+            except SpecError as exc:  # its shape hint speaks of --ngc: this option is --release
+                shape = exc.message.endswith("is not an NGC TensorFlow release")
+                raise UsageError(exc.message, hint="give YY.MM or a tag, e.g. --release 20.02 or --release "
+                                 "20.02-tf2-py3" if shape else exc.hint) from None
             # No notices: sync compares every value itself, and what it reads may replace what they are about.
-            chosen.update((e.tag, e) for e in cat.select(item.strip(), notify=False))
+            chosen.update((e.tag, e) for e in cat.select(item, notify=False))
     return sorted(chosen.values(), key=lambda e: (release_index(e.release), e.flavor))
 
 

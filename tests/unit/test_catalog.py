@@ -354,3 +354,20 @@ def test_grade_notice_view(cat: catalog.Catalog) -> None:
     line = view.grade_notice([_tag(cat, "24.05-tf2-py3"), _tag(cat, "25.02-tf2-py3")], view.PLAN_FIELDS)
     assert line is not None and "\n" not in line and line.count("notice:") == 1
     assert "--release 24.05 --release 25.02" in line
+
+
+@pytest.mark.parametrize("release, message, hint", [
+    ("2.20.0-gpu", "--release 2.20.0-gpu is a stock TensorFlow GPU image; catalog sync reads NGC tags",
+     "envpin catalog show 2.20.0-gpu"),
+    ("tensorflow/tensorflow:2.19.0-gpu", "is a stock TensorFlow GPU image", "envpin catalog show"),
+    ("bogus", "'bogus' is not an NGC TensorFlow release", "e.g. --release 20.02 or --release 20.02-tf2-py3"),
+])
+def test_sync_release_that_is_no_ngc_tag_names_the_option_it_came_from(
+        cli, tmp_path, release: str, message: str, hint: str) -> None:  # type: ignore[no-untyped-def]
+    """`catalog sync` has --release, not --ngc; a stock tag is not read there (before any registry request)."""
+    res = cli("catalog", "sync", "--release", release, "--no-save", "--write", str(tmp_path / "c.json"))
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and res.stdout == "" and len(lines) == 2, res.stderr
+    assert lines[0].startswith("error: ") and message in lines[0]
+    assert lines[1].startswith("hint: ") and hint in lines[1] and "--ngc" not in lines[1]
+    assert list(tmp_path.iterdir()) == []
