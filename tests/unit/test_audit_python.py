@@ -392,6 +392,8 @@ def test_fix_uses_no_tensorflow_alias_an_import_binds_only_below_its_lines(tmp_p
     (b"# -*- coding: foo -*-\nx = 1\n", "names 'foo', which Python does not know"),
     (b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", "starts with a UTF-8 BOM but its coding line names another"),
     (b"# coding: ascii\nx = '\xe9'\n", "not ascii (its coding line) text (byte 0xe9)"),
+    (b"#!/usr/bin/env python\n# coding: rot13\nx = 1\n", "names 'rot13', which is not a text encoding"),
+    (b"# -*- coding: base64 -*-\nx = 1\n", "names 'base64', which is not a text encoding"),
 ])
 def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, content: bytes, message: str) -> None:
     (tmp_path / "train.py").write_bytes(content)

@@ -65,6 +65,12 @@ def read_script_encoded(path: str) -> tuple[str, str]:
     encoding = declared_encoding(raw, path)
     try:
         return raw.decode(encoding), encoding
+    except LookupError:  # a codec that is no text encoding (rot13, hex, base64): Python refuses it too
+        line = next((n for n, text in enumerate(raw.splitlines()[:2], 1) if b"coding" in text), 1)
+        raise UsageError(f"{path}:{line}: Python cannot read this script: its coding line names {encoding!r}, "
+                         "which is not a text encoding",
+                         hint="correct the coding line (PEP 263), or remove it and save the script as UTF-8") \
+            from None
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         named = "UTF-8" if encoding == "utf-8" else f"{encoding} (its coding line)"
