@@ -164,6 +164,12 @@ def check_command(command: Sequence[str], slurm: Srun | None = None) -> list[str
                              "its options as --slurm-arg=OPTION")
         return args
     if shutil.which(args[0]) is None:
+        if os.sep in args[0] and os.path.isdir(args[0]):
+            raise UsageError(f"command {args[0]!r} is a folder", hint="give the path of the program to run")
+        if os.sep in args[0] and os.path.exists(args[0]):
+            raise UsageError(f"command {args[0]!r} is not executable",
+                             hint="make it executable (chmod +x), or run it through its interpreter (e.g. -- bash "
+                                  "train.sh, -- python train.py)")
         raise UsageError(f"command {args[0]!r} not found", hint="give the program's path or put it on PATH")
     return args
 

@@ -170,3 +170,16 @@ def test_the_stderr_in_an_error_is_one_plain_line(cli) -> None:  # type: ignore[
     error, _ = _one_error(cli("study", "-n", "2", "--", sys.executable, "-c", noisy))
     assert "\x1b" not in error and "\x07" not in error and "a\\x1b[2Jb\\x1b]0;title\\x07c" in error
     assert error.endswith("| last") and len(error) < 1000
+
+
+def test_a_command_that_exists_but_cannot_run_is_named_for_what_it_is(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A script without execute permission, or a folder, is not 'not found': the error says what it is."""
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+    for command, words in (((str(script),), "is not executable"), ((str(tmp_path),), "is a folder"),
+                           (("no-such-program-xyz",), "not found")):
+        error, hint = _one_error(cli("study", "-n", "2", "--", *command))
+        assert words in error, error
+    error, hint = _one_error(cli("cost", "--", str(script)))
+    assert "is not executable" in error and "chmod +x" in hint and "bash train.sh" in hint
