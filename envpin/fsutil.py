@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError
-from envpin.portable.atomic import replace_all, signals_held
+from envpin.portable.atomic import kept_mode, replace_all, signals_held
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -314,10 +314,11 @@ def _temp_prefix(path: Path) -> str:
     return ".envpin-" + hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16] + "."
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, make_parents: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *, make_parents: bool = True) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the target. A character
     device is written into instead (never replaced); a dangling link, folder, FIFO or socket is refused.
-    `make_parents` is for envpin's own cache and state folders; outputs the user names pass False."""
+    `mode` defaults to the replaced file's permission bits, 0644 for a new file. `make_parents` is for
+    envpin's own cache and state folders; outputs the user names pass False."""
     import tempfile  # here, as shutil below: only writers need them, and reading commands start faster
 
     tmp = None
@@ -333,7 +334,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, make_parents: bo
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, kept_mode(str(path)) if mode is None else mode)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:

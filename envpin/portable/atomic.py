@@ -8,6 +8,7 @@ renamed together with Ctrl-C and termination held back.
 import contextlib
 import os
 import signal
+import stat
 from typing import Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments)
 
 
@@ -40,6 +41,16 @@ def _temp_prefix(path: str) -> str:
     return ".envpin-" + hashlib.sha256(raw).hexdigest()[:16] + "."
 
 
+def kept_mode(path: str, default: int = 0o644) -> int:
+    """The permission bits a file written over `path` gets: those of the regular file there (a report made
+    private, chmod 600, stays private), else `default`. Set-id and sticky bits are not carried over."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return default
+    return st.st_mode & 0o777 if stat.S_ISREG(st.st_mode) else default
+
+
 def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None) -> None:
     """Write several files all or nothing: each is staged (fsynced) beside its target, then all are renamed
     into place together with signals held back. Renames need no free space, so a full disk or a permission
@@ -58,7 +69,7 @@ def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None)
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.chmod(tmp, (modes or {}).get(path, 0o644))
+            os.chmod(tmp, modes[path] if modes and path in modes else kept_mode(path))
     except BaseException:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

@@ -162,6 +162,27 @@ def test_an_output_that_is_a_character_device_is_written_into_never_replaced(tmp
     assert _is_device("/dev/null")
 
 
+@pytest.mark.parametrize("args", [
+    ("probe", "--no-selftest", "--output", "{}"),
+    ("probe", "--no-selftest", "--markdown", "{}"),
+    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "{}"),
+    ("fleet", "report", "{reports}", "--html", "{}"),
+])
+def test_a_file_output_replaced_keeps_its_permissions(args: tuple[str, ...], tmp_path: Path) -> None:
+    """A report made private (chmod 600) stays private when envpin writes it again; a new one is 0644."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    assert run_envpin("probe", "--no-selftest", "-o", str(reports / "a.json")).code == 0
+    for name, before, after in (("private", 0o600, 0o600), ("group", 0o640, 0o640), ("new", None, 0o644)):
+        out = tmp_path / name
+        if before is not None:
+            out.write_text("old\n")
+            out.chmod(before)
+        res = _timed(*(a.format(out, reports=reports) for a in args))
+        assert res.code in (0, 1) and "error" not in res.stderr, res.stderr
+        assert out.read_text() != "old\n" and stat.S_IMODE(out.stat().st_mode) == after, (name, oct(out.stat().st_mode))
+
+
 @pytest.mark.parametrize("what", ["fifo", "folder", "dangling", "loop"])
 def test_outputs_envpin_never_replaces(what: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
