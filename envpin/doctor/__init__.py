@@ -335,6 +335,9 @@ _FACTS = ("driver_min", "driver_compat", "compute_capability_min")
 def target_from_ngc(ngc: str, cat: catalog.Catalog | None = None) -> Target:
     """A release or tag; a release with several tags is fine when their driver/GPU facts agree."""
     cat = cat or catalog.load()
+    from envpin.knowledge.stock import refuse_as_ngc
+
+    refuse_as_ngc(ngc)
     return _target(cat.select(ngc), f"--ngc {ngc}")
 
 

@@ -242,6 +242,10 @@ def make_plan(
     if ngc is not None and stock is not None:
         raise UsageError("give --ngc or --stock, not both",
                          hint="--ngc for an NGC image, --stock for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu")
+    if ngc is not None:
+        from envpin.knowledge.stock import refuse_as_ngc
+
+        refuse_as_ngc(ngc)
     ngc_spec = parse_ngc_spec(ngc) if ngc is not None else None
     tf_spec = parse_tf_spec(tf) if tf is not None else None
     if ngc_spec is None:

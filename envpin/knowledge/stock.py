@@ -159,6 +159,14 @@ def names_stock_tag(text: str) -> bool:
     return bool(_TAG.match(raw))
 
 
+def refuse_as_ngc(text: str) -> None:
+    """--ngc given a stock image's tag ('2.20.0-gpu'): a UsageError that names --stock (the NGC shape hint would
+    only ask for YY.MM)."""
+    if names_stock_tag(text):
+        raise UsageError(f"--ngc {shown(text.strip())} names a stock TensorFlow GPU image ({REPOSITORY}), not an "
+                         "NGC release", hint=f"give it as --stock {shown(text.strip())}")
+
+
 def is_stock_flavor(flavor: str) -> bool:
     return flavor == STOCK_FLAVOR
 

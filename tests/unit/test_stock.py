@@ -263,6 +263,10 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["recipe", "--stock", "2.20.0-gpu@x"], "--stock 2.20.0-gpu@x is not a version or a tag"),
     (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
     (["render", "--stock", "tensorflow/tensorflow:2.20.0"], "which is not a -gpu image"),
+    (["render", "--ngc", "2.20.0-gpu"], "--ngc 2.20.0-gpu names a stock TensorFlow GPU image"),
+    (["recipe", "--ngc", "tensorflow/tensorflow:2.19.0-gpu"], "hint: give it as --stock tensorflow/tensorflow:2.19.0"),
+    (["doctor", "--ngc", "2.20.0-gpu"], "hint: give it as --stock 2.20.0-gpu"),
+    (["build", "--dry-run", "--ngc", "2.20.0-gpu"], "names a stock TensorFlow GPU image"),
     (["render", "--tf", "2.19", "--stock", "2.20"], "--stock 2.20 and --tf 2.19 name different TensorFlow releases"),
     (["catalog", "show", "99.1.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 99.1.0"),
     # --lock names the image as --ngc, --stock and --tf do: never one of them silently ignored
