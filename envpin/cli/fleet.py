@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, JsonOpt, wants_json
+from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -83,6 +83,7 @@ def register(app: typer.Typer) -> None:
         from envpin import api
         from envpin.views import console, fleet
 
+        check_quick(selftest, quick)
         res = api.fleet_manifest(kubernetes=kubernetes, image=image, namespace=namespace, out=out, selftest=selftest,
                                  quick=quick)
         fleet.manifest(res, console.out(), console.err())
@@ -133,6 +134,7 @@ def register(app: typer.Typer) -> None:
         from envpin.views import console
         from envpin.views import slurm as slurm_view
 
+        check_quick(selftest, quick)
         res = api.probe_fleet(
             slurm=slurm, nodes=nodes, partition=partition, image=image, runtime=runtime, out=out, timeout=timeout,
             slurm_args=slurm_arg, progress=lambda text: console.say(console.err(), text), selftest=selftest,

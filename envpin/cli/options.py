@@ -63,6 +63,15 @@ def value(choice: Enum | None) -> str | None:
     return None if choice is None else str(choice.value)
 
 
+def check_quick(selftest: bool | None, quick: bool) -> None:
+    """--quick with --no-selftest: the option would shorten a self-test that does not run (a UsageError)."""
+    if quick and selftest is False:
+        from envpin.errors import UsageError
+
+        raise UsageError("--quick shortens the self-test, which --no-selftest leaves out",
+                         hint="drop --quick, or --no-selftest")
+
+
 def wants_json(fmt: Format, as_json: bool) -> bool:
     """--format json, or its older spelling --json."""
     return as_json or fmt is Format.json

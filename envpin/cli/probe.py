@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, Gpus, JsonOpt, value, wants_json
+from envpin.cli.options import Format, FormatOpt, Gpus, JsonOpt, check_quick, value, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -74,6 +74,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--image writes both reports into --out; --output, --markdown and --with-tf are for "
                              "probing this machine", hint="drop them, or give --out DIR")
         else:
+            check_quick(selftest, quick)
             request = api.ImageProbeRequest(image=image, out=out, gpus=str(value(gpus)), selftest=selftest,
                                             quick=quick, anonymize=anonymize)
         with console.progress(f"probing {image}") if image else contextlib.nullcontext(None) as update:

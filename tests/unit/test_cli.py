@@ -274,3 +274,17 @@ def test_ctrl_c_after_the_command_returned_flushes_its_output_and_is_one_line() 
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr) == (130, "interrupted\n")
     assert proc.stdout.startswith("envpin ")
+
+
+@pytest.mark.parametrize("args", [
+    ("probe", "--image", "example.invalid/tf:1", "--no-selftest", "--quick"),
+    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--no-selftest", "--quick"),
+    ("fleet", "probe", "--slurm", "--no-selftest", "--quick"),
+])
+def test_quick_with_no_selftest_is_refused_before_any_work(args: tuple[str, ...]) -> None:
+    """--quick shortens a self-test that --no-selftest leaves out: one error, as `envpin probe --quick` on this
+    machine gives, before anything is pulled, rendered or allocated."""
+    res = run_envpin(*args)
+    assert res.code == 2 and res.stdout == "", res
+    assert res.stderr.splitlines() == ["error: --quick shortens the self-test, which --no-selftest leaves out",
+                                       "hint: drop --quick, or --no-selftest"]
