@@ -208,8 +208,11 @@ def test_manifest_on_stdout_carries_the_real_payload(cli) -> None:  # type: igno
     assert spec["initContainers"][0]["command"] == [
         "sh", "-c", 'python3 /opt/envpin/envpin.pyz --json -; rc=$?; [ "$rc" -le 1 ] || exit "$rc"']
     assert daemon_set["metadata"]["namespace"] == "envpin"
-    skipped = cli("fleet", "manifest", "--kubernetes", "--image", PINNED, "--no-selftest", "--quick")
+    skipped = cli("fleet", "manifest", "--kubernetes", "--image", PINNED, "--no-selftest")
     _, no_selftest = yaml.safe_load_all(skipped.stdout)
+    # --quick shortens the self-test --no-selftest leaves out: refused, as docs/fleet.md's [--no-selftest|--quick]
+    both = cli("fleet", "manifest", "--kubernetes", "--image", PINNED, "--no-selftest", "--quick")
+    assert both.code == 2 and both.stdout == "" and "--no-selftest leaves out" in both.stderr
     probe = no_selftest["spec"]["template"]["spec"]["initContainers"][0]
     assert probe["command"] == ["python3", "/opt/envpin/envpin.pyz", "--json", "-", "--no-selftest"]
     assert probe["resources"]["requests"]["memory"] == "512Mi"
