@@ -179,6 +179,12 @@ def run(
     if fix_out is not None and len(paths) != 1:
         raise UsageError("--fix-out names one output file, but several files were given",
                          hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed")
+    # a file named twice (Dockerfile and ./Dockerfile, a glob that also matches it) is audited once, as it was
+    # first named: its findings are not reported twice, nor counted as two files
+    firsts: dict[str, str] = {}
+    for p in paths:
+        firsts.setdefault(os.path.realpath(p), p)
+    paths = list(firsts.values())
     with _few_collections():
         return _run(paths, fail_on, build_args, target, tf, do_fix, fix_out, in_place, resolve, config, context,
                     read_context, lock_target)

@@ -222,6 +222,19 @@ def test_tf_cudnn_deterministic_is_read_after_2_0_but_is_no_switch_alone(tmp_pat
         assert "(TF_CUDNN_DETERMINISTIC, line 2, only makes cuDNN convolution and pooling deterministic)" in found[0][2]
 
 
+def test_a_file_named_twice_is_audited_once(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(NGC.format(tag="21.06-tf2-py3", env="TF_DETERMINISTIC_OPS=1"))
+    (tmp_path / "train.py").write_text(SEGMENT)
+    res = run_envpin("audit", "--format", "json", "train.py", "Dockerfile", "./train.py", "./Dockerfile",
+                     "train.py", cwd=tmp_path)
+    doc = json.loads(res.stdout)
+    assert doc["files"] == ["train.py", "Dockerfile"], doc["files"]
+    assert [(f["file"], f["line"], f["rule"]) for f in doc["findings"] if f["rule"] == "py-op-raises"] == [
+        ("train.py", 3, "py-op-raises")]
+    tty = run_envpin("audit", "Dockerfile", "./Dockerfile", cwd=tmp_path)
+    assert tty.stdout.splitlines()[-1].endswith("in 1 file: 1 warning"), tty.stdout
+
+
 def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
     assert run_envpin("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
     (tmp_path / "train.py").write_text(SEGMENT)
