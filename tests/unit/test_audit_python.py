@@ -105,6 +105,15 @@ def test_the_op_named_in_a_message_has_no_half_aside(tmp_path: Path) -> None:
             assert short.count("(") == short.count(")"), (item["op"], short)
 
 
+def test_a_seeding_call_given_no_seed_takes_one_from_the_os(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import random\nimport numpy as np\nimport tensorflow as tf\n\n"
+                                       "random.seed()\nnp.random.seed(None)\nnp.random.seed(seed=None)\n"
+                                       "random.seed(7)\n")
+    res = run_envpin("audit", "--tf", "2.12", "--format", "json", "train.py", cwd=tmp_path)
+    assert [(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]] == [
+        (5, "py-seed-from-clock"), (6, "py-seed-from-clock"), (7, "py-seed-from-clock")]
+
+
 def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:
     assert (3, "py-op-raises") in _rules(SEGMENT, "2.6")
     assert (3, "py-op-nondeterministic") in _rules(SEGMENT, "2.4")

@@ -383,7 +383,16 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
     return "", False
 
 
+#: Seeding calls that, given no seed (or None), take one from the OS: random.seed(), numpy.random.seed().
+_OS_SEEDED = frozenset({"random.seed", "np.random.seed"})
+
+
 def _clock_seed(s: Script, c: _Call) -> None:
+    if c.name in _OS_SEEDED and not c.given_seed():
+        s.add(R.PY_SEED_FROM_CLOCK, c.node.lineno,
+              f"{c.name}() without a seed takes one from the OS (os.urandom, else the clock), a new one in every run",
+              f"pass a constant: {c.name}(SEED)")
+        return
     values: list[ast.expr] = []
     if c.last in _SEEDERS and (c.name is None or c.name.split(".", 1)[0] in ("tf", "keras", "np", "random")):
         values += list(c.node.args[:1])

@@ -156,7 +156,8 @@ PY_SEED_FROM_CLOCK = Rule(
     finds="A seed (`random.seed`, `numpy.random.seed`, `tf.random.set_seed`, `set_random_seed`, `default_rng`, "
           "`RandomState`, or a `seed=` argument) whose value comes from `time.time()`, `datetime.now()`, "
           "`os.getpid()`, `os.urandom()`, `uuid`, `secrets` or `random.SystemRandom`, directly or through a "
-          "variable assigned from one.",
+          "variable assigned from one; `random.seed()` and `numpy.random.seed()` given no seed (or `None`), which "
+          "take one from the OS.",
     why="A seed that differs in every run is no seed: the run cannot be repeated. Use a constant (or one "
         "given on the command line and logged).",
     bad=_HEAD + "import time\n\ntf.random.set_seed(int(time.time()))\n",

@@ -54,6 +54,12 @@ class _Call:
     def kw(self, key: str) -> ast.expr | None:
         return next((k.value for k in self.node.keywords if k.arg == key), None)
 
+    def given_seed(self) -> bool:
+        """Whether a seeding call is given a seed: `random.seed()` and `numpy.random.seed(None)` take one from
+        the OS (os.urandom, else the clock), a new one in every run."""
+        args = [*self.node.args, *(k.value for k in self.node.keywords)]
+        return bool(args) and not (len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is None)
+
 
 def _const(node: ast.AST | None) -> Any:
     return node.value if isinstance(node, ast.Constant) else _Missing
@@ -196,9 +202,9 @@ class Script:
                 if name.startswith("keras.utils."):
                     out["python"] = out["numpy"] = True
             elif name == "random.seed":
-                out["python"] = True
+                out["python"] = out["python"] or c.given_seed()
             elif name == "np.random.seed":
-                out["numpy"] = True
+                out["numpy"] = out["numpy"] or c.given_seed()
             elif last == "enable_determinism" or ("seed" in last.lower() and root not in ("tf", "keras", "np",
                                                                                           "random")):
                 out = dict.fromkeys(out, True)
