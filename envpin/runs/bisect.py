@@ -193,7 +193,7 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
 
 def _partial(run: Run) -> bool:
     """A run that failed before its steps were done: it dumped a partial run, and comparing it would mislead."""
-    return run.returncode != 0 and (run.tf_record is None or not run.tf_record.get("stopped_after_steps"))
+    return run.failed and (run.tf_record is None or not run.tf_record.get("stopped_after_steps"))
 
 
 def _no_gpu(runs: Sequence[Run]) -> bool:

@@ -79,7 +79,7 @@ def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, tim
     runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm,
                    fatal=unusable)
     for run in runs:
-        if run.returncode != 0:
+        if run.failed:
             raise failed(run)
     for run in runs:
         check_seeded(run)

@@ -111,6 +111,11 @@ class Run:
     timed_out: bool = False
 
     @property
+    def failed(self) -> bool:
+        """It exited non-zero, was killed, or ran past --timeout (whatever status it ended with)."""
+        return self.returncode != 0 or self.timed_out
+
+    @property
     def tf_record(self) -> dict[str, Any] | None:
         """The record of the process that imported TensorFlow (the one with the most steps, then the first)."""
         with_tf = [r for r in self.records if r.get("tf_version")]
@@ -322,12 +327,21 @@ def _descendants(pid: int) -> list[int]:
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """Stop a run that ran past --timeout with everything it started (a wrapper script's training process
-    would otherwise go on, orphaned, after envpin has reported the run stopped): SIGKILL to each
-    process below it, found before it dies (its orphans are then re-parented), then to it."""
-    for _ in range(2):  # a second pass for a process started while the first was sending
+    would otherwise go on, orphaned, after envpin has reported the run stopped). Each process is stopped
+    (SIGSTOP) before any is killed, so none can react to another's end (a wrapper exiting 0 once its child
+    dies, a retry loop starting another), and found before its parent dies (its orphans are re-parented)."""
+    with contextlib.suppress(OSError):
+        os.kill(proc.pid, signal.SIGSTOP)
+    tree: list[int] = []
+    for _ in range(2):  # a second pass for a process started while the first was stopping the others
         for pid in _descendants(proc.pid):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+            if pid not in tree:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGSTOP)
+                tree.append(pid)
+    for pid in tree:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     proc.kill()
 
 
@@ -407,7 +421,7 @@ def check_seeded(run: Run) -> None:
 
 def unusable(run: Run) -> bool:
     """A run that study and cost refuse: it exited non-zero or killed, or its hook could not seed it."""
-    return run.returncode != 0 or unseeded(run) is not None
+    return run.failed or unseeded(run) is not None
 
 
 def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int = 1,

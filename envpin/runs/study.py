@@ -192,7 +192,7 @@ def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, reci
     done = run_all(command, plan(runs, seed, recipes), root, jobs=jobs, timeout=timeout, progress=progress,
                    slurm=slurm, fatal=unusable)
     for run in done:
-        if run.returncode != 0:
+        if run.failed:
             raise failed(run)
     for run in done:
         check_seeded(run)

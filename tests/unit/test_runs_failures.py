@@ -183,3 +183,15 @@ def test_a_command_that_exists_but_cannot_run_is_named_for_what_it_is(cli, tmp_p
         assert words in error, error
     error, hint = _one_error(cli("cost", "--", str(script)))
     assert "is not executable" in error and "chmod +x" in hint and "bash train.sh" in hint
+
+
+def test_a_run_stopped_by_timeout_has_failed_whatever_its_status() -> None:
+    """A wrapper may exit 0 in the instant its child is killed: a run past --timeout still failed (it once
+    counted as a run that succeeded, and the next runs started)."""
+    from envpin.runs import launch
+
+    spec = launch.RunSpec("fixed 1", seed=42)
+    assert launch.Run(spec, Path("/nonexistent"), 0, 5.0, timed_out=True).failed
+    assert launch.unusable(launch.Run(spec, Path("/nonexistent"), 0, 5.0, timed_out=True))
+    assert not launch.Run(spec, Path("/nonexistent"), 0, 5.0).failed
+    assert launch.Run(spec, Path("/nonexistent"), -9, 5.0).failed
