@@ -114,6 +114,16 @@ def test_a_seeding_call_given_no_seed_takes_one_from_the_os(tmp_path: Path) -> N
         (5, "py-seed-from-clock"), (6, "py-seed-from-clock"), (7, "py-seed-from-clock")]
 
 
+def test_a_version_no_recipe_covers_is_not_told_to_give_tf(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
+    res = run_envpin("audit", "--tf", "2.99", "--format", "json", "train.py", cwd=tmp_path)
+    [f] = json.loads(res.stdout)["findings"]
+    assert f["rule"] == "py-determinism-switch-missing" and "give --tf" not in f["fix"], f
+    assert f["fix"].startswith("no recipe of envpin's table covers TensorFlow 2.99"), f
+    unknown = run_envpin("audit", "--format", "json", "train.py", cwd=tmp_path)
+    assert "give --tf to judge it" in json.loads(unknown.stdout)["findings"][0]["fix"]
+
+
 def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:
     assert (3, "py-op-raises") in _rules(SEGMENT, "2.6")
     assert (3, "py-op-nondeterministic") in _rules(SEGMENT, "2.4")

@@ -310,8 +310,13 @@ def check_switch(s: Script) -> None:
     if recipe is not None and switch_name(recipe) is None:
         return  # no switch exists for this version: nothing to turn on
     where = f" for TensorFlow {version} ({s.target.label})" if version else ""
-    fix = (f"add {switch_name(recipe)} before training (envpin audit --fix inserts it)" if recipe else
-           "turn on the switch of your TensorFlow's recipe (envpin recipe --tf X.Y); give --tf to judge it")
+    if recipe is not None:
+        fix = f"add {switch_name(recipe)} before training (envpin audit --fix inserts it)"
+    elif version:  # a version the table has no recipe for: asking for --tf again would not help
+        fix = (f"no recipe of envpin's table covers TensorFlow {version}: turn on the determinism switch that "
+               "version has")
+    else:
+        fix = "turn on the switch of your TensorFlow's recipe (envpin recipe --tf X.Y); give --tf to judge it"
     partial = next((line for line, key, v in env_switches if key == "TF_CUDNN_DETERMINISTIC" and _truthy(v)), None)
     aside = (f" (TF_CUDNN_DETERMINISTIC, line {partial}, only makes cuDNN convolution and pooling deterministic)"
              if partial is not None else "")
