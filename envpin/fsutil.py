@@ -187,6 +187,9 @@ def check_output_path(path: Path, option: str) -> Path:
 def check_output_file(path: Path, option: str) -> Path:
     """check_output_path for an output that is one file: a folder, a socket or a block device already there is
     refused now, before any work is done, not once the result is ready to be written."""
+    if str(path) == "-":
+        raise EnvpinError(f"{option} -: '-' is not stdout for {option}, and envpin writes no file named '-'",
+                          hint=f"name a file, or give {option} /dev/stdout to write to stdout")
     check_output_path(path, option)
     try:
         _write_target(path)
@@ -198,6 +201,9 @@ def check_output_file(path: Path, option: str) -> Path:
 def check_output_folder(path: Path, option: str) -> Path:
     """check_output_path for an output that is a folder envpin writes reports into (created if missing): a
     file, device or anything else already there that is not a folder is refused now, before any work."""
+    if str(path) == "-":
+        raise EnvpinError(f"{option} -: {option} names a folder, and envpin makes no folder named '-'",
+                          hint=f"name a folder, e.g. {option} reports")
     check_output_path(path, option)
     if path.exists() and not path.is_dir():
         raise EnvpinError(f"{option}: {path} exists and is not a folder", hint=f"choose another {option}")

@@ -162,7 +162,7 @@ def probe_machine(
         raise UsageError(f"--output and --markdown both name {both}: one report would replace the other",
                          hint="give each report its own file")
     for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
-        if path is not None and str(path) != "-":
+        if path is not None and (str(path) != "-" or option == "--out"):  # '-': stdout, except for a folder
             (check_output_folder if option == "--out" else check_output_file)(path, option)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:

@@ -606,3 +606,24 @@ def test_a_fifo_with_a_reader_and_dev_stdout_are_written_into(tmp_path: Path) ->
                                "--out /dev/stdout 2>/dev/null", script], stdout=out, timeout=BOUND_S)
     assert proc.returncode == 0
     assert redirected.read_text().startswith("kept\n# envpin fleet") and _is_device("/dev/null")
+
+
+@pytest.mark.parametrize("args", [
+    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "-"),
+    ("fleet", "report", "{reports}", "--html", "-"),
+    ("probe", "--no-selftest", "--out", "-"),
+])
+def test_a_dash_where_dash_is_not_stdout_writes_no_file_named_dash(args: tuple[str, ...], tmp_path: Path) -> None:
+    """`-` means stdout to `probe -o`; an option that does not read it so refuses it instead of creating a
+    file (or folder) named '-' in the working folder."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    assert run_envpin("probe", "--no-selftest", "-o", str(reports / "a.json")).code == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    res = run_envpin(*(a.format(reports=reports) for a in args), cwd=work)
+    option = args[-2]
+    line = _one_error(res, f"{option} -: ")
+    hint = res.stderr.splitlines()[1]
+    assert ("name a folder" if args[0] == "probe" else f"{option} /dev/stdout") in hint, (line, hint)
+    assert list(work.iterdir()) == []
