@@ -162,6 +162,10 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
             _check_figure(path, option)
     if html is not None and svg is not None and html.resolve() == svg.resolve():
         raise UsageError(f"--html and --svg name the same file {html}", hint="name two different files")
+    for path, option in ((html, "--html"), (svg, "--svg")):
+        if path is not None and keep is not None and path.resolve() == keep.resolve():
+            raise UsageError(f"{option} and --keep name the same path {path}",
+                             hint=f"--keep is a folder for the runs' logs: write {option} to a file beside or in it")
     srun = _srun(slurm, partition, slurm_args)
     args = _command(command, srun)
     with _workdir(keep) as root:

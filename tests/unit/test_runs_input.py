@@ -128,3 +128,13 @@ def test_the_node_bootstrap_reads_a_bounded_bundle(tmp_path: Path) -> None:
 def test_counts_have_one_documented_bound() -> None:
     assert launch.MAX_RUNS == 1000
     assert "1000" in (Path(__file__).parents[2] / "docs" / "runs.md").read_text()
+
+
+@pytest.mark.parametrize("option", ["--html", "--svg"])
+def test_a_figure_named_as_the_keep_folder_is_refused_before_the_runs(cli, tmp_path: Path, option: str) -> None:  # type: ignore[no-untyped-def]
+    """--keep makes that folder: the figure could not be written there once every run had ended."""
+    keep, mark = tmp_path / "keep", tmp_path / "mark"
+    result = cli("study", "-n", "2", "--keep", str(keep), option, str(keep), "--", sys.executable, "-c", MARK,
+                 str(mark))
+    _refused(result, "name the same path", option)
+    assert not mark.exists() and not keep.exists()
