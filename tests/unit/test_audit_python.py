@@ -124,6 +124,16 @@ def test_a_version_no_recipe_covers_is_not_told_to_give_tf(tmp_path: Path) -> No
     assert "give --tf to judge it" in json.loads(unknown.stdout)["findings"][0]["fix"]
 
 
+def test_an_entry_that_lists_several_ops_is_named_by_the_one_called(tmp_path: Path) -> None:
+    """'tf.image.crop_and_resize backprop, tf.sparse.sparse_dense_matmul on GPU' is one entry: a call of
+    sparse_dense_matmul is not told it is crop_and_resize."""
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\ny = tf.sparse.sparse_dense_matmul(a, b)\n")
+    res = run_envpin("audit", "--tf", "2.5", "--format", "json", "train.py", cwd=tmp_path)
+    [f] = json.loads(res.stdout)["findings"]
+    assert "(tf.sparse.sparse_dense_matmul on GPU, TF 1.14-2.5)" in f["message"], f["message"]
+    assert "crop_and_resize" not in f["message"]
+
+
 def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:
     assert (3, "py-op-raises") in _rules(SEGMENT, "2.6")
     assert (3, "py-op-nondeterministic") in _rules(SEGMENT, "2.4")

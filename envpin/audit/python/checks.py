@@ -116,14 +116,20 @@ def _condition_holds(c: _Call, item: dict[str, Any]) -> bool:
     return True
 
 
-def _short(op: str) -> str:
+def _short(op: str, called: str = "") -> str:
     """The op's name in the table without asides and lists: 'tf.math.segment_sum / tf.math.segment_prod on GPU'.
-    Asides nest ('(tf.function(jit_compile=True), auto-jit)'): they are removed from the inside out."""
+    Asides nest ('(tf.function(jit_compile=True), auto-jit)'): they are removed from the inside out. Where the
+    entry lists several ops ('tf.image.crop_and_resize backprop, tf.sparse.sparse_dense_matmul on GPU'), the one
+    named `called` (the API's last name) rather than the first."""
     while True:
         bare = re.sub(r"\s*\([^()]*\)", "", op)
         if bare == op:
-            return re.split(r",\s|:\s", bare, maxsplit=1)[0].strip()
+            break
         op = bare
+    parts = [part.strip() for part in re.split(r",\s", re.split(r":\s", bare, maxsplit=1)[0])]
+    if called and called not in parts[0]:
+        return next((part for part in parts[1:] if called in part), parts[0])
+    return parts[0]
 
 
 def _range(item: dict[str, Any]) -> str:
@@ -212,12 +218,12 @@ def check_ops(s: Script) -> None:
         for item, when in _applying(s, c, raises, split):
             s.add(R.PY_OP_RAISES, c.node.lineno,
                   f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
-                  f"({_short(item['op'])}; the table lists {_range(item)}, {item['devices']})",
+                  f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
                   _hatch(item, recipe), severity="warning" if when else None)
         for item, when in _applying(s, c, silent, split):
             s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
                   f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
-                  f"{_only(when)} ({_short(item['op'])}, {_range(item)}): {item['why']}",
+                  f"{_only(when)} ({_short(item['op'], last)}, {_range(item)}): {item['why']}",
                   "use a TensorFlow version where the op is deterministic, or replace it",
                   severity="info" if when else None)
 
