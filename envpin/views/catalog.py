@@ -48,7 +48,7 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
         return "\n".join(lines) or None
     parts, releases, kinds = [], [], set()
     for e in entries:
-        weak = e.weak(wanted)
+        weak = e.weak(n for n in wanted if n in FIELDS)  # "digest" is a stock image's (_stock_notice)
         if weak:
             listed = ", ".join(f"{name} {cell(f.value)} ({f.kind})" for name, f in weak.items())
             parts.append(f"{e.tag} {listed}")
@@ -220,7 +220,7 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
         for use in e.images:
             image_config(use, console)
     if note is not None:
-        notice(entries, note)
+        notice(entries, note, (*FIELDS, "digest"))  # a stock image's stated digest too, as its listing's notice
 
 
 def image_config(use: ImageUse, console: Console) -> None:

@@ -327,3 +327,13 @@ def test_cli_render_of_an_ngc_tag_with_a_weak_value_prints_one_notice(cli, tmp_p
     assert not strong.weak(PLAN_FIELDS)
     res = cli("render", "--ngc", "20.02-tf2-py3", "--out", str(tmp_path / "s"))
     assert res.code == 0 and "notice:" not in res.stderr
+
+
+def test_cli_catalog_show_names_a_weak_stated_digest_in_its_notice(cli) -> None:  # type: ignore[no-untyped-def]
+    """render pins the digest a third party states (2.19.0-gpu): catalog show's one notice names it, as the
+    stock listing's does; an NGC release's notice is unchanged."""
+    listed = [ln for ln in cli("catalog", "--stock", "--tf", "2.19").stderr.splitlines() if ln.startswith("notice:")]
+    shown = [ln for ln in cli("catalog", "show", "2.19.0-gpu").stderr.splitlines() if ln.startswith("notice:")]
+    assert len(shown) == 1 and shown == listed and "digest sha256:73fe35b67dad… (third-party)" in shown[0]
+    ngc = cli("catalog", "show", "24.11")
+    assert ngc.code == 0 and ngc.stderr.count("notice:") == 1 and "24.11-tf2-py3 tf_version 2.17.0" in ngc.stderr
