@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import shutil
 import subprocess
@@ -149,12 +148,12 @@ def from_helper(name: str, server: str) -> Credentials | None:
         first = (proc.stderr.strip() or out).splitlines()[:1]
         raise RegistryError(f"{program} failed for {server}: {shown(first[0] if first else 'no message')}",
                             hint=f"check the helper (`echo {server} | {program} get`), or `docker login` again")
-    try:
-        data = json.loads(out)
+    try:  # an external answer: parsed as all of them are (nesting and number limits)
+        data = parse_json(out, f"{program}'s answer", RegistryError)
         user, secret = data["Username"], data["Secret"]
         if not isinstance(user, str) or not isinstance(secret, str):
             raise TypeError
-    except (ValueError, KeyError, TypeError):
+    except (RegistryError, KeyError, TypeError):
         raise RegistryError(f"{program} answered something that is not its JSON for {server}",
                             hint=f"check the helper with `echo {server} | {program} get`") from None
     return Credentials(user, secret, origin) if secret else None

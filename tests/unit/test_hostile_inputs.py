@@ -101,6 +101,27 @@ def test_malformed_registry_answers_through_the_cli(answer: Answer, needle: str,
     assert not (tmp_path / "catalog.json").exists() and not any((tmp_path / "cache").rglob("*.json"))
 
 
+@pytest.mark.parametrize("printed", ['"[" * 100000 + "]" * 100000', '"[1, 2]"', '"not json"'])
+def test_a_credential_helper_answer_of_the_wrong_shape_is_one_registry_error(printed: str, tmp_path: Path) -> None:
+    """docker-credential-NAME's answer is external input too: nested past the JSON limit, or not the object
+    docker's helpers print, it is one error naming the helper."""
+    bin_dir, config = tmp_path / "bin", tmp_path / "docker"
+    bin_dir.mkdir()
+    config.mkdir()
+    helper = bin_dir / "docker-credential-odd"
+    helper.write_text(f"#!{sys.executable}\nprint({printed})\n")
+    helper.chmod(0o755)
+    login = {"status": 401, "headers": {"WWW-Authenticate": 'Basic realm="registry"'}}
+    with HostileRegistry({f"{BASE}/manifests/20.02-tf1-py3": Answer(**login)}) as reg:  # type: ignore[arg-type]
+        (config / "config.json").write_text(json.dumps({"credHelpers": {reg.host: "odd"}}))
+        res = _timed("catalog", "sync", "--registry", f"http://{reg.host}", "--release", "20.02",
+                     "--write", str(tmp_path / "catalog.json"),
+                     env={"DOCKER_CONFIG": str(config), "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                          "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    _one_error(res, "docker-credential-odd answered something that is not its JSON")
+    assert not (tmp_path / "catalog.json").exists()
+
+
 # -- files envpin reads: FIFOs and devices ------------------------------------------------------------------------
 @pytest.fixture
 def fifo(tmp_path: Path) -> Path:
