@@ -134,6 +134,26 @@ def test_an_entry_that_lists_several_ops_is_named_by_the_one_called(tmp_path: Pa
     assert "crop_and_resize" not in f["message"]
 
 
+@pytest.mark.parametrize(("setting", "dockerfile", "where"), [
+    ("os.environ['TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS'] = '1'\n", None, "(line 2)"),
+    ("", "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS=1", "(set in the image)"),
+])
+def test_an_op_whose_escape_hatch_is_set_does_not_raise_it_runs_nondeterministically(
+        tmp_path: Path, setting: str, dockerfile: str | None, where: str) -> None:
+    (tmp_path / "train.py").write_text("import os\n" + setting + "import tensorflow as tf\n\n"
+                                       "y = tf.math.unsorted_segment_sum([1.0], [0], num_segments=1)\n")
+    files = ["train.py"]
+    if dockerfile:
+        env = "TF_DETERMINISTIC_OPS=1 " + dockerfile
+        (tmp_path / "Dockerfile").write_text(NGC.format(tag="21.06-tf2-py3", env=env))
+        files.insert(0, "Dockerfile")
+    res = run_envpin("audit", "--tf", "2.5", "--format", "json", *files, cwd=tmp_path)
+    [f] = [f for f in json.loads(res.stdout)["findings"] if f["file"] == "train.py"]
+    assert f["rule"] == "py-op-nondeterministic" and f["severity"] == "warning", f
+    assert f"but TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS=1 {where} turns the exception off" \
+        in f["message"], f["message"]
+
+
 def test_the_version_decides_raise_nondeterministic_or_nothing() -> None:
     assert (3, "py-op-raises") in _rules(SEGMENT, "2.6")
     assert (3, "py-op-nondeterministic") in _rules(SEGMENT, "2.4")

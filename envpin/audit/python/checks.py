@@ -216,6 +216,14 @@ def check_ops(s: Script) -> None:
         if last not in wanted and not (prefixes and last.startswith(prefixes)):
             continue
         for item, when in _applying(s, c, raises, split):
+            hatch = _hatch_set(s, item)
+            if hatch:  # the exception is turned off: the op runs its nondeterministic kernel instead
+                s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
+                      f"{shown} would raise {item['exception']} under determinism on TensorFlow {version}, but "
+                      f"{hatch} turns the exception off: it runs nondeterministically{_only(when)} "
+                      f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
+                      _hatch(item, recipe), severity="info" if when else None)
+                continue
             s.add(R.PY_OP_RAISES, c.node.lineno,
                   f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
                   f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
@@ -226,6 +234,19 @@ def check_ops(s: Script) -> None:
                   f"{_only(when)} ({_short(item['op'], last)}, {_range(item)}): {item['why']}",
                   "use a TensorFlow version where the op is deterministic, or replace it",
                   severity="info" if when else None)
+
+
+def _hatch_set(s: Script, item: dict[str, Any]) -> str | None:
+    """Where the entry's escape hatch is set to its value (the script's environment, else the image's), if it is."""
+    hatch = item.get("escape_hatch")
+    if not hatch:
+        return None
+    mine = s.env_value(hatch["name"])
+    value = mine[1] if mine else s.target.image_env.get(hatch["name"])
+    accepted = {str(hatch["value"]).lower()} | ({"true"} if str(hatch["value"]) == "1" else set())  # a bool
+    if value is None or value.strip().lower() not in accepted:
+        return None
+    return f"{hatch['name']}={value} (" + (f"line {mine[0]})" if mine else "set in the image)")
 
 
 def _applying(s: Script, c: _Call, entries: list[_Entry],

@@ -52,7 +52,9 @@ PY_OP_NONDETERMINISTIC = Rule(
     title="An op the script calls stays nondeterministic on this TensorFlow",
     finds="A call of a TensorFlow op that the recipe table lists as nondeterministic even with determinism on, "
           "for the script's TensorFlow version (segment sums and `tf.gather` gradients before 2.5, "
-          "`tf.nn.softmax_cross_entropy_with_logits` before 2.6, `tf.math.bincount` with weights on CPU, ...).",
+          "`tf.nn.softmax_cross_entropy_with_logits` before 2.6, `tf.math.bincount` with weights on CPU, ...); "
+          "and an op that would raise, where the script or the image sets the entry's escape hatch "
+          "(`TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS=1`), which turns the exception off.",
     why="These ops give different results from run to run without any error: the determinism switch does not "
         "cover them on this version. Move to a version where they are deterministic or replace the op.",
     bad=_HEAD + "def loss(labels, logits):\n    return tf.nn.softmax_cross_entropy_with_logits(labels, logits)\n",
