@@ -12,7 +12,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from envpin.fsutil import atomic_write, read_regular
+from envpin.errors import EnvpinError
+from envpin.fsutil import atomic_write, parse_json, read_regular
 
 #: Overrides the state directory (tests, CI, shared build hosts).
 STATE_ENV = "ENVPIN_STATE_DIR"
@@ -53,10 +54,10 @@ def load(inputs_hash: str, engine: str = "docker") -> BuildRecord | None:
     """The record for these inputs and engine, or None (never built here, or the record is unreadable)."""
     path = state_dir() / "builds" / f"{_key(inputs_hash, engine)}.json"
     try:
-        data = json.loads(read_regular(path).decode("utf-8"))
+        data = parse_json(read_regular(path).decode("utf-8"), str(path), EnvpinError)
         data.setdefault("engine", "docker")  # records written before podman builds existed
         record = BuildRecord(**{k: str(data[k]) for k in BuildRecord.__dataclass_fields__})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, EnvpinError):
         return None
     return record if record.inputs_hash == inputs_hash and record.engine == engine else None
 

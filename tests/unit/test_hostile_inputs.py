@@ -648,3 +648,20 @@ def test_a_dash_where_dash_is_not_stdout_writes_no_file_named_dash(args: tuple[s
     hint = res.stderr.splitlines()[1]
     assert ("name a folder" if args[0] == "probe" else f"{option} /dev/stdout") in hint, (line, hint)
     assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("record", ["[" * 100_000 + "]" * 100_000, '["a list"]', "{broken"])
+def test_a_damaged_build_record_is_no_build_not_an_internal_error(record: str, tmp_path: Path) -> None:
+    """envpin's own build record (state folder) damaged: read as "never built here", as its docstring says."""
+    from envpin.image import buildstate
+
+    env_dir = tmp_path / "env"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "images" / "20.02-tf2", env_dir)
+    lock = env_dir / "envpin.lock"
+    inputs_hash = next(line.split('"')[1] for line in lock.read_text().splitlines()
+                       if line.startswith("inputs_hash = "))
+    state = tmp_path / "state"
+    (state / "builds").mkdir(parents=True)
+    (state / "builds" / f"{buildstate._key(inputs_hash)}.json").write_text(record)
+    res = _timed("verify", "--lock", str(lock), "--record", env={"ENVPIN_STATE_DIR": str(state)})
+    _one_error(res, "was built on this machine")
