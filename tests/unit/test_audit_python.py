@@ -284,6 +284,19 @@ def test_a_file_named_twice_is_audited_once(tmp_path: Path) -> None:
     assert tty.stdout.splitlines()[-1].endswith("in 1 file: 1 warning"), tty.stdout
 
 
+def test_a_notebook_exported_to_a_script_sets_its_environment_with_env_magics(tmp_path: Path) -> None:
+    """nbconvert exports `%env NAME=VALUE` / `%set_env NAME VALUE` as get_ipython().run_line_magic(...)."""
+    (tmp_path / "train.py").write_text(
+        "#!/usr/bin/env python\n# coding: utf-8\n\n# In[1]:\n\n\n"
+        "get_ipython().run_line_magic('env', 'TF_DETERMINISTIC_OPS=1')\n"
+        "get_ipython().run_line_magic('set_env', 'PYTHONHASHSEED 0')\n"
+        "import tensorflow as tf\ntf.random.set_seed(1)\nmodel.compile(optimizer='adam', loss='mse')\n"
+        "model.fit(x, y)\n")
+    res = run_envpin("audit", "--tf", "2.5", "--format", "json", "train.py", cwd=tmp_path)
+    assert [(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]] == [
+        (8, "py-pythonhashseed-runtime")]
+
+
 def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
     assert run_envpin("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
     (tmp_path / "train.py").write_text(SEGMENT)

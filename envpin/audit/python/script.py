@@ -110,6 +110,8 @@ class Script:
                                     self.names.star_alternatives(func) if several_stars else ()))
             if name is not None and name.startswith(("os.environ.", "os.putenv")):
                 self._env_call(call, name)
+            elif name is None and type(func) is ast.Attribute and func.attr == "run_line_magic":
+                self._env_magic(call)
         for node in assigns:
             if type(node) is ast.Assign:
                 for t in node.targets:  # type: ignore[attr-defined]
@@ -145,6 +147,20 @@ class Script:
                     for key, value in zip(arg.keys, arg.values, strict=True):
                         if isinstance(_const(key), str):
                             self.env.append((node.lineno, _const(key), _text(value)))
+
+    def _env_magic(self, node: ast.Call) -> None:
+        """A notebook's `%env NAME=VALUE` (or `%set_env`), as nbconvert exports it to a script:
+        get_ipython().run_line_magic('env', 'NAME=VALUE')."""
+        owner = node.func.value  # type: ignore[attr-defined]
+        if not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "get_ipython"
+                and len(node.args) >= 2 and _const(node.args[0]) in ("env", "set_env")):
+            return
+        line = _const(node.args[1])
+        if isinstance(line, str):
+            text = line.strip()
+            key, sep, value = text.partition("=") if "=" in text else text.partition(" ")
+            if sep and key.strip():
+                self.env.append((node.lineno, key.strip(), value.strip()))
 
     # --- what the script is and does ----------------------------------------------------------------
 
