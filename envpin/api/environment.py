@@ -31,7 +31,7 @@ def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None) -> tup
 
 def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None) -> None:
     """A command that needs an image: --ngc, --stock, or --tf alone (the stock image of that TensorFlow)."""
-    if not ngc and not stock and tf is None:
+    if ngc is None and stock is None and tf is None:  # one given, even empty, is checked as what it is
         raise UsageError(f"{command} needs --ngc RELEASE, or --stock TAG / --tf VERSION for a stock TensorFlow "
                          "GPU image", hint=f"e.g. envpin {command} --ngc 20.02 --tf 2.1, or envpin {command} --tf 2.20")
 
@@ -402,9 +402,9 @@ def lock_requirements(
 
     if out is not None:
         check_output_file(out, "--out")
-    text = resolve.read_requirements_in(source)
     _need_base("lock", ngc, stock, tf)
-    plan = make_plan(ngc=ngc, stock=stock, tf=tf, base_image=base_image)
+    plan = make_plan(ngc=ngc, stock=stock, tf=tf, base_image=base_image)  # the image named, before any file is read
+    text = resolve.read_requirements_in(source)
     image = plan.build_from or plan.image
     client = docker_client()  # resolution runs containers of the image: Docker only
     try:

@@ -260,6 +260,12 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     (["doctor", "--stock", "2.20", "--ngc", "22.06"], "not both"),
     (["doctor", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
     (["doctor", "--stock", " "], "--stock ' ' is not a version or a tag"),
+    # an empty value given is named as what it is, never "needs --ngc RELEASE, or --stock TAG"
+    (["render", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+    (["recipe", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+    (["lock", "requirements.in", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+    (["render", "--ngc", ""], "'' is not an NGC TensorFlow release"),
+    (["recipe", "--tf", ""], "'' is not a TensorFlow version"),
     (["recipe", "--stock", "2.20.0-gpu@x"], "--stock 2.20.0-gpu@x is not a version or a tag"),
     (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
     (["render", "--stock", "tensorflow/tensorflow:2.20.0"], "which is not a -gpu image"),
