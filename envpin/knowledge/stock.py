@@ -96,9 +96,15 @@ def _spec(text: str) -> TFSpec:
     if ":" in raw:
         try:
             name, tag, digest = imageref.split(raw)
-            ours = imageref.parse(name).name == f"docker.io/{REPOSITORY}"
+            full = imageref.parse(name).name
+            ours = full == f"docker.io/{REPOSITORY}"
         except imageref.RefError:
             raise bad from None
+        copy = not ours and full.endswith(f"/{REPOSITORY}")  # the repository under another host (a mirror)
+        if copy and tag is not None and not digest and _TAG.match(tag):
+            raise UsageError(f"--stock {shown(text)} is not {REPOSITORY} on Docker Hub: --stock names the upstream "
+                             "tag, --base-image the copy to build from",
+                             hint=f"give --stock {shown(tag)} --base-image {shown(raw)}")
         if digest or tag is None or not ours:
             raise bad
         if re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", tag):  # a full reference names one image: :2.20.0 is not

@@ -126,6 +126,7 @@ def test_select(spec: str | None, tf: str | None, tag: str) -> None:
     # a full reference names one image: tensorflow/tensorflow:2.20.0 is not the -gpu image, never silently it
     ("tensorflow/tensorflow:2.20.0", None, "names tensorflow/tensorflow:2.20.0, which is not a -gpu image"),
     ("docker.io/tensorflow/tensorflow:2.20", None, "names tensorflow/tensorflow:2.20, which is not a -gpu image"),
+    ("127.0.0.1:5000/tensorflow/tensorflow:2.20.0-gpu", None, "--stock names the upstream tag, --base-image the copy"),
     (None, None, "needs a TensorFlow version"),
 ])
 def test_select_refuses_with_a_hint(spec: str | None, tf: str | None, message: str) -> None:
