@@ -425,16 +425,14 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
     Returns (job id, partition, one outcome per node, sorted by node)."""
     from envpin.environment.payload import payload
-    from envpin.fsutil import check_output_path
+    from envpin.fsutil import check_output_folder
 
     say = progress or (lambda _text: None)
     if runtime not in RUNTIMES:
         raise UsageError(f"--runtime must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
     if timeout < 1:
         raise UsageError("--timeout must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
-    check_output_path(out, "--out")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} exists and is not a folder", hint="choose another --out")
+    check_output_folder(out, "--out")
     require_clients()
     archive = payload()
     sha = hashlib.sha256(archive).hexdigest()
