@@ -66,13 +66,23 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
         raise UsageError("no probe reports given", hint="envpin fleet report DIR or FILE...")
     out: list[Path] = []
     for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if (p.suffix in SUFFIXES or _is_error_file(p)) and p.is_file())
+        try:
+            is_dir, exists = path.is_dir(), path.exists()
+        except OSError as exc:  # a folder on the way that cannot be entered
+            raise ReportError(f"cannot read {path}: {exc.strerror or exc}",
+                              hint="check the permissions of the folders on its path") from None
+        if is_dir:
+            try:
+                found = sorted(p for p in path.iterdir()
+                               if (p.suffix in SUFFIXES or _is_error_file(p)) and p.is_file())
+            except OSError as exc:  # listed but not searchable (mode 644), or gone while being read
+                raise ReportError(f"cannot read the folder {path}: {exc.strerror or exc}",
+                                  hint="check the folder's permissions") from None
             if not found:
                 raise ReportError(f"no probe reports (*.json, *.log, *.error.txt) in {path}",
                                   hint="write them with 'envpin probe --out DIR', or see docs/fleet.md")
             out += found
-        elif path.exists():
+        elif exists:
             out.append(path)
         else:
             raise ReportError(f"{path} does not exist", hint="check the path")

@@ -288,6 +288,25 @@ def test_a_read_only_folder_is_one_error_for_every_writer(tmp_path: Path) -> Non
         ro.chmod(0o755)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to drop the permission override (setpriv)")
+def test_a_folder_of_reports_that_can_be_listed_but_not_entered_is_one_error(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    assert run_envpin("probe", "--no-selftest", "-o", str(reports / "a.json")).code == 0
+    reports.chmod(0o644)  # names readable, files not reachable
+    try:
+        _one_error(_unprivileged("fleet", "report", str(reports)), f"cannot read the folder {reports}",
+                   "Permission denied")
+    finally:
+        reports.chmod(0o755)
+    tmp_path.chmod(0o644)  # the folder itself not reachable
+    try:
+        _one_error(_unprivileged("fleet", "report", str(reports)), f"cannot read {reports}", "Permission denied")
+    finally:
+        tmp_path.chmod(0o755)
+
+
 # -- a closed stdout -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("args", [("catalog",), ("catalog", "show", "20.02-tf2-py3"), ("probe", "--no-selftest")])
 def test_a_closed_stdout_ends_quietly_with_141(args: tuple[str, ...]) -> None:
