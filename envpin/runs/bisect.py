@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from envpin.errors import shown
 from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, unseeded
 
 #: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
@@ -113,15 +114,20 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
     program.write_bytes((resources.files("envpin.runs") / "dumpdiff.py").read_bytes())
     args = [python, str(program), a, b] + (["--max-ops", str(max_ops)] if max_ops is not None else [])
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RunError(f"cannot compare the dumps: {exc}", hint="check that the run's Python still starts") from exc
+        proc = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"comparing the dumps took longer than --timeout ({timeout:g} s)",
+                       hint="raise --timeout, or compare less: --max-ops N, fewer --steps, --op-regex") from None
+    except OSError as exc:
+        raise RunError(f"cannot compare the dumps: {python}: {exc.strerror or exc}",
+                       hint="check that the run's Python still starts") from exc
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode == _NO_READER:
-        raise RunError(f"{python} cannot read TensorFlow's debugger dumps: {proc.stderr.strip()}",
+    errors = [shown(line.strip(), 300) for line in proc.stderr.strip().splitlines()]
+    if proc.returncode == _NO_READER:  # dumpdiff's own line comes last (a wrapper may print before it)
+        raise RunError(f"{python} cannot read TensorFlow's debugger dumps: {''.join(errors[-1:])}",
                        hint="pass --reader-python with a Python whose TensorFlow is 2.2 or later")
     if proc.returncode != 0 or not lines:
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        tail = " | ".join(errors[-3:])
         raise RunError(f"comparing the dumps failed (exit {proc.returncode}): {tail}",
                        hint="re-run with --keep DIR and open the dumps with TensorFlow's DebugDataReader")
     result: dict[str, Any] = json.loads(lines[-1])

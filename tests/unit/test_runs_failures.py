@@ -195,3 +195,39 @@ def test_a_run_stopped_by_timeout_has_failed_whatever_its_status() -> None:
     assert launch.unusable(launch.Run(spec, Path("/nonexistent"), 0, 5.0, timed_out=True))
     assert not launch.Run(spec, Path("/nonexistent"), 0, 5.0).failed
     assert launch.Run(spec, Path("/nonexistent"), -9, 5.0).failed
+
+
+def _dumping_stand_in(tmp_path: Path) -> Path:
+    """A script importing a TensorFlow stand-in whose debugger 'dumps' (records the call) and which has the
+    reader the hook checks for: the runs end with a dump for --reader-python to compare."""
+    site = tmp_path / "site"
+    reader = site / "tensorflow" / "python" / "debug" / "lib"
+    reader.mkdir(parents=True)
+    for folder in (site / "tensorflow" / "python", reader.parent, reader):
+        (folder / "__init__.py").touch()
+    (site / "tensorflow" / "__init__.py").write_text(
+        _STAND_IN.format(version="2.21.0", refuse=False)
+        + "debugging = _NS(experimental=_NS(enable_dump_debug_info=lambda root, **kw: None))\n")
+    (reader / "debug_events_reader.py").write_text("class DebugDataReader(object):\n    pass\n")
+    script = tmp_path / "train.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(site)!r})\nimport tensorflow\n")
+    return script
+
+
+def test_a_slow_or_talkative_dump_reader_is_one_error_that_says_so(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--reader-python may be a wrapper (an environment's activation, a module system) that prints before the
+    reader's own line, or one that takes longer than --timeout: one error line saying which, one hint."""
+    script = _dumping_stand_in(tmp_path)
+    talkative = tmp_path / "talkative"
+    refuse = "import sys; sys.stderr.write(\"reader says no\\n\"); sys.exit(3)"
+    talkative.write_text("#!/bin/sh\necho 'loading module tensorflow/2.21' >&2\necho 'second line' >&2\n"
+                         f"exec {sys.executable} -c '{refuse}'\n")
+    talkative.chmod(0o755)
+    error, hint = _one_error(cli("bisect", "--reader-python", str(talkative), "--", sys.executable, str(script)))
+    assert error.endswith("cannot read TensorFlow's debugger dumps: reader says no") and "2.2 or later" in hint
+    slow = tmp_path / "slow"
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    error, hint = _one_error(cli("bisect", "--timeout", "8", "--reader-python", str(slow), "--", sys.executable,
+                                 str(script)))
+    assert error == "error: comparing the dumps took longer than --timeout (8 s)" and "--max-ops" in hint
