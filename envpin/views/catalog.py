@@ -135,7 +135,8 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
         rows.append(cells)
     _print_table("NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)", headers, rows,
                  console)
-    say(console, f"{len(entries)} images; `envpin catalog show YY.MM` for sources and unknowns; "
+    images = f"{len(entries)} image{'' if len(entries) == 1 else 's'}"
+    say(console, f"{images}; `envpin catalog show YY.MM` for sources and unknowns; "
                  "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images")
     weak = sum(len(e.weak(_SHORT)) for e in entries)
     if weak:
@@ -176,7 +177,8 @@ def stock_table(entries: list[Entry], console: Console, note: Console | None = N
         t.add_row(e.tag, *(graded(e.facts[n]) for n in RECORDED),
                   f"{e.stated_digest.value[:19]}… ({e.stated_digest.kind})" if e.stated_digest else "—")
     console.print(t)
-    say(console, f"{len(entries)} images; cuda and cudnn are what TensorFlow's pip package was built and tested "
+    images = f"{len(entries)} image{'' if len(entries) == 1 else 's'}"
+    say(console, f"{images}; cuda and cudnn are what TensorFlow's pip package was built and tested "
                  "against; `envpin catalog show X.Y.Z-gpu` for sources and unknowns")
     if note is not None:
         notice(entries, note, (*RECORDED, "digest"))

@@ -152,7 +152,7 @@ def lock_check(res: LockChecks, console: Console) -> None:
         if not check.problems:
             say(console, f"{check.path} is up to date with its inputs")
             continue
-        say(console, f"{check.path} is stale ({len(check.problems)} problems):")
+        say(console, f"{check.path} is stale ({len(check.problems)} problem{'' if len(check.problems) == 1 else 's'}):")
         for p in check.problems:
             say(console, f"  {p}")
     if res.exit_code:

@@ -138,7 +138,7 @@ def test_a_re_signed_declared_tensorflow_is_refused(  # type: ignore[no-untyped-
     assert cli("lock", "--check", "--lock", str(pinned / LOCK_NAME)).code == 0
     lock = _resign(pinned, _declared(declared))
     check = cli("lock", "--check", "--lock", str(lock))
-    assert check.code == 1 and check.stdout.splitlines()[0] == f"{lock} is stale (1 problems):", check.stdout
+    assert check.code == 1 and check.stdout.splitlines()[0] == f"{lock} is stale (1 problem):", check.stdout
     assert check.stdout.splitlines()[1].startswith(f"  {named}")
     dry = cli("build", "--dry-run", "--lock", str(lock))
     assert dry.code == 2 and dry.stdout == "", dry.stdout
