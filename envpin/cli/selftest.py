@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check, per op, that this TensorFlow is bitwise deterministic; hash a golden training run.
 
-        Exit 0: deterministic; 1: an op differed between runs, the golden runs differed, or a seed-hygiene
+        Exit 0: no problem found (the verdict says "passed", or "inconclusive" when no check could run here and
+        no golden runs were compared); 1: an op differed between runs, the golden runs differed, or a seed-hygiene
         finding; 2: TensorFlow cannot be imported."""
         from envpin import api
         from envpin.views import console, selftest
