@@ -126,11 +126,19 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
     if proc.returncode == _NO_READER:  # dumpdiff's own line comes last (a wrapper may print before it)
         raise RunError(f"{python} cannot read TensorFlow's debugger dumps: {''.join(errors[-1:])}",
                        hint="pass --reader-python with a Python whose TensorFlow is 2.2 or later")
-    if proc.returncode != 0 or not lines:
+    if proc.returncode != 0:
         tail = " | ".join(errors[-3:])
         raise RunError(f"comparing the dumps failed (exit {proc.returncode}): {tail}",
                        hint="re-run with --keep DIR and open the dumps with TensorFlow's DebugDataReader")
-    result: dict[str, Any] = json.loads(lines[-1])
+    try:
+        result = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        result = None
+    if not isinstance(result, dict) or not {"executions", "compared", "unmatched"} <= set(result):
+        last = (proc.stdout.strip().splitlines() or ["nothing"])[-1]
+        raise RunError(f"comparing the dumps gave no result envpin can read: {shown(last, 200)}",
+                       hint="--reader-python must run the program it is given, with a Python whose TensorFlow "
+                            "is 2.2 or later")
     return result
 
 

@@ -231,3 +231,14 @@ def test_a_slow_or_talkative_dump_reader_is_one_error_that_says_so(cli, tmp_path
     error, hint = _one_error(cli("bisect", "--timeout", "8", "--reader-python", str(slow), "--", sys.executable,
                                  str(script)))
     assert error == "error: comparing the dumps took longer than --timeout (8 s)" and "--max-ops" in hint
+
+
+def test_a_dump_reader_that_prints_no_result_is_one_error(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A --reader-python that prints a line looking like JSON but is not the comparison's result."""
+    script = _dumping_stand_in(tmp_path)
+    for printed in ("{not json", '{"some": "other json"}', "[1, 2]"):
+        reader = tmp_path / "reader"
+        reader.write_text(f"#!/bin/sh\necho '{printed}'\n")
+        reader.chmod(0o755)
+        error, hint = _one_error(cli("bisect", "--reader-python", str(reader), "--", sys.executable, str(script)))
+        assert "comparing the dumps" in error and "--reader-python" in hint, printed
