@@ -173,6 +173,14 @@ def check_output_path(path: Path, option: str) -> Path:
     A symbolic link that leads nowhere (dangling, or a loop) is refused too: writing through it would
     create its target, or its target's folders."""
     check_path_length(path, option)
+    for where in (path.parent, path):  # a folder on the way that cannot be entered: said, not an internal error
+        try:
+            os.lstat(where)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                raise EnvpinError(f"{option}: {where}: {exc.strerror}",
+                                  hint=f"check the permissions of the folders on its path, or choose another "
+                                       f"{option}") from None
     _check_link(path, option)
     parent = path.parent
     _check_link(parent, option)

@@ -307,6 +307,31 @@ def test_a_folder_of_reports_that_can_be_listed_but_not_entered_is_one_error(tmp
         tmp_path.chmod(0o755)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to drop the permission override (setpriv)")
+@pytest.mark.parametrize("args", [
+    ("probe", "--no-selftest", "--out", "{}"),
+    ("probe", "--no-selftest", "--output", "{}"),
+    ("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", "{}"),
+    ("fleet", "report", "{report}", "--html", "{}"),
+    ("fleet", "probe", "--slurm", "--out", "{}"),
+])
+def test_an_output_on_a_path_that_cannot_be_entered_is_one_error(args: tuple[str, ...], tmp_path: Path) -> None:
+    report = tmp_path / "a.json"
+    assert run_envpin("probe", "--no-selftest", "-o", str(report)).code == 0
+    closed = tmp_path / "closed"
+    (closed / "sub").mkdir(parents=True)
+    closed.chmod(0o644)  # its names can be listed, nothing under it reached
+    target = closed / "sub" / "out"
+    try:
+        option = args[args.index("{}") - 1]
+        _one_error(_unprivileged(*(a.format(target, report=report) for a in args)), f"{option}: ",
+                   "Permission denied")
+    finally:
+        closed.chmod(0o755)
+    assert list((closed / "sub").iterdir()) == []
+
+
 # -- a closed stdout -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("args", [("catalog",), ("catalog", "show", "20.02-tf2-py3"), ("probe", "--no-selftest")])
 def test_a_closed_stdout_ends_quietly_with_141(args: tuple[str, ...]) -> None:
