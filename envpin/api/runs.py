@@ -117,8 +117,11 @@ def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, m
         reader_python = _interpreter(reader_python)
     args = _command(command)
     with _workdir(keep) as root:
-        return bisect(args, root, seed=seed, steps=steps, max_ops=max_ops, recipe=recipe, op_regex=op_regex,
-                      timeout=timeout, reader_python=reader_python, progress=progress)
+        result = bisect(args, root, seed=seed, steps=steps, max_ops=max_ops, recipe=recipe, op_regex=op_regex,
+                        timeout=timeout, reader_python=reader_python, progress=progress)
+    if keep is None:
+        result.dumps = []  # removed with the temporary work folder: only dumps kept by --keep are named
+    return result
 
 
 def _check_figure(path: Path, option: str) -> None:

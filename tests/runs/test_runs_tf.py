@@ -115,3 +115,16 @@ def test_bisect_calls_runs_that_took_different_paths_not_identical(tmp_path: Pat
     text = run_envpin("bisect", "--", sys.executable, str(script))
     assert text.code == 1 and "not identical: no op execution had a counterpart" in text.stdout, text.stderr
     assert "bit-identical" not in text.stdout and not text.stderr.strip().startswith("error")
+
+
+def test_bisect_names_only_dumps_that_still_exist(tmp_path: Path) -> None:
+    """The JSON's `dumps` are the kept ones (--keep); without it the work folder is removed and none is named."""
+    args = ["bisect", "--steps", "1", "--max-ops", "2", "--format", "json"]
+    command = ["--", sys.executable, str(SCRIPTS / "dense.py")]
+    plain = run_envpin(*args, *command)
+    assert plain.code == 0, plain.stderr
+    assert json.loads(plain.stdout)["dumps"] == []
+    kept = run_envpin(*args, "--keep", str(tmp_path / "k"), *command)
+    assert kept.code == 0, kept.stderr
+    dumps = json.loads(kept.stdout)["dumps"]
+    assert len(dumps) == 2 and all(Path(d).is_dir() and Path(d).is_relative_to(tmp_path / "k") for d in dumps)
