@@ -13,7 +13,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import stat
 import time
 from collections.abc import Iterator
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError
-from envpin.portable.atomic import kept_mode, replace_all, signals_held
+from envpin.portable.atomic import kept_mode, replace_all, signals_held, write_into, write_target
+from envpin.portable.atomic import kind_of as _kind
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -44,14 +44,6 @@ def sha256_file(path: Path, limit: int | None = None) -> str:
 #: The most envpin reads from one file (a report, lock, catalog, Dockerfile, configuration, requirements file,
 #: CA bundle, cache): real ones are kilobytes; the bound keeps /dev/zero or a huge file from exhausting memory.
 MAX_READ_BYTES = 64 << 20
-
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
 
 @contextlib.contextmanager
 def _open_regular(path: Path | str) -> Iterator[Any]:
@@ -236,78 +228,14 @@ def _check_link(path: Path, option: str) -> None:
                           ) from None
 
 
-#: An open descriptor of this process named as a path (/dev/stdout leads to /proc/self/fd/1).
-_DESCRIPTOR = re.compile(r"/(?:proc/(?:self|thread-self|[0-9]+)/fd|dev/fd)/[0-9]+")
-
-
-def _is_descriptor(path: Path) -> bool:
-    """Whether `path` is, or links to, one of this process's open descriptors (/dev/stdout, /dev/fd/3)."""
-    current = os.path.abspath(path)
-    for _ in range(40):
-        if _DESCRIPTOR.fullmatch(current):
-            return True
-        if not os.path.islink(current):
-            return False
-        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
-    return False
-
-
 def _write_target(path: Path) -> tuple[Path, bool]:
-    """Where a write of `path` lands and whether it is written into (True) rather than replaced by a rename:
-    a character device (as `probe -o /dev/null` is), a FIFO someone reads, and /dev/stdout or /dev/fd/N
-    whatever they lead to (a file the shell redirected there is appended to, so the redirection keeps it). A
-    link to an existing file is followed (the link stays); a dangling link, a folder, a socket, a block device
-    or a FIFO nobody reads is refused (OSError): never replaced."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return path, False
-    if stat.S_ISLNK(st.st_mode):
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise OSError(errno.ENOENT, f"a symbolic link to {os.readlink(path)}, which does not exist "
-                                            "(envpin does not write through a dangling link)", str(path)) from None
-            raise
-        if _is_descriptor(path):
-            if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)
-                                                 or stat.S_ISFIFO(st.st_mode)):
-                raise OSError(errno.EINVAL, f"it leads to {_kind(st.st_mode)}", str(path))
-            return path, True
-        path = Path(os.path.realpath(path))
-    if stat.S_ISDIR(st.st_mode):
-        raise OSError(errno.EISDIR, "it is a folder, not a file", str(path))
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and _is_descriptor(path)):
-        return path, True
-    if not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EINVAL, f"it is {_kind(st.st_mode)}, which envpin neither replaces nor writes into",
-                      str(path))
-    return path, False
+    """envpin.portable.atomic.write_target (where a write lands, and whether it is written into) for a Path."""
+    where, direct = write_target(str(path))
+    return Path(where), direct
 
 
 def _write_device(path: Path, data: bytes) -> None:
-    """Write into a character device, a FIFO or an open descriptor's file; a FIFO nobody reads is refused at
-    once (opening it without blocking fails) instead of waiting for a reader."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise OSError(errno.ENXIO, "it is a FIFO that nobody reads", str(path)) from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
-            raise OSError(errno.EINVAL, "it changed while envpin was writing it", str(path))
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags | (os.O_APPEND if stat.S_ISREG(mode) else 0))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
+    write_into(str(path), data)
 
 
 def folder_files(folder: Path) -> Iterator[str]:

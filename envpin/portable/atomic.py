@@ -6,7 +6,9 @@ renamed together with Ctrl-C and termination held back.
 """
 
 import contextlib
+import errno
 import os
+import re
 import signal
 import stat
 from typing import Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments)
@@ -39,6 +41,116 @@ def _temp_prefix(path: str) -> str:
     import hashlib
 
     return ".envpin-" + hashlib.sha256(raw).hexdigest()[:16] + "."
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, in words ('a FIFO', 'a character device'...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+#: An open descriptor of this process named as a path (/dev/stdout leads to /proc/self/fd/1).
+_DESCRIPTOR = re.compile(r"/(?:proc/(?:self|thread-self|[0-9]+)/fd|dev/fd)/[0-9]+")
+
+
+def is_descriptor(path: str) -> bool:
+    """Whether `path` is, or links to, one of this process's open descriptors (/dev/stdout, /dev/fd/3)."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        if _DESCRIPTOR.fullmatch(current):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return False
+
+
+def write_target(path: str) -> Tuple[str, bool]:
+    """Where a write of `path` lands and whether it is written into (True) rather than replaced by a rename:
+    a character device (as `probe -o /dev/null` is), a FIFO someone reads, and /dev/stdout or /dev/fd/N
+    whatever they lead to (a file the shell redirected there is appended to, so the redirection keeps it). A
+    link to an existing file is followed (the link stays); a dangling link, a folder, a socket, a block device
+    or a FIFO nobody reads is refused (OSError): never replaced. The probe's reports and every envpin output
+    go through it."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path, False
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise OSError(errno.ENOENT, "a symbolic link to %s, which does not exist (envpin does not write "
+                                            "through a dangling link)" % os.readlink(path), str(path)) from None
+            raise
+        if is_descriptor(path):
+            if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)
+                                                 or stat.S_ISFIFO(st.st_mode)):
+                raise OSError(errno.EINVAL, "it leads to %s" % kind_of(st.st_mode), str(path))
+            return path, True
+        path = os.path.realpath(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.EISDIR, "it is a folder, not a file", str(path))
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and is_descriptor(path)):
+        return path, True
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "it is %s, which envpin neither replaces nor writes into" % kind_of(st.st_mode),
+                      str(path))
+    return path, False
+
+
+_OWN = re.compile(r"/(?:proc/(?:self|thread-self|%d)/fd|dev/fd)/([0-9]+)" % os.getpid())
+
+
+def own_descriptor(path: str) -> Optional[int]:
+    """N when `path` is, or links to, this process's descriptor N (/dev/stdout: 1, /dev/fd/3: 3), else None."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        m = _OWN.fullmatch(current)
+        if m:
+            return int(m.group(1))
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None
+
+
+def write_into(path: str, data: bytes) -> None:
+    """Write into a character device, a FIFO or an open descriptor's file. One of this process's own
+    descriptors (/dev/stdout, /dev/fd/N) is written through that very descriptor, so the bytes land where the
+    process's own output goes on (a file the shell redirected there keeps everything, in order; the caller
+    flushes what it buffers for it first); anything else is opened, a regular file for appending. A FIFO
+    nobody reads is refused at once (opening it without blocking fails) instead of waiting for a reader."""
+    import fcntl
+
+    own = own_descriptor(path)
+    if own is not None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(own, view):]
+        return
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO that nobody reads", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+            raise OSError(errno.EINVAL, "it changed while envpin was writing it", str(path))
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | (os.O_APPEND if stat.S_ISREG(mode) else 0))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def kept_mode(path: str, default: int = 0o644) -> int:

@@ -10,7 +10,7 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
 
 from envpin import __version__
-from envpin.portable.atomic import replace_all
+from envpin.portable.atomic import replace_all, write_into, write_target
 from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
 from envpin.probe._common import Context, describe, guarded_section, value
 
@@ -194,6 +194,7 @@ def write_all(texts: Dict[str, str]) -> None:
     """Write several files all or nothing (envpin.portable.atomic.replace_all); devices and pipes ('-',
     /dev/null, a fifo) are written directly."""
     files = {}  # type: Dict[str, bytes]
+    direct_files = {}  # type: Dict[str, bytes]
     for path, text in texts.items():
         # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
         data = text.encode("utf-8", "backslashreplace")
@@ -205,12 +206,17 @@ def write_all(texts: Dict[str, str]) -> None:
             else:
                 out.write(data)
                 out.flush()
-        elif os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a fifo...
-            with open(path, "wb") as fh:
-                fh.write(data)
         else:
-            files[path] = data
+            # /dev/null, a FIFO someone reads and /dev/stdout (whatever it leads to) are written into; a link to
+            # a file writes the file; a dangling link, folder or socket is refused (OSError)
+            where, direct = write_target(path)
+            (direct_files if direct else files)[where] = data
     replace_all(files)
+    for where, data in direct_files.items():
+        for stream in (sys.stdout, sys.stderr):  # /dev/stdout is written through descriptor 1: its buffer first
+            if stream is not None:
+                stream.flush()
+        write_into(where, data)
 
 
 def report_basename(report: Dict[str, Any]) -> str:

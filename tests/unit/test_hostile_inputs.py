@@ -710,3 +710,28 @@ def test_a_damaged_build_record_is_no_build_not_an_internal_error(record: str, t
     (state / "builds" / f"{buildstate._key(inputs_hash)}.json").write_text(record)
     res = _timed("verify", "--lock", str(lock), "--record", env={"ENVPIN_STATE_DIR": str(state)})
     _one_error(res, "was built on this machine")
+
+
+@pytest.mark.parametrize("args", [
+    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "/dev/fd/1"),
+    ("fleet", "report", "{report}", "--html", "/dev/fd/1"),
+])
+def test_an_output_to_stdout_redirected_to_a_file_keeps_every_byte_in_order(args: tuple[str, ...],
+                                                                          tmp_path: Path) -> None:
+    """`--out /dev/stdout > file`: the output is written through stdout's own descriptor, so the command's
+    own lines after it ('wrote ...') follow it instead of overwriting its first bytes."""
+    report = tmp_path / "a.json"
+    assert run_envpin("probe", "--no-selftest", "-o", str(report)).code == 0
+    redirected = tmp_path / "out.txt"
+    script = Path(sys.executable).with_name("envpin")
+    with redirected.open("w") as out:
+        proc = subprocess.run([str(script), *(a.format(report=report) for a in args)], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=BOUND_S)
+    assert proc.returncode == 0, proc.stderr
+    text = redirected.read_text()
+    if args[1] == "manifest":  # the manifest, then the result line
+        assert text.startswith("# envpin fleet probe: runs the envpin probe once on every NVIDIA GPU node")
+        assert text.endswith("\nwrote /dev/fd/1\n") and text.count("wrote") == 1, text[-200:]
+    else:  # the page (written while the command works), then the verdict and tables; the note on stderr
+        assert text.startswith("<!DOCTYPE html>\n") and "</html>\n1 node consistent\n" in text, text[:200]
+        assert "wrote /dev/fd/1" in proc.stderr
