@@ -40,6 +40,9 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
         raise ValueError("expect (a count) and expect_nodes (the names) exclude each other")
     if html is not None:
         check_output_file(html, "--html")
+        clash = inputs.output_clash(paths, html)
+        if clash is not None:
+            raise UsageError(f"--html {html} {clash}", hint="write the page elsewhere, or name it *.html")
     expected = None
     if expect_nodes is not None:
         expected = aggregate.Expected.nodes(inputs.read_node_list(expect_nodes), str(expect_nodes))

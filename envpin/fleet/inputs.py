@@ -89,6 +89,24 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
+def output_clash(paths: Sequence[Path], output: Path) -> str | None:
+    """Why `output` must not be written beside these inputs, or None: it is one of the files given (the page
+    would replace a report), or it lies in a folder given under a name this reader takes (it would be read
+    as a report the next time)."""
+    import os
+
+    where = os.path.realpath(output)
+    for path in paths:
+        if os.path.isdir(path):
+            if os.path.realpath(path) == os.path.dirname(where) and (
+                    output.suffix in SUFFIXES or _is_error_file(output)):
+                return (f"is in the folder of reports {path} under a name `fleet report` reads as a report "
+                        "(*.json, *.log, *.error.txt)")
+        elif os.path.realpath(path) == where:
+            return "is one of the reports it reads: the page would replace it"
+    return None
+
+
 def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None = None) -> list[Entry]:
     """Every node the inputs name, in a deterministic order (files in the order given, pods by name).
     `keep` (e.g. envpin.fleet.aggregate.Reducer.add) turns each checked report file into what its entry

@@ -454,3 +454,20 @@ def test_an_allocation_that_does_not_answer_is_withdrawn(monkeypatch: pytest.Mon
     hanging = [sys.executable, "-c", "import time; time.sleep(30)"]
     with pytest.raises(SlurmError, match="salloc did not answer within 0 s"):
         slurm.allocate(hanging, 0.3, "envpin-test-token")
+
+
+@pytest.mark.parametrize("html", ["a.json", "reports/b.json", "reports/b.log", "reports/n1.error.txt"])
+def test_html_naming_a_report_or_a_name_the_folder_is_read_for_is_refused(html: str, tmp_path: Path) -> None:
+    """--html over an input report would replace it with the page, and a page named *.json in the folder of
+    reports would be read as a report the next time: both refused before anything is read or written."""
+    (tmp_path / "reports").mkdir()
+    for path in (tmp_path / "a.json", tmp_path / "reports" / "r.json"):
+        assert run_envpin("probe", "--no-selftest", "-o", str(path)).code == 0
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    res = run_envpin("fleet", "report", "a.json", "reports", "--html", html, cwd=tmp_path)
+    assert res.code == 2 and res.stdout == "", res
+    lines = res.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"error: --html {html} ") and lines[1].startswith("hint: "), lines
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    ok = run_envpin("fleet", "report", "a.json", "reports", "--html", "reports/page.html", cwd=tmp_path)
+    assert ok.code == 0, ok.stderr
