@@ -155,6 +155,12 @@ def validate(text: str) -> str:
     return text
 
 
-def _shown(text: object) -> str:
-    s = str(text).replace("\n", "\\n").replace("\r", "\\r")
-    return s if len(s) <= 100 else s[:97] + "..."
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _shown(text: object, limit: int = 100) -> str:
+    """User input quoted in a one-line message: control characters escaped (an ESC or BEL never reaches the
+    terminal raw), long input shortened. versions.py quotes with it too."""
+    s = _CONTROL.sub(lambda m: _NAMED.get(m.group(), "\\x%02x" % ord(m.group())), str(text))
+    return s if len(s) <= limit else s[:limit - 3] + "..."

@@ -146,6 +146,5 @@ def release_index(release: str) -> int:
 
 
 def _shown(text: object) -> str:
-    """User input quoted in a message: one line, and not a whole page of it."""
-    s = str(text).replace("\n", "\\n").replace("\r", "\\r")
-    return s if len(s) <= 80 else s[:77] + "..."
+    """User input quoted in a message: one line, control characters escaped, and not a whole page of it."""
+    return imageref._shown(text, 80)

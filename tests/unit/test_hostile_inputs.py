@@ -735,3 +735,16 @@ def test_an_output_to_stdout_redirected_to_a_file_keeps_every_byte_in_order(args
     else:  # the page (written while the command works), then the verdict and tables; the note on stderr
         assert text.startswith("<!DOCTYPE html>\n") and "</html>\n1 node consistent\n" in text, text[:200]
         assert "wrote /dev/fd/1" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("recipe", "--ngc", "20.02\x1b[31m\x07"),
+    ("fleet", "manifest", "--kubernetes", "--image", "x\x1b]0;title\x07"),
+    ("render", "--stock", "2.1\x1b[2J"),
+])
+def test_control_characters_in_a_value_are_escaped_in_its_error(args: tuple[str, ...]) -> None:
+    """A value quoted in an error line never reaches the terminal raw: ESC and BEL are shown as \\x1b, \\x07."""
+    res = run_envpin(*args)
+    line = _one_error(res)
+    assert "\x1b" not in res.stderr and "\x07" not in res.stderr, repr(res.stderr)
+    assert "\\x1b" in line, line
