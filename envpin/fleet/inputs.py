@@ -86,6 +86,23 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
             out.append(path)
         else:
             raise ReportError(f"{path} does not exist", hint="check the path")
+    return _once(out)
+
+
+def _once(files: list[Path]) -> list[Path]:
+    """Each file once, where first named: a report given twice, or given and inside a folder given, is one
+    node, not two consistent ones."""
+    seen: set[object] = set()
+    out: list[Path] = []
+    for f in files:
+        try:
+            st = f.stat()
+            key: object = (st.st_dev, st.st_ino)
+        except OSError:  # read (and reported) as it is later
+            key = str(f)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
     return out
 
 

@@ -471,3 +471,16 @@ def test_html_naming_a_report_or_a_name_the_folder_is_read_for_is_refused(html: 
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
     ok = run_envpin("fleet", "report", "a.json", "reports", "--html", "reports/page.html", cwd=tmp_path)
     assert ok.code == 0, ok.stderr
+
+
+def test_a_report_named_twice_or_also_inside_a_folder_named_is_one_node(tmp_path: Path) -> None:
+    folder = write_fleet(tmp_path / "reports", kubernetes=False)
+    once = json.loads(run_envpin("fleet", "report", str(folder), "--format", "json").stdout)
+    one = sorted(folder.glob("*.json"))[0]
+    (tmp_path / "link.json").symlink_to(one)
+    for args in ((str(folder), str(one)), (str(one), str(folder)), (str(folder), str(tmp_path / "link.json"))):
+        res = run_envpin("fleet", "report", *args, "--format", "json")
+        doc = json.loads(res.stdout)
+        assert doc["counts"] == once["counts"] and len(doc["nodes"]) == len(once["nodes"]), args
+    alone = json.loads(run_envpin("fleet", "report", str(one), str(one), "--format", "json").stdout)
+    assert len(alone["nodes"]) == 1
