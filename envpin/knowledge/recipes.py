@@ -49,6 +49,9 @@ PLATFORMS = ("windows", "linux", "darwin")
 _OVERRIDE_KEYS = {"op", "ngc_min", "ngc_max", "tf_min", "tf_max", "devices", "verdict", "why", "checks", "source"}
 OVERRIDE_VERDICTS = ("deterministic", "nondeterministic", "raises")
 _ADVICE_KEYS = {"id", "tf_min", "tf_max", "text", "doc", "source"}
+#: What op determinism overrides in a script's own request (tf.data's deterministic=False): `effect` says what
+#: happens instead, so a rule can tell a cost in speed from a change in results.
+_OVERRIDDEN_KEYS = {"id", "what", "tf_min", "tf_max", "effect", "source"}
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,16 @@ def validate(data: Any) -> None:
         if set(item) != _ADVICE_KEYS or item["id"] in ids or not str(item["doc"]).startswith("docs/"):
             problems.append(f"{where}: needs exactly {sorted(_ADVICE_KEYS)}, a unique id and a docs/ page")
         ids.add(item.get("id"))
+    for item in data.get("overridden_under_determinism", []):
+        where = f"overridden_under_determinism {item.get('id')}"
+        cite(where, item)
+        if "range_source" in item:
+            cite(where, item, "range_source")
+        if not _OVERRIDDEN_KEYS <= set(item) <= _OVERRIDDEN_KEYS | {"range_source"} or item["id"] in ids \
+                or not all(_version_ok(item.get(k)) for k in ("tf_min", "tf_max")) or item["tf_min"] is None:
+            problems.append(f"{where}: needs exactly {sorted(_OVERRIDDEN_KEYS)} (and optionally range_source), "
+                            "a unique id and MAJOR.MINOR versions")
+        ids.add(item.get("id"))
     for item in data.get("built_on", []):
         where = f"built_on {item.get('calls')}"
         cite(where, item)
@@ -291,6 +304,15 @@ def op_apis(item: dict[str, Any]) -> tuple[str, ...]:
     """The Python names an op entry (or a common caveat) of the table is about: fully qualified `tf.`/`keras.`
     names, Keras' `tf.keras.*` and `keras.*` both, a trailing `*` for a prefix (`tf.image.random_*`)."""
     return tuple(item.get("apis") or ())
+
+
+def overridden(tf_version: str) -> list[dict[str, Any]]:
+    """What op determinism overrides on TensorFlow `tf_version` (MAJOR.MINOR...): tf.data's deterministic=False
+    from 2.7, stateful random ops in a parallel map run serially. Not part of a Recipe (its hash stays as it was):
+    the script rules read it for the version they judge."""
+    mm = tuple(parse_version(tf_version)[:2])
+    return [o for o in table().get("overridden_under_determinism", [])
+            if runtime.within(mm, o["tf_min"], o["tf_max"])]
 
 
 def built_on() -> list[dict[str, Any]]:

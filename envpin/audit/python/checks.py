@@ -181,8 +181,11 @@ def _condition(s: Script, item: dict[str, Any], c: _Call) -> str | None:
     script shows it holds (the first argument is a variable it made)."""
     if "condition" in item:
         return str(item["condition"])
+    apis = item.get("apis") or ()
+    split = frozenset({a.rsplit(".", 1)[-1] for a in apis if "compat.v1" in a}
+                      & {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" not in a})
     for api, text in item.get("api_conditions", {}).items():
-        if _matches(c, canonical(api), frozenset()):
+        if _matches(c, canonical(api), split):
             first = c.node.args[0] if c.node.args else c.kw("params")
             made = s.assigned.get(first.id, []) if isinstance(first, ast.Name) else []
             if any(isinstance(v, ast.Call) and (s.names.resolve(v.func) or "").rsplit(".", 1)[-1] in _VARIABLES
@@ -303,11 +306,36 @@ def switch_name(recipe: Recipe) -> str | None:
     return " and ".join(f"{n}=1" for n in names) or None
 
 
+def _env_switches(s: Script) -> list[tuple[int, str, str | None]]:
+    return [(line, key, value) for line, key, value in s.env if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")]
+
+
+def _readable(recipe: Recipe) -> set[str]:
+    """The determinism variables TensorFlow reads as a switch under the recipe (TF_DETERMINISTIC_OPS also from 2.8,
+    where enable_op_determinism() is the recipe's step)."""
+    has_step = any(st["step"] == "enable_op_determinism" for st in recipe.steps)
+    return _switch_env(recipe) | ({"TF_DETERMINISTIC_OPS"} if has_step else set())
+
+
+def determinism_on(s: Script, usable: bool = False) -> bool:
+    """Whether the script or the image turns on the switch the script's recipe has (with no recipe: any switch).
+    A variable the recipe does not use is no switch for it (TF_CUDNN_DETERMINISTIC on 2.1+: cuDNN only); with
+    `usable`, neither is an enable_op_determinism() the version lacks (py-determinism-switch-unavailable)."""
+    recipe, image = s.target.recipe, s.target.image_env
+    calls = ("enable_determinism",) if usable and recipe is not None and not any(
+        st["step"] == "enable_op_determinism" for st in recipe.steps) else ("enable_op_determinism", "enable_determinism")
+    on = any(c.last in calls for c in s.calls) or any(
+        _truthy(v) for _, key, v in _env_switches(s) if recipe is None or key in _readable(recipe)) or any(
+        _truthy(image.get(n)) for n in _switch_env(recipe) if n in image)
+    if recipe is None and s.target.tf_version is None:
+        on = on or any(n in image for n in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC"))
+    return on
+
+
 def check_switch(s: Script) -> None:
     recipe, version = s.target.recipe, s.target.tf_version
     enables = [c for c in s.calls if c.last == "enable_op_determinism"]
-    env_switches = [(line, key, value) for line, key, value in s.env
-                    if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")]
+    env_switches = _env_switches(s)
     if recipe is not None:
         has_step = any(st["step"] == "enable_op_determinism" for st in recipe.steps)
         wanted = switch_name(recipe) or "none exists"
@@ -316,23 +344,14 @@ def check_switch(s: Script) -> None:
                 s.add(R.PY_SWITCH_UNAVAILABLE, c.node.lineno,
                       f"enable_op_determinism() does not exist in TensorFlow {version} (from 2.8): the script "
                       "stops with AttributeError", f"use the switch of recipe {recipe.id}: {wanted}")
-        readable = _switch_env(recipe) | ({"TF_DETERMINISTIC_OPS"} if has_step else set())
+        readable = _readable(recipe)
         cudnn_only = _cudnn_switch_read(version) and "TF_CUDNN_DETERMINISTIC" not in readable
         for line, key, _ in env_switches:
             if key not in readable and not (key == "TF_CUDNN_DETERMINISTIC" and cudnn_only):
                 s.add(R.PY_SWITCH_UNAVAILABLE, line,
                       f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
                       f"use the switch of recipe {recipe.id}: {wanted}")
-    if not s.trains():
-        return
-    image = s.target.image_env
-    # a variable the recipe does not use is no switch for it (TF_CUDNN_DETERMINISTIC on 2.1+: cuDNN only)
-    on = any(c.last in ("enable_op_determinism", "enable_determinism") for c in s.calls) or any(
-        _truthy(v) for _, key, v in env_switches if recipe is None or key in readable) or any(
-        _truthy(image.get(n)) for n in _switch_env(recipe) if n in image)
-    if recipe is None and s.target.tf_version is None:
-        on = on or any(n in image for n in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC"))
-    if on:
+    if not s.trains() or determinism_on(s):
         return
     if recipe is not None and switch_name(recipe) is None:
         return  # no switch exists for this version: nothing to turn on
@@ -364,11 +383,14 @@ def _cudnn_switch_read(version: str | None) -> bool:
 def check_seeds(s: Script) -> None:
     trains = s.trains()
     seeded = s.seeded()
-    if trains and not seeded["tf"]:
-        layers, raises = _unseeded_layers(s)
+    # a script that only turns determinism on is judged too: an unseeded random op of the table raises there
+    layers, raises = _unseeded_layers(s) if not seeded["tf"] and (trains or determinism_on(s, usable=True)) \
+        else ("", False)
+    if not seeded["tf"] and (trains or raises):
         s.add(R.PY_NO_GLOBAL_SEED, s.first_import_line(),
-              "the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
-              "a new random state in every run" + layers, "call tf.keras.utils.set_random_seed(SEED) "
+              ("the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
+               "a new random state in every run" if trains else "the script turns determinism on but sets no "
+               "global TensorFlow seed") + layers, "call tf.keras.utils.set_random_seed(SEED) "
               "(TF 2.7+) or tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)",
               severity="error" if raises else None)
     if trains:
@@ -399,9 +421,10 @@ def check_seeds(s: Script) -> None:
 
 
 def _unseeded_layers(s: Script) -> tuple[str, bool]:
-    """What the table says of the script's unseeded Keras random layers on its TensorFlow and Keras: the entry
-    for calls without a seed while no global seed is set whose APIs the script calls (Keras 2's Dropout raises
-    from TF 2.7, Keras 3's stays nondeterministic), and the first such layer of the script; True when it raises."""
+    """What the table says of the script's unseeded random ops and Keras random layers on its TensorFlow and
+    Keras: the entry for calls without a seed while no global seed is set whose APIs the script calls
+    (tf.random.uniform and Keras 2's Dropout raise from TF 2.7, Keras 3's Dropout stays nondeterministic), and the
+    first such call of the script; True when it raises."""
     recipe, keras = s.target.recipe, s.keras_major()
     if recipe is None:
         return "", False
@@ -410,8 +433,10 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
             for c in (n for call in s.calls for n in call.narrowed()):
                 if c.kw("seed") is None and any(_matches(c, a, frozenset()) for a in e.apis):
                     how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
+                    name = c.name or ""
                     return (f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
-                            f"{(c.name or '').rsplit('.', 1)[-1]} {how}: line {c.node.lineno}", kind == "raises")
+                            f"{name.rsplit('.', 1)[-1] if name.startswith('keras.') else name} {how}: "
+                            f"line {c.node.lineno}", kind == "raises")
     return "", False
 
 
@@ -521,14 +546,38 @@ def _stateful_random(s: Script, fn: ast.AST, apis: tuple[str, ...], depth: int =
     return None
 
 
+def _overridden(s: Script) -> tuple[dict[str, dict[str, Any]], bool]:
+    """What op determinism overrides on the script's TensorFlow (the table's entries by id), and whether the
+    script or its image turns determinism on, so the override takes effect."""
+    version = s.target.tf_version
+    try:
+        found = {o["id"]: o for o in recipes.overridden(version)} if version else {}
+    except ValueError:
+        found = {}
+    return found, bool(found) and determinism_on(s, usable=True)
+
+
+def _unordered(s: Script, what: str, overridden: dict[str, dict[str, Any]], on: bool) -> tuple[str, str | None]:
+    """The message for a request of nondeterministic order, and its severity: on a TensorFlow whose determinism
+    overrides it and with determinism on, the cost is speed, not results (info)."""
+    over = overridden.get("tf-data-deterministic-false")
+    if over and on:
+        return f"{what}: on TensorFlow {s.target.tf_version} with determinism on, {over['effect']}", "info"
+    if over:
+        return (f"{what}: the pipeline hands out elements in the order they finish, since determinism, which on "
+                f"TensorFlow {s.target.tf_version} would override it, is not switched on", None)
+    return f"{what}: the pipeline hands out elements in the order they finish", None
+
+
 def check_data(s: Script) -> None:
     apis = _map_hazard()
+    overridden, on = _overridden(s)
     for c in s.calls:
         for k in c.node.keywords:
             if k.arg == "deterministic" and _const(k.value) is False:
-                s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno,
-                      f"{c.attr or c.last}(deterministic=False) hands out elements in the order they finish",
-                      "remove deterministic=False (envpin audit --fix removes it)")
+                message, severity = _unordered(s, f"{c.attr or c.last}(deterministic=False)", overridden, on)
+                s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno, message,
+                      "remove deterministic=False (envpin audit --fix removes it)", severity=severity)
             elif k.arg == "sloppy" and _const(k.value) is True:
                 s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno,
                       f"{c.attr or c.last}(sloppy=True) hands out elements in the order they finish",
@@ -548,14 +597,23 @@ def check_data(s: Script) -> None:
                 name = s.names.resolve(op.func) or ""
                 how = ("whose random state every parallel call advances" if name.startswith("keras.")
                        else "without a seed")
+                fix = ("use the stateless variant (tf.image.stateless_random_*, tf.random.stateless_*) with a "
+                       "per-element seed, or apply Keras random layers in the model instead of the pipeline")
+                serial = overridden.get("tf-data-stateful-map-serial")
+                if serial and on:
+                    s.add(R.PY_DATA_RANDOM_MAP, c.node.lineno,
+                          f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how}: on TensorFlow "
+                          f"{s.target.tf_version} with determinism on, {serial['effect']}", fix, severity="info")
+                    continue
+                late = (f"; determinism, which on TensorFlow {s.target.tf_version} would run it serially, is "
+                        "not switched on") if serial else ""
                 s.add(R.PY_DATA_RANDOM_MAP, c.node.lineno,
                       f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how} in parallel: "
-                      "each element's random numbers depend on scheduling",
-                      "use the stateless variant (tf.image.stateless_random_*, tf.random.stateless_*) with a "
-                      "per-element seed, or apply Keras random layers in the model instead of the pipeline")
+                      f"each element's random numbers depend on scheduling{late}", fix)
     for line in s.option_sets:
-        s.add(R.PY_DATA_NONDETERMINISTIC, line, "tf.data options ask for nondeterministic order",
-              "remove the line (deterministic order is the default)")
+        message, severity = _unordered(s, "tf.data options ask for nondeterministic order", overridden, on)
+        s.add(R.PY_DATA_NONDETERMINISTIC, line, message, "remove the line (deterministic order is the default)",
+              severity=severity)
 
 
 def check_keras(s: Script) -> None:
@@ -598,11 +656,12 @@ def _check_jit(s: Script, raisers: list[tuple[_Call, dict[str, Any]]]) -> None:
                 sites.append((line, f"TF_XLA_FLAGS={value}"))
     for line, what in sites:
         if raisers:
-            layer, item = raisers[0]
+            when = [_condition(s, item, c) for c, item in raisers]
+            layer, item = raisers[when.index(None)] if None in when else raisers[0]
             s.add(R.PY_JIT_COMPILE, line,
                   f"{what} compiles with XLA, and {layer.name} (line {layer.node.lineno}) then raises under "
-                  f"determinism ({_short(item['op'])}, {_range(item)})", "drop it, or compile with jit_compile=False",
-                  severity="error")
+                  f"determinism{_only(min(when, key=bool))} ({_short(item['op'])}, {_range(item)})",
+                  "drop it, or compile with jit_compile=False", severity="warning" if all(when) else "error")
         else:
             s.add(R.PY_JIT_COMPILE, line, f"{what} compiles with XLA, whose kernels the determinism switch does "
                   "not fully cover", "drop it unless you checked the model is deterministic under XLA")

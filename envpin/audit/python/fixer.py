@@ -207,8 +207,11 @@ def _insert(tree: ast.Module, lines: list[str], edits: _Edits, target: ScriptTar
         if "keras_set_random_seed" in steps:
             after.append(f"{alias}.keras.utils.set_random_seed(0)")
         else:
+            # tf.compat.v1 exists from TF 1.13 (the table's advice for older versions says so)
+            old = any(a["id"] == "compat-v1-before-1-13" for a in recipe.advice)
+            tf1 = f"{alias}.set_random_seed(0)" if old else f"{alias}.compat.v1.set_random_seed(0)"
             after += ["import random", "import numpy", "random.seed(0)", "numpy.random.seed(0)",
-                      f"{alias}.random.set_seed(0)" if major >= 2 else f"{alias}.compat.v1.set_random_seed(0)"]
+                      f"{alias}.random.set_seed(0)" if major >= 2 else tf1]
         outcome.actions.append("inserted the global seeding (seed 0)")
     if after:
         edits.after.setdefault(end, []).extend([head, *after] if not before else after)
