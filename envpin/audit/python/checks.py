@@ -307,7 +307,8 @@ def switch_name(recipe: Recipe) -> str | None:
 
 
 def _env_switches(s: Script) -> list[tuple[int, str, str | None]]:
-    return [(line, key, value) for line, key, value in s.env if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")]
+    return [(line, key, value) for line, key, value in s.env
+            if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")]
 
 
 def _readable(recipe: Recipe) -> set[str]:
@@ -322,8 +323,8 @@ def determinism_on(s: Script, usable: bool = False) -> bool:
     A variable the recipe does not use is no switch for it (TF_CUDNN_DETERMINISTIC on 2.1+: cuDNN only); with
     `usable`, neither is an enable_op_determinism() the version lacks (py-determinism-switch-unavailable)."""
     recipe, image = s.target.recipe, s.target.image_env
-    calls = ("enable_determinism",) if usable and recipe is not None and not any(
-        st["step"] == "enable_op_determinism" for st in recipe.steps) else ("enable_op_determinism", "enable_determinism")
+    lacks = usable and recipe is not None and not any(st["step"] == "enable_op_determinism" for st in recipe.steps)
+    calls = ("enable_determinism",) if lacks else ("enable_op_determinism", "enable_determinism")
     on = any(c.last in calls for c in s.calls) or any(
         _truthy(v) for _, key, v in _env_switches(s) if recipe is None or key in _readable(recipe)) or any(
         _truthy(image.get(n)) for n in _switch_env(recipe) if n in image)

@@ -113,10 +113,12 @@ PY_NO_GLOBAL_SEED = Rule(
     severity="warning",
     title="The training script sets no global TensorFlow seed",
     finds="A script that trains but never calls `tf.random.set_seed`, `tf.compat.v1.set_random_seed` / "
-          "`tf.set_random_seed`, or `keras.utils.set_random_seed`.",
+          "`tf.set_random_seed`, or `keras.utils.set_random_seed`; and a script that turns determinism on (itself "
+          "or its image) without a global seed and calls a random op the recipe table lists as raising then "
+          "(`tf.random.uniform` without a `seed` from TF 2.7).",
     why="Initializers, Dropout and shuffles without a seed draw from a fresh random state in every run, so the "
         "weights differ from the first step; from TF 2.7 such ops even raise RuntimeError under determinism (the "
-        "finding is then an error and names the first unseeded layer the recipe table lists).",
+        "finding is then an error and names the first unseeded op or layer the recipe table lists).",
     bad=_HEAD + "model = tf.keras.Sequential([tf.keras.layers.Dense(1), tf.keras.layers.Dropout(0.5)])\n"
                 "model.compile(loss='mse')\n",
     good=_HEAD + "tf.keras.utils.set_random_seed(0)\n"
@@ -193,7 +195,9 @@ PY_DATA_NONDETERMINISTIC = Rule(
           "`options.deterministic = False` or `options.experimental_deterministic = False`, and "
           "`parallel_interleave(..., sloppy=True)`.",
     why="The pipeline then hands out elements in the order they finish, which changes from run to run, and "
-        "so does the order of training batches.",
+        "so does the order of training batches. Where the recipe table says op determinism overrides the request "
+        "(TF 2.7 and later) and the script or its image turns determinism on, the order is kept and only speed is "
+        "lost: the finding is then info.",
     bad=_HEAD + "ds = tf.data.Dataset.range(8).map(lambda x: x + 1, num_parallel_calls=4, deterministic=False)\n",
     good=_HEAD + "ds = tf.data.Dataset.range(8).map(lambda x: x + 1, num_parallel_calls=4)\n",
     autofix="Removes `deterministic=False` from the call (the default order is the deterministic one); option "
@@ -215,7 +219,9 @@ PY_DATA_RANDOM_MAP = Rule(
           "those the recipe table's caveat about parallel maps lists.",
     why="Parallel calls share the op's random state and take from it in the order they happen to run, so each "
         "element gets different random numbers in every run. Use the stateless ops "
-        "(`tf.image.stateless_random_*`, `tf.random.stateless_uniform`) with a seed derived from the element.",
+        "(`tf.image.stateless_random_*`, `tf.random.stateless_uniform`) with a seed derived from the element. "
+        "Where the recipe table says op determinism runs such a map serially (TF 2.7 and later) and determinism "
+        "is on, the numbers are reproducible and the cost is speed: the finding is then info.",
     bad=_HEAD + "def augment(x):\n    return tf.image.random_flip_left_right(x)\n\n"
                 "ds = tf.data.Dataset.from_tensors(tf.zeros((4, 4, 3))).map(augment, num_parallel_calls=8)\n",
     good=_HEAD + "def augment(x):\n    return tf.image.stateless_random_flip_left_right(x, seed=(1, 2))\n\n"
@@ -273,7 +279,8 @@ PY_JIT_COMPILE = Rule(
     finds="`jit_compile=True` (`compile()`, `tf.function`), `experimental_compile=True`, "
           "`tf.config.optimizer.set_jit(True)`, and `TF_XLA_FLAGS` with `--tf_xla_auto_jit` set in `os.environ`. "
           "An error when the script also uses an op whose XLA gradient raises on its TensorFlow (MaxPool from "
-          "2.8).",
+          "2.8: Keras MaxPooling layers, `tf.nn.max_pool1d`/`max_pool2d`; a warning for `tf.nn.max_pool`, "
+          "which raises only on rank-3/4 inputs).",
     why="XLA's kernels are not covered by TensorFlow's determinism before 2.8 (Scatter, reductions before "
         "2.2), and from 2.8 some of them raise instead (MaxPool's gradient).",
     bad=_HEAD + "@tf.function(jit_compile=True)\ndef step(x):\n    return x * 2\n",
