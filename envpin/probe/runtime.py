@@ -147,8 +147,9 @@ def _step(name, seed, tf, report):
     elif name == "seed_tf":
         if hasattr(tf, "random") and hasattr(tf.random, "set_seed"):
             tf.random.set_seed(seed)
-        else:  # TF1 API (untested here: TF 1.x cannot be installed on current Python)
-            tf.compat.v1.set_random_seed(seed) if hasattr(tf, "compat") else tf.set_random_seed(seed)
+        else:  # TF 1.x: tf.compat.v1 from 1.13 (1.12 has tf.compat without v1), tf.set_random_seed in every 1.x
+            v1 = getattr(getattr(tf, "compat", None), "v1", None)
+            (v1 if hasattr(v1, "set_random_seed") else tf).set_random_seed(seed)
     elif name == "keras_set_random_seed":
         tf.keras.utils.set_random_seed(seed)
     elif name == "enable_op_determinism":
