@@ -5,7 +5,6 @@ codes, --fix through the real CLI, and bad input (one error line, one hint line,
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import jsonschema
@@ -14,7 +13,7 @@ import pytest
 from envpin.audit import ScriptTarget, audit_script, target_for
 from envpin.audit.python import checks
 from envpin.knowledge import recipes
-from tests.conftest import run_envpin
+from tests.conftest import make_unreadable, run_envpin
 
 SEGMENT = "import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum([1.0], [0], num_segments=1)\n"
 NGC = "FROM nvcr.io/nvidia/tensorflow:{tag}@sha256:" + "cd" * 32 + "\nENV PYTHONHASHSEED=0 {env}\n"
@@ -515,10 +514,8 @@ def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: 
 def test_scripts_that_cannot_be_audited_and_bad_tf_are_one_error(tmp_path: Path, kind: str, args: tuple[str, ...],
                                                                   message: str) -> None:
     script = tmp_path / "train.py"
-    if kind == "fifo":
-        os.mkfifo(script)
-    elif kind == "folder":
-        script.mkdir()
+    if kind in ("fifo", "folder"):
+        make_unreadable(script, kind)
     elif kind == "script":
         script.write_text("import tensorflow as tf\n")
     before = sorted(p.name for p in tmp_path.iterdir())
