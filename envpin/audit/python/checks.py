@@ -655,9 +655,9 @@ def _check_jit(s: Script, raisers: list[tuple[_Call, dict[str, Any]]]) -> None:
             m = _XLA_AUTO.search(value)
             if m and m.group(1) not in ("0", "-1"):
                 sites.append((line, f"TF_XLA_FLAGS={value}"))
+    when = [_condition(s, item, c) for c, item in raisers] if sites else []  # once: the same for every site
     for line, what in sites:
         if raisers:
-            when = [_condition(s, item, c) for c, item in raisers]
             layer, item = raisers[when.index(None)] if None in when else raisers[0]
             s.add(R.PY_JIT_COMPILE, line,
                   f"{what} compiles with XLA, and {layer.name} (line {layer.node.lineno}) then raises under "
