@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EnvpinError
+from envpin.portable.atomic import _temp_prefix as atomic_temp_prefix
 from envpin.portable.atomic import kept_mode, replace_all, signals_held, write_into, write_target
 from envpin.portable.atomic import kind_of as _kind
 
@@ -250,10 +251,8 @@ def folder_files(folder: Path) -> Iterator[str]:
 
 def _temp_prefix(path: Path) -> str:
     """'.NAME.' for a temporary file beside `path`, or a hash of NAME where '.NAME.XXXXXXXX.tmp' would pass
-    NAME_MAX."""
-    if len(os.fsencode(path.name)) + 2 + 8 + 4 <= MAX_NAME_BYTES:
-        return f".{path.name}."
-    return ".envpin-" + hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16] + "."
+    NAME_MAX: the rule of envpin.portable.atomic, which the probe's writes use too."""
+    return atomic_temp_prefix(str(path))
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, *, make_parents: bool = True) -> None:
