@@ -15,9 +15,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.config import AuditConfig, unknown_marks
@@ -31,8 +29,12 @@ from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError
 from envpin.fsutil import read_regular
+from envpin.record import Record
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from envpin.audit.python.audit import ScriptTarget
 
 #: Public names whose module loads on first use (the Python-script audit, which no Dockerfile-only call needs
@@ -74,23 +76,28 @@ __all__ = [
 FIX_SUFFIX = ".envpin-fixed"
 
 
-@dataclass
-class FixedFile:
+class FixedFile(Record):
     """One file --fix wrote: its source, where the corrected copy went, and what was changed."""
 
-    source: str
-    output: str
-    outcome: FixOutcome
+    __slots__ = _fields = ("source", "output", "outcome")
+
+    def __init__(self, source: str, output: str, outcome: FixOutcome) -> None:
+        self.source = source
+        self.output = output
+        self.outcome = outcome
 
 
-@dataclass
-class AuditRun:
+class AuditRun(Record):
     """What `envpin audit` found (and with --fix wrote); its exit code follows --fail-on."""
 
-    files: list[str]
-    findings: list[Finding]
-    fail_on: str
-    fixed: list[FixedFile] = field(default_factory=list)
+    __slots__ = _fields = ("files", "findings", "fail_on", "fixed")
+
+    def __init__(self, files: list[str], findings: list[Finding], fail_on: str,
+                 fixed: list[FixedFile] | None = None) -> None:
+        self.files = files
+        self.findings = findings
+        self.fail_on = fail_on
+        self.fixed = [] if fixed is None else fixed
 
     @property
     def exit_code(self) -> int:
@@ -311,7 +318,7 @@ def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,
     # the Dockerfile of the run builds the image: what its ENV sets counts for the script, over the lock's
     if lock_target is None:
         return ScriptTarget(image[0], image_env=image[1])
-    return replace(lock_target, image_env={**lock_target.image_env, **image[1]})
+    return lock_target.replace(image_env={**lock_target.image_env, **image[1]})
 
 
 def _check_output(out: Path, in_place: bool) -> None:

@@ -9,7 +9,6 @@ because a builder stage's output ends up in the image too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from envpin.audit.base import identify
@@ -76,9 +75,9 @@ def merge(findings: list[Finding]) -> list[Finding]:
         message.add(f.message)
         fix.add(f.fix)
         if SEVERITIES.index(f.severity) < SEVERITIES.index(m.severity):
-            merged[key] = replace(m, severity=f.severity)
+            merged[key] = m.replace(severity=f.severity)
     for key, (message, fix) in joined.items():
-        merged[key] = replace(merged[key], message=message.text(), fix=fix.text())
+        merged[key] = merged[key].replace(message=message.text(), fix=fix.text())
     return sorted(merged.values(), key=lambda f: (f.file, f.line, f.rule))
 
 

@@ -9,12 +9,15 @@ from collections.abc import Callable, Iterable, Iterator
 from json import dumps
 from json.encoder import encode_basestring  # the C encoder where CPython has it (ensure_ascii=False)
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from envpin import HOMEPAGE, __version__
 from envpin.audit.check import Finding
 from envpin.audit.rule import SEVERITIES
 from envpin.audit.rules import RULES
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -1,15 +1,16 @@
 """What an audit rule is: one frozen record per hazard, holding every fact about it in one place.
 
-The record is data only (this module imports nothing of envpin), so the docs generator, the configuration
-(ignore lists), SARIF and --fix read the same facts the checks report with, and any module may import a rule
-without importing the checking machinery. The rules themselves live in envpin/audit/rules/, one module per
+The record is data only (this module imports nothing of envpin but envpin.record), so the docs generator, the
+configuration (ignore lists), SARIF and --fix read the same facts the checks report with, and any module may
+import a rule without importing the checking machinery. The rules themselves live in envpin/audit/rules/, one module per
 family, each next to the check that reports it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from envpin.record import Frozen, _set
 
 SEVERITIES = ("error", "warning", "info")
 #: What an audited file is written in: a Dockerfile, or a Python training script.
@@ -24,11 +25,11 @@ EXAMPLE_BASE = (f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3@{EXAMPLE_DIGEST}\
                 "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Rule:
+class Rule(Frozen):
     """One hazard: its id and severity (what findings carry), its docs, and how --fix and suppressions treat it.
 
     A check reports it as `ctx.add(RULE, ...)`, so a misspelt rule is an import error, not a KeyError at run time.
+    Its fields are the annotated names below, in order; all are keyword arguments.
     """
 
     #: The id findings, suppressions, ignore lists and SARIF name it by; its section's anchor in docs/audit.md.
@@ -50,15 +51,33 @@ class Rule:
     #: Where the facts come from or more is said: (title, URL, or an anchor of docs/audit.md, or a docs page).
     references: tuple[tuple[str, str], ...]
     #: --fix changes the file for it (the other rules get a comment above their line).
-    fixable: bool = False
+    fixable: bool
     #: `# envpin: ignore=` and `ignore = [...]` may silence it (not so a line the builder rejects).
-    suppressible: bool = True
+    suppressible: bool
     #: What the rule reads and its examples are written in: "dockerfile", or "python" (training scripts).
-    language: str = "dockerfile"
+    language: str
     #: The TensorFlow MAJOR.MINOR a Python rule's examples are judged against (`--tf`); None: any or none.
-    example_tf: str | None = None
+    example_tf: str | None
 
-    def __post_init__(self) -> None:
+    __slots__ = _fields = ("id", "severity", "title", "finds", "why", "bad", "good", "autofix", "references",
+                           "fixable", "suppressible", "language", "example_tf")
+
+    def __init__(self, *, id: str, severity: str, title: str, finds: str, why: str, bad: str, good: str,
+                 autofix: str, references: tuple[tuple[str, str], ...], fixable: bool = False,
+                 suppressible: bool = True, language: str = "dockerfile", example_tf: str | None = None) -> None:
+        _set(self, "id", id)
+        _set(self, "severity", severity)
+        _set(self, "title", title)
+        _set(self, "finds", finds)
+        _set(self, "why", why)
+        _set(self, "bad", bad)
+        _set(self, "good", good)
+        _set(self, "autofix", autofix)
+        _set(self, "references", references)
+        _set(self, "fixable", fixable)
+        _set(self, "suppressible", suppressible)
+        _set(self, "language", language)
+        _set(self, "example_tf", example_tf)
         if not _ID.match(self.id):
             raise ValueError(f"rule id {self.id!r}: lower-case words joined by '-'")
         if self.language not in LANGUAGES:

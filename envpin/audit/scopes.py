@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from envpin.audit.words import Var
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _WIDTH, _BITS, _MASK, _HASH_BITS = 16, 4, 15, 64
 _EMPTY: tuple[Any, ...] = (None,) * _WIDTH

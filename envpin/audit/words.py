@@ -8,27 +8,30 @@ parser re-exports these names. Nothing here knows about instructions or rules.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
-from typing import NamedTuple
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACED_NAME_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class Var(NamedTuple):
-    """A build variable: ``value`` None means declared without a value (``ARG NAME``). A NamedTuple, not a frozen
-    dataclass: one is made per ARG/ENV pair, and a frozen dataclass takes twice as long to make."""
+class Var(namedtuple("Var", "name value line kind unresolved", defaults=((),))):
+    """A build variable: ``value`` None means declared without a value (``ARG NAME``); ``kind`` is ARG, ENV,
+    build-arg or builtin; ``unresolved`` the variables its value names that nothing declared. A named tuple, not a
+    frozen record: one is made per ARG/ENV pair, and a named tuple is the quickest immutable value to make."""
 
+    __slots__ = ()
     name: str
     value: str | None
     line: int
-    kind: str  # ARG, ENV, build-arg or builtin
-    unresolved: tuple[str, ...] = ()
+    kind: str
+    unresolved: tuple[str, ...]
 
 
-class Expansion(NamedTuple):
-    """What expand() gives (a NamedTuple: one is made per word and per RUN)."""
+class Expansion(namedtuple("Expansion", "value unresolved")):
+    """What expand() gives (a named tuple: one is made per word and per RUN)."""
 
+    __slots__ = ()
     value: str
     unresolved: tuple[str, ...]
 

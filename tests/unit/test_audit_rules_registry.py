@@ -8,7 +8,6 @@ examples through: the real audit, as `envpin audit` runs it on a file.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from pathlib import Path
 
@@ -46,10 +45,10 @@ def check_examples(rule: Rule, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("rule", ALL, ids=lambda r: r.id)
 def test_every_field_is_filled_in(rule: Rule) -> None:
-    for f in dataclasses.fields(Rule):
-        value = getattr(rule, f.name)
+    for name in Rule._fields:
+        value = getattr(rule, name)
         if isinstance(value, str):
-            assert value.strip(), f"{rule.id}: {f.name} is empty"
+            assert value.strip(), f"{rule.id}: {name} is empty"
     assert rule.severity in SEVERITIES
     assert rule.bad != rule.good and rule.bad.endswith("\n") and rule.good.endswith("\n")
     assert rule.references and all(title.strip() and target.strip() for title, target in rule.references)
@@ -67,11 +66,19 @@ def test_each_rule_is_a_constant_of_its_family_module() -> None:
         assert set(family.RULES) == constants, family.__name__
 
 
+def test_every_field_of_a_rule_is_documented_and_made_by_init() -> None:
+    """Rule's fields are its annotated (and commented) names, in order, and exactly what __init__ takes."""
+    import inspect
+
+    assert Rule._fields == tuple(Rule.__annotations__)
+    assert tuple(inspect.signature(Rule).parameters) == Rule._fields
+
+
 def test_a_rule_is_checked_when_made() -> None:
     with pytest.raises(ValueError, match="severity"):
-        dataclasses.replace(ALL[0], severity="fatal")
+        ALL[0].replace(severity="fatal")
     with pytest.raises(ValueError, match="lower-case"):
-        dataclasses.replace(ALL[0], id="Pip_Unpinned")
+        ALL[0].replace(id="Pip_Unpinned")
 
 
 def test_fix_handles_exactly_the_fixable_rules() -> None:

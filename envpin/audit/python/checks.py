@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 from envpin.audit.check import Finding
 from envpin.audit.python import rules as R
@@ -22,6 +20,11 @@ from envpin.audit.python.names import canonical
 from envpin.audit.python.script import Script, ScriptTarget, _Call, _const, _is_model_compile, _Missing, _mm
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
+from envpin.record import Frozen, _set
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CHECKS", "Script", "ScriptTarget", "run_checks", "switch_name"]
 
@@ -47,11 +50,16 @@ _DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 # --- the table's facts, matched against calls ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Entry:
-    item: dict[str, Any]
-    apis: tuple[str, ...]  # canonical names (envpin.audit.python.names), as a script's calls are resolved
-    xla: bool  # the entry is about XLA compilation (judged by the jit rules, not per call)
+class _Entry(Frozen):
+    """A table entry as calls meet it: ``apis`` its canonical names (envpin.audit.python.names), as a script's
+    calls are resolved; ``xla`` whether it is about XLA compilation (judged by the jit rules, not per call)."""
+
+    __slots__ = _fields = ("item", "apis", "xla")
+
+    def __init__(self, item: dict[str, Any], apis: tuple[str, ...], xla: bool) -> None:
+        _set(self, "item", item)
+        _set(self, "apis", apis)
+        _set(self, "xla", xla)
 
 
 def _apis(item: dict[str, Any]) -> tuple[str, ...]:

@@ -7,39 +7,50 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.python.names import Names
 from envpin.knowledge.recipes import Recipe
 from envpin.portable.versions import parse_version
+from envpin.record import Frozen, Record, _set
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True)
-class ScriptTarget:
+class ScriptTarget(Frozen):
     """The TensorFlow a script is judged against and what the image already sets.
 
     `label` says where the version came from (a Dockerfile's base, the lock, --tf); `image_env` is the produced
     image's ENV (a determinism switch or HOROVOD_FUSION_THRESHOLD set there counts for the script)."""
 
-    label: str = ""
-    tf_version: str | None = None
-    recipe: Recipe | None = None
-    image_env: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = _fields = ("label", "tf_version", "recipe", "image_env")
+
+    def __init__(self, label: str = "", tf_version: str | None = None, recipe: Recipe | None = None,
+                 image_env: Mapping[str, str] | None = None) -> None:
+        _set(self, "label", label)
+        _set(self, "tf_version", tf_version)
+        _set(self, "recipe", recipe)
+        _set(self, "image_env", {} if image_env is None else image_env)
 
 
 #: Calls that train a model (method names): a script with none of them is a library module, not a training run.
 _TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "minimize", "apply_gradients"})
 
 
-@dataclass
-class _Call:
-    node: ast.Call
-    name: str | None  # canonical dotted name, when the imports explain it
-    attr: str | None  # the method name of `obj.method(...)`, whatever obj is
-    #: The name under the other star-imported modules, when only star imports explain it (Names.star_alternatives)
-    alts: tuple[str, ...] = ()
+class _Call(Record):
+    """One call: ``name`` its canonical dotted name, when the imports explain it; ``attr`` the method name of
+    `obj.method(...)`, whatever obj is; ``alts`` the name under the other star-imported modules, when only star
+    imports explain it (Names.star_alternatives)."""
+
+    __slots__ = _fields = ("node", "name", "attr", "alts")
+
+    def __init__(self, node: ast.Call, name: str | None, attr: str | None, alts: tuple[str, ...] = ()) -> None:
+        self.node = node
+        self.name = name
+        self.attr = attr
+        self.alts = alts
 
     def narrowed(self) -> list[_Call]:
         """This call once per name it may have (itself when the imports name it one way)."""
