@@ -11,13 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from envpin.errors import CatalogError, shown
 from envpin.knowledge.fields import FIELDS, LIST_FIELDS, image_problems
 from envpin.knowledge.trust import MIRROR_KIND
 from envpin.knowledge.versions import release_index
 from envpin.portable.ngc import FLAVOR_SUFFIX, LAST_TF1_RELEASE
+
+TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 2
 #: Kinds of evidence (grades), strongest first: a value of an earlier kind outranks a later one where both exist.

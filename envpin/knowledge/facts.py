@@ -29,14 +29,20 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from envpin.errors import EnvpinError, shown
 from envpin.fsutil import atomic_write, parse_json, read_regular
 from envpin.knowledge.fields import IMAGE_SOURCE, image_problems, is_repository_name
 from envpin.portable.imageref import is_digest
+from envpin.record import Frozen, _set
+
+TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
+if TYPE_CHECKING:
+    from typing import Any
+
+    #: Image objects by (the repository they were read from, the catalog tag that resolved to them there).
+    Images = dict[tuple[str, str], dict[str, Any]]
 
 SCHEMA = 2
 #: Schemas this envpin reads; older ones are rewritten as SCHEMA on the next save.
@@ -46,8 +52,6 @@ _KEYS = {"schema", "image_repository", "images"}
 _V1_KEYS = {"schema", "image_repository", "tags"}
 _RECORD_KEYS = {"tags", "created", "declared"}
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")  # Docker's tag grammar
-#: Image objects by (the repository they were read from, the catalog tag that resolved to them there).
-Images = dict[tuple[str, str], dict[str, Any]]
 
 
 def cache_dir() -> Path:
@@ -61,16 +65,22 @@ def cache_path() -> Path:
     return cache_dir() / FILE_NAME
 
 
-@dataclass(frozen=True)
-class CacheRead:
+class CacheRead(Frozen):
     """What the cache file holds that can be used, and what is wrong with the rest (never an exception: a
     damaged cache is ignored, in part or whole, and reported once)."""
 
+    __slots__ = _fields = ("path", "images", "problems", "whole")
     path: Path
     images: Images
     #: One phrase per ignored entry, or the one reason the whole file was ignored (whole=True).
-    problems: tuple[str, ...] = ()
-    whole: bool = False
+    problems: tuple[str, ...]
+    whole: bool
+
+    def __init__(self, path: Path, images: Images, problems: tuple[str, ...] = (), whole: bool = False) -> None:
+        _set(self, "path", path)
+        _set(self, "images", images)
+        _set(self, "problems", problems)
+        _set(self, "whole", whole)
 
     @property
     def notice(self) -> str | None:

@@ -4,11 +4,14 @@ defined once for the catalog file and the user's image-facts cache, which both h
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from envpin.errors import shown
 from envpin.portable import imageref
 from envpin.portable.imageref import is_digest
+
+TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The fields every catalog entry carries, in display order.
 FIELDS = (

@@ -9,14 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from envpin.errors import RecipeError
 from envpin.portable.versions import parse_version
 from envpin.probe import runtime
 from envpin.probe.selftest.expect import ngc_overrides
+from envpin.record import Frozen, _set
+
+TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 #: Python-side steps the runtime helper (envpin.probe.runtime) knows how to perform.
@@ -54,10 +57,11 @@ _ADVICE_KEYS = {"id", "tf_min", "tf_max", "text", "doc", "source"}
 _OVERRIDDEN_KEYS = {"id", "what", "tf_min", "tf_max", "effect", "source"}
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(Frozen):
     """One resolved recipe: everything a Dockerfile and a training script need, with sources."""
 
+    __slots__ = _fields = ("id", "distribution", "tf_version", "summary", "env", "unset", "no_effect", "steps",
+                           "caveats", "raises", "silent", "sources", "ngc_overrides", "advice")
     id: str
     distribution: str
     tf_version: str
@@ -71,9 +75,30 @@ class Recipe:
     silent: tuple[dict[str, Any], ...]
     sources: dict[str, dict[str, str]]
     #: Where this NGC release differs from stock TensorFlow (empty for stock builds).
-    ngc_overrides: tuple[dict[str, Any], ...] = ()
+    ngc_overrides: tuple[dict[str, Any], ...]
     #: Popular advice that is wrong for this TensorFlow, each with its docs anchor.
-    advice: tuple[dict[str, Any], ...] = ()
+    advice: tuple[dict[str, Any], ...]
+
+    def __init__(self, id: str, distribution: str, tf_version: str, summary: str, env: tuple[dict[str, str], ...],
+                 unset: tuple[dict[str, str], ...], no_effect: tuple[dict[str, str], ...],
+                 steps: tuple[dict[str, str], ...], caveats: tuple[dict[str, str], ...],
+                 raises: tuple[dict[str, Any], ...], silent: tuple[dict[str, Any], ...],
+                 sources: dict[str, dict[str, str]], ngc_overrides: tuple[dict[str, Any], ...] = (),
+                 advice: tuple[dict[str, Any], ...] = ()) -> None:
+        _set(self, "id", id)
+        _set(self, "distribution", distribution)
+        _set(self, "tf_version", tf_version)
+        _set(self, "summary", summary)
+        _set(self, "env", env)
+        _set(self, "unset", unset)
+        _set(self, "no_effect", no_effect)
+        _set(self, "steps", steps)
+        _set(self, "caveats", caveats)
+        _set(self, "raises", raises)
+        _set(self, "silent", silent)
+        _set(self, "sources", sources)
+        _set(self, "ngc_overrides", ngc_overrides)
+        _set(self, "advice", advice)
 
     def env_dict(self) -> dict[str, str]:
         return {e["name"]: e["value"] for e in self.env}

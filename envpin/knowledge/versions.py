@@ -6,12 +6,16 @@ its SpecError into the CLI's UsageError, with the same message and hint.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from envpin.errors import UsageError
 from envpin.portable import versions as _v
 from envpin.portable.versions import NGCSpec, SpecError, TFSpec, parse_version
+
+TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "NGCSpec",
@@ -22,8 +26,6 @@ __all__ = [
     "parse_version",
     "release_index",
 ]
-
-_T = TypeVar("_T")
 
 
 def _as_usage_error(parse: Callable[[str], _T], text: str) -> _T:
