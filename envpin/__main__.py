@@ -181,10 +181,33 @@ def _lean(args: list[str]) -> bool:
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)
-    import signal
+    _leave(code)
+    return True  # not reached
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: Ctrl-C from here on must not undo the exit status
-    sys.exit(code)
+
+def _leave(code: int) -> None:
+    """End the process with `code` at once: the interpreter's teardown (freeing every module and object, ~5 ms
+    of a 45 ms one-file audit) does nothing the lean path needs. Its output is flushed first (stdout's reader
+    gone at the last moment is envpin.cli's 141, as during the command); it writes no file and registers no
+    atexit handler. Called as a library function (not the program: tests, an embedding process) it is
+    SystemExit, which the caller may catch."""
+    import os
+
+    if "_signal" not in globals():
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: Ctrl-C from here on must not undo the exit status
+        sys.exit(code)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # as above
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _closed_stdout()
+    try:  # noqa: SIM105 (contextlib would be one more import at start-up)
+        sys.stderr.flush()
+    except OSError:  # nobody reads errors any more: the exit status is all that is left to give
+        pass
+    os._exit(code)
 
 
 def _failed(name: str, exc: "EnvpinError") -> None:

@@ -17,12 +17,15 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from envpin.errors import EnvpinError
 from envpin.portable.atomic import _temp_prefix as atomic_temp_prefix
 from envpin.portable.atomic import kept_mode, replace_all, signals_held, write_into, write_target
 from envpin.portable.atomic import kind_of as _kind
+
+TYPE_CHECKING = False  # typing's, without importing typing (every command loads this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -71,3 +71,12 @@ class Frozen(Record):
 
     def __hash__(self) -> int:
         return hash(self._values())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """copy, deepcopy and pickle rebuild it through `__init__` (the default would set its fields one by one,
+        which a Frozen refuses)."""
+        return (_rebuild, (type(self), dict(zip(self._fields, self._values(), strict=True))))
+
+
+def _rebuild(cls: type[Frozen], values: dict[str, Any]) -> Frozen:
+    return cls(**values)

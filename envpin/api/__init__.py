@@ -6,8 +6,7 @@ inside their functions, so a command loads only what it uses (`envpin probe` nev
 Jinja2 or the Docker SDK); importing envpin.api itself is cheap.
 """
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:  # for type checkers and readers; at run time each name is imported on first use (__getattr__)
     from envpin.api.audit import audit_files
     from envpin.api.catalog import catalog_entries, catalog_release, sync_catalog

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from envpin.errors import UsageError
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
 

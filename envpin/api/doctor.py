@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
 
     from envpin.doctor import Diagnosis

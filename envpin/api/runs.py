@@ -7,10 +7,10 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from envpin.errors import UsageError
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from envpin.runs.bisect import BisectResult
     from envpin.runs.cost import CostResult

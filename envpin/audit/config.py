@@ -80,12 +80,23 @@ def find(start: Path) -> Path | None:
 
 
 def _table(path: Path) -> dict[str, Any] | None:
-    from envpin._compat import tomllib
+    """The [tool.envpin.audit] table of a pyproject.toml, or None. A file whose bytes hold neither `envpin` nor a
+    `\\u`/`\\U` escape cannot spell the key, so it is not parsed (the TOML parser costs more than a one-file
+    audit's own work; a broken pyproject.toml of another tool is that tool's to report)."""
     from envpin.fsutil import read_regular
 
     try:
-        data = tomllib.loads(read_regular(path).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raw = read_regular(path)
+    except OSError as exc:
+        raise UsageError(f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder") \
+            from None
+    if b"envpin" not in raw and b"\\u" not in raw and b"\\U" not in raw:
+        return None
+    from envpin._compat import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise UsageError(f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder") \
             from None
     except ValueError:  # an integer past Python's 4,300-digit conversion limit

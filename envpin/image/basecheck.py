@@ -9,12 +9,11 @@ and the lock would tell a teammate other numbers than the image holds.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from envpin.environment.plan import release_version, same_minor
 from envpin.errors import UsageError
 from envpin.knowledge import imageconfig
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan
     from envpin.knowledge.sync import ImageRead

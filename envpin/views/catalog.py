@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from envpin.views.console import Plain, say, width_of
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 

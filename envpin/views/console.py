@@ -9,9 +9,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's, without importing typing (a one-file audit loads this module)
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.console import Console
 
     from envpin.image.buildlog import ProgressEvent

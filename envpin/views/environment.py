@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from envpin import HOMEPAGE
 from envpin.api.environment import LockResult, PlannedBuild
 from envpin.views.console import Plain, say, width_of
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from envpin.errors import shown
 from envpin.views.console import say
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 

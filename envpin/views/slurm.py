@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from envpin.views.console import say
 
+TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -24,7 +24,7 @@ def _defined() -> dict[str, str]:
                 name = node.targets[0].id
             else:
                 continue
-            if not name.startswith("_"):
+            if not name.startswith("_") and name != "TYPE_CHECKING":  # typing's flag, set without importing typing
                 names[name] = path.stem
     return names
 

@@ -167,6 +167,20 @@ def test_a_pyproject_without_the_table_is_not_a_configuration(cli, tmp_path: Pat
     assert json.loads(cli("audit", "--json", "Dockerfile", cwd=tmp_path).stdout)["fail_on"] == "warning"
 
 
+def test_a_pyproject_that_cannot_name_envpin_is_not_parsed_one_that_can_is(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Without the bytes `envpin` (or a \\u escape that could spell them) no [tool.envpin.audit] can be in the file:
+    it is not parsed, so another tool's broken pyproject.toml is not envpin's error; a table spelt with escapes in a
+    quoted key is still found and read."""
+    _write(tmp_path, "Dockerfile", MIXED)
+    (tmp_path / "pyproject.toml").write_text('[tool.other\nbroken = \n')
+    assert cli("audit", "--json", "Dockerfile", cwd=tmp_path).code == 1
+    (tmp_path / "pyproject.toml").write_text('[tool."\\u0065nvpin".audit]\nfail-on = "error"\n')
+    assert json.loads(cli("audit", "--json", "Dockerfile", cwd=tmp_path).stdout)["fail_on"] == "error"
+    (tmp_path / "pyproject.toml").write_text('[tool.envpin.audit\nbroken = \n')
+    res = cli("audit", "Dockerfile", cwd=tmp_path)
+    assert res.code == 2 and "cannot be read as TOML" in res.stderr
+
+
 # -- inline suppressions --------------------------------------------------------------------------------------------
 def test_inline_suppressions_on_the_line_or_the_comment_above(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     text = (f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\n"

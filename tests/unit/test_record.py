@@ -67,6 +67,17 @@ def test_repr_shows_the_fields_in_order() -> None:
     assert repr(Box([1], "a")) == "Box(items=[1], label='a')"
 
 
+def test_frozen_records_copy_and_pickle_through_init() -> None:
+    import copy
+    import pickle
+
+    p = Point(1, 2)
+    assert copy.copy(p) == p and copy.deepcopy(p) == p and pickle.loads(pickle.dumps(p)) == p
+    b = Box([1], "a")
+    c = copy.deepcopy(b)
+    assert c == b and c.items is not b.items
+
+
 def test_replace_goes_through_init() -> None:
     p = Point(1, 2)
     assert p.replace(y=5) == Point(1, 5) and p == Point(1, 2)
