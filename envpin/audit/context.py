@@ -9,7 +9,6 @@ no rule.
 from __future__ import annotations
 
 import bisect
-import glob
 import posixpath
 from pathlib import Path
 
@@ -95,6 +94,8 @@ class BuildContext(Record):
     def _lookup(self, src: str) -> list[Path]:
         rel = src.lstrip("/")
         if any(c in rel for c in "*?["):
+            import glob  # only for a wildcard COPY source (not loaded by every audit)
+
             return sorted(Path(p) for p in glob.glob(str(self.root / rel)) if self.inside(Path(p)))
         path = self.root / rel if rel not in ("", ".") else self.root
         return [path] if path.exists() and self.inside(path) else []

@@ -9,16 +9,20 @@ import contextlib
 import errno
 import os
 import re
-import signal
 import stat
-from typing import Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments)
+
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments and quoted annotations)
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held() -> "Iterator[None]":
     """Hold back Ctrl-C and termination for a few renames that must happen together (both reports, or an
     environment folder's swap); they are delivered right after. Only the main thread can block them;
     elsewhere this does nothing."""
+    import signal  # here, not at the top: most commands that load this module never hold signals
+
     held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     try:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
@@ -68,7 +72,7 @@ def is_descriptor(path: str) -> bool:
     return False
 
 
-def write_target(path: str) -> Tuple[str, bool]:
+def write_target(path: str) -> "Tuple[str, bool]":
     """Where a write of `path` lands and whether it is written into (True) rather than replaced by a rename:
     a character device (as `probe -o /dev/null` is), a FIFO someone reads, and /dev/stdout or /dev/fd/N
     whatever they lead to (a file the shell redirected there is appended to, so the redirection keeps it). A
@@ -106,7 +110,7 @@ def write_target(path: str) -> Tuple[str, bool]:
 _OWN = re.compile(r"/(?:proc/(?:self|thread-self|%d)/fd|dev/fd)/([0-9]+)" % os.getpid())
 
 
-def own_descriptor(path: str) -> Optional[int]:
+def own_descriptor(path: str) -> "Optional[int]":
     """N when `path` is, or links to, this process's descriptor N (/dev/stdout: 1, /dev/fd/3: 3), else None."""
     current = os.path.abspath(path)
     for _ in range(40):
@@ -163,7 +167,7 @@ def kept_mode(path: str, default: int = 0o644) -> int:
     return st.st_mode & 0o777 if stat.S_ISREG(st.st_mode) else default
 
 
-def replace_all(files: Dict[str, bytes], modes: Optional[Dict[str, int]] = None) -> None:
+def replace_all(files: "Dict[str, bytes]", modes: "Optional[Dict[str, int]]" = None) -> None:
     """Write several files all or nothing: each is staged (fsynced) beside its target, then all are renamed
     into place together with signals held back. Renames need no free space, so a full disk or a permission
     problem is found while staging, before any target changes; then every staged file is removed and the

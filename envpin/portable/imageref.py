@@ -8,7 +8,11 @@ logins) is the registry client's business, on the host side.
 """
 
 import re
-from typing import NamedTuple, Optional, Tuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
@@ -30,13 +34,13 @@ EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
 class RefError(ValueError):
     """Text that is not an image reference; `hint` says what one looks like."""
 
-    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+    def __init__(self, message: str, hint: "Optional[str]" = None) -> None:
         ValueError.__init__(self, message)
         self.message = message
         self.hint = hint
 
 
-def split(text: str) -> Tuple[str, Optional[str], Optional[str]]:
+def split(text: str) -> "Tuple[str, Optional[str], Optional[str]]":
     """(name, tag, digest) exactly as written, without validation: what a Dockerfile's FROM says.
     'nvcr.io/nvidia/tensorflow:20.02-tf2-py3@sha256:..' -> ('nvcr.io/nvidia/tensorflow', '20.02-tf2-py3', ..);
     a ':' inside the registry host ('127.0.0.1:5000/x') is not a tag."""
@@ -73,13 +77,14 @@ def is_loopback(host: str) -> bool:
     return name in ("localhost", "::1") or re.match(r"127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z", name) is not None
 
 
-class ImageRef(NamedTuple):
+class ImageRef(namedtuple("ImageRef", "registry repository tag digest")):
     """A parsed reference: `registry` is the canonical registry name ('docker.io' for Docker Hub)."""
 
+    __slots__ = ()
     registry: str
     repository: str
-    tag: Optional[str]
-    digest: Optional[str]
+    tag: "Optional[str]"
+    digest: "Optional[str]"
 
     @property
     def api_host(self) -> str:

@@ -5,9 +5,11 @@ It works on any entries that have ``release``, ``flavor``, ``tag`` and ``tf_vers
 host's catalog (envpin.knowledge.catalog.Catalog.select) and anything running inside an image use the same rules.
 """
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
-
 from envpin.portable.versions import NGCSpec, SpecError, TFSpec, parse_ngc_spec, release_index
+
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 FLAVOR_SUFFIX = {"py2": "py2", "py3": "py3", "tf1": "tf1-py3", "tf1-py2": "tf1-py2", "tf2": "tf2-py3"}
 #: Flavors whose images hold Python 2 (19.11 and 19.12 still shipped a TF1 image for it).
@@ -22,7 +24,7 @@ def _check_flavor(flavor: str) -> None:
         raise SpecError("unknown flavor '%s'" % flavor, hint="use one of: py2, py3, tf1, tf1-py2, tf2")
 
 
-def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> List[str]:
+def nearest_releases(anchor: str, candidates: "Iterable[str]", limit: int) -> "List[str]":
     """Candidates ordered by distance in months from `anchor` (later first on ties)."""
     a = release_index(anchor)
     ranked = sorted(candidates, key=lambda r: (abs(release_index(r) - a), -release_index(r)))
@@ -32,12 +34,12 @@ def nearest_releases(anchor: str, candidates: Iterable[str], limit: int) -> List
 class Selector(object):
     """The selection rules over one catalog's entries (in catalog order) and its release-less months."""
 
-    def __init__(self, entries: Sequence[Any], missing: Dict[str, Dict[str, Any]]) -> None:
+    def __init__(self, entries: "Sequence[Any]", missing: "Dict[str, Dict[str, Any]]") -> None:
         self.entries = list(entries)
         self.missing = missing
         self.releases = sorted(set(e.release for e in self.entries), key=release_index)
 
-    def release_entries(self, release: str) -> List[Any]:
+    def release_entries(self, release: str) -> "List[Any]":
         """All tags of one release, or a clear error for unknown and release-less months."""
         found = [e for e in self.entries if e.release == release]
         if found:
@@ -52,7 +54,7 @@ class Selector(object):
                             hint="%s was the last NGC TensorFlow release; see 'envpin catalog'" % last)
         raise SpecError("release %s is not in the catalog" % release, hint="see 'envpin catalog'")
 
-    def filter(self, tf: Optional[TFSpec] = None, flavor: Optional[str] = None) -> List[Any]:
+    def filter(self, tf: "Optional[TFSpec]" = None, flavor: "Optional[str]" = None) -> "List[Any]":
         """Entries of every release with this flavor and TensorFlow version; empty when none has them."""
         out = self.entries
         if flavor:
@@ -62,8 +64,8 @@ class Selector(object):
             out = [e for e in out if tf.matches(e.tf_version)]
         return list(out)
 
-    def select(self, ngc: Union[NGCSpec, str, None], tf: Optional[TFSpec] = None, flavor: Optional[str] = None,
-               single: bool = False) -> List[Any]:
+    def select(self, ngc: "Union[NGCSpec, str, None]", tf: "Optional[TFSpec]" = None, flavor: "Optional[str]" = None,
+               single: bool = False) -> "List[Any]":
         """The release's tags, narrowed by the spec's flavor (or `flavor`) and by `tf`; with single=True exactly
         one. Without a spec, every release's tags that fit `tf` and `flavor` (possibly none)."""
         if ngc is None:
@@ -103,7 +105,7 @@ class Selector(object):
             )
         return entries
 
-    def _with_tf(self, release: str, entries: List[Any], tf: TFSpec) -> List[Any]:
+    def _with_tf(self, release: str, entries: "List[Any]", tf: TFSpec) -> "List[Any]":
         matching = [e for e in entries if tf.matches(e.tf_version)]
         if matching:
             return matching

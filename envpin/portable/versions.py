@@ -7,9 +7,13 @@ never accepted.
 """
 
 import re
-from typing import List, NamedTuple, Optional, Tuple
+from collections import namedtuple
 
 from envpin.portable import imageref
+
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import List, Optional, Tuple
 
 # Greedy runs of ASCII digits: '1234567890' is one number, never cut to (123456789,). Input is at most
 # _MAX_TEXT characters, far below int()'s 4,300-digit limit.
@@ -26,13 +30,13 @@ _MAX_TEXT = 200  # nothing a user types here is longer; longer input is refused,
 class SpecError(ValueError):
     """Text that is not a version or release spec; `hint` says what is accepted."""
 
-    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+    def __init__(self, message: str, hint: "Optional[str]" = None) -> None:
         ValueError.__init__(self, message)
         self.message = message
         self.hint = hint
 
 
-def parse_version(text: Optional[str], exact: bool = False) -> Optional[Tuple[int, ...]]:
+def parse_version(text: "Optional[str]", exact: bool = False) -> "Optional[Tuple[int, ...]]":
     """Numeric components at the start of a version: '2.1.0' -> (2, 1, 0), '1.15.5+nv22.12' -> (1, 15, 5),
     '535.104.05' -> (535, 104, 5), '2.21.0rc1' -> (2, 21, 0); None when it does not start with a number.
     With exact=True the whole text must be dotted numbers ('535.104.05', not '535.104.05-beta')."""
@@ -46,18 +50,18 @@ def parse_version(text: Optional[str], exact: bool = False) -> Optional[Tuple[in
     return tuple(int(p) for p in parts)
 
 
-def components(text: str) -> List[str]:
+def components(text: str) -> "List[str]":
     """A version as comparable text components: '1.15.5+nv21.06' -> ['1', '15', '5', 'nv21', '6'] (split at
     '.' and '+', numbers without leading zeros), for lenient comparisons of versions that carry suffixes."""
     parts = [p for p in re.split(r"[.+]", str(text).strip().lower()) if p]
     return [str(int(p)) if re.match(r"[0-9]{1,9}\Z", p) else p for p in parts]
 
 
-def version_text(parts: Tuple[int, ...]) -> str:
+def version_text(parts: "Tuple[int, ...]") -> str:
     return ".".join(str(p) for p in parts)
 
 
-def matches(prefix: Tuple[int, ...], version: Optional[str]) -> bool:
+def matches(prefix: "Tuple[int, ...]", version: "Optional[str]") -> bool:
     """True when `version` agrees with every component both give: a catalog value known only to
     MAJOR.MINOR ('2.1') matches a spec of '2.1.0', since the source is not precise enough to contradict it."""
     parsed = parse_version(version)
@@ -67,10 +71,11 @@ def matches(prefix: Tuple[int, ...], version: Optional[str]) -> bool:
     return parsed[:n] == prefix[:n]
 
 
-class TFSpec(NamedTuple):
+class TFSpec(namedtuple("TFSpec", "parts")):
     """A TensorFlow version as the user typed it: '2', '2.1' or '2.1.0' (a prefix to match)."""
 
-    parts: Tuple[int, ...]
+    __slots__ = ()
+    parts: "Tuple[int, ...]"
 
     @property
     def text(self) -> str:
@@ -80,7 +85,7 @@ class TFSpec(NamedTuple):
     def major(self) -> int:
         return self.parts[0]
 
-    def matches(self, version: Optional[str]) -> bool:
+    def matches(self, version: "Optional[str]") -> bool:
         return matches(self.parts, version)
 
 
@@ -94,11 +99,12 @@ def parse_tf_spec(text: str) -> TFSpec:
     return TFSpec(tuple(int(g) for g in m.groups() if g is not None))
 
 
-class NGCSpec(NamedTuple):
+class NGCSpec(namedtuple("NGCSpec", "release flavor")):
     """An NGC release ('20.02') optionally narrowed to one tag's flavor ('20.02-tf2-py3' -> tf2)."""
 
+    __slots__ = ()
     release: str
-    flavor: Optional[str]
+    flavor: "Optional[str]"
 
     @property
     def text(self) -> str:

@@ -8,7 +8,6 @@ the Dockerfile, sets the environment, seeds every RNG and enables op determinism
 
 import json
 import os
-import random
 import re
 import sys
 import warnings
@@ -136,6 +135,8 @@ def check_environment(recipe, environ=None):
 
 def _step(name, seed, tf, report):
     if name == "seed_python":
+        import random  # here, not at the top: `envpin audit` loads this module and never seeds
+
         random.seed(seed)
     elif name == "seed_numpy":
         try:
@@ -207,6 +208,8 @@ def enable_determinism(seed=42, strict=False, table=None):
     tf_was_imported = "tensorflow" in sys.modules
     recipe = current_recipe(table)
     if recipe is None:
+        import random
+
         random.seed(seed)
         report["applied"].append("seed_python")
         report["warnings"].append("TensorFlow is not installed: only Python's random module was seeded")

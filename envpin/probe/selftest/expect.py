@@ -12,29 +12,32 @@ environment is not what the table says, or the table is missing something.
 """
 
 import sys
-from typing import Any, Dict, List, Optional
 
 from envpin.portable.versions import parse_version, release_index
 from envpin.probe.runtime import within
+
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
 
 RAISES = "raises-under-determinism"
 SILENT = "NONDETERMINISTIC"
 _OVERRIDE_VERDICTS = {"deterministic": "deterministic", "nondeterministic": SILENT, "raises": RAISES}
 
 
-def platform_name(value: Optional[str] = None) -> str:
+def platform_name(value: "Optional[str]" = None) -> str:
     """"windows", "linux", "darwin" ... for sys.platform (or `value`)."""
     value = sys.platform if value is None else value
     return "windows" if value.startswith("win") else value.rstrip("0123456789")
 
 
-def _mm(version: Optional[str]) -> Optional[tuple]:
+def _mm(version: "Optional[str]") -> "Optional[tuple]":
     parsed = parse_version(version or "")
     return tuple(parsed[:2]) if parsed is not None and len(parsed) >= 2 else None
 
 
-def covers(entry: Dict[str, Any], mm: tuple, gpu: bool, keras: Optional[str] = None,
-           platform: Optional[str] = None) -> bool:
+def covers(entry: "Dict[str, Any]", mm: tuple, gpu: bool, keras: "Optional[str]" = None,
+           platform: "Optional[str]" = None) -> bool:
     """Whether `entry` speaks of this TensorFlow on this device: "gpu" entries only where the checks ran on
     a GPU, "cpu" entries only where they ran on the CPU, "any" everywhere; an entry with a Keras range only
     where that Keras is installed (an unknown Keras matches no such entry), one with a platform only there."""
@@ -50,8 +53,8 @@ def covers(entry: Dict[str, Any], mm: tuple, gpu: bool, keras: Optional[str] = N
     return within(mm, entry.get("tf_min"), entry.get("tf_max"))
 
 
-def ngc_overrides(table: Dict[str, Any], tf_version: Optional[str], ngc_release: Optional[str],
-                  gpu: Optional[bool] = None) -> List[Dict[str, Any]]:
+def ngc_overrides(table: "Dict[str, Any]", tf_version: "Optional[str]", ngc_release: "Optional[str]",
+                  gpu: "Optional[bool]" = None) -> "List[Dict[str, Any]]":
     """The table's NGC-only facts that hold for this NGC release and TensorFlow (none for stock builds).
     `gpu` None: whatever the device (the recipe view); True/False: only entries for that device."""
     mm = _mm(tf_version)
@@ -72,8 +75,8 @@ def ngc_overrides(table: Dict[str, Any], tf_version: Optional[str], ngc_release:
     return out
 
 
-def expected(name: str, tf_version: Optional[str], gpu: bool, table: Dict[str, Any], keras: Optional[str] = None,
-             ngc_release: Optional[str] = None, platform: Optional[str] = None) -> Dict[str, Any]:
+def expected(name: str, tf_version: "Optional[str]", gpu: bool, table: "Dict[str, Any]", keras: "Optional[str]" = None,
+             ngc_release: "Optional[str]" = None, platform: "Optional[str]" = None) -> "Dict[str, Any]":
     """``{"verdict", "why", "source"}`` for check `name` on this TensorFlow (on a GPU or not)."""
     mm = _mm(tf_version)
     if mm is None:
@@ -91,7 +94,7 @@ def expected(name: str, tf_version: Optional[str], gpu: bool, table: Dict[str, A
     return {"verdict": "deterministic", "why": "no entry of the recipe table covers it", "source": None}
 
 
-def surprise(check: Dict[str, Any]) -> Optional[str]:
+def surprise(check: "Dict[str, Any]") -> "Optional[str]":
     """A sentence when the verdict contradicts the expectation; None when it fits (or cannot be judged).
 
     A silently nondeterministic op may still agree in every run of a short battery, so "deterministic"
