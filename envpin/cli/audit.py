@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Severity, value
+from envpin.cli.options import Severity, output_file, value
 
 
 def register(app: typer.Typer) -> None:
@@ -43,7 +43,8 @@ def register(app: typer.Typer) -> None:
         fix: Annotated[
             bool, typer.Option("--fix", help="Write a corrected file (<file>.envpin-fixed by default).")
         ] = False,
-        fix_out: Annotated[Path | None, typer.Option("--fix-out", help="Write the corrected file here.")] = None,
+        fix_out: Annotated[Path | None, typer.Option("--fix-out", parser=output_file, metavar="FILE",
+                                                     help="Write the corrected file here.")] = None,
         in_place: Annotated[bool, typer.Option("--in-place", help="With --fix: overwrite the input.")] = False,
         no_resolve: Annotated[
             bool, typer.Option("--no-resolve", help="With --fix: do not ask registries for digests; comment instead.")

@@ -22,6 +22,7 @@ from envpin.cli.options import (
     ReqOpt,
     Resolver,
     TfOpt,
+    output_file,
     value,
     wants_json,
 )
@@ -136,7 +137,8 @@ def register(app: typer.Typer) -> None:
         stock: StockOpt = None,
         base_image: BaseOpt = None,
         out: Annotated[
-            Path | None, typer.Option("--out", help="Lock file (default requirements.lock beside it).")
+            Path | None, typer.Option("--out", parser=output_file, metavar="FILE",
+                                      help="Lock file (default requirements.lock beside it).")
         ] = None,
         check: Annotated[
             bool, typer.Option("--check", help="Exit 1 if envpin.lock is stale against its inputs (for CI).")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, wants_json
+from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, output_file, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = Format.text,
         as_json: JsonOpt = False,
         html: Annotated[
-            Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report.")
+            Path | None, typer.Option("--html", parser=output_file, metavar="FILE",
+                                      help="Also write a self-contained HTML report.")
         ] = None,
         expect: Annotated[
             int | None, typer.Option("--expect", metavar="N",
@@ -69,7 +70,8 @@ def register(app: typer.Typer) -> None:
                                      help="Image to probe in, best pinned by digest (default: the newest NGC tf2).")
         ] = None,
         namespace: Annotated[str, typer.Option("--namespace", metavar="NS", help="Kubernetes namespace.")] = "default",
-        out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write here instead of stdout.")] = None,
+        out: Annotated[Path | None, typer.Option("--out", parser=output_file, metavar="FILE",
+                                                 help="Write here instead of stdout.")] = None,
         selftest: Annotated[
             bool | None,
             typer.Option("--selftest/--no-selftest",

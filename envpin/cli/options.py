@@ -58,6 +58,15 @@ class Flavor(str, Enum):
     tf2 = "tf2"
 
 
+def output_file(value: str | Path) -> Path:
+    """The parser of every option that names one file to write. `newdir/` is refused: the user means a folder,
+    and as a Path it would lose its slash and become a file named `newdir`."""
+    if isinstance(value, str) and value.endswith("/"):
+        raise typer.BadParameter(f"{value!r} ends with '/', so it names a folder; this option writes one file "
+                                 f"(name the file inside it)")
+    return Path(value)
+
+
 def value(choice: Enum | None) -> str | None:
     """An option's plain string for envpin.api (which takes strings, like any Python caller)."""
     return None if choice is None else str(choice.value)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, Gpus, JsonOpt, check_quick, value, wants_json
+from envpin.cli.options import Format, FormatOpt, Gpus, JsonOpt, check_quick, output_file, value, wants_json
 
 
 def register(app: typer.Typer) -> None:
@@ -18,13 +18,16 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
         ] = None,
         output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="Write the JSON report to FILE ('-': stdout).")
+            Path | None, typer.Option("--output", "-o", parser=output_file, metavar="FILE",
+                                      help="Write the JSON report to FILE ('-': stdout).")
         ] = None,
         json_file: Annotated[
-            Path | None, typer.Option("--json", help="Deprecated spelling of --output FILE.", hidden=True)
+            Path | None, typer.Option("--json", parser=output_file, metavar="FILE",
+                                      help="Deprecated spelling of --output FILE.", hidden=True)
         ] = None,
         markdown: Annotated[
-            Path | None, typer.Option("--markdown", help="Write the Markdown report to FILE ('-': stdout).")
+            Path | None, typer.Option("--markdown", parser=output_file, metavar="FILE",
+                                      help="Write the Markdown report to FILE ('-': stdout).")
         ] = None,
         with_tf: Annotated[
             bool, typer.Option("--with-tf", help="Import TensorFlow to read its runtime settings (slow).")

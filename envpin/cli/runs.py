@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, JsonOpt, wants_json
+from envpin.cli.options import Format, FormatOpt, JsonOpt, output_file, wants_json
 
 #: Everything after the first word of the command belongs to the command (its own -options included).
 _COMMAND_SETTINGS = {"allow_interspersed_args": False}
@@ -94,10 +94,12 @@ def register(app: typer.Typer) -> None:
         ] = RecipeArms.off,
         jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs at once, 1 to 1000.")] = 1,
         html: Annotated[
-            Path | None, typer.Option("--html", help="Write the figure (self-contained HTML, inline SVG) here.")
+            Path | None, typer.Option("--html", parser=output_file, metavar="FILE",
+                                      help="Write the figure (self-contained HTML, inline SVG) here.")
         ] = None,
         svg: Annotated[
-            Path | None, typer.Option("--svg", help="Write the same panels as one SVG image here.")
+            Path | None, typer.Option("--svg", parser=output_file, metavar="FILE",
+                                      help="Write the same panels as one SVG image here.")
         ] = None,
         keep: KeepOpt = None,
         timeout: TimeoutOpt = None,

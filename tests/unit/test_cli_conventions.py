@@ -51,6 +51,28 @@ def test_choices_are_listed_in_the_error(cli, args: tuple[str, ...], listed: str
     assert res.code == 2 and len(lines) == 2 and listed in lines[0] and lines[1].startswith("hint: ")
 
 
+@pytest.mark.parametrize("args", [
+    ("probe", "-o"),
+    ("probe", "--markdown"),
+    ("probe", "--json"),
+    ("audit", "Dockerfile", "--fix", "--fix-out"),
+    ("lock", "requirements.in", "--ngc", "20.02", "--out"),
+    ("fleet", "manifest", "--kubernetes", "--out"),
+    ("fleet", "report", "reports", "--html"),
+    ("study", "--html"),
+    ("study", "--svg"),
+])
+def test_an_option_that_writes_one_file_refuses_a_folder_name(cli, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                              args: tuple[str, ...]) -> None:
+    """`--out newdir/` means a folder: as a Path it would lose its slash and a file named `newdir` would be
+    written. It is one error before any work, and nothing is created."""
+    res = cli(*args, "newdir/", *(["--", "true"] if args[0] == "study" else []), cwd=tmp_path)
+    lines = res.stderr.splitlines()
+    assert res.code == 2 and len(lines) == 2, res.stderr
+    assert "'newdir/' ends with '/', so it names a folder" in lines[0] and lines[1].startswith("hint: ")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_quiet_drops_notes_but_never_errors(cli) -> None:  # type: ignore[no-untyped-def]
     loud = cli("probe")
     assert loud.stderr.startswith("fingerprint sha256:")  # the summary goes to stderr when JSON is on stdout
