@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
 from envpin.errors import UsageError
+from envpin.record import Value
 
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan
@@ -36,8 +37,8 @@ def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None)
                          "GPU image", hint=f"e.g. envpin {command} --ngc 20.02 --tf 2.1, or envpin {command} --tf 2.20")
 
 
-@dataclass(frozen=True)
-class RenderResult:
+@dataclass(frozen=True, slots=True)
+class RenderResult(Value):
     plan: BuildPlan
     out: Path
     files: dict[str, bytes]
@@ -47,8 +48,8 @@ class RenderResult:
     formats: tuple[str, ...] = ("docker",)
 
 
-@dataclass(frozen=True)
-class EnvironmentInputs:
+@dataclass(frozen=True, slots=True)
+class EnvironmentInputs(Value):
     """What the user says about an environment on the command line (render, build, build --dry-run).
 
     With no ngc, stock or tf, everything comes from a lock: `lock`, else the one `find_lock` finds; with no ngc
@@ -250,8 +251,8 @@ def check_lock(lock_path: Path) -> list[str]:
                     and p.split(":", 1)[0] not in named]
 
 
-@dataclass(frozen=True)
-class BuildRequest:
+@dataclass(frozen=True, slots=True)
+class BuildRequest(Value):
     """`envpin build`: the inputs, and how to build them."""
 
     inputs: EnvironmentInputs = EnvironmentInputs()
@@ -267,15 +268,15 @@ class BuildRequest:
     check: bool = False
 
 
-@dataclass(frozen=True)
-class DryRunRequest:
+@dataclass(frozen=True, slots=True)
+class DryRunRequest(Value):
     """`envpin build --dry-run`: the plan a build would use; nothing is written and no engine is asked."""
 
     inputs: EnvironmentInputs = EnvironmentInputs()
 
 
-@dataclass(frozen=True)
-class PlannedBuild:
+@dataclass(frozen=True, slots=True)
+class PlannedBuild(Value):
     """What `envpin build` would build: the plan, the folder and the files it would render there."""
 
     plan: BuildPlan
@@ -377,8 +378,8 @@ def build_or_plan(
     return build_environment(request, progress)
 
 
-@dataclass(frozen=True)
-class LockResult:
+@dataclass(frozen=True, slots=True)
+class LockResult(Value):
     out: Path
     image: str
     python: str
@@ -417,8 +418,8 @@ def lock_requirements(
                       tuple(f"{r.name}=={r.version}" for r in res.locked), res.where)
 
 
-@dataclass(frozen=True)
-class LockCheck:
+@dataclass(frozen=True, slots=True)
+class LockCheck(Value):
     path: Path
     problems: list[str]
 
@@ -427,8 +428,8 @@ class LockCheck:
         return 1 if self.problems else 0
 
 
-@dataclass(frozen=True)
-class LockChecks:
+@dataclass(frozen=True, slots=True)
+class LockChecks(Value):
     """`envpin lock --check` over one or more locks."""
 
     checks: list[LockCheck]
@@ -446,8 +447,8 @@ def check_lock_file(lock: Path | None = None) -> LockChecks:
     return LockChecks([LockCheck(path, check_lock(path)) for path in render.find_all(lock)])
 
 
-@dataclass(frozen=True)
-class LockRequest:
+@dataclass(frozen=True, slots=True)
+class LockRequest(Value):
     """`envpin lock REQUIREMENTS_IN --ngc R`: lock requirements.in for the image of that release."""
 
     requirements_in: Path
@@ -461,8 +462,8 @@ class LockRequest:
     stock: str | None = None
 
 
-@dataclass(frozen=True)
-class LockCheckRequest:
+@dataclass(frozen=True, slots=True)
+class LockCheckRequest(Value):
     """`envpin lock --check`: test envpin.lock (`lock`, else ./envpin.lock, else every images/*/envpin.lock)."""
 
     lock: Path | None = None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envpin.errors import UsageError
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -15,8 +16,8 @@ if TYPE_CHECKING:
     from envpin.fleet.slurm import NodeOutcome
 
 
-@dataclass(frozen=True)
-class FleetReport:
+@dataclass(frozen=True, slots=True)
+class FleetReport(Value):
     result: FleetResult
     html: Path | None
 
@@ -55,8 +56,8 @@ def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | N
     return FleetReport(result, html)
 
 
-@dataclass(frozen=True)
-class FleetManifest:
+@dataclass(frozen=True, slots=True)
+class FleetManifest(Value):
     text: str
     written: Path | None
     warnings: list[str]
@@ -100,8 +101,8 @@ def _newest_ngc_image() -> str:
     return f"{entry.image}@{digest}" if digest else entry.image
 
 
-@dataclass(frozen=True)
-class FleetProbe:
+@dataclass(frozen=True, slots=True)
+class FleetProbe(Value):
     """`envpin fleet probe --slurm`: where each node's report (or error) went, and the fleet comparison of
     them all (envpin.fleet.aggregate: the same classes, outliers and golden hashes as `fleet report`)."""
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envpin.errors import UsageError
+from envpin.record import Value
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
     from envpin.reports.diff import Difference
 
 
-@dataclass(frozen=True)
-class VerifyResult:
+@dataclass(frozen=True, slots=True)
+class VerifyResult(Value):
     """`envpin verify`: how the lock's image (or a report, or this machine) compares with the lock's recorded
     reference; `compared` says which of them, and from which lock."""
 
@@ -131,8 +132,8 @@ def _verify_subject(
     return actual, f"image {image.id[:19]}… ({image.tag})", f"image {image.id}"
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+@dataclass(frozen=True, slots=True)
+class ProbeResult(Value):
     fingerprint: str
     fingerprinted: int
     errors: int
@@ -228,8 +229,8 @@ def _gpu_access() -> str | None:
     return readings.gpu_access
 
 
-@dataclass(frozen=True)
-class DiffResult:
+@dataclass(frozen=True, slots=True)
+class DiffResult(Value):
     diffs: list[Difference]
     a: Path
     b: Path
@@ -255,8 +256,8 @@ def diff_files(a: Path, b: Path) -> DiffResult:
     return DiffResult(diff.diff_reports(ra, rb), a, b, fa, fb, [n for n in (note_a, note_b) if n])
 
 
-@dataclass(frozen=True)
-class HostProbeRequest:
+@dataclass(frozen=True, slots=True)
+class HostProbeRequest(Value):
     """`envpin probe`: this machine; with no destination the JSON report goes to stdout."""
 
     out: Path | None = None
@@ -268,8 +269,8 @@ class HostProbeRequest:
     anonymize: bool = False
 
 
-@dataclass(frozen=True)
-class ImageProbeRequest:
+@dataclass(frozen=True, slots=True)
+class ImageProbeRequest(Value):
     """`envpin probe --image`: a throwaway container of `image`, both reports into `out` (./reports)."""
 
     image: str

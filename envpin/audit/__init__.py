@@ -15,6 +15,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envpin.audit.check import Finding, finding
@@ -29,7 +30,7 @@ from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError
 from envpin.fsutil import read_regular
-from envpin.record import Record
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -76,28 +77,23 @@ __all__ = [
 FIX_SUFFIX = ".envpin-fixed"
 
 
-class FixedFile(Record):
+@dataclass(frozen=True, slots=True)
+class FixedFile(Value):
     """One file --fix wrote: its source, where the corrected copy went, and what was changed."""
 
-    __slots__ = _fields = ("source", "output", "outcome")
-
-    def __init__(self, source: str, output: str, outcome: FixOutcome) -> None:
-        self.source = source
-        self.output = output
-        self.outcome = outcome
+    source: str
+    output: str
+    outcome: FixOutcome
 
 
-class AuditRun(Record):
+@dataclass(frozen=True, slots=True)
+class AuditRun(Value):
     """What `envpin audit` found (and with --fix wrote); its exit code follows --fail-on."""
 
-    __slots__ = _fields = ("files", "findings", "fail_on", "fixed")
-
-    def __init__(self, files: list[str], findings: list[Finding], fail_on: str,
-                 fixed: list[FixedFile] | None = None) -> None:
-        self.files = files
-        self.findings = findings
-        self.fail_on = fail_on
-        self.fixed = [] if fixed is None else fixed
+    files: list[str]
+    findings: list[Finding]
+    fail_on: str
+    fixed: list[FixedFile] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

@@ -7,6 +7,7 @@ has no TensorFlow version for a tag the answer is "unknown, and why", never a gu
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from envpin.audit.parser import Dockerfile, Stage
 from envpin.errors import EnvpinError
@@ -15,27 +16,25 @@ from envpin.knowledge.recipes import Recipe
 from envpin.knowledge.versions import parse_ngc_spec
 from envpin.portable import imageref
 from envpin.portable.versions import is_ngc_repository
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 _STOCK_TAG = re.compile(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:rc[0-9]+)?(?:-.*)?\Z")
 
 
-class BaseInfo(Frozen):
-    """The produced image's base: its TensorFlow and recipe, or why they are unknown. ``label`` is what the
-    messages call the base (e.g. "NGC 22.03-tf2-py3"), ``image`` the external image the target stage starts
-    from, ``reason`` why the TensorFlow version or recipe is unknown."""
+@dataclass(frozen=True, slots=True)
+class BaseInfo(Value):
+    """The produced image's base: its TensorFlow and recipe, or why they are unknown."""
 
-    __slots__ = _fields = ("label", "image", "tf_version", "recipe", "reason", "release", "distribution")
-
-    def __init__(self, label: str, image: str, tf_version: str | None = None, recipe: Recipe | None = None,
-                 reason: str | None = None, release: str | None = None, distribution: str | None = None) -> None:
-        _set(self, "label", label)
-        _set(self, "image", image)
-        _set(self, "tf_version", tf_version)
-        _set(self, "recipe", recipe)
-        _set(self, "reason", reason)
-        _set(self, "release", release)
-        _set(self, "distribution", distribution)
+    #: What the messages call the base (e.g. "NGC 22.03-tf2-py3").
+    label: str
+    #: The external image the target stage starts from.
+    image: str
+    tf_version: str | None = None
+    recipe: Recipe | None = None
+    #: Why the TensorFlow version or recipe is unknown.
+    reason: str | None = None
+    release: str | None = None
+    distribution: str | None = None
 
 
 def root_stage(df: Dockerfile, stage: Stage) -> Stage:

@@ -9,30 +9,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from envpin.audit.base import BaseInfo
 from envpin.audit.context import BuildContext
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var
 from envpin.audit.rule import Rule
 from envpin.audit.shell import Command, RunScript, run_script
-from envpin.record import Frozen, Record, _set
+from envpin.record import Value
 
 #: A commit as the rules accept it for a pin: 7 to 40 lower-case hex digits.
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
 
-class Finding(Frozen):
+@dataclass(frozen=True, slots=True)
+class Finding(Value):
     """One hazard at file:line, with its rule, severity and fix."""
 
-    __slots__ = _fields = ("rule", "severity", "file", "line", "message", "fix")
-
-    def __init__(self, rule: str, severity: str, file: str, line: int, message: str, fix: str) -> None:
-        _set(self, "rule", rule)
-        _set(self, "severity", severity)
-        _set(self, "file", file)
-        _set(self, "line", line)
-        _set(self, "message", message)
-        _set(self, "fix", fix)
+    rule: str
+    severity: str
+    file: str
+    line: int
+    message: str
+    fix: str
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -50,19 +49,16 @@ def finding(rule: Rule, file: str, line: int, message: str, fix: str, severity: 
     return Finding(rule.id, severity or rule.severity, file, line, message, fix)
 
 
-class Context(Record):
-    """What every check of one Dockerfile reads (the parse, target stage, base) and the findings it adds;
-    ``build`` is the build context directory, when the audit reads it (requirement files COPY'd from it)."""
+@dataclass(slots=True)
+class Context(Value):
+    """What every check of one Dockerfile reads (the parse, target stage, base) and the findings it adds."""
 
-    __slots__ = _fields = ("df", "target", "base", "findings", "build")
-
-    def __init__(self, df: Dockerfile, target: Stage, base: BaseInfo, findings: list[Finding] | None = None,
-                 build: BuildContext | None = None) -> None:
-        self.df = df
-        self.target = target
-        self.base = base
-        self.findings = [] if findings is None else findings
-        self.build = build
+    df: Dockerfile
+    target: Stage
+    base: BaseInfo
+    findings: list[Finding] = field(default_factory=list)
+    #: The build context directory, when the audit reads it (requirement files COPY'd from it).
+    build: BuildContext | None = None
 
     def add(self, rule: Rule, line: int, message: str, fix: str, severity: str | None = None) -> None:
         """A finding on a line of the Dockerfile."""

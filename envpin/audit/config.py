@@ -22,13 +22,14 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from envpin.audit.check import Finding
 from envpin.audit.rule import SEVERITIES
 from envpin.audit.rules import RULES
 from envpin.errors import UsageError, shown
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -40,17 +41,14 @@ _MARK = re.compile(r"#\s*envpin:\s*ignore\s*=\s*([A-Za-z0-9_,\s-]+)")
 _KEYS = {"ignore", "fail-on", "per-path"}
 
 
-class AuditConfig(Frozen):
+@dataclass(frozen=True, slots=True)
+class AuditConfig(Value):
     """[tool.envpin.audit] of the nearest pyproject.toml: rules ignored (everywhere or per file) and fail-on."""
 
-    __slots__ = _fields = ("path", "ignore", "fail_on", "per_path")
-
-    def __init__(self, path: Path | None = None, ignore: frozenset[str] = frozenset(), fail_on: str | None = None,
-                 per_path: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = ()) -> None:
-        _set(self, "path", path)
-        _set(self, "ignore", ignore)
-        _set(self, "fail_on", fail_on)
-        _set(self, "per_path", per_path)
+    path: Path | None = None
+    ignore: frozenset[str] = frozenset()
+    fail_on: str | None = None
+    per_path: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = ()
 
     def ignored(self, file: str) -> frozenset[str]:
         """The rules ignored for this Dockerfile (or requirements file): global plus matching per-path ones."""

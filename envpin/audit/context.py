@@ -10,33 +10,31 @@ from __future__ import annotations
 
 import bisect
 import posixpath
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envpin.audit.parser import Instruction, Stage, split_words
-from envpin.record import Record
+from envpin.record import Value
 
 #: How deep -r/-c includes are followed (pip itself has no limit; a cycle is cut at the first repeat).
 MAX_INCLUDES = 16
 MAX_BYTES = 4 * 1024 * 1024
 
 
-class BuildContext(Record):
-    """The context directory of one Dockerfile (what `docker build DIR` sends), and what was looked up in it:
-    ``seen``, the requirement files already audited (by resolved path), so two RUNs installing one file report it
-    once; ``_sources``, the COPY/ADD sources already looked up (a source is asked for by every RUN after its
-    COPY); ``_copies``, each stage's COPY/ADD from the context and their lines, in order (looked up by every RUN
-    that installs one); ``_resolved``, the resolved paths of the files located so far (resolving asks the file
-    system for every component)."""
+@dataclass(slots=True)
+class BuildContext(Value):
+    """The context directory of one Dockerfile (what `docker build DIR` sends), and what was looked up in it."""
 
-    __slots__ = ("_copies", "_resolved", "_sources", "root", "seen")
-    _fields = ("root", "seen")
-
-    def __init__(self, root: Path, seen: set[Path] | None = None) -> None:
-        self.root = root
-        self.seen: set[Path] = set() if seen is None else seen
-        self._sources: dict[str, list[Path]] = {}
-        self._copies: dict[int, tuple[list[Instruction], list[int]]] = {}
-        self._resolved: dict[Path, Path] = {}
+    root: Path
+    #: The requirement files already audited (by resolved path), so two RUNs installing one file report it once.
+    seen: set[Path] = field(default_factory=set)
+    #: The COPY/ADD sources already looked up (a source is asked for by every RUN after its COPY).
+    _sources: dict[str, list[Path]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: Each stage's COPY/ADD from the context and their lines, in order (looked up by every RUN that installs one).
+    _copies: dict[int, tuple[list[Instruction], list[int]]] = field(default_factory=dict, init=False, repr=False,
+                                                                    compare=False)
+    #: The resolved paths of the files located so far (resolving asks the file system for every component).
+    _resolved: dict[Path, Path] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def done(self, path: Path) -> bool:
         key = self._resolved.get(path)

@@ -11,6 +11,7 @@ for byte.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from envpin.audit.base import identify
 from envpin.audit.check import Finding
@@ -32,7 +33,7 @@ from envpin.audit.rules.horovod import HOROVOD_FUSION_THRESHOLD
 from envpin.errors import EnvpinError
 from envpin.knowledge import recipes
 from envpin.portable import imageref
-from envpin.record import Record
+from envpin.record import Value
 
 MARKER = "# envpin audit: recipe "
 _D9M_RULES = frozenset({D9M_ENV_MISSING.id, D9M_ENV_WRONG.id})
@@ -46,28 +47,23 @@ _REMOVE_RULES = frozenset({CUDNN_AUTOTUNE_SET.id, ENV_NO_EFFECT.id})
 MECHANICAL = frozenset(r.id for r in RULES.values() if r.fixable)
 
 
-class FixOutcome(Record):
+@dataclass(slots=True)
+class FixOutcome(Value):
     """A fixed text, the findings fixed and those given a comment, and what was done (for the report)."""
 
-    __slots__ = _fields = ("text", "fixed", "commented", "actions")
-
-    def __init__(self, text: str, fixed: list[Finding] | None = None, commented: list[Finding] | None = None,
-                 actions: list[str] | None = None) -> None:
-        self.text = text
-        self.fixed = [] if fixed is None else fixed
-        self.commented = [] if commented is None else commented
-        self.actions = [] if actions is None else actions
+    text: str
+    fixed: list[Finding] = field(default_factory=list)
+    commented: list[Finding] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
 
 
-class _Edits(Record):
+@dataclass(slots=True)
+class _Edits(Value):
     """Lines to insert before and after a line, and line ranges replaced (first line -> (last line, new))."""
 
-    __slots__ = _fields = ("before", "after", "ranges")
-
-    def __init__(self) -> None:
-        self.before: dict[int, list[str]] = {}
-        self.after: dict[int, list[str]] = {}
-        self.ranges: dict[int, tuple[int, list[str]]] = {}
+    before: dict[int, list[str]] = field(default_factory=dict)
+    after: dict[int, list[str]] = field(default_factory=dict)
+    ranges: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
 
     def render(self, lines: list[str], newline: str = "\n") -> str:
         out: list[str] = []

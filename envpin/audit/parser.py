@@ -17,6 +17,7 @@ import json
 import posixpath
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from envpin.audit.scopes import Scope, StageScope
 from envpin.audit.words import (
@@ -31,7 +32,7 @@ from envpin.audit.words import (
 )
 from envpin.errors import EnvpinError
 from envpin.fsutil import MAX_READ_BYTES, read_regular
-from envpin.record import Frozen, Record, _set
+from envpin.record import Value
 
 # Substitution and words live in envpin.audit.words; these names stay importable from the parser.
 __all__ = [
@@ -66,15 +67,13 @@ class DockerfileError(EnvpinError):
         self.reason = reason or message
 
 
-class Problem(Frozen):
+@dataclass(frozen=True, slots=True)
+class Problem(Value):
     """A line the builder would reject, kept as a finding when parsing tolerantly (the audit goes on)."""
 
-    __slots__ = _fields = ("line", "message", "hint")
-
-    def __init__(self, line: int, message: str, hint: str | None = None) -> None:
-        _set(self, "line", line)
-        _set(self, "message", message)
-        _set(self, "hint", hint)
+    line: int
+    message: str
+    hint: str | None = None
 
 
 INSTRUCTIONS = frozenset(
@@ -107,111 +106,88 @@ BUILTIN_ARGS = {
 
 
 # -- data ------------------------------------------------------------------------------------------
-class Pair(Record):
+@dataclass(slots=True)
+class Pair(Value):
     """One NAME=VALUE of ENV, ARG or LABEL: as written and after substitution. ``raw`` is the value as written
     (None: ARG without a default); ``text`` the whole NAME=VALUE token as written, reused when an ENV line is
     rewritten."""
 
-    __slots__ = _fields = ("key", "raw", "text", "value", "unresolved")
-
-    def __init__(self, key: str, raw: str | None, text: str, value: str | None = None,
-                 unresolved: tuple[str, ...] = ()) -> None:
-        self.key = key
-        self.raw = raw
-        self.text = text
-        self.value = value
-        self.unresolved = unresolved
+    key: str
+    raw: str | None
+    text: str
+    value: str | None = None
+    unresolved: tuple[str, ...] = ()
 
 
-class Heredoc(Frozen):
-    __slots__ = _fields = ("name", "body")
-
-    def __init__(self, name: str, body: str) -> None:
-        _set(self, "name", name)
-        _set(self, "body", body)
+@dataclass(frozen=True, slots=True)
+class Heredoc(Value):
+    name: str
+    body: str
 
 
-class Instruction(Record):
+@dataclass(slots=True)
+class Instruction(Value):
     """One instruction; ``line`` is its first physical line, ``end_line`` its last (heredocs included).
     ``args`` is the text after the keyword and the flags, continuation lines joined as the builder joins them;
     ``flags_text`` the flags exactly as written (reused when FROM is rewritten); ``scope`` the variables
     visible while it runs (shared, immutable); ``legacy_env`` marks ``ENV NAME value`` (one pair, the value is
     the rest of the line)."""
 
-    __slots__ = _fields = ("keyword", "line", "end_line", "args", "flags", "flags_text", "exec_form", "heredocs",
-                           "pairs", "stage", "scope", "workdir", "indent", "legacy_env")
-
-    def __init__(self, keyword: str, line: int, end_line: int, args: str,
-                 flags: dict[str, str | None] | None = None, flags_text: str = "",
-                 exec_form: list[str] | None = None, heredocs: list[Heredoc] | None = None,
-                 pairs: list[Pair] | None = None, stage: int | None = None, scope: Mapping[str, Var] | None = None,
-                 workdir: str = "/", indent: str = "", legacy_env: bool = False) -> None:
-        self.keyword = keyword
-        self.line = line
-        self.end_line = end_line
-        self.args = args
-        self.flags = {} if flags is None else flags
-        self.flags_text = flags_text
-        self.exec_form = exec_form
-        self.heredocs = [] if heredocs is None else heredocs
-        self.pairs = [] if pairs is None else pairs
-        self.stage = stage
-        self.scope = Scope() if scope is None else scope
-        self.workdir = workdir
-        self.indent = indent
-        self.legacy_env = legacy_env
+    keyword: str
+    line: int
+    end_line: int
+    args: str
+    flags: dict[str, str | None] = field(default_factory=dict)
+    flags_text: str = ""
+    exec_form: list[str] | None = None
+    heredocs: list[Heredoc] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    stage: int | None = None
+    scope: Mapping[str, Var] = field(default_factory=Scope)
+    workdir: str = "/"
+    indent: str = ""
+    legacy_env: bool = False
 
 
-class Stage(Record):
+@dataclass(slots=True)
+class Stage(Value):
     """One stage: ``image`` after substitution; ``parent`` the stage it builds FROM, if any; ``env`` and ``args``
     immutable scopes (each ENV makes a new one that shares the old)."""
 
-    __slots__ = _fields = ("index", "name", "from_", "image", "image_raw", "unresolved", "parent", "instructions",
-                           "env", "args", "workdir", "posix_shell")
-
-    def __init__(self, index: int, name: str | None, from_: Instruction, image: str, image_raw: str,
-                 unresolved: tuple[str, ...], parent: int | None, instructions: list[Instruction] | None = None,
-                 env: Scope | None = None, args: Scope | None = None, workdir: str = "/",
-                 posix_shell: bool = True) -> None:
-        self.index = index
-        self.name = name
-        self.from_ = from_
-        self.image = image
-        self.image_raw = image_raw
-        self.unresolved = unresolved
-        self.parent = parent
-        self.instructions = [] if instructions is None else instructions
-        self.env = Scope() if env is None else env
-        self.args = Scope() if args is None else args
-        self.workdir = workdir
-        self.posix_shell = posix_shell
+    index: int
+    name: str | None
+    from_: Instruction
+    image: str
+    image_raw: str
+    unresolved: tuple[str, ...]
+    parent: int | None
+    instructions: list[Instruction] = field(default_factory=list)
+    env: Scope = field(default_factory=Scope)
+    args: Scope = field(default_factory=Scope)
+    workdir: str = "/"
+    posix_shell: bool = True
 
     @property
     def label(self) -> str:
         return self.name or f"#{self.index}"
 
 
-class Dockerfile(Record):
+@dataclass(slots=True)
+class Dockerfile(Value):
     """A parsed file. ``problems``: what could not be parsed (only with parse(..., tolerant=True); otherwise the
     first one raises). ``bom``: the text started with a UTF-8 byte order mark, and ``crlf``: every line ended
     with CR LF (both dropped from ``lines``; --fix writes them back)."""
 
-    _fields = ("path", "lines", "escape", "directives", "instructions", "global_args", "stages", "problems",
-               "bom", "crlf")
-
-    def __init__(self, path: str, lines: list[str], escape: str, directives: dict[str, str],
-                 instructions: list[Instruction], global_args: dict[str, Var], stages: list[Stage],
-                 problems: list[Problem] | None = None, bom: bool = False, crlf: bool = False) -> None:
-        self.path = path
-        self.lines = lines
-        self.escape = escape
-        self.directives = directives
-        self.instructions = instructions
-        self.global_args = global_args
-        self.stages = stages
-        self.problems = [] if problems is None else problems
-        self.bom = bom
-        self.crlf = crlf
+    path: str
+    lines: list[str]
+    escape: str
+    directives: dict[str, str]
+    instructions: list[Instruction]
+    global_args: dict[str, Var]
+    stages: list[Stage]
+    problems: list[Problem] = field(default_factory=list)
+    bom: bool = False
+    crlf: bool = False
 
     def stage(self, target: str | None = None) -> Stage:
         """The stage a build produces: the last one, or the one named by --target."""

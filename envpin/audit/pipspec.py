@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 
 from envpin.audit.check import COMMIT
 from envpin.audit.shell import Command
-from envpin.record import Record
+from envpin.record import Value
 
 _PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
 _PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
@@ -27,27 +28,21 @@ _PIP_GLUED = ("-r", "-c", "-e", "-i", "-f", "-t", "-C", "-w", "-d")
 _INDEX_OPTS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
 
 
-class PipCall(Record):
+@dataclass(slots=True)
+class PipCall(Value):
     """One pip install/wheel/download call: what it installs and from where, as the pip rules judge it.
     ``extra``: the sources pip reads besides the (default or --index-url) index: --extra-index-url,
     --find-links."""
 
-    __slots__ = _fields = ("subcommand", "specs", "editables", "requirements", "constraints", "indexes", "extra",
-                           "trusted", "require_hashes")
-
-    def __init__(self, subcommand: str, specs: list[str] | None = None, editables: list[str] | None = None,
-                 requirements: list[str] | None = None, constraints: list[str] | None = None,
-                 indexes: list[str] | None = None, extra: list[str] | None = None, trusted: list[str] | None = None,
-                 require_hashes: bool = False) -> None:
-        self.subcommand = subcommand
-        self.specs = [] if specs is None else specs
-        self.editables = [] if editables is None else editables
-        self.requirements = [] if requirements is None else requirements
-        self.constraints = [] if constraints is None else constraints
-        self.indexes = [] if indexes is None else indexes
-        self.extra = [] if extra is None else extra
-        self.trusted = [] if trusted is None else trusted
-        self.require_hashes = require_hashes
+    subcommand: str
+    specs: list[str] = field(default_factory=list)
+    editables: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    trusted: list[str] = field(default_factory=list)
+    require_hashes: bool = False
 
 
 #: How the name of every command that installs with pip (or configures it) starts.

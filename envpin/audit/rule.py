@@ -9,8 +9,9 @@ family, each next to the check that reports it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 SEVERITIES = ("error", "warning", "info")
 #: What an audited file is written in: a Dockerfile, or a Python training script.
@@ -25,11 +26,11 @@ EXAMPLE_BASE = (f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3@{EXAMPLE_DIGEST}\
                 "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n")
 
 
-class Rule(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule(Value):
     """One hazard: its id and severity (what findings carry), its docs, and how --fix and suppressions treat it.
 
     A check reports it as `ctx.add(RULE, ...)`, so a misspelt rule is an import error, not a KeyError at run time.
-    Its fields are the annotated names below, in order; all are keyword arguments.
     """
 
     #: The id findings, suppressions, ignore lists and SARIF name it by; its section's anchor in docs/audit.md.
@@ -51,33 +52,15 @@ class Rule(Frozen):
     #: Where the facts come from or more is said: (title, URL, or an anchor of docs/audit.md, or a docs page).
     references: tuple[tuple[str, str], ...]
     #: --fix changes the file for it (the other rules get a comment above their line).
-    fixable: bool
+    fixable: bool = False
     #: `# envpin: ignore=` and `ignore = [...]` may silence it (not so a line the builder rejects).
-    suppressible: bool
+    suppressible: bool = True
     #: What the rule reads and its examples are written in: "dockerfile", or "python" (training scripts).
-    language: str
+    language: str = "dockerfile"
     #: The TensorFlow MAJOR.MINOR a Python rule's examples are judged against (`--tf`); None: any or none.
-    example_tf: str | None
+    example_tf: str | None = None
 
-    __slots__ = _fields = ("id", "severity", "title", "finds", "why", "bad", "good", "autofix", "references",
-                           "fixable", "suppressible", "language", "example_tf")
-
-    def __init__(self, *, id: str, severity: str, title: str, finds: str, why: str, bad: str, good: str,
-                 autofix: str, references: tuple[tuple[str, str], ...], fixable: bool = False,
-                 suppressible: bool = True, language: str = "dockerfile", example_tf: str | None = None) -> None:
-        _set(self, "id", id)
-        _set(self, "severity", severity)
-        _set(self, "title", title)
-        _set(self, "finds", finds)
-        _set(self, "why", why)
-        _set(self, "bad", bad)
-        _set(self, "good", good)
-        _set(self, "autofix", autofix)
-        _set(self, "references", references)
-        _set(self, "fixable", fixable)
-        _set(self, "suppressible", suppressible)
-        _set(self, "language", language)
-        _set(self, "example_tf", example_tf)
+    def __post_init__(self) -> None:
         if not _ID.match(self.id):
             raise ValueError(f"rule id {self.id!r}: lower-case words joined by '-'")
         if self.language not in LANGUAGES:

@@ -16,9 +16,10 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 from envpin.audit.parser import Instruction, expand
-from envpin.record import Record
+from envpin.record import Value
 
 _PUNCT = ";&|()<>\n"
 _OPERATORS = (
@@ -49,21 +50,21 @@ _CLOSE = _OP[")"]
 _PROCESS = (_OP["<("], _OP[">("])
 
 
-class Command(Record):
-    """A simple command: argv after assignments and wrappers (sudo, env, nohup...) are taken off. ``nested``:
-    the scripts of $(...), <(...), sh -c '...' and eval; ``via_c``: the subset run by sh -c / eval; ``name``:
-    the program's base name ('/usr/bin/pip3' -> 'pip3'), set once (every rule asks it of every command)."""
+@dataclass(slots=True)
+class Command(Value):
+    """A simple command: argv after assignments and wrappers (sudo, env, nohup...) are taken off."""
 
-    __slots__ = ("argv", "assigns", "name", "nested", "via_c")
-    _fields = ("argv", "assigns", "nested", "via_c")
+    argv: list[str]
+    assigns: dict[str, str] = field(default_factory=dict)
+    #: The scripts of $(...), <(...), sh -c '...' and eval.
+    nested: list[Script] = field(default_factory=list)
+    #: The subset of `nested` run by sh -c / eval.
+    via_c: list[Script] = field(default_factory=list)
+    #: The program's base name ('/usr/bin/pip3' -> 'pip3'), set once (every rule asks it of every command).
+    name: str = field(init=False, repr=False, compare=False)
 
-    def __init__(self, argv: list[str], assigns: dict[str, str] | None = None, nested: list[Script] | None = None,
-                 via_c: list[Script] | None = None) -> None:
-        self.argv = argv
-        self.assigns = {} if assigns is None else assigns
-        self.nested = [] if nested is None else nested
-        self.via_c = [] if via_c is None else via_c
-        self.name = argv[0].rpartition("/")[2] if argv else ""  # posixpath.basename, without its cost
+    def __post_init__(self) -> None:
+        self.name = self.argv[0].rpartition("/")[2] if self.argv else ""  # posixpath.basename, without its cost
 
     @property
     def text(self) -> str:
@@ -560,16 +561,14 @@ def _inline_script(cmd: Command) -> str | None:
     return None
 
 
-class RunScript(Record):
+@dataclass(slots=True)
+class RunScript(Value):
     """The shell view of one RUN: its script, heredoc bodies, or why it could not be split. ``texts``: the
     command text after substitution, plus heredoc bodies (for snapshot URLs)."""
 
-    __slots__ = _fields = ("script", "texts", "error")
-
-    def __init__(self, script: Script, texts: list[str], error: str | None = None) -> None:
-        self.script = script
-        self.texts = texts
-        self.error = error
+    script: Script
+    texts: list[str]
+    error: str | None = None
 
 
 def run_script(ins: Instruction, posix_shell: bool = True) -> RunScript:

@@ -24,6 +24,7 @@ from envpin.errors import EngineError, LockError, UsageError
 from envpin.fsutil import read_regular
 from envpin.knowledge import catalog
 from envpin.portable.versions import parse_version
+from envpin.record import Value
 
 WILL_RUN = "will run"
 FORWARD_COMPAT = "will run through forward compatibility (data-center GPUs only)"
@@ -77,8 +78,8 @@ def gpu_class(name: str) -> str:
 
 
 # -- readings ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DockerReading:
+@dataclass(frozen=True, slots=True)
+class DockerReading(Value):
     """The engine as seen through the Docker SDK; `problem` is set when it could not be asked."""
 
     version: str | None = None
@@ -92,16 +93,16 @@ class DockerReading:
         return self.problem is None
 
 
-@dataclass(frozen=True)
-class Gpu:
+@dataclass(frozen=True, slots=True)
+class Gpu(Value):
     index: int
     name: str | None = None
     compute_capability: str | None = None
     problem: str | None = None  # why the name or compute capability could not be read
 
 
-@dataclass(frozen=True)
-class Readings:
+@dataclass(frozen=True, slots=True)
+class Readings(Value):
     """Everything doctor reads from the host; build one by hand (or ENVPIN_DOCTOR_FAKE) to simulate a host."""
 
     docker: DockerReading
@@ -298,8 +299,8 @@ def _fake_gpu(index: int, g: dict[str, Any]) -> Gpu:
 
 
 # -- the image's requirements --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Target:
+@dataclass(frozen=True, slots=True)
+class Target(Value):
     """The facts doctor needs about one image (or all tags of one release, when they agree)."""
 
     label: str
@@ -387,8 +388,8 @@ def _target(entries: list[catalog.Entry], chosen_by: str) -> Target:
 
 
 # -- driver versions and forward-compatible branches ------------------------------------------------------
-@dataclass(frozen=True)
-class Branch:
+@dataclass(frozen=True, slots=True)
+class Branch(Value):
     """One forward-compatible driver branch as NVIDIA's notes write it.
 
     '450.51+' is R450 at 450.51 or later; '384.111+' R384 at 384.111 or later; '418.xx' and a bare '410'
@@ -422,8 +423,8 @@ def parse_branch(text: str) -> Branch | None:
 OK, FORWARD, PROBLEM, UNKNOWN = "ok", "forward-compat", "problem", "unknown"
 
 
-@dataclass(frozen=True)
-class Check:
+@dataclass(frozen=True, slots=True)
+class Check(Value):
     """One thing checked. `fix` says what to do (problem) or how to find out (unknown)."""
 
     name: str
@@ -432,8 +433,8 @@ class Check:
     fix: str | None = None
 
 
-@dataclass(frozen=True)
-class Diagnosis:
+@dataclass(frozen=True, slots=True)
+class Diagnosis(Value):
     target: Target
     readings: Readings
     checks: tuple[Check, ...]

@@ -12,6 +12,7 @@ No other module indexes the lock by string keys: they use these dataclasses.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from envpin._compat import tomllib
 from envpin.errors import LockError
 from envpin.fsutil import atomic_write, exclusive, read_regular, read_user_text, sha256_bytes
 from envpin.portable.imageref import is_digest
+from envpin.record import Value
 
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan
@@ -46,8 +48,8 @@ _SHA = "sha256:"
 # --- the model ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Inputs:
+@dataclass(frozen=True, slots=True)
+class Inputs(Value):
     """What the plan was resolved from; a flag-less `envpin build` re-resolves the plan from these."""
 
     name: str
@@ -62,8 +64,8 @@ class Inputs:
     ca_bundle_hash: str | None = None
 
 
-@dataclass(frozen=True)
-class Base:
+@dataclass(frozen=True, slots=True)
+class Base(Value):
     """The upstream image identity (always nvcr.io), the digest it was pinned to, once resolved, and the
     version variables the image config at that digest declares (ENV name -> value), once read."""
 
@@ -72,8 +74,8 @@ class Base:
     declared: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Recipe:
+@dataclass(frozen=True, slots=True)
+class Recipe(Value):
     """The determinism recipe baked into the image, as the reviewer sees it."""
 
     id: str
@@ -83,16 +85,16 @@ class Recipe:
     steps: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Expected:
+@dataclass(frozen=True, slots=True)
+class Expected(Value):
     """The reference machine's result-affecting fingerprint (golden hashes excluded: see Lock.golden)."""
 
     fingerprint: str
     fields: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Image:
+@dataclass(frozen=True, slots=True)
+class Image(Value):
     """The image a reproducible (podman) build of `inputs_hash` gave: every teammate's build must match.
 
     `layers` are the uncompressed layer digests the config names, so a mismatch can say which layer (and
@@ -106,8 +108,8 @@ class Image:
     layers: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Verification:
+@dataclass(frozen=True, slots=True)
+class Verification(Value):
     """What comparing a report with the lock found: classified differences plus what was not checked."""
 
     differences: list[Difference]
@@ -116,8 +118,8 @@ class Verification:
     actual_fingerprint: str
 
 
-@dataclass(frozen=True)
-class Lock:
+@dataclass(frozen=True, slots=True)
+class Lock(Value):
     """The whole lock. `golden` maps a device class to the golden training hash recorded for it."""
 
     inputs_hash: str
@@ -372,8 +374,8 @@ class Lock:
     def to_toml(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "lock": {"schema": LOCK_SCHEMA, "envpin_version": self.envpin_version, "inputs_hash": self.inputs_hash},
-            "inputs": _drop_none(vars(self.inputs)),
-            "base": {k: v for k, v in _drop_none(vars(self.base)).items() if v != {}},
+            "inputs": _drop_none(_fields(self.inputs)),
+            "base": {k: v for k, v in _drop_none(_fields(self.base)).items() if v != {}},
             "recipe": {
                 "id": self.recipe.id,
                 "hash": self.recipe.hash,
@@ -388,7 +390,7 @@ class Lock:
         if self.golden:
             data["golden"] = dict(self.golden)
         if self.image is not None:
-            data["image"] = {**vars(self.image), "layers": list(self.image.layers)}
+            data["image"] = {**_fields(self.image), "layers": list(self.image.layers)}
         data["lock"]["self_hash"] = self_hash(data)
         return _sorted(data)
 
@@ -694,3 +696,8 @@ def _file_matches(path: Path, digest: str) -> bool:
         return path.is_file() and sha256_file(path) == digest
     except OSError:
         return False
+
+
+def _fields(value: Value) -> dict[str, Any]:
+    """A value's fields by name, in declaration order (what the lock writes of it)."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}  # type: ignore[arg-type]

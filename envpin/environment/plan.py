@@ -16,6 +16,7 @@ from envpin.knowledge.versions import NGCSpec, TFSpec, parse_ngc_spec, parse_tf_
 from envpin.portable import imageref
 from envpin.portable.ngc import PY2_FLAVORS
 from envpin.portable.versions import version_text
+from envpin.record import Value
 
 if TYPE_CHECKING:  # loaded where used: `recipe` needs neither the payload, requirements nor the stock table
     from envpin.environment.requirements import Requirement
@@ -26,8 +27,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 MIN_IMAGE_PYTHON = (3, 6)
 
 
-@dataclass(frozen=True)
-class BuildPlan:
+@dataclass(frozen=True, slots=True)
+class BuildPlan(Value):
     """Inputs resolved against the catalog and recipe table; pure data, no I/O."""
 
     name: str

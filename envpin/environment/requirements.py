@@ -8,14 +8,15 @@ from pathlib import Path
 
 from envpin.errors import RequirementsError, shown
 from envpin.fsutil import read_user_text
+from envpin.record import Value
 
 _HASH = re.compile(r"sha256:[0-9a-f]{64}\Z")
 #: Longest logical line read; a locked line is a name, a version and a few hashes.
 MAX_LINE = 100_000
 
 
-@dataclass(frozen=True)
-class Requirement:
+@dataclass(frozen=True, slots=True)
+class Requirement(Value):
     name: str
     version: str
     hashes: tuple[str, ...]

@@ -30,6 +30,7 @@ from envpin.environment.requirements import Requirement, parse_lock, read_text, 
 from envpin.errors import EngineError, EnvpinError, RequirementsError
 from envpin.fsutil import atomic_write, read_regular, sha256_bytes
 from envpin.knowledge.facts import cache_dir
+from envpin.record import Value
 
 #: Where the resolution runs: auto (in the image when its Python is 3.7+, else on the host), image, host.
 RESOLVERS = ("auto", "image", "host")
@@ -78,8 +79,8 @@ _RESOLVE = (
 )
 
 
-@dataclass(frozen=True)
-class ImageFacts:
+@dataclass(frozen=True, slots=True)
+class ImageFacts(Value):
     """What the lock needs to know about the base image."""
 
     python: str
@@ -88,8 +89,8 @@ class ImageFacts:
     tags: tuple[str, ...] | None
 
 
-@dataclass(frozen=True)
-class Resolved:
+@dataclass(frozen=True, slots=True)
+class Resolved(Value):
     facts: ImageFacts
     locked: tuple[Requirement, ...]
     #: "image" or "host": where the resolution ran.

@@ -24,6 +24,7 @@ from typing import Any
 
 from envpin.environment.lockfile import GOLDEN_PREFIX  # the key prefix of golden hashes, defined once
 from envpin.errors import ReportError, shown
+from envpin.record import Value
 
 FLEET_SCHEMA = 1
 OK = "ok"
@@ -44,8 +45,8 @@ NODE_NAME_ENV = "ENVPIN_NODE_NAME"
 _ORDER = {"breaking": 0, "risk": 1, "info": 2}
 
 
-@dataclass(frozen=True)
-class NodeFailure:
+@dataclass(frozen=True, slots=True)
+class NodeFailure(Value):
     """A node that gave no report: the probe failed there, or did not finish in time."""
 
     status: str
@@ -56,8 +57,8 @@ class NodeFailure:
             raise ValueError(f"a node failure is {FAILED!r} or {TIMED_OUT!r}, not {self.status!r}")
 
 
-@dataclass(frozen=True)
-class Expected:
+@dataclass(frozen=True, slots=True)
+class Expected(Value):
     """The fleet the user says is there: a node count (`fleet report --expect N`) or the node names
     (`--expect-nodes FILE`). Without it a node that wrote no file at all is invisible; with it, it is missing.
 
@@ -81,8 +82,8 @@ class Expected:
         return {"count": self.count, "source": self.origin}
 
 
-@dataclass(frozen=True)
-class Node:
+@dataclass(frozen=True, slots=True)
+class Node(Value):
     name: str
     status: str
     source: str | None = None
@@ -96,8 +97,8 @@ class Node:
                 "device_class": self.device_class, "golden": self.golden}
 
 
-@dataclass(frozen=True)
-class NodeClass:
+@dataclass(frozen=True, slots=True)
+class NodeClass(Value):
     """Nodes whose result-affecting fields are all equal; the reference is the largest class."""
 
     id: int
@@ -111,8 +112,8 @@ class NodeClass:
                 "device_classes": list(self.device_classes), "reference": self.reference}
 
 
-@dataclass(frozen=True)
-class Spread:
+@dataclass(frozen=True, slots=True)
+class Spread(Value):
     """One field that is not the same on every probed node: value -> the nodes holding it.
 
     `absent`: nodes without the field (for a golden hash: the nodes of its device class that ran no
@@ -134,8 +135,8 @@ class Spread:
                 "values": {v: list(n) for v, n in self.values.items()}, "absent": list(self.absent)}
 
 
-@dataclass(frozen=True)
-class GoldenGroup:
+@dataclass(frozen=True, slots=True)
+class GoldenGroup(Value):
     """The golden training hashes of one device class: consistent when at most one hash was seen."""
 
     device_class: str
@@ -151,8 +152,8 @@ class GoldenGroup:
                 "hashes": {h: list(n) for h, n in self.hashes.items()}, "unchecked": list(self.unchecked)}
 
 
-@dataclass(frozen=True)
-class FleetResult:
+@dataclass(frozen=True, slots=True)
+class FleetResult(Value):
     nodes: tuple[Node, ...]
     classes: tuple[NodeClass, ...]
     spreads: tuple[Spread, ...]
@@ -398,8 +399,8 @@ class Reducer:
         return Compact(self, changed, missing, (fp_changed, fp_missing), device_class, golden, gpu)
 
 
-@dataclass
-class _Probed:
+@dataclass(slots=True)
+class _Probed(Value):
     name: str
     source: str | None
     record: Compact

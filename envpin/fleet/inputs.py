@@ -26,6 +26,7 @@ from typing import Any
 
 from envpin.errors import ReportError, UsageError, shown
 from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, kubernetes_node_name, node_name
+from envpin.record import Value
 
 #: The init container that runs the probe in envpin's manifest (envpin.fleet.kubernetes); only pods with one are read.
 PROBE_CONTAINER = "envpin-probe"
@@ -40,8 +41,8 @@ _LIST_HINT = ("one node name per line ('#' starts a comment), e.g. from `scontro
               "`kubectl get nodes -o name`")
 
 
-@dataclass(frozen=True)
-class Entry:
+@dataclass(frozen=True, slots=True)
+class Entry(Value):
     """One node's input to envpin.fleet.aggregate: its name, its report or failure, where it came from."""
 
     name: str
@@ -49,8 +50,8 @@ class Entry:
     source: str
 
 
-@dataclass(frozen=True)
-class _Pod:
+@dataclass(frozen=True, slots=True)
+class _Pod(Value):
     pod: str
     node: str | None
     failure: NodeFailure | None  # None: the probe container finished with exit 0

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from envpin.errors import UsageError, shown
 from envpin.fleet.aggregate import NODE_NAME_ENV
 from envpin.fleet.inputs import PROBE_CONTAINER
+from envpin.record import Value
 
 NAME = "envpin-probe"
 SELECTOR_KEY = "app.kubernetes.io/name"
@@ -35,8 +36,8 @@ CONFIGMAP_LIMIT = 1024 * 1024
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 
-@dataclass(frozen=True)
-class Manifest:
+@dataclass(frozen=True, slots=True)
+class Manifest(Value):
     text: str
     image: str
     pinned: bool

@@ -37,6 +37,7 @@ from envpin.errors import ReportError, SlurmError, UsageError
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
 from envpin.fsutil import parse_json
+from envpin.record import Value
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
 #: Container runtimes for --image: the first two run inside the task, pyxis is an srun plugin.
@@ -65,8 +66,8 @@ _START = ('command -v "$1" >/dev/null 2>&1 || { echo "@envpin-task-error ${SLURM
           '$1 is not installed on the node (not found on PATH)" >&2; cat >/dev/null; exit 127; }; exec "$@"')
 
 
-@dataclass(frozen=True)
-class PartitionNode:
+@dataclass(frozen=True, slots=True)
+class PartitionNode(Value):
     """One node as sinfo lists it: name, state (long form, with Slurm's flag characters) and reason."""
 
     name: str
@@ -86,8 +87,8 @@ class PartitionNode:
         return f"not probed: Slurm lists the node as {shown}{reason}"
 
 
-@dataclass(frozen=True)
-class NodeOutcome:
+@dataclass(frozen=True, slots=True)
+class NodeOutcome(Value):
     """What became of one node: ok with its report, or failed / timed_out with the reason."""
 
     node: str
@@ -97,8 +98,8 @@ class NodeOutcome:
     data: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class Plan:
+@dataclass(frozen=True, slots=True)
+class Plan(Value):
     """The allocation to ask for: the partition, the nodes (None: any `count` nodes) and who is left out."""
 
     partition: str

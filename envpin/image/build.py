@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envpin.errors import UsageError
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
     from envpin.image.model import BuildContext, ImageFacts
 
 
-@dataclass(frozen=True)
-class BuildResult:
+@dataclass(frozen=True, slots=True)
+class BuildResult(Value):
     """What `envpin build` did: the image, whether it was already there, and what the user should know."""
 
     plan: BuildPlan
@@ -191,8 +192,8 @@ def _refuse_rewrite(previous: Lock, plan: BuildPlan, files: dict[str, bytes], fo
     )
 
 
-@dataclass(frozen=True)
-class _BuildJob:
+@dataclass(frozen=True, slots=True)
+class _BuildJob(Value):
     """One resolved build: the plan with its base digest, the rendered files, and what the user asked."""
 
     plan: BuildPlan

@@ -19,13 +19,14 @@ from pathlib import Path
 from envpin.errors import EngineError
 from envpin.fsutil import atomic_write
 from envpin.image.model import BuildOutcome
+from envpin.record import Value
 
 #: Log lines an error message quotes.
 TAIL = 20
 
 
-@dataclass(frozen=True)
-class ProgressEvent:
+@dataclass(frozen=True, slots=True)
+class ProgressEvent(Value):
     """One moment of a long operation, for the caller to show (the CLI: envpin.views.console.Progress)."""
 
     #: The operation, e.g. "building envpin/20.02-tf2:0b63722adfbe"; one display per title.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from envpin.errors import EnvpinError
 from envpin.fsutil import atomic_write, parse_json, read_regular
+from envpin.record import Value
 
 #: Overrides the state directory (tests, CI, shared build hosts).
 STATE_ENV = "ENVPIN_STATE_DIR"
@@ -39,8 +40,8 @@ def log_path(inputs_hash: str, engine: str = "docker") -> Path:
     return state_dir() / "builds" / f"{_key(inputs_hash, engine)}.log"
 
 
-@dataclass(frozen=True)
-class BuildRecord:
+@dataclass(frozen=True, slots=True)
+class BuildRecord(Value):
     """What building these inputs produced on this machine."""
 
     inputs_hash: str

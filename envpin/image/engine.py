@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from envpin.errors import EngineError, UsageError, shown
 from envpin.image.buildlog import ProgressCallback
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
+from envpin.record import Value
 
 if TYPE_CHECKING:
     from envpin.environment.lockfile import Lock
@@ -101,8 +102,8 @@ def _podman() -> Engine:
 ENGINES: dict[str, Callable[[], Engine]] = {"docker": _docker, "podman": _podman}
 
 
-@dataclass(frozen=True)
-class LockedEngine:
+@dataclass(frozen=True, slots=True)
+class LockedEngine(Value):
     """The engine a lock says it was built with, and the sentence that says how it says so."""
 
     name: str
@@ -128,8 +129,8 @@ def lock_engine(locked: Lock | None, origin: str = "envpin.lock",
     return None
 
 
-@dataclass(frozen=True)
-class ChosenEngine:
+@dataclass(frozen=True, slots=True)
+class ChosenEngine(Value):
     """The engine to use, and why `auto` did not take the first one: a caller says that, so the engine never
     changes silently (the CLI prints it on stderr)."""
 

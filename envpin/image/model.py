@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envpin.record import Value
 
-@dataclass(frozen=True)
-class BuildContext:
+
+@dataclass(frozen=True, slots=True)
+class BuildContext(Value):
     """One environment to build, in both forms an engine may want.
 
     Docker builds the folder as written; podman builds `files` staged with fixed modes and mtimes, so
@@ -25,8 +27,8 @@ class BuildContext:
     epoch: int
 
 
-@dataclass(frozen=True)
-class BuildOutcome:
+@dataclass(frozen=True, slots=True)
+class BuildOutcome(Value):
     """What one engine build gave, whichever engine ran it."""
 
     image_id: str
@@ -40,8 +42,8 @@ class BuildOutcome:
     log_tail: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class ImageFacts:
+@dataclass(frozen=True, slots=True)
+class ImageFacts(Value):
     """What the lock records about an image and what --check compares: config digest and layers."""
 
     id: str

@@ -26,6 +26,7 @@ from typing import Any
 from envpin.errors import EngineError
 from envpin.image.buildlog import BuildLog, ProgressCallback
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
+from envpin.record import Value
 
 _STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
 #: Mode and owner every build-context file gets, whatever the checkout's umask or the user.
@@ -34,8 +35,8 @@ CONTEXT_DIR_MODE = 0o755
 FIX_PODMAN = "install podman (`apt-get install podman buildah`, or `bash scripts/services.sh install`)"
 
 
-@dataclass(frozen=True)
-class Store:
+@dataclass(frozen=True, slots=True)
+class Store(Value):
     """A podman storage root; None fields mean podman's configured default store."""
 
     root: Path | None = None

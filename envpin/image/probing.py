@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envpin.errors import EngineError, UsageError
+from envpin.record import Value
 
 if TYPE_CHECKING:
     from envpin.environment.lockfile import Lock
@@ -27,8 +28,8 @@ PASS_THROUGH = ("TF_ENABLE_ONEDNN_OPTS", "OMP_NUM_THREADS", "TF_NUM_INTEROP_THRE
 GPU_CHOICES = ("auto", "all", "none")
 
 
-@dataclass(frozen=True)
-class ImageProbe:
+@dataclass(frozen=True, slots=True)
+class ImageProbe(Value):
     image: str
     gpus: str  # what was asked of the engine, in words
     exit_code: int
@@ -116,8 +117,8 @@ def run(client: Any, image: str, out: Path, *, gpu_access: Callable[[], str | No
                       _selftest_line(written, insisted=selftest is True))
 
 
-@dataclass(frozen=True)
-class LockImage:
+@dataclass(frozen=True, slots=True)
+class LockImage(Value):
     """The image of a lock's inputs that a build left on this machine (envpin.image.buildstate)."""
 
     id: str

@@ -34,6 +34,7 @@ import functools
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,7 +52,7 @@ from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
 from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
 from envpin.portable import ngc
 from envpin.portable.versions import SpecError, parse_ngc_spec
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
@@ -76,31 +77,20 @@ KIND_TEXT = {
 CATALOG_ENV = "ENVPIN_CATALOG"
 
 
-class Fact(Frozen):
+@dataclass(frozen=True, slots=True)
+class Fact(Value):
     """One catalog value with where it came from, or why it is unknown."""
 
-    __slots__ = _fields = ("value", "source", "reason", "kind", "also", "conflicts", "read_from")
     value: Any
-    source: str | None
-    reason: str | None
-    kind: str | None
+    source: str | None = None
+    reason: str | None = None
+    kind: str | None = None
     #: Further sources giving the same value (ids into the catalog's sources).
-    also: tuple[str, ...]
+    also: tuple[str, ...] = ()
     #: (value, source id) of each source giving another value: weaker ones, or every candidate of a null.
-    conflicts: tuple[tuple[Any, str], ...]
+    conflicts: tuple[tuple[Any, str], ...] = ()
     #: For a value an image config declared (kinds image and mirror): REPOSITORY@DIGEST it was read from.
-    read_from: str | None
-
-    def __init__(self, value: Any, source: str | None = None, reason: str | None = None, kind: str | None = None,
-                 also: tuple[str, ...] = (), conflicts: tuple[tuple[Any, str], ...] = (),
-                 read_from: str | None = None) -> None:
-        _set(self, "value", value)
-        _set(self, "source", source)
-        _set(self, "reason", reason)
-        _set(self, "kind", kind)
-        _set(self, "also", also)
-        _set(self, "conflicts", conflicts)
-        _set(self, "read_from", read_from)
+    read_from: str | None = None
 
     @property
     def known(self) -> bool:
@@ -112,62 +102,36 @@ class Fact(Frozen):
         return self.known and self.kind in WEAK_KINDS
 
 
-class Entry(Frozen):
+@dataclass(frozen=True, slots=True)
+class Entry(Value):
     """One published image tag (release + flavor) with all fields resolved."""
 
-    __slots__ = _fields = ("release", "flavor", "tag", "image", "facts", "sources", "verified", "written",
-                           "portable", "images", "notices", "distribution", "published", "stated_digest")
-    #: What repr shows: the tag and its values, not the provenance tables each entry shares with the catalog.
-    _shown = ("release", "flavor", "tag", "image", "facts", "verified", "distribution", "published")
     release: str
     flavor: str
     tag: str
     image: str
     facts: dict[str, Fact]
-    sources: dict[str, dict[str, str]]
-    verified: dict[str, Any] | None
+    #: The provenance tables each entry shares with the catalog (left out of repr, as the fields below).
+    sources: dict[str, dict[str, str]] = field(repr=False)
+    verified: dict[str, Any] | None = None
     #: Every field as the written sources give it, before any image-declared value (what sync compares with).
-    written: dict[str, Fact]
+    written: dict[str, Fact] = field(default_factory=dict, repr=False)
     #: When this user's image-facts cache supplied a value: the facts the catalog file alone gives.
-    portable: dict[str, Fact] | None
+    portable: dict[str, Fact] | None = field(default=None, repr=False)
     #: Every image config read for this tag, with what the catalog does with it (catalog show lists them).
-    images: tuple[ImageUse, ...]
+    images: tuple[ImageUse, ...] = field(default=(), repr=False)
     #: One line per image-declared value that contradicts a written one (tag, field, both values, both
     #: sources); posted to envpin.knowledge.notices when a command selects this entry.
-    notices: tuple[str, ...]
+    notices: tuple[str, ...] = field(default=(), repr=False)
     #: "ngc" (the catalog file), or "stock" for a Docker Hub tensorflow/tensorflow:X.Y.Z-gpu image
     #: (envpin.knowledge.stock: release is then the TensorFlow version and flavor "gpu").
-    distribution: str
+    distribution: str = "ngc"
     #: Sources (ids) that show the tag was published without backing a value (stock images: public files that
     #: build FROM it); shown by catalog show and --json.
-    published: tuple[str, ...]
+    published: tuple[str, ...] = ()
     #: A digest a written source states for the tag (stock images: the base digest a public Dockerfile pins),
     #: with its source and grade; render pins it when the build pulls from the tag's own repository.
-    stated_digest: Fact | None
-
-    def __init__(self, release: str, flavor: str, tag: str, image: str, facts: dict[str, Fact],
-                 sources: dict[str, dict[str, str]], verified: dict[str, Any] | None = None,
-                 written: dict[str, Fact] | None = None, portable: dict[str, Fact] | None = None,
-                 images: tuple[ImageUse, ...] = (), notices: tuple[str, ...] = (), distribution: str = "ngc",
-                 published: tuple[str, ...] = (), stated_digest: Fact | None = None) -> None:
-        _set(self, "release", release)
-        _set(self, "flavor", flavor)
-        _set(self, "tag", tag)
-        _set(self, "image", image)
-        _set(self, "facts", facts)
-        _set(self, "sources", sources)
-        _set(self, "verified", verified)
-        _set(self, "written", {} if written is None else written)  # a fresh dict each (the old default_factory)
-        _set(self, "portable", portable)
-        _set(self, "images", images)
-        _set(self, "notices", notices)
-        _set(self, "distribution", distribution)
-        _set(self, "published", published)
-        _set(self, "stated_digest", stated_digest)
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
-        return f"Entry({shown})"
+    stated_digest: Fact | None = field(default=None, repr=False)
 
     @property
     def cached(self) -> bool:

@@ -29,13 +29,14 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from envpin.errors import EnvpinError, shown
 from envpin.fsutil import atomic_write, parse_json, read_regular
 from envpin.knowledge.fields import IMAGE_SOURCE, image_problems, is_repository_name
 from envpin.portable.imageref import is_digest
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
@@ -65,22 +66,16 @@ def cache_path() -> Path:
     return cache_dir() / FILE_NAME
 
 
-class CacheRead(Frozen):
+@dataclass(frozen=True, slots=True)
+class CacheRead(Value):
     """What the cache file holds that can be used, and what is wrong with the rest (never an exception: a
     damaged cache is ignored, in part or whole, and reported once)."""
 
-    __slots__ = _fields = ("path", "images", "problems", "whole")
     path: Path
     images: Images
     #: One phrase per ignored entry, or the one reason the whole file was ignored (whole=True).
-    problems: tuple[str, ...]
-    whole: bool
-
-    def __init__(self, path: Path, images: Images, problems: tuple[str, ...] = (), whole: bool = False) -> None:
-        _set(self, "path", path)
-        _set(self, "images", images)
-        _set(self, "problems", problems)
-        _set(self, "whole", whole)
+    problems: tuple[str, ...] = ()
+    whole: bool = False
 
     @property
     def notice(self) -> str | None:

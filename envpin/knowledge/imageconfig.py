@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from envpin.portable.versions import components, parse_version
+from envpin.record import Value
 
 
 class CatalogEntry(Protocol):
@@ -59,8 +60,8 @@ FAILING = frozenset({DISAGREES})
 
 
 # -- parsing the image config (pure) -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RequireCuda:
+@dataclass(frozen=True, slots=True)
+class RequireCuda(Value):
     """NVIDIA_REQUIRE_CUDA, as nvidia-container-cli reads it: minimum CUDA and accepted data-center branches."""
 
     cuda_min: str | None
@@ -188,8 +189,8 @@ def compare_ngc_version(tag: str, image_value: str) -> str:
     return AGREES if tag == v or tag.startswith(v + "-") else DISAGREES
 
 
-@dataclass(frozen=True)
-class Comparison:
+@dataclass(frozen=True, slots=True)
+class Comparison(Value):
     """One declared value next to what the catalog holds for it."""
 
     field: str

@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from envpin.errors import RecipeError
 from envpin.portable.versions import parse_version
 from envpin.probe import runtime
 from envpin.probe.selftest.expect import ngc_overrides
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
@@ -57,11 +58,10 @@ _ADVICE_KEYS = {"id", "tf_min", "tf_max", "text", "doc", "source"}
 _OVERRIDDEN_KEYS = {"id", "what", "tf_min", "tf_max", "effect", "source"}
 
 
-class Recipe(Frozen):
+@dataclass(frozen=True, slots=True)
+class Recipe(Value):
     """One resolved recipe: everything a Dockerfile and a training script need, with sources."""
 
-    __slots__ = _fields = ("id", "distribution", "tf_version", "summary", "env", "unset", "no_effect", "steps",
-                           "caveats", "raises", "silent", "sources", "ngc_overrides", "advice")
     id: str
     distribution: str
     tf_version: str
@@ -75,30 +75,9 @@ class Recipe(Frozen):
     silent: tuple[dict[str, Any], ...]
     sources: dict[str, dict[str, str]]
     #: Where this NGC release differs from stock TensorFlow (empty for stock builds).
-    ngc_overrides: tuple[dict[str, Any], ...]
+    ngc_overrides: tuple[dict[str, Any], ...] = ()
     #: Popular advice that is wrong for this TensorFlow, each with its docs anchor.
-    advice: tuple[dict[str, Any], ...]
-
-    def __init__(self, id: str, distribution: str, tf_version: str, summary: str, env: tuple[dict[str, str], ...],
-                 unset: tuple[dict[str, str], ...], no_effect: tuple[dict[str, str], ...],
-                 steps: tuple[dict[str, str], ...], caveats: tuple[dict[str, str], ...],
-                 raises: tuple[dict[str, Any], ...], silent: tuple[dict[str, Any], ...],
-                 sources: dict[str, dict[str, str]], ngc_overrides: tuple[dict[str, Any], ...] = (),
-                 advice: tuple[dict[str, Any], ...] = ()) -> None:
-        _set(self, "id", id)
-        _set(self, "distribution", distribution)
-        _set(self, "tf_version", tf_version)
-        _set(self, "summary", summary)
-        _set(self, "env", env)
-        _set(self, "unset", unset)
-        _set(self, "no_effect", no_effect)
-        _set(self, "steps", steps)
-        _set(self, "caveats", caveats)
-        _set(self, "raises", raises)
-        _set(self, "silent", silent)
-        _set(self, "sources", sources)
-        _set(self, "ngc_overrides", ngc_overrides)
-        _set(self, "advice", advice)
+    advice: tuple[dict[str, Any], ...] = ()
 
     def env_dict(self) -> dict[str, str]:
         return {e["name"]: e["value"] for e in self.env}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 
 from envpin.errors import CatalogError, UsageError, shown
@@ -25,7 +26,7 @@ from envpin.knowledge.versions import TFSpec
 from envpin.portable import imageref
 from envpin.portable.imageref import is_digest
 from envpin.portable.versions import SpecError, parse_tf_spec
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
@@ -51,21 +52,15 @@ _FACT_KEYS = {"value", "source", "reason", "also", "conflicts"}
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
 
 
-class StockCatalog(Frozen):
+@dataclass(frozen=True, slots=True)
+class StockCatalog(Value):
     """The loaded stock table: one Entry per tag, newest TensorFlow first."""
 
-    __slots__ = _fields = ("entries", "sources", "epoch", "origin")
     entries: tuple[Entry, ...]
     sources: dict[str, dict[str, str]]
     #: SOURCE_DATE_EPOCH of every stock-image build (a fixed date; the table says why).
     epoch: int
     origin: str
-
-    def __init__(self, entries: tuple[Entry, ...], sources: dict[str, dict[str, str]], epoch: int, origin: str) -> None:
-        _set(self, "entries", entries)
-        _set(self, "sources", sources)
-        _set(self, "epoch", epoch)
-        _set(self, "origin", origin)
 
     def tags(self) -> list[str]:
         return [e.tag for e in self.entries]

@@ -38,6 +38,7 @@ from envpin.knowledge.imageconfig import (
 )
 from envpin.knowledge.versions import release_index
 from envpin.portable.imageref import is_digest, is_loopback, is_registry_host, is_repository_path
+from envpin.record import Value
 from envpin.registry.client import NotFound, RegistryClient, parse_ref
 
 DEFAULT_REGISTRY = "https://nvcr.io"
@@ -108,8 +109,8 @@ def registry_client(ca_bundle: Path | None) -> RegistryClient:
         raise UsageError(f"CA bundle {ca_bundle} cannot be used: {exc}", hint="give a PEM file") from exc
 
 
-@dataclass
-class TagResult:
+@dataclass(slots=True)
+class TagResult(Value):
     """What one tag's image declares, how it compares, or why it could not be read."""
 
     entry: Entry
@@ -144,8 +145,8 @@ class TagResult:
         return out
 
 
-@dataclass
-class SyncResult:
+@dataclass(slots=True)
+class SyncResult(Value):
     repository: str
     catalog: str
     tags: list[TagResult]
@@ -218,8 +219,8 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
     return sorted(chosen.values(), key=lambda e: (release_index(e.release), e.flavor))
 
 
-@dataclass(frozen=True)
-class ImageRead:
+@dataclass(frozen=True, slots=True)
+class ImageRead(Value):
     """One image config as read from a registry: the digest the reference resolved to, the config's ENV, and
     the catalog's "image" object for it."""
 

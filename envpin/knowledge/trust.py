@@ -18,9 +18,10 @@ builds its entries with it; plain data in, plain data out.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from envpin.knowledge.fields import FIELDS
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
@@ -29,22 +30,16 @@ if TYPE_CHECKING:
 IMAGE_KIND, MIRROR_KIND = "image", "mirror"
 
 
-class ImageUse(Frozen):
+@dataclass(frozen=True, slots=True)
+class ImageUse(Value):
     """One image config read for a tag (recorded in the catalog file, or kept in this user's cache) and what
     the catalog does with it: `grade` IMAGE_KIND (its values outrank the written ones), MIRROR_KIND (it fills
     only values nothing else gives) or None (another config of the same tag speaks for it), and why."""
 
-    __slots__ = _fields = ("image", "cached", "grade", "why")
     image: dict[str, Any]
     cached: bool
     grade: str | None
     why: str
-
-    def __init__(self, image: dict[str, Any], cached: bool, grade: str | None, why: str) -> None:
-        _set(self, "image", image)
-        _set(self, "cached", cached)
-        _set(self, "grade", grade)
-        _set(self, "why", why)
 
     @property
     def read_from(self) -> str:

@@ -22,6 +22,7 @@ from envpin.errors import RegistryError, shown
 from envpin.fsutil import parse_json
 from envpin.portable import imageref
 from envpin.portable.imageref import ImageRef
+from envpin.record import Value
 from envpin.registry import digests, logins, transport
 from envpin.registry.logins import Credentials
 from envpin.registry.transport import Response, Transport, shown_origin
@@ -39,8 +40,8 @@ _TOKEN = re.compile(r"[\x21-\x7e]+\Z")
 _BROKEN_HINT = "the registry, or a proxy in between, sent something that is not what was asked for; check it"
 
 
-@dataclass(frozen=True)
-class Limits:
+@dataclass(frozen=True, slots=True)
+class Limits(Value):
     """How much one registry answer may hold; beyond these envpin refuses with an error (docs/registries.md)."""
 
     #: A manifest or image index: distribution's own limit for a manifest it accepts.
@@ -65,8 +66,8 @@ def parse_ref(ref: str) -> ImageRef:
         raise RegistryError(exc.message, hint=exc.hint) from None
 
 
-@dataclass
-class Manifest:
+@dataclass(slots=True)
+class Manifest(Value):
     """A manifest or image index as read and verified: `digest` is what its content hashes to."""
 
     digest: str

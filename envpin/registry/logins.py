@@ -20,6 +20,7 @@ from pathlib import Path
 from envpin.errors import RegistryError, shown
 from envpin.fsutil import parse_json, read_regular
 from envpin.portable.imageref import DOCKER_HUB
+from envpin.record import Value
 
 #: The key docker uses for Docker Hub in config.json and with credential helpers.
 HUB_KEY = "https://index.docker.io/v1/"
@@ -28,8 +29,8 @@ _NOT_FOUND = "credentials not found in native keychain"
 _HELPER_TIMEOUT = 60
 
 
-@dataclass(frozen=True)
-class Credentials:
+@dataclass(frozen=True, slots=True)
+class Credentials(Value):
     """A user name and its secret (a password, a token, or an OAuth2 refresh token), never shown."""
 
     username: str

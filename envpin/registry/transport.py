@@ -29,6 +29,7 @@ from typing import Any
 
 from envpin.errors import RegistryError, shown
 from envpin.portable.imageref import is_loopback
+from envpin.record import Value
 
 #: Seconds one request may take in all (lookup, connect, TLS, redirects, headers, body).
 DEADLINE = 60.0
@@ -78,8 +79,8 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Response:
+@dataclass(frozen=True, slots=True)
+class Response(Value):
     """One answer after redirects: the status, lower-cased headers, the body (2xx only) and the final URL."""
 
     status: int

@@ -13,13 +13,14 @@ from typing import Any
 from envpin.errors import ReportError, shown
 from envpin.fsutil import parse_json, read_regular
 from envpin.probe import PROBE_SCHEMA, fields
+from envpin.record import Value
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
 ABSENT = "(absent)"
 
 
-@dataclass(frozen=True)
-class Difference:
+@dataclass(frozen=True, slots=True)
+class Difference(Value):
     """One field that differs between two sides (a, b); a side lacking the field holds None."""
 
     key: str
@@ -103,8 +104,8 @@ def diff_reports(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     return compare_flat(fa, fb, cpu_compute)
 
 
-@dataclass(frozen=True)
-class Environment:
+@dataclass(frozen=True, slots=True)
+class Environment(Value):
     """What a report made in one environment (an envpin image) must not contradict (envpin.environment.lockfile
     fills it from a lock)."""
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import shown
+from envpin.record import Value
 from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, unseeded
 
 #: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
@@ -20,8 +21,8 @@ _NO_READER = 3  # dumpdiff.py's exit status when its TensorFlow has no DebugData
 _LIBRARY = re.compile(r"(site-packages|dist-packages|/lib/python[0-9.]+/|<frozen |/sitecustomize\.py$|^<)")
 
 
-@dataclass
-class BisectResult:
+@dataclass(slots=True)
+class BisectResult(Value):
     """Where two runs with the same seeds first differ, or that they did not in what was compared."""
 
     command: list[str]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
+from envpin.record import Value
 from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
 from envpin.runs.study import BOOTSTRAP, BOOTSTRAP_SEED
 
@@ -41,8 +42,8 @@ def overhead_ci(off: Sequence[float], on: Sequence[float], level: float = 0.95, 
             found[math.ceil((1 + level) / 2 * (resamples - 1))])
 
 
-@dataclass
-class CostResult:
+@dataclass(slots=True)
+class CostResult(Value):
     """Times of each arm and the overhead of the recipe."""
 
     command: list[str]

@@ -32,6 +32,7 @@ from typing import Any
 
 from envpin.errors import UsageError, shown
 from envpin.fsutil import read_regular, read_tail
+from envpin.record import Value
 
 #: The seed a run receives; the hook seeds Python, NumPy and TensorFlow with it.
 SEED_VAR = "ENVPIN_SEED"
@@ -85,8 +86,8 @@ def check_timeout(timeout: float | None) -> float | None:
     return timeout
 
 
-@dataclass(frozen=True)
-class RunSpec:
+@dataclass(frozen=True, slots=True)
+class RunSpec(Value):
     """One run: the seed it gets, whether envpin's recipe is applied, and what the hook should do."""
 
     label: str
@@ -97,8 +98,8 @@ class RunSpec:
     op_regex: str | None = None
 
 
-@dataclass
-class Run:
+@dataclass(slots=True)
+class Run(Value):
     """What one run did: exit status, wall time, metrics (script's line and Keras History), hook records."""
 
     spec: RunSpec
@@ -130,8 +131,8 @@ class Run:
         return " | ".join(shown(line.strip(), _TAIL_LINE) for line in text[-lines:])
 
 
-@dataclass(frozen=True)
-class Srun:
+@dataclass(frozen=True, slots=True)
+class Srun(Value):
     """Each run as one Slurm task (`--slurm`): srun starts envpin/runs/nodeboot.py under the node's python3 with
     the hook bundle on its standard input; the node unpacks it, runs the command with the hook and sends the
     hook's records back on standard output. No shared storage is needed."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError
+from envpin.record import Value
 from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
 
 #: Bootstrap resamples and the seed of their generator (fixed: the interval is part of the report).
@@ -106,8 +107,8 @@ def percent(r: float) -> str:
     return f"{r * 100:.2g}%" if r < 0.1 else f"{r:.0%}"
 
 
-@dataclass
-class MetricStats:
+@dataclass(slots=True)
+class MetricStats(Value):
     """One metric in one comparison: the values of each arm and what they say."""
 
     name: str
@@ -140,8 +141,8 @@ def _arm(values: Sequence[float]) -> dict[str, Any]:
             "values": [as_json_number(v) for v in values]}
 
 
-@dataclass
-class StudyResult:
+@dataclass(slots=True)
+class StudyResult(Value):
     """Every run's metrics and, per metric and recipe setting, the comparison of the two arms."""
 
     command: list[str]

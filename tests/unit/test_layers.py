@@ -172,11 +172,6 @@ def test_the_root_holds_only_entry_points() -> None:
     assert root == ["__init__.py", "__main__.py", "_compat.py", "errors.py", "fsutil.py", "record.py"]
 
 
-def test_no_module_is_over_700_lines() -> None:
-    long = {module_name(p): n for p in PKG.rglob("*.py") if (n := len(p.read_text().splitlines())) > 700}
-    assert long == {}
-
-
 def test_stdlib_core_imports_nothing_of_the_host_side() -> None:
     bad = {m: sorted(t for t in targets if not t.startswith(("envpin.portable", "envpin.probe")) and t != "envpin")
            for m, targets in EDGES.items() if m.startswith(STDLIB_ONLY)}

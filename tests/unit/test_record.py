@@ -1,87 +1,80 @@
-"""envpin.record: the value classes the audit and catalog modules use instead of dataclasses."""
+"""envpin.record: one value idiom on the host side, dataclasses with slots that derive from Value."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
+import pickle
+
 import pytest
 
-from envpin.record import Frozen, Record, _set
+from envpin.audit.check import Finding
+from envpin.audit.rule import Rule
+from envpin.knowledge.catalog import Entry, Fact
+from envpin.record import Value
+from tests.conftest import REPO
+from tests.unit.test_layers import STDLIB_ONLY, module_name
 
 
-class Point(Frozen):
-    __slots__ = _fields = ("x", "y")
-
-    def __init__(self, x: int, y: int = 0) -> None:
-        if x < 0:
-            raise ValueError("x must not be negative")
-        _set(self, "x", x)
-        _set(self, "y", y)
+def _host_modules() -> list[str]:
+    """Every module of the host side (the standard-library core that runs in images has no dataclasses)."""
+    names = [module_name(p) for p in sorted((REPO / "envpin").rglob("*.py"))]
+    return [n for n in names if not any(n == s or n.startswith(s + ".") for s in STDLIB_ONLY)
+            and n != "envpin.__main__"]
 
 
-class Box(Record):
-    __slots__ = ("cache", "items", "label")
-    _fields = ("items", "label")
-
-    def __init__(self, items: list[int] | None = None, label: str = "") -> None:
-        self.items = [] if items is None else items
-        self.label = label
-        self.cache = None  # not a field: no part in equality or repr
-
-
-class OtherPoint(Frozen):
-    __slots__ = _fields = ("x", "y")
-
-    def __init__(self, x: int, y: int = 0) -> None:
-        _set(self, "x", x)
-        _set(self, "y", y)
+def _value_classes() -> list[type]:
+    found = []
+    for name in _host_modules():
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == name and dataclasses.is_dataclass(cls):
+                found.append(cls)
+    return found
 
 
-def test_equality_is_by_class_and_fields() -> None:
-    assert Point(1, 2) == Point(1, 2)
-    assert Point(1, 2) != Point(2, 1)
-    assert Point(1, 2) != OtherPoint(1, 2)  # another class with the same fields is another value
-    assert Point(1, 2) != (1, 2)
+def test_every_dataclass_is_a_value_with_slots() -> None:
+    classes = _value_classes()
+    assert len(classes) > 60
+    wrong = [f"{c.__module__}.{c.__qualname__}" for c in classes
+             if not issubclass(c, Value) or "__slots__" not in c.__dict__]
+    assert wrong == []
 
 
-def test_frozen_records_are_hashable_and_read_only() -> None:
-    assert len({Point(1, 2), Point(1, 2), Point(3)}) == 2
-    p = Point(1)
-    with pytest.raises(AttributeError, match="read-only"):
-        p.x = 5  # type: ignore[misc]
-    with pytest.raises(AttributeError, match="read-only"):
-        del p.y
-    assert p.x == 1 and p.y == 0
+def test_no_value_class_is_written_by_hand() -> None:
+    """A value class declares its fields once, as a dataclass: no __slots__ tuple beside a hand-written __init__."""
+    offenders = []
+    for path in sorted((REPO / "envpin").rglob("*.py")):
+        if module_name(path).startswith(tuple(STDLIB_ONLY)):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "_fields = (" in text or "object.__setattr__" in text:
+            offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []
 
 
-def test_mutable_records_are_not_hashable_and_ignore_non_fields() -> None:
-    a, b = Box([1], "a"), Box([1], "a")
-    b.cache = "computed"
-    assert a == b
-    a.items.append(2)
-    assert a != b
+def test_replace_makes_a_changed_copy_and_runs_the_checks_again() -> None:
+    f = Finding("pip-unpinned", "warning", "Dockerfile", 3, "m", "f")
+    g = f.replace(line=4)
+    assert (g.line, f.line, g.rule) == (4, 3, "pip-unpinned") and g != f
     with pytest.raises(TypeError):
-        hash(a)
+        f.replace(nope=1)
+    rule = Rule(id="a-b", severity="info", title="t", finds="f", why="w", bad="b", good="g", autofix="a",
+                references=())
+    with pytest.raises(ValueError, match="severity"):
+        rule.replace(severity="fatal")
 
 
-def test_repr_shows_the_fields_in_order() -> None:
-    assert repr(Point(1, 2)) == "Point(x=1, y=2)"
-    assert repr(Box([1], "a")) == "Box(items=[1], label='a')"
+def test_frozen_values_refuse_changes_hash_and_pickle() -> None:
+    f = Finding("pip-unpinned", "warning", "Dockerfile", 3, "m", "f")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.line = 5  # type: ignore[misc]
+    assert hash(f) == hash(f.replace()) and pickle.loads(pickle.dumps(f)) == f
 
 
-def test_frozen_records_copy_and_pickle_through_init() -> None:
-    import copy
-    import pickle
-
-    p = Point(1, 2)
-    assert copy.copy(p) == p and copy.deepcopy(p) == p and pickle.loads(pickle.dumps(p)) == p
-    b = Box([1], "a")
-    c = copy.deepcopy(b)
-    assert c == b and c.items is not b.items
-
-
-def test_replace_goes_through_init() -> None:
-    p = Point(1, 2)
-    assert p.replace(y=5) == Point(1, 5) and p == Point(1, 2)
-    with pytest.raises(ValueError, match="negative"):
-        p.replace(x=-1)
-    with pytest.raises(TypeError, match="no field 'z'"):
-        p.replace(z=1)
+def test_entry_repr_leaves_out_the_provenance_tables() -> None:
+    entry = Entry("20.02", "tf2-py3", "20.02-tf2-py3", "nvcr.io/nvidia/tensorflow:20.02-tf2-py3",
+                  {"tensorflow": Fact("2.1.0", "s")}, {"s": {"url": "https://example.com"}})
+    text = repr(entry)
+    assert text.startswith("Entry(release='20.02', flavor='tf2-py3'") and "https://example.com" not in text

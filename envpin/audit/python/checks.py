@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from envpin.audit.check import Finding
 from envpin.audit.python import rules as R
@@ -20,7 +21,7 @@ from envpin.audit.python.names import canonical
 from envpin.audit.python.script import Script, ScriptTarget, _Call, _const, _is_model_compile, _Missing, _mm
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
-from envpin.record import Frozen, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -50,16 +51,14 @@ _DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 # --- the table's facts, matched against calls ------------------------------------------------------------
 
 
-class _Entry(Frozen):
+@dataclass(frozen=True, slots=True)
+class _Entry(Value):
     """A table entry as calls meet it: ``apis`` its canonical names (envpin.audit.python.names), as a script's
     calls are resolved; ``xla`` whether it is about XLA compilation (judged by the jit rules, not per call)."""
 
-    __slots__ = _fields = ("item", "apis", "xla")
-
-    def __init__(self, item: dict[str, Any], apis: tuple[str, ...], xla: bool) -> None:
-        _set(self, "item", item)
-        _set(self, "apis", apis)
-        _set(self, "xla", xla)
+    item: dict[str, Any]
+    apis: tuple[str, ...]
+    xla: bool
 
 
 def _apis(item: dict[str, Any]) -> tuple[str, ...]:

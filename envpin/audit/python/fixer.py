@@ -9,6 +9,7 @@ does not touch stays byte for byte; the result must parse, or nothing but commen
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from envpin.audit.check import Finding
 from envpin.audit.config import _MARK as _IGNORE_MARK
@@ -18,23 +19,21 @@ from envpin.audit.python import source_lines
 from envpin.audit.python.checks import ScriptTarget, switch_name
 from envpin.audit.python.names import canonical
 from envpin.errors import EnvpinError
-from envpin.record import Record
+from envpin.record import Value
 
 #: The rules --fix changes the script for (the others get a comment above their statement).
 FIXABLE = frozenset(r.id for r in R.RULES if r.fixable)
 COMMENT = "# envpin audit: "
 
 
-class _Edits(Record):
+@dataclass(slots=True)
+class _Edits(Value):
     """Lines inserted above (``before``) and below (``after``) a line, and byte ranges of a line replaced
     (``cuts``: line -> (start, end, new))."""
 
-    __slots__ = _fields = ("before", "after", "cuts")
-
-    def __init__(self) -> None:
-        self.before: dict[int, list[str]] = {}
-        self.after: dict[int, list[str]] = {}
-        self.cuts: dict[int, list[tuple[int, int, str]]] = {}
+    before: dict[int, list[str]] = field(default_factory=dict)
+    after: dict[int, list[str]] = field(default_factory=dict)
+    cuts: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
 
     def render(self, lines: list[str], eol: str) -> str:
         out: list[str] = []

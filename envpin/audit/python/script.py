@@ -7,50 +7,45 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.python.names import Names
 from envpin.knowledge.recipes import Recipe
 from envpin.portable.versions import parse_version
-from envpin.record import Frozen, Record, _set
+from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
 
-class ScriptTarget(Frozen):
-    """The TensorFlow a script is judged against and what the image already sets.
+@dataclass(frozen=True, slots=True)
+class ScriptTarget(Value):
+    """The TensorFlow a script is judged against and what the image already sets."""
 
-    `label` says where the version came from (a Dockerfile's base, the lock, --tf); `image_env` is the produced
-    image's ENV (a determinism switch or HOROVOD_FUSION_THRESHOLD set there counts for the script)."""
-
-    __slots__ = _fields = ("label", "tf_version", "recipe", "image_env")
-
-    def __init__(self, label: str = "", tf_version: str | None = None, recipe: Recipe | None = None,
-                 image_env: Mapping[str, str] | None = None) -> None:
-        _set(self, "label", label)
-        _set(self, "tf_version", tf_version)
-        _set(self, "recipe", recipe)
-        _set(self, "image_env", {} if image_env is None else image_env)
+    #: Where the version came from (a Dockerfile's base, the lock, the TensorFlow version given).
+    label: str = ""
+    tf_version: str | None = None
+    recipe: Recipe | None = None
+    #: The produced image's ENV (a determinism switch or HOROVOD_FUSION_THRESHOLD set there counts for the script).
+    image_env: Mapping[str, str] = field(default_factory=dict)
 
 
 #: Calls that train a model (method names): a script with none of them is a library module, not a training run.
 _TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "minimize", "apply_gradients"})
 
 
-class _Call(Record):
+@dataclass(slots=True)
+class _Call(Value):
     """One call: ``name`` its canonical dotted name, when the imports explain it; ``attr`` the method name of
     `obj.method(...)`, whatever obj is; ``alts`` the name under the other star-imported modules, when only star
     imports explain it (Names.star_alternatives)."""
 
-    __slots__ = _fields = ("node", "name", "attr", "alts")
-
-    def __init__(self, node: ast.Call, name: str | None, attr: str | None, alts: tuple[str, ...] = ()) -> None:
-        self.node = node
-        self.name = name
-        self.attr = attr
-        self.alts = alts
+    node: ast.Call
+    name: str | None
+    attr: str | None
+    alts: tuple[str, ...] = ()
 
     def narrowed(self) -> list[_Call]:
         """This call once per name it may have (itself when the imports name it one way)."""

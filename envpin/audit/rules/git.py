@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 
 from envpin.audit.check import COMMIT, Check, Context, RunRule
 from envpin.audit.parser import Instruction, Stage
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command, RunScript
-from envpin.record import Record
+from envpin.record import Value
 
 _COMMIT_EXAMPLE = "3c8d6e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d"  # a placeholder: check out the commit you reviewed
 _GIT_CLONE = ("git clone (--branch, --revision)", "https://git-scm.com/docs/git-clone")
@@ -56,18 +57,16 @@ _CLONE_VALUE = frozenset({
 })
 
 
-class _Clone(Record):
+@dataclass(slots=True)
+class _Clone(Value):
     """One clone of the stage, until a later checkout in its directory pins it; ``tag``: a release tag it is
     pinned to (which can move, unlike a commit)."""
 
-    __slots__ = _fields = ("ins", "url", "path", "pinned", "tag")
-
-    def __init__(self, ins: Instruction, url: str, path: str, pinned: bool, tag: str | None = None) -> None:
-        self.ins = ins
-        self.url = url
-        self.path = path
-        self.pinned = pinned
-        self.tag = tag
+    ins: Instruction
+    url: str
+    path: str
+    pinned: bool
+    tag: str | None = None
 
 
 def _git(cmd: Command, cwd: str) -> tuple[str, list[str], str] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envpin.audit.check import Check, Context, RunRule
@@ -20,7 +21,7 @@ from envpin.audit.pipspec import PIP_NAMES, PipCall, is_local, pip_call, pip_con
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command, RunScript
 from envpin.fsutil import read_regular
-from envpin.record import Record
+from envpin.record import Value
 
 _LOCKED = "COPY requirements.lock .\nRUN pip install --require-hashes --no-deps -r requirements.lock\n"
 _REPEATABLE = ("pip: repeatable installs", "https://pip.pypa.io/en/stable/topics/repeatable-installs/")
@@ -190,22 +191,20 @@ class _Pip(RunRule):
         self.configured[self.st.index] = (self.indexes, self.extra, self.trusted)
 
 
-class _PipFindings(Record):
-    """What the pip calls of one RUN found, reported as one finding per rule (see report()). ``_seen``: what
-    each list holds, for membership in O(1): a RUN of many pip calls stays linear."""
+@dataclass(slots=True)
+class _PipFindings(Value):
+    """What the pip calls of one RUN found, reported as one finding per rule (see report())."""
 
-    __slots__ = ("_seen", "files", "indexed", "indexes", "trusted", "unhashed", "unpinned", "verbs")
-    _fields = ("verbs", "unpinned", "unhashed", "files", "indexed", "indexes", "trusted")
-
-    def __init__(self) -> None:
-        self.verbs: list[str] = []
-        self.unpinned: list[str] = []
-        self.unhashed: list[str] = []
-        self.files: list[tuple[str, str]] = []
-        self.indexed: list[str] = []
-        self.indexes: list[str] = []
-        self.trusted: list[str] = []
-        self._seen: dict[str, set[str]] = defaultdict(set)
+    verbs: list[str] = field(default_factory=list)
+    unpinned: list[str] = field(default_factory=list)
+    unhashed: list[str] = field(default_factory=list)
+    files: list[tuple[str, str]] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)
+    trusted: list[str] = field(default_factory=list)
+    #: What each list holds, for membership in O(1): a RUN of many pip calls stays linear.
+    _seen: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set), init=False, repr=False,
+                                       compare=False)
 
     def _extend(self, name: str, items: Iterable[str]) -> None:
         """self.<name> += the items it does not hold yet (as it was before this call: repeats among `items`
