@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 
 def shown(text: object, limit: int = 100) -> str:
     """User input quoted in a one-line message: control characters escaped, long input shortened."""
     s = repr(str(text))[1:-1]
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+#: Who names parameters in messages and hints (`param`): envpin.cli installs its options' names while a
+#: command runs (`speaking`); otherwise, for a Python caller, the names of envpin.api's parameters.
+_speakers: list[Callable[[str, str | None], str]] = []
+
+
+def param(name: str, command: str | None = None) -> str:
+    """A parameter of the envpin.api function at work (or of the function behind another `command`), as a message
+    or a hint names it: `name` in backticks for a Python caller, the option for a command-line user. The library
+    names parameters only through here, so no layer below envpin.cli spells an option."""
+    if _speakers:
+        return _speakers[-1](name, command)
+    return f"`{name}`" if command is None else f"`{name}` of {command}"
+
+
+@contextlib.contextmanager
+def speaking(names: Callable[[str, str | None], str]) -> Iterator[None]:
+    """While the block runs, `param` names parameters through `names` (name, command or None -> text)."""
+    _speakers.append(names)
+    try:
+        yield
+    finally:
+        _speakers.pop()
 
 
 class EnvpinError(Exception):

@@ -1,23 +1,118 @@
-"""The command line: one Typer app, one module per command group, one place where errors become exit codes.
+"""The command line: one Typer app whose commands load from one table, and the one place where errors become
+messages and exit codes.
 
-Each command parses its options, calls exactly one `envpin.api` function and hands the result to one
-`envpin.views` renderer. api, views, rich and everything heavy are imported inside the commands, so
-`envpin --help` loads Typer and these small modules only.
+Each command lives in envpin/cli/<group>.py as its own Typer app (see `command_app`); it parses its options,
+calls exactly one `envpin.api` function and hands the result to one `envpin.views` renderer. A command's module
+is imported, and its options built, only when that command runs: `envpin --version` builds no command, and
+`envpin --help` lists the commands from their help texts without building their options.
 """
 
 from __future__ import annotations
 
 import errno
 import sys
-from typing import Annotated
+from collections.abc import Iterator, MutableMapping
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from envpin import __version__
-from envpin.errors import EnvpinError, interrupted, shown
+from envpin.errors import EnvpinError, interrupted, shown, speaking
+
+if TYPE_CHECKING:
+    from typer import _click as click  # Typer's own copy of click: the types it builds commands of
+
+#: Every command, in the order `envpin --help` lists them: name -> "module:attribute", the Typer app that
+#: defines it under envpin.cli. A new command is one line here and its module.
+COMMANDS: dict[str, str] = {
+    "recipe": "environment:recipe_app",
+    "render": "environment:render_app",
+    "build": "environment:build_app",
+    "lock": "environment:lock_app",
+    "probe": "probe:probe_app",
+    "diff": "probe:diff_app",
+    "verify": "probe:verify_app",
+    "selftest": "selftest:selftest_app",
+    "doctor": "doctor:doctor_app",
+    "audit": "audit:audit_app",
+    "bisect": "runs:bisect_app",
+    "study": "runs:study_app",
+    "cost": "runs:cost_app",
+    "catalog": "catalog:catalog_app",
+    "fleet": "fleet:fleet_app",
+}
+
+
+def _typer_app(name: str) -> typer.Typer:
+    import importlib
+
+    module, _, attribute = COMMANDS[name].partition(":")
+    app: typer.Typer = getattr(importlib.import_module(f"envpin.cli.{module}"), attribute)
+    return app
+
+
+class _Commands(MutableMapping[str, "click.Command"]):
+    """The root's commands by name, each module imported and its command built on first use (TyperGroup reads
+    its commands from this mapping: running one, listing, completing, suggesting a close name)."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._built[name] = typer.main.get_command(_typer_app(name))
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("the root's commands come from envpin.cli.COMMANDS")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
+def _summary(name: str) -> click.Command:
+    """A stand-in for the listing of `envpin --help`: the command's name and help, no options (building every
+    command's options costs half again the start-up of the help page)."""
+    import inspect
+
+    app = _typer_app(name)
+    if len(app.registered_commands) == 1 and not app.registered_callback:  # a command, not a group
+        info = app.registered_commands[0]
+        help_text = inspect.cleandoc(info.help) if info.help else inspect.getdoc(info.callback)
+        return TyperCommand(name=name, help=help_text, short_help=info.short_help, hidden=info.hidden)
+    assert isinstance(app.info.help, str), f"the group {name} states its help"
+    return TyperCommand(name=name, help=inspect.cleandoc(app.info.help))
+
+
+class LazyGroup(TyperGroup):
+    """The root group: its commands come from COMMANDS, built when one is used."""
+
+    def __init__(self, **attrs: object) -> None:
+        super().__init__(**attrs)  # type: ignore[arg-type]
+        self.commands = _Commands()
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Typer's listing, over the commands' help texts alone."""
+        built = self.commands
+        self.commands = {name: _summary(name) for name in COMMANDS}
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self.commands = built
+
 
 app = typer.Typer(
     name="envpin",
+    cls=LazyGroup,
     help="Pin, build, verify and share bit-reproducible TensorFlow environments on NVIDIA NGC images.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -59,79 +154,6 @@ def _root(
     console.settings.update(quiet=quiet, verbose=verbose)
 
 
-def _register() -> None:
-    """Attach the command groups (their modules import nothing heavy at module level)."""
-    from envpin.cli import audit, catalog, doctor, environment, fleet, probe, runs, selftest
-
-    for module in (catalog, environment, probe, selftest, doctor, audit, fleet, runs):
-        module.register(app)
-
-
-_register()
-
-
-#: Options of the root command (all flags), which may come before the command's name.
-_ROOT_FLAGS = frozenset({"--debug", "--quiet", "-q", "--verbose", "-v"})
-
-
-def _app_for(args: list[str]) -> typer.Typer:
-    """The app with only the command `args` name, else the whole app. Typer turns every registered command
-    into a click command before it runs one (about a third of `envpin probe`'s start-up); the whole app is
-    needed only for the root's help, shell completion and an unknown command's error."""
-    import os
-
-    if any(k.endswith("_COMPLETE") for k in os.environ):
-        return app
-    if all(a in _ROOT_FLAGS or a in _HELP for a in args) and (not args or any(a in _HELP for a in args)):
-        return _summary_app()
-    name = next((a for a in args if a not in _ROOT_FLAGS), None)
-    if name is None or name.startswith("-"):
-        return app
-    commands = [c for c in app.registered_commands if c.name == name]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if not commands and not groups:
-        return app
-    import copy
-
-    only = copy.copy(app)
-    only.registered_commands, only.registered_groups = commands, groups
-    return only
-
-
-_HELP = frozenset({"-h", "--help"})
-
-
-def _summary_app() -> typer.Typer:
-    """The app for the root's help (`envpin`, `envpin --help`): every command and group listed by its name and
-    help alone. Their options are not shown there, and building them (Typer reads every signature) costs
-    more than the rest of the help; the page is the same (tests/unit/test_cli_single_command.py)."""
-    import copy
-
-    def summary(info: typer.models.CommandInfo) -> typer.models.CommandInfo:
-        listed = copy.copy(info)
-        original = info.callback
-
-        def callback() -> None:
-            """Never runs: this command is only listed."""
-
-        if original is not None:
-            callback.__name__, callback.__doc__ = original.__name__, original.__doc__
-        listed.callback = callback
-        return listed
-
-    def group(info: typer.models.TyperInfo) -> typer.models.TyperInfo:
-        listed, inner = copy.copy(info), copy.copy(info.typer_instance)
-        if inner is not None:
-            inner.registered_commands, inner.registered_groups = [], []
-        listed.typer_instance = inner
-        return listed
-
-    only = copy.copy(app)
-    only.registered_commands = [summary(c) for c in app.registered_commands]
-    only.registered_groups = [group(g) for g in app.registered_groups]
-    return only
-
-
 def _say(text: str) -> None:
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
@@ -154,6 +176,8 @@ def _warnings() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
+    if argv is None:
+        _open_closed_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     command = None
@@ -164,8 +188,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.modules["envpin.knowledge.notices"].drain()
         if "envpin.views.console" in sys.modules:
             sys.modules["envpin.views.console"].settings.update(quiet=False, verbose=False)
-        command = typer.main.get_command(_app_for(args))
-        rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
+        command = root = typer.main.get_command(app)
+        with speaking(lambda name, other: _option(root, args, name, other)):
+            rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
         if argv is None and rc != 130:
             # The command is done and has said so: a Ctrl-C from here on must not kill the process by signal
             # after its success line (Python re-raises an uncaught one as SIGINT at exit).
@@ -247,18 +272,39 @@ def _closed_stdout() -> None:
     sys.exit(CLOSED_STDOUT_EXIT)
 
 
-def _command_path(command: object, args: list[str]) -> str:
+def _command_path(command: click.Command | None, args: list[str]) -> str:
     """'envpin catalog show' for the arguments given: the command an error belongs to."""
-    path, current = ["envpin"], command
+    return " ".join(["envpin", *_walk(command, args)[0]])
+
+
+def _walk(command: click.Command | None, args: list[str]) -> tuple[list[str], click.Command | None]:
+    """The names of the command (and subcommand) `args` run, and that command (`command` is the root)."""
+    names: list[str] = []
+    current = command
     for arg in args:
         if arg.startswith("-"):
             continue
         sub = getattr(current, "commands", {}).get(arg)
         if sub is None:
             break
-        path.append(arg)
+        names.append(arg)
         current = sub
-    return " ".join(path)
+    return names, current
+
+
+def _option(root: click.Command, args: list[str], name: str, command: str | None) -> str:
+    """How envpin.errors.param names parameter `name` on the command line: the option of the command `args` run
+    that sets it (its long name; for `no_x`, the second name of a --x/--no-x flag; an argument's metavar), or
+    `envpin COMMAND --option` for a parameter of another `command`."""
+    names, leaf = _walk(root, command.split() if command else args)
+    negative = name.startswith("no_")
+    for p in getattr(leaf, "params", ()):
+        opts = p.secondary_opts if negative and p.name == name[3:] else p.opts if p.name == name else None
+        if opts:
+            flag = next((o for o in opts if o.startswith("--")), opts[0]) if p.param_type_name == "option" \
+                else p.human_readable_name
+            return f"envpin {' '.join(names)} {flag}" if command else flag
+    return f"`{name}`"  # no option sets it (tests/unit/test_cli_shape.py checks that every name has one)
 
 
 def _is_usage_error(exc: BaseException) -> bool:
@@ -275,3 +321,19 @@ def _internal_error(exc: BaseException) -> None:
     _say(f"error: internal error: {type(exc).__name__}: {exc}")
     _say("hint: re-run as `envpin --debug <the same arguments>` and report the traceback")
     sys.exit(2)
+
+
+def _open_closed_streams() -> None:
+    """A stream the shell closed (`>&-`, `2>&-`) is None in Python: each is bound to os.devnull on its own
+    descriptor, so what would go there is dropped (as print() and rich drop it) and the exit status stays the
+    command's, never a traceback, an internal error or the 1 of an uncaught exception."""
+    import os
+
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        setattr(sys, name, open(fd, "w", closefd=False))  # noqa: SIM115 (the process's stream, never closed)

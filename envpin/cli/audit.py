@@ -7,72 +7,99 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Severity, output_file, value
+from envpin.cli.options import Severity, command_app, output_file, value
+
+audit_app = command_app()
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("audit")
-    def audit_cmd(
-        dockerfiles: Annotated[
-            list[Path], typer.Argument(help="Dockerfiles and Python training scripts (.py) to audit.",
-                                       show_default=False)],
-        fmt: Annotated[
-            str | None,
-            typer.Option("--format", metavar="tty|json|sarif|gcc|github",
-                         help="Output: one line per finding (tty, the default; gcc: path:line:col: level: message "
-                         "[rule]), GitHub workflow annotations, JSON, or SARIF 2.1.0 for code scanning."),
-        ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-        sarif: Annotated[bool, typer.Option("--sarif", help="Same as --format sarif.")] = False,
-        fail_on: Annotated[
-            Severity | None,
-            typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning (default) or "
-                         "info; default from [tool.envpin.audit] fail-on."),
-        ] = None,
-        context: Annotated[
-            Path | None,
-            typer.Option("--context", metavar="DIR", help="Build context the requirement files are COPY'd from "
-                         "(default: each Dockerfile's folder)."),
-        ] = None,
-        no_context: Annotated[
-            bool, typer.Option("--no-context", help="Read the Dockerfiles only, not the files of the build context.")
-        ] = False,
-        no_config: Annotated[
-            bool, typer.Option("--no-config", help="Ignore [tool.envpin.audit] in pyproject.toml.")
-        ] = False,
-        fix: Annotated[
-            bool, typer.Option("--fix", help="Write a corrected file (<file>.envpin-fixed by default).")
-        ] = False,
-        fix_out: Annotated[Path | None, typer.Option("--fix-out", parser=output_file, metavar="FILE",
-                                                     help="Write the corrected file here.")] = None,
-        in_place: Annotated[bool, typer.Option("--in-place", help="With --fix: overwrite the input.")] = False,
-        no_resolve: Annotated[
-            bool, typer.Option("--no-resolve", help="With --fix: do not ask registries for digests; comment instead.")
-        ] = False,
-        build_arg: Annotated[
-            list[str] | None, typer.Option("--build-arg", help="NAME=VALUE, as given to docker build.")
-        ] = None,
-        target: Annotated[str | None, typer.Option("--target", help="Audit the image of this stage.")] = None,
-        tf: Annotated[
-            str | None, typer.Option("--tf", help="TensorFlow MAJOR.MINOR for a base the catalog does not know, and "
-                                     "for scripts when no Dockerfile of the run names one (before the lock's).")
-        ] = None,
-    ) -> None:
-        """Report reproducibility hazards in Dockerfiles and training scripts with file:line, severity and the fix.
+@audit_app.command("audit")
+def audit_cmd(
+    dockerfiles: Annotated[
+        list[Path], typer.Argument(help="Dockerfiles and Python training scripts (.py) to audit.", show_default=False)
+    ],
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="tty|json|sarif|gcc|github",
+            help="Output: one line per finding (tty, the default; gcc: path:line:col: level: message "
+            "[rule]), GitHub workflow annotations, JSON, or SARIF 2.1.0 for code scanning.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    sarif: Annotated[bool, typer.Option("--sarif", help="Same as --format sarif.")] = False,
+    fail_on: Annotated[
+        Severity | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a finding is at or above: error, warning (default) or "
+            "info; default from [tool.envpin.audit] fail-on.",
+        ),
+    ] = None,
+    context: Annotated[
+        Path | None,
+        typer.Option(
+            "--context",
+            metavar="DIR",
+            help="Build context the requirement files are COPY'd from (default: each Dockerfile's folder).",
+        ),
+    ] = None,
+    no_context: Annotated[
+        bool, typer.Option("--no-context", help="Read the Dockerfiles only, not the files of the build context.")
+    ] = False,
+    no_config: Annotated[
+        bool, typer.Option("--no-config", help="Ignore [tool.envpin.audit] in pyproject.toml.")
+    ] = False,
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Write a corrected file (<file>.envpin-fixed by default).")
+    ] = False,
+    fix_out: Annotated[
+        Path | None,
+        typer.Option("--fix-out", parser=output_file, metavar="FILE", help="Write the corrected file here."),
+    ] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="With --fix: overwrite the input.")] = False,
+    no_resolve: Annotated[
+        bool, typer.Option("--no-resolve", help="With --fix: do not ask registries for digests; comment instead.")
+    ] = False,
+    build_arg: Annotated[
+        list[str] | None, typer.Option("--build-arg", help="NAME=VALUE, as given to docker build.")
+    ] = None,
+    target: Annotated[str | None, typer.Option("--target", help="Audit the image of this stage.")] = None,
+    tf: Annotated[
+        str | None,
+        typer.Option(
+            "--tf",
+            help="TensorFlow MAJOR.MINOR for a base the catalog does not know, and "
+            "for scripts when no Dockerfile of the run names one (before the lock's).",
+        ),
+    ] = None,
+) -> None:
+    """Report reproducibility hazards in Dockerfiles and training scripts with file:line, severity and the fix.
 
-        Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
-        """
-        from envpin import api
-        from envpin.errors import UsageError
-        from envpin.views import audit, console
+    Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
+    """
+    from envpin import api
+    from envpin.errors import UsageError
+    from envpin.views import audit, console
 
-        if no_resolve and not fix:
-            raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
-        if context is not None and no_context:
-            raise UsageError("--context and --no-context exclude each other", hint="choose one")
-        chosen = audit.output_format(fmt, as_json, sarif)
-        res = api.audit_files(dockerfiles, fail_on=value(fail_on), build_args=build_arg, target=target, tf=tf, fix=fix,
-                              fix_out=fix_out, in_place=in_place, resolve=not no_resolve, use_config=not no_config,
-                              context=context, read_context=not no_context)
-        audit.audited(res, chosen, fix, console.out(), console.err())
-        raise typer.Exit(res.exit_code)
+    if no_resolve and not fix:
+        raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
+    if context is not None and no_context:
+        raise UsageError("--context and --no-context exclude each other", hint="choose one")
+    chosen = audit.output_format(fmt, as_json, sarif)
+    res = api.audit_files(
+        dockerfiles,
+        fail_on=value(fail_on),
+        build_args=build_arg,
+        target=target,
+        tf=tf,
+        fix=fix,
+        fix_out=fix_out,
+        in_place=in_place,
+        resolve=not no_resolve,
+        use_config=not no_config,
+        context=context,
+        read_context=not no_context,
+    )
+    audit.audited(res, chosen, fix, console.results(), console.notes())
+    raise typer.Exit(res.exit_code)

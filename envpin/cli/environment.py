@@ -22,6 +22,7 @@ from envpin.cli.options import (
     ReqOpt,
     Resolver,
     TfOpt,
+    command_app,
     output_file,
     value,
     wants_json,
@@ -33,151 +34,228 @@ OptNgcOpt = Annotated[
 ]
 StockOpt = Annotated[
     str | None,
-    typer.Option("--stock", metavar="TAG", help="Docker Hub's stock TensorFlow GPU image: 2.20, 2.20.0 or "
-                 "2.20.0-gpu (tensorflow/tensorflow:X.Y.Z-gpu; `envpin catalog --stock`). --tf without --ngc "
-                 "picks one too."),
+    typer.Option(
+        "--stock",
+        metavar="TAG",
+        help="Docker Hub's stock TensorFlow GPU image: 2.20, 2.20.0 or "
+        "2.20.0-gpu (tensorflow/tensorflow:X.Y.Z-gpu; `envpin catalog --stock`). --tf without --ngc "
+        "picks one too.",
+    ),
 ]
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("recipe")
-    def recipe_cmd(ngc: OptNgcOpt = None, tf: TfOpt = None, stock: StockOpt = None, as_json: JsonOpt = False,
-                   fmt: FormatOpt = Format.text) -> None:
-        """Show the determinism recipe an image gets: env vars, Python steps, caveats, sources."""
-        from envpin import api
-        from envpin.views import console, environment
+recipe_app = command_app()
 
-        entry, recipe = api.recipe_for(ngc, tf, stock)
-        if wants_json(fmt, as_json):
-            console.print_json({"tag": entry.tag, "hash": recipe.hash, **recipe.to_dict()})
-        else:
-            environment.recipe(entry.tag, recipe, console.out())
 
-    @app.command("render")
-    def render_cmd(
-        ngc: OptNgcOpt = None,
-        tf: TfOpt = None,
-        stock: StockOpt = None,
-        requirements: ReqOpt = None,
-        base_image: BaseOpt = None,
-        ca_bundle: CaOpt = None,
-        name: NameOpt = None,
-        out: OutOpt = None,
-        force: ForceOpt = False,
-        formats: Annotated[
-            list[str] | None,
-            typer.Option("--format", metavar="docker|apptainer",
-                         help="Output: a Dockerfile, an Apptainer definition (envpin.def), or both (repeat it). "
-                         "Default: what the folder holds, else docker."),
-        ] = None,
-    ) -> None:
-        """Write the environment folder: Dockerfile or Apptainer definition, plan.json, envpin.lock, envpin.pyz."""
-        from envpin import api
-        from envpin.views import console, environment
+@recipe_app.command("recipe")
+def recipe_cmd(
+    ngc: OptNgcOpt = None,
+    tf: TfOpt = None,
+    stock: StockOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Show the determinism recipe an image gets: env vars, Python steps, caveats, sources."""
+    from envpin import api
+    from envpin.views import console, environment
 
-        res = api.render_environment(ngc=ngc, tf=tf, stock=stock, requirements=requirements, base_image=base_image,
-                                     ca_bundle=ca_bundle, name=name, out=out, force=force,
-                                     formats=tuple(formats) if formats else None)
-        environment.rendered(res, console.out(), console.err())
+    entry, recipe = api.recipe_for(ngc, tf, stock)
+    if wants_json(fmt, as_json):
+        console.print_json({"tag": entry.tag, "hash": recipe.hash, **recipe.to_dict()})
+    else:
+        environment.recipe(entry.tag, recipe, console.results())
 
-    @app.command("build")
-    def build_cmd(
-        ngc: Annotated[
-            str | None, typer.Option("--ngc", help="NGC release or tag; omit (with --stock and --tf) to build "
-                                     "everything from the lock.")
-        ] = None,
-        tf: TfOpt = None,
-        stock: StockOpt = None,
-        lock: Annotated[Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc, --stock "
-                                                  "or --tf).")] = None,
-        requirements: ReqOpt = None,
-        base_image: BaseOpt = None,
-        ca_bundle: CaOpt = None,
-        name: NameOpt = None,
-        out: OutOpt = None,
-        force: ForceOpt = False,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Render and print the plan; build nothing.")] = False,
-        no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
-        pull: Annotated[bool, typer.Option("--pull", help="Pull the base image again even if present.")] = False,
-        update: Annotated[bool, typer.Option("--update", help="Accept a base tag that now points elsewhere.")] = False,
-        engine: Annotated[
-            Engine | None,
-            typer.Option("--engine", envvar="ENVPIN_ENGINE",
-                         help="auto: Docker when its daemon answers, else podman (reproducible images)."),
-        ] = None,
-        check: Annotated[
-            bool, typer.Option("--check", help="Rebuild with podman in a scratch store; exit 1 unless it "
-                               "gives the image envpin.lock records.")
-        ] = False,
-    ) -> None:
-        """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
-        from envpin import api
-        from envpin.errors import UsageError
-        from envpin.views import console, environment
 
-        if check and engine is Engine.docker and not dry_run:
-            raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
-                             hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
-        inputs = api.EnvironmentInputs(ngc=ngc, tf=tf, stock=stock, requirements=requirements, base_image=base_image,
-                                       ca_bundle=ca_bundle, name=name, out=out, lock=lock)
-        request = api.DryRunRequest(inputs) if dry_run else api.BuildRequest(
-            inputs, force=force, no_cache=no_cache, pull=pull, update=update, engine=value(engine), check=check)
-        with console.progress_feed() as progress:
-            built = api.build_or_plan(request, progress)
-        environment.build_outcome(built, console.out(), console.err())
-        raise typer.Exit(built.exit_code)
+render_app = command_app()
 
-    @app.command("lock")
-    def lock_cmd(
-        requirements_in: Annotated[
-            Path | None, typer.Argument(help="requirements.in: the packages you want, loosely pinned.")
-        ] = None,
-        ngc: Annotated[str | None, typer.Option("--ngc", help="NGC release or tag of the target image.")] = None,
-        tf: TfOpt = None,
-        stock: StockOpt = None,
-        base_image: BaseOpt = None,
-        out: Annotated[
-            Path | None, typer.Option("--out", parser=output_file, metavar="FILE",
-                                      help="Lock file (default requirements.lock beside it).")
-        ] = None,
-        check: Annotated[
-            bool, typer.Option("--check", help="Exit 1 if envpin.lock is stale against its inputs (for CI).")
-        ] = False,
-        lock: LockOpt = None,
-        resolver: Annotated[
-            Resolver, typer.Option("--resolver", help="Where to resolve: inside the image (needs its Python 3.7+), "
-                                   "on the host with uv for the image's Python and platform, or auto (the image "
-                                   "when it can, else the host: the Python 3.6 images).")
-        ] = Resolver.auto,
-    ) -> None:
-        """Lock requirements.in for the target image; or, with --check, test envpin.lock for staleness."""
-        from envpin import api
-        from envpin.errors import UsageError
-        from envpin.views import console, environment
 
-        request: api.LockRequest | api.LockCheckRequest
-        if check:
-            given = {"REQUIREMENTS_IN": requirements_in, "--ngc": ngc, "--stock": stock, "--tf": tf,
-                     "--base-image": base_image, "--out": out}
-            ignored = next((name for name, v in given.items() if v is not None), None)
-            if ignored is not None:  # what it names would be ignored: the check reads everything from the lock
-                raise UsageError(f"--check tests the envpin.lock there is; {ignored} names what a new lock is made "
-                                 "from, so the two do not go together",
-                                 hint="envpin lock --check [--lock F], or envpin lock REQUIREMENTS_IN --ngc ... "
-                                 "without --check")
-            request = api.LockCheckRequest(lock)
-        elif lock is not None:  # a new requirements lock is made from the image named, never from envpin.lock
-            raise UsageError("--lock names the envpin.lock that --check tests; locking requirements does not read it",
-                             hint="envpin lock --check --lock F, or envpin lock REQUIREMENTS_IN --ngc ... without "
-                             "--lock")
-        elif requirements_in is None or (ngc is None and stock is None and tf is None):
-            raise UsageError("lock needs REQUIREMENTS_IN and --ngc (or --stock / --tf for a stock image)",
-                             hint="e.g. envpin lock requirements.in --ngc 20.02")
-        else:
-            request = api.LockRequest(requirements_in, ngc, tf=tf, base_image=base_image, out=out,
-                                      resolver=str(value(resolver)), stock=stock)
-        with console.progress("envpin lock") as update:
-            update("checking" if check else f"resolving for the {ngc or stock or tf} image")
-            res = api.lock_or_check(request)
-        environment.lock_outcome(res, console.out(), console.err())
-        raise typer.Exit(res.exit_code)
+@render_app.command("render")
+def render_cmd(
+    ngc: OptNgcOpt = None,
+    tf: TfOpt = None,
+    stock: StockOpt = None,
+    requirements: ReqOpt = None,
+    base_image: BaseOpt = None,
+    ca_bundle: CaOpt = None,
+    name: NameOpt = None,
+    out: OutOpt = None,
+    force: ForceOpt = False,
+    formats: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--format",
+            metavar="docker|apptainer",
+            help="Output: a Dockerfile, an Apptainer definition (envpin.def), or both (repeat it). "
+            "Default: what the folder holds, else docker.",
+        ),
+    ] = None,
+) -> None:
+    """Write the environment folder: Dockerfile or Apptainer definition, plan.json, envpin.lock, envpin.pyz."""
+    from envpin import api
+    from envpin.views import console, environment
+
+    res = api.render_environment(
+        ngc=ngc,
+        tf=tf,
+        stock=stock,
+        requirements=requirements,
+        base_image=base_image,
+        ca_bundle=ca_bundle,
+        name=name,
+        out=out,
+        force=force,
+        formats=tuple(formats) if formats else None,
+    )
+    environment.rendered(res, console.out(), console.err())
+
+
+build_app = command_app()
+
+
+@build_app.command("build")
+def build_cmd(
+    ngc: Annotated[
+        str | None,
+        typer.Option(
+            "--ngc", help="NGC release or tag; omit (with --stock and --tf) to build everything from the lock."
+        ),
+    ] = None,
+    tf: TfOpt = None,
+    stock: StockOpt = None,
+    lock: Annotated[
+        Path | None, typer.Option("--lock", help="Build from this envpin.lock (no --ngc, --stock or --tf).")
+    ] = None,
+    requirements: ReqOpt = None,
+    base_image: BaseOpt = None,
+    ca_bundle: CaOpt = None,
+    name: NameOpt = None,
+    out: OutOpt = None,
+    force: ForceOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Render and print the plan; build nothing.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
+    pull: Annotated[bool, typer.Option("--pull", help="Pull the base image again even if present.")] = False,
+    update: Annotated[bool, typer.Option("--update", help="Accept a base tag that now points elsewhere.")] = False,
+    engine: Annotated[
+        Engine | None,
+        typer.Option(
+            "--engine",
+            envvar="ENVPIN_ENGINE",
+            help="auto: Docker when its daemon answers, else podman (reproducible images).",
+        ),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Rebuild with podman in a scratch store; exit 1 unless it gives the image envpin.lock records.",
+        ),
+    ] = False,
+) -> None:
+    """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
+    from envpin import api
+    from envpin.errors import UsageError
+    from envpin.views import console, environment
+
+    if check and engine is Engine.docker and not dry_run:
+        raise UsageError(
+            "--check rebuilds with podman, the engine whose images are reproducible",
+            hint="add --engine podman (Docker 20.10's classic builder stamps build times)",
+        )
+    inputs = api.EnvironmentInputs(
+        ngc=ngc,
+        tf=tf,
+        stock=stock,
+        requirements=requirements,
+        base_image=base_image,
+        ca_bundle=ca_bundle,
+        name=name,
+        out=out,
+        lock=lock,
+    )
+    request = (
+        api.DryRunRequest(inputs)
+        if dry_run
+        else api.BuildRequest(
+            inputs, force=force, no_cache=no_cache, pull=pull, update=update, engine=value(engine), check=check
+        )
+    )
+    with console.progress_feed() as progress:
+        built = api.build_or_plan(request, progress)
+    environment.build_outcome(built, console.out(), console.err())
+    raise typer.Exit(built.exit_code)
+
+
+lock_app = command_app()
+
+
+@lock_app.command("lock")
+def lock_cmd(
+    requirements_in: Annotated[
+        Path | None, typer.Argument(help="requirements.in: the packages you want, loosely pinned.")
+    ] = None,
+    ngc: Annotated[str | None, typer.Option("--ngc", help="NGC release or tag of the target image.")] = None,
+    tf: TfOpt = None,
+    stock: StockOpt = None,
+    base_image: BaseOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", parser=output_file, metavar="FILE", help="Lock file (default requirements.lock beside it)."
+        ),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 if envpin.lock is stale against its inputs (for CI).")
+    ] = False,
+    lock: LockOpt = None,
+    resolver: Annotated[
+        Resolver,
+        typer.Option(
+            "--resolver",
+            help="Where to resolve: inside the image (needs its Python 3.7+), "
+            "on the host with uv for the image's Python and platform, or auto (the image "
+            "when it can, else the host: the Python 3.6 images).",
+        ),
+    ] = Resolver.auto,
+) -> None:
+    """Lock requirements.in for the target image; or, with --check, test envpin.lock for staleness."""
+    from envpin import api
+    from envpin.errors import UsageError
+    from envpin.views import console, environment
+
+    request: api.LockRequest | api.LockCheckRequest
+    if check:
+        given = {
+            "REQUIREMENTS_IN": requirements_in,
+            "--ngc": ngc,
+            "--stock": stock,
+            "--tf": tf,
+            "--base-image": base_image,
+            "--out": out,
+        }
+        ignored = next((name for name, v in given.items() if v is not None), None)
+        if ignored is not None:  # what it names would be ignored: the check reads everything from the lock
+            raise UsageError(
+                f"--check tests the envpin.lock there is; {ignored} names what a new lock is made "
+                "from, so the two do not go together",
+                hint="envpin lock --check [--lock F], or envpin lock REQUIREMENTS_IN --ngc ... without --check",
+            )
+        request = api.LockCheckRequest(lock)
+    elif lock is not None:  # a new requirements lock is made from the image named, never from envpin.lock
+        raise UsageError(
+            "--lock names the envpin.lock that --check tests; locking requirements does not read it",
+            hint="envpin lock --check --lock F, or envpin lock REQUIREMENTS_IN --ngc ... without --lock",
+        )
+    elif requirements_in is None or (ngc is None and stock is None and tf is None):
+        raise UsageError(
+            "lock needs REQUIREMENTS_IN and --ngc (or --stock / --tf for a stock image)",
+            hint="e.g. envpin lock requirements.in --ngc 20.02",
+        )
+    else:
+        request = api.LockRequest(
+            requirements_in, ngc, tf=tf, base_image=base_image, out=out, resolver=str(value(resolver)), stock=stock
+        )
+    with console.progress("envpin lock") as update:
+        update("checking" if check else f"resolving for the {ngc or stock or tf} image")
+        res = api.lock_or_check(request)
+    environment.lock_outcome(res, console.out(), console.err())
+    raise typer.Exit(res.exit_code)

@@ -7,140 +7,176 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, output_file, wants_json
+from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, command_app, output_file, wants_json
+
+fleet_app = command_app(
+    help="Compare the probe reports of many machines; probe every GPU node of a cluster.", no_args_is_help=True
+)
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Compare the probe reports of many machines; probe every GPU node of a cluster.",
-                        no_args_is_help=True)
-    app.add_typer(group, name="fleet")
+@fleet_app.command("report")
+def fleet_report(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="DIR|FILE...",
+            help="Probe reports or folders of them (*.json, *.log, "
+            "*.error.txt), 'kubectl logs --prefix' output, "
+            "'kubectl get pods -o json'.",
+        ),
+    ],
+    fmt: FormatOpt = Format.text,
+    as_json: JsonOpt = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", parser=output_file, metavar="FILE", help="Also write a self-contained HTML report."),
+    ] = None,
+    expect: Annotated[
+        int | None,
+        typer.Option("--expect", metavar="N", help="The fleet has N nodes: fewer (or more) found fails the report."),
+    ] = None,
+    expect_nodes: Annotated[
+        Path | None,
+        typer.Option(
+            "--expect-nodes",
+            metavar="FILE",
+            help="The fleet's nodes, one name per line: a node listed there without a "
+            "report or error file, or found but not listed, fails the report.",
+        ),
+    ] = None,
+) -> None:
+    """Group nodes into classes of identical result-affecting fields; show the fields that separate them,
+    the outliers and the golden hashes per device class. Slurm's <node>.error.txt files count as failed
+    or timed-out nodes.
 
-    @group.command("report")
-    def fleet_report(
-        paths: Annotated[
-            list[Path],
-            typer.Argument(metavar="DIR|FILE...", help="Probe reports or folders of them (*.json, *.log, "
-                                                       "*.error.txt), 'kubectl logs --prefix' output, "
-                                                       "'kubectl get pods -o json'."),
-        ],
-        fmt: FormatOpt = Format.text,
-        as_json: JsonOpt = False,
-        html: Annotated[
-            Path | None, typer.Option("--html", parser=output_file, metavar="FILE",
-                                      help="Also write a self-contained HTML report.")
-        ] = None,
-        expect: Annotated[
-            int | None, typer.Option("--expect", metavar="N",
-                                     help="The fleet has N nodes: fewer (or more) found fails the report.")
-        ] = None,
-        expect_nodes: Annotated[
-            Path | None, typer.Option("--expect-nodes", metavar="FILE",
-                                      help="The fleet's nodes, one name per line: a node listed there without a "
-                                           "report or error file, or found but not listed, fails the report.")
-        ] = None,
-    ) -> None:
-        """Group nodes into classes of identical result-affecting fields; show the fields that separate them,
-        the outliers and the golden hashes per device class. Slurm's <node>.error.txt files count as failed
-        or timed-out nodes.
+    Exit 0: every node probed and consistent; 1: a breaking difference, or a node failed, timed out, is
+    missing (--expect, --expect-nodes) or was not expected; 2: bad input."""
+    from envpin import api
+    from envpin.errors import UsageError
+    from envpin.views import console, fleet
 
-        Exit 0: every node probed and consistent; 1: a breaking difference, or a node failed, timed out, is
-        missing (--expect, --expect-nodes) or was not expected; 2: bad input."""
-        from envpin import api
-        from envpin.errors import UsageError
-        from envpin.views import console, fleet
-
-        if expect is not None and expect_nodes is not None:
-            raise UsageError("--expect and --expect-nodes exclude each other",
-                             hint="--expect N counts the nodes, --expect-nodes FILE names them: give one")
-        if expect is not None and expect < 1:
-            raise UsageError(f"--expect must be at least 1, not {expect}",
-                             hint="give the number of nodes the fleet has, e.g. --expect 64")
-        chosen = "json" if wants_json(fmt, as_json) else "text"
-        res = api.fleet_report(paths, html=html, expect=expect, expect_nodes=expect_nodes)
-        fleet.report(res, chosen, console.out(), console.err())
-        raise typer.Exit(res.exit_code)
-
-    @group.command("manifest")
-    def fleet_manifest(
-        kubernetes: Annotated[
-            bool, typer.Option("--kubernetes", help="A DaemonSet that runs the probe on every NVIDIA GPU node.")
-        ] = False,
-        image: Annotated[
-            str | None, typer.Option("--image", metavar="IMAGE",
-                                     help="Image to probe in, best pinned by digest (default: the newest NGC tf2).")
-        ] = None,
-        namespace: Annotated[str, typer.Option("--namespace", metavar="NS", help="Kubernetes namespace.")] = "default",
-        out: Annotated[Path | None, typer.Option("--out", parser=output_file, metavar="FILE",
-                                                 help="Write here instead of stdout.")] = None,
-        selftest: Annotated[
-            bool | None,
-            typer.Option("--selftest/--no-selftest",
-                         help="The determinism self-test runs by default where the image has TensorFlow "
-                              "(golden hashes); --selftest insists, --no-selftest leaves it out."),
-        ] = None,
-        quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
-    ) -> None:
-        """Print (or write) the manifest that probes every GPU node; docs/fleet.md shows how to collect the
-        reports for `envpin fleet report`."""
-        from envpin import api
-        from envpin.views import console, fleet
-
-        check_quick(selftest, quick)
-        res = api.fleet_manifest(kubernetes=kubernetes, image=image, namespace=namespace, out=out, selftest=selftest,
-                                 quick=quick)
-        fleet.manifest(res, console.out(), console.err())
-
-    @group.command("probe")
-    def fleet_probe(
-        slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
-        nodes: Annotated[
-            int | None, typer.Option("--nodes", metavar="N",
-                                     help="Probe N nodes (default: every node of the partition).")
-        ] = None,
-        partition: Annotated[
-            str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
-        ] = None,
-        image: Annotated[
-            str | None, typer.Option("--image", metavar="IMAGE",
-                                     help="Probe inside IMAGE on each node (see --runtime).")
-        ] = None,
-        runtime: Annotated[
-            str | None, typer.Option("--runtime", metavar="apptainer|singularity|pyxis",
-                                     help="How --image runs on the nodes (default apptainer).")
-        ] = None,
-        out: Annotated[
-            Path | None, typer.Option("--out", metavar="DIR",
-                                      help="Write DIR/<node>.json (or <node>.error.txt); default ./fleet-reports.")
-        ] = None,
-        timeout: Annotated[
-            int | None, typer.Option("--timeout", metavar="SECONDS",
-                                     help="Limit for the allocation and for each node's probe (default 300).")
-        ] = None,
-        slurm_arg: Annotated[
-            list[str] | None, typer.Option("--slurm-arg", metavar="OPTION",
-                                           help="Extra salloc option, repeatable: --slurm-arg=--account=ml.")
-        ] = None,
-        selftest: Annotated[
-            bool | None,
-            typer.Option("--selftest/--no-selftest",
-                         help="The determinism self-test runs by default where the nodes' Python has "
-                              "TensorFlow; --selftest insists, --no-selftest leaves it out."),
-        ] = None,
-        quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
-    ) -> None:
-        """Run the probe once on every node and collect one report per node.
-
-        Exit 0: every node probed and all share one fingerprint; 1: a node failed or timed out, or nodes differ
-        in a breaking field; 2: bad input or no Slurm."""
-        from envpin import api
-        from envpin.views import console
-        from envpin.views import slurm as slurm_view
-
-        check_quick(selftest, quick)
-        res = api.probe_fleet(
-            slurm=slurm, nodes=nodes, partition=partition, image=image, runtime=runtime, out=out, timeout=timeout,
-            slurm_args=slurm_arg, progress=lambda text: console.say(console.err(), text), selftest=selftest,
-            quick=quick,
+    if expect is not None and expect_nodes is not None:
+        raise UsageError(
+            "--expect and --expect-nodes exclude each other",
+            hint="--expect N counts the nodes, --expect-nodes FILE names them: give one",
         )
-        slurm_view.probed(res, console.out(), console.err())
-        raise typer.Exit(res.exit_code)
+    if expect is not None and expect < 1:
+        raise UsageError(
+            f"--expect must be at least 1, not {expect}",
+            hint="give the number of nodes the fleet has, e.g. --expect 64",
+        )
+    chosen = "json" if wants_json(fmt, as_json) else "text"
+    res = api.fleet_report(paths, html=html, expect=expect, expect_nodes=expect_nodes)
+    fleet.report(res, chosen, console.out(), console.err())
+    raise typer.Exit(res.exit_code)
+
+
+@fleet_app.command("manifest")
+def fleet_manifest(
+    kubernetes: Annotated[
+        bool, typer.Option("--kubernetes", help="A DaemonSet that runs the probe on every NVIDIA GPU node.")
+    ] = False,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image", metavar="IMAGE", help="Image to probe in, best pinned by digest (default: the newest NGC tf2)."
+        ),
+    ] = None,
+    namespace: Annotated[str, typer.Option("--namespace", metavar="NS", help="Kubernetes namespace.")] = "default",
+    out: Annotated[
+        Path | None, typer.Option("--out", parser=output_file, metavar="FILE", help="Write here instead of stdout.")
+    ] = None,
+    selftest: Annotated[
+        bool | None,
+        typer.Option(
+            "--selftest/--no-selftest",
+            help="The determinism self-test runs by default where the image has TensorFlow "
+            "(golden hashes); --selftest insists, --no-selftest leaves it out.",
+        ),
+    ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+) -> None:
+    """Print (or write) the manifest that probes every GPU node; docs/fleet.md shows how to collect the
+    reports for `envpin fleet report`."""
+    from envpin import api
+    from envpin.views import console, fleet
+
+    check_quick(selftest, quick)
+    res = api.fleet_manifest(
+        kubernetes=kubernetes, image=image, namespace=namespace, out=out, selftest=selftest, quick=quick
+    )
+    fleet.manifest(res, console.out(), console.err())
+
+
+@fleet_app.command("probe")
+def fleet_probe(
+    slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", metavar="N", help="Probe N nodes (default: every node of the partition).")
+    ] = None,
+    partition: Annotated[
+        str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
+    ] = None,
+    image: Annotated[
+        str | None, typer.Option("--image", metavar="IMAGE", help="Probe inside IMAGE on each node (see --runtime).")
+    ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            "--runtime",
+            metavar="apptainer|singularity|pyxis",
+            help="How --image runs on the nodes (default apptainer).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", metavar="DIR", help="Write DIR/<node>.json (or <node>.error.txt); default ./fleet-reports."
+        ),
+    ] = None,
+    timeout: Annotated[
+        int | None,
+        typer.Option(
+            "--timeout", metavar="SECONDS", help="Limit for the allocation and for each node's probe (default 300)."
+        ),
+    ] = None,
+    slurm_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--slurm-arg", metavar="OPTION", help="Extra salloc option, repeatable: --slurm-arg=--account=ml."
+        ),
+    ] = None,
+    selftest: Annotated[
+        bool | None,
+        typer.Option(
+            "--selftest/--no-selftest",
+            help="The determinism self-test runs by default where the nodes' Python has "
+            "TensorFlow; --selftest insists, --no-selftest leaves it out.",
+        ),
+    ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+) -> None:
+    """Run the probe once on every node and collect one report per node.
+
+    Exit 0: every node probed and all share one fingerprint; 1: a node failed or timed out, or nodes differ
+    in a breaking field; 2: bad input or no Slurm."""
+    from envpin import api
+    from envpin.views import console
+    from envpin.views import slurm as slurm_view
+
+    check_quick(selftest, quick)
+    res = api.probe_fleet(
+        slurm=slurm,
+        nodes=nodes,
+        partition=partition,
+        image=image,
+        runtime=runtime,
+        out=out,
+        timeout=timeout,
+        slurm_args=slurm_arg,
+        progress=lambda text: console.say(console.err(), text),
+        selftest=selftest,
+        quick=quick,
+    )
+    slurm_view.probed(res, console.out(), console.err())
+    raise typer.Exit(res.exit_code)

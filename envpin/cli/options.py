@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+
+def command_app(**settings: Any) -> typer.Typer:
+    """The Typer app of one command (or command group) of envpin.cli.COMMANDS: help and errors as the root
+    shows them (click's plain help, no rich markup, no pretty tracebacks), no completion options of its own."""
+    return typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False, **settings)
 
 
 class Format(str, Enum):
@@ -62,8 +68,9 @@ def output_file(value: str | Path) -> Path:
     """The parser of every option that names one file to write. `newdir/` is refused: the user means a folder,
     and as a Path it would lose its slash and become a file named `newdir`."""
     if isinstance(value, str) and value.endswith("/"):
-        raise typer.BadParameter(f"{value!r} ends with '/', so it names a folder; this option writes one file "
-                                 f"(name the file inside it)")
+        raise typer.BadParameter(
+            f"{value!r} ends with '/', so it names a folder; this option writes one file (name the file inside it)"
+        )
     return Path(value)
 
 
@@ -77,8 +84,9 @@ def check_quick(selftest: bool | None, quick: bool) -> None:
     if quick and selftest is False:
         from envpin.errors import UsageError
 
-        raise UsageError("--quick shortens the self-test, which --no-selftest leaves out",
-                         hint="drop --quick, or --no-selftest")
+        raise UsageError(
+            "--quick shortens the self-test, which --no-selftest leaves out", hint="drop --quick, or --no-selftest"
+        )
 
 
 def wants_json(fmt: Format, as_json: bool) -> bool:
@@ -94,8 +102,12 @@ ReqOpt = Annotated[
     Path | None, typer.Option("--requirements", help="Locked requirements (== pins and --hash) to install.")
 ]
 BaseOpt = Annotated[
-    str | None, typer.Option("--base-image", help="Build FROM this mirror of the base image (the lock keeps the "
-                             "upstream name: nvcr.io, or Docker Hub for a stock image)."),
+    str | None,
+    typer.Option(
+        "--base-image",
+        help="Build FROM this mirror of the base image (the lock keeps the "
+        "upstream name: nvcr.io, or Docker Hub for a stock image).",
+    ),
 ]
 CaOpt = Annotated[Path | None, typer.Option("--ca-bundle", help="PEM CA bundle to trust inside the image.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Environment folder (default images/<name>).")]

@@ -8,140 +8,189 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, Gpus, JsonOpt, check_quick, output_file, value, wants_json
+from envpin.cli.options import (
+    Format,
+    FormatOpt,
+    Gpus,
+    JsonOpt,
+    check_quick,
+    command_app,
+    output_file,
+    value,
+    wants_json,
+)
+
+probe_app = command_app()
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("probe")
-    def probe_cmd(
-        out: Annotated[
-            Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
-        ] = None,
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", parser=output_file, metavar="FILE",
-                                      help="Write the JSON report to FILE ('-': stdout).")
-        ] = None,
-        json_file: Annotated[
-            Path | None, typer.Option("--json", parser=output_file, metavar="FILE",
-                                      help="Deprecated spelling of --output FILE.", hidden=True)
-        ] = None,
-        markdown: Annotated[
-            Path | None, typer.Option("--markdown", parser=output_file, metavar="FILE",
-                                      help="Write the Markdown report to FILE ('-': stdout).")
-        ] = None,
-        with_tf: Annotated[
-            bool, typer.Option("--with-tf", help="Import TensorFlow to read its runtime settings (slow).")
-        ] = False,
-        selftest: Annotated[
-            bool | None,
-            typer.Option("--selftest/--no-selftest",
-                         help="The determinism self-test: opt-in on this machine; with --image it runs by "
-                              "default where the image has TensorFlow."),
-        ] = None,
-        quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
-        anonymize: Annotated[
-            bool, typer.Option("--anonymize", help="Replace host name, user name and home folder by placeholders.")
-        ] = False,
-        image: Annotated[
-            str | None, typer.Option("--image", metavar="IMAGE",
-                                     help="Probe inside a container of IMAGE (reports to --out, default ./reports).")
-        ] = None,
-        gpus: Annotated[
-            Gpus, typer.Option("--gpus", help="With --image: GPUs when the host has the NVIDIA runtime or CDI (auto).")
-        ] = Gpus.auto,
-    ) -> None:
-        """Record everything on this machine that can change a training result (JSON on stdout by default).
+@probe_app.command("probe")
+def probe_cmd(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", parser=output_file, metavar="FILE", help="Write the JSON report to FILE ('-': stdout)."
+        ),
+    ] = None,
+    json_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--json", parser=output_file, metavar="FILE", help="Deprecated spelling of --output FILE.", hidden=True
+        ),
+    ] = None,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown", parser=output_file, metavar="FILE", help="Write the Markdown report to FILE ('-': stdout)."
+        ),
+    ] = None,
+    with_tf: Annotated[
+        bool, typer.Option("--with-tf", help="Import TensorFlow to read its runtime settings (slow).")
+    ] = False,
+    selftest: Annotated[
+        bool | None,
+        typer.Option(
+            "--selftest/--no-selftest",
+            help="The determinism self-test: opt-in on this machine; with --image it runs by "
+            "default where the image has TensorFlow.",
+        ),
+    ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    anonymize: Annotated[
+        bool, typer.Option("--anonymize", help="Replace host name, user name and home folder by placeholders.")
+    ] = False,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image", metavar="IMAGE", help="Probe inside a container of IMAGE (reports to --out, default ./reports)."
+        ),
+    ] = None,
+    gpus: Annotated[
+        Gpus, typer.Option("--gpus", help="With --image: GPUs when the host has the NVIDIA runtime or CDI (auto).")
+    ] = Gpus.auto,
+) -> None:
+    """Record everything on this machine that can change a training result (JSON on stdout by default).
 
-        With --image, the probe runs inside a container of that image instead (any NGC image: nothing is
-        installed), with GPUs when this host can give them; exit 1 when the probe fails in the container."""
-        from envpin import api
-        from envpin.errors import UsageError
-        from envpin.views import console, probe
+    With --image, the probe runs inside a container of that image instead (any NGC image: nothing is
+    installed), with GPUs when this host can give them; exit 1 when the probe fails in the container."""
+    from envpin import api
+    from envpin.errors import UsageError
+    from envpin.views import console, probe
 
-        if json_file is not None:
-            if output is not None:
-                raise UsageError("--json FILE is the old spelling of --output FILE; give one of them",
-                                 hint="use --output FILE (-o FILE)")
-            console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
-            output = json_file
-        # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
-        # its JSON on stdout, which a spinner on the same terminal would interleave with.
-        request: api.HostProbeRequest | api.ImageProbeRequest
-        if image is None:
-            if quick and not selftest:
-                raise UsageError("--quick shortens the self-test, which runs on this machine only with --selftest",
-                                 hint="add --selftest, or drop --quick")
-            request = api.HostProbeRequest(out=out, json_file=output, markdown=markdown, with_tf=with_tf,
-                                           selftest=bool(selftest), quick=quick, anonymize=anonymize)
-        elif output or markdown or with_tf:
-            raise UsageError("--image writes both reports into --out; --output, --markdown and --with-tf are for "
-                             "probing this machine", hint="drop them, or give --out DIR")
-        else:
-            check_quick(selftest, quick)
-            request = api.ImageProbeRequest(image=image, out=out, gpus=str(value(gpus)), selftest=selftest,
-                                            quick=quick, anonymize=anonymize)
-        with console.progress(f"probing {image}") if image else contextlib.nullcontext(None) as update:
-            res = api.run_probe(request, progress=update)
-        if isinstance(res, api.ProbeResult):
-            probe.probed(res, console.out(), console.err())
-            raise typer.Exit(res.exit_code)
-        probe.image_probed(res, console.out(), console.err())
-        raise typer.Exit(0 if res.exit_code == 0 else 1)
-
-    @app.command("diff")
-    def diff_cmd(
-        a: Annotated[Path, typer.Argument(help="First probe report (JSON).")],
-        b: Annotated[Path, typer.Argument(help="Second probe report (JSON).")],
-        as_json: JsonOpt = False,
-        fmt: FormatOpt = Format.text,
-    ) -> None:
-        """Classify every difference between two reports. Exit 0: none breaking; 1: some breaking."""
-        from envpin import api
-        from envpin.views import console, diff
-
-        res = api.diff_files(a, b)
-        diff.differences(res, wants_json(fmt, as_json), console.out())
+    if json_file is not None:
+        if output is not None:
+            raise UsageError(
+                "--json FILE is the old spelling of --output FILE; give one of them", hint="use --output FILE (-o FILE)"
+            )
+        console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
+        output = json_file
+    # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
+    # its JSON on stdout, which a spinner on the same terminal would interleave with.
+    request: api.HostProbeRequest | api.ImageProbeRequest
+    if image is None:
+        if quick and not selftest:
+            raise UsageError(
+                "--quick shortens the self-test, which runs on this machine only with --selftest",
+                hint="add --selftest, or drop --quick",
+            )
+        request = api.HostProbeRequest(
+            out=out,
+            json_file=output,
+            markdown=markdown,
+            with_tf=with_tf,
+            selftest=bool(selftest),
+            quick=quick,
+            anonymize=anonymize,
+        )
+    elif output or markdown or with_tf:
+        raise UsageError(
+            "--image writes both reports into --out; --output, --markdown and --with-tf are for probing this machine",
+            hint="drop them, or give --out DIR",
+        )
+    else:
+        check_quick(selftest, quick)
+        request = api.ImageProbeRequest(
+            image=image, out=out, gpus=str(value(gpus)), selftest=selftest, quick=quick, anonymize=anonymize
+        )
+    with console.progress(f"probing {image}") if image else contextlib.nullcontext(None) as update:
+        res = api.run_probe(request, progress=update)
+    if isinstance(res, api.ProbeResult):
+        probe.probed(res, console.out(), console.err())
         raise typer.Exit(res.exit_code)
+    probe.image_probed(res, console.out(), console.err())
+    raise typer.Exit(0 if res.exit_code == 0 else 1)
 
-    @app.command("verify")
-    def verify_cmd(
-        lock: Annotated[
-            Path | None, typer.Option("--lock", help="The envpin.lock (or its folder); default: ./envpin.lock, "
-                                      "else the only images/*/envpin.lock.")
-        ] = None,
-        report: Annotated[
-            Path | None, typer.Option("--report", help="Check this report instead of probing the lock's image.")
-        ] = None,
-        host: Annotated[
-            bool, typer.Option("--host", help="Probe this machine instead of the lock's image, on purpose.")
-        ] = False,
-        as_json: JsonOpt = False,
-        fmt: FormatOpt = Format.text,
-        record: Annotated[
-            bool,
-            typer.Option("--record", help="Record the result as the reference (first time) and its golden hash; "
-                         "a report that contradicts the lock is refused."),
-        ] = False,
-        force: Annotated[
-            bool, typer.Option("--force", help="With --record: record a report that contradicts the lock anyway.")
-        ] = False,
-    ) -> None:
-        """Compare the lock's image (or a report, or this machine) with the lock's reference fingerprint and
-        golden hashes.
 
-        Without --report or --host the image built here from the lock is probed in a throwaway container.
-        Exit 0: no breaking difference; 1: some breaking; 2: bad input."""
-        from envpin import api
-        from envpin.errors import UsageError
-        from envpin.views import console, diff
+diff_app = command_app()
 
-        if report is not None and host:
-            raise UsageError("give --report FILE or --host, not both",
-                             hint="--host probes this machine instead of reading a report")
-        if force and not record:
-            raise UsageError("--force only applies to --record", hint="add --record, or drop --force")
-        probing = report is None and not host
-        with console.progress("probing the lock's image") if probing else contextlib.nullcontext(None) as update:
-            res = api.verify_environment(lock, report, record, host=host, force=force, progress=update)
-        diff.verification(res, wants_json(fmt, as_json), console.out(), console.err())
-        raise typer.Exit(res.exit_code)
+
+@diff_app.command("diff")
+def diff_cmd(
+    a: Annotated[Path, typer.Argument(help="First probe report (JSON).")],
+    b: Annotated[Path, typer.Argument(help="Second probe report (JSON).")],
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Classify every difference between two reports. Exit 0: none breaking; 1: some breaking."""
+    from envpin import api
+    from envpin.views import console, diff
+
+    res = api.diff_files(a, b)
+    diff.differences(res, wants_json(fmt, as_json), console.out())
+    raise typer.Exit(res.exit_code)
+
+
+verify_app = command_app()
+
+
+@verify_app.command("verify")
+def verify_cmd(
+    lock: Annotated[
+        Path | None,
+        typer.Option(
+            "--lock",
+            help="The envpin.lock (or its folder); default: ./envpin.lock, else the only images/*/envpin.lock.",
+        ),
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Check this report instead of probing the lock's image.")
+    ] = None,
+    host: Annotated[
+        bool, typer.Option("--host", help="Probe this machine instead of the lock's image, on purpose.")
+    ] = False,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="Record the result as the reference (first time) and its golden hash; "
+            "a report that contradicts the lock is refused.",
+        ),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --record: record a report that contradicts the lock anyway.")
+    ] = False,
+) -> None:
+    """Compare the lock's image (or a report, or this machine) with the lock's reference fingerprint and
+    golden hashes.
+
+    Without --report or --host the image built here from the lock is probed in a throwaway container.
+    Exit 0: no breaking difference; 1: some breaking; 2: bad input."""
+    from envpin import api
+    from envpin.errors import UsageError
+    from envpin.views import console, diff
+
+    if report is not None and host:
+        raise UsageError(
+            "give --report FILE or --host, not both", hint="--host probes this machine instead of reading a report"
+        )
+    if force and not record:
+        raise UsageError("--force only applies to --record", hint="add --record, or drop --force")
+    probing = report is None and not host
+    with console.progress("probing the lock's image") if probing else contextlib.nullcontext(None) as update:
+        res = api.verify_environment(lock, report, record, host=host, force=force, progress=update)
+    diff.verification(res, wants_json(fmt, as_json), console.out(), console.err())
+    raise typer.Exit(res.exit_code)

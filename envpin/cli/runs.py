@@ -9,22 +9,33 @@ from typing import Annotated
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, JsonOpt, output_file, wants_json
+from envpin.cli.options import Format, FormatOpt, JsonOpt, command_app, output_file, wants_json
 
 #: Everything after the first word of the command belongs to the command (its own -options included).
 _COMMAND_SETTINGS = {"allow_interspersed_args": False}
-CommandArg = Annotated[list[str], typer.Argument(metavar="COMMAND...", help="The training command to run.",
-                                                 show_default=False)]
+CommandArg = Annotated[
+    list[str], typer.Argument(metavar="COMMAND...", help="The training command to run.", show_default=False)
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="The seed (ENVPIN_SEED) of the fixed-seed runs.")]
 KeepOpt = Annotated[Path | None, typer.Option("--keep", help="Keep logs and dumps in this new or empty folder.")]
-TimeoutOpt = Annotated[float | None, typer.Option(
-    "--timeout", help="Stop a run after this many seconds (a finite number above 0).")]
-SlurmOpt = Annotated[bool, typer.Option("--slurm", help="Run each run as one Slurm task (srun); the hook travels "
-                                        "on srun's standard input, no shared storage needed.")]
-PartitionOpt = Annotated[str | None, typer.Option("--partition", metavar="P",
-                                                  help="Slurm partition (default: the default one).")]
-SlurmArgOpt = Annotated[list[str] | None, typer.Option("--slurm-arg", metavar="OPTION",
-                                                       help="Extra srun option, repeatable: --slurm-arg=--gres=gpu:1.")]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Stop a run after this many seconds (a finite number above 0).")
+]
+SlurmOpt = Annotated[
+    bool,
+    typer.Option(
+        "--slurm",
+        help="Run each run as one Slurm task (srun); the hook travels "
+        "on srun's standard input, no shared storage needed.",
+    ),
+]
+PartitionOpt = Annotated[
+    str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
+]
+SlurmArgOpt = Annotated[
+    list[str] | None,
+    typer.Option("--slurm-arg", metavar="OPTION", help="Extra srun option, repeatable: --slurm-arg=--gres=gpu:1."),
+]
 
 
 class RecipeArms(str, Enum):
@@ -35,123 +46,170 @@ class RecipeArms(str, Enum):
     both = "both"
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("bisect", context_settings=_COMMAND_SETTINGS)
-    def bisect_cmd(
-        command: CommandArg,
-        seed: SeedOpt = 42,
-        steps: Annotated[
-            int | None, typer.Option("--steps", help="Stop each run after this many Keras training steps.")
-        ] = 10,
-        whole: Annotated[bool, typer.Option("--whole-run", help="Do not stop the runs early.")] = False,
-        max_ops: Annotated[
-            int | None, typer.Option("--max-ops", help="Compare at most this many op executions (1 or more).")
-        ] = None,
-        recipe: Annotated[
-            bool, typer.Option("--recipe", help="Apply envpin's determinism recipe in both runs.")
-        ] = False,
-        op_regex: Annotated[
-            str | None, typer.Option("--op-regex", help="Dump only ops whose type matches (TensorFlow's op_regex).")
-        ] = None,
-        reader_python: Annotated[
-            str | None, typer.Option("--reader-python", help="Python with TensorFlow that compares the dumps "
-                                     "(default: the one that made them; needed when they ran in a container).")
-        ] = None,
-        keep: KeepOpt = None,
-        timeout: TimeoutOpt = None,
-        as_json: JsonOpt = False,
-        fmt: FormatOpt = Format.text,
-    ) -> None:
-        """Run the command twice with the same seed under TensorFlow's debugger and name the first op whose
-        output differs, the line that created it and what envpin's recipe table says about it.
+bisect_app = command_app()
 
-        Exit 0: the runs were bit-identical in every op execution compared; 1: they differ; 2: the command
-        or its TensorFlow cannot be observed (bisect needs TensorFlow 2.2 or later: 2.1's debugger dumps
-        cannot be read back)."""
-        from envpin import api
-        from envpin.views import console, runs
 
-        with console.progress("bisect") as update:
-            result = api.bisect_runs(command, seed=seed, steps=None if whole else steps, max_ops=max_ops,
-                                     recipe=recipe, op_regex=op_regex, keep=keep, timeout=timeout,
-                                     reader_python=reader_python, progress=update)
-        data = result.to_dict()
-        if wants_json(fmt, as_json):
-            console.print_json(data)
-        else:
-            runs.show_bisect(data, console.out())
-        raise typer.Exit(0 if result.identical else 1)
+@bisect_app.command("bisect", context_settings=_COMMAND_SETTINGS)
+def bisect_cmd(
+    command: CommandArg,
+    seed: SeedOpt = 42,
+    steps: Annotated[
+        int | None, typer.Option("--steps", help="Stop each run after this many Keras training steps.")
+    ] = 10,
+    whole: Annotated[bool, typer.Option("--whole-run", help="Do not stop the runs early.")] = False,
+    max_ops: Annotated[
+        int | None, typer.Option("--max-ops", help="Compare at most this many op executions (1 or more).")
+    ] = None,
+    recipe: Annotated[bool, typer.Option("--recipe", help="Apply envpin's determinism recipe in both runs.")] = False,
+    op_regex: Annotated[
+        str | None, typer.Option("--op-regex", help="Dump only ops whose type matches (TensorFlow's op_regex).")
+    ] = None,
+    reader_python: Annotated[
+        str | None,
+        typer.Option(
+            "--reader-python",
+            help="Python with TensorFlow that compares the dumps "
+            "(default: the one that made them; needed when they ran in a container).",
+        ),
+    ] = None,
+    keep: KeepOpt = None,
+    timeout: TimeoutOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Run the command twice with the same seed under TensorFlow's debugger and name the first op whose
+    output differs, the line that created it and what envpin's recipe table says about it.
 
-    @app.command("study", context_settings=_COMMAND_SETTINGS)
-    def study_cmd(
-        command: CommandArg,
-        runs_per_arm: Annotated[
-            int, typer.Option("--runs", "-n", help="Runs per arm (fixed, varied seeds), 2 to 1000.")
-        ] = 5,
-        seed: SeedOpt = 42,
-        recipe: Annotated[
-            RecipeArms, typer.Option("--recipe", help="Without envpin's recipe, with it, or both.")
-        ] = RecipeArms.off,
-        jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs at once, 1 to 1000.")] = 1,
-        html: Annotated[
-            Path | None, typer.Option("--html", parser=output_file, metavar="FILE",
-                                      help="Write the figure (self-contained HTML, inline SVG) here.")
-        ] = None,
-        svg: Annotated[
-            Path | None, typer.Option("--svg", parser=output_file, metavar="FILE",
-                                      help="Write the same panels as one SVG image here.")
-        ] = None,
-        keep: KeepOpt = None,
-        timeout: TimeoutOpt = None,
-        slurm: SlurmOpt = False,
-        partition: PartitionOpt = None,
-        slurm_arg: SlurmArgOpt = None,
-        as_json: JsonOpt = False,
-        fmt: FormatOpt = Format.text,
-    ) -> None:
-        """How much of the run-to-run spread is nondeterminism: N runs with every seed fixed against N with
-        the seed varied (ENVPIN_SEED), per metric the standard deviations and their ratio with a bootstrap
-        interval. Metrics: Keras History, or a last stdout line {"envpin_metrics": {...}}.
+    Exit 0: the runs were bit-identical in every op execution compared; 1: they differ; 2: the command
+    or its TensorFlow cannot be observed (bisect needs TensorFlow 2.2 or later: 2.1's debugger dumps
+    cannot be read back)."""
+    from envpin import api
+    from envpin.views import console, runs
 
-        Exit 0: measured; 2: a run failed or reported no metrics."""
-        from envpin import api
-        from envpin.views import console, runs
+    with console.progress("bisect") as update:
+        result = api.bisect_runs(
+            command,
+            seed=seed,
+            steps=None if whole else steps,
+            max_ops=max_ops,
+            recipe=recipe,
+            op_regex=op_regex,
+            keep=keep,
+            timeout=timeout,
+            reader_python=reader_python,
+            progress=update,
+        )
+    data = result.to_dict()
+    if wants_json(fmt, as_json):
+        console.print_json(data)
+    else:
+        runs.show_bisect(data, console.out())
+    raise typer.Exit(0 if result.identical else 1)
 
-        with console.progress("study") as update:
-            result = api.study_runs(command, runs=runs_per_arm, seed=seed, recipe=recipe.value, jobs=jobs,
-                                    html=html, svg=svg, keep=keep, timeout=timeout, progress=update,
-                                    slurm=slurm, partition=partition, slurm_args=slurm_arg)
-        if wants_json(fmt, as_json):
-            console.print_json(result.to_dict())
-        else:
-            runs.show_study(result.to_dict(), console.out())
 
-    @app.command("cost", context_settings=_COMMAND_SETTINGS)
-    def cost_cmd(
-        command: CommandArg,
-        repeat: Annotated[
-            int, typer.Option("--repeat", "-r", help="Runs per arm (without, with the recipe), 2 to 1000.")
-        ] = 3,
-        seed: SeedOpt = 42,
-        keep: KeepOpt = None,
-        timeout: TimeoutOpt = None,
-        slurm: SlurmOpt = False,
-        partition: PartitionOpt = None,
-        slurm_arg: SlurmArgOpt = None,
-        as_json: JsonOpt = False,
-        fmt: FormatOpt = Format.text,
-    ) -> None:
-        """What determinism costs: time per Keras training step (else per run) without and with envpin's
-        recipe, alternating runs, with the overhead and a bootstrap interval.
+study_app = command_app()
 
-        Exit 0: measured; 2: a run failed."""
-        from envpin import api
-        from envpin.views import console, runs
 
-        with console.progress("cost") as update:
-            result = api.cost_runs(command, repeat=repeat, seed=seed, keep=keep, timeout=timeout, progress=update,
-                                   slurm=slurm, partition=partition, slurm_args=slurm_arg)
-        if wants_json(fmt, as_json):
-            console.print_json(result.to_dict())
-        else:
-            runs.show_cost(result.to_dict(), console.out())
+@study_app.command("study", context_settings=_COMMAND_SETTINGS)
+def study_cmd(
+    command: CommandArg,
+    runs_per_arm: Annotated[
+        int, typer.Option("--runs", "-n", help="Runs per arm (fixed, varied seeds), 2 to 1000.")
+    ] = 5,
+    seed: SeedOpt = 42,
+    recipe: Annotated[
+        RecipeArms, typer.Option("--recipe", help="Without envpin's recipe, with it, or both.")
+    ] = RecipeArms.off,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs at once, 1 to 1000.")] = 1,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            parser=output_file,
+            metavar="FILE",
+            help="Write the figure (self-contained HTML, inline SVG) here.",
+        ),
+    ] = None,
+    svg: Annotated[
+        Path | None,
+        typer.Option("--svg", parser=output_file, metavar="FILE", help="Write the same panels as one SVG image here."),
+    ] = None,
+    keep: KeepOpt = None,
+    timeout: TimeoutOpt = None,
+    slurm: SlurmOpt = False,
+    partition: PartitionOpt = None,
+    slurm_arg: SlurmArgOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """How much of the run-to-run spread is nondeterminism: N runs with every seed fixed against N with
+    the seed varied (ENVPIN_SEED), per metric the standard deviations and their ratio with a bootstrap
+    interval. Metrics: Keras History, or a last stdout line {"envpin_metrics": {...}}.
+
+    Exit 0: measured; 2: a run failed or reported no metrics."""
+    from envpin import api
+    from envpin.views import console, runs
+
+    with console.progress("study") as update:
+        result = api.study_runs(
+            command,
+            runs=runs_per_arm,
+            seed=seed,
+            recipe=recipe.value,
+            jobs=jobs,
+            html=html,
+            svg=svg,
+            keep=keep,
+            timeout=timeout,
+            progress=update,
+            slurm=slurm,
+            partition=partition,
+            slurm_args=slurm_arg,
+        )
+    if wants_json(fmt, as_json):
+        console.print_json(result.to_dict())
+    else:
+        runs.show_study(result.to_dict(), console.out())
+
+
+cost_app = command_app()
+
+
+@cost_app.command("cost", context_settings=_COMMAND_SETTINGS)
+def cost_cmd(
+    command: CommandArg,
+    repeat: Annotated[
+        int, typer.Option("--repeat", "-r", help="Runs per arm (without, with the recipe), 2 to 1000.")
+    ] = 3,
+    seed: SeedOpt = 42,
+    keep: KeepOpt = None,
+    timeout: TimeoutOpt = None,
+    slurm: SlurmOpt = False,
+    partition: PartitionOpt = None,
+    slurm_arg: SlurmArgOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """What determinism costs: time per Keras training step (else per run) without and with envpin's
+    recipe, alternating runs, with the overhead and a bootstrap interval.
+
+    Exit 0: measured; 2: a run failed."""
+    from envpin import api
+    from envpin.views import console, runs
+
+    with console.progress("cost") as update:
+        result = api.cost_runs(
+            command,
+            repeat=repeat,
+            seed=seed,
+            keep=keep,
+            timeout=timeout,
+            progress=update,
+            slurm=slurm,
+            partition=partition,
+            slurm_args=slurm_arg,
+        )
+    if wants_json(fmt, as_json):
+        console.print_json(result.to_dict())
+    else:
+        runs.show_cost(result.to_dict(), console.out())

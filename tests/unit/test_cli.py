@@ -233,30 +233,6 @@ def test_interrupt_and_internal_error(cli, monkeypatch: pytest.MonkeyPatch, rais
         assert dbg.code == 2 and "Traceback" in dbg.stderr
 
 
-@pytest.mark.parametrize("interrupt", [True, False])
-def test_console_script_turns_ctrl_c_during_the_cli_import_into_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], interrupt: bool
-) -> None:
-    import types
-
-    from envpin import __main__ as entry
-
-    raised = _interrupt_while_a_class_is_made() if interrupt else RuntimeError("a real bug")
-
-    class Loading(types.ModuleType):
-        def __getattr__(self, name: str) -> object:
-            raise raised
-
-    monkeypatch.setitem(sys.modules, "envpin.cli", Loading("envpin.cli"))
-    if interrupt:
-        with pytest.raises(SystemExit) as info:
-            entry.main()
-        assert info.value.code == 130 and capsys.readouterr().err == "interrupted\n"
-    else:
-        with pytest.raises(RuntimeError, match="a real bug"):
-            entry.main()
-
-
 def test_ctrl_c_after_the_command_returned_flushes_its_output_and_is_one_line() -> None:
     """The command is over and the interpreter is shutting down when Ctrl-C lands: its output still arrives,
     then one `interrupted` line and 130, never a traceback from the console script's last line."""

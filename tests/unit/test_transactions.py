@@ -120,7 +120,7 @@ def test_twenty_concurrent_writers_end_in_one_consistent_folder(tmp_path: Path, 
 def _handler_line() -> int:
     """The line of envpin/__main__.py that installs its SIGINT handler: before it, no envpin code can catch one."""
     text = (Path(__file__).resolve().parents[2] / "envpin" / "__main__.py").read_text()
-    return next(n for n, line in enumerate(text.splitlines(), 1) if "_signal.signal(_signal.SIGINT" in line)
+    return [n for n, line in enumerate(text.splitlines(), 1) if line == "    signal.signal(signal.SIGINT, _stop)"][-1]
 
 
 def _envpin_traceback(err: str) -> bool:
@@ -157,7 +157,7 @@ def test_a_traceback_before_the_handler_is_start_up_and_any_other_envpin_frame_i
     assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
                                               '"/w/envpin/cli/app.py", line 40, in main'))
     assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
-                                              '"/w/envpin/__main__.py", line 3, in _lean'))
+                                              '"/w/envpin/__main__.py", line 3, in main'))
     assert not _envpin_traceback("interrupted\n")
 
 
