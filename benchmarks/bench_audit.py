@@ -49,8 +49,7 @@ GOAL_PEAK_MB = 200.0
 GOAL_OUTPUT_RATIO = 1.2
 OUTPUTS = ("tty", "json", "sarif")
 
-HEADER = ("# syntax=docker/dockerfile:1\n"
-          "ARG BASE=nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n")
+HEADER = "# syntax=docker/dockerfile:1\nARG BASE=nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n"
 #: One block of a realistic Dockerfile (22 lines); {n} keeps stage names unique.
 BLOCK = """FROM ${{BASE}} AS stage{n}
 ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0 APP=/opt/app{n}
@@ -97,22 +96,43 @@ def dockerfile(lines: int, single_stage: bool = False) -> str:
 #: The first five are the ones the memory goal names; the others are further shapes a long RUN line can have.
 _FROM = "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
 SHAPES: dict[str, tuple[str, str, tuple[str, str]]] = {
-    "words": ("`echo a b c ...`: millions of one-letter words", "a b c d e f g h ",
-              ("RUN echo ", "&& pip install flask\n")),
-    "one-word": ("`echo aaaa...`: one word of the whole size", "a",
-                 ("RUN echo ", " && curl -fsSL https://example.com/i.sh | sh\n")),
-    "vars": ("`echo $V ${V} ...`: millions of substitutions", "$V ${V} ",
-             ("ARG V=value\nRUN echo ", "&& apt-get install -y curl\n")),
-    "commands": ("`echo a && echo a && ...`: a million commands", "echo a && ",
-                 ("RUN ", "git clone https://github.com/x/y.git\n")),
-    "continuation": ("`echo word \\` on a million continuation lines", "word \\\n    ",
-                     ("RUN echo ", "&& pip install flask\n")),
+    "words": (
+        "`echo a b c ...`: millions of one-letter words",
+        "a b c d e f g h ",
+        ("RUN echo ", "&& pip install flask\n"),
+    ),
+    "one-word": (
+        "`echo aaaa...`: one word of the whole size",
+        "a",
+        ("RUN echo ", " && curl -fsSL https://example.com/i.sh | sh\n"),
+    ),
+    "vars": (
+        "`echo $V ${V} ...`: millions of substitutions",
+        "$V ${V} ",
+        ("ARG V=value\nRUN echo ", "&& apt-get install -y curl\n"),
+    ),
+    "commands": (
+        "`echo a && echo a && ...`: a million commands",
+        "echo a && ",
+        ("RUN ", "git clone https://github.com/x/y.git\n"),
+    ),
+    "continuation": (
+        "`echo word \\` on a million continuation lines",
+        "word \\\n    ",
+        ("RUN echo ", "&& pip install flask\n"),
+    ),
     "quoted": ('`echo "a b" "a b" ...`: quoted words', '"a b" ', ("RUN echo ", "&& pip install flask\n")),
-    "sh-c": ('`sh -c "echo a && ..."`: a million commands inside one word', "echo a && ",
-             ('RUN sh -c "', 'pip install flask"\n')),
+    "sh-c": (
+        '`sh -c "echo a && ..."`: a million commands inside one word',
+        "echo a && ",
+        ('RUN sh -c "', 'pip install flask"\n'),
+    ),
     "heredoc": ("`RUN <<EOF` with 1.5 million body lines", "echo a\n", ("RUN <<EOF\n", "pip install flask\nEOF\n")),
-    "substitutions": ("`echo $(echo a) ...`: a million command substitutions", "$(echo a) ",
-                      ("RUN echo ", "&& pip install flask\n")),
+    "substitutions": (
+        "`echo $(echo a) ...`: a million command substitutions",
+        "$(echo a) ",
+        ("RUN echo ", "&& pip install flask\n"),
+    ),
 }
 #: What the child process runs: the audit of one file, then its own peak resident set.
 _CHILD = """import json, resource, sys, time
@@ -134,8 +154,13 @@ def long_line(shape: str, size: int) -> str:
 
 def child(path: Path) -> tuple[int, float, list[str]]:
     """(peak resident set in KB, audit seconds, findings as LINE:RULE) of a fresh process auditing `path`."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(REPO), path.name], cwd=path.parent, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(REPO), path.name],
+        cwd=path.parent,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     doc = json.loads(out.stdout)
     return int(doc["maxrss_kb"]), float(doc["seconds"]), list(doc["findings"])
 
@@ -154,23 +179,47 @@ def memory(shapes: list[str], megabytes: float, repeat: int, as_json: bool) -> i
             runs = [child(path) for _ in range(repeat)]
             peak_mb = statistics.median(r[0] for r in runs) / 1024
             input_mb = len(text.encode()) / 2**20
-            rows.append({"shape": shape, "what": SHAPES[shape][0], "input_mb": round(input_mb, 1),
-                         "peak_mb": round(peak_mb, 1), "peak_ratio": round(peak_mb / input_mb, 1),
-                         "net_mb": round(peak_mb - base_mb, 1), "net_ratio": round((peak_mb - base_mb) / input_mb, 1),
-                         "seconds": round(statistics.median(r[1] for r in runs), 2), "findings": runs[0][2],
-                         "under_goal": peak_mb < GOAL_PEAK_MB})
+            rows.append(
+                {
+                    "shape": shape,
+                    "what": SHAPES[shape][0],
+                    "input_mb": round(input_mb, 1),
+                    "peak_mb": round(peak_mb, 1),
+                    "peak_ratio": round(peak_mb / input_mb, 1),
+                    "net_mb": round(peak_mb - base_mb, 1),
+                    "net_ratio": round((peak_mb - base_mb) / input_mb, 1),
+                    "seconds": round(statistics.median(r[1] for r in runs), 2),
+                    "findings": runs[0][2],
+                    "under_goal": peak_mb < GOAL_PEAK_MB,
+                }
+            )
     if as_json:
-        print(json.dumps({"machine": platform.machine(), "cpus": os.cpu_count(), "baseline_mb": round(base_mb, 1),
-                          "repeat": repeat, "size_mb": megabytes, "goal_peak_mb_for_10mb": GOAL_PEAK_MB,
-                          "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "machine": platform.machine(),
+                    "cpus": os.cpu_count(),
+                    "baseline_mb": round(base_mb, 1),
+                    "repeat": repeat,
+                    "size_mb": megabytes,
+                    "goal_peak_mb_for_10mb": GOAL_PEAK_MB,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
         return 0
-    print(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {repeat}, a fresh process per run; "
-          f"baseline (two-line Dockerfile) {base_mb:.1f} MB; goal for a 10 MB line: peak under {GOAL_PEAK_MB:.0f} MB")
+    print(
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {repeat}, a fresh process per run; "
+        f"baseline (two-line Dockerfile) {base_mb:.1f} MB; goal for a 10 MB line: peak under {GOAL_PEAK_MB:.0f} MB"
+    )
     print(f"{'shape':<14} {'input':>8} {'peak RSS':>9} {'x input':>8} {'net':>8} {'x input':>8} {'time':>8}  findings")
     for r in rows:
-        print(f"{r['shape']:<14} {r['input_mb']:>6.1f}MB {r['peak_mb']:>7.1f}MB {r['peak_ratio']:>7.1f}x "
-              f"{r['net_mb']:>6.1f}MB {r['net_ratio']:>7.1f}x {r['seconds']:>7.2f}s  {' '.join(r['findings'])}"
-              f"{'' if r['under_goal'] else '  (over the goal)'}")
+        print(
+            f"{r['shape']:<14} {r['input_mb']:>6.1f}MB {r['peak_mb']:>7.1f}MB {r['peak_ratio']:>7.1f}x "
+            f"{r['net_mb']:>6.1f}MB {r['net_ratio']:>7.1f}x {r['seconds']:>7.2f}s  {' '.join(r['findings'])}"
+            f"{'' if r['under_goal'] else '  (over the goal)'}"
+        )
     return 0
 
 
@@ -238,9 +287,16 @@ def main() -> int:
                 text = dockerfile(size)
                 path.write_text(text)
                 seconds, found = timed([path.name], args.repeat)
-                rows.append({"case": f"{size:,}-line Dockerfile", "lines": text.count("\n"), "files": 1,
-                             "seconds": round(seconds, 3), "findings": found,
-                             "us_per_line": round(seconds / text.count("\n") * 1e6, 1)})
+                rows.append(
+                    {
+                        "case": f"{size:,}-line Dockerfile",
+                        "lines": text.count("\n"),
+                        "files": 1,
+                        "seconds": round(seconds, 3),
+                        "findings": found,
+                        "us_per_line": round(seconds / text.count("\n") * 1e6, 1),
+                    }
+                )
             tree = root / "tree"
             paths = []
             for i in range(500):
@@ -251,8 +307,16 @@ def main() -> int:
                 paths.append(str((folder / "Dockerfile").relative_to(root)))
             seconds, found = timed(paths, args.repeat)
             lines = sum((root / p).read_text().count("\n") for p in paths)
-            rows.append({"case": "500-file tree", "lines": lines, "files": 500, "seconds": round(seconds, 3),
-                         "findings": found, "us_per_line": round(seconds / lines * 1e6, 1)})
+            rows.append(
+                {
+                    "case": "500-file tree",
+                    "lines": lines,
+                    "files": 500,
+                    "seconds": round(seconds, 3),
+                    "findings": found,
+                    "us_per_line": round(seconds / lines * 1e6, 1),
+                }
+            )
             cli_cpu: dict[str, list[float]] = {fmt: [] for fmt in OUTPUTS}
             cli_wall: dict[str, list[float]] = {}
             for _ in range(args.repeat):  # the formats alternate run by run: each sees the same machine
@@ -262,17 +326,31 @@ def main() -> int:
                     cli_wall.setdefault(fmt, []).append(seconds)
             for fmt in OUTPUTS:
                 seconds, cpu = statistics.median(cli_wall[fmt]), statistics.median(cli_cpu[fmt])
-                rows.append({"case": f"CLI, 100k lines, {fmt}", "lines": rows[2]["lines"], "files": 1,
-                             "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-                             "findings": rows[2]["findings"],
-                             "us_per_line": round(seconds / rows[2]["lines"] * 1e6, 1)})
+                rows.append(
+                    {
+                        "case": f"CLI, 100k lines, {fmt}",
+                        "lines": rows[2]["lines"],
+                        "files": 1,
+                        "seconds": round(seconds, 3),
+                        "cpu_seconds": round(cpu, 3),
+                        "findings": rows[2]["findings"],
+                        "us_per_line": round(seconds / rows[2]["lines"] * 1e6, 1),
+                    }
+                )
             path = root / "Dockerfile.single"
             text = dockerfile(100_000, single_stage=True)
             path.write_text(text)
             seconds, found = timed([path.name], args.repeat)
-            rows.append({"case": "100,000 lines, 1 stage", "lines": text.count("\n"), "files": 1,
-                         "seconds": round(seconds, 3), "findings": found,
-                         "us_per_line": round(seconds / text.count("\n") * 1e6, 1)})
+            rows.append(
+                {
+                    "case": "100,000 lines, 1 stage",
+                    "lines": text.count("\n"),
+                    "files": 1,
+                    "seconds": round(seconds, 3),
+                    "findings": found,
+                    "us_per_line": round(seconds / text.count("\n") * 1e6, 1),
+                }
+            )
         finally:
             os.chdir(cwd)
     reference = reference_seconds(args.repeat)
@@ -290,22 +368,33 @@ def main() -> int:
         verdict[f"cli_{fmt}_vs_tty_cpu"] = round(cpu_of[fmt] / cpu_of["tty"], 2)
     verdict["outputs_within_goal"] = all(verdict[f"cli_{f}_vs_tty_cpu"] <= GOAL_OUTPUT_RATIO for f in ("json", "sarif"))
     if args.json:
-        print(json.dumps({"machine": platform.machine(), "cpus": os.cpu_count(), "rows": rows, "goals": verdict},
-                         indent=2))
+        print(
+            json.dumps(
+                {"machine": platform.machine(), "cpus": os.cpu_count(), "rows": rows, "goals": verdict}, indent=2
+            )
+        )
         return 0
-    print(f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {args.repeat}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, median of {args.repeat}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     for r in rows:
-        print(f"{r['case']:<24} {r['lines']:>7} lines {r['files']:>4} files {r['seconds']:>8.3f} s "
-              f"{r['us_per_line']:>7.1f} us/line {r['findings']:>6} findings")
-    print(f"per-line cost 100k vs 1k: {verdict['per_line_ratio_100k_vs_1k']}x, one stage "
-          f"{verdict['per_line_ratio_single_stage_100k_vs_1k']}x "
-          f"({'linear' if verdict['linear'] else 'NOT linear'}, goal <= {GOAL_LINEAR_RATIO}x); "
-          f"100k-line file {'under' if verdict['100k_under_3s'] else 'OVER'} {GOAL_100K_S} s, through the CLI "
-          f"{'under' if verdict['cli_100k_under_3s'] else 'OVER'}")
-    print(f"CLI on the 100k-line file, CPU: tty {cpu_of['tty']:.3f} s, json {cpu_of['json']:.3f} s "
-          f"({verdict['cli_json_vs_tty_cpu']}x), sarif {cpu_of['sarif']:.3f} s ({verdict['cli_sarif_vs_tty_cpu']}x); "
-          f"goal <= {GOAL_OUTPUT_RATIO}x: {'met' if verdict['outputs_within_goal'] else 'NOT met'}")
+        print(
+            f"{r['case']:<24} {r['lines']:>7} lines {r['files']:>4} files {r['seconds']:>8.3f} s "
+            f"{r['us_per_line']:>7.1f} us/line {r['findings']:>6} findings"
+        )
+    print(
+        f"per-line cost 100k vs 1k: {verdict['per_line_ratio_100k_vs_1k']}x, one stage "
+        f"{verdict['per_line_ratio_single_stage_100k_vs_1k']}x "
+        f"({'linear' if verdict['linear'] else 'NOT linear'}, goal <= {GOAL_LINEAR_RATIO}x); "
+        f"100k-line file {'under' if verdict['100k_under_3s'] else 'OVER'} {GOAL_100K_S} s, through the CLI "
+        f"{'under' if verdict['cli_100k_under_3s'] else 'OVER'}"
+    )
+    print(
+        f"CLI on the 100k-line file, CPU: tty {cpu_of['tty']:.3f} s, json {cpu_of['json']:.3f} s "
+        f"({verdict['cli_json_vs_tty_cpu']}x), sarif {cpu_of['sarif']:.3f} s ({verdict['cli_sarif_vs_tty_cpu']}x); "
+        f"goal <= {GOAL_OUTPUT_RATIO}x: {'met' if verdict['outputs_within_goal'] else 'NOT met'}"
+    )
     print(f"reference loop (sum of 5 million squares): {reference:.3f} s; compare figures taken at one speed")
     return 0
 

@@ -48,7 +48,7 @@ from tensorflow.keras import layers
 
 '''
 #: One block of a training script (40 lines); {n} keeps the names unique.
-BLOCK = '''
+BLOCK = """
 
 def augment_{n}(image, label):
     image = tf.image.random_flip_left_right(image)
@@ -83,7 +83,7 @@ def train_{n}(files, epochs=2):
     order = list(range({n} + 10))
     random.shuffle(order)
     return np.random.permutation(order)
-'''
+"""
 
 
 def script(lines: int) -> str:
@@ -138,32 +138,49 @@ def main(argv: list[str] | None = None) -> int:
             if ruff:
                 cmd = [ruff, "check", "--isolated", "--no-cache", "--quiet", "--exit-zero", str(path)]
                 ruff_s = _median(lambda c=cmd: subprocess.run(c, capture_output=True, check=False), args.repeat)
-            rows.append({"lines": lines, "findings": findings, "audit_s": round(audit_s, 4),
-                         "audit_cpu_s": round(cpu_s, 4), "audit_cpu_us_per_line": round(cpu_s / lines * 1e6, 2),
-                         "audit_us_per_line": round(audit_s / lines * 1e6, 2),
-                         "ruff_s": None if ruff_s is None else round(ruff_s, 4),
-                         "ratio_to_ruff": None if not ruff_s else round(audit_s / ruff_s, 2)})
+            rows.append(
+                {
+                    "lines": lines,
+                    "findings": findings,
+                    "audit_s": round(audit_s, 4),
+                    "audit_cpu_s": round(cpu_s, 4),
+                    "audit_cpu_us_per_line": round(cpu_s / lines * 1e6, 2),
+                    "audit_us_per_line": round(audit_s / lines * 1e6, 2),
+                    "ruff_s": None if ruff_s is None else round(ruff_s, 4),
+                    "ratio_to_ruff": None if not ruff_s else round(audit_s / ruff_s, 2),
+                }
+            )
     reference = reference_seconds(args.repeat)
     small, big = rows[0], rows[-1]
     linear = big["audit_cpu_us_per_line"] / small["audit_cpu_us_per_line"]
     ten_k = next(r for r in rows if r["lines"] >= 10_000)
-    doc = {"machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
-           "loadavg": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
-           "rows": rows, "linear_ratio": round(linear, 2), "reference_loop_s": round(reference, 3),
-           "goals": {"10k_s": GOAL_10K_S, "linear_ratio": GOAL_LINEAR_RATIO},
-           "met": ten_k["audit_cpu_s"] < GOAL_10K_S and linear <= GOAL_LINEAR_RATIO}
+    doc = {
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
+        "loadavg": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
+        "rows": rows,
+        "linear_ratio": round(linear, 2),
+        "reference_loop_s": round(reference, 3),
+        "goals": {"10k_s": GOAL_10K_S, "linear_ratio": GOAL_LINEAR_RATIO},
+        "met": ten_k["audit_cpu_s"] < GOAL_10K_S and linear <= GOAL_LINEAR_RATIO,
+    }
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         print(f"{doc['machine']}; load {' '.join(doc['loadavg'] or [])}")
-        print(f"{'lines':>8} {'findings':>9} {'audit s':>9} {'cpu s':>7} {'cpu us/line':>11} {'ruff s':>8} "
-              f"{'audit/ruff':>10}")
+        print(
+            f"{'lines':>8} {'findings':>9} {'audit s':>9} {'cpu s':>7} {'cpu us/line':>11} {'ruff s':>8} "
+            f"{'audit/ruff':>10}"
+        )
         for r in rows:
-            print(f"{r['lines']:>8} {r['findings']:>9} {r['audit_s']:>9.3f} {r['audit_cpu_s']:>7.3f} "
-                  f"{r['audit_cpu_us_per_line']:>11.1f} {r['ruff_s'] if r['ruff_s'] is not None else '-':>8} "
-                  f"{r['ratio_to_ruff'] or '-':>10}")
-        print(f"10k-line script: {ten_k['audit_cpu_s']:.3f} s of CPU (goal < {GOAL_10K_S} s); per-line cost 100k/1k: "
-              f"{linear:.2f} (goal <= {GOAL_LINEAR_RATIO}); {'met' if doc['met'] else 'NOT met'}")
+            print(
+                f"{r['lines']:>8} {r['findings']:>9} {r['audit_s']:>9.3f} {r['audit_cpu_s']:>7.3f} "
+                f"{r['audit_cpu_us_per_line']:>11.1f} {r['ruff_s'] if r['ruff_s'] is not None else '-':>8} "
+                f"{r['ratio_to_ruff'] or '-':>10}"
+            )
+        print(
+            f"10k-line script: {ten_k['audit_cpu_s']:.3f} s of CPU (goal < {GOAL_10K_S} s); per-line cost 100k/1k: "
+            f"{linear:.2f} (goal <= {GOAL_LINEAR_RATIO}); {'met' if doc['met'] else 'NOT met'}"
+        )
         print(f"reference loop (sum of 5 million squares): {reference:.3f} s; compare figures taken at one speed")
     return 0 if doc["met"] else 1
 

@@ -23,10 +23,12 @@ import tempfile
 from pathlib import Path
 
 ENVPIN = Path(sys.executable).with_name("envpin")
-_CHILD = ("import resource, subprocess, sys, time\n"
-          "t = time.monotonic()\n"
-          "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-          "print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+_CHILD = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.monotonic()\n"
+    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
 
 
 def dockerfile(shape: str, lines: int) -> str:
@@ -35,16 +37,21 @@ def dockerfile(shape: str, lines: int) -> str:
         return "\n".join(["FROM ubuntu:22.04", *body, "RUN echo $A40"]) + "\n"
     keyword = "ENV" if shape == "env" else "ARG"
     # each line looks the previous variable up (${V:+set}), so substitution has work to do but values stay short
-    return "FROM ubuntu:22.04\n" + "".join(f"{keyword} V{i}=value{i}_${{V{max(i - 1, 0)}:+set}}\n"
-                                           for i in range(lines))
+    return "FROM ubuntu:22.04\n" + "".join(
+        f"{keyword} V{i}=value{i}_${{V{max(i - 1, 0)}:+set}}\n" for i in range(lines)
+    )
 
 
 def measure(path: Path, repeat: int) -> tuple[float, float]:
     """(median seconds, median peak RSS in MB) of `envpin audit` on `path`."""
     runs = []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(ENVPIN), "audit", "--tf", "2.4", str(path)],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(ENVPIN), "audit", "--tf", "2.4", str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         runs.append((float(out[0]), int(out[1]) / 1024))
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
@@ -65,9 +72,16 @@ def main() -> int:
             path = Path(tmp, f"{args.shape}-{n}")
             path.write_text(dockerfile(args.shape, n))
             seconds, mb = measure(path, args.repeat)
-            results.append({"shape": args.shape, "lines": n, "seconds": round(seconds, 3), "peak_mb": round(mb, 1),
-                            "us_per_line": round(seconds / n * 1e6, 1),
-                            "kb_per_line": round((mb - base_mb) * 1024 / n, 2)})
+            results.append(
+                {
+                    "shape": args.shape,
+                    "lines": n,
+                    "seconds": round(seconds, 3),
+                    "peak_mb": round(mb, 1),
+                    "us_per_line": round(seconds / n * 1e6, 1),
+                    "kb_per_line": round((mb - base_mb) * 1024 / n, 2),
+                }
+            )
         path = Path(tmp, "doubling")
         path.write_text(dockerfile("doubling", 0))
         seconds, mb = measure(path, args.repeat)
@@ -81,8 +95,11 @@ def main() -> int:
     }
     load = Path("/proc/loadavg").read_text().split()[:3] if os.path.exists("/proc/loadavg") else []
     if args.json:
-        print(json.dumps({"results": results, "baseline_mb": round(base_mb, 1), "goals": goals, "loadavg": load},
-                         indent=2))
+        print(
+            json.dumps(
+                {"results": results, "baseline_mb": round(base_mb, 1), "goals": goals, "loadavg": load}, indent=2
+            )
+        )
     else:
         print(f"baseline (a two-line Dockerfile): {base_mb:.1f} MB; load average {' '.join(load)}")
         for r in results:

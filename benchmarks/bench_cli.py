@@ -58,9 +58,11 @@ _FLOOR_CODE = (
     "catalog = json.loads(raw)\n"
     "lines = [re.match(r'\\s*(\\w+)\\s+(.*)', x) for x in open(sys.argv[1]).read().splitlines()]\n"
 )
-DOCKERFILE = ("FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\n"
-              "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
-              "RUN pip install --no-cache-dir numpy==1.22.0\n")
+DOCKERFILE = (
+    "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\n"
+    "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+    "RUN pip install --no-cache-dir numpy==1.22.0\n"
+)
 
 
 def _envpin() -> list[str]:
@@ -104,16 +106,16 @@ def child_env(pycache: Path) -> dict[str, str]:
     return env
 
 
-def measure(cmds: dict[str, list[str]], runs: int, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> dict[str, list[float]]:
+def measure(
+    cmds: dict[str, list[str]], runs: int, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in cmds}
     for cmd in cmds.values():  # warm-up: file cache, .pyc files
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env, cwd=cwd)
     for _ in range(runs):
         for name, cmd in cmds.items():
             before = _cpu()
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env,
-                           cwd=cwd)
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env, cwd=cwd)
             times[name].append(_cpu() - before)
     return times
 
@@ -130,8 +132,14 @@ def main() -> int:
         cmds = commands(dockerfile)
         times = measure(cmds, args.runs, child_env(Path(tmp) / "pycache"), cwd=Path(tmp))
     med = {name: statistics.median(t) for name, t in times.items()}
-    rows = {name: {"cpu_median_s": round(m, 4), "cpu_min_s": round(min(times[name]), 4),
-                   "vs_import_typer": round(m / med[TYPER], 2)} for name, m in med.items()}
+    rows = {
+        name: {
+            "cpu_median_s": round(m, 4),
+            "cpu_min_s": round(min(times[name]), 4),
+            "vs_import_typer": round(m / med[TYPER], 2),
+        }
+        for name, m in med.items()
+    }
     verdicts = {}
     for name, (peer, goal) in TARGETS.items():
         if peer not in med:
@@ -141,8 +149,20 @@ def main() -> int:
         verdicts[name] = {"peer": peer, "goal": goal, "ratio": round(ratio, 2), "met": ratio <= goal}
     ok = all(v["met"] for v in verdicts.values())
     if args.json:
-        print(json.dumps({"runs": args.runs, "load_average": load, "cpus": os.cpu_count(), "met": ok,
-                          "figures": rows, "targets": verdicts}, indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "runs": args.runs,
+                    "load_average": load,
+                    "cpus": os.cpu_count(),
+                    "met": ok,
+                    "figures": rows,
+                    "targets": verdicts,
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return 0 if ok else 1
     print(f"{args.runs} runs each, alternating; CPU time per process (median); load average {' '.join(load)}")
     print(f"{'command':<36} {'CPU median':>11} {'CPU min':>9} {'x import typer':>15}")

@@ -29,8 +29,14 @@ def _envpin() -> list[str]:
 
 
 def pairs(folder: Path, keys: int) -> dict[str, tuple[Path, Path]]:
-    base = json.loads(subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", "-"],
-                                     capture_output=True, text=True, check=True).stdout)
+    base = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     out: dict[str, tuple[Path, Path]] = {}
     a, b = json.loads(json.dumps(base)), json.loads(json.dumps(base))
     for i in range(keys):
@@ -71,8 +77,9 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         times = measure(pairs(Path(tmp), args.keys), args.runs)
-    summary = {name: {kind: round(statistics.median(v), 3) for kind, v in kinds.items()}
-               for name, kinds in times.items()}
+    summary = {
+        name: {kind: round(statistics.median(v), 3) for kind, v in kinds.items()} for name, kinds in times.items()
+    }
     for fig in summary.values():
         fig["ratio"] = round(fig["text"] / fig["json"], 2)
     if args.json:
@@ -80,8 +87,10 @@ def main() -> int:
         return 0
     for name, fig in summary.items():
         met = fig["text"] < GOAL_S and fig["ratio"] <= GOAL_RATIO
-        print(f"{name:>22}: text {fig['text']:.3f} s, json {fig['json']:.3f} s, ratio {fig['ratio']:.2f} "
-              f"({'met' if met else 'NOT met'}: text < {GOAL_S} s, ratio <= {GOAL_RATIO})")
+        print(
+            f"{name:>22}: text {fig['text']:.3f} s, json {fig['json']:.3f} s, ratio {fig['ratio']:.2f} "
+            f"({'met' if met else 'NOT met'}: text < {GOAL_S} s, ratio <= {GOAL_RATIO})"
+        )
     return 0
 
 

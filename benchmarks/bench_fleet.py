@@ -53,9 +53,14 @@ H100 = "NVIDIA H100 80GB HBM3"
 def real_report() -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    out = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", "-"], env=env,
-                         capture_output=True,
-                         text=True, check=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", "-"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     return json.loads(out)
 
 
@@ -65,16 +70,31 @@ def _v(value: Any, source: str = "nvml") -> dict[str, Any]:
 
 def gpu_section(model: str, cc: str, driver: str, node: int) -> dict[str, Any]:
     """What the NVML collector (envpin.probe.nvml) records for an eight-GPU node."""
-    g: dict[str, Any] = {"backend": _v("nvml", "ctypes libnvidia-ml.so.1"), "count": _v(8),
-                         "driver_version": _v(driver), "driver_major": _v(driver.split(".")[0]),
-                         "nvml_version": _v("12." + driver), "cuda_driver_version": _v("12.4")}
+    g: dict[str, Any] = {
+        "backend": _v("nvml", "ctypes libnvidia-ml.so.1"),
+        "count": _v(8),
+        "driver_version": _v(driver),
+        "driver_major": _v(driver.split(".")[0]),
+        "nvml_version": _v("12." + driver),
+        "cuda_driver_version": _v("12.4"),
+    }
     for i in range(8):
-        dev = {"name": model, "uuid": f"GPU-{hashlib.md5(f'{node}-{i}'.encode()).hexdigest()}",
-               "compute_capability": cc, "memory_total_bytes": 85899345920, "pci_bus_id": f"00000000:{i + 7:02X}:00.0",
-               "ecc": "enabled", "mig": "disabled", "persistence_mode": "enabled", "compute_mode": "Default",
-               "clocks_max_mhz": {"graphics": 1410, "memory": 1593, "sm": 1410},
-               "clocks_applications_mhz": {"graphics": 1410, "memory": 1593},
-               "power_limit_w": 400.0, "power_enforced_limit_w": 400.0, "vbios": "92.00.36.00.01"}
+        dev = {
+            "name": model,
+            "uuid": f"GPU-{hashlib.md5(f'{node}-{i}'.encode()).hexdigest()}",
+            "compute_capability": cc,
+            "memory_total_bytes": 85899345920,
+            "pci_bus_id": f"00000000:{i + 7:02X}:00.0",
+            "ecc": "enabled",
+            "mig": "disabled",
+            "persistence_mode": "enabled",
+            "compute_mode": "Default",
+            "clocks_max_mhz": {"graphics": 1410, "memory": 1593, "sm": 1410},
+            "clocks_applications_mhz": {"graphics": 1410, "memory": 1593},
+            "power_limit_w": 400.0,
+            "power_enforced_limit_w": 400.0,
+            "vbios": "92.00.36.00.01",
+        }
         for k, val in dev.items():
             g[f"devices.{i}.{k}"] = _v(val)
     return g
@@ -113,8 +133,7 @@ def node(base: dict[str, Any], i: int) -> tuple[str, dict[str, Any] | aggregate.
     r["env"]["OMP_NUM_THREADS"] = _v("4" if i % 50 == 5 else "8", "environ:OMP_NUM_THREADS")
     if i % 200 == 17:
         dists = {**base["packages"]["distributions"]["value"], "numpy": "1.26.3"}
-        r["packages"] = {**base["packages"], "distributions": {**base["packages"]["distributions"],
-                                                               "value": dists}}
+        r["packages"] = {**base["packages"], "distributions": {**base["packages"]["distributions"], "value": dists}}
     device = f"gpu:{H100 if h100 else A100};cc={'9.0' if h100 else '8.0'};count=8"
     golden = "sha256:" + ("b" if h100 else "a") * 64
     if i == 423:
@@ -157,14 +176,29 @@ def _report_child(folder: str) -> int:
     # VmHWM: this process's own peak (ru_maxrss would carry the parent's from before the exec).
     status = Path("/proc/self/status").read_text()
     peak_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
-    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_kb": peak_kb, "nodes": result.counts()["nodes"],
-                      "classes": result.counts()["classes"], "json_bytes": len(doc)}))
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "peak_kb": peak_kb,
+                "nodes": result.counts()["nodes"],
+                "classes": result.counts()["classes"],
+                "json_bytes": len(doc),
+            }
+        )
+    )
     return 0
 
 
 def _run_child(folder: Path) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--report-child", str(folder)], capture_output=True, text=True,
-                         check=True, timeout=3600).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, "--report-child", str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+    ).stdout
     return json.loads(out)
 
 
@@ -184,14 +218,22 @@ def large_point(base: dict[str, Any], n: int) -> dict[str, Any]:
     per_kb = (runs[n]["peak_kb"] - fixed_kb) / n
     per_ms_small = runs[1000]["cpu_s"] / 1000 * 1000
     per_ms_large = runs[n]["cpu_s"] / n * 1000
-    figures.update({
-        "nodes": n, "wall_s": round(runs[n]["wall_s"], 1), "cpu_s": round(runs[n]["cpu_s"], 1),
-        "peak_mb": round(runs[n]["peak_kb"] / 1024, 1), "fixed_mb": round(fixed_kb / 1024, 1),
-        "kb_per_report": round(per_kb, 1), "goal_kb_per_report": GOAL_KB_PER_REPORT,
-        "cpu_ms_per_report": round(per_ms_large, 3), "cpu_ms_per_report_1000": round(per_ms_small, 3),
-        "time_ratio": round(per_ms_large / per_ms_small, 2), "goal_time_ratio": GOAL_LINEAR,
-        "classes": runs[n]["classes"],
-    })
+    figures.update(
+        {
+            "nodes": n,
+            "wall_s": round(runs[n]["wall_s"], 1),
+            "cpu_s": round(runs[n]["cpu_s"], 1),
+            "peak_mb": round(runs[n]["peak_kb"] / 1024, 1),
+            "fixed_mb": round(fixed_kb / 1024, 1),
+            "kb_per_report": round(per_kb, 1),
+            "goal_kb_per_report": GOAL_KB_PER_REPORT,
+            "cpu_ms_per_report": round(per_ms_large, 3),
+            "cpu_ms_per_report_1000": round(per_ms_small, 3),
+            "time_ratio": round(per_ms_large / per_ms_small, 2),
+            "goal_time_ratio": GOAL_LINEAR,
+            "classes": runs[n]["classes"],
+        }
+    )
     figures["met"] = per_kb <= GOAL_KB_PER_REPORT and per_ms_large / per_ms_small <= GOAL_LINEAR
     return figures
 
@@ -246,23 +288,33 @@ def main() -> int:
     if args.json:
         print(json.dumps(figures, indent=2, sort_keys=True))
     else:
-        print(f"{args.nodes} nodes, {figures['fields_per_report']} fields per report "
-              f"(median of {args.runs} runs, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-              f"load average {figures['load_average_1min']})")
-        print(f"  aggregate {agg_s:.3f} s + JSON {json_s:.3f} s ({figures['json_bytes'] / 1e6:.1f} MB) "
-              f"+ HTML {html_s:.3f} s ({figures['html_bytes'] / 1e6:.1f} MB) = {total:.3f} s wall, "
-              f"{total_cpu:.3f} s CPU (goal < {GOAL_SECONDS} s: {'met' if figures['met'] else 'NOT met'})")
+        print(
+            f"{args.nodes} nodes, {figures['fields_per_report']} fields per report "
+            f"(median of {args.runs} runs, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+            f"load average {figures['load_average_1min']})"
+        )
+        print(
+            f"  aggregate {agg_s:.3f} s + JSON {json_s:.3f} s ({figures['json_bytes'] / 1e6:.1f} MB) "
+            f"+ HTML {html_s:.3f} s ({figures['html_bytes'] / 1e6:.1f} MB) = {total:.3f} s wall, "
+            f"{total_cpu:.3f} s CPU (goal < {GOAL_SECONDS} s: {'met' if figures['met'] else 'NOT met'})"
+        )
         print(f"  reading {args.nodes - c['failed'] - c['timed_out']} report files: {read_s:.3f} s")
-        print(f"  result: {c['classes']} classes, {c['outliers']} outliers, {c['breaking']} breaking and "
-              f"{c['risk']} risk fields, {c['failed']} failed, {c['timed_out']} timed out")
+        print(
+            f"  result: {c['classes']} classes, {c['outliers']} outliers, {c['breaking']} breaking and "
+            f"{c['risk']} risk fields, {c['failed']} failed, {c['timed_out']} timed out"
+        )
         if large:
-            print(f"{large['nodes']} report files, fleet report in a fresh process (read, check, reduce, aggregate, "
-                  f"JSON): {large['wall_s']} s wall, {large['cpu_s']} s CPU, peak {large['peak_mb']} MB "
-                  f"({large['fixed_mb']} MB with one report)")
-            print(f"  {large['kb_per_report']} KB a report (goal <= {GOAL_KB_PER_REPORT:.0f} KB); "
-                  f"{large['cpu_ms_per_report']} ms CPU a report against {large['cpu_ms_per_report_1000']} ms "
-                  f"with 1,000 reports: {large['time_ratio']}x (goal <= {GOAL_LINEAR}x, linear): "
-                  f"{'met' if large['met'] else 'NOT met'}")
+            print(
+                f"{large['nodes']} report files, fleet report in a fresh process (read, check, reduce, aggregate, "
+                f"JSON): {large['wall_s']} s wall, {large['cpu_s']} s CPU, peak {large['peak_mb']} MB "
+                f"({large['fixed_mb']} MB with one report)"
+            )
+            print(
+                f"  {large['kb_per_report']} KB a report (goal <= {GOAL_KB_PER_REPORT:.0f} KB); "
+                f"{large['cpu_ms_per_report']} ms CPU a report against {large['cpu_ms_per_report_1000']} ms "
+                f"with 1,000 reports: {large['time_ratio']}x (goal <= {GOAL_LINEAR}x, linear): "
+                f"{'met' if large['met'] else 'NOT met'}"
+            )
     met = figures["met"] and (large is None or large["met"])
     return 0 if met else 1
 

@@ -36,8 +36,11 @@ def _timed(cmd: list[str], cwd: str) -> float:
 
 
 def _stats(times: list[float]) -> dict[str, float]:
-    return {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3),
-            "max_s": round(max(times), 3)}
+    return {
+        "median_s": round(statistics.median(times), 3),
+        "min_s": round(min(times), 3),
+        "max_s": round(max(times), 3),
+    }
 
 
 def main() -> None:
@@ -54,8 +57,13 @@ def main() -> None:
         subprocess.run(["bash", str(REPO / "scripts" / "slurm.sh"), "up"], check=True, capture_output=True)
         figures["bringup_s"] = round(time.perf_counter() - start, 2)
 
-    sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], env={**os.environ, "SLURM_CONF": str(CONF)},
-                           capture_output=True, text=True, check=True).stdout.split()
+    sinfo = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%N"],
+        env={**os.environ, "SLURM_CONF": str(CONF)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     nodes = len(set(sinfo))
     envpin = str(Path(sys.executable).with_name("envpin"))
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
@@ -73,8 +81,10 @@ def main() -> None:
         return
     if "bringup_s" in figures:
         print(f"scripts/slurm.sh up (after down, rootfs cached): {figures['bringup_s']} s")
-    print(f"envpin fleet probe --slurm, {nodes} nodes, {args.runs} runs: median {figures['fleet_probe']['median_s']} s "
-          f"(min {figures['fleet_probe']['min_s']}, max {figures['fleet_probe']['max_s']})")
+    print(
+        f"envpin fleet probe --slurm, {nodes} nodes, {args.runs} runs: median {figures['fleet_probe']['median_s']} s "
+        f"(min {figures['fleet_probe']['min_s']}, max {figures['fleet_probe']['max_s']})"
+    )
     print(f"srun --nodes={nodes} hostname (the scheduler's floor): median {figures['srun_hostname']['median_s']} s")
 
 

@@ -52,15 +52,51 @@ def commands(work: Path, image: str) -> dict[str, list[str]]:
         raise SystemExit(f"{image}'s pip does not say which wheels it accepts; choose another --image")
     platform = resolve.manylinux_platform(facts.tags)
     return {
-        "envpin lock": [*_envpin(), "-q", "lock", "requirements.in", "--ngc", NGC, "--base-image", image,
-                        "--resolver", "host", "--out", str(work / "requirements.lock")],
-        "uv pip compile": [resolve.uv_binary(), "pip", "compile", "requirements.in", "--python-version",
-                           facts.python, "--python-platform", platform, "--generate-hashes", "-o",
-                           str(work / "uv.txt"), "--quiet"],
+        "envpin lock": [
+            *_envpin(),
+            "-q",
+            "lock",
+            "requirements.in",
+            "--ngc",
+            NGC,
+            "--base-image",
+            image,
+            "--resolver",
+            "host",
+            "--out",
+            str(work / "requirements.lock"),
+        ],
+        "uv pip compile": [
+            resolve.uv_binary(),
+            "pip",
+            "compile",
+            "requirements.in",
+            "--python-version",
+            facts.python,
+            "--python-platform",
+            platform,
+            "--generate-hashes",
+            "-o",
+            str(work / "uv.txt"),
+            "--quiet",
+        ],
         # The same with the interpreter named, as envpin names it: uv then skips interpreter discovery.
-        "uv ... --python": [resolve.uv_binary(), "pip", "compile", "requirements.in", "--python-version",
-                            facts.python, "--python-platform", platform, "--generate-hashes", "-o",
-                            str(work / "uv-python.txt"), "--quiet", "--python", sys.executable],
+        "uv ... --python": [
+            resolve.uv_binary(),
+            "pip",
+            "compile",
+            "requirements.in",
+            "--python-version",
+            facts.python,
+            "--python-platform",
+            platform,
+            "--generate-hashes",
+            "-o",
+            str(work / "uv-python.txt"),
+            "--quiet",
+            "--python",
+            sys.executable,
+        ],
     }
 
 
@@ -91,17 +127,23 @@ def main() -> int:
     med = {name: statistics.median(t) for name, t in times.items()}
     ratio = med["envpin lock"] / med["uv pip compile"]
     named = med["envpin lock"] / med["uv ... --python"]
-    figures = {"runs": args.runs, "image": args.image, "requirements": REQUIREMENTS.split(),
-               "median_s": {n: round(m, 3) for n, m in med.items()},
-               "min_s": {n: round(min(t), 3) for n, t in times.items()},
-               "ratio": round(ratio, 2), "ratio_to_uv_with_python": round(named, 2), "goal": GOAL,
-               "met": ratio <= GOAL, "load_average": load,
-               "cpus": os.cpu_count()}
+    figures = {
+        "runs": args.runs,
+        "image": args.image,
+        "requirements": REQUIREMENTS.split(),
+        "median_s": {n: round(m, 3) for n, m in med.items()},
+        "min_s": {n: round(min(t), 3) for n, t in times.items()},
+        "ratio": round(ratio, 2),
+        "ratio_to_uv_with_python": round(named, 2),
+        "goal": GOAL,
+        "met": ratio <= GOAL,
+        "load_average": load,
+        "cpus": os.cpu_count(),
+    }
     if args.json:
         print(json.dumps(figures, indent=2, sort_keys=True))
     else:
-        print(f"{args.runs} runs each, alternating, warm uv cache; load average {' '.join(load)}; "
-              f"target {args.image}")
+        print(f"{args.runs} runs each, alternating, warm uv cache; load average {' '.join(load)}; target {args.image}")
         for name in cmds:
             print(f"  {name:<16} median {med[name]:6.3f} s  min {min(times[name]):6.3f} s")
         print(f"envpin lock / uv pip compile: {ratio:.2f}x (goal <= {GOAL}x): {'met' if ratio <= GOAL else 'NOT met'}")

@@ -51,8 +51,11 @@ GOAL_FIELDS = 2.0
 GOAL_SECONDS = 0.3
 GOAL_IN_IMAGE = 1.1
 #: The stand-in images scripts/services.sh pushes to the local registry (Python 3.11, 3.9 and 3.6).
-STAND_INS = ("127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3", "127.0.0.1:5000/nvidia/tensorflow:21.06-tf2-py3",
-             "127.0.0.1:5000/envpin-test/python36-base:1")
+STAND_INS = (
+    "127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3",
+    "127.0.0.1:5000/nvidia/tensorflow:21.06-tf2-py3",
+    "127.0.0.1:5000/envpin-test/python36-base:1",
+)
 #: Runs inside the container with its Python (3.6+): prepares the three ways and times them.
 _IN_IMAGE = r"""
 import json, os, resource, statistics, subprocess, sys, zipfile
@@ -122,28 +125,58 @@ def in_images(images: list[str], runs: int, as_json: bool) -> int:
         (Path(tmp) / "envpin.pyz").write_bytes(payload())
         (Path(tmp) / "driver.py").write_text(_IN_IMAGE)
         for image in images:
-            proc = subprocess.run(["docker", "run", "--rm", "-v", f"{tmp}:/work:ro", "--entrypoint", "python3",
-                                   image, "/work/driver.py", str(runs)], capture_output=True, text=True, check=False)
+            proc = subprocess.run(
+                [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "-v",
+                    f"{tmp}:/work:ro",
+                    "--entrypoint",
+                    "python3",
+                    image,
+                    "/work/driver.py",
+                    str(runs),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if proc.returncode != 0:
                 sys.stderr.write(f"{image}: {proc.stderr[-2000:]}\n")
                 return 2
             got = json.loads(proc.stdout.strip().splitlines()[-1])
             cpu = got["cpu_s"]
-            rows.append({"image": image, "python": got["python"], "cpu_s": {k: round(v, 4) for k, v in cpu.items()},
-                         "image_vs_installed": round(cpu["image"] / cpu["installed"], 2),
-                         "archive_vs_installed": round(cpu["archive"] / cpu["installed"], 2)})
+            rows.append(
+                {
+                    "image": image,
+                    "python": got["python"],
+                    "cpu_s": {k: round(v, 4) for k, v in cpu.items()},
+                    "image_vs_installed": round(cpu["image"] / cpu["installed"], 2),
+                    "archive_vs_installed": round(cpu["archive"] / cpu["installed"], 2),
+                }
+            )
     met = all(r["image_vs_installed"] <= GOAL_IN_IMAGE for r in rows)
     if as_json:
-        print(json.dumps({"runs": runs, "load_average": load, "goal": GOAL_IN_IMAGE, "met": met, "images": rows},
-                         indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {"runs": runs, "load_average": load, "goal": GOAL_IN_IMAGE, "met": met, "images": rows},
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return 0 if met else 1
     print(f"probe CPU inside each stand-in (median of {runs}, alternating; load average {' '.join(load)})")
-    print(f"{'image':<50} {'python':>7} {'installed':>10} {'archive':>9} {'image':>9} {'image/inst':>11} "
-          f"{'archive/inst':>13}")
+    print(
+        f"{'image':<50} {'python':>7} {'installed':>10} {'archive':>9} {'image':>9} {'image/inst':>11} "
+        f"{'archive/inst':>13}"
+    )
     for r in rows:
         c = r["cpu_s"]
-        print(f"{r['image']:<50} {r['python']:>7} {c['installed']:>9.3f}s {c['archive']:>8.3f}s {c['image']:>8.3f}s "
-              f"{r['image_vs_installed']:>10.2f}x {r['archive_vs_installed']:>12.2f}x")
+        print(
+            f"{r['image']:<50} {r['python']:>7} {c['installed']:>9.3f}s {c['archive']:>8.3f}s {c['image']:>8.3f}s "
+            f"{r['image_vs_installed']:>10.2f}x {r['archive_vs_installed']:>12.2f}x"
+        )
     print(f"goal: image <= {GOAL_IN_IMAGE}x installed in every image: {'met' if met else 'NOT met'}")
     return 0 if met else 1
 
@@ -191,10 +224,18 @@ def main() -> int:
         "runs": args.runs,
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
-        "probe": {"median_s": round(mp, 4), "min_s": round(min(probe_times), 4),
-                  "max_s": round(max(probe_times), 4), "fields": n_probe},
-        "collect_env": {"median_s": round(mt, 4), "min_s": round(min(torch_times), 4),
-                        "max_s": round(max(torch_times), 4), "fields": n_torch},
+        "probe": {
+            "median_s": round(mp, 4),
+            "min_s": round(min(probe_times), 4),
+            "max_s": round(max(probe_times), 4),
+            "fields": n_probe,
+        },
+        "collect_env": {
+            "median_s": round(mt, 4),
+            "min_s": round(min(torch_times), 4),
+            "max_s": round(max(torch_times), 4),
+            "fields": n_torch,
+        },
         "speedup": round(mt / mp, 1),
         "field_ratio": round(n_probe / n_torch, 2) if n_torch else None,
     }

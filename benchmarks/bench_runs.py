@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 TRAIN = REPO / "tests" / "runs" / "scripts" / "dense.py"
 #: variant -> (its peer, the ratio it must stay within; None: the ratio is printed, with no target)
 TARGETS: dict[str, tuple[str, float | None]] = {
-    "python -c pass, hook": ("python -c pass", 1.2), "keras fit, hook + seed": ("keras fit", 1.10),
+    "python -c pass, hook": ("python -c pass", 1.2),
+    "keras fit, hook + seed": ("keras fit", 1.10),
     "keras fit, hook + dump": ("keras fit", None),
 }
 
@@ -93,17 +94,27 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in medians.items():
         peer, limit = TARGETS.get(name, (None, None))
         ratio = seconds / medians[peer] if peer else None
-        rows.append({"variant": name, "cpu_seconds": round(seconds, 3), "peer": peer,
-                     "ratio": None if ratio is None else round(ratio, 3), "target": limit,
-                     "met": None if ratio is None or limit is None else ratio <= limit})
+        rows.append(
+            {
+                "variant": name,
+                "cpu_seconds": round(seconds, 3),
+                "peer": peer,
+                "ratio": None if ratio is None else round(ratio, 3),
+                "target": limit,
+                "met": None if ratio is None or limit is None else ratio <= limit,
+            }
+        )
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     if args.json:
         sys.stdout.write(json.dumps({"runs": args.runs, "loadavg": load, "rows": rows}, indent=2) + "\n")
     else:
         sys.stdout.write(f"median CPU seconds over {args.runs} runs (load average {' '.join(load)})\n")
         for row in rows:
-            verdict = "no target" if row["target"] is None else \
-                f"target <= {row['target']}x: {'met' if row['met'] else 'MISSED'}"
+            verdict = (
+                "no target"
+                if row["target"] is None
+                else f"target <= {row['target']}x: {'met' if row['met'] else 'MISSED'}"
+            )
             target = f"  {row['ratio']:.2f}x {row['peer']} ({verdict})" if row["peer"] else ""
             sys.stdout.write(f"{row['variant']:<26} {row['cpu_seconds']:>8.3f}{target}\n")
     return 0 if all(r["met"] is not False for r in rows) else 1

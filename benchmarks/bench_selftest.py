@@ -69,8 +69,9 @@ def run_once(quick: bool, compare: bool) -> dict:
     code = RUNNER % {"compare": compare, "quick": quick}
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     peak = {"kb": 0}
     done = threading.Event()
 
@@ -144,9 +145,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(figures, indent=2, sort_keys=True))
         return 0
-    print(f"{figures['machine']['cpus']} CPUs, Python {figures['machine']['python']}, jobs={figures['jobs']}, "
-          f"{figures['checks']['full']} checks (quick {figures['checks']['quick']}), "
-          f"load average {figures['loadavg_before']} before, {figures['loadavg_after']} after")
+    print(
+        f"{figures['machine']['cpus']} CPUs, Python {figures['machine']['python']}, jobs={figures['jobs']}, "
+        f"{figures['checks']['full']} checks (quick {figures['checks']['quick']}), "
+        f"load average {figures['loadavg_before']} before, {figures['loadavg_after']} after"
+    )
     for name, _, _ in modes:
         f = figures[name]
         goal = GOALS.get(name.split("+")[0])
@@ -154,8 +157,10 @@ def main() -> int:
         if goal and name in GOALS:
             ok = f["seconds_max"] < goal["seconds"] and f["largest_child_mb"] < goal["peak_mb"]
             verdict = f"  goal {'met' if ok else 'MISSED'} (< {goal['seconds']:.0f} s, < {goal['peak_mb']:.0f} MB)"
-        print(f"{name:13s} wall median {f['seconds_median']:6.2f} s (max {f['seconds_max']:.2f}), "
-              f"largest child {f['largest_child_mb']:.0f} MB, summed RSS peak {f['sum_rss_peak_mb']:.0f} MB{verdict}")
+        print(
+            f"{name:13s} wall median {f['seconds_median']:6.2f} s (max {f['seconds_max']:.2f}), "
+            f"largest child {f['largest_child_mb']:.0f} MB, summed RSS peak {f['sum_rss_peak_mb']:.0f} MB{verdict}"
+        )
         print(f"{'':13s} {f['runs'][0]['summary']}; golden runs equal: {f['runs'][0]['golden_runs_equal']}")
     return 0
 

@@ -49,6 +49,7 @@ def sha256_file(path: Path, limit: int | None = None) -> str:
 #: CA bundle, cache): real ones are kilobytes; the bound keeps /dev/zero or a huge file from exhausting memory.
 MAX_READ_BYTES = 64 << 20
 
+
 @contextlib.contextmanager
 def _open_regular(path: Path | str) -> Iterator[Any]:
     """A regular file opened for reading. Opened without blocking (a FIFO with no writer would block open
@@ -76,8 +77,7 @@ def read_regular(path: Path | str, limit: int = MAX_READ_BYTES, *, truncate: boo
     if len(data) > limit:
         if truncate:
             return data[:limit]
-        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, the most envpin reads from one file",
-                      str(path))
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, the most envpin reads from one file", str(path))
     return data
 
 
@@ -91,8 +91,9 @@ def read_tail(path: Path | str, limit: int = MAX_READ_BYTES) -> bytes:
         return fh.read(limit)
 
 
-def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path",
-                   limit: int = MAX_READ_BYTES) -> str:
+def read_user_text(
+    path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path", limit: int = MAX_READ_BYTES
+) -> str:
     """A text file the user pointed at, or one `error` saying why it cannot be read as one (no traceback):
     a regular file of at most `limit` bytes (a FIFO or device is refused, never waited on or read forever)."""
     try:
@@ -102,8 +103,10 @@ def read_user_text(path: Path, what: str, error: type[EnvpinError], missing_hint
     except IsADirectoryError as exc:
         raise error(f"{what} {path} is a folder, not a file", hint="pass the file's path") from exc
     except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror or exc}",
-                    hint="pass a regular file; check the path and its permissions") from exc
+        raise error(
+            f"cannot read {what} {path}: {exc.strerror or exc}",
+            hint="pass a regular file; check the path and its permissions",
+        ) from exc
     if b"\0" in raw:
         raise error(f"{path} is a binary file, not a {what}", hint="pass the text file itself")
     try:
@@ -127,8 +130,9 @@ def parse_json(text: str, origin: str, error: type[EnvpinError], hint: str | Non
     except RecursionError:
         raise error(f"{origin} is nested more than {MAX_JSON_DEPTH} levels deep", hint=hint) from None
     except json.JSONDecodeError as exc:
-        raise error(f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-                    hint=hint) from None
+        raise error(
+            f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint=hint
+        ) from None
     except ValueError as exc:  # int('9' * 5000): the digit limit
         raise error(f"{origin} holds a number too long to read ({str(exc).split(':')[0]})", hint=hint) from None
     level, depth = [data], 0
@@ -154,12 +158,16 @@ def check_path_length(path: Path, option: str) -> Path:
     """Refuse a path the file system would refuse (ENAMETOOLONG) with one clear error instead."""
     raw = os.fsencode(os.path.abspath(path))
     if len(raw) > MAX_PATH_BYTES:
-        raise EnvpinError(f"{option} is {len(raw):,} bytes long; paths are limited to {MAX_PATH_BYTES:,}",
-                          hint=f"choose a shorter {option}")
+        raise EnvpinError(
+            f"{option} is {len(raw):,} bytes long; paths are limited to {MAX_PATH_BYTES:,}",
+            hint=f"choose a shorter {option}",
+        )
     longest = max(raw.split(b"/"), key=len)
     if len(longest) > MAX_NAME_BYTES:
-        raise EnvpinError(f"{option} has a name of {len(longest):,} bytes; names are limited to {MAX_NAME_BYTES}",
-                          hint=f"choose a shorter {option}")
+        raise EnvpinError(
+            f"{option} has a name of {len(longest):,} bytes; names are limited to {MAX_NAME_BYTES}",
+            hint=f"choose a shorter {option}",
+        )
     return path
 
 
@@ -174,17 +182,20 @@ def check_output_path(path: Path, option: str) -> Path:
             os.lstat(where)
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
-                raise EnvpinError(f"{option}: {where}: {exc.strerror}",
-                                  hint=f"check the permissions of the folders on its path, or choose another "
-                                       f"{option}") from None
+                raise EnvpinError(
+                    f"{option}: {where}: {exc.strerror}",
+                    hint=f"check the permissions of the folders on its path, or choose another {option}",
+                ) from None
     _check_link(path, option)
     parent = path.parent
     _check_link(parent, option)
     if parent.exists() and not parent.is_dir():
         raise EnvpinError(f"{option}: {parent} is not a folder", hint=f"choose another {option}")
     if not parent.is_dir():
-        raise EnvpinError(f"{option}: the folder {parent} does not exist",
-                          hint=f"create it first (mkdir -p {parent}), or choose another {option}")
+        raise EnvpinError(
+            f"{option}: the folder {parent} does not exist",
+            hint=f"create it first (mkdir -p {parent}), or choose another {option}",
+        )
     return path
 
 
@@ -192,8 +203,10 @@ def check_output_file(path: Path, option: str) -> Path:
     """check_output_path for an output that is one file: a folder, a socket or a block device already there is
     refused now, before any work is done, not once the result is ready to be written."""
     if str(path) == "-":
-        raise EnvpinError(f"{option} -: '-' is not stdout for {option}, and envpin writes no file named '-'",
-                          hint=f"name a file, or give {option} /dev/stdout to write to stdout")
+        raise EnvpinError(
+            f"{option} -: '-' is not stdout for {option}, and envpin writes no file named '-'",
+            hint=f"name a file, or give {option} /dev/stdout to write to stdout",
+        )
     check_output_path(path, option)
     try:
         _write_target(path)
@@ -206,8 +219,10 @@ def check_output_folder(path: Path, option: str) -> Path:
     """check_output_path for an output that is a folder envpin writes reports into (created if missing): a
     file, device or anything else already there that is not a folder is refused now, before any work."""
     if str(path) == "-":
-        raise EnvpinError(f"{option} -: {option} names a folder, and envpin makes no folder named '-'",
-                          hint=f"name a folder, e.g. {option} reports")
+        raise EnvpinError(
+            f"{option} -: {option} names a folder, and envpin makes no folder named '-'",
+            hint=f"name a folder, e.g. {option} reports",
+        )
     check_output_path(path, option)
     if path.exists() and not path.is_dir():
         raise EnvpinError(f"{option}: {path} exists and is not a folder", hint=f"choose another {option}")
@@ -222,14 +237,18 @@ def _check_link(path: Path, option: str) -> None:
         os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise EnvpinError(f"{option}: {path} is a symbolic link that loops",
-                              hint=f"remove the link, or choose another {option}") from None
+            raise EnvpinError(
+                f"{option}: {path} is a symbolic link that loops", hint=f"remove the link, or choose another {option}"
+            ) from None
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-            raise EnvpinError(f"{option}: cannot follow the symbolic link {path}: {exc.strerror or exc}",
-                              hint=f"check the link, or choose another {option}") from None
-        raise EnvpinError(f"{option}: {path} is a symbolic link to {os.readlink(path)}, which does not exist",
-                          hint=f"envpin does not write through a dangling link; remove it, or choose another {option}"
-                          ) from None
+            raise EnvpinError(
+                f"{option}: cannot follow the symbolic link {path}: {exc.strerror or exc}",
+                hint=f"check the link, or choose another {option}",
+            ) from None
+        raise EnvpinError(
+            f"{option}: {path} is a symbolic link to {os.readlink(path)}, which does not exist",
+            hint=f"envpin does not write through a dangling link; remove it, or choose another {option}",
+        ) from None
 
 
 def _write_target(path: Path) -> tuple[Path, bool]:
@@ -289,8 +308,9 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, make_paren
         raise
 
 
-def atomic_write_many(files: dict[Path, bytes], modes: dict[Path, int] | None = None, *,
-                      make_parents: bool = True) -> None:
+def atomic_write_many(
+    files: dict[Path, bytes], modes: dict[Path, int] | None = None, *, make_parents: bool = True
+) -> None:
     """All or nothing (envpin.portable.atomic.replace_all), with missing parent folders made first (unless
     `make_parents` is False) and an OSError as one envpin error. Character devices are written into, after the
     regular files; a dangling link, folder, FIFO or socket is refused before anything is written."""
@@ -422,8 +442,9 @@ def glob_escape(text: str) -> str:
     return glob.escape(text)
 
 
-def replace_folder(target: Path, files: dict[str, bytes], keep: tuple[str, ...] = (),
-                   modes: dict[str, int] | None = None) -> None:
+def replace_folder(
+    target: Path, files: dict[str, bytes], keep: tuple[str, ...] = (), modes: dict[str, int] | None = None
+) -> None:
     """Make `target` hold exactly `files` (relative POSIX paths -> bytes) plus the existing entries named
     in `keep` (hard-linked, or re-created when they are links), in one swap. Call it inside exclusive().
 

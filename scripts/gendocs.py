@@ -29,17 +29,24 @@ def recipe_table() -> str:
             if m["distribution"] == "stock"
             else (f"NGC {m.get('ngc_min')}–{m.get('ngc_max')}" if m.get("ngc_max") else f"NGC {m.get('ngc_min')}+")
         )
-        env = ", ".join(f"`{e['name']}={e['value']}`" + (f" (unverified {e['unverified'].split(':')[0]})"
-                                                          if "unverified" in e else "")
-                        for e in row["env"]) or "—"
+        env = (
+            ", ".join(
+                f"`{e['name']}={e['value']}`"
+                + (f" (unverified {e['unverified'].split(':')[0]})" if "unverified" in e else "")
+                for e in row["env"]
+            )
+            or "—"
+        )
         steps = ", ".join(s["step"] for s in row["steps"])
         rows.append(f"| `{row['id']}` | {where}, {tf} | {env} | {steps} |")
     unset = ", ".join(f"`{u['name']}`" for u in common["unset"])
     rows.append("")
     rows.append(f"Every recipe also sets {shared} and requires that {unset} is **not** set.")
     for item in common["no_effect"]:
-        rows.append(f"`{item['name']}` has no effect: TensorFlow reads `{item['instead']}` "
-                    "(audit and the runtime check report the misspelt name).")
+        rows.append(
+            f"`{item['name']}` has no effect: TensorFlow reads `{item['instead']}` "
+            "(audit and the runtime check report the misspelt name)."
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -75,27 +82,57 @@ def audit_rule_reference(part: str = "rules") -> str:
     rules = [(family, r) for family in FAMILIES for r in family.RULES]
     if part == "index":
         out = ["| rule | severity | summary | `--fix` fixes it | suppressible |", "| --- | --- | --- | --- | --- |"]
-        out += [f"| [`{r.id}`](#{r.id}) | {r.severity} | {r.title} | {'yes' if r.fixable else 'no'} | "
-                f"{'yes' if r.suppressible else 'no'} |" for _, r in rules]
+        out += [
+            f"| [`{r.id}`](#{r.id}) | {r.severity} | {r.title} | {'yes' if r.fixable else 'no'} | "
+            f"{'yes' if r.suppressible else 'no'} |"
+            for _, r in rules
+        ]
         return "\n".join(out) + "\n"
     out = []
     for family, r in rules:
         name = next(k for k, v in vars(family).items() if v is r)
         where = f"`{name}` in `{family.__name__.replace('.', '/')}.py`"
         if r.suppressible:
-            suppress = (f"`# envpin: ignore={r.id}` on the line or the line above silences one finding; "
-                        f"`ignore = [\"{r.id}\"]` in `[tool.envpin.audit]` silences every one.")
+            suppress = (
+                f"`# envpin: ignore={r.id}` on the line or the line above silences one finding; "
+                f'`ignore = ["{r.id}"]` in `[tool.envpin.audit]` silences every one.'
+            )
         else:
             suppress = "Cannot be suppressed or ignored: the builder stops at this line."
         refs = ", ".join(f"[{title}]({target})" for title, target in r.references)
-        judged = f" (a script judged against TensorFlow {r.example_tf}: `--tf {r.example_tf}`)" if r.example_tf \
+        judged = (
+            f" (a script judged against TensorFlow {r.example_tf}: `--tf {r.example_tf}`)"
+            if r.example_tf
             else (" (a script)" if r.language == "python" else "")
-        out += [f"### {r.id}", "", f"**{r.severity}**: {r.title}. ({where})", "",
-                f"**What it finds.** {r.finds}", "", f"**Why it matters.** {r.why}", "",
-                f"Fires on{judged}:", "", f"```{r.language}", r.bad.rstrip("\n"), "```", "",
-                f"Does not fire on{judged}:", "", f"```{r.language}", r.good.rstrip("\n"), "```", "",
-                f"**`--fix`.** {'Fixes it. ' if r.fixable else ''}{r.autofix}", "",
-                f"**Suppression.** {suppress}", "", f"**References.** {refs}", ""]
+        )
+        out += [
+            f"### {r.id}",
+            "",
+            f"**{r.severity}**: {r.title}. ({where})",
+            "",
+            f"**What it finds.** {r.finds}",
+            "",
+            f"**Why it matters.** {r.why}",
+            "",
+            f"Fires on{judged}:",
+            "",
+            f"```{r.language}",
+            r.bad.rstrip("\n"),
+            "```",
+            "",
+            f"Does not fire on{judged}:",
+            "",
+            f"```{r.language}",
+            r.good.rstrip("\n"),
+            "```",
+            "",
+            f"**`--fix`.** {'Fixes it. ' if r.fixable else ''}{r.autofix}",
+            "",
+            f"**Suppression.** {suppress}",
+            "",
+            f"**References.** {refs}",
+            "",
+        ]
     return "\n".join(out)
 
 

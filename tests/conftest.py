@@ -14,14 +14,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
-REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons", "renderers",
-                          "oldtf")
+REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons", "renderers", "oldtf")
 #: The user's folders envpin reads or writes (cache, state, config, Docker logins) and the switches that
 #: change what it does; each test run gets its own before anything is collected (conftest.py is imported
 #: before any test module, so a module that loads the catalog at import time sees these too).
 USER_FOLDERS = ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "ENVPIN_STATE_DIR", "DOCKER_CONFIG")
-USER_SWITCHES = ("ENVPIN_CATALOG", "ENVPIN_ENGINE", "ENVPIN_LOCK", "ENVPIN_PLAN", "ENVPIN_SELFTEST_JOBS",
-                 "ENVPIN_DOCTOR_FAKE", "ENVPIN_NODE_NAME")
+USER_SWITCHES = (
+    "ENVPIN_CATALOG",
+    "ENVPIN_ENGINE",
+    "ENVPIN_LOCK",
+    "ENVPIN_PLAN",
+    "ENVPIN_SELFTEST_JOBS",
+    "ENVPIN_DOCTOR_FAKE",
+    "ENVPIN_NODE_NAME",
+)
 
 
 def _isolate_from_the_user() -> Path:

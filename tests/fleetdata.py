@@ -21,8 +21,7 @@ def base() -> dict[str, Any]:
     return json.loads(BASE.read_text())
 
 
-def node(name: str, *, gpu: str = A100, cc: str = "8.0", golden: str | None = HASH_1,
-         **changes: Any) -> dict[str, Any]:
+def node(name: str, *, gpu: str = A100, cc: str = "8.0", golden: str | None = HASH_1, **changes: Any) -> dict[str, Any]:
     """A report of node `name`; changes are 'section__field' = value (None removes the field)."""
     r = copy.deepcopy(base())
     r["host"]["hostname"]["value"] = name
@@ -46,8 +45,13 @@ def node(name: str, *, gpu: str = A100, cc: str = "8.0", golden: str | None = HA
 
 def cudnn(version: str) -> dict[str, Any]:
     raw = int(version.replace(".", "")) * 10
-    return {"version": version, "raw": raw, "path": f"/usr/lib/x86_64-linux-gnu/libcudnn.so.{version}",
-            "loaded_by": "probe", "requested": "libcudnn.so.9"}
+    return {
+        "version": version,
+        "raw": raw,
+        "path": f"/usr/lib/x86_64-linux-gnu/libcudnn.so.{version}",
+        "loaded_by": "probe",
+        "requested": "libcudnn.so.9",
+    }
 
 
 def fixed_fleet() -> dict[str, dict[str, Any]]:
@@ -76,16 +80,27 @@ def prefixed(pod: str, text: str, container: str = PROBE) -> str:
 def pod(name: str, node_name: str, status: dict[str, Any], scheduled: bool = True) -> dict[str, Any]:
     """A probe pod as `kubectl get pods -o json` lists it (the fields envpin reads, and some it does not)."""
     spec: dict[str, Any] = {
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}}},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+                    ]
+                }
+            }
+        },
         "containers": [{"name": "idle", "image": "nvcr.io/nvidia/tensorflow:24.05-tf2-py3"}],
         "initContainers": [{"name": PROBE, "image": "nvcr.io/nvidia/tensorflow:24.05-tf2-py3"}],
     }
     if scheduled:
         spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "envpin", "labels": {"app.kubernetes.io/name": "envpin-probe"}},
-            "spec": spec, "status": status}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "envpin", "labels": {"app.kubernetes.io/name": "envpin-probe"}},
+        "spec": spec,
+        "status": status,
+    }
 
 
 def kubernetes_files() -> tuple[str, dict[str, Any]]:
@@ -95,20 +110,49 @@ def kubernetes_files() -> tuple[str, dict[str, Any]]:
     ok["host"]["hostname"]["value"] = "envpin-probe-x7k2p"  # in a pod, the host name is the pod's
     report = json.dumps(ok, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
     log = prefixed("envpin-probe-x7k2p", report) + prefixed(
-        "envpin-probe-m4q9z", "Traceback (most recent call last):\n  File \"<frozen runpy>\", line 198\n"
-        "OSError: [Errno 30] Read-only file system: '/opt/envpin'\n")
-    done = {"name": PROBE, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
-            "lastState": {}, "ready": True, "restartCount": 0}
-    crashed = {"name": PROBE, "state": {"waiting": {"reason": "CrashLoopBackOff",
-                                                    "message": "back-off 40s restarting failed container"}},
-               "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}, "ready": False, "restartCount": 3}
-    pods = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [
-        pod("envpin-probe-x7k2p", "gpu-c01", {"phase": "Running", "initContainerStatuses": [done]}),
-        pod("envpin-probe-m4q9z", "gpu-c02", {"phase": "Pending", "initContainerStatuses": [crashed]}),
-        pod("envpin-probe-p8w3n", "gpu-c03", {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-             "message": "0/9 nodes are available: 1 Insufficient nvidia.com/gpu."}]}, scheduled=False),
-    ]}
+        "envpin-probe-m4q9z",
+        'Traceback (most recent call last):\n  File "<frozen runpy>", line 198\n'
+        "OSError: [Errno 30] Read-only file system: '/opt/envpin'\n",
+    )
+    done = {
+        "name": PROBE,
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+        "lastState": {},
+        "ready": True,
+        "restartCount": 0,
+    }
+    crashed = {
+        "name": PROBE,
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+        "ready": False,
+        "restartCount": 3,
+    }
+    pods = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": [
+            pod("envpin-probe-x7k2p", "gpu-c01", {"phase": "Running", "initContainerStatuses": [done]}),
+            pod("envpin-probe-m4q9z", "gpu-c02", {"phase": "Pending", "initContainerStatuses": [crashed]}),
+            pod(
+                "envpin-probe-p8w3n",
+                "gpu-c03",
+                {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": "0/9 nodes are available: 1 Insufficient nvidia.com/gpu.",
+                        }
+                    ],
+                },
+                scheduled=False,
+            ),
+        ],
+    }
     return log, pods
 
 
@@ -124,8 +168,9 @@ def write_fleet(folder: Path, kubernetes: bool = True) -> Path:
     return folder
 
 
-def write_slurm_run(folder: Path, reports: dict[str, dict[str, Any]],
-                    failures: dict[str, tuple[str, str]] | None = None) -> Path:
+def write_slurm_run(
+    folder: Path, reports: dict[str, dict[str, Any]], failures: dict[str, tuple[str, str]] | None = None
+) -> Path:
     """A folder as `envpin fleet probe --slurm` leaves it, written by its own writer
     (envpin.fleet.slurm.write_outcomes): <node>.json per report, <node>.error.txt per (status, error)."""
     from envpin.fleet.slurm import NodeOutcome, write_outcomes

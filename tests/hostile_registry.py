@@ -125,7 +125,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         for i in range(len(dripped)):  # bounded by the answer's length, and ends when the server stops
             if owner.stopping.wait(answer.drip):
                 return
-            self.wfile.write(dripped[i:i + 1])
+            self.wfile.write(dripped[i : i + 1])
             self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -196,17 +196,41 @@ class Image:
 def make_image(env: dict[str, str] | None = None, *, index: bool = False, other_platforms: int = 0) -> Image:
     """An image whose config declares `env`, with an index (amd64 last, after `other_platforms` arm64
     entries) when asked."""
-    config = json.dumps({"architecture": "amd64", "os": "linux", "created": "2020-02-20T00:00:00Z",
-                         "config": {"Env": [f"{k}={v}" for k, v in (env or {}).items()]}}).encode()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
-                           "config": {"mediaType": CONFIG, "size": len(config), "digest": digest(config)},
-                           "layers": []}).encode()
+    config = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "created": "2020-02-20T00:00:00Z",
+            "config": {"Env": [f"{k}={v}" for k, v in (env or {}).items()]},
+        }
+    ).encode()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST,
+            "config": {"mediaType": CONFIG, "size": len(config), "digest": digest(config)},
+            "layers": [],
+        }
+    ).encode()
     if not index:
         return Image(config, manifest)
-    entries = [{"mediaType": MANIFEST, "size": 7, "digest": digest(f"arm{i}".encode()),
-                "platform": {"architecture": "arm64", "os": "linux"}} for i in range(other_platforms)]
-    entries.append({"mediaType": MANIFEST, "size": len(manifest), "digest": digest(manifest),
-                    "platform": {"architecture": "amd64", "os": "linux"}})
+    entries = [
+        {
+            "mediaType": MANIFEST,
+            "size": 7,
+            "digest": digest(f"arm{i}".encode()),
+            "platform": {"architecture": "arm64", "os": "linux"},
+        }
+        for i in range(other_platforms)
+    ]
+    entries.append(
+        {
+            "mediaType": MANIFEST,
+            "size": len(manifest),
+            "digest": digest(manifest),
+            "platform": {"architecture": "amd64", "os": "linux"},
+        }
+    )
     return Image(config, manifest, json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": entries}).encode())
 
 
@@ -214,9 +238,14 @@ def image_with_config(config: Any) -> Image:
     """An image whose config blob is `config` as JSON, whatever its shape (a list, Env as a string...): what a
     broken or hostile registry may serve under a correct digest."""
     blob = json.dumps(config).encode()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
-                           "config": {"mediaType": CONFIG, "size": len(blob), "digest": digest(blob)},
-                           "layers": []}).encode()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST,
+            "config": {"mediaType": CONFIG, "size": len(blob), "digest": digest(blob)},
+            "layers": [],
+        }
+    ).encode()
     return Image(blob, manifest)
 
 

@@ -25,8 +25,18 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     proc = subprocess.run(
-        [str(venv / "bin" / "envpin"), "render", "--tf", "2.1", "--ngc", "20.02", "--format", "docker",
-         "--format", "apptainer"],
+        [
+            str(venv / "bin" / "envpin"),
+            "render",
+            "--tf",
+            "2.1",
+            "--ngc",
+            "20.02",
+            "--format",
+            "docker",
+            "--format",
+            "apptainer",
+        ],
         cwd=work,
         capture_output=True,
         text=True,
@@ -38,9 +48,13 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
         assert rendered == (REPO / "tests" / "golden" / "20.02-tf2-py3" / name).read_bytes()
     # The installed package, not the checkout, provided the templates.
     where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import envpin.environment.render as r, envpin.fleet as f; "
-         "print(r.template_env().get_template('Dockerfile.j2').filename); "
-         "print(r.template_env('envpin.fleet').get_template('fleet-report.html.j2').filename)"],
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import envpin.environment.render as r, envpin.fleet as f; "
+            "print(r.template_env().get_template('Dockerfile.j2').filename); "
+            "print(r.template_env('envpin.fleet').get_template('fleet-report.html.j2').filename)",
+        ],
         cwd=work,
         capture_output=True,
         text=True,
@@ -61,7 +75,11 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
     # The versions scripts/pythons.sh runs, and no other (tests/unit/test_pythons.py holds pyproject to them).
     assert "Requires-Python: >=3.10" in meta
     assert re.findall(r"^Classifier: Programming Language :: Python :: (3\.\d+)$", meta, re.M) == [
-        "3.10", "3.11", "3.12", "3.13"]
+        "3.10",
+        "3.11",
+        "3.12",
+        "3.13",
+    ]
     assert "Project-URL: Homepage, https://github.com/envpin/envpin" in meta
     assert "Provides-Extra: dev" in meta and "Provides-Extra: test" in meta
 

@@ -68,14 +68,19 @@ def main():
     data_rng = np.random.RandomState(2020)  # the data never change
     x_train, y_train = make_data(TRAIN, data_rng)
     x_test, y_test = make_data(TEST, data_rng)
-    train = (tf.data.Dataset.from_tensor_slices((x_train, y_train))
-             .shuffle(TRAIN, seed=int(os.environ.get("ENVPIN_SEED", "0")))
-             .map(load, num_parallel_calls=4, deterministic=False)
-             .prefetch(16)
-             .batch(32))
+    train = (
+        tf.data.Dataset.from_tensor_slices((x_train, y_train))
+        .shuffle(TRAIN, seed=int(os.environ.get("ENVPIN_SEED", "0")))
+        .map(load, num_parallel_calls=4, deterministic=False)
+        .prefetch(16)
+        .batch(32)
+    )
     model = resnet()
-    model.compile(optimizer=tf.keras.optimizers.SGD(0.05, momentum=0.9),
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(
+        optimizer=tf.keras.optimizers.SGD(0.05, momentum=0.9),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     model.fit(train, epochs=3, verbose=0)
     loss, accuracy = model.evaluate(x_test, y_test, batch_size=128, verbose=0)
     print(json.dumps({"envpin_metrics": {"test_accuracy": accuracy, "test_loss": loss}}))

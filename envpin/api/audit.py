@@ -8,8 +8,8 @@ from envpin.errors import UsageError
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-
     from envpin.audit import AuditRun, ScriptTarget
+
 
 def audit_files(
     dockerfiles: list[Path],
@@ -39,8 +39,9 @@ def audit_files(
         from envpin.knowledge.versions import parse_tf_spec
 
         if len(parse_tf_spec(tf).parts) < 2:
-            raise UsageError(f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR",
-                             hint="e.g. --tf 2.1")
+            raise UsageError(
+                f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR", hint="e.g. --tf 2.1"
+            )
     if context is not None and not context.is_dir():
         raise UsageError(f"--context {context} is not a directory", hint="give the folder `docker build` is given")
     resolver = None

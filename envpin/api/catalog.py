@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from envpin.knowledge.catalog import Entry
     from envpin.knowledge.sync import SyncResult
 
+
 def catalog_entries(tf: str | None = None, flavor: str | None = None, stock: bool = False) -> list[Entry]:
     """`envpin catalog`: the NGC tags that fit `tf` and `flavor`; with stock=True the stock TensorFlow GPU
     images (Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu, envpin.knowledge.stock) that fit `tf`."""
@@ -26,8 +27,10 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None, stock: boo
             raise UsageError("--flavor names NGC tags; stock images have one flavor (-gpu)", hint="drop --flavor")
         found = stock_table.load().filtered(spec)
         if not found:
-            raise UsageError(f"no stock TensorFlow GPU image in the catalog holds TensorFlow {tf}",
-                             hint="see 'envpin catalog --stock'")
+            raise UsageError(
+                f"no stock TensorFlow GPU image in the catalog holds TensorFlow {tf}",
+                hint="see 'envpin catalog --stock'",
+            )
         return found
     if flavor is not None and not flavor.strip():
         raise UsageError("--flavor is empty", hint="use one of: py2, py3, tf1, tf1-py2, tf2")
@@ -35,9 +38,12 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None, stock: boo
     if not entries:
         what = " and ".join(x for x in (f"TensorFlow {tf}" if tf else "", f"flavor {flavor}" if flavor else "") if x)
         held = stock_table.load().filtered(spec) if spec is not None and flavor is None else []
-        raise UsageError(f"no NGC release in the catalog matches {what}",
-                         hint=f"stock images hold it: {', '.join(e.tag for e in held)} "
-                         f"(envpin catalog --stock --tf {tf})" if held else "see 'envpin catalog'")
+        raise UsageError(
+            f"no NGC release in the catalog matches {what}",
+            hint=f"stock images hold it: {', '.join(e.tag for e in held)} (envpin catalog --stock --tf {tf})"
+            if held
+            else "see 'envpin catalog'",
+        )
     return entries
 
 
@@ -55,14 +61,23 @@ def catalog_release(release: str) -> list[Entry]:
         parse_ngc_spec(release)
     except SpecError as exc:  # a shape's hint speaks of --ngc; `catalog show` takes a stock tag too, no option
         shape = exc.message.endswith("is not an NGC TensorFlow release")
-        raise UsageError(exc.message, hint="give an NGC release or tag, or a stock image's tag, e.g. envpin catalog "
-                                           "show 20.02, 20.02-tf2-py3 or 2.20.0-gpu" if shape else exc.hint) from None
+        raise UsageError(
+            exc.message,
+            hint="give an NGC release or tag, or a stock image's tag, e.g. envpin catalog "
+            "show 20.02, 20.02-tf2-py3 or 2.20.0-gpu"
+            if shape
+            else exc.hint,
+        ) from None
     return catalog.load().select(release)
 
 
 def sync_catalog(
-    registry: str, releases: list[str], write: Path | None = None, ca_bundle: Path | None = None,
-    progress: Callable[[str], None] | None = None, save: bool = True,
+    registry: str,
+    releases: list[str],
+    write: Path | None = None,
+    ca_bundle: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    save: bool = True,
 ) -> SyncResult:
     """`envpin catalog sync`: compare each tag's image config with the catalog, keep what was read in the
     user's image-facts cache (unless save=False), optionally write a refreshed catalog file."""

@@ -6,8 +6,8 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-
     from envpin.doctor import Diagnosis
+
 
 def diagnose_host(ngc: str | None = None, lock: Path | None = None, stock: str | None = None) -> Diagnosis:
     """`envpin doctor`: can this host run the image of --ngc, of --stock (a stock TensorFlow GPU image) or of

@@ -33,8 +33,10 @@ def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None) -> tup
 def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None) -> None:
     """A command that needs an image: --ngc, --stock, or --tf alone (the stock image of that TensorFlow)."""
     if ngc is None and stock is None and tf is None:  # one given, even empty, is checked as what it is
-        raise UsageError(f"{command} needs --ngc RELEASE, or --stock TAG / --tf VERSION for a stock TensorFlow "
-                         "GPU image", hint=f"e.g. envpin {command} --ngc 20.02 --tf 2.1, or envpin {command} --tf 2.20")
+        raise UsageError(
+            f"{command} needs --ngc RELEASE, or --stock TAG / --tf VERSION for a stock TensorFlow GPU image",
+            hint=f"e.g. envpin {command} --ngc 20.02 --tf 2.1, or envpin {command} --tf 2.20",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +71,10 @@ class EnvironmentInputs(Value):
         """--lock names the image as --ngc, --stock and --tf do: given together, one of them would be ignored."""
         named = next((f"--{k}" for k in ("ngc", "stock", "tf") if getattr(self, k) is not None), None)
         if self.lock is not None and named is not None:
-            raise UsageError(f"give --lock or {named}, not both: each names the image to build",
-                             hint=f"--lock builds everything from the lock; {named} renders anew (without --lock)")
+            raise UsageError(
+                f"give --lock or {named}, not both: each names the image to build",
+                hint=f"--lock builds everything from the lock; {named} renders anew (without --lock)",
+            )
 
     @property
     def from_lock(self) -> bool:
@@ -96,17 +100,32 @@ def _plan_and_target(
 
     ngc = inputs.ngc
     try:
-        plan = make_plan(ngc=ngc, stock=inputs.stock, tf=inputs.tf, name=inputs.name,
-                         requirements=inputs.requirements, base_image=inputs.base_image, ca_bundle=inputs.ca_bundle)
+        plan = make_plan(
+            ngc=ngc,
+            stock=inputs.stock,
+            tf=inputs.tf,
+            name=inputs.name,
+            requirements=inputs.requirements,
+            base_image=inputs.base_image,
+            ca_bundle=inputs.ca_bundle,
+        )
     except UnknownTF as unknown:
         from envpin.knowledge import imageconfig
 
-        got = _read_unknown_tf(unknown.entry, inputs.tf, inputs.base_image, inputs.ca_bundle,
-                               notes if notes is not None else [], keep)
-        plan = make_plan(ngc=ngc, tf=release_version(got.declared["tf_version"]), name=inputs.name,
-                         requirements=inputs.requirements, base_image=inputs.base_image,
-                         ca_bundle=inputs.ca_bundle, tf_source="image", base_digest=got.digest,
-                         base_declared=imageconfig.version_env(got.env))
+        got = _read_unknown_tf(
+            unknown.entry, inputs.tf, inputs.base_image, inputs.ca_bundle, notes if notes is not None else [], keep
+        )
+        plan = make_plan(
+            ngc=ngc,
+            tf=release_version(got.declared["tf_version"]),
+            name=inputs.name,
+            requirements=inputs.requirements,
+            base_image=inputs.base_image,
+            ca_bundle=inputs.ca_bundle,
+            tf_source="image",
+            base_digest=got.digest,
+            base_declared=imageconfig.version_env(got.env),
+        )
     if inputs.out is not None:
         from envpin.fsutil import check_output_path
 
@@ -127,21 +146,29 @@ def _read_unknown_tf(
     try:
         got = sync.read_image(sync.registry_client(ca_bundle), ref)
     except RegistryError as exc:
-        raise UsageError(f"{what}, and {ref}'s image config could not be read: {exc.message}",
-                         hint="give it as --tf MAJOR.MINOR, or read it from a mirror that holds the tag with "
-                         "--base-image MIRROR/nvidia/tensorflow:TAG") from exc
+        raise UsageError(
+            f"{what}, and {ref}'s image config could not be read: {exc.message}",
+            hint="give it as --tf MAJOR.MINOR, or read it from a mirror that holds the tag with "
+            "--base-image MIRROR/nvidia/tensorflow:TAG",
+        ) from exc
     declared = got.declared.get("tf_version")
     if not declared:
-        raise UsageError(f"{what}, and {ref}'s image config does not declare it (no ENV TENSORFLOW_VERSION)",
-                         hint="give it as --tf MAJOR.MINOR")
+        raise UsageError(
+            f"{what}, and {ref}'s image config does not declare it (no ENV TENSORFLOW_VERSION)",
+            hint="give it as --tf MAJOR.MINOR",
+        )
     version = release_version(declared)
     if tf is not None and not (version + ".").startswith(tf.strip() + "."):
-        raise UsageError(f"--tf {tf} does not match TensorFlow {declared}, which {ref} declares",
-                         hint=f"drop --tf, or build from an image that holds TensorFlow {tf}")
+        raise UsageError(
+            f"--tf {tf} does not match TensorFlow {declared}, which {ref} declares",
+            hint=f"drop --tf, or build from an image that holds TensorFlow {tf}",
+        )
     named = got.declared.get("nvidia_tensorflow_version")
     if named and imageconfig.compare_ngc_version(entry.tag, named) != imageconfig.AGREES:
-        raise UsageError(f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}",
-                         hint="--base-image must be a copy of the tag named with --ngc")
+        raise UsageError(
+            f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}",
+            hint="--base-image must be a copy of the tag named with --ngc",
+        )
     note = f"read TensorFlow {declared} from the image config of {ref} ({got.digest[:19]}…)"
     if named and keep:
         cache = facts.save(catalog.load().repository, {entry.tag: got.image})
@@ -182,14 +209,24 @@ def render_environment(
     if formats is not None:
         formats = parse_formats(formats)  # a bad --format is reported before any catalog look-up
     notes: list[str] = []
-    inputs = EnvironmentInputs(ngc=ngc, tf=tf, stock=stock, requirements=requirements, base_image=base_image,
-                               ca_bundle=ca_bundle, name=name, out=out)
+    inputs = EnvironmentInputs(
+        ngc=ngc,
+        tf=tf,
+        stock=stock,
+        requirements=requirements,
+        base_image=base_image,
+        ca_bundle=ca_bundle,
+        name=name,
+        out=out,
+    )
     plan, target = _plan_and_target(inputs, notes, keep=write)
     chosen = choose_formats(formats, target)
     if "apptainer" in chosen and not apptainer_from(plan.from_ref)[1]:
-        notes.append(f"{DEF_NAME}: {plan.from_ref} is not pinned by digest (none is known for it), so Apptainer "
-                     "pulls what the tag names on the day of the build; `envpin build` pins it, or give "
-                     "--base-image REF@sha256:DIGEST")
+        notes.append(
+            f"{DEF_NAME}: {plan.from_ref} is not pinned by digest (none is known for it), so Apptainer "
+            "pulls what the tag names on the day of the build; `envpin build` pins it, or give "
+            "--base-image REF@sha256:DIGEST"
+        )
     files = render(plan, chosen)
     if write:
         write_environment(target, plan, files, force=force)
@@ -205,8 +242,10 @@ def find_lock(explicit: Path | None = None) -> Path:
 
 
 #: What a flag-less `envpin build` needs when there is no lock.
-_BUILD_HINT = ("pass --ngc (and --tf), --stock TAG or --tf alone (a stock TensorFlow GPU image), or run from a "
-               "checkout that holds images/<name>/envpin.lock")
+_BUILD_HINT = (
+    "pass --ngc (and --tf), --stock TAG or --tf alone (a stock TensorFlow GPU image), or run from a "
+    "checkout that holds images/<name>/envpin.lock"
+)
 
 
 def _build_lock(explicit: Path | None) -> Path:
@@ -247,8 +286,9 @@ def check_lock(lock_path: Path) -> list[str]:
     wrong = locked.disagreements(plan, fresh)
     named = {line.split(" ", 1)[0].removeprefix("files.") for line in wrong if line.startswith("files.")}
     stale = locked.stale_against(plan, fresh, lock_path.parent)
-    return wrong + [p for p in stale if not (wrong and p.startswith("inputs hash "))
-                    and p.split(":", 1)[0] not in named]
+    return wrong + [
+        p for p in stale if not (wrong and p.startswith("inputs hash ")) and p.split(":", 1)[0] not in named
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,8 +332,12 @@ class PlannedBuild(Value):
 
     def to_json(self) -> dict[str, object]:
         """The plan's JSON plus inputs hash, folder and files (and notes, when there are any)."""
-        out = {**self.plan.to_dict(), "inputs_hash": self.plan.inputs_hash, "out": str(self.out),
-               "files": list(self.files)}
+        out = {
+            **self.plan.to_dict(),
+            "inputs_hash": self.plan.inputs_hash,
+            "out": str(self.out),
+            "files": list(self.files),
+        }
         return {**out, "notes": list(self.notes)} if self.notes else out
 
 
@@ -315,8 +359,9 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
     if inputs.from_lock:  # the lock is read and re-derived first: a lock that cannot be used is said first
         from_lock = plan_from_lock(_build_lock(inputs.lock))
     folder = from_lock[1] if from_lock is not None else _target_folder(inputs)
-    chosen = resolve_engine(request.engine, locked=lock_engine(building.previous_lock(folder),
-                                                                str(folder / "envpin.lock")))
+    chosen = resolve_engine(
+        request.engine, locked=lock_engine(building.previous_lock(folder), str(folder / "envpin.lock"))
+    )
     try:
         if request.check:
             building.require_bit_identical(chosen.engine)
@@ -328,10 +373,22 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
             # digest is resolved again and compared with the pinned one.
             ca_bundle = folder / "ca-bundle.crt" if plan.ca_bundle else None
             plan = replace(plan, base_digest=None)
-        return building.build(plan, folder, chosen.engine, formats=build_formats(folder), ca_bundle=ca_bundle,
-                              force=request.force, no_cache=request.no_cache, pull=request.pull,
-                              update=request.update, check=request.check, from_lock=inputs.from_lock,
-                              notes=notes, started=started, progress=progress)
+        return building.build(
+            plan,
+            folder,
+            chosen.engine,
+            formats=build_formats(folder),
+            ca_bundle=ca_bundle,
+            force=request.force,
+            no_cache=request.no_cache,
+            pull=request.pull,
+            update=request.update,
+            check=request.check,
+            from_lock=inputs.from_lock,
+            notes=notes,
+            started=started,
+            progress=progress,
+        )
     finally:
         chosen.engine.close()
 
@@ -391,8 +448,14 @@ class LockResult(Value):
 
 
 def lock_requirements(
-    source: Path, *, ngc: str | None = None, tf: str | None = None, base_image: str | None = None,
-    out: Path | None = None, resolver: str = "auto", stock: str | None = None,
+    source: Path,
+    *,
+    ngc: str | None = None,
+    tf: str | None = None,
+    base_image: str | None = None,
+    out: Path | None = None,
+    resolver: str = "auto",
+    stock: str | None = None,
 ) -> LockResult:
     """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
     (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
@@ -414,8 +477,14 @@ def lock_requirements(
         client.close()
     target = out or source.with_name("requirements.lock")
     resolve.write_lock(target, res.locked, image, res.facts.python, source, text, res.where)
-    return LockResult(target, image, res.facts.python, len(res.facts.dists),
-                      tuple(f"{r.name}=={r.version}" for r in res.locked), res.where)
+    return LockResult(
+        target,
+        image,
+        res.facts.python,
+        len(res.facts.dists),
+        tuple(f"{r.name}=={r.version}" for r in res.locked),
+        res.where,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +542,12 @@ def lock_or_check(request: LockRequest | LockCheckRequest) -> LockResult | LockC
     """`envpin lock`: lock requirements.in for the image, or for a LockCheckRequest test envpin.lock."""
     if isinstance(request, LockCheckRequest):
         return check_lock_file(request.lock)
-    return lock_requirements(request.requirements_in, ngc=request.ngc, tf=request.tf, base_image=request.base_image,
-                             out=request.out, resolver=request.resolver, stock=request.stock)
-
+    return lock_requirements(
+        request.requirements_in,
+        ngc=request.ngc,
+        tf=request.tf,
+        base_image=request.base_image,
+        out=request.out,
+        resolver=request.resolver,
+        stock=request.stock,
+    )

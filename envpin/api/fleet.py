@@ -26,8 +26,9 @@ class FleetReport(Value):
         return int(self.result.exit_code)
 
 
-def fleet_report(paths: list[Path], html: Path | None = None, *, expect: int | None = None,
-                 expect_nodes: Path | None = None) -> FleetReport:
+def fleet_report(
+    paths: list[Path], html: Path | None = None, *, expect: int | None = None, expect_nodes: Path | None = None
+) -> FleetReport:
     """`envpin fleet report`: every node's report (files, folders, Slurm error files, collected Kubernetes
     output) compared at once; with html= also the HTML page, written atomically.
 
@@ -64,8 +65,13 @@ class FleetManifest(Value):
 
 
 def fleet_manifest(
-    *, kubernetes: bool, image: str | None = None, namespace: str = "default", out: Path | None = None,
-    selftest: bool | None = None, quick: bool = False,
+    *,
+    kubernetes: bool,
+    image: str | None = None,
+    namespace: str = "default",
+    out: Path | None = None,
+    selftest: bool | None = None,
+    quick: bool = False,
 ) -> FleetManifest:
     """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
     node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
@@ -74,8 +80,10 @@ def fleet_manifest(
     from envpin.fsutil import atomic_write, check_output_file
 
     if not kubernetes:
-        raise UsageError("say which manifest to write: --kubernetes",
-                         hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...")
+        raise UsageError(
+            "say which manifest to write: --kubernetes",
+            hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...",
+        )
     if out is not None:
         check_output_file(out, "--out")
     warnings = []
@@ -84,8 +92,10 @@ def fleet_manifest(
         warnings.append(f"no --image given: using {image}, the newest NGC TensorFlow image in the catalog")
     manifest = kube.render(image, namespace, payload(), selftest=selftest, quick=quick)
     if not manifest.pinned:
-        warnings.append(f"{image} is not pinned by digest: nodes that pull it at different times may run "
-                        "different images (add @sha256:..., e.g. from 'docker buildx imagetools inspect')")
+        warnings.append(
+            f"{image} is not pinned by digest: nodes that pull it at different times may run "
+            "different images (add @sha256:..., e.g. from 'docker buildx imagetools inspect')"
+        )
     if out is not None:
         atomic_write(out, manifest.text.encode("utf-8"), make_parents=False)
     return FleetManifest(manifest.text, out, warnings)
@@ -119,10 +129,18 @@ class FleetProbe(Value):
 
 
 def probe_fleet(
-    *, slurm: bool = False, nodes: int | None = None, partition: str | None = None, image: str | None = None,
-    runtime: str | None = None, out: Path | None = None, timeout: int | None = None,
-    slurm_args: list[str] | None = None, progress: Callable[[str], None] | None = None,
-    selftest: bool | None = None, quick: bool = False,
+    *,
+    slurm: bool = False,
+    nodes: int | None = None,
+    partition: str | None = None,
+    image: str | None = None,
+    runtime: str | None = None,
+    out: Path | None = None,
+    timeout: int | None = None,
+    slurm_args: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    selftest: bool | None = None,
+    quick: bool = False,
 ) -> FleetProbe:
     """`envpin fleet probe --slurm`: the probe on every node (or `nodes` of them) of a Slurm partition,
     one report per node in `out` (./fleet-reports), compared by fingerprint."""
@@ -134,9 +152,14 @@ def probe_fleet(
         raise UsageError("--runtime chooses how --image runs", hint="add --image IMAGE, or drop --runtime")
     target = out or Path("fleet-reports")
     job_id, used, outcomes = slurm_backend.probe(
-        target, nodes=nodes, partition=partition, image=image, runtime=runtime or "apptainer",
+        target,
+        nodes=nodes,
+        partition=partition,
+        image=image,
+        runtime=runtime or "apptainer",
         timeout=slurm_backend.DEFAULT_TIMEOUT_S if timeout is None else timeout,
-        slurm_args=slurm_args or (), progress=progress,
+        slurm_args=slurm_args or (),
+        progress=progress,
         probe_args=[*{True: ["--selftest"], False: ["--no-selftest"]}.get(selftest, []), *(["--quick"] * quick)],
     )
     return FleetProbe(job_id, used, target, list(outcomes), slurm_backend.fleet_result(outcomes))

@@ -37,8 +37,13 @@ class VerifyResult(Value):
 
 
 def verify_environment(
-    lock: Path | None = None, report: Path | None = None, record: bool = False, *, host: bool = False,
-    force: bool = False, progress: Callable[[str], None] | None = None,
+    lock: Path | None = None,
+    report: Path | None = None,
+    record: bool = False,
+    *,
+    host: bool = False,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> VerifyResult:
     """Compare the lock's image (probed in a throwaway container), a report, or with host=True this machine,
     with the lock's reference; with record=True first add what is missing.
@@ -51,8 +56,9 @@ def verify_environment(
     from envpin.reports import diff
 
     if report is not None and host:
-        raise UsageError("give --report FILE or --host, not both",
-                         hint="--host probes this machine instead of reading a report")
+        raise UsageError(
+            "give --report FILE or --host, not both", hint="--host probes this machine instead of reading a report"
+        )
     path = find_lock(lock)
     locked, plan = checked_lock(path)
     if not record and locked.expected is None:
@@ -88,14 +94,19 @@ def verify_environment(
         lock=path,
         source=source,
         exit_code=diff.exit_code(checked.differences),
-        compared=f"verify: {subject} (from {path}) against the lock's reference" if report is None and not host
+        compared=f"verify: {subject} (from {path}) against the lock's reference"
+        if report is None and not host
         else f"verify: {subject} against the reference of {path}",
         warnings=warnings,
     )
 
 
 def _verify_subject(
-    locked: Lock, path: Path, report: Path | None, host: bool, progress: Callable[[str], None] | None,
+    locked: Lock,
+    path: Path,
+    report: Path | None,
+    host: bool,
+    progress: Callable[[str], None] | None,
 ) -> tuple[dict[str, Any], str, str]:
     """(the report to compare, how the first line names it, what the JSON names as its source)."""
     from envpin.reports import diff
@@ -120,12 +131,16 @@ def _verify_subject(
             probed = probing.run(client, image.id, out, gpu_access=_gpu_access, progress=progress)
             if probed.exit_code != 0:
                 tail = " | ".join(probed.log_tail[-3:]) or "no output"
-                raise EngineError(f"the probe failed inside {image.id[:19]}… ({image.tag}), exit {probed.exit_code}: "
-                                  f"{tail}", hint=f"`envpin probe --image {image.tag}` shows all of it")
+                raise EngineError(
+                    f"the probe failed inside {image.id[:19]}… ({image.tag}), exit {probed.exit_code}: {tail}",
+                    hint=f"`envpin probe --image {image.tag}` shows all of it",
+                )
             written = [Path(w) for w in probed.written if w.endswith(".json")]
             if not written:
-                raise EngineError(f"the probe inside {image.tag} wrote no report",
-                                  hint=f"`envpin probe --image {image.tag}` shows what happens")
+                raise EngineError(
+                    f"the probe inside {image.tag} wrote no report",
+                    hint=f"`envpin probe --image {image.tag}` shows what happens",
+                )
             actual = diff.load_report(written[0])
     finally:
         client.close()
@@ -160,8 +175,10 @@ def probe_machine(
 
     both = one_file(str(json_file) if json_file else None, str(markdown) if markdown else None)
     if both is not None:
-        raise UsageError(f"--output and --markdown both name {both}: one report would replace the other",
-                         hint="give each report its own file")
+        raise UsageError(
+            f"--output and --markdown both name {both}: one report would replace the other",
+            hint="give each report its own file",
+        )
     for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
         if path is not None and (str(path) != "-" or option == "--out"):  # '-': stdout, except for a folder
             (check_output_folder if option == "--out" else check_output_file)(path, option)
@@ -185,14 +202,26 @@ def probe_machine(
         from envpin.probe.selftest.run import verdict
 
         failed, line = verdict(report["selftest"], insisted=True)
-    return ProbeResult(report["fingerprint"], len(probe.fingerprint_fields(report)),
-                       len(report["probe"]["errors"]["value"]), [w for w in written if w != "-"], on_stdout,
-                       line, 1 if failed else 0)
+    return ProbeResult(
+        report["fingerprint"],
+        len(probe.fingerprint_fields(report)),
+        len(report["probe"]["errors"]["value"]),
+        [w for w in written if w != "-"],
+        on_stdout,
+        line,
+        1 if failed else 0,
+    )
 
 
 def probe_image(
-    image: str, *, out: Path | None = None, gpus: str = "auto", selftest: bool | None = None, quick: bool = False,
-    anonymize: bool = False, progress: Callable[[str], None] | None = None,
+    image: str,
+    *,
+    out: Path | None = None,
+    gpus: str = "auto",
+    selftest: bool | None = None,
+    quick: bool = False,
+    anonymize: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> ImageProbe:
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
@@ -205,12 +234,22 @@ def probe_image(
     if out is not None:
         check_output_folder(out, "--out")
     if gpus not in probing.GPU_CHOICES:
-        raise UsageError(f"--gpus must be one of {', '.join(probing.GPU_CHOICES)}",
-                         hint="the default, auto, asks the host")
+        raise UsageError(
+            f"--gpus must be one of {', '.join(probing.GPU_CHOICES)}", hint="the default, auto, asks the host"
+        )
     client = docker_client()
     try:
-        return probing.run(client, ref, out or Path("reports"), gpu_access=_gpu_access, gpus=gpus,
-                              selftest=selftest, quick=quick, anonymize=anonymize, progress=progress)
+        return probing.run(
+            client,
+            ref,
+            out or Path("reports"),
+            gpu_access=_gpu_access,
+            gpus=gpus,
+            selftest=selftest,
+            quick=quick,
+            anonymize=anonymize,
+            progress=progress,
+        )
     finally:
         client.close()
 
@@ -282,12 +321,26 @@ class ImageProbeRequest(Value):
 
 
 def run_probe(
-    request: HostProbeRequest | ImageProbeRequest, progress: Callable[[str], None] | None = None,
+    request: HostProbeRequest | ImageProbeRequest,
+    progress: Callable[[str], None] | None = None,
 ) -> ProbeResult | ImageProbe:
     """`envpin probe`: this machine or an image, as the request says."""
     if isinstance(request, ImageProbeRequest):
-        return probe_image(request.image, out=request.out, gpus=request.gpus, selftest=request.selftest,
-                           quick=request.quick, anonymize=request.anonymize, progress=progress)
-    return probe_machine(out=request.out, json_file=request.json_file, markdown=request.markdown,
-                         with_tf=request.with_tf, selftest=request.selftest, quick=request.quick,
-                         anonymize=request.anonymize)
+        return probe_image(
+            request.image,
+            out=request.out,
+            gpus=request.gpus,
+            selftest=request.selftest,
+            quick=request.quick,
+            anonymize=request.anonymize,
+            progress=progress,
+        )
+    return probe_machine(
+        out=request.out,
+        json_file=request.json_file,
+        markdown=request.markdown,
+        with_tf=request.with_tf,
+        selftest=request.selftest,
+        quick=request.quick,
+        anonymize=request.anonymize,
+    )

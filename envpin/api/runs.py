@@ -54,8 +54,10 @@ def _srun(slurm: bool, partition: str | None, slurm_args: list[str] | None) -> S
 
     for arg in slurm_args or ():
         if not arg.startswith("-"):
-            raise UsageError(f"--slurm-arg {arg!r} is not an srun option",
-                             hint="pass one srun option each time, with its value: --slurm-arg=--gres=gpu:1")
+            raise UsageError(
+                f"--slurm-arg {arg!r} is not an srun option",
+                hint="pass one srun option each time, with its value: --slurm-arg=--gres=gpu:1",
+            )
     return Srun(partition=partition, options=tuple(slurm_args or ()))
 
 
@@ -67,9 +69,10 @@ def _check_regex(op_regex: str) -> None:
     try:
         re.compile(op_regex)
     except re.error as exc:
-        raise UsageError(f"--op-regex {op_regex!r} is not a valid regular expression: {exc}",
-                         hint="pass a Python regular expression of op types, e.g. --op-regex 'MatMul|BiasAdd'",
-                         ) from None
+        raise UsageError(
+            f"--op-regex {op_regex!r} is not a valid regular expression: {exc}",
+            hint="pass a Python regular expression of op types, e.g. --op-regex 'MatMul|BiasAdd'",
+        ) from None
 
 
 def _interpreter(python: str) -> str:
@@ -80,26 +83,46 @@ def _interpreter(python: str) -> str:
     if os.sep not in python:
         found = shutil.which(python)
         if found is None:
-            raise UsageError(f"--reader-python: {python} not found on PATH",
-                             hint="pass the path of a python executable")
+            raise UsageError(
+                f"--reader-python: {python} not found on PATH", hint="pass the path of a python executable"
+            )
         return found
     try:
         mode = os.stat(python).st_mode
     except OSError as exc:
-        raise UsageError(f"--reader-python: {python} not found ({exc.strerror or exc})",
-                         hint="pass the path of a python executable") from None
+        raise UsageError(
+            f"--reader-python: {python} not found ({exc.strerror or exc})", hint="pass the path of a python executable"
+        ) from None
     if not stat.S_ISREG(mode) or not os.access(python, os.X_OK):
-        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                else "a file without execute permission" if stat.S_ISREG(mode) else "a special file")
-        raise UsageError(f"--reader-python: {python} is {kind}, not a regular executable file",
-                         hint="pass the path of a python executable")
+        kind = (
+            "a folder"
+            if stat.S_ISDIR(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a file without execute permission"
+            if stat.S_ISREG(mode)
+            else "a special file"
+        )
+        raise UsageError(
+            f"--reader-python: {python} is {kind}, not a regular executable file",
+            hint="pass the path of a python executable",
+        )
     return python
 
 
-def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
-                recipe: bool = False, op_regex: str | None = None, keep: Path | None = None,
-                timeout: float | None = None, reader_python: str | None = None,
-                progress: Callable[[str], None] | None = None) -> BisectResult:
+def bisect_runs(
+    command: list[str],
+    *,
+    seed: int = 42,
+    steps: int | None = 10,
+    max_ops: int | None = None,
+    recipe: bool = False,
+    op_regex: str | None = None,
+    keep: Path | None = None,
+    timeout: float | None = None,
+    reader_python: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BisectResult:
     """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs."""
     from envpin.runs.bisect import bisect
     from envpin.runs.launch import check_count, check_seed, check_timeout
@@ -108,8 +131,12 @@ def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, m
     if steps is not None:
         check_count(steps, "--steps", high=None, hint="pass the number of training steps to record")
     if max_ops is not None:
-        check_count(max_ops, "--max-ops", high=None,
-                    hint="pass how many op executions to compare (1 or more), or leave it out for all")
+        check_count(
+            max_ops,
+            "--max-ops",
+            high=None,
+            hint="pass how many op executions to compare (1 or more), or leave it out for all",
+        )
     check_timeout(timeout)
     if op_regex is not None:
         _check_regex(op_regex)
@@ -117,8 +144,18 @@ def bisect_runs(command: list[str], *, seed: int = 42, steps: int | None = 10, m
         reader_python = _interpreter(reader_python)
     args = _command(command)
     with _workdir(keep) as root:
-        result = bisect(args, root, seed=seed, steps=steps, max_ops=max_ops, recipe=recipe, op_regex=op_regex,
-                        timeout=timeout, reader_python=reader_python, progress=progress)
+        result = bisect(
+            args,
+            root,
+            seed=seed,
+            steps=steps,
+            max_ops=max_ops,
+            recipe=recipe,
+            op_regex=op_regex,
+            timeout=timeout,
+            reader_python=reader_python,
+            progress=progress,
+        )
     if keep is None:
         result.dumps = []  # removed with the temporary work folder: only dumps kept by --keep are named
     return result
@@ -136,15 +173,28 @@ def _check_figure(path: Path, option: str) -> None:
     check_output_file(path, option)
     with contextlib.suppress(OSError):
         if stat.S_ISFIFO(os.stat(path).st_mode) and not str(path).startswith("/dev/"):
-            raise UsageError(f"{option}: {path} is a FIFO; the figure is written only once every run has ended",
-                             hint=f"choose a regular file for {option}")
+            raise UsageError(
+                f"{option}: {path} is a FIFO; the figure is written only once every run has ended",
+                hint=f"choose a regular file for {option}",
+            )
 
 
-def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str = "off", jobs: int = 1,
-               html: Path | None = None, svg: Path | None = None, keep: Path | None = None,
-               timeout: float | None = None, progress: Callable[[str], None] | None = None,
-               slurm: bool = False, partition: str | None = None,
-               slurm_args: list[str] | None = None) -> StudyResult:
+def study_runs(
+    command: list[str],
+    *,
+    runs: int = 5,
+    seed: int = 42,
+    recipe: str = "off",
+    jobs: int = 1,
+    html: Path | None = None,
+    svg: Path | None = None,
+    keep: Path | None = None,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    slurm: bool = False,
+    partition: str | None = None,
+    slurm_args: list[str] | None = None,
+) -> StudyResult:
     """`runs` runs with every seed fixed against `runs` with the seed varied (with the recipe off, on or
     both); the picture is written to `html` (a page) and `svg` (one image) when given. With `slurm` each
     run is one Slurm task (srun, with `partition` and the extra srun options `slurm_args`)."""
@@ -155,8 +205,9 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
         raise UsageError(f"--recipe must be off, on or both, not {recipe!r}", hint="pass --recipe off|on|both")
     from envpin.runs.launch import check_count, check_seed, check_timeout
 
-    check_count(runs, "-n", low=2, hint="a spread needs at least 2 runs per arm: pass -n 2 or more "
-                "(5 or more is better)")
+    check_count(
+        runs, "-n", low=2, hint="a spread needs at least 2 runs per arm: pass -n 2 or more (5 or more is better)"
+    )
     check_seed(seed, varied=runs)
     check_count(jobs, "-j", hint="pass the number of runs to make at once")
     check_timeout(timeout)
@@ -167,13 +218,16 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
         raise UsageError(f"--html and --svg name the same file {html}", hint="name two different files")
     for path, option in ((html, "--html"), (svg, "--svg")):
         if path is not None and keep is not None and path.resolve() == keep.resolve():
-            raise UsageError(f"{option} and --keep name the same path {path}",
-                             hint=f"--keep is a folder for the runs' logs: write {option} to a file beside or in it")
+            raise UsageError(
+                f"{option} and --keep name the same path {path}",
+                hint=f"--keep is a folder for the runs' logs: write {option} to a file beside or in it",
+            )
     srun = _srun(slurm, partition, slurm_args)
     args = _command(command, srun)
     with _workdir(keep) as root:
-        result = study(args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout,
-                       progress=progress, slurm=srun)
+        result = study(
+            args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout, progress=progress, slurm=srun
+        )
     from envpin.fsutil import atomic_write
     from envpin.runs.figure import page, sheet
 
@@ -184,10 +238,18 @@ def study_runs(command: list[str], *, runs: int = 5, seed: int = 42, recipe: str
     return result
 
 
-def cost_runs(command: list[str], *, repeat: int = 3, seed: int = 42, keep: Path | None = None,
-              timeout: float | None = None, progress: Callable[[str], None] | None = None,
-              slurm: bool = False, partition: str | None = None,
-              slurm_args: list[str] | None = None) -> CostResult:
+def cost_runs(
+    command: list[str],
+    *,
+    repeat: int = 3,
+    seed: int = 42,
+    keep: Path | None = None,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    slurm: bool = False,
+    partition: str | None = None,
+    slurm_args: list[str] | None = None,
+) -> CostResult:
     """Time the command without and with envpin's recipe, `repeat` times each, alternately (each run one
     Slurm task with `slurm`)."""
     from envpin.runs.cost import cost

@@ -8,8 +8,8 @@ from envpin.errors import UsageError
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-
     pass
+
 
 def _check_python(interpreter: str) -> None:
     """--python must be a Python 3.6+ that starts: anything else is a usage error (exit 2), not a failed test."""
@@ -22,8 +22,10 @@ def _check_python(interpreter: str) -> None:
     except (OSError, ValueError, subprocess.TimeoutExpired):
         parts = ()
     if parts < (3, 6):
-        raise UsageError(f"{interpreter} is not a Python 3.6 or later that runs",
-                         hint="pass the python executable of the environment that has TensorFlow")
+        raise UsageError(
+            f"{interpreter} is not a Python 3.6 or later that runs",
+            hint="pass the python executable of the environment that has TensorFlow",
+        )
 
 
 class SelftestError(UsageError):
@@ -46,8 +48,9 @@ def run_selftest(
         if interpreter is None:
             raise UsageError(f"interpreter {python} not found", hint="pass the path of a python executable")
         _check_python(interpreter)
-    result = selftest.run_selftest(compare=compare, quick=quick, python=interpreter,
-                                   hygiene_script=str(hygiene_script) if hygiene_script else None)
+    result = selftest.run_selftest(
+        compare=compare, quick=quick, python=interpreter, hygiene_script=str(hygiene_script) if hygiene_script else None
+    )
     if "skipped" in result:
         raise SelftestError(
             f"self-test skipped: {result['skipped']}",

@@ -53,6 +53,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "MECHANICAL",
     "RULES",
@@ -128,10 +129,16 @@ class _Lines:
 
 def _kept(df: Dockerfile | _Lines, findings: list[Finding], config: AuditConfig) -> list[Finding]:
     """Findings after suppressions, plus one for each suppression that names no rule."""
-    marks = [finding(SUPPRESSION_UNKNOWN, df.path, line,
-                     f"'# envpin: ignore={rid}' names no rule that can be suppressed",
-                     "use the rule id the finding shows (docs/audit.md lists them)")
-             for line, rid in unknown_marks(df.lines)]
+    marks = [
+        finding(
+            SUPPRESSION_UNKNOWN,
+            df.path,
+            line,
+            f"'# envpin: ignore={rid}' names no rule that can be suppressed",
+            "use the rule id the finding shows (docs/audit.md lists them)",
+        )
+        for line, rid in unknown_marks(df.lines)
+    ]
     lines_of = {df.path: df.lines}
     for f in findings:  # requirement files of the build context carry suppressions too
         if f.file not in lines_of:
@@ -180,8 +187,10 @@ def run(
     if fix_out is not None and in_place:
         raise UsageError("--fix-out and --in-place exclude each other", hint="choose one")
     if fix_out is not None and len(paths) != 1:
-        raise UsageError("--fix-out names one output file, but several files were given",
-                         hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed")
+        raise UsageError(
+            "--fix-out names one output file, but several files were given",
+            hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed",
+        )
     # a file named twice (Dockerfile and ./Dockerfile, a glob that also matches it) is audited once, as it was
     # first named: its findings are not reported twice, nor counted as two files
     firsts: dict[str, str] = {}
@@ -189,8 +198,21 @@ def run(
         firsts.setdefault(os.path.realpath(p), p)
     paths = list(firsts.values())
     with _few_collections():
-        return _run(paths, fail_on, build_args, target, tf, do_fix, fix_out, in_place, resolve, config, context,
-                    read_context, lock_target)
+        return _run(
+            paths,
+            fail_on,
+            build_args,
+            target,
+            tf,
+            do_fix,
+            fix_out,
+            in_place,
+            resolve,
+            config,
+            context,
+            read_context,
+            lock_target,
+        )
 
 
 @contextlib.contextmanager
@@ -210,9 +232,19 @@ def _few_collections() -> Iterator[None]:
 
 
 def _run(
-    paths: Sequence[str], fail_on: str, build_args: dict[str, str] | None, target: str | None, tf: str | None,
-    do_fix: bool, fix_out: Path | None, in_place: bool, resolve: Callable[[str], str] | None, config: AuditConfig,
-    context: Path | None, read_context: bool, lock_target: ScriptTarget | None = None,
+    paths: Sequence[str],
+    fail_on: str,
+    build_args: dict[str, str] | None,
+    target: str | None,
+    tf: str | None,
+    do_fix: bool,
+    fix_out: Path | None,
+    in_place: bool,
+    resolve: Callable[[str], str] | None,
+    config: AuditConfig,
+    context: Path | None,
+    read_context: bool,
+    lock_target: ScriptTarget | None = None,
 ) -> AuditRun:
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
@@ -252,8 +284,9 @@ def _run(
             raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
         _check_output(out, in_place)
         outcome = fix_script(text, path, findings[path], aim)
-        remaining.extend(_kept(_Lines(str(out), source_lines(outcome.text)),
-                               audit_script(outcome.text, str(out), aim), config))
+        remaining.extend(
+            _kept(_Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim), config)
+        )
         fixed.append(FixedFile(path, str(out), outcome))
         outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
     for df in parsed:
@@ -269,8 +302,11 @@ def _run(
     from envpin.fsutil import atomic_write_many
 
     # All or nothing: every fixed file is staged beside its target before any is renamed into place.
-    atomic_write_many({out: data for out, (data, _) in outputs.items()},
-                      {out: mode for out, (_, mode) in outputs.items()}, make_parents=False)
+    atomic_write_many(
+        {out: data for out, (data, _) in outputs.items()},
+        {out: mode for out, (_, mode) in outputs.items()},
+        make_parents=False,
+    )
     return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)
 
 
@@ -282,16 +318,21 @@ def _encoded(text: str, encoding: str, path: str) -> bytes:
     try:
         data = text.encode(encoding)
     except UnicodeEncodeError as exc:
-        raise UsageError(f"{path}: the fixed script has {text[exc.start]!r}, which {encoding} cannot hold",
-                         hint="save the script as UTF-8 and run --fix again") from None
+        raise UsageError(
+            f"{path}: the fixed script has {text[exc.start]!r}, which {encoding} cannot hold",
+            hint="save the script as UTF-8 and run --fix again",
+        ) from None
     if declared_encoding(data, path) != encoding:
-        raise UsageError(f"{path}: the fixed script would no longer declare {encoding}",
-                         hint="move the coding line to the script's first line and run --fix again")
+        raise UsageError(
+            f"{path}: the fixed script would no longer declare {encoding}",
+            hint="move the coding line to the script's first line and run --fix again",
+        )
     return data
 
 
-def _script_target(parsed: list[Dockerfile], target: str | None, tf: str | None,
-                   lock_target: ScriptTarget | None) -> ScriptTarget:
+def _script_target(
+    parsed: list[Dockerfile], target: str | None, tf: str | None, lock_target: ScriptTarget | None
+) -> ScriptTarget:
     """The TensorFlow scripts are judged against: the first Dockerfile of the run whose base's TensorFlow is
     known (with the ENV its produced image sets), else --tf, else the lock's."""
     from envpin.audit.base import identify
@@ -323,8 +364,10 @@ def _check_output(out: Path, in_place: bool) -> None:
 
     how = "fix the file it names instead" if in_place else "choose another --fix-out"
     if out.is_symlink():
-        raise UsageError(f"{out} is a symbolic link: writing the fixed file would replace the link with a file",
-                         hint=how if not in_place else f"fix the file it points to: {os.path.realpath(out)}")
+        raise UsageError(
+            f"{out} is a symbolic link: writing the fixed file would replace the link with a file",
+            hint=how if not in_place else f"fix the file it points to: {os.path.realpath(out)}",
+        )
     if out.is_dir():
         raise UsageError(f"{out} is a directory", hint="give the path of the fixed file, not a folder")
     check_output_path(out, "--in-place" if in_place else "--fix-out")

@@ -47,8 +47,12 @@ def identify(df: Dockerfile, stage: Stage, tf: str | None = None) -> BaseInfo:
     image = root.image
     via = "" if root is stage else f" (through stage {root.label})"
     if root.unresolved:
-        return BaseInfo(image, image, reason=f"the base {root.image_raw}{via} depends on build argument "
-                        f"{', '.join(root.unresolved)}, which has no value; determinism env not checked")
+        return BaseInfo(
+            image,
+            image,
+            reason=f"the base {root.image_raw}{via} depends on build argument "
+            f"{', '.join(root.unresolved)}, which has no value; determinism env not checked",
+        )
     name, tag, _digest = imageref.split(image)
     path = name.split("/")
     if is_ngc_repository(name):
@@ -58,8 +62,12 @@ def identify(df: Dockerfile, stage: Stage, tf: str | None = None) -> BaseInfo:
     label = f"{image}{via}"
     if tf:
         return _with_recipe(BaseInfo(label, image, tf, distribution="stock"), tf, "stock", None)
-    return BaseInfo(label, image, reason=f"the base {label} is not an NGC or tensorflow/tensorflow image, so "
-                    "the audit cannot tell which TensorFlow it holds; determinism env not checked")
+    return BaseInfo(
+        label,
+        image,
+        reason=f"the base {label} is not an NGC or tensorflow/tensorflow image, so "
+        "the audit cannot tell which TensorFlow it holds; determinism env not checked",
+    )
 
 
 def _ngc(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:
@@ -78,8 +86,13 @@ def _ngc(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:
     version = entry.tf_version or tf
     if version is None:
         why = entry.facts["tf_version"].reason or "no source gives it"
-        return BaseInfo(label, image, reason=f"the catalog does not know which TensorFlow {entry.tag} contains "
-                        f"({why}); {unknown}", release=entry.release, distribution="ngc")
+        return BaseInfo(
+            label,
+            image,
+            reason=f"the catalog does not know which TensorFlow {entry.tag} contains ({why}); {unknown}",
+            release=entry.release,
+            distribution="ngc",
+        )
     info = BaseInfo(label, image, version, release=entry.release, distribution="ngc")
     return _with_recipe(info, version, "ngc", entry.release)
 
@@ -89,8 +102,9 @@ def _stock(image: str, tag: str | None, tf: str | None, via: str) -> BaseInfo:
     m = _STOCK_TAG.match(tag or "")
     version = m.group(1) if m else tf
     if version is None:
-        return BaseInfo(label, image, reason=f"the tag of {label} does not name a TensorFlow version; "
-                        "determinism env not checked")
+        return BaseInfo(
+            label, image, reason=f"the tag of {label} does not name a TensorFlow version; determinism env not checked"
+        )
     return _with_recipe(BaseInfo(label, image, version, distribution="stock"), version, "stock", None)
 
 
@@ -98,6 +112,12 @@ def _with_recipe(info: BaseInfo, version: str, distribution: str, release: str |
     try:
         recipe = recipes.select(version, distribution, release)
     except EnvpinError as exc:
-        return BaseInfo(info.label, info.image, version, reason=f"{info.label}: {exc.message}",
-                        release=release, distribution=distribution)
+        return BaseInfo(
+            info.label,
+            info.image,
+            version,
+            reason=f"{info.label}: {exc.message}",
+            release=release,
+            distribution=distribution,
+        )
     return BaseInfo(info.label, info.image, version, recipe, release=release, distribution=distribution)

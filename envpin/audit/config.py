@@ -86,8 +86,9 @@ def _table(path: Path) -> dict[str, Any] | None:
     try:
         raw = read_regular(path)
     except OSError as exc:
-        raise UsageError(f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder") \
-            from None
+        raise UsageError(
+            f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder"
+        ) from None
     if b"envpin" not in raw and b"\\u" not in raw and b"\\U" not in raw:
         return None
     from envpin._compat import tomllib
@@ -95,11 +96,14 @@ def _table(path: Path) -> dict[str, Any] | None:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise UsageError(f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder") \
-            from None
+        raise UsageError(
+            f"{path} cannot be read as TOML: {exc}", hint="fix the file, or run from another folder"
+        ) from None
     except ValueError:  # an integer past Python's 4,300-digit conversion limit
-        raise UsageError(f"{path} holds a number too long to read (more than 4,300 digits)",
-                         hint="fix the file, or run from another folder") from None
+        raise UsageError(
+            f"{path} holds a number too long to read (more than 4,300 digits)",
+            hint="fix the file, or run from another folder",
+        ) from None
     tool = data.get("tool")
     envpin = tool.get("envpin") if isinstance(tool, dict) else None
     table = envpin.get("audit") if isinstance(envpin, dict) else None
@@ -118,21 +122,28 @@ def load(path: Path | None) -> AuditConfig:
     where = f"{path} [tool.envpin.audit]"
     unknown = set(table) - _KEYS
     if unknown:
-        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r}",
-                         hint="keys: ignore, fail-on, per-path (docs/audit.md#configuration)")
+        raise UsageError(
+            f"{where}: unknown key {sorted(unknown)[0]!r}",
+            hint="keys: ignore, fail-on, per-path (docs/audit.md#configuration)",
+        )
     fail_on = table.get("fail-on")
     if fail_on is not None and fail_on not in SEVERITIES:
-        raise UsageError(f"{where}: fail-on {shown(repr(fail_on))} is not a severity",
-                         hint="use error, warning or info")
+        raise UsageError(
+            f"{where}: fail-on {shown(repr(fail_on))} is not a severity", hint="use error, warning or info"
+        )
     per_path = []
     entries = table.get("per-path", [])
     if not isinstance(entries, list):
-        raise UsageError(f"{where}: per-path must be an array of tables",
-                         hint='write [[tool.envpin.audit.per-path]] with paths = [...] and ignore = [...]')
+        raise UsageError(
+            f"{where}: per-path must be an array of tables",
+            hint="write [[tool.envpin.audit.per-path]] with paths = [...] and ignore = [...]",
+        )
     for n, entry in enumerate(entries, 1):
         if not isinstance(entry, dict) or set(entry) != {"paths", "ignore"}:
-            raise UsageError(f"{where}: per-path entry {n} needs exactly 'paths' and 'ignore'",
-                             hint='e.g. paths = ["docker/legacy/*"], ignore = ["pip-unpinned"]')
+            raise UsageError(
+                f"{where}: per-path entry {n} needs exactly 'paths' and 'ignore'",
+                hint='e.g. paths = ["docker/legacy/*"], ignore = ["pip-unpinned"]',
+            )
         globs = entry["paths"]
         if not isinstance(globs, list) or not globs or not all(isinstance(g, str) and g for g in globs):
             raise UsageError(f"{where}: per-path entry {n}: paths must be a list of globs", hint='e.g. ["docker/*"]')
@@ -152,8 +163,9 @@ def _check_rule(rid: str, where: str) -> None:
     if rid not in RULES:
         raise UsageError(f"{where}: unknown rule {rid!r}", hint="the rules are listed in docs/audit.md")
     if rid in UNSUPPRESSIBLE:
-        raise UsageError(f"{where}: {rid} cannot be ignored",
-                         hint="the line it names stops the build; fix the line instead")
+        raise UsageError(
+            f"{where}: {rid} cannot be ignored", hint="the line it names stops the build; fix the line instead"
+        )
 
 
 def inline(lines: list[str], line: int) -> frozenset[str]:

@@ -31,8 +31,9 @@ class BuildContext(Value):
     #: The COPY/ADD sources already looked up (a source is asked for by every RUN after its COPY).
     _sources: dict[str, list[Path]] = field(default_factory=dict, init=False, repr=False, compare=False)
     #: Each stage's COPY/ADD from the context and their lines, in order (looked up by every RUN that installs one).
-    _copies: dict[int, tuple[list[Instruction], list[int]]] = field(default_factory=dict, init=False, repr=False,
-                                                                    compare=False)
+    _copies: dict[int, tuple[list[Instruction], list[int]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     #: The resolved paths of the files located so far (resolving asks the file system for every component).
     _resolved: dict[Path, Path] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -24,20 +24,24 @@ from envpin.audit.shell import Command
 RUN_RULES: tuple[type[RunRule], ...] = tuple(cls for family in FAMILIES for cls in family.RUN_RULES)
 
 
-def audit(df: Dockerfile, *, target: str | None = None, tf: str | None = None,
-          context: Path | None = None) -> list[Finding]:
+def audit(
+    df: Dockerfile, *, target: str | None = None, tf: str | None = None, context: Path | None = None
+) -> list[Finding]:
     """All findings for one parsed Dockerfile, sorted by line and rule (lines it could not parse included)."""
     problems = parse_errors(df)
     if not df.stages:
         return merge(problems)  # no FROM survived: nothing else to judge
     stage = df.stage(target)
-    ctx = Context(df, stage, identify(df, stage, tf), findings=problems,
-                  build=BuildContext(context) if context is not None else None)
+    ctx = Context(
+        df,
+        stage,
+        identify(df, stage, tf),
+        findings=problems,
+        build=BuildContext(context) if context is not None else None,
+    )
     for check in CHECKS:
         check(ctx)
     return merge(ctx.findings)
-
-
 
 
 class _Parts:
@@ -79,7 +83,6 @@ def merge(findings: list[Finding]) -> list[Finding]:
     for key, (message, fix) in joined.items():
         merged[key] = merged[key].replace(message=message.text(), fix=fix.text())
     return sorted(merged.values(), key=lambda f: (f.file, f.line, f.rule))
-
 
 
 def check_runs(ctx: Context) -> None:
@@ -139,7 +142,6 @@ def check_runs(ctx: Context) -> None:
             r.stage_end()
     for r in rules:
         r.finish()
-
 
 
 #: Every check, the families' own in their order, then the one walk over the RUN commands. The order does not

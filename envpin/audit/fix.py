@@ -164,9 +164,7 @@ def _comments_above(df: Dockerfile, line: int) -> set[str]:
     return found
 
 
-def _pin_from(
-    edits: _Edits, ins: Instruction, st: Stage, resolve: Callable[[str], str], outcome: FixOutcome
-) -> None:
+def _pin_from(edits: _Edits, ins: Instruction, st: Stage, resolve: Callable[[str], str], outcome: FixOutcome) -> None:
     ref = st.image if imageref.split(st.image)[1] else f"{st.image}:latest"
     digest = resolve(ref)
     words = [w for w, _, _ in split_words(ins.args)]

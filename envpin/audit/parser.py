@@ -78,8 +78,24 @@ class Problem(Value):
 
 INSTRUCTIONS = frozenset(
     {
-        "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
-        "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
+        "ADD",
+        "ARG",
+        "CMD",
+        "COPY",
+        "ENTRYPOINT",
+        "ENV",
+        "EXPOSE",
+        "FROM",
+        "HEALTHCHECK",
+        "LABEL",
+        "MAINTAINER",
+        "ONBUILD",
+        "RUN",
+        "SHELL",
+        "STOPSIGNAL",
+        "USER",
+        "VOLUME",
+        "WORKDIR",
     }
 )
 #: Instructions whose arguments may be JSON arrays (exec form).
@@ -207,7 +223,6 @@ class Dockerfile(Value):
         return out[::-1]
 
 
-
 # -- parsing -----------------------------------------------------------------------------------------
 def parse(
     text: str, path: str = "Dockerfile", build_args: Mapping[str, str] | None = None, *, tolerant: bool = False
@@ -303,12 +318,14 @@ def _instructions(  # type: ignore[no-untyped-def]
                 while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
                     i += 1
                 if i >= n:
-                    problem(_err(
-                        path,
-                        start + 1,
-                        "the instruction's last line ends with a line continuation, but the file ends there",
-                        hint=f"remove the trailing {escape} or finish the instruction",
-                    ))
+                    problem(
+                        _err(
+                            path,
+                            start + 1,
+                            "the instruction's last line ends with a line continuation, but the file ends there",
+                            hint=f"remove the trailing {escape} or finish the instruction",
+                        )
+                    )
                     break
                 body, more = _continues(lines[i], escape)
                 parts.append(body)
@@ -338,12 +355,14 @@ def _instructions(  # type: ignore[no-untyped-def]
         if ins.keyword == "FROM":
             seen_from = True
         elif not seen_from and ins.keyword != "ARG":
-            problem(_err(
-                path,
-                ins.line,
-                f"{ins.keyword} before the first FROM",
-                hint="only ARG (and comments or parser directives) may come before FROM",
-            ))
+            problem(
+                _err(
+                    path,
+                    ins.line,
+                    f"{ins.keyword} before the first FROM",
+                    hint="only ARG (and comments or parser directives) may come before FROM",
+                )
+            )
             continue
         yield ins
     if not seen_from:
@@ -473,7 +492,7 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
         if not args and ins.exec_form is None:
             raise ValueError(f"{kw} needs an argument")
         if kw == "SHELL" and ins.exec_form is None:
-            raise ValueError("SHELL must be a JSON array, e.g. SHELL [\"/bin/bash\", \"-c\"]")
+            raise ValueError('SHELL must be a JSON array, e.g. SHELL ["/bin/bash", "-c"]')
         if kw == "ONBUILD":
             inner = _KEYWORD_RE.match(args)
             inner_kw = inner.group(1).upper() if inner else ""
@@ -506,8 +525,10 @@ class _Budget:
         e = expand(raw, scope, escape=esc, closed=closed, strict_size=True)
         self.added += max(0, len(e.value) - len(raw))
         if self.added > MAX_TOTAL_EXPANSION:
-            raise ValueError(f"variable substitution in this file adds more than {MAX_TOTAL_EXPANSION:,} "
-                             "characters in all; later values are kept as written")
+            raise ValueError(
+                f"variable substitution in this file adds more than {MAX_TOTAL_EXPANSION:,} "
+                "characters in all; later values are kept as written"
+            )
         return e
 
 
@@ -546,8 +567,9 @@ class _State:
         self.view: StageScope | None = None
 
 
-def _apply(df: Dockerfile, ins: Instruction, state: _State, names: dict[str, int], build_args: dict[str, str],
-           esc: str) -> None:
+def _apply(
+    df: Dockerfile, ins: Instruction, state: _State, names: dict[str, int], build_args: dict[str, str], esc: str
+) -> None:
     """Give `ins` its stage, scope and working directory, and apply what it declares. Nothing is written
     into a scope an instruction holds: each ARG or ENV makes new (shared) scopes."""
     budget = state.budget
@@ -564,8 +586,9 @@ def _apply(df: Dockerfile, ins: Instruction, state: _State, names: dict[str, int
         e = budget.expand(words[0], state.glob, esc, closed=True)
         name = _unquote(words[2], esc).lower() if len(words) == 3 else None
         if name is not None and name in names:
-            raise ValueError(f"stage name '{name}' is already used by the stage on line "
-                             f"{df.stages[names[name]].from_.line}")
+            raise ValueError(
+                f"stage name '{name}' is already used by the stage on line {df.stages[names[name]].from_.line}"
+            )
         parent = names.get(e.value.lower())
         st = Stage(len(df.stages), name, ins, e.value, words[0], e.unresolved, parent)
         if parent is not None:
@@ -653,8 +676,9 @@ def read(path: str, build_args: Mapping[str, str] | None = None, *, tolerant: bo
     except IsADirectoryError:
         raise DockerfileError(f"{path}: is a directory, not a Dockerfile", hint="name the Dockerfile itself") from None
     except OSError as exc:
-        raise DockerfileError(f"{path}: cannot read: {exc.strerror or exc}",
-                              hint="name the Dockerfile itself (a regular file)") from None
+        raise DockerfileError(
+            f"{path}: cannot read: {exc.strerror or exc}", hint="name the Dockerfile itself (a regular file)"
+        ) from None
     if b"\0" in raw:
         line = raw[: raw.index(b"\0")].count(b"\n") + 1
         raise DockerfileError(f"{path}:{line}: binary file (NUL byte), not a Dockerfile")

@@ -79,8 +79,9 @@ def summary_line(findings: list[Finding], files: int) -> str:
     return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {where}: {parts}"
 
 
-def to_json(findings: list[Finding], files: list[str], fail_on: str, exit_code: int,
-            fixed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def to_json(
+    findings: list[Finding], files: list[str], fail_on: str, exit_code: int, fixed: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema": JSON_SCHEMA_VERSION,
         "tool": {"name": "envpin audit", "version": __version__},
@@ -249,8 +250,9 @@ def _chunks(value: Any, pad: str) -> Iterator[str]:
         yield _text(value, pad)
 
 
-def json_chunks(findings: list[Finding], files: list[str], fail_on: str, exit_code: int,
-                fixed: list[dict[str, Any]] | None = None) -> Iterator[str]:
+def json_chunks(
+    findings: list[Finding], files: list[str], fail_on: str, exit_code: int, fixed: list[dict[str, Any]] | None = None
+) -> Iterator[str]:
     """The text of to_json(...) as the CLI prints it (canonical JSON and a newline), in pieces to write as
     they come: no list of finding objects, no pure-Python encoder."""
     doc = to_json([], files, fail_on, exit_code, fixed)
@@ -284,8 +286,14 @@ def sarif_chunks(findings: list[Finding]) -> Iterator[str]:
         uri = uris.get(f.file)
         if uri is None:
             uri = uris[f.file] = encode_basestring(artifact_uri(f.file))
-        return template.format(level=enc(_SARIF_LEVEL[f.severity]), uri=uri, line=int(f.line),
-                               text=encode_basestring(text(f)), rule=enc(f.rule), index=index[f.rule])
+        return template.format(
+            level=enc(_SARIF_LEVEL[f.severity]),
+            uri=uri,
+            line=int(f.line),
+            text=encode_basestring(text(f)),
+            rule=enc(f.rule),
+            index=index[f.rule],
+        )
 
     doc["runs"][0]["results"] = _Stream(findings, result)
     yield from _chunks(doc, "")
@@ -294,9 +302,13 @@ def sarif_chunks(findings: list[Finding]) -> Iterator[str]:
 
 def _sarif_result_template(pad: str) -> str:
     """One SARIF result at indent `pad`, with {level} {uri} {line} {text} {rule} {index} to fill (JSON)."""
-    sample = {"level": "\0level", "locations": [{"physicalLocation": {"artifactLocation": {"uri": "\0uri"},
-                                                                       "region": {"startLine": "\0line"}}}],
-              "message": {"text": "\0text"}, "ruleId": "\0rule", "ruleIndex": "\0index"}
+    sample = {
+        "level": "\0level",
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "\0uri"}, "region": {"startLine": "\0line"}}}],
+        "message": {"text": "\0text"},
+        "ruleId": "\0rule",
+        "ruleIndex": "\0index",
+    }
     out = _text(sample, pad).replace("{", "{{").replace("}", "}}")
     for name in ("level", "uri", "line", "text", "rule", "index"):
         out = out.replace(encode_basestring("\0" + name), "{" + name + "}")

@@ -22,8 +22,9 @@ _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*\Z")
 EXAMPLE_DIGEST = "sha256:" + "0" * 64
 #: The start of most examples: a produced image no rule faults (NGC 22.03 is TensorFlow 2.8, pinned by digest,
 #: with the recipe's ENV), so each example shows the one hazard its rule is about.
-EXAMPLE_BASE = (f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3@{EXAMPLE_DIGEST}\n"
-                "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n")
+EXAMPLE_BASE = (
+    f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3@{EXAMPLE_DIGEST}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,7 +62,7 @@ def _put(node: Any, shift: int, leaf: _Leaf) -> tuple[Any, int]:
         new, added = (leaf, 0) if child.key == leaf.key else (_merge(child, leaf, shift + _BITS), 1)
     else:
         new, added = _put(child, shift + _BITS, leaf)
-    return (*node[:i], new, *node[i + 1:]), added
+    return (*node[:i], new, *node[i + 1 :]), added
 
 
 class _ByGet(Mapping[str, Var]):

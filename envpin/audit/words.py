@@ -114,9 +114,7 @@ class _Braces:
 _BRACE_RE = re.compile(r"[{}]")
 
 
-def _expand(
-    raw: str, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool, level: int
-) -> Expansion:
+def _expand(raw: str, scope: Mapping[str, Var], escape: str, keep_quotes: bool, closed: bool, level: int) -> Expansion:
     """expand() at a nesting level (0 for a word, one more inside each default or alternative)."""
     special = _SPECIAL[escape].search(raw)
     if special is None:  # nothing to substitute or unquote (most words)
@@ -172,9 +170,7 @@ def _expand(
     return Expansion("".join(out), tuple(dict.fromkeys(unresolved)))
 
 
-def _expand_verbatim(
-    raw: str, i: int, scope: Mapping[str, Var], escape: str, closed: bool, level: int
-) -> Expansion:
+def _expand_verbatim(raw: str, i: int, scope: Mapping[str, Var], escape: str, closed: bool, level: int) -> Expansion:
     """expand(keep_quotes=True) from raw[i], the first special character: quotes and escapes stay as written,
     so only substitutions and comments change the text and everything between them is copied in one slice."""
     out: list[str] = []
@@ -320,4 +316,3 @@ def count_words(text: str, escape: str) -> int:
     if '"' not in text and "'" not in text and escape not in text:
         return sum(1 for _ in _PLAIN_WORD.finditer(text))
     return sum(1 for _ in iter_words(text, escape))
-

@@ -301,8 +301,11 @@ def _option(root: click.Command, args: list[str], name: str, command: str | None
     for p in getattr(leaf, "params", ()):
         opts = p.secondary_opts if negative and p.name == name[3:] else p.opts if p.name == name else None
         if opts:
-            flag = next((o for o in opts if o.startswith("--")), opts[0]) if p.param_type_name == "option" \
+            flag = (
+                next((o for o in opts if o.startswith("--")), opts[0])
+                if p.param_type_name == "option"
                 else p.human_readable_name
+            )
             return f"envpin {' '.join(names)} {flag}" if command else flag
     return f"`{name}`"  # no option sets it (tests/unit/test_cli_shape.py checks that every name has one)
 

@@ -129,8 +129,10 @@ class Readings(Value):
         """Which of the repository's compose files fits this host (compose.yaml asks for NVIDIA GPUs)."""
         if self.gpu_access:
             return "docker compose run --rm probe (compose.yaml: GPUs through the NVIDIA runtime)"
-        return ("docker compose -f compose.yaml -f compose.cpu.yaml run --rm probe, or envpin probe --image IMAGE "
-                "(this host has no NVIDIA container runtime, so compose.yaml alone cannot start)")
+        return (
+            "docker compose -f compose.yaml -f compose.cpu.yaml run --rm probe, or envpin probe --image IMAGE "
+            "(this host has no NVIDIA container runtime, so compose.yaml alone cannot start)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -200,8 +202,11 @@ def read_nvidia(environ: dict[str, str] | None = None) -> dict[str, Any]:
     for index in range(count):
         name = section.get(f"devices.{index}.name", {})
         cc = section.get(f"devices.{index}.compute_capability", {})
-        problems = [f"{what}: {f.get('unavailable') or f.get('error') or 'not reported'}"
-                    for what, f in (("name", name), ("compute capability", cc)) if "value" not in f]
+        problems = [
+            f"{what}: {f.get('unavailable') or f.get('error') or 'not reported'}"
+            for what, f in (("name", name), ("compute capability", cc))
+            if "value" not in f
+        ]
         gpus.append(Gpu(index, name.get("value"), cc.get("value"), "; ".join(problems) or None))
     out["gpus"] = tuple(gpus)
     return out
@@ -235,7 +240,8 @@ def read_host(environ: dict[str, str] | None = None) -> Readings:
         driver_problem=nvidia["problem"],
         gpus=nvidia["gpus"],
         cdi_specs=tuple(fake["cdi_specs"]) if "cdi_specs" in fake else read_cdi_specs(cdi_dirs),
-        container_hooks=tuple(fake["container_hooks"]) if "container_hooks" in fake
+        container_hooks=tuple(fake["container_hooks"])
+        if "container_hooks" in fake
         else tuple(h for h in GPU_HOOKS if shutil.which(h, path=env.get("PATH"))),
         origin=origin,
     )
@@ -273,8 +279,10 @@ def _fake_problem(data: Any) -> str | None:
     for key in ("cdi_specs", "container_hooks", "gpus"):
         if key in data and not isinstance(data[key], list):
             return f"'{key}' must be a list"
-    if any(not isinstance(g, dict) or not all(isinstance(g.get(k), str | None) for k in ("name", "compute_capability"))
-           for g in data.get("gpus", [])):
+    if any(
+        not isinstance(g, dict) or not all(isinstance(g.get(k), str | None) for k in ("name", "compute_capability"))
+        for g in data.get("gpus", [])
+    ):
         return "each of 'gpus' must be an object with 'name' and 'compute_capability' strings"
     if not isinstance(data.get("driver", {}).get("version"), str | None):
         return "'driver.version' must be a string such as \"470.82.01\""
@@ -364,8 +372,10 @@ def target_from_lock(path: Path, cat: catalog.Catalog | None = None) -> Target:
         return _target([stock.load().select(inputs.tag)], f"--lock {lock_path}")
     entries = [e for e in cat.release_entries(release) if e.flavor == flavor]  # a lock names one tag
     if not entries:
-        raise LockError(f"{lock_path} asks for {release} {flavor}, which the catalog does not hold",
-                        hint="is this lock from a newer envpin? upgrade envpin")
+        raise LockError(
+            f"{lock_path} asks for {release} {flavor}, which the catalog does not hold",
+            hint="is this lock from a newer envpin? upgrade envpin",
+        )
     return _target(entries, f"--lock {lock_path}")
 
 
@@ -381,10 +391,27 @@ def _target(entries: list[catalog.Entry], chosen_by: str) -> Target:
     image = first.image if len(entries) == 1 else f"{first.image.rsplit(':', 1)[0]}:{first.release}-*"
     url = next((first.source_url(k) for k in _FACTS if first.source_url(k)), None)
     if first.distribution == "stock":  # named by its tag: "2.20.0-gpu's minimum driver"
-        return Target(label, first.tag, image, first.facts["driver_min"], first.facts["driver_compat"],
-                      first.facts["compute_capability_min"], url, chosen_by, "stock")
-    return Target(label, first.release, image, first.facts["driver_min"], first.facts["driver_compat"],
-                  first.facts["compute_capability_min"], url, chosen_by)
+        return Target(
+            label,
+            first.tag,
+            image,
+            first.facts["driver_min"],
+            first.facts["driver_compat"],
+            first.facts["compute_capability_min"],
+            url,
+            chosen_by,
+            "stock",
+        )
+    return Target(
+        label,
+        first.release,
+        image,
+        first.facts["driver_min"],
+        first.facts["driver_compat"],
+        first.facts["compute_capability_min"],
+        url,
+        chosen_by,
+    )
 
 
 # -- driver versions and forward-compatible branches ------------------------------------------------------
@@ -471,12 +498,20 @@ def _checks(t: Target, r: Readings) -> Iterator[Check]:
     yield _docker_check(r)
     driver = parse_version(r.driver_version, exact=True) if r.driver_version else None
     if r.driver_version is None:
-        yield Check("driver", UNKNOWN, f"no NVIDIA driver or GPU is visible on this host: {r.driver_problem}",
-                    "run `nvidia-smi` on the machine that will run the container: it prints the driver "
-                    f"version and the GPUs{_needs(t)}; if it fails there, install the NVIDIA driver")
+        yield Check(
+            "driver",
+            UNKNOWN,
+            f"no NVIDIA driver or GPU is visible on this host: {r.driver_problem}",
+            "run `nvidia-smi` on the machine that will run the container: it prints the driver "
+            f"version and the GPUs{_needs(t)}; if it fails there, install the NVIDIA driver",
+        )
     elif driver is None:
-        yield Check("driver", UNKNOWN, f"the driver version '{r.driver_version}' ({r.driver_source}) is not a "
-                    "dotted number", "check it with `nvidia-smi --query-gpu=driver_version --format=csv`")
+        yield Check(
+            "driver",
+            UNKNOWN,
+            f"the driver version '{r.driver_version}' ({r.driver_source}) is not a dotted number",
+            "check it with `nvidia-smi --query-gpu=driver_version --format=csv`",
+        )
     else:
         yield from _driver_checks(t, r, driver)
     yield from _gpu_checks(t, r)
@@ -491,8 +526,12 @@ def _docker_check(r: Readings) -> Check:
     d = r.docker
     if d.reachable:
         return Check("docker", OK, f"Docker {d.version or '(version not reported)'} is reachable")
-    return Check("docker", PROBLEM, d.problem or "the Docker engine is not reachable",
-                 d.hint or "start the Docker engine, or set DOCKER_HOST")
+    return Check(
+        "docker",
+        PROBLEM,
+        d.problem or "the Docker engine is not reachable",
+        d.hint or "start the Docker engine, or set DOCKER_HOST",
+    )
 
 
 def _runtime_check(r: Readings) -> Check:
@@ -502,33 +541,49 @@ def _runtime_check(r: Readings) -> Check:
     if r.container_hooks:
         found.append(f"{', '.join(r.container_hooks)} is installed (docker run --gpus)")
     if r.cdi_specs:
-        note = "" if r.docker.cdi_spec_dirs or not r.docker.reachable else (
-            "; this Docker reports no CDI spec directories, so only CDI-aware engines (Docker 25+ with CDI "
-            "enabled, Podman) use them")
+        note = (
+            ""
+            if r.docker.cdi_spec_dirs or not r.docker.reachable
+            else (
+                "; this Docker reports no CDI spec directories, so only CDI-aware engines (Docker 25+ with CDI "
+                "enabled, Podman) use them"
+            )
+        )
         found.append(f"CDI specs {', '.join(r.cdi_specs)}{note}")
     if found:
         return Check("gpu runtime", OK, "; ".join(found))
     where = "Docker lists no 'nvidia' runtime" if r.docker.reachable else "Docker could not be asked for runtimes"
-    message = (f"no NVIDIA container runtime: {where}, no {'/'.join(GPU_HOOKS)} on PATH, no NVIDIA CDI spec in "
-               f"{', '.join(CDI_DIRS)}")
+    message = (
+        f"no NVIDIA container runtime: {where}, no {'/'.join(GPU_HOOKS)} on PATH, no NVIDIA CDI spec in "
+        f"{', '.join(CDI_DIRS)}"
+    )
     fix = f"install the NVIDIA Container Toolkit and restart Docker ({TOOLKIT_DOC})"
     if r.driver_version is None and not r.gpus:
         # Expected on a machine without a GPU; what matters is the host that will run the container.
-        return Check("gpu runtime", UNKNOWN, message + " (expected on a host without an NVIDIA driver)",
-                     "check on the GPU host; " + fix)
+        return Check(
+            "gpu runtime",
+            UNKNOWN,
+            message + " (expected on a host without an NVIDIA driver)",
+            "check on the GPU host; " + fix,
+        )
     return Check("gpu runtime", PROBLEM, message + ": containers cannot reach the GPUs", fix)
 
 
 def _driver_checks(t: Target, r: Readings, driver: tuple[int, ...]) -> Iterator[Check]:
     have = f"driver {r.driver_version}"
     if not t.driver_min.known:
-        yield Check("driver", UNKNOWN, f"{have} is installed; {t.release}'s minimum driver: unknown: "
-                    f"{t.driver_min.reason}", _find_out(t))
+        yield Check(
+            "driver",
+            UNKNOWN,
+            f"{have} is installed; {t.release}'s minimum driver: unknown: {t.driver_min.reason}",
+            _find_out(t),
+        )
         return
     minimum = parse_version(t.driver_min.value, exact=True)
     if minimum is None:
-        yield Check("driver", UNKNOWN, f"the catalog's minimum driver '{t.driver_min.value}' is not a version",
-                    _find_out(t))
+        yield Check(
+            "driver", UNKNOWN, f"the catalog's minimum driver '{t.driver_min.value}' is not a version", _find_out(t)
+        )
         return
     if driver >= minimum:
         yield Check("driver", OK, f"{have} meets {t.release}'s minimum {t.driver_min.value}")
@@ -536,94 +591,149 @@ def _driver_checks(t: Target, r: Readings, driver: tuple[int, ...]) -> Iterator[
     older = f"{have} is older than {t.release}'s minimum {t.driver_min.value}"
     upgrade = f"install NVIDIA driver {t.driver_min.value} or later"
     if not t.driver_compat.known:
-        yield Check("driver", UNKNOWN, f"{older}; whether forward compatibility covers R{driver[0]} is unknown: "
-                    f"{t.driver_compat.reason}", f"{upgrade}, or {_find_out(t)}")
+        yield Check(
+            "driver",
+            UNKNOWN,
+            f"{older}; whether forward compatibility covers R{driver[0]} is unknown: {t.driver_compat.reason}",
+            f"{upgrade}, or {_find_out(t)}",
+        )
         return
     branches = [parse_branch(b) for b in t.driver_compat.value]
     if any(b is None for b in branches):
-        yield Check("driver", UNKNOWN, f"{older}; the catalog's forward-compatible branches "
-                    f"{t.driver_compat.value} are not all driver branches", f"{upgrade}, or {_find_out(t)}")
+        yield Check(
+            "driver",
+            UNKNOWN,
+            f"{older}; the catalog's forward-compatible branches {t.driver_compat.value} are not all driver branches",
+            f"{upgrade}, or {_find_out(t)}",
+        )
         return
     listed = "; ".join(b.describe() for b in branches if b is not None)
     same = [b for b in branches if b is not None and b.branch == driver[0]]
     if not same:
-        yield Check("driver", PROBLEM, f"{older}, and R{driver[0]} is not one of its forward-compatible "
-                    f"branches ({listed})", f"{upgrade} (data-center GPUs: or a driver of {listed})")
+        yield Check(
+            "driver",
+            PROBLEM,
+            f"{older}, and R{driver[0]} is not one of its forward-compatible branches ({listed})",
+            f"{upgrade} (data-center GPUs: or a driver of {listed})",
+        )
         return
     if not any(b.covers(driver) for b in same):
-        yield Check("driver", PROBLEM, f"{older}, and forward compatibility needs {same[0].describe()}",
-                    f"{upgrade}, or update within R{driver[0]} ({same[0].describe()}, data-center GPUs only)")
+        yield Check(
+            "driver",
+            PROBLEM,
+            f"{older}, and forward compatibility needs {same[0].describe()}",
+            f"{upgrade}, or update within R{driver[0]} ({same[0].describe()}, data-center GPUs only)",
+        )
         return
     yield from _forward_compat_checks(t, r, f"{older}; {same[0].describe()} is a forward-compatible branch")
 
 
 def _forward_compat_checks(t: Target, r: Readings, why: str) -> Iterator[Check]:
     if not r.gpus:
-        yield Check("driver", UNKNOWN, f"{why}, but that works only on data-center GPUs and no GPU is visible",
-                    "run `nvidia-smi -L` to list the GPUs")
+        yield Check(
+            "driver",
+            UNKNOWN,
+            f"{why}, but that works only on data-center GPUs and no GPU is visible",
+            "run `nvidia-smi -L` to list the GPUs",
+        )
         return
     yield Check("driver", FORWARD, f"{why} (the image's CUDA forward-compatibility package is used)")
     data_center = [str(g.index) for g in r.gpus if g.name and gpu_class(g.name) == "data-center"]
-    only_those = (f", or give the container only the data-center GPUs (docker run --gpus '\"device="
-                  f"{','.join(data_center)}\"')") if data_center else ""
+    only_those = (
+        (f", or give the container only the data-center GPUs (docker run --gpus '\"device={','.join(data_center)}\"')")
+        if data_center
+        else ""
+    )
     for g in r.gpus:
         label = f"gpu {g.index} forward compatibility"
         if g.name is None:
-            yield Check(label, UNKNOWN, f"GPU {g.index}: its name could not be read ({g.problem}), so envpin "
-                        "cannot tell whether it is a data-center GPU", "run `nvidia-smi -L`")
+            yield Check(
+                label,
+                UNKNOWN,
+                f"GPU {g.index}: its name could not be read ({g.problem}), so envpin "
+                "cannot tell whether it is a data-center GPU",
+                "run `nvidia-smi -L`",
+            )
             continue
         cls = gpu_class(g.name)
         if cls == "data-center":
             yield Check(label, FORWARD, f"{g.name} is a data-center GPU: forward compatibility applies")
         elif cls == "consumer":
-            yield Check(label, PROBLEM, f"{g.name} is {_CLASS_WHY[cls]} (CUDA error 804, "
-                        "cudaErrorCompatNotSupportedOnDevice)",
-                        f"install NVIDIA driver {t.driver_min.value} or later on this host{only_those}")
+            yield Check(
+                label,
+                PROBLEM,
+                f"{g.name} is {_CLASS_WHY[cls]} (CUDA error 804, cudaErrorCompatNotSupportedOnDevice)",
+                f"install NVIDIA driver {t.driver_min.value} or later on this host{only_those}",
+            )
         else:
-            yield Check(label, UNKNOWN, f"{g.name} is {_CLASS_WHY[cls]}",
-                        f"check the GPU against {FORWARD_COMPAT_DOC}, or install driver {t.driver_min.value}+")
+            yield Check(
+                label,
+                UNKNOWN,
+                f"{g.name} is {_CLASS_WHY[cls]}",
+                f"check the GPU against {FORWARD_COMPAT_DOC}, or install driver {t.driver_min.value}+",
+            )
 
 
 def _gpu_checks(t: Target, r: Readings) -> Iterator[Check]:
     cc = t.compute_capability_min
     if r.driver_version is not None and not r.gpus:
-        yield Check("gpus", UNKNOWN, f"driver {r.driver_version} is loaded but no GPU is visible",
-                    "run `nvidia-smi -L`; check CUDA_VISIBLE_DEVICES and that the GPUs are not passed to a VM")
+        yield Check(
+            "gpus",
+            UNKNOWN,
+            f"driver {r.driver_version} is loaded but no GPU is visible",
+            "run `nvidia-smi -L`; check CUDA_VISIBLE_DEVICES and that the GPUs are not passed to a VM",
+        )
     if not cc.known:
-        yield Check("compute capability", UNKNOWN, f"{t.release}'s minimum compute capability: unknown: "
-                    f"{cc.reason}", _find_out(t))
+        yield Check(
+            "compute capability",
+            UNKNOWN,
+            f"{t.release}'s minimum compute capability: unknown: {cc.reason}",
+            _find_out(t),
+        )
         return
     minimum = parse_version(cc.value, exact=True)
     for g in r.gpus:
         label, name = f"gpu {g.index}", g.name or f"GPU {g.index}"
         have = parse_version(g.compute_capability, exact=True) if g.compute_capability else None
         if minimum is None:
-            yield Check(label, UNKNOWN, f"the catalog's minimum compute capability '{cc.value}' is not a version",
-                        _find_out(t))
+            yield Check(
+                label, UNKNOWN, f"the catalog's minimum compute capability '{cc.value}' is not a version", _find_out(t)
+            )
         elif have is None:
             why = g.problem or f"'{g.compute_capability}' is not a version"
-            yield Check(label, UNKNOWN, f"{name}: compute capability could not be read ({why})",
-                        "run `nvidia-smi --query-gpu=name,compute_cap --format=csv` (driver 510+) or look the "
-                        "GPU up at https://developer.nvidia.com/cuda-gpus")
+            yield Check(
+                label,
+                UNKNOWN,
+                f"{name}: compute capability could not be read ({why})",
+                "run `nvidia-smi --query-gpu=name,compute_cap --format=csv` (driver 510+) or look the "
+                "GPU up at https://developer.nvidia.com/cuda-gpus",
+            )
         elif have < minimum:
-            yield Check(label, PROBLEM, f"{name} has compute capability {g.compute_capability}; {t.release} needs "
-                        f"{cc.value} or higher", f"use a GPU of compute capability {cc.value} or higher")
+            yield Check(
+                label,
+                PROBLEM,
+                f"{name} has compute capability {g.compute_capability}; {t.release} needs {cc.value} or higher",
+                f"use a GPU of compute capability {cc.value} or higher",
+            )
         else:
             yield Check(label, OK, f"{name}: compute capability {g.compute_capability} meets {cc.value}")
 
 
 def _find_out(t: Target) -> str:
     if t.distribution == "stock":
-        return (f"check which drivers and GPUs {t.release} supports in TensorFlow's install guide "
-                "(tensorflow.org/install) and NVIDIA's CUDA Toolkit release notes for the CUDA it was built against "
-                "(`envpin catalog show " + t.release + "`)")
+        return (
+            f"check which drivers and GPUs {t.release} supports in TensorFlow's install guide "
+            "(tensorflow.org/install) and NVIDIA's CUDA Toolkit release notes for the CUDA it was built against "
+            "(`envpin catalog show " + t.release + "`)"
+        )
     where = f" (NVIDIA's release note: {t.source_url})" if t.source_url else ""
     return f"read the Driver and GPU Requirements of NVIDIA's TensorFlow release notes for {t.release}{where}"
 
 
 # -- entry point ----------------------------------------------------------------------------------------
-def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | None = None,
-        stock: str | None = None) -> Diagnosis:
+def run(
+    ngc: str | None = None, lock: Path | None = None, readings: Readings | None = None, stock: str | None = None
+) -> Diagnosis:
     """Resolve the image (--ngc or --stock, else the lock every command finds: --lock, ./envpin.lock, the only
     images/*/envpin.lock), read the host, and diagnose."""
     if sum(x is not None for x in (ngc, lock, stock)) > 1:
@@ -635,8 +745,8 @@ def run(ngc: str | None = None, lock: Path | None = None, readings: Readings | N
     else:
         from envpin.environment.render import find_lock
 
-        found = find_lock(lock, context="which image? ",
-                              hint="give --ngc RELEASE (e.g. --ngc 22.06) or --lock path/to/envpin.lock")
+        found = find_lock(
+            lock, context="which image? ", hint="give --ngc RELEASE (e.g. --ngc 22.06) or --lock path/to/envpin.lock"
+        )
         target = target_from_lock(found)
     return diagnose(target, readings if readings is not None else read_host())
-

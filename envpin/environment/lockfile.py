@@ -140,8 +140,12 @@ class Lock(Value):
         d = plan.to_dict()
         keep = previous is not None and previous.inputs_hash == plan.inputs_hash
         declared = plan.base_declared
-        if declared is None and previous is not None and previous.base.digest == d["base_digest"] \
-                and not previous.declared_disagreements(plan):
+        if (
+            declared is None
+            and previous is not None
+            and previous.base.digest == d["base_digest"]
+            and not previous.declared_disagreements(plan)
+        ):
             declared = previous.base.declared  # still the same image: what it declares has not changed
         return cls(
             inputs_hash=plan.inputs_hash,
@@ -196,20 +200,26 @@ class Lock(Value):
                     pairs = [(f"{table}.{key}.{k}", have.get(k), want.get(k)) for k in sorted({*have, *want})]
                 else:
                     pairs = [(f"{table}.{key}", have, want)]
-                out += [f"{name} is {_said(a)} in the lock, but its inputs give {_said(b)}"
-                        for name, a, b in pairs if a != b]
+                out += [
+                    f"{name} is {_said(a)} in the lock, but its inputs give {_said(b)}"
+                    for name, a, b in pairs
+                    if a != b
+                ]
         out += self.declared_disagreements(plan)
         if rendered is not None and self.inputs_hash == plan.inputs_hash:
             # Written by this very envpin (same payload, same version): its rendering is the lock's [files].
             # A lock of another envpin renders differently by right; `lock --check` calls it stale.
             now = {rel: sha256_bytes(data) for rel, data in rendered.items()}
-            out += [f"files.{rel} is {_said(self.files.get(rel))} in the lock, but its inputs render "
-                    f"{_said(now.get(rel))}" for rel in sorted({*self.files, *now})
-                    if self.files.get(rel) != now.get(rel)]
+            out += [
+                f"files.{rel} is {_said(self.files.get(rel))} in the lock, but its inputs render {_said(now.get(rel))}"
+                for rel in sorted({*self.files, *now})
+                if self.files.get(rel) != now.get(rel)
+            ]
         own = plan.inputs_hash_with(payload_hash=self.inputs.payload_hash, envpin_version=self.envpin_version)
         if own != self.inputs_hash:
-            out.append(f"lock.inputs_hash {self.inputs_hash[:19]}… is not the hash of the inputs the lock lists "
-                       f"({own[:19]}…)")
+            out.append(
+                f"lock.inputs_hash {self.inputs_hash[:19]}… is not the hash of the inputs the lock lists ({own[:19]}…)"
+            )
         return out
 
     def declared_disagreements(self, plan: BuildPlan, image: dict[str, str] | None = None) -> list[str]:
@@ -225,12 +235,16 @@ class Lock(Value):
         out = []
         known = {name for names in imageconfig.ENV_KEYS.values() for name in names} | {imageconfig.REQUIRE_CUDA_ENV}
         for name in sorted(set(declared) - known):
-            out.append(f"base.declared.{name} is {_said(declared[name])} in the lock, but it is not a version "
-                       "variable an image config declares (envpin records only those)")
+            out.append(
+                f"base.declared.{name} is {_said(declared[name])} in the lock, but it is not a version "
+                "variable an image config declares (envpin records only those)"
+            )
         tf = next((declared[n] for n in imageconfig.ENV_KEYS["tf_version"] if n in declared), None)
         if tf is not None and not same_minor(release_version(tf), plan.tf_version):
-            out.append(f"base.declared.TENSORFLOW_VERSION is {_said(tf)} in the lock, but its inputs are for "
-                       f"TensorFlow {plan.tf_version} (a build refuses a base that declares another)")
+            out.append(
+                f"base.declared.TENSORFLOW_VERSION is {_said(tf)} in the lock, but its inputs are for "
+                f"TensorFlow {plan.tf_version} (a build refuses a base that declares another)"
+            )
         if declared and self.base.digest is None:
             out.append("base.declared is set in the lock, but the lock pins no base digest it could describe")
         return out + (self.declared_against(image) if image is not None else [])
@@ -241,17 +255,22 @@ class Lock(Value):
         declared = self.base.declared
         if not declared:
             return []
-        return [f"base.declared.{name} is {_said(declared.get(name))} in the lock, but the image config at "
-                f"{(self.base.digest or '?')[:19]}… declares {_said(image.get(name))}"
-                for name in sorted({*declared, *image}) if declared.get(name) != image.get(name)]
+        return [
+            f"base.declared.{name} is {_said(declared.get(name))} in the lock, but the image config at "
+            f"{(self.base.digest or '?')[:19]}… declares {_said(image.get(name))}"
+            for name in sorted({*declared, *image})
+            if declared.get(name) != image.get(name)
+        ]
 
     def changes_to(self, new: Lock) -> list[str]:
         """What writing `new` over this lock would change, one line per value ('base.digest: absent ->
         sha256:…'); [] when the files would be the same."""
         old_flat, new_flat = _flat_toml(self.to_toml()), _flat_toml(new.to_toml())
-        return [f"{key}: {_said(old_flat.get(key))} -> {_said(new_flat.get(key))}"
-                for key in sorted({*old_flat, *new_flat}) if key != "lock.self_hash"
-                and old_flat.get(key) != new_flat.get(key)]
+        return [
+            f"{key}: {_said(old_flat.get(key))} -> {_said(new_flat.get(key))}"
+            for key in sorted({*old_flat, *new_flat})
+            if key != "lock.self_hash" and old_flat.get(key) != new_flat.get(key)
+        ]
 
     def stale_against(self, plan: BuildPlan, fresh: dict[str, bytes], folder: Path) -> list[str]:
         """Why this lock no longer describes `plan` and the folder it sits in; [] when it is current."""
@@ -317,14 +336,27 @@ class Lock(Value):
         from envpin.reports import diff
 
         declared, entry = self.base.declared, plan.entry
-        return diff.contradictions(report, diff.Environment(
-            baked={"sha256": self.files.get("plan.json"), "base_digest": self.base.digest, "tag": self.inputs.tag,
-                   "tf_version": self.inputs.tf_version, "recipe": f"{self.recipe.id} {self.recipe.hash}"},
-            tf_version=plan.tf_version,
-            versions={what: (declared[env], f"the base declares {env}") if env in declared
-                      else (entry.portable_value(what), f"the catalog's {what}")
-                      for what, env in (("cuda", "CUDA_VERSION"), ("cudnn", "CUDNN_VERSION"))},
-            env=dict(self.recipe.env), unset=self.recipe.unset))
+        return diff.contradictions(
+            report,
+            diff.Environment(
+                baked={
+                    "sha256": self.files.get("plan.json"),
+                    "base_digest": self.base.digest,
+                    "tag": self.inputs.tag,
+                    "tf_version": self.inputs.tf_version,
+                    "recipe": f"{self.recipe.id} {self.recipe.hash}",
+                },
+                tf_version=plan.tf_version,
+                versions={
+                    what: (declared[env], f"the base declares {env}")
+                    if env in declared
+                    else (entry.portable_value(what), f"the catalog's {what}")
+                    for what, env in (("cuda", "CUDA_VERSION"), ("cudnn", "CUDNN_VERSION"))
+                },
+                env=dict(self.recipe.env),
+                unset=self.recipe.unset,
+            ),
+        )
 
     def verify(self, report: dict[str, Any], origin: str = LOCK_NAME) -> Verification:
         """Compare a report with the recorded reference: fingerprint fields, then the golden-hash rule."""
@@ -343,8 +375,15 @@ class Lock(Value):
             cpu_compute = not (fields.gpu_present(self.expected.fields) and fields.gpu_present(flat))
             diffs = diff.compare_flat(self.expected.fields, actual, cpu_compute)
         elif actual_fp != self.expected.fingerprint:
-            diffs = [diff.Difference("fingerprint", fields.BREAKING, self.expected.fingerprint, actual_fp,
-                                     "the lock records no [expected.fields] to say which field differs")]
+            diffs = [
+                diff.Difference(
+                    "fingerprint",
+                    fields.BREAKING,
+                    self.expected.fingerprint,
+                    actual_fp,
+                    "the lock records no [expected.fields] to say which field differs",
+                )
+            ]
         else:
             diffs = []
         golden_diffs, notes = self.check_golden(report)
@@ -362,11 +401,25 @@ class Lock(Value):
         key = GOLDEN_PREFIX + device
         want = self.golden.get(device)
         if want is None:
-            return [Difference(key, fields.INFO, None, digest,
-                               "no golden hash recorded for this device class (envpin verify --record adds it)")], []
+            return [
+                Difference(
+                    key,
+                    fields.INFO,
+                    None,
+                    digest,
+                    "no golden hash recorded for this device class (envpin verify --record adds it)",
+                )
+            ], []
         if want != digest:
-            return [Difference(key, fields.BREAKING, want, digest,
-                               "training on this device class no longer gives the recorded weights")], []
+            return [
+                Difference(
+                    key,
+                    fields.BREAKING,
+                    want,
+                    digest,
+                    "training on this device class no longer gives the recorded weights",
+                )
+            ], []
         return [], []
 
     # --- serialise ----------------------------------------------------------------------------------------
@@ -436,7 +489,8 @@ def loads(text: str, origin: str = LOCK_NAME) -> Lock:
         newer = type(schema) is int and schema > LOCK_SCHEMA
         raise LockError(
             f"{origin} uses lock schema {schema!r}; this envpin ({__version__}) reads schema {LOCK_SCHEMA}",
-            hint="upgrade envpin" if newer
+            hint="upgrade envpin"
+            if newer
             else "re-render it with this envpin (`envpin render --force`), then record again",
         )
     if meta.get("self_hash") != self_hash(data):
@@ -527,12 +581,16 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         s.keys(exp, "expected", {"fingerprint", "fields"})
         fp = exp.get("fingerprint")
         if not isinstance(fp, str) or not fp.startswith(_SHA):
-            raise LockError(f"lock {origin}: expected.fingerprint must be a 'sha256:...' string",
-                            hint="remove [expected] and record it again with 'envpin verify --record'")
+            raise LockError(
+                f"lock {origin}: expected.fingerprint must be a 'sha256:...' string",
+                hint="remove [expected] and record it again with 'envpin verify --record'",
+            )
         fp_fields = s.str_map(exp, "expected.fields", exp.get("fields", {}))
         if fp_fields and _fingerprint_of(fp_fields) != fp:
-            raise LockError(f"lock {origin}: expected.fingerprint does not match expected.fields",
-                            hint="record it again with 'envpin verify --record' after removing [expected]")
+            raise LockError(
+                f"lock {origin}: expected.fingerprint does not match expected.fields",
+                hint="record it again with 'envpin verify --record' after removing [expected]",
+            )
         expected = Expected(fp, fp_fields)
     golden = s.str_map(data, "golden", data.get("golden", {}))
     image = None
@@ -549,12 +607,17 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
     return Lock(
         inputs_hash=s.sha(meta, "lock.inputs_hash", meta.get("inputs_hash")),
         envpin_version=s.text(meta, "lock.envpin_version", meta.get("envpin_version")),
-        inputs=Inputs(**{
-            k: (s.text if k in _REQUIRED_INPUTS else s.opt_text)(inp, f"inputs.{k}", inp.get(k))
-            for k in Inputs.__dataclass_fields__
-        }),
-        base=Base(s.text(base, "base.image", base.get("image")), s.opt_text(base, "base.digest", base.get("digest")),
-                  s.str_map(base, "base.declared", base.get("declared", {}))),
+        inputs=Inputs(
+            **{
+                k: (s.text if k in _REQUIRED_INPUTS else s.opt_text)(inp, f"inputs.{k}", inp.get(k))
+                for k in Inputs.__dataclass_fields__
+            }
+        ),
+        base=Base(
+            s.text(base, "base.image", base.get("image")),
+            s.opt_text(base, "base.digest", base.get("digest")),
+            s.str_map(base, "base.declared", base.get("declared", {})),
+        ),
         recipe=Recipe(
             id=s.text(rec, "recipe.id", rec.get("id")),
             hash=s.text(rec, "recipe.hash", rec.get("hash")),
@@ -656,7 +719,7 @@ def report_golden(report: dict[str, Any]) -> tuple[str, str] | None:
     found = fields.golden_field(report)
     if found is None:
         return None
-    return found[0][len(GOLDEN_PREFIX):], found[1]
+    return found[0][len(GOLDEN_PREFIX) :], found[1]
 
 
 def self_hash(data: dict[str, Any]) -> str:

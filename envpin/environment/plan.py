@@ -54,7 +54,7 @@ class BuildPlan(Value):
 
     @property
     def distribution(self) -> str:
-        """"ngc" or "stock" (a Docker Hub tensorflow/tensorflow:X.Y.Z-gpu base)."""
+        """ "ngc" or "stock" (a Docker Hub tensorflow/tensorflow:X.Y.Z-gpu base)."""
         return self.entry.distribution
 
     @property
@@ -132,8 +132,7 @@ class BuildPlan(Value):
     def inputs_hash_with(self, **recorded: Any) -> str:
         """The inputs hash with some inputs as a lock recorded them (payload_hash, envpin_version): a lock
         written by another envpin must still hash its own listed inputs to its own inputs hash."""
-        return sha256_bytes(json.dumps({**self.to_dict(), **recorded}, sort_keys=True,
-                                       separators=(",", ":")).encode())
+        return sha256_bytes(json.dumps({**self.to_dict(), **recorded}, sort_keys=True, separators=(",", ":")).encode())
 
 
 class UnknownTF(UsageError):
@@ -152,8 +151,10 @@ def release_version(declared: str) -> str:
     """'2.14.0' -> '2.14.0'; '1.15.5+nv23.03' -> '1.15.5': the TensorFlow release an image declares."""
     parts = parse_version(declared)
     if parts is None or len(parts) < 2:
-        raise UsageError(f"the image declares TensorFlow '{shown(declared)}', which is not a version",
-                         hint="give the version with --tf MAJOR.MINOR")
+        raise UsageError(
+            f"the image declares TensorFlow '{shown(declared)}', which is not a version",
+            hint="give the version with --tf MAJOR.MINOR",
+        )
     return version_text(parts[:3])
 
 
@@ -241,8 +242,10 @@ def make_plan(
     The base is the NGC image of `ngc`, else the stock TensorFlow GPU image that `stock` names (a version or
     tag) or, with neither, the newest stock image of `tf` (envpin.knowledge.stock)."""
     if ngc is not None and stock is not None:
-        raise UsageError("give --ngc or --stock, not both",
-                         hint="--ngc for an NGC image, --stock for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu")
+        raise UsageError(
+            "give --ngc or --stock, not both",
+            hint="--ngc for an NGC image, --stock for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu",
+        )
     if ngc is not None:
         from envpin.knowledge.stock import refuse_as_ngc
 
@@ -286,8 +289,9 @@ def make_plan(
     )
 
 
-def _ngc_base(cat: catalog.Catalog, ngc_spec: NGCSpec, tf_spec: TFSpec | None,
-              tf_source: str | None) -> tuple[catalog.Entry, str, str, recipes.Recipe]:
+def _ngc_base(
+    cat: catalog.Catalog, ngc_spec: NGCSpec, tf_spec: TFSpec | None, tf_source: str | None
+) -> tuple[catalog.Entry, str, str, recipes.Recipe]:
     """The NGC tag, its TensorFlow version (and where it comes from) and its recipe."""
     (entry,) = cat.select(ngc_spec, tf_spec, single=True)
     if entry.flavor in PY2_FLAVORS:

@@ -56,8 +56,10 @@ def parse_formats(asked: Sequence[str]) -> tuple[str, ...]:
     """--format values, checked, once each, in FORMATS order."""
     unknown = [name for name in asked if name not in FORMATS]
     if unknown or not asked:
-        raise UsageError(f"'{shown(unknown[0] if unknown else '')}' is not an output format",
-                         hint="use --format docker or --format apptainer; repeat --format for both")
+        raise UsageError(
+            f"'{shown(unknown[0] if unknown else '')}' is not an output format",
+            hint="use --format docker or --format apptainer; repeat --format for both",
+        )
     return tuple(name for name in FORMATS if name in asked)
 
 
@@ -148,8 +150,9 @@ def find_lock(explicit: Path | None = None, *, context: str = "", hint: str = CR
         path = explicit / lockfile.LOCK_NAME if explicit.is_dir() else explicit
         if not path.exists() and not path.is_symlink():
             found = _found()
-            where = (f"the {'lock' if len(found) == 1 else 'locks'} here: {', '.join(map(str, found))}"
-                     if found else hint)
+            where = (
+                f"the {'lock' if len(found) == 1 else 'locks'} here: {', '.join(map(str, found))}" if found else hint
+            )
             raise LockError(f"lock file {path} does not exist", hint=where)
         return path
     found = _found()
@@ -157,8 +160,10 @@ def find_lock(explicit: Path | None = None, *, context: str = "", hint: str = CR
         return found[0]
     if not found:
         raise UsageError(f"{context}no {lockfile.LOCK_NAME} here or under {IMAGES_DIR}/", hint=hint)
-    raise LockError(f"several locks under {IMAGES_DIR}/: {', '.join(str(p) for p in found)}",
-                    hint=f"choose one with --lock {IMAGES_DIR}/<name>/{lockfile.LOCK_NAME}")
+    raise LockError(
+        f"several locks under {IMAGES_DIR}/: {', '.join(str(p) for p in found)}",
+        hint=f"choose one with --lock {IMAGES_DIR}/<name>/{lockfile.LOCK_NAME}",
+    )
 
 
 def find_all(explicit: Path | None = None) -> list[Path]:
@@ -191,8 +196,10 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     if out.exists() and not out.is_dir():
         raise RenderError(f"{out} exists and is not a folder", hint="choose another --out")
     if out.resolve() == Path(out.resolve().anchor) or out.resolve() == Path.home().resolve():
-        raise RenderError(f"{out} is a root or home folder, not an environment folder",
-                          hint="choose a folder of its own, e.g. --out images/<name>")
+        raise RenderError(
+            f"{out} is a root or home folder, not an environment folder",
+            hint="choose a folder of its own, e.g. --out images/<name>",
+        )
     lock_path = out / lockfile.LOCK_NAME
     recorded: dict[str, str] = {}
     if lock_path.exists():

@@ -75,13 +75,17 @@ def _hashes(tokens: list[str], where: str) -> tuple[str, ...]:
     found: list[str] = []
     it = iter(tokens)
     for tok in it:
-        value = tok[len("--hash="):] if tok.startswith("--hash=") else next(it, "") if tok == "--hash" else None
+        value = tok[len("--hash=") :] if tok.startswith("--hash=") else next(it, "") if tok == "--hash" else None
         if value is None:
-            raise RequirementsError(f"{where}: '{shown(tok)}' is not allowed after a locked requirement",
-                                    hint="a locked line is NAME==VERSION followed by --hash=sha256:... only")
+            raise RequirementsError(
+                f"{where}: '{shown(tok)}' is not allowed after a locked requirement",
+                hint="a locked line is NAME==VERSION followed by --hash=sha256:... only",
+            )
         if not _HASH.match(value):
-            raise RequirementsError(f"{where}: '{shown(value)}' is not a sha256 hash",
-                                    hint="use --hash=sha256: followed by 64 lower-case hex digits")
+            raise RequirementsError(
+                f"{where}: '{shown(value)}' is not a sha256 hash",
+                hint="use --hash=sha256: followed by 64 lower-case hex digits",
+            )
         found.append(value)
     return tuple(found)
 
@@ -93,8 +97,10 @@ def parse_line(line: str, where: str) -> Requirement:
     from packaging.requirements import Requirement as Spec
 
     if len(line) > MAX_LINE:
-        raise RequirementsError(f"{where}: a line of {len(line)} characters is not a requirement",
-                                hint=f"requirement lines are at most {MAX_LINE} characters")
+        raise RequirementsError(
+            f"{where}: a line of {len(line)} characters is not a requirement",
+            hint=f"requirement lines are at most {MAX_LINE} characters",
+        )
     spec_text, options = _split_options(line)
     unpinned = RequirementsError(
         f"{where}: '{shown(spec_text)}' is not pinned with == to one version",
@@ -114,8 +120,14 @@ def parse_line(line: str, where: str) -> Requirement:
             hint="lock it with hashes: `envpin lock requirements.in` (or pip-compile --generate-hashes)",
         )
     extras = f"[{','.join(sorted(spec.extras))}]" if spec.extras else ""
-    return Requirement(spec.name, pins[0].version, tuple(sorted(set(hashes))), extras,
-                       str(spec.marker) if spec.marker else "", pins[0].operator)
+    return Requirement(
+        spec.name,
+        pins[0].version,
+        tuple(sorted(set(hashes))),
+        extras,
+        str(spec.marker) if spec.marker else "",
+        pins[0].operator,
+    )
 
 
 def parse_lock(text: str, origin: str = "requirements") -> tuple[Requirement, ...]:

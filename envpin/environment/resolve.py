@@ -157,8 +157,10 @@ def image_facts(client: Any, image: str) -> ImageFacts:
     try:
         facts = _facts_from(json.loads(lines[-1]))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise EngineError(f"could not list the packages in {image}: unexpected output {lines[-1][:200]!r}",
-                          hint="run `envpin probe --image` on it to see what its Python says") from exc
+        raise EngineError(
+            f"could not list the packages in {image}: unexpected output {lines[-1][:200]!r}",
+            hint="run `envpin probe --image` on it to see what its Python says",
+        ) from exc
     if cached is not None:
         data = {"python": facts.python, "dists": facts.dists, "tags": list(facts.tags) if facts.tags else None}
         # A copy that cannot be written only costs the next lock the container.
@@ -169,8 +171,11 @@ def image_facts(client: Any, image: str) -> ImageFacts:
 
 def _facts_from(data: dict[str, Any]) -> ImageFacts:
     tags = data.get("tags")
-    return ImageFacts(str(data["python"]), {str(k): str(v) for k, v in data["dists"].items()},
-                      tuple(str(t) for t in tags) if isinstance(tags, list) and tags else None)
+    return ImageFacts(
+        str(data["python"]),
+        {str(k): str(v) for k, v in data["dists"].items()},
+        tuple(str(t) for t in tags) if isinstance(tags, list) and tags else None,
+    )
 
 
 def _facts_cache(client: Any, image: str) -> Path | None:
@@ -191,8 +196,16 @@ def _facts_cache(client: Any, image: str) -> Path | None:
 
 def _conflict_hint(logs: str) -> str:
     lines = [re.sub(r"^(cause|hint): ", "", ln.strip(" ×╰─▶│")) for ln in logs.splitlines() if ln.strip(" ×╰─▶│")]
-    keep = [ln for ln in lines if re.search(r"conflict|requires|because|No matching|Could not find|no version|"
-                                            r"unsatisfiable", ln, re.I)]
+    keep = [
+        ln
+        for ln in lines
+        if re.search(
+            r"conflict|requires|because|No matching|Could not find|no version|"
+            r"unsatisfiable",
+            ln,
+            re.I,
+        )
+    ]
     return " / ".join((keep or lines)[-3:])
 
 
@@ -205,14 +218,17 @@ def choose(resolver: str, python: str) -> str:
     version = (parse_version(python) or (0,))[:2]
     where = resolver if resolver != "auto" else ("image" if version >= IMAGE_RESOLVER_MIN else "host")
     if where == "image" and version < IMAGE_RESOLVER_MIN:
-        raise RequirementsError(f"the image's Python {python} cannot run the pip that resolves inside it "
-                                "(pip>=23.1 needs Python 3.7)", hint="use --resolver host (or auto)")
+        raise RequirementsError(
+            f"the image's Python {python} cannot run the pip that resolves inside it (pip>=23.1 needs Python 3.7)",
+            hint="use --resolver host (or auto)",
+        )
     if where == "host" and version < HOST_RESOLVER_MIN:
         raise RequirementsError(
             f"envpin lock cannot resolve for Python {python}: pip's resolver needs 3.7 in the image and uv "
             "resolves for 3.6 at the oldest",
             hint="use a later NGC release (19.07 onwards ship Python 3.6), or pin and hash the "
-                 "requirements yourself and pass them with --requirements")
+            "requirements yourself and pass them with --requirements",
+        )
     return where
 
 
@@ -236,7 +252,7 @@ def resolve_in_image(client: Any, image: str, requirements_in: str, facts: Image
             raise EngineError(
                 f"could not install a recent pip inside {image} to resolve with: {_conflict_hint(logs)}",
                 hint="the container needs to reach PyPI: check proxies, or render with --ca-bundle; or lock "
-                     "with --resolver host",
+                "with --resolver host",
             )
         if code != 0:
             raise RequirementsError(
@@ -263,6 +279,7 @@ def resolve_in_image(client: Any, image: str, requirements_in: str, facts: Image
 
 # --------------------------------------------------------------------------- resolution on the host
 
+
 def _key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -284,9 +301,11 @@ def manylinux_platform(tags: tuple[str, ...]) -> str:
         if level and arch in ("x86_64", "aarch64"):
             levels[arch] = max(levels.get(arch, (0, 0)), level)
     if not levels:
-        raise RequirementsError("the image's pip accepts no manylinux wheels (x86_64 or aarch64), which is all "
-                                "the host-side resolution knows how to choose for",
-                                hint="lock with --resolver image")
+        raise RequirementsError(
+            "the image's pip accepts no manylinux wheels (x86_64 or aarch64), which is all "
+            "the host-side resolution knows how to choose for",
+            hint="lock with --resolver image",
+        )
     arch, (major, minor) = max(levels.items(), key=lambda kv: kv[1])
     known = [17, *range(28, 41)]
     chosen = max((k for k in known if (2, k) <= (major, minor)), default=17)
@@ -308,8 +327,9 @@ def stub_wheel(folder: Path, name: str, version: str) -> Path | None:
     info = f"{escaped}-{canonical}.dist-info"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {canonical}\n")
-        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: envpin\nRoot-Is-Purelib: true\n"
-                                     "Tag: py3-none-any\n")
+        zf.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: envpin\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         zf.writestr(f"{info}/RECORD", "")
     return path
 
@@ -325,8 +345,10 @@ def uv_binary() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
     if not found:
-        raise EngineError("uv is not installed, and resolving on the host needs it",
-                          hint="pip install 'uv>=0.11' into envpin's environment")
+        raise EngineError(
+            "uv is not installed, and resolving on the host needs it",
+            hint="pip install 'uv>=0.11' into envpin's environment",
+        )
     return found
 
 
@@ -355,8 +377,10 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
     """uv resolves for the image's Python and platform with the image's packages as pinned stand-ins; the
     result keeps only what the base lacks, each with the hashes of the files the image's pip accepts."""
     if facts.tags is None:
-        raise RequirementsError(f"cannot tell which wheels {image}'s pip installs (it has no pip envpin can ask)",
-                                hint="install pip in the base image, or lock with --resolver image")
+        raise RequirementsError(
+            f"cannot tell which wheels {image}'s pip installs (it has no pip envpin can ask)",
+            hint="install pip in the base image, or lock with --resolver image",
+        )
     from envpin._compat import tomllib
 
     platform = manylinux_platform(facts.tags)
@@ -375,31 +399,53 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
                 pinned.append(f"{n}=={v}\n")
         (work / "constraints.txt").write_text("".join(pinned))
         (work / "requirements.in").write_text(requirements_in)
-        cmd = [uv_binary(), "pip", "compile", "requirements.in", "--python-version", facts.python,
-               "--python-platform", platform, "--format", "pylock.toml", "-o", "pylock.toml",
-               "-c", "constraints.txt", "--find-links", str(stubs), "--quiet", "--color", "never",
-               # The interpreter uv runs builds with, named: left to find one for --python-version, uv asks
-               # every python3.X on PATH (pyenv's shims among them, each a shell script), which cost more than
-               # the resolution itself. The target's version, platform and markers come from the flags above.
-               "--python", sys.executable]
+        cmd = [
+            uv_binary(),
+            "pip",
+            "compile",
+            "requirements.in",
+            "--python-version",
+            facts.python,
+            "--python-platform",
+            platform,
+            "--format",
+            "pylock.toml",
+            "-o",
+            "pylock.toml",
+            "-c",
+            "constraints.txt",
+            "--find-links",
+            str(stubs),
+            "--quiet",
+            "--color",
+            "never",
+            # The interpreter uv runs builds with, named: left to find one for --python-version, uv asks
+            # every python3.X on PATH (pyenv's shims among them, each a shell script), which cost more than
+            # the resolution itself. The target's version, platform and markers come from the flags above.
+            "--python",
+            sys.executable,
+        ]
         try:
-            proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900,
-                                  stdin=subprocess.DEVNULL)
+            proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as exc:
-            raise EngineError("uv did not finish resolving within 900 s",
-                              hint="check the network path to the package index") from exc
+            raise EngineError(
+                "uv did not finish resolving within 900 s", hint="check the network path to the package index"
+            ) from exc
         if proc.returncode != 0:
             raise RequirementsError(
                 f"the requirements cannot be resolved for {image} (Python {facts.python}, {platform}) without "
                 f"replacing its packages: {_conflict_hint(proc.stderr)}",
-                hint="relax the pins that conflict with the base image's packages (see `envpin probe` in the image)")
+                hint="relax the pins that conflict with the base image's packages (see `envpin probe` in the image)",
+            )
         lock = tomllib.loads((work / "pylock.toml").read_text(encoding="utf-8"))
     locked: list[Requirement] = []
     for package in lock.get("packages", []):
         name, version = str(package.get("name", "")), str(package.get("version", ""))
         if _key(name) in unpinned:
-            raise RequirementsError(f"{name} {version} would replace the image's {name} {base[_key(name)][1]}",
-                                    hint="relax the requirement that needs it")
+            raise RequirementsError(
+                f"{name} {version} would replace the image's {name} {base[_key(name)][1]}",
+                hint="relax the requirement that needs it",
+            )
         if _key(name) in base:
             continue  # the image has exactly this version: it was a constraint
         hashes, _ = _files_for(package, accepted)
@@ -407,15 +453,20 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
             raise RequirementsError(
                 f"no file of {name} {version} installs in {image}: no wheel its pip accepts "
                 f"(Python {facts.python}, {platform}) and no source distribution",
-                hint=f"pin another version of {name} in the requirements")
+                hint=f"pin another version of {name} in the requirements",
+            )
         locked.append(Requirement(name, version, tuple(hashes)))
     return tuple(sorted(locked, key=lambda r: r.key))
 
 
-def write_lock(out: Path, reqs: tuple[Requirement, ...], image: str, python: str, source: Path, text: str,
-               where: str = "image") -> None:
-    how = (f"inside {image}" if where == "image"
-           else f"on the host for {image}'s Python and the wheel tags its pip accepts")
+def write_lock(
+    out: Path, reqs: tuple[Requirement, ...], image: str, python: str, source: Path, text: str, where: str = "image"
+) -> None:
+    how = (
+        f"inside {image}"
+        if where == "image"
+        else f"on the host for {image}'s Python and the wheel tags its pip accepts"
+    )
     header = (
         f"# envpin: locked from {source.name} ({sha256_bytes(text.encode())}) {how}\n"
         f"# for Python {python} on linux/amd64. Packages the base image already has are not listed:\n"

@@ -93,8 +93,14 @@ class Node(Value):
     golden: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "source": self.source, "reason": self.reason, "class": self.class_id,
-                "device_class": self.device_class, "golden": self.golden}
+        return {
+            "status": self.status,
+            "source": self.source,
+            "reason": self.reason,
+            "class": self.class_id,
+            "device_class": self.device_class,
+            "golden": self.golden,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +114,14 @@ class NodeClass(Value):
     reference: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "fingerprint": self.fingerprint, "size": len(self.nodes), "nodes": list(self.nodes),
-                "device_classes": list(self.device_classes), "reference": self.reference}
+        return {
+            "id": self.id,
+            "fingerprint": self.fingerprint,
+            "size": len(self.nodes),
+            "nodes": list(self.nodes),
+            "device_classes": list(self.device_classes),
+            "reference": self.reference,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +143,14 @@ class Spread(Value):
         return self.key.startswith(GOLDEN_PREFIX)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "severity": self.severity, "reason": self.reason, "common": self.common,
-                "values": {v: list(n) for v, n in self.values.items()}, "absent": list(self.absent)}
+        return {
+            "key": self.key,
+            "severity": self.severity,
+            "reason": self.reason,
+            "common": self.common,
+            "values": {v: list(n) for v, n in self.values.items()},
+            "absent": list(self.absent),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +166,12 @@ class GoldenGroup(Value):
         return len(self.hashes) <= 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"device_class": self.device_class, "consistent": self.consistent,
-                "hashes": {h: list(n) for h, n in self.hashes.items()}, "unchecked": list(self.unchecked)}
+        return {
+            "device_class": self.device_class,
+            "consistent": self.consistent,
+            "hashes": {h: list(n) for h, n in self.hashes.items()},
+            "unchecked": list(self.unchecked),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,13 +258,18 @@ class FleetResult(Value):
         c = self.counts()
         problems = self.problems()
         if c["breaking"]:
-            probed = (f"{_n(c['breaking'], 'breaking difference')} across {_n(c['classes'], 'class', 'classes')}; "
-                      f"{_n(c['outliers'], 'outlier')}")
+            probed = (
+                f"{_n(c['breaking'], 'breaking difference')} across {_n(c['classes'], 'class', 'classes')}; "
+                f"{_n(c['outliers'], 'outlier')}"
+            )
         elif not c[OK]:
             probed = "no node was probed"
         elif problems:  # what the probed nodes show, without calling the fleet consistent
-            probed = (f"{_n(c[OK], 'probed node')}: no breaking difference, {_n(c['risk'], 'risk difference')}"
-                      if c["risk"] else f"{_n(c[OK], 'probed node')}: no breaking or risk difference")
+            probed = (
+                f"{_n(c[OK], 'probed node')}: no breaking difference, {_n(c['risk'], 'risk difference')}"
+                if c["risk"]
+                else f"{_n(c[OK], 'probed node')}: no breaking or risk difference"
+            )
         elif c["risk"]:
             probed = f"{_n(c[OK], 'node')} consistent (no breaking differences); {_n(c['risk'], 'risk difference')}"
         else:
@@ -258,8 +285,9 @@ class FleetResult(Value):
             "status": self.status,
             "verdict": self.verdict(),
             "counts": self.counts(),
-            "expected": None if self.expected is None else {**self.expected.to_json(),
-                                                            "unexpected": list(self.unexpected)},
+            "expected": None
+            if self.expected is None
+            else {**self.expected.to_json(), "unexpected": list(self.unexpected)},
             "classes": [c.to_json() for c in self.classes],
             "outliers": list(self.outliers),
             "differences": [s.to_json() for s in self.spreads],
@@ -328,9 +356,16 @@ class Compact:
 
     __slots__ = ("changed", "device_class", "golden", "gpu", "key", "missing", "reducer")
 
-    def __init__(self, reducer: Reducer, changed: dict[str, str], missing: frozenset[str],
-                 key: tuple[frozenset[tuple[str, str]], frozenset[str]], device_class: str, golden: str | None,
-                 gpu: bool) -> None:
+    def __init__(
+        self,
+        reducer: Reducer,
+        changed: dict[str, str],
+        missing: frozenset[str],
+        key: tuple[frozenset[tuple[str, str]], frozenset[str]],
+        device_class: str,
+        golden: str | None,
+        gpu: bool,
+    ) -> None:
         self.reducer, self.changed, self.missing, self.key = reducer, changed, missing, key
         self.device_class, self.golden, self.gpu = device_class, golden, gpu
 
@@ -393,8 +428,9 @@ class Reducer:
         base, base_fp, share = self.base, self.base_fp, self._shared
         changed = {share(k): v if v is None else share(v) for k, v in flat.items() - base.items()}
         missing = frozenset(share(k) for k in base.keys() - flat.keys()) or _NONE
-        fp_changed = frozenset((share(k), changed.get(k, base.get(k, v)))
-                               for k, v in fp.items() - base_fp.items()) or _NONE
+        fp_changed = (
+            frozenset((share(k), changed.get(k, base.get(k, v))) for k, v in fp.items() - base_fp.items()) or _NONE
+        )
         fp_missing = frozenset(k for k in base_fp if k not in fp) or _NONE
         return Compact(self, changed, missing, (fp_changed, fp_missing), device_class, golden, gpu)
 
@@ -406,8 +442,11 @@ class _Probed(Value):
     record: Compact
 
 
-def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure | Compact]],
-              sources: Sequence[str | None] | None = None, expected: Expected | None = None) -> FleetResult:
+def aggregate(
+    reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure | Compact]],
+    sources: Sequence[str | None] | None = None,
+    expected: Expected | None = None,
+) -> FleetResult:
     """The fleet view of (node name, report, Compact record or NodeFailure) pairs; duplicate names get
     '#2', '#3'... Records must all come from one Reducer (reports given as such join it). With `expected`,
     the nodes it names (or counts) that no pair accounts for are missing, and nodes it does not name (or
@@ -438,8 +477,7 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure | Com
     classes = _classes(probed)
     class_of = {n: c.id for c in classes for n in c.nodes}
     for p in probed:
-        nodes[p.name] = Node(p.name, OK, p.source, None, class_of[p.name], p.record.device_class,
-                             p.record.golden)
+        nodes[p.name] = Node(p.name, OK, p.source, None, class_of[p.name], p.record.device_class, p.record.golden)
     spreads, informational = _spreads(probed)
     golden = _golden(probed)
     spreads += [_golden_spread(g) for g in golden if not g.consistent]
@@ -455,8 +493,12 @@ def aggregate(reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure | Com
         missing, unexpected = match_expected(expected.names, list(nodes))
         where = f" (listed in {expected.origin})" if expected.origin else ""
         for name in missing:
-            nodes[name] = Node(name, MISSING, expected.origin,
-                               f"nothing was found for this node: no report, error file or probe pod{where}")
+            nodes[name] = Node(
+                name,
+                MISSING,
+                expected.origin,
+                f"nothing was found for this node: no report, error file or probe pod{where}",
+            )
     elif expected is not None:
         unnamed_missing, surplus = max(0, expected.count - len(nodes)), max(0, len(nodes) - expected.count)
     return FleetResult(
@@ -505,8 +547,13 @@ def _classes(probed: list[_Probed]) -> list[NodeClass]:
         groups.setdefault(p.record.key, []).append(p)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), min(p.name for p in g)))
     return [
-        NodeClass(i + 1, fields.fingerprint_of_fields(g[0].record.fp_fields()), tuple(sorted(p.name for p in g)),
-                  tuple(sorted({p.record.device_class for p in g})), i == 0)
+        NodeClass(
+            i + 1,
+            fields.fingerprint_of_fields(g[0].record.fp_fields()),
+            tuple(sorted(p.name for p in g)),
+            tuple(sorted({p.record.device_class for p in g})),
+            i == 0,
+        )
         for i, g in enumerate(ordered)
     ]
 
@@ -551,8 +598,16 @@ def _spreads(probed: list[_Probed]) -> tuple[list[Spread], list[str]]:
         counts: dict[str | None, int] = {v: len(n) for v, n in values.items()}
         if absent:
             counts[None] = len(absent)
-        spreads.append(Spread(key, severity, reason, {v: tuple(sorted(values[v])) for v in sorted(values)},
-                              tuple(sorted(absent)), _most_common(counts)))
+        spreads.append(
+            Spread(
+                key,
+                severity,
+                reason,
+                {v: tuple(sorted(values[v])) for v in sorted(values)},
+                tuple(sorted(absent)),
+                _most_common(counts),
+            )
+        )
     return spreads, informational
 
 
@@ -569,8 +624,13 @@ def _golden(probed: list[_Probed]) -> list[GoldenGroup]:
             if p.record.golden is not None:
                 hashes.setdefault(p.record.golden, []).append(p.name)
         if hashes:
-            out.append(GoldenGroup(dc, {h: tuple(sorted(hashes[h])) for h in sorted(hashes)},
-                                   tuple(sorted(p.name for p in members if p.record.golden is None))))
+            out.append(
+                GoldenGroup(
+                    dc,
+                    {h: tuple(sorted(hashes[h])) for h in sorted(hashes)},
+                    tuple(sorted(p.name for p in members if p.record.golden is None)),
+                )
+            )
     return out
 
 
@@ -578,8 +638,7 @@ def _golden_spread(g: GoldenGroup) -> Spread:
     from envpin.probe import fields
 
     common = _most_common({h: len(n) for h, n in g.hashes.items()})
-    return Spread(GOLDEN_PREFIX + g.device_class, fields.BREAKING, GOLDEN_REASON, dict(g.hashes), g.unchecked,
-                  common)
+    return Spread(GOLDEN_PREFIX + g.device_class, fields.BREAKING, GOLDEN_REASON, dict(g.hashes), g.unchecked, common)
 
 
 # --- HTML ------------------------------------------------------------------------------------------------

@@ -35,10 +35,13 @@ SUFFIXES = (".json", ".log")
 ERROR_SUFFIX = ".error.txt"
 _PREFIX = re.compile(r"\[pod/([^/\]]+)/([^\]]*)\] ?")
 _HINT = "pass probe reports (envpin probe -o FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
-_ERROR_HINT = ("fleet probe --slurm writes <node>.error.txt as two lines, 'status: failed' (or timed_out) and "
-               "'error: <why>'; remove the file if it is not one")
-_LIST_HINT = ("one node name per line ('#' starts a comment), e.g. from `scontrol show hostnames` or "
-              "`kubectl get nodes -o name`")
+_ERROR_HINT = (
+    "fleet probe --slurm writes <node>.error.txt as two lines, 'status: failed' (or timed_out) and "
+    "'error: <why>'; remove the file if it is not one"
+)
+_LIST_HINT = (
+    "one node name per line ('#' starts a comment), e.g. from `scontrol show hostnames` or `kubectl get nodes -o name`"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,18 +73,21 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
         try:
             is_dir, exists = path.is_dir(), path.exists()
         except OSError as exc:  # a folder on the way that cannot be entered
-            raise ReportError(f"cannot read {path}: {exc.strerror or exc}",
-                              hint="check the permissions of the folders on its path") from None
+            raise ReportError(
+                f"cannot read {path}: {exc.strerror or exc}", hint="check the permissions of the folders on its path"
+            ) from None
         if is_dir:
             try:
-                found = sorted(p for p in path.iterdir()
-                               if (p.suffix in SUFFIXES or _is_error_file(p)) and p.is_file())
+                found = sorted(p for p in path.iterdir() if (p.suffix in SUFFIXES or _is_error_file(p)) and p.is_file())
             except OSError as exc:  # listed but not searchable (mode 644), or gone while being read
-                raise ReportError(f"cannot read the folder {path}: {exc.strerror or exc}",
-                                  hint="check the folder's permissions") from None
+                raise ReportError(
+                    f"cannot read the folder {path}: {exc.strerror or exc}", hint="check the folder's permissions"
+                ) from None
             if not found:
-                raise ReportError(f"no probe reports (*.json, *.log, *.error.txt) in {path}",
-                                  hint="write them with 'envpin probe --out DIR', or see docs/fleet.md")
+                raise ReportError(
+                    f"no probe reports (*.json, *.log, *.error.txt) in {path}",
+                    hint="write them with 'envpin probe --out DIR', or see docs/fleet.md",
+                )
             out += found
         elif exists:
             out.append(path)
@@ -117,9 +123,12 @@ def output_clash(paths: Sequence[Path], output: Path) -> str | None:
     for path in paths:
         if os.path.isdir(path):
             if os.path.realpath(path) == os.path.dirname(where) and (
-                    output.suffix in SUFFIXES or _is_error_file(output)):
-                return (f"is in the folder of reports {path} under a name `fleet report` reads as a report "
-                        "(*.json, *.log, *.error.txt)")
+                output.suffix in SUFFIXES or _is_error_file(output)
+            ):
+                return (
+                    f"is in the folder of reports {path} under a name `fleet report` reads as a report "
+                    "(*.json, *.log, *.error.txt)"
+                )
         elif os.path.realpath(path) == where:
             return "is one of the reports it reads: the page would replace it"
     return None
@@ -172,12 +181,13 @@ def error_file_text(status: str, error: str) -> str:
 def parse_error_file(text: str, origin: str) -> NodeFailure:
     """An error file's node failure: the status line, then the reason (the rest of the file)."""
     head, _, rest = text.partition("\n")
-    status = head[len("status: "):].strip() if head.startswith("status: ") else None
+    status = head[len("status: ") :].strip() if head.startswith("status: ") else None
     if status not in (FAILED, TIMED_OUT) or not rest.startswith("error: "):
         said = shown(head, 60) if head.strip() else "empty"
-        raise ReportError(f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})",
-                          hint=_ERROR_HINT)
-    return NodeFailure(status, rest[len("error: "):].rstrip("\n") or "no reason given")
+        raise ReportError(
+            f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})", hint=_ERROR_HINT
+        )
+    return NodeFailure(status, rest[len("error: ") :].rstrip("\n") or "no reason given")
 
 
 def read_node_list(path: Path) -> tuple[str, ...]:
@@ -197,11 +207,14 @@ def read_node_list(path: Path) -> tuple[str, ...]:
         if len(name.split()) > 1:
             raise UsageError(f"{path} line {number} holds more than one name: {shown(line, 80)}", hint=_LIST_HINT)
         if "[" in name or "]" in name:
-            raise UsageError(f"{path} line {number} is a Slurm host list ({shown(name, 80)}), not a node name",
-                             hint=f"list one node per line: scontrol show hostnames '{shown(name, 80)}'")
+            raise UsageError(
+                f"{path} line {number} is a Slurm host list ({shown(name, 80)}), not a node name",
+                hint=f"list one node per line: scontrol show hostnames '{shown(name, 80)}'",
+            )
         if name in seen:
-            raise UsageError(f"{path} names {shown(name, 80)} twice (lines {seen[name]} and {number})",
-                             hint="list every node once")
+            raise UsageError(
+                f"{path} names {shown(name, 80)} twice (lines {seen[name]} and {number})", hint="list every node once"
+            )
         seen[name] = number
         names.append(name)
     if not names:
@@ -229,8 +242,11 @@ def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status
     assert status is not None
     if status.failure is not None:
         return Entry(fallback, NodeFailure(status.failure.status, f"pod {pod}: {status.failure.reason}"), "pod list")
-    return Entry(fallback, NodeFailure(FAILED, f"pod {pod}: the probe finished but its output was not collected "
-                                               "(kubectl logs)"), "pod list")
+    return Entry(
+        fallback,
+        NodeFailure(FAILED, f"pod {pod}: the probe finished but its output was not collected (kubectl logs)"),
+        "pod list",
+    )
 
 
 def parse_kubectl_log(text: str, origin: str = "log") -> dict[str, Mapping[str, Any] | str]:
@@ -240,10 +256,12 @@ def parse_kubectl_log(text: str, origin: str = "log") -> dict[str, Mapping[str, 
         m = _PREFIX.match(line)
         if m is None:
             if line.strip():
-                raise ReportError(f"{origin} line {number} has no [pod/NAME/CONTAINER] prefix",
-                                  hint="collect with 'kubectl logs --prefix' only (docs/fleet.md)")
+                raise ReportError(
+                    f"{origin} line {number} has no [pod/NAME/CONTAINER] prefix",
+                    hint="collect with 'kubectl logs --prefix' only (docs/fleet.md)",
+                )
             continue
-        lines.setdefault(m.group(1), []).append(line[m.end():])
+        lines.setdefault(m.group(1), []).append(line[m.end() :])
     return {pod: report_from_output(body, f"pod {pod}") for pod, body in lines.items()}
 
 
@@ -257,7 +275,7 @@ def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:
     opening = [i for i, line in enumerate(lines) if line.rstrip() == "{"]
     closing = [i for i, line in enumerate(lines) if line.rstrip() == "}"]
     if opening and closing and opening[0] < closing[-1]:
-        candidates.append("\n".join(lines[opening[0]: closing[-1] + 1]))
+        candidates.append("\n".join(lines[opening[0] : closing[-1] + 1]))
     from envpin.fsutil import parse_json
 
     for candidate in candidates:

@@ -46,8 +46,10 @@ class Manifest(Value):
 def validate_namespace(namespace: str) -> str:
     """A Kubernetes namespace name: an RFC 1123 label."""
     if len(namespace) > 63 or not _NAMESPACE.match(namespace):
-        raise UsageError(f"'{shown(namespace)}' is not a Kubernetes namespace name",
-                         hint="lower-case letters, digits and '-', at most 63 characters, e.g. envpin")
+        raise UsageError(
+            f"'{shown(namespace)}' is not a Kubernetes namespace name",
+            hint="lower-case letters, digits and '-', at most 63 characters, e.g. envpin",
+        )
     return namespace
 
 
@@ -75,28 +77,36 @@ def render(image: str, namespace: str, payload: bytes, selftest: bool | None = N
     validate_image_ref(image)
     ref = imageref.parse(image)
     if ref.tag is None and ref.digest is None:
-        raise UsageError(f"'{shown(image)}' names no tag or digest",
-                         hint="pin the image by digest: REGISTRY/REPOSITORY:TAG@sha256:...")
+        raise UsageError(
+            f"'{shown(image)}' names no tag or digest",
+            hint="pin the image by digest: REGISTRY/REPOSITORY:TAG@sha256:...",
+        )
     encoded = base64.b64encode(payload).decode("ascii")
     if len(encoded) >= CONFIGMAP_LIMIT:
-        raise UsageError(f"the probe payload ({len(payload)} bytes) does not fit in a ConfigMap",
-                         hint="this envpin's payload is too large for Kubernetes; report it")
-    text = template_env("envpin.fleet").get_template("kubernetes-probe.yaml.j2").render(
-        name=NAME,
-        namespace=validate_namespace(namespace),
-        labels=LABELS,
-        selector_key=SELECTOR_KEY,
-        image=image,
-        probe_container=PROBE_CONTAINER,
-        probe_command=probe_command(selftest, quick),
-        probe_memory="512Mi" if selftest is False else "4Gi",
-        node_name_env=NODE_NAME_ENV,
-        gpu_node_labels=GPU_NODE_LABELS,
-        payload_configmap=PAYLOAD_CONFIGMAP,
-        payload_annotation=PAYLOAD_ANNOTATION,
-        payload_hash=sha256_bytes(payload),
-        payload_name=PAYLOAD_NAME,
-        payload_path=IMAGE_PATH,
-        payload_b64=encoded,
+        raise UsageError(
+            f"the probe payload ({len(payload)} bytes) does not fit in a ConfigMap",
+            hint="this envpin's payload is too large for Kubernetes; report it",
+        )
+    text = (
+        template_env("envpin.fleet")
+        .get_template("kubernetes-probe.yaml.j2")
+        .render(
+            name=NAME,
+            namespace=validate_namespace(namespace),
+            labels=LABELS,
+            selector_key=SELECTOR_KEY,
+            image=image,
+            probe_container=PROBE_CONTAINER,
+            probe_command=probe_command(selftest, quick),
+            probe_memory="512Mi" if selftest is False else "4Gi",
+            node_name_env=NODE_NAME_ENV,
+            gpu_node_labels=GPU_NODE_LABELS,
+            payload_configmap=PAYLOAD_CONFIGMAP,
+            payload_annotation=PAYLOAD_ANNOTATION,
+            payload_hash=sha256_bytes(payload),
+            payload_name=PAYLOAD_NAME,
+            payload_path=IMAGE_PATH,
+            payload_b64=encoded,
+        )
     )
     return Manifest(text, image, ref.digest is not None)

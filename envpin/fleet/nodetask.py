@@ -41,23 +41,30 @@ def frame(node, result):
     """The result as protocol lines (see the module docstring)."""
     blob = base64.b64encode(zlib.compress(json.dumps(result, sort_keys=True).encode("utf-8"))).decode("ascii")
     digest = hashlib.sha256(blob.encode("ascii")).hexdigest()[:16]
-    chunks = [blob[i:i + CHUNK] for i in range(0, len(blob), CHUNK)] or [""]
+    chunks = [blob[i : i + CHUNK] for i in range(0, len(blob), CHUNK)] or [""]
     return ["%s %s %s %d %d %s %s" % (MARK, VERSION, node, i, len(chunks), digest, c) for i, c in enumerate(chunks)]
 
 
 def run_probe(payload, expected, timeout, args):
     """Run the probe archive `payload`; a result dict with status ok / failed / timeout."""
     if hashlib.sha256(payload).hexdigest() != expected:
-        return {"status": "failed", "error": "the probe archive arrived damaged (%d bytes, sha256 mismatch)"
-                % len(payload)}
+        return {
+            "status": "failed",
+            "error": "the probe archive arrived damaged (%d bytes, sha256 mismatch)" % len(payload),
+        }
     tmp = tempfile.mkdtemp(prefix="envpin-task-")
     try:
         archive = os.path.join(tmp, "envpin.pyz")
         with open(archive, "wb") as fh:
             fh.write(payload)
         try:
-            proc = subprocess.run([sys.executable, archive, *args], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+            proc = subprocess.run(
+                [sys.executable, archive, *args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             return {"status": "timeout", "error": "the probe did not finish within %g s" % timeout}
         stderr = proc.stderr.decode("utf-8", "replace")[-STDERR_TAIL:]
@@ -67,8 +74,12 @@ def run_probe(payload, expected, timeout, args):
             return {"status": "ok", "exit_code": 1, "stderr": stderr, "report": report}
         if proc.returncode != 0:
             last = stderr.strip().splitlines()[-1:] or ["no output on stderr"]
-            return {"status": "failed", "exit_code": proc.returncode, "stderr": stderr,
-                    "error": "the probe exited with status %d: %s" % (proc.returncode, last[0])}
+            return {
+                "status": "failed",
+                "exit_code": proc.returncode,
+                "stderr": stderr,
+                "error": "the probe exited with status %d: %s" % (proc.returncode, last[0]),
+            }
         return {"status": "ok", "exit_code": 0, "stderr": stderr, "report": report}
     except OSError as exc:
         return {"status": "failed", "error": "cannot run the probe: %s" % exc}

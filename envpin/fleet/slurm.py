@@ -48,8 +48,21 @@ DEFAULT_TIMEOUT_S = 300
 GRACE_S = 60
 SINFO_FORMAT = "%N|%P|%T|%E"
 #: Node states (sinfo %T, long form) in which Slurm gives a node to no new job.
-UNUSABLE_STATES = ("down", "drained", "draining", "fail", "failing", "future", "inval", "maint", "unknown",
-                   "reboot_issued", "reboot_requested", "powering_down", "power_down")
+UNUSABLE_STATES = (
+    "down",
+    "drained",
+    "draining",
+    "fail",
+    "failing",
+    "future",
+    "inval",
+    "maint",
+    "unknown",
+    "reboot_issued",
+    "reboot_requested",
+    "powering_down",
+    "power_down",
+)
 #: What the node-side task says when the probe ran past its time (envpin/fleet/nodetask.py, protocol 1).
 _TASK_TIMEOUT = "timeout"
 _STATE_FLAGS = "*~#!%$@^-"
@@ -62,8 +75,10 @@ _TASK_ERROR = re.compile(r"^@envpin-task-error ([^\s:]+): (.*)$")
 # (srun may end the step before it arrives), while a line the task itself writes always arrives. The failing
 # task still reads the archive srun sends it to the end: a task that leaves its standard input unread makes
 # srun's write fail, and srun then aborts the whole step ("io error with slurmstepd"), every node's task with it.
-_START = ('command -v "$1" >/dev/null 2>&1 || { echo "@envpin-task-error ${SLURMD_NODENAME:-$(uname -n)}: '
-          '$1 is not installed on the node (not found on PATH)" >&2; cat >/dev/null; exit 127; }; exec "$@"')
+_START = (
+    'command -v "$1" >/dev/null 2>&1 || { echo "@envpin-task-error ${SLURMD_NODENAME:-$(uname -n)}: '
+    '$1 is not installed on the node (not found on PATH)" >&2; cat >/dev/null; exit 127; }; exec "$@"'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +125,7 @@ class Plan(Value):
 
 # --------------------------------------------------------------------------- pure parts (unit-tested)
 
+
 def parse_sinfo(text: str) -> tuple[str | None, dict[str, list[PartitionNode]]]:
     """`sinfo -h -N -o '%N|%P|%T|%E'` -> (default partition, partition -> its nodes in sinfo's order)."""
     default = None
@@ -136,8 +152,10 @@ def plan(sinfo_text: str, partition: str | None, nodes: int | None) -> Plan:
     default, parts = parse_sinfo(sinfo_text)
     name = partition or default
     if name is None:
-        raise UsageError("this cluster has no default partition", hint="name one with --partition "
-                         f"({', '.join(sorted(parts)) or 'sinfo lists none'})")
+        raise UsageError(
+            "this cluster has no default partition",
+            hint=f"name one with --partition ({', '.join(sorted(parts)) or 'sinfo lists none'})",
+        )
     if name not in parts:
         raise UsageError(f"partition {name} has no nodes", hint="see `sinfo`; choose one with --partition")
     listed = parts[name]
@@ -150,9 +168,11 @@ def plan(sinfo_text: str, partition: str | None, nodes: int | None) -> Plan:
         raise UsageError("--nodes must be at least 1", hint="leave it out to probe every node of the partition")
     if nodes > len(usable):
         down = [n.name for n in listed if not n.usable]
-        raise UsageError(f"--nodes {nodes}, but partition {name} has {len(usable)} usable node(s)"
-                         + (f" ({len(down)} down or drained: {', '.join(down)})" if down else ""),
-                         hint="ask for fewer, or leave --nodes out to probe (and report) every node")
+        raise UsageError(
+            f"--nodes {nodes}, but partition {name} has {len(usable)} usable node(s)"
+            + (f" ({len(down)} down or drained: {', '.join(down)})" if down else ""),
+            hint="ask for fewer, or leave --nodes out to probe (and report) every node",
+        )
     return Plan(name, nodes, None, ())
 
 
@@ -173,8 +193,11 @@ def pyxis_image(image: str) -> str:
     ref = _image_ref(image)
     if ref.registry == DOCKER_HUB:
         return ref.familiar
-    return f"{ref.registry}#{ref.repository}" + (f":{ref.tag}" if ref.tag else "") + (
-        f"@{ref.digest}" if ref.digest else "")
+    return (
+        f"{ref.registry}#{ref.repository}"
+        + (f":{ref.tag}" if ref.tag else "")
+        + (f"@{ref.digest}" if ref.digest else "")
+    )
 
 
 def _image_ref(image: str) -> Any:
@@ -183,8 +206,9 @@ def _image_ref(image: str) -> Any:
     try:
         return imageref.parse(image)
     except imageref.RefError as exc:
-        raise UsageError(exc.message, hint="give a registry reference, a .sif/.sqsh file or a URI "
-                         "(docker://, oras://, library://)") from None
+        raise UsageError(
+            exc.message, hint="give a registry reference, a .sif/.sqsh file or a URI (docker://, oras://, library://)"
+        ) from None
 
 
 def task_source() -> str:
@@ -192,8 +216,14 @@ def task_source() -> str:
     return (Path(__file__).resolve().parent / "nodetask.py").read_text(encoding="utf-8")
 
 
-def task_command(payload_sha256: str, timeout: int, *, image: str | None = None,
-                 runtime: str = "apptainer", probe_args: Sequence[str] = ()) -> list[str]:
+def task_command(
+    payload_sha256: str,
+    timeout: int,
+    *,
+    image: str | None = None,
+    runtime: str = "apptainer",
+    probe_args: Sequence[str] = (),
+) -> list[str]:
     """The command each task runs: the node-side task under python3, inside `image` when given. The probe
     runs the determinism self-test by default where TensorFlow is importable (probe_args: --no-selftest,
     --quick). /bin/sh starts it only after checking that the program is on the node's PATH (_START)."""
@@ -209,8 +239,16 @@ def salloc_command(p: Plan, timeout: int, extra: Sequence[str] = (), token: str 
     The time limit outlives the probe, so the allocation never ends under a running task. `token` goes into
     the job's comment, so an interrupted run finds its job before salloc has said its id (release)."""
     minutes = math.ceil((timeout + GRACE_S) / 60) + 1
-    cmd = ["salloc", "--no-shell", f"--partition={p.partition}", f"--nodes={p.count}", "--ntasks-per-node=1",
-           f"--job-name={JOB_NAME}", f"--time={minutes}", f"--immediate={timeout}"]
+    cmd = [
+        "salloc",
+        "--no-shell",
+        f"--partition={p.partition}",
+        f"--nodes={p.count}",
+        "--ntasks-per-node=1",
+        f"--job-name={JOB_NAME}",
+        f"--time={minutes}",
+        f"--immediate={timeout}",
+    ]
     if token is not None:
         cmd.append(f"--comment={token}")
     if p.nodelist is not None:
@@ -247,8 +285,9 @@ def allocate(cmd: list[str], timeout: float, token: str) -> subprocess.Completed
                 err.seek(0)
                 release(token, err.read())
             if isinstance(exc, subprocess.TimeoutExpired):
-                raise SlurmError(f"salloc did not answer within {timeout:.0f} s",
-                                 hint="is slurmctld up? try `scontrol ping`") from None
+                raise SlurmError(
+                    f"salloc did not answer within {timeout:.0f} s", hint="is slurmctld up? try `scontrol ping`"
+                ) from None
             raise
         err.seek(0)
         return subprocess.CompletedProcess(cmd, code, "", err.read())
@@ -259,23 +298,42 @@ def release(token: str, salloc_said: str) -> list[str]:
     whose comment is `token`. Returns the ids cancelled."""
     ids = set(_JOB_ID.findall(salloc_said))
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        listed = subprocess.run(["squeue", "-h", "--me", "-o", "%i|%k"], capture_output=True, text=True,
-                                timeout=30, stdin=subprocess.DEVNULL)
-        ids |= {job for job, _, comment in (ln.partition("|") for ln in listed.stdout.splitlines())
-                if comment.strip() == token and job.strip().isdigit()}
+        listed = subprocess.run(
+            ["squeue", "-h", "--me", "-o", "%i|%k"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        ids |= {
+            job
+            for job, _, comment in (ln.partition("|") for ln in listed.stdout.splitlines())
+            if comment.strip() == token and job.strip().isdigit()
+        }
     for job in sorted(ids):
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(["scancel", job], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     return sorted(ids)
 
 
-def srun_command(job_id: str, count: int, task: Sequence[str], *, image: str | None = None,
-                 runtime: str = "apptainer") -> list[str]:
+def srun_command(
+    job_id: str, count: int, task: Sequence[str], *, image: str | None = None, runtime: str = "apptainer"
+) -> list[str]:
     """Exactly one task on each of the job's `count` nodes, all fed the same standard input. /tmp as the
     working directory (a login node's folder need not exist on the nodes); no MPI plugin; one failing
     task does not end the others."""
-    cmd = ["srun", f"--jobid={job_id}", f"--nodes={count}", f"--ntasks={count}", "--ntasks-per-node=1",
-           "--input=all", "--chdir=/tmp", "--mpi=none", "--kill-on-bad-exit=0", f"--job-name={JOB_NAME}"]
+    cmd = [
+        "srun",
+        f"--jobid={job_id}",
+        f"--nodes={count}",
+        f"--ntasks={count}",
+        "--ntasks-per-node=1",
+        "--input=all",
+        "--chdir=/tmp",
+        "--mpi=none",
+        "--kill-on-bad-exit=0",
+        f"--job-name={JOB_NAME}",
+    ]
     if image is not None and runtime == "pyxis":
         cmd.append("--container-image=" + pyxis_image(image))
     return [*cmd, *task]
@@ -316,8 +374,7 @@ def parse_task_output(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, s
                 broken[node] = "the node's result arrived damaged (checksum mismatch)"
                 continue
             try:
-                result = parse_json(zlib.decompress(base64.b64decode(blob)).decode("utf-8"), "the result",
-                                    SlurmError)
+                result = parse_json(zlib.decompress(base64.b64decode(blob)).decode("utf-8"), "the result", SlurmError)
             except (ValueError, zlib.error) as exc:
                 broken[node] = f"the node's result cannot be decoded: {exc}"
                 continue
@@ -349,20 +406,22 @@ def node_errors(srun_stderr: str, nodes: Sequence[str]) -> dict[str, list[str]]:
             node, text = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
             own[node].append(text.strip())
         elif line.startswith("srun: error: "):
-            general.append("srun: " + line[len("srun: error: "):])
+            general.append("srun: " + line[len("srun: error: ") :])
     return {n: lines + general for n, lines in own.items() if lines or general}
 
 
-def outcome(node: str, result: dict[str, Any] | None, broken: str | None, errors: Sequence[str],
-            timed_out: bool, timeout: int) -> NodeOutcome:
+def outcome(
+    node: str, result: dict[str, Any] | None, broken: str | None, errors: Sequence[str], timed_out: bool, timeout: int
+) -> NodeOutcome:
     """One node's outcome from what came back; no result is never silently ok."""
     if result is None:
         said = "; ".join(errors[:4])
         if broken:
             return NodeOutcome(node, FAILED, error=broken + (f" ({said})" if said else ""))
         if timed_out:
-            return NodeOutcome(node, TIMED_OUT, error=f"no result within {timeout + GRACE_S} s"
-                               + (f" ({said})" if said else ""))
+            return NodeOutcome(
+                node, TIMED_OUT, error=f"no result within {timeout + GRACE_S} s" + (f" ({said})" if said else "")
+            )
         return NodeOutcome(node, FAILED, error="no result from the node" + (f": {said}" if said else ""))
     status = result.get("status")
     if status == OK:
@@ -388,20 +447,24 @@ def safe_file_name(node: str) -> str:
 
 # --------------------------------------------------------------------------- the run (real Slurm)
 
+
 def require_clients() -> None:
     missing = [c for c in CLIENTS if shutil.which(c) is None]
     if missing:
-        raise UsageError(f"Slurm's client commands are not on PATH (missing: {', '.join(missing)})",
-                         hint="run this on a login node of the cluster (module load slurm?), or install "
-                              "slurm-client and point SLURM_CONF at the cluster's slurm.conf")
+        raise UsageError(
+            f"Slurm's client commands are not on PATH (missing: {', '.join(missing)})",
+            hint="run this on a login node of the cluster (module load slurm?), or install "
+            "slurm-client and point SLURM_CONF at the cluster's slurm.conf",
+        )
 
 
 def _run(cmd: list[str], what: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise SlurmError(f"{what} did not answer within {timeout:.0f} s",
-                         hint="is slurmctld up? try `scontrol ping`") from None
+        raise SlurmError(
+            f"{what} did not answer within {timeout:.0f} s", hint="is slurmctld up? try `scontrol ping`"
+        ) from None
     except OSError as exc:
         raise SlurmError(f"cannot run {cmd[0]}: {exc.strerror or exc}") from None
     return proc
@@ -419,10 +482,18 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no message"
 
 
-def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, image: str | None = None,
-          runtime: str = "apptainer", timeout: int = DEFAULT_TIMEOUT_S, slurm_args: Sequence[str] = (),
-          progress: Callable[[str], None] | None = None, probe_args: Sequence[str] = (),
-          ) -> tuple[str | None, str, list[NodeOutcome]]:
+def probe(
+    out: Path,
+    *,
+    nodes: int | None = None,
+    partition: str | None = None,
+    image: str | None = None,
+    runtime: str = "apptainer",
+    timeout: int = DEFAULT_TIMEOUT_S,
+    slurm_args: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+    probe_args: Sequence[str] = (),
+) -> tuple[str | None, str, list[NodeOutcome]]:
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
     Returns (job id, partition, one outcome per node, sorted by node)."""
     from envpin.environment.payload import payload
@@ -442,26 +513,33 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
     cmd = ["sinfo", "-h", "-N", "-o", SINFO_FORMAT] + ([f"--partition={partition}"] if partition else [])
     proc = _run(cmd, "sinfo")
     if proc.returncode != 0:
-        raise SlurmError(f"sinfo failed: {_last_line(proc.stderr)}",
-                         hint="is SLURM_CONF right and slurmctld up? try `scontrol ping`")
+        raise SlurmError(
+            f"sinfo failed: {_last_line(proc.stderr)}", hint="is SLURM_CONF right and slurmctld up? try `scontrol ping`"
+        )
     p = plan(proc.stdout, partition, nodes)
     outcomes = [NodeOutcome(n.name, FAILED, error=n.why_not) for n in p.left_out]
     job_id = None
     if p.count:
-        say(f"allocating {p.count} node(s) in partition {p.partition}"
-            + (f" ({len(p.left_out)} left out: not usable)" if p.left_out else ""))
+        say(
+            f"allocating {p.count} node(s) in partition {p.partition}"
+            + (f" ({len(p.left_out)} left out: not usable)" if p.left_out else "")
+        )
         token = f"envpin-{secrets.token_hex(8)}"
         alloc = None
         try:
             alloc = allocate(salloc_command(p, timeout, slurm_args, token), timeout + 60, token)
             job_id = parse_job_id(alloc.stderr)
             if job_id is None:
-                raise SlurmError(f"salloc refused the request: {_said(alloc.stderr)}",
-                                 hint="check the partition and the --slurm-arg options (salloc --help)")
+                raise SlurmError(
+                    f"salloc refused the request: {_said(alloc.stderr)}",
+                    hint="check the partition and the --slurm-arg options (salloc --help)",
+                )
             if alloc.returncode != 0:
-                raise SlurmError(f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
-                                 f"within {timeout} s: {_said(alloc.stderr)}",
-                                 hint="the nodes may be busy: retry later, or with a longer --timeout")
+                raise SlurmError(
+                    f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
+                    f"within {timeout} s: {_said(alloc.stderr)}",
+                    hint="the nodes may be busy: retry later, or with a longer --timeout",
+                )
             outcomes += _run_tasks(job_id, p, task, archive, timeout, image, runtime, say)
         finally:
             if job_id is not None:
@@ -473,14 +551,24 @@ def probe(out: Path, *, nodes: int | None = None, partition: str | None = None, 
     return job_id, p.partition, [_with_path(out, o) for o in outcomes]
 
 
-def _run_tasks(job_id: str, p: Plan, task: list[str], archive: bytes, timeout: int, image: str | None,
-               runtime: str, say: Callable[[str], None]) -> list[NodeOutcome]:
+def _run_tasks(
+    job_id: str,
+    p: Plan,
+    task: list[str],
+    archive: bytes,
+    timeout: int,
+    image: str | None,
+    runtime: str,
+    say: Callable[[str], None],
+) -> list[NodeOutcome]:
     nodelist = _run(["squeue", "-h", "-j", job_id, "-o", "%N"], "squeue").stdout.strip()
     expanded = _run(["scontrol", "show", "hostnames", nodelist], "scontrol")
     allocated = expanded.stdout.split()
     if expanded.returncode != 0 or len(allocated) != p.count:
-        raise SlurmError(f"cannot read the nodes of job {job_id} (squeue said {nodelist!r})",
-                         hint="see `scontrol show job " + job_id + "`")
+        raise SlurmError(
+            f"cannot read the nodes of job {job_id} (squeue said {nodelist!r})",
+            hint="see `scontrol show job " + job_id + "`",
+        )
     say(f"job {job_id}: one probe task on each of {nodelist} (limit {timeout} s per node)")
     cmd = srun_command(job_id, p.count, task, image=image, runtime=runtime)
     srun = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -534,6 +622,7 @@ def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
 
 
 # --------------------------------------------------------------------------- what the reports say together
+
 
 def fleet_result(outcomes: Sequence[NodeOutcome]) -> Any:
     """The fleet comparison of the nodes (envpin.fleet.aggregate, as `fleet report` makes it): a node that

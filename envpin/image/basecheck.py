@@ -28,13 +28,16 @@ def cross_check(plan: BuildPlan, got: ImageRead) -> list[str]:
     tf = declared.get("tf_version")
     if tf and not same_minor(release_version(tf), plan.tf_version):
         mm = ".".join(release_version(tf).split(".")[:2])
-        where = {"catalog": "from the catalog", "image": "from the image config read earlier",
-                 "user": "from --tf"}.get(plan.tf_version_source, plan.tf_version_source)
+        where = {"catalog": "from the catalog", "image": "from the image config read earlier", "user": "from --tf"}.get(
+            plan.tf_version_source, plan.tf_version_source
+        )
         if plan.tf_version_source == "user":
             hint = f"pass --tf {mm}, the version the image holds"
         else:
-            hint = (f"build from a copy of {entry.tag}; if {entry.tag} itself holds TensorFlow {tf}, record it with "
-                    f"`envpin catalog sync --release {entry.tag}` and pass --tf {mm}")
+            hint = (
+                f"build from a copy of {entry.tag}; if {entry.tag} itself holds TensorFlow {tf}, record it with "
+                f"`envpin catalog sync --release {entry.tag}` and pass --tf {mm}"
+            )
         raise UsageError(
             f"{ref} declares TensorFlow {tf} (ENV TENSORFLOW_VERSION), but the plan is for TensorFlow "
             f"{plan.tf_version} ({where}): the recipe baked into the image would be the wrong one",
@@ -46,10 +49,14 @@ def cross_check(plan: BuildPlan, got: ImageRead) -> list[str]:
         warnings.append(f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}")
     for key, env in _CHECKED.items():
         if key in declared and imageconfig.compare_version(entry.value(key), declared[key]) == imageconfig.DISAGREES:
-            warnings.append(f"{ref} declares {env} {declared[key]}; the catalog says {key} {entry.value(key)} "
-                            f"({entry.facts[key].kind} evidence)")
+            warnings.append(
+                f"{ref} declares {env} {declared[key]}; the catalog says {key} {entry.value(key)} "
+                f"({entry.facts[key].kind} evidence)"
+            )
     cuda_min = declared.get("cuda_min")
     if cuda_min is not None and imageconfig.compare_version(entry.value("cuda"), cuda_min) == imageconfig.DISAGREES:
-        warnings.append(f"{ref} requires CUDA >= {cuda_min} (ENV {imageconfig.REQUIRE_CUDA_ENV}); the catalog "
-                        f"says CUDA {entry.value('cuda')}")
+        warnings.append(
+            f"{ref} requires CUDA >= {cuda_min} (ENV {imageconfig.REQUIRE_CUDA_ENV}); the catalog "
+            f"says CUDA {entry.value('cuda')}"
+        )
     return warnings

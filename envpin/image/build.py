@@ -63,8 +63,10 @@ def require_bit_identical(engine: Engine) -> ReproducibleEngine:
     """`build --check` compares image IDs, which only a bit-identical engine can reproduce."""
     reproducible = _reproducible(engine)
     if reproducible is None:
-        raise UsageError("--check rebuilds with podman, the engine whose images are reproducible",
-                         hint="add --engine podman (Docker 20.10's classic builder stamps build times)")
+        raise UsageError(
+            "--check rebuilds with podman, the engine whose images are reproducible",
+            hint="add --engine podman (Docker 20.10's classic builder stamps build times)",
+        )
     return reproducible
 
 
@@ -146,8 +148,19 @@ def build(
     files = render(plan, formats)
     if keeps and previous is not None and not check:  # --check writes nothing: it has nothing to refuse
         _refuse_rewrite(previous, plan, files, folder, update)
-    job = _BuildJob(plan, folder, files, image_tag(plan), previous, force, no_cache, pull, started, progress,
-                    record=update or not keeps)
+    job = _BuildJob(
+        plan,
+        folder,
+        files,
+        image_tag(plan),
+        previous,
+        force,
+        no_cache,
+        pull,
+        started,
+        progress,
+        record=update or not keeps,
+    )
     if reproducible is None:
         result = job.machine_local(engine)
     elif check:
@@ -169,9 +182,11 @@ def check_declared(previous: Lock | None, digest: str, declared: dict[str, str],
     wrong = previous.declared_against(declared)
     if wrong:
         more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
-        raise LockError(f"{folder / lockfile.LOCK_NAME} does not match what its base declares: {wrong[0]}{more}",
-                        hint="restore it from git, or let `envpin build --update` record what the image declares "
-                        "(and review the lock's diff)")
+        raise LockError(
+            f"{folder / lockfile.LOCK_NAME} does not match what its base declares: {wrong[0]}{more}",
+            hint="restore it from git, or let `envpin build --update` record what the image declares "
+            "(and review the lock's diff)",
+        )
 
 
 def _refuse_rewrite(previous: Lock, plan: BuildPlan, files: dict[str, bytes], folder: Path, update: bool) -> None:
@@ -246,7 +261,8 @@ class _BuildJob(Value):
 
         check_folder(self.target, self.files, self.force)
         if self.previous is not None and self.previous.changes_to(
-                lockfile.Lock.from_plan(self.plan, self.files, self.previous)):
+            lockfile.Lock.from_plan(self.plan, self.files, self.previous)
+        ):
             write_environment(self.target, self.plan, self.files, force=self.force)
 
     def _save(self, engine: Engine, image_id: str) -> None:
@@ -262,19 +278,24 @@ class _BuildJob(Value):
         notes: tuple[str, ...] = ()
         locked = self.previous.expected_image() if self.previous is not None else None
         if locked is not None:
-            notes = (f"envpin.lock records the reproducible image {locked.id[:19]}… ({locked.engine}); Docker's "
-                     "classic builder stamps build times, so confirm it with `envpin build --engine podman`",)
+            notes = (
+                f"envpin.lock records the reproducible image {locked.id[:19]}… ({locked.engine}); Docker's "
+                "classic builder stamps build times, so confirm it with `envpin build --engine podman`",
+            )
         recorded = self._unchanged(engine)
         if recorded is not None:
             self._keep_up_to_date_folder()
-            return BuildResult(self.plan, self.target, recorded.image_id, recorded.tag, True, self._elapsed(),
-                               engine.name, notes)
+            return BuildResult(
+                self.plan, self.target, recorded.image_id, recorded.tag, True, self._elapsed(), engine.name, notes
+            )
         write_environment(self.target, self.plan, self.files, force=self.force)
-        outcome = engine.build(self._context(), self.tag, self._log(engine), no_cache=self.no_cache,
-                               pull=self.pull, progress=self.progress)
+        outcome = engine.build(
+            self._context(), self.tag, self._log(engine), no_cache=self.no_cache, pull=self.pull, progress=self.progress
+        )
         self._save(engine, outcome.image_id)
-        return BuildResult(self.plan, self.target, outcome.image_id, self.tag, False, self._elapsed(), engine.name,
-                           notes)
+        return BuildResult(
+            self.plan, self.target, outcome.image_id, self.tag, False, self._elapsed(), engine.name, notes
+        )
 
     def reproducible(self, engine: ReproducibleEngine) -> BuildResult:
         """A bit-identical engine: record the image in the lock the first time, confirm it afterwards."""
@@ -289,8 +310,9 @@ class _BuildJob(Value):
             built = lockfile.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
             return self._settle(engine, built, facts, recorded.tag, up_to_date=True)
         write_environment(self.target, self.plan, self.files, force=self.force)
-        outcome = engine.build(self._context(), self.tag, self._log(engine), no_cache=self.no_cache,
-                               pull=self.pull, progress=self.progress)
+        outcome = engine.build(
+            self._context(), self.tag, self._log(engine), no_cache=self.no_cache, pull=self.pull, progress=self.progress
+        )
         facts = engine.inspect(outcome.image_id)
         built = lockfile.Image(facts.id, self.plan.inputs_hash, version, engine.storage_driver(), facts.layers)
         self._save(engine, facts.id)
@@ -305,17 +327,21 @@ class _BuildJob(Value):
         version = engine.version()
         locked = self.previous.image if self.previous is not None else None
         if locked is None:
-            raise UsageError(f"{self.target / lockfile.LOCK_NAME} records no image to check against",
-                             hint="build it once with `envpin build --engine podman` and commit the lock")
+            raise UsageError(
+                f"{self.target / lockfile.LOCK_NAME} records no image to check against",
+                hint="build it once with `envpin build --engine podman` and commit the lock",
+            )
         check_folder(self.target, self.files, self.force)
         with engine.scratch(buildstate.state_dir() / engine.name) as scratch:
-            outcome = scratch.build(self._context(), self.tag, self._log(engine), no_cache=True, pull=self.pull,
-                                    progress=self.progress)
+            outcome = scratch.build(
+                self._context(), self.tag, self._log(engine), no_cache=True, pull=self.pull, progress=self.progress
+            )
             facts = scratch.inspect(outcome.image_id)
             driver = scratch.storage_driver()
         built = lockfile.Image(facts.id, self.plan.inputs_hash, version, driver, facts.layers)
-        return self._result(engine, facts.id, self.tag, False, version, compare_image(locked, built, facts),
-                            checked=True)
+        return self._result(
+            engine, facts.id, self.tag, False, version, compare_image(locked, built, facts), checked=True
+        )
 
     def _settle(self, engine: Engine, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
         """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
@@ -329,27 +355,51 @@ class _BuildJob(Value):
             if expected is None and self.record:
                 replace(current, image=built).write(lock_path)
         if expected is None:
-            return self._result(engine, built.id, tag, up_to_date, built.engine, None, recorded_now=self.record,
-                                unrecorded=not self.record)
+            return self._result(
+                engine,
+                built.id,
+                tag,
+                up_to_date,
+                built.engine,
+                None,
+                recorded_now=self.record,
+                unrecorded=not self.record,
+            )
         return self._result(engine, built.id, tag, up_to_date, built.engine, compare_image(expected, built, facts))
 
-    def _result(self, engine: Engine, image_id: str, tag: str, up_to_date: bool, version: str, problem: str | None,
-                *, recorded_now: bool = False, checked: bool = False, unrecorded: bool = False) -> BuildResult:
+    def _result(
+        self,
+        engine: Engine,
+        image_id: str,
+        tag: str,
+        up_to_date: bool,
+        version: str,
+        problem: str | None,
+        *,
+        recorded_now: bool = False,
+        checked: bool = False,
+        unrecorded: bool = False,
+    ) -> BuildResult:
         lock_name = f"{self.target}/envpin.lock"
         if problem:
             notes: tuple[str, ...] = ()
         elif unrecorded:
-            notes = (f"{lock_name} records no image for these inputs and was left as it is (a build changes a lock "
-                     f"only with --update): `envpin build --engine {engine.name} --update` records {image_id} in it",)
+            notes = (
+                f"{lock_name} records no image for these inputs and was left as it is (a build changes a lock "
+                f"only with --update): `envpin build --engine {engine.name} --update` records {image_id} in it",
+            )
         elif recorded_now:
-            notes = (f"recorded image {image_id} ({version}) in {lock_name}: commit it, and every teammate's "
-                     f"{engine.name} build must reproduce it",)
+            notes = (
+                f"recorded image {image_id} ({version}) in {lock_name}: commit it, and every teammate's "
+                f"{engine.name} build must reproduce it",
+            )
         elif checked:
             notes = (f"reproduced {image_id} in a scratch store: the image {lock_name} records",)
         else:
             notes = (f"reproduced {image_id}: the image {lock_name} records",)
-        return BuildResult(self.plan, self.target, image_id, tag, up_to_date, self._elapsed(), engine.name, notes,
-                           problem)
+        return BuildResult(
+            self.plan, self.target, image_id, tag, up_to_date, self._elapsed(), engine.name, notes, problem
+        )
 
 
 def compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | None:
@@ -360,10 +410,14 @@ def compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | Non
         return None
     why = [first_difference(expected.layers, facts)]
     if expected.inputs_hash != built.inputs_hash:
-        why.append(f"the inputs changed since it was recorded ({expected.inputs_hash[:19]}… -> "
-                   f"{built.inputs_hash[:19]}…): a new image is expected; `envpin build --engine podman` records it")
+        why.append(
+            f"the inputs changed since it was recorded ({expected.inputs_hash[:19]}… -> "
+            f"{built.inputs_hash[:19]}…): a new image is expected; `envpin build --engine podman` records it"
+        )
     if expected.engine != built.engine or expected.storage_driver != built.storage_driver:
-        why.append(f"it was recorded with {expected.engine} on {expected.storage_driver} storage; this build used "
-                   f"{built.engine} on {built.storage_driver} (buildah stamps its version; overlay and vfs differ "
-                   "in RUN layers)")
+        why.append(
+            f"it was recorded with {expected.engine} on {expected.storage_driver} storage; this build used "
+            f"{built.engine} on {built.storage_driver} (buildah stamps its version; overlay and vfs differ "
+            "in RUN layers)"
+        )
     return f"built {built.id[:19]}…, but envpin.lock records {expected.id[:19]}…: " + "; ".join(why)

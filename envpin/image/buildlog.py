@@ -50,8 +50,7 @@ def save_log(path: Path, lines: Iterable[str]) -> None:
 class BuildLog:
     """One build's log while it streams; as a context manager it reports the start and end of the build."""
 
-    def __init__(self, path: Path, title: str, step: re.Pattern[str],
-                 progress: ProgressCallback | None = None) -> None:
+    def __init__(self, path: Path, title: str, step: re.Pattern[str], progress: ProgressCallback | None = None) -> None:
         self.path = path
         self.title = title
         self.lines: list[str] = []
@@ -102,8 +101,10 @@ class BuildLog:
         """`what` failed at the current step: the error to raise, quoting the log's tail and naming the file
         (written here, so the hint never points at a missing log)."""
         self.save()
-        return EngineError(f"{what} at {self.current}: {last}\n" + "\n".join(f"  | {t}" for t in self.tail),
-                           hint=f"full log: {self.path}")
+        return EngineError(
+            f"{what} at {self.current}: {last}\n" + "\n".join(f"  | {t}" for t in self.tail),
+            hint=f"full log: {self.path}",
+        )
 
     @property
     def elapsed(self) -> float:

@@ -55,7 +55,7 @@ def _unix_socket_error() -> str | None:
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     if not host.startswith("unix://"):
         return None
-    path = host[len("unix://"):]
+    path = host[len("unix://") :]
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(10)
@@ -84,14 +84,23 @@ class DockerEngine:
     def close(self) -> None:
         self.client.close()
 
-    def build(self, context: BuildContext, tag: str, log_path: Path, *, no_cache: bool = False,
-              pull: bool = False, progress: ProgressCallback | None = None) -> BuildOutcome:
+    def build(
+        self,
+        context: BuildContext,
+        tag: str,
+        log_path: Path,
+        *,
+        no_cache: bool = False,
+        pull: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> BuildOutcome:
         """Run the classic builder on the written folder through the SDK, streaming the log to `log_path`."""
         image_id = None
         with BuildLog(log_path, f"building {tag}", _STEP, progress) as log:
             try:
-                stream = self.client.api.build(path=str(context.folder), tag=tag, rm=True, forcerm=True, decode=True,
-                                               nocache=no_cache, pull=pull)
+                stream = self.client.api.build(
+                    path=str(context.folder), tag=tag, rm=True, forcerm=True, decode=True, nocache=no_cache, pull=pull
+                )
                 for chunk in stream:
                     if "error" in chunk:
                         message = chunk.get("errorDetail", {}).get("message") or chunk["error"]
@@ -109,8 +118,9 @@ class DockerEngine:
                 raise
             except Exception as exc:  # docker.errors.APIError, BuildError, requests errors
                 log.save(f"{exc}\n")
-                raise EngineError(f"the build failed: {str(exc).splitlines()[0]}",
-                                  hint=f"full log: {log_path}") from exc
+                raise EngineError(
+                    f"the build failed: {str(exc).splitlines()[0]}", hint=f"full log: {log_path}"
+                ) from exc
             log.save()
         if image_id is None:
             image_id = self.client.images.get(tag).id
@@ -129,6 +139,7 @@ class DockerEngine:
         try:
             attrs: dict[str, Any] = self.client.images.get(image).attrs
         except DockerException as exc:
-            raise EngineError(f"cannot inspect image {image}: {exc}",
-                              hint="`docker image ls` shows what is there") from exc
+            raise EngineError(
+                f"cannot inspect image {image}: {exc}", hint="`docker image ls` shows what is there"
+            ) from exc
         return ImageFacts(attrs["Id"], tuple(attrs.get("RootFS", {}).get("Layers") or ()))

@@ -49,8 +49,16 @@ class Engine(Protocol):
         [image] records and `build --check` confirms)."""
         ...
 
-    def build(self, context: BuildContext, tag: str, log_path: Path, *, no_cache: bool = False,
-              pull: bool = False, progress: ProgressCallback | None = None) -> BuildOutcome:
+    def build(
+        self,
+        context: BuildContext,
+        tag: str,
+        log_path: Path,
+        *,
+        no_cache: bool = False,
+        pull: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> BuildOutcome:
         """Build and tag the image, streaming the log to `log_path`; EngineError (step, log tail) on failure."""
         ...
 
@@ -110,8 +118,9 @@ class LockedEngine(Value):
     why: str
 
 
-def lock_engine(locked: Lock | None, origin: str = "envpin.lock",
-                engines: Mapping[str, Callable[[], Engine]] | None = None) -> LockedEngine | None:
+def lock_engine(
+    locked: Lock | None, origin: str = "envpin.lock", engines: Mapping[str, Callable[[], Engine]] | None = None
+) -> LockedEngine | None:
     """Which engine built `locked`, as far as the lock can tell (it holds nothing machine-local):
 
     - it records an image ([image]: only a bit-identical engine's images are recorded) -> that image's engine;
@@ -124,8 +133,11 @@ def lock_engine(locked: Lock | None, origin: str = "envpin.lock",
         name = locked.image.engine.split()[0]
         return LockedEngine(name, f"{origin} records an image built with {locked.image.engine}")
     if locked.base.digest is not None:
-        return LockedEngine(first, f"{origin} pins its base and records no reproducible image (its builds are "
-                                   f"{first}'s, kept on each machine)")
+        return LockedEngine(
+            first,
+            f"{origin} pins its base and records no reproducible image (its builds are "
+            f"{first}'s, kept on each machine)",
+        )
     return None
 
 
@@ -139,8 +151,11 @@ class ChosenEngine(Value):
 
 
 def resolve_engine(
-    requested: str | None = None, *, environ: Mapping[str, str] | None = None,
-    engines: Mapping[str, Callable[[], Engine]] | None = None, locked: LockedEngine | None = None,
+    requested: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    engines: Mapping[str, Callable[[], Engine]] | None = None,
+    locked: LockedEngine | None = None,
 ) -> ChosenEngine:
     """The opened engine for 'auto', 'docker' or 'podman' (None: $ENVPIN_ENGINE, else auto), before any
     registry request or write, so that a missing engine is said first.
@@ -154,8 +169,9 @@ def resolve_engine(
     choice = requested or env.get(ENGINE_ENV) or AUTO
     names = [AUTO, *engines]
     if choice not in names:
-        raise UsageError(f"unknown engine '{shown(choice)}'",
-                         hint=f"use --engine {', '.join(names[:-1])} or {names[-1]}")
+        raise UsageError(
+            f"unknown engine '{shown(choice)}'", hint=f"use --engine {', '.join(names[:-1])} or {names[-1]}"
+        )
     if choice != AUTO:
         return ChosenEngine(engines[choice]())
     if locked is not None and locked.name in engines:
@@ -166,12 +182,14 @@ def resolve_engine(
             raise EngineError(
                 f"{locked.why}, and {locked.name} does not answer here: {exc.message}; auto does not switch "
                 "engines for a built lock",
-                hint=f"{exc.hint or f'make {locked.name} answer'}; or build with another engine on purpose: "
-                f"{others}" if others else exc.hint,
+                hint=f"{exc.hint or f'make {locked.name} answer'}; or build with another engine on purpose: {others}"
+                if others
+                else exc.hint,
             ) from exc
         first = next(iter(engines))
-        return ChosenEngine(engine, None if locked.name == first else f"engine auto chose {locked.name}, because "
-                            f"{locked.why}")
+        return ChosenEngine(
+            engine, None if locked.name == first else f"engine auto chose {locked.name}, because {locked.why}"
+        )
     refused: list[tuple[str, EngineError]] = []
     for name, opener in engines.items():
         try:

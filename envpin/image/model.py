@@ -57,8 +57,7 @@ def first_difference(expected: tuple[str, ...], built: ImageFacts) -> str:
     for n, (want, got) in enumerate(zip(expected, built.layers, strict=False), start=1):
         if want != got:
             step = built.steps[n - 1] if n <= len(built.steps) else "step unknown"
-            return (f"layer {n} of {len(built.layers)} differs ({step}): "
-                    f"expected {want[:19]}…, built {got[:19]}…")
+            return f"layer {n} of {len(built.layers)} differs ({step}): expected {want[:19]}…, built {got[:19]}…"
     if len(expected) != len(built.layers):
         return f"the layers agree, but the lock has {len(expected)} and the build made {len(built.layers)}"
     return "every layer agrees; the image configs differ (labels, environment, history or engine stamps)"

@@ -73,8 +73,10 @@ def _run(args: list[str], store: Store = DEFAULT_STORE, timeout: float = 120) ->
         raise EngineError(f"podman {args[0]} failed: {exc}", hint=FIX_PODMAN) from exc
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise EngineError(f"podman {' '.join(args[:2])} failed: {detail}",
-                          hint="run `podman info` to see what podman cannot do on this machine")
+        raise EngineError(
+            f"podman {' '.join(args[:2])} failed: {detail}",
+            hint="run `podman info` to see what podman cannot do on this machine",
+        )
     return done.stdout
 
 
@@ -104,7 +106,7 @@ def inspect(image: str, store: Store = DEFAULT_STORE) -> ImageFacts:
     history = [h for h in info.get("History") or [] if not h.get("empty_layer")]
     steps = [_step_text(h) for h in history]
     # Layers a history does not describe (an imported base has no history) belong to the base.
-    steps = ["base image"] * (len(layers) - len(steps)) + steps[-len(layers):] if layers else []
+    steps = ["base image"] * (len(layers) - len(steps)) + steps[-len(layers) :] if layers else []
     image_id = info["Id"] if info["Id"].startswith("sha256:") else "sha256:" + info["Id"]
     return ImageFacts(image_id, layers, tuple(steps))
 
@@ -154,8 +156,9 @@ def scratch_store(under: Path) -> Iterator[Store]:
         yield store
     finally:
         with contextlib.suppress(EngineError, OSError, subprocess.SubprocessError):
-            subprocess.run([binary(), *store.args(), "system", "reset", "--force"], capture_output=True,
-                           timeout=300, check=False)
+            subprocess.run(
+                [binary(), *store.args(), "system", "reset", "--force"], capture_output=True, timeout=300, check=False
+            )
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(run, ignore_errors=True)
 
@@ -174,22 +177,28 @@ def _build(
     """Run `podman build` on a staged context with the fixed timestamp, streaming its log."""
     iid = context.parent / "iid"
     cmd = [
-        binary(), *store.args(), "build",
-        "--timestamp", str(epoch),        # config, history and every file in the layers
-        "--format", "oci",                # not whatever containers.conf prefers
+        binary(),
+        *store.args(),
+        "build",
+        "--timestamp",
+        str(epoch),  # config, history and every file in the layers
+        "--format",
+        "oci",  # not whatever containers.conf prefers
         "--layers",
         "--pull=always" if pull else "--pull=missing",
-        "--iidfile", str(iid),
-        "--tag", tag,
-        "--file", str(context / "Dockerfile"),
+        "--iidfile",
+        str(iid),
+        "--tag",
+        tag,
+        "--file",
+        str(context / "Dockerfile"),
     ]
     if no_cache:
         cmd.append("--no-cache")
     cmd.append(str(context))
     with BuildLog(log_path, f"building {tag} (podman)", _STEP, progress) as log:
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace")
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
             assert proc.stdout is not None
             with proc.stdout:
                 for line in proc.stdout:
@@ -243,12 +252,28 @@ class PodmanEngine:
 
         return self.work if self.work is not None else buildstate.state_dir() / "podman"
 
-    def build(self, context: BuildContext, tag: str, log_path: Path, *, no_cache: bool = False,
-              pull: bool = False, progress: ProgressCallback | None = None) -> BuildOutcome:
+    def build(
+        self,
+        context: BuildContext,
+        tag: str,
+        log_path: Path,
+        *,
+        no_cache: bool = False,
+        pull: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> BuildOutcome:
         """Build from the rendered bytes, staged with fixed modes and mtimes, with the plan's timestamp."""
         with staged_context(context.files, context.epoch, self._work()) as staged:
-            return _build(staged, tag, log_path, epoch=context.epoch, store=self.store, no_cache=no_cache,
-                          pull=pull, progress=progress)
+            return _build(
+                staged,
+                tag,
+                log_path,
+                epoch=context.epoch,
+                store=self.store,
+                no_cache=no_cache,
+                pull=pull,
+                progress=progress,
+            )
 
     def exists(self, image: str) -> bool:
         return image_exists(image, self.store)

@@ -53,14 +53,25 @@ def _device_requests(gpus: str, gpu_access: Callable[[], str | None]) -> tuple[l
     if access == "cdi":
         return [DeviceRequest(driver="cdi", device_ids=["nvidia.com/gpu=all"])], "with all GPUs (CDI)"
     if gpus == "all":
-        raise EngineError("--gpus all, but this host has no NVIDIA container runtime or CDI spec",
-                          hint="install the NVIDIA Container Toolkit, or use --gpus auto (see `envpin doctor`)")
+        raise EngineError(
+            "--gpus all, but this host has no NVIDIA container runtime or CDI spec",
+            hint="install the NVIDIA Container Toolkit, or use --gpus auto (see `envpin doctor`)",
+        )
     return None, "without GPUs: this host has no NVIDIA container runtime or CDI spec (`envpin doctor` says more)"
 
 
-def run(client: Any, image: str, out: Path, *, gpu_access: Callable[[], str | None], gpus: str = "auto",
-        selftest: bool | None = None, quick: bool = False, anonymize: bool = False,
-        progress: Callable[[str], None] | None = None) -> ImageProbe:
+def run(
+    client: Any,
+    image: str,
+    out: Path,
+    *,
+    gpu_access: Callable[[], str | None],
+    gpus: str = "auto",
+    selftest: bool | None = None,
+    quick: bool = False,
+    anonymize: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ImageProbe:
     """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists).
 
     selftest None is the probe's own default: the self-test runs where the image has TensorFlow."""
@@ -81,8 +92,10 @@ def run(client: Any, image: str, out: Path, *, gpu_access: Callable[[], str | No
         try:
             client.images.pull(image)
         except APIError as exc:
-            raise EngineError(f"cannot pull {image}: {exc.explanation or exc}",
-                              hint="check the name and `docker login`, or build the image first") from None
+            raise EngineError(
+                f"cannot pull {image}: {exc.explanation or exc}",
+                hint="check the name and `docker login`, or build the image first",
+            ) from None
     created = not out.exists()
     out.mkdir(exist_ok=True)
     before = set(os.listdir(out))
@@ -97,24 +110,38 @@ def run(client: Any, image: str, out: Path, *, gpu_access: Callable[[], str | No
             progress(f"probing {image} {said}")
         try:
             container = client.containers.run(
-                image, ["-c", command], entrypoint=["/bin/sh"], detach=True, environment=env,
+                image,
+                ["-c", command],
+                entrypoint=["/bin/sh"],
+                detach=True,
+                environment=env,
                 device_requests=requests,
-                volumes={str(archive): {"bind": MOUNT, "mode": "ro"}, str(out.resolve()): {"bind": "/reports",
-                                                                                            "mode": "rw"}},
+                volumes={
+                    str(archive): {"bind": MOUNT, "mode": "ro"},
+                    str(out.resolve()): {"bind": "/reports", "mode": "rw"},
+                },
             )
         except APIError as exc:
             if created:
                 out.rmdir()  # nothing was written: leave no empty folder behind
-            raise EngineError(f"cannot start a container of {image}: {exc.explanation or exc}",
-                              hint="`envpin doctor` checks the engine and the GPU runtime") from None
+            raise EngineError(
+                f"cannot start a container of {image}: {exc.explanation or exc}",
+                hint="`envpin doctor` checks the engine and the GPU runtime",
+            ) from None
         try:
             code = int(container.wait(timeout=3600)["StatusCode"])
             logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
         finally:
             container.remove(force=True)
     written = tuple(str(out / n) for n in sorted(set(os.listdir(out)) - before))
-    return ImageProbe(image, said, code, written, tuple(logs.strip().splitlines()[-15:]),
-                      _selftest_line(written, insisted=selftest is True))
+    return ImageProbe(
+        image,
+        said,
+        code,
+        written,
+        tuple(logs.strip().splitlines()[-15:]),
+        _selftest_line(written, insisted=selftest is True),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,19 +173,26 @@ def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> Loc
             client.images.get(record.image_id)
         except Exception:  # docker.errors.ImageNotFound, APIError: either way it cannot be probed
             client.close()
-            raise UsageError(f"the image built here from {lock_path} ({record.image_id[:19]}…, {record.tag}) is no "
-                             "longer in Docker", hint=f"{build}, {other}") from None
+            raise UsageError(
+                f"the image built here from {lock_path} ({record.image_id[:19]}…, {record.tag}) is no longer in Docker",
+                hint=f"{build}, {other}",
+            ) from None
         return LockImage(record.image_id, record.tag, "docker", client)
     podman = buildstate.load(locked.inputs_hash, "podman")
     recorded = locked.expected_image()
     image_id = podman.image_id if podman is not None else recorded.id if recorded is not None else None
     if image_id is not None:
-        raise UsageError(f"the image of {lock_path} ({image_id[:19]}…) was built with podman; `verify` probes "
-                         "images through Docker, as `probe --image` does",
-                         hint=f"build it with Docker too (`envpin build --lock {lock_path} --engine docker`; the "
-                         f"lock does not change), {other}")
-    raise UsageError(f"no image of {lock_path} was built on this machine (no build record for its inputs "
-                     f"{locked.inputs_hash[:19]}…)", hint=f"{build}, {other}")
+        raise UsageError(
+            f"the image of {lock_path} ({image_id[:19]}…) was built with podman; `verify` probes "
+            "images through Docker, as `probe --image` does",
+            hint=f"build it with Docker too (`envpin build --lock {lock_path} --engine docker`; the "
+            f"lock does not change), {other}",
+        )
+    raise UsageError(
+        f"no image of {lock_path} was built on this machine (no build record for its inputs "
+        f"{locked.inputs_hash[:19]}…)",
+        hint=f"{build}, {other}",
+    )
 
 
 def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:

@@ -68,7 +68,7 @@ KIND_TEXT = {
     "nvidia": "another NVIDIA source about the TensorFlow image",
     "sibling": "NVIDIA's notes for another framework container of the same month (base stack only)",
     "mirror": "declared by the image config of a copy in another registry, whose digest the catalog does not "
-              "record for the tag (fills unknown values only)",
+    "record for the tag (fills unknown values only)",
     "nv-version": "NVIDIA's build stamp of that container (X.Y.Z+nvYY.M or its start-up banner) in a third-party file",
     "third-party": "a third party's statement about the tag",
     "jetson": "NVIDIA's Jetson wheel of the same monthly release stream, not the container",
@@ -141,8 +141,11 @@ class Entry(Value):
     @property
     def outranked(self) -> dict[str, Fact]:
         """Written values that an image-declared value outranks and contradicts, by field."""
-        return {name: w for name, w in self.written.items()
-                if self.facts[name].kind == IMAGE_KIND and w.known and w.value != self.facts[name].value}
+        return {
+            name: w
+            for name, w in self.written.items()
+            if self.facts[name].kind == IMAGE_KIND and w.known and w.value != self.facts[name].value
+        }
 
     def value(self, name: str) -> Any:
         return self.facts[name].value
@@ -207,11 +210,16 @@ class Entry(Value):
                 prov["conflicts"] = [{"value": v, **self._cited(sid)} for v, sid in fact.conflicts]
             provenance[name] = prov
         if self.stated_digest is not None and not (self.verified or {}).get("digest"):
-            provenance["digest"] = {"source": self.sources[self.stated_digest.source]["url"],
-                                    "kind": self.stated_digest.kind}
+            provenance["digest"] = {
+                "source": self.sources[self.stated_digest.source]["url"],
+                "kind": self.stated_digest.kind,
+            }
         for name, fact in self.outranked.items():
-            provenance[name]["outranks"] = {"value": fact.value, "kind": fact.kind,
-                                            "source": self.sources[fact.source]["url"] if fact.source else None}
+            provenance[name]["outranks"] = {
+                "value": fact.value,
+                "kind": fact.kind,
+                "source": self.sources[fact.source]["url"] if fact.source else None,
+            }
         out["provenance"] = provenance
         if self.verified:
             out["verified_from_image"] = self.verified
@@ -223,9 +231,14 @@ class Entry(Value):
 class Catalog:
     """The loaded, validated catalog with the look-ups the CLI needs."""
 
-    def __init__(self, data: dict[str, Any], origin: str,
-                 cached: Mapping[tuple[str, str], dict[str, Any]] | None = None, notices: Iterable[str] = (),
-                 checked: bool = False) -> None:
+    def __init__(
+        self,
+        data: dict[str, Any],
+        origin: str,
+        cached: Mapping[tuple[str, str], dict[str, Any]] | None = None,
+        notices: Iterable[str] = (),
+        checked: bool = False,
+    ) -> None:
         if not checked:  # checked: this very data was validated, or is the shipped file that passed (catalogcheck)
             validate(data, origin)
         self.data = data
@@ -269,8 +282,10 @@ class Catalog:
                 # The facts every machine with this catalog file resolves: what only this cache gives is left
                 # out (Entry.portable_value), so a plan never depends on one person's cache.
                 own = _resolve(written, trust.images_for(self.repository, fl["tag"], fl.get("image"), []))
-                cited = {name: (f.value, self.sources.get(f.source) if f.known and f.source else None)
-                         for name, f in written.items()}
+                cited = {
+                    name: (f.value, self.sources.get(f.source) if f.known and f.source else None)
+                    for name, f in written.items()
+                }
                 applied = next((u.image for u in uses if u.grade == IMAGE_KIND), None)
                 yield Entry(
                     release=release,
@@ -290,8 +305,14 @@ class Catalog:
         """A field as the written sources give it."""
         src = raw.get("source")
         kind = self.sources[src]["kind"] if raw["value"] is not None and src else None
-        return Fact(raw["value"], src, raw.get("reason"), kind, tuple(raw.get("also", ())),
-                    tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
+        return Fact(
+            raw["value"],
+            src,
+            raw.get("reason"),
+            kind,
+            tuple(raw.get("also", ())),
+            tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())),
+        )
 
     # -- queries ------------------------------------------------------------------------------------
     def entries(self) -> list[Entry]:
@@ -312,7 +333,12 @@ class Catalog:
             raise UsageError(exc.message, hint=exc.hint) from None
 
     def select(
-        self, ngc: NGCSpec | str | None, tf: TFSpec | None = None, flavor: str | None = None, *, single: bool = False,
+        self,
+        ngc: NGCSpec | str | None,
+        tf: TFSpec | None = None,
+        flavor: str | None = None,
+        *,
+        single: bool = False,
         notify: bool = True,
     ) -> list[Entry]:
         """The one way from an NGC spec ('20.02', '20.02-tf2-py3', a full reference) to catalog entries;
@@ -356,8 +382,9 @@ def _resolve(written: dict[str, Fact], uses: list[ImageUse]) -> dict[str, Fact]:
         if image is not None and name in image.image["declared"]:
             out[name] = Fact(image.image["declared"][name], IMAGE_SOURCE, None, IMAGE_KIND, read_from=image.read_from)
         elif not written[name].known and filler is not None:
-            out[name] = Fact(filler.image["declared"][name], IMAGE_SOURCE, None, MIRROR_KIND,
-                             read_from=filler.read_from)
+            out[name] = Fact(
+                filler.image["declared"][name], IMAGE_SOURCE, None, MIRROR_KIND, read_from=filler.read_from
+            )
         else:
             out[name] = written[name]
     return out

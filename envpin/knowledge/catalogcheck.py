@@ -28,8 +28,9 @@ KINDS = ("image", "user", "notes", "nvidia", "sibling", "mirror", "nv-version", 
 #: MIRROR_KIND (envpin.knowledge.trust) is never a written source's kind in the catalog file.
 SOURCE_KINDS = (frozenset(KINDS) - {MIRROR_KIND}) | {"usage"}
 #: Fields a sibling framework's notes may give: the shared base stack, never TensorFlow or Python.
-SIBLING_FIELDS = frozenset({"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensorrt", "driver_min", "driver_compat",
-                            "compute_capability_min"})
+SIBLING_FIELDS = frozenset(
+    {"ubuntu", "cuda", "cublas", "cudnn", "nccl", "tensorrt", "driver_min", "driver_compat", "compute_capability_min"}
+)
 #: Fields each restricted kind may give; kinds not listed may give any field.
 KIND_FIELDS = {"sibling": SIBLING_FIELDS, "nv-version": frozenset({"tf_version"}), "jetson": frozenset({"tf_version"})}
 _SOURCE_KEYS = {"title", "url", "kind"}
@@ -121,6 +122,7 @@ def _problems(data: Any) -> Iterator[str]:
 def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
     """Every container and id has the JSON type the schema gives it (objects, lists, strings), so a file with a
     list where an object belongs is one CatalogError, never an AttributeError or TypeError further on."""
+
     def obj(value: Any) -> bool:
         return isinstance(value, dict)
 
@@ -160,6 +162,7 @@ def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
 
 def _fact_shape(fact: Any) -> str | None:
     """What is wrong with the JSON types of one field's object, or None."""
+
     def value_ok(v: Any) -> bool:
         return v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
 
@@ -175,7 +178,8 @@ def _fact_shape(fact: Any) -> str | None:
         return "'also' must be a list of source ids"
     conflicts = fact.get("conflicts", [])
     if not isinstance(conflicts, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("source"), str) and value_ok(c.get("value")) for c in conflicts):
+        isinstance(c, dict) and isinstance(c.get("source"), str) and value_ok(c.get("value")) for c in conflicts
+    ):
         return "'conflicts' must be a list of objects with exactly 'value' and 'source' (strings)"
     return None
 
@@ -277,8 +281,9 @@ def _conflict_problems(name: str, fact: dict[str, Any], sources: dict[str, Any])
     """Conflicts: sources giving another value. With a value, each is weaker than the value's source; with
     null, they are the disagreeing candidates of one grade (at least two values)."""
     conflicts = fact.get("conflicts", [])
-    if not isinstance(conflicts, list) or not all(isinstance(c, dict) and set(c) == {"value", "source"}
-                                                  for c in conflicts):
+    if not isinstance(conflicts, list) or not all(
+        isinstance(c, dict) and set(c) == {"value", "source"} for c in conflicts
+    ):
         yield "'conflicts' must be a list of objects with exactly 'value' and 'source'"
         return
     value = fact["value"]
@@ -288,8 +293,10 @@ def _conflict_problems(name: str, fact: dict[str, Any], sources: dict[str, Any])
         if value is not None and c["value"] == value:
             yield f"conflict {c['source']!r} gives the same value {value!r}: list it under 'also'"
         if value is not None and _rank(sources, c["source"]) <= _rank(sources, fact.get("source")):
-            yield (f"conflict {c['source']!r} is not weaker than the value's source {fact.get('source')!r}: "
-                   "where sources of the same grade disagree the value stays null")
+            yield (
+                f"conflict {c['source']!r} is not weaker than the value's source {fact.get('source')!r}: "
+                "where sources of the same grade disagree the value stays null"
+            )
     if value is None and conflicts:
         if len({repr(c["value"]) for c in conflicts}) < 2:
             yield "a null with conflicts needs at least two different candidate values"

@@ -83,13 +83,17 @@ class CacheRead(Value):
         if not self.problems:
             return None
         if self.whole:
-            return (f"ignoring the image-facts cache {self.path}: it {self.problems[0]}; the next "
-                    "`envpin catalog sync` writes it anew")
+            return (
+                f"ignoring the image-facts cache {self.path}: it {self.problems[0]}; the next "
+                "`envpin catalog sync` writes it anew"
+            )
         n = len(self.problems)
         more = f" (and {n - 1} more)" if n > 1 else ""
         which = "that entry" if n == 1 else f"those {n} entries"
-        return (f"ignoring {which} of the image-facts cache {self.path}: {self.problems[0]}{more}; the next "
-                f"`envpin catalog sync` rewrites the file without {'it' if n == 1 else 'them'}")
+        return (
+            f"ignoring {which} of the image-facts cache {self.path}: {self.problems[0]}{more}; the next "
+            f"`envpin catalog sync` rewrites the file without {'it' if n == 1 else 'them'}"
+        )
 
 
 def read(repository: str, path: Path | None = None) -> CacheRead:
@@ -125,8 +129,7 @@ def _file_problem(data: Any, repository: str) -> str | None:
     if set(data) != keys:
         return f"needs exactly the keys {sorted(keys)} for schema {data['schema']}"
     if data["image_repository"] != repository:
-        return (f"holds facts for the tags of {shown(data['image_repository'])!r}, not of the catalog's "
-                f"{repository!r}")
+        return f"holds facts for the tags of {shown(data['image_repository'])!r}, not of the catalog's {repository!r}"
     if not isinstance(data["tags" if data["schema"] == 1 else "images"], dict):
         return f"has no object of {'tags' if data['schema'] == 1 else 'images'}"
     return None
@@ -159,8 +162,13 @@ def _v2_entries(records: dict[str, Any], out: Images) -> Iterator[str]:
             if (registry, tag) in out:
                 yield f"{shown(key)}: {registry}:{tag} is listed under another digest too (kept the first)"
                 continue
-            out[(registry, tag)] = {"digest": digest, "created": record["created"], "registry": registry,
-                                    "declared": record["declared"], "source": IMAGE_SOURCE}
+            out[(registry, tag)] = {
+                "digest": digest,
+                "created": record["created"],
+                "registry": registry,
+                "declared": record["declared"],
+                "source": IMAGE_SOURCE,
+            }
 
 
 def _record_problem(key: str, record: Any) -> str | None:
@@ -177,8 +185,13 @@ def _record_problem(key: str, record: Any) -> str | None:
     problem = next((p for p in map(_tag_problem, tags) if p), None)
     if problem:
         return problem
-    image = {"digest": digest, "created": record["created"], "registry": registry, "declared": record["declared"],
-             "source": IMAGE_SOURCE}
+    image = {
+        "digest": digest,
+        "created": record["created"],
+        "registry": registry,
+        "declared": record["declared"],
+        "source": IMAGE_SOURCE,
+    }
     return next(iter(image_problems(image)), None)
 
 
@@ -187,8 +200,9 @@ def dumps(repository: str, images: Mapping[tuple[str, str], dict[str, Any]]) -> 
     `created`). Tags that resolved to the same digest in the same repository share one entry."""
     records: dict[str, dict[str, Any]] = {}
     for (registry, tag), image in images.items():
-        record = records.setdefault(f"{registry}@{image['digest']}",
-                                    {"tags": [], "created": image["created"], "declared": image["declared"]})
+        record = records.setdefault(
+            f"{registry}@{image['digest']}", {"tags": [], "created": image["created"], "declared": image["declared"]}
+        )
         record["tags"] = sorted({*record["tags"], tag})
     data = {"schema": SCHEMA, "image_repository": repository, "images": records}
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
@@ -203,8 +217,10 @@ def save(repository: str, images: Mapping[str, dict[str, Any]], path: Path | Non
     for tag, image in images.items():
         problem = _tag_problem(tag) or next(iter(image_problems(image)), None)
         if problem:  # what sync and render read is verified before it gets here: this is envpin's own bug
-            raise EnvpinError(f"refusing to keep an invalid image object for {shown(tag)} in {path}: {problem}",
-                              hint="report this as a bug in envpin")
+            raise EnvpinError(
+                f"refusing to keep an invalid image object for {shown(tag)} in {path}: {problem}",
+                hint="report this as a bug in envpin",
+            )
         merged.pop((image["registry"], tag), None)  # re-inserted last: the newest read wins a shared digest
         merged[(image["registry"], tag)] = dict(image)
     newest_first = dict(reversed(list(merged.items())))

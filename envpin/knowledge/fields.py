@@ -62,8 +62,10 @@ def image_problems(image: Any) -> Iterator[str]:
     if not isinstance(image["registry"], str) or not image["registry"]:
         yield "registry must be a non-empty string (the repository the image was read from)"
     elif not is_repository_name(image["registry"]):
-        yield (f"registry {shown(image['registry'])!r} is not a repository name "
-               "(HOST[:PORT]/PATH, e.g. nvcr.io/nvidia/tensorflow)")
+        yield (
+            f"registry {shown(image['registry'])!r} is not a repository name "
+            "(HOST[:PORT]/PATH, e.g. nvcr.io/nvidia/tensorflow)"
+        )
     if image["source"] != IMAGE_SOURCE:
         yield f"source must be {IMAGE_SOURCE!r}, got {image['source']!r}"
     declared = image["declared"]

@@ -25,6 +25,7 @@ class CatalogEntry(Protocol):
 
     def written_value(self, name: str) -> Any: ...
 
+
 #: catalog key <- ENV variables NGC images set, first present wins.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
     "tf_version": ("TENSORFLOW_VERSION",),

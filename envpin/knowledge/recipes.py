@@ -25,8 +25,15 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 #: Python-side steps the runtime helper (envpin.probe.runtime) knows how to perform.
 STEPS = frozenset(
-    {"seed_python", "seed_numpy", "seed_tf", "keras_set_random_seed", "enable_op_determinism",
-     "fwr13y_enable_determinism", "keras3_no_auto_xla"}
+    {
+        "seed_python",
+        "seed_numpy",
+        "seed_tf",
+        "keras_set_random_seed",
+        "enable_op_determinism",
+        "fwr13y_enable_determinism",
+        "keras3_no_auto_xla",
+    }
 )
 DISTRIBUTIONS = ("ngc", "stock")
 DEVICES = ("gpu", "cpu", "any")
@@ -36,8 +43,18 @@ _SILENT_KEYS = {"op", "apis", "tf_min", "tf_max", "devices", "why", "checks", "s
 #: condition on the call a script cannot show ("the matrix has one column"), one on how TensorFlow was built
 #: (nothing in a script tells), `xla` (the entry is about XLA-compiled code), the setting a script's context
 #: decides (CONTEXTS), and the source of the version range where another source than `source` settles it.
-_OPTIONAL_KEYS = {"keras_min", "keras_max", "platform", "unverified", "condition", "build_condition", "xla", "context",
-                  "range_source", "api_conditions"}
+_OPTIONAL_KEYS = {
+    "keras_min",
+    "keras_max",
+    "platform",
+    "unverified",
+    "condition",
+    "build_condition",
+    "xla",
+    "context",
+    "range_source",
+    "api_conditions",
+}
 #: What only raising entries may carry: the setting that turns the exception off, and a work-around in code,
 #: each with its own source.
 _RAISE_OPTIONAL_KEYS = {"escape_hatch", "work_around"}
@@ -141,8 +158,11 @@ def validate(data: Any) -> None:
         for item in data["common"][key]:
             cite(f"common.{key}", item)
     for item in data["common"]["caveats"]:
-        if not {"text", "source"} <= set(item) <= {"text", "source", "apis", "context"} \
-                or not _apis_ok(item.get("apis", [])) or item.get("context", CONTEXTS[0]) not in CONTEXTS:
+        if (
+            not {"text", "source"} <= set(item) <= {"text", "source", "apis", "context"}
+            or not _apis_ok(item.get("apis", []))
+            or item.get("context", CONTEXTS[0]) not in CONTEXTS
+        ):
             problems.append("common.caveats entries need text and source (and optionally apis and a context)")
     for item in data["common"]["no_effect"]:
         if set(item) != {"name", "instead", "why", "source"}:
@@ -169,8 +189,10 @@ def validate(data: Any) -> None:
         for item in row["caveats"]:
             cite(rid, item)
     named: set[str] = set()
-    for key, keys, optional in (("raises_under_determinism", _RAISE_KEYS, _OPTIONAL_KEYS | _RAISE_OPTIONAL_KEYS),
-                                ("nondeterministic_under_determinism", _SILENT_KEYS, _OPTIONAL_KEYS)):
+    for key, keys, optional in (
+        ("raises_under_determinism", _RAISE_KEYS, _OPTIONAL_KEYS | _RAISE_OPTIONAL_KEYS),
+        ("nondeterministic_under_determinism", _SILENT_KEYS, _OPTIONAL_KEYS),
+    ):
         for item in data[key]:
             where = f"{key} {item.get('op')}"
             cite(where, item)
@@ -179,8 +201,11 @@ def validate(data: Any) -> None:
                 cite(where, item, "range_source")
             hatch = item.get("escape_hatch")
             if hatch is not None and "escape_hatch" in optional:
-                if not isinstance(hatch, dict) or set(hatch) != _HATCH_KEYS \
-                        or not re.fullmatch(r"[A-Z][A-Z0-9_]+", str(hatch["name"])):
+                if (
+                    not isinstance(hatch, dict)
+                    or set(hatch) != _HATCH_KEYS
+                    or not re.fullmatch(r"[A-Z][A-Z0-9_]+", str(hatch["name"]))
+                ):
                     problems.append(f"{where}: escape_hatch needs exactly {sorted(_HATCH_KEYS)}, name an env var")
                 else:
                     cite(where, hatch)
@@ -191,15 +216,21 @@ def validate(data: Any) -> None:
                 else:
                     cite(where, work)
             conds = item.get("api_conditions", {})
-            if not isinstance(conds, dict) or not set(conds) <= set(item.get("apis") or ()) \
-                    or not all(isinstance(v, str) for v in conds.values()):
+            if (
+                not isinstance(conds, dict)
+                or not set(conds) <= set(item.get("apis") or ())
+                or not all(isinstance(v, str) for v in conds.values())
+            ):
                 problems.append(f"{where}: api_conditions maps some of the entry's apis to a condition text")
             if not keys <= set(item) <= keys | optional:
                 problems.append(f"{where}: needs {sorted(keys)} (and optionally {sorted(optional)})")
             elif not _apis_ok(item["apis"]):
                 problems.append(f"{where}: apis must be a list of tf./keras. names")
-            elif not all(isinstance(item.get(k, ""), str) for k in ("condition", "build_condition")) \
-                    or not isinstance(item.get("xla", False), bool) or item.get("context", CONTEXTS[0]) not in CONTEXTS:
+            elif (
+                not all(isinstance(item.get(k, ""), str) for k in ("condition", "build_condition"))
+                or not isinstance(item.get("xla", False), bool)
+                or item.get("context", CONTEXTS[0]) not in CONTEXTS
+            ):
                 problems.append(f"{where}: condition/build_condition are text, xla a bool, context one of {CONTEXTS}")
             elif item["devices"] not in DEVICES or not isinstance(item["checks"], list):
                 problems.append(f"{where}: devices must be one of {DEVICES} and checks a list")
@@ -228,10 +259,16 @@ def validate(data: Any) -> None:
         cite(where, item)
         if "range_source" in item:
             cite(where, item, "range_source")
-        if not _OVERRIDDEN_KEYS <= set(item) <= _OVERRIDDEN_KEYS | {"range_source"} or item["id"] in ids \
-                or not all(_version_ok(item.get(k)) for k in ("tf_min", "tf_max")) or item["tf_min"] is None:
-            problems.append(f"{where}: needs exactly {sorted(_OVERRIDDEN_KEYS)} (and optionally range_source), "
-                            "a unique id and MAJOR.MINOR versions")
+        if (
+            not _OVERRIDDEN_KEYS <= set(item) <= _OVERRIDDEN_KEYS | {"range_source"}
+            or item["id"] in ids
+            or not all(_version_ok(item.get(k)) for k in ("tf_min", "tf_max"))
+            or item["tf_min"] is None
+        ):
+            problems.append(
+                f"{where}: needs exactly {sorted(_OVERRIDDEN_KEYS)} (and optionally range_source), "
+                "a unique id and MAJOR.MINOR versions"
+            )
         ids.add(item.get("id"))
     for item in data.get("built_on", []):
         where = f"built_on {item.get('calls')}"
@@ -315,8 +352,7 @@ def overridden(tf_version: str) -> list[dict[str, Any]]:
     from 2.7, stateful random ops in a parallel map run serially. Not part of a Recipe (its hash stays as it was):
     the script rules read it for the version they judge."""
     mm = tuple(parse_version(tf_version)[:2])
-    return [o for o in table().get("overridden_under_determinism", [])
-            if runtime.within(mm, o["tf_min"], o["tf_max"])]
+    return [o for o in table().get("overridden_under_determinism", []) if runtime.within(mm, o["tf_min"], o["tf_max"])]
 
 
 def built_on() -> list[dict[str, Any]]:

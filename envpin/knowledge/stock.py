@@ -77,26 +77,33 @@ class StockCatalog(Value):
         if spec is not None:
             wanted = _spec(spec)
             if tf is not None and not (tf.matches(wanted.text) or wanted.matches(tf.text)):
-                raise UsageError(f"--stock {shown(spec)} and --tf {tf.text} name different TensorFlow releases",
-                                 hint="give one of them")
+                raise UsageError(
+                    f"--stock {shown(spec)} and --tf {tf.text} name different TensorFlow releases",
+                    hint="give one of them",
+                )
             if tf is not None and len(tf.parts) > len(wanted.parts):
                 wanted = tf
         if wanted is None:
-            raise UsageError("a stock image needs a TensorFlow version",
-                             hint=f"give --tf MAJOR.MINOR or --stock TAG (the catalog knows {known})")
+            raise UsageError(
+                "a stock image needs a TensorFlow version",
+                hint=f"give --tf MAJOR.MINOR or --stock TAG (the catalog knows {known})",
+            )
         found = self.filtered(wanted)
         if not found:
-            raise UsageError(f"no stock TensorFlow GPU image in the catalog holds TensorFlow {wanted.text}",
-                             hint=f"the catalog knows {known} (see `envpin catalog --stock`); for an NGC image "
-                             "give --ngc RELEASE")
+            raise UsageError(
+                f"no stock TensorFlow GPU image in the catalog holds TensorFlow {wanted.text}",
+                hint=f"the catalog knows {known} (see `envpin catalog --stock`); for an NGC image give --ngc RELEASE",
+            )
         return found[0]
 
 
 def _spec(text: str) -> TFSpec:
     """--stock: a version or a tag, optionally with the repository in front; a UsageError otherwise."""
     raw = text.strip()
-    bad = UsageError(f"--stock {shown(text) if raw else repr(text)} is not a version or a tag of {REPOSITORY}",
-                     hint="give a version or a tag, e.g. --stock 2.20 or --stock 2.20.0-gpu")
+    bad = UsageError(
+        f"--stock {shown(text) if raw else repr(text)} is not a version or a tag of {REPOSITORY}",
+        hint="give a version or a tag, e.g. --stock 2.20 or --stock 2.20.0-gpu",
+    )
     if ":" in raw:
         try:
             name, tag, digest = imageref.split(raw)
@@ -106,17 +113,20 @@ def _spec(text: str) -> TFSpec:
             raise bad from None
         copy = not ours and full.endswith(f"/{REPOSITORY}")  # the repository under another host (a mirror)
         if copy and tag is not None and not digest and _TAG.match(tag):
-            raise UsageError(f"--stock {shown(text)} is not {REPOSITORY} on Docker Hub: --stock names the upstream "
-                             "tag, --base-image the copy to build from",
-                             hint=f"give --stock {shown(tag)} --base-image {shown(raw)}")
+            raise UsageError(
+                f"--stock {shown(text)} is not {REPOSITORY} on Docker Hub: --stock names the upstream "
+                "tag, --base-image the copy to build from",
+                hint=f"give --stock {shown(tag)} --base-image {shown(raw)}",
+            )
         if digest or tag is None or not ours:
             raise bad
         if re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", tag):  # a full reference names one image: :2.20.0 is not
             # the -gpu one (the image without GPU support), so it is never taken as that one
             gpu = f"{tag}-gpu" if tag.count(".") == 2 else "2.20.0-gpu"
-            raise UsageError(f"--stock {shown(text)} names {REPOSITORY}:{shown(tag)}, which is not a -gpu image "
-                             "(tags X.Y.Z-gpu)", hint=f"give the -gpu tag, e.g. --stock {REPOSITORY}:{gpu}, or a "
-                             "version alone (--stock 2.20)")
+            raise UsageError(
+                f"--stock {shown(text)} names {REPOSITORY}:{shown(tag)}, which is not a -gpu image (tags X.Y.Z-gpu)",
+                hint=f"give the -gpu tag, e.g. --stock {REPOSITORY}:{gpu}, or a version alone (--stock 2.20)",
+            )
         raw = tag
     try:
         return parse_tf_spec(raw.removesuffix("-gpu"))
@@ -139,19 +149,35 @@ def entry(tag: str, rel: dict[str, Any], sources: dict[str, dict[str, str]]) -> 
     for name in FIELDS:
         raw = rel["fields"].get(name)
         if raw is None:
-            facts[name] = Fact(None, reason="not recorded for stock images: no source read gives it per tag "
-                                           "(docs/catalog-sources.md)")
+            facts[name] = Fact(
+                None, reason="not recorded for stock images: no source read gives it per tag (docs/catalog-sources.md)"
+            )
             continue
         src = raw.get("source")
         kind = sources[src]["kind"] if raw["value"] is not None and src else None
-        facts[name] = Fact(raw["value"], src, raw.get("reason"), kind, tuple(raw.get("also", ())),
-                           tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())))
+        facts[name] = Fact(
+            raw["value"],
+            src,
+            raw.get("reason"),
+            kind,
+            tuple(raw.get("also", ())),
+            tuple((c["value"], c["source"]) for c in raw.get("conflicts", ())),
+        )
     version = tag[: -len("-gpu")]
     stated = rel.get("digest")
     digest = Fact(stated["value"], stated["source"], kind=sources[stated["source"]]["kind"]) if stated else None
-    return Entry(release=version, flavor=STOCK_FLAVOR, tag=tag, image=f"{REPOSITORY}:{tag}", facts=facts,
-                 sources=sources, written=dict(facts), distribution="stock", published=tuple(rel["published"]),
-                 stated_digest=digest)
+    return Entry(
+        release=version,
+        flavor=STOCK_FLAVOR,
+        tag=tag,
+        image=f"{REPOSITORY}:{tag}",
+        facts=facts,
+        sources=sources,
+        written=dict(facts),
+        distribution="stock",
+        published=tuple(rel["published"]),
+        stated_digest=digest,
+    )
 
 
 def names_stock_tag(text: str) -> bool:
@@ -173,8 +199,10 @@ def refuse_as_ngc(text: str) -> None:
     """--ngc given a stock image's tag ('2.20.0-gpu'): a UsageError that names --stock (the NGC shape hint would
     only ask for YY.MM)."""
     if names_stock_tag(text):
-        raise UsageError(f"--ngc {shown(text.strip())} names a stock TensorFlow GPU image ({REPOSITORY}), not an "
-                         "NGC release", hint=f"give it as --stock {shown(text.strip())}")
+        raise UsageError(
+            f"--ngc {shown(text.strip())} names a stock TensorFlow GPU image ({REPOSITORY}), not an NGC release",
+            hint=f"give it as --stock {shown(text.strip())}",
+        )
 
 
 def is_stock_flavor(flavor: str) -> bool:
@@ -217,8 +245,12 @@ def _problems(data: Any) -> Iterator[str]:
     if data["image_repository"] != f"docker.io/{REPOSITORY}":
         yield f"image_repository must be docker.io/{REPOSITORY}"
     epoch = data["epoch"]
-    if not isinstance(epoch, dict) or set(epoch) != {"value", "reason"} or not _DATE.match(str(epoch.get("value"))) \
-            or not epoch.get("reason"):
+    if (
+        not isinstance(epoch, dict)
+        or set(epoch) != {"value", "reason"}
+        or not _DATE.match(str(epoch.get("value")))
+        or not epoch.get("reason")
+    ):
         yield "epoch needs a YYYY-MM-DD value and a reason"
     sources = data["sources"]
     for sid, src in sources.items():
@@ -240,8 +272,9 @@ def _tag_problems(tag: str, rel: Any, sources: dict[str, Any]) -> Iterator[str]:
     if not isinstance(rel, dict) or not {"published", "fields"} <= set(rel) <= {"published", "digest", "fields"}:
         yield "needs 'published' and 'fields' (and optionally 'digest')"
         return
-    if not rel["published"] or any(sources.get(s, {}).get("kind") not in ("usage", "third-party")
-                                   for s in rel["published"]):
+    if not rel["published"] or any(
+        sources.get(s, {}).get("kind") not in ("usage", "third-party") for s in rel["published"]
+    ):
         yield "'published' must list at least one public file that uses the tag (a usage or third-party source)"
     if "digest" in rel:
         stated = rel["digest"]

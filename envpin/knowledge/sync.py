@@ -43,6 +43,7 @@ from envpin.registry.client import NotFound, RegistryClient, parse_ref
 
 DEFAULT_REGISTRY = "https://nvcr.io"
 
+
 # -- the registry side --------------------------------------------------------------------------------------------
 def repository_for(registry: str, upstream: str) -> str:
     """Where the catalog's tags live in `registry`: 'HOST[/PREFIX]' -> 'HOST[/PREFIX]/nvidia/tensorflow'.
@@ -204,16 +205,20 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
     for text in releases:
         for item in (x.strip() for x in text.split(",") if x.strip()):
             if names_stock_tag(item):
-                raise UsageError(f"--release {shown(item)} is a stock TensorFlow GPU image; catalog sync reads NGC "
-                                 "tags from nvcr.io/nvidia/tensorflow or a mirror of it",
-                                 hint=f"envpin catalog show {shown(item)} gives its sources; `envpin probe --image "
-                                 "IMAGE` reads what the image itself holds")
+                raise UsageError(
+                    f"--release {shown(item)} is a stock TensorFlow GPU image; catalog sync reads NGC "
+                    "tags from nvcr.io/nvidia/tensorflow or a mirror of it",
+                    hint=f"envpin catalog show {shown(item)} gives its sources; `envpin probe --image "
+                    "IMAGE` reads what the image itself holds",
+                )
             try:
                 parse_ngc_spec(item)
             except SpecError as exc:  # its shape hint speaks of --ngc: this option is --release
                 shape = exc.message.endswith("is not an NGC TensorFlow release")
-                raise UsageError(exc.message, hint="give YY.MM or a tag, e.g. --release 20.02 or --release "
-                                 "20.02-tf2-py3" if shape else exc.hint) from None
+                raise UsageError(
+                    exc.message,
+                    hint="give YY.MM or a tag, e.g. --release 20.02 or --release 20.02-tf2-py3" if shape else exc.hint,
+                ) from None
             # No notices: sync compares every value itself, and what it reads may replace what they are about.
             chosen.update((e.tag, e) for e in cat.select(item, notify=False))
     return sorted(chosen.values(), key=lambda e: (release_index(e.release), e.flavor))
@@ -242,8 +247,9 @@ def read_image(client: RegistryClient, ref: str) -> ImageRead:
     repository = parse_ref(ref).name
     digest, config = client.image_config(ref)
     if not is_digest(digest) or not isinstance(config, dict):  # the client's promise, kept at the cache's door
-        raise RegistryError(f"{ref}: the registry client returned an unverified digest or config",
-                            hint="report this as a bug in envpin")
+        raise RegistryError(
+            f"{ref}: the registry client returned an unverified digest or config", hint="report this as a bug in envpin"
+        )
     declared, origin = declared_from_config(config)
     created = config.get("created")
     image = {
@@ -334,10 +340,17 @@ def sync_catalog(
     graded = {e.tag: e for e in after.entries()}
     for r in results:
         if r.image is not None:
-            r.grade = next((u.grade for u in graded[r.entry.tag].images
-                            if u.cached and u.image["registry"] == repository), None)
-    result = SyncResult(repository, cat.origin, results, coverage_before=coverage_by_kind(cat),
-                        coverage_after=coverage_by_kind(after), upstream=cat.repository)
+            r.grade = next(
+                (u.grade for u in graded[r.entry.tag].images if u.cached and u.image["registry"] == repository), None
+            )
+    result = SyncResult(
+        repository,
+        cat.origin,
+        results,
+        coverage_before=coverage_by_kind(cat),
+        coverage_after=coverage_by_kind(after),
+        upstream=cat.repository,
+    )
     if write is not None:
         # The catalog file in use plus what was read here (never the rest of this user's cache).
         data = updated_catalog(cat, results)

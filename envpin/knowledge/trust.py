@@ -47,13 +47,21 @@ class ImageUse(Value):
         return f"{self.image['registry']}@{self.image['digest']}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"read_from": self.read_from, "registry": self.image["registry"], "digest": self.image["digest"],
-                "created": self.image["created"], "declared": self.image["declared"], "grade": self.grade,
-                "why": self.why, "kept_in": "image-facts cache" if self.cached else "catalog file"}
+        return {
+            "read_from": self.read_from,
+            "registry": self.image["registry"],
+            "digest": self.image["digest"],
+            "created": self.image["created"],
+            "declared": self.image["declared"],
+            "grade": self.grade,
+            "why": self.why,
+            "kept_in": "image-facts cache" if self.cached else "catalog file",
+        }
 
 
-def images_for(repository: str, tag: str, recorded: dict[str, Any] | None,
-               cached: list[dict[str, Any]]) -> list[ImageUse]:
+def images_for(
+    repository: str, tag: str, recorded: dict[str, Any] | None, cached: list[dict[str, Any]]
+) -> list[ImageUse]:
     """The image configs of `tag` with what each may do, the one that applies first.
 
     `repository` is the catalog's own, `recorded` the catalog file's image object for the tag, `cached` the
@@ -69,19 +77,32 @@ def images_for(repository: str, tag: str, recorded: dict[str, Any] | None,
         if image is None:
             continue
         if image is applied:
-            why = (f"read from the catalog's repository {repository}" if image is own
-                   else "recorded in the catalog file" if image is recorded
-                   else f"its digest is the one the catalog file records for {tag}")
+            why = (
+                f"read from the catalog's repository {repository}"
+                if image is own
+                else "recorded in the catalog file"
+                if image is recorded
+                else f"its digest is the one the catalog file records for {tag}"
+            )
             uses.append(ImageUse(image, cache, IMAGE_KIND, why))
         else:
             assert applied is not None
             same = " (the same image)" if image["digest"] == applied["digest"] else ""
-            uses.append(ImageUse(image, cache, None, f"{applied['registry']}@{applied['digest']} speaks for "
-                                                     f"{tag}{same}"))
-    uses += [ImageUse(c, True, MIRROR_KIND, f"read from {c['registry']}, not the catalog's repository "
-                                            f"{repository}, under a digest the catalog does not record for {tag}: "
-                                            "it fills only values that nothing else gives")
-             for c in cached if c is not own and c["digest"] not in known]
+            uses.append(
+                ImageUse(image, cache, None, f"{applied['registry']}@{applied['digest']} speaks for {tag}{same}")
+            )
+    uses += [
+        ImageUse(
+            c,
+            True,
+            MIRROR_KIND,
+            f"read from {c['registry']}, not the catalog's repository "
+            f"{repository}, under a digest the catalog does not record for {tag}: "
+            "it fills only values that nothing else gives",
+        )
+        for c in cached
+        if c is not own and c["digest"] not in known
+    ]
     return uses
 
 
@@ -97,8 +118,9 @@ def disagrees(name: str, written: Any, declared: Any, driver_min: str | None = N
     return imageconfig.compare_version(written, declared) == imageconfig.DISAGREES
 
 
-def contradictions(repository: str, tag: str, written: Mapping[str, tuple[Any, dict[str, str] | None]],
-                   uses: list[ImageUse]) -> Iterator[str]:
+def contradictions(
+    repository: str, tag: str, written: Mapping[str, tuple[Any, dict[str, str] | None]], uses: list[ImageUse]
+) -> Iterator[str]:
     """One line per value a config of grade image or mirror declares against a known written value.
     `written` maps each field to (value, its source's catalog record {"kind", "url", ...} or None)."""
     for use in uses:
@@ -110,14 +132,18 @@ def contradictions(repository: str, tag: str, written: Mapping[str, tuple[Any, d
             value, source = written[name]
             if name not in declared or source is None or not disagrees(name, value, declared[name], driver_min):
                 continue
-            said = (f"{tag} {name}: the image config {use.read_from} declares {_text(declared[name])}, but the "
-                    f"{source['kind']} source {source['url']} says {_text(value)}")
+            said = (
+                f"{tag} {name}: the image config {use.read_from} declares {_text(declared[name])}, but the "
+                f"{source['kind']} source {source['url']} says {_text(value)}"
+            )
             if use.grade == IMAGE_KIND:
                 yield f"{said}; envpin uses the image's {_text(declared[name])} (`envpin catalog show {tag}`)"
             else:
-                yield (f"{said}; envpin keeps {_text(value)}, because {use.image['registry']} is not the catalog's "
-                       f"{repository} and that digest is not one the catalog records for {tag} "
-                       "(docs/catalog-sync.md)")
+                yield (
+                    f"{said}; envpin keeps {_text(value)}, because {use.image['registry']} is not the catalog's "
+                    f"{repository} and that digest is not one the catalog records for {tag} "
+                    "(docs/catalog-sync.md)"
+                )
 
 
 def _text(value: Any) -> str:

@@ -47,8 +47,12 @@ def _temp_prefix(path: str) -> str:
     return ".envpin-" + hashlib.sha256(raw).hexdigest()[:16] + "."
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def kind_of(mode: int) -> str:
@@ -88,12 +92,17 @@ def write_target(path: str) -> "Tuple[str, bool]":
             st = os.stat(path)
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise OSError(errno.ENOENT, "a symbolic link to %s, which does not exist (envpin does not write "
-                                            "through a dangling link)" % os.readlink(path), str(path)) from None
+                raise OSError(
+                    errno.ENOENT,
+                    "a symbolic link to %s, which does not exist (envpin does not write "
+                    "through a dangling link)" % os.readlink(path),
+                    str(path),
+                ) from None
             raise
         if is_descriptor(path):
-            if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)
-                                                 or stat.S_ISFIFO(st.st_mode)):
+            if stat.S_ISDIR(st.st_mode) or not (
+                stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)
+            ):
                 raise OSError(errno.EINVAL, "it leads to %s" % kind_of(st.st_mode), str(path))
             return path, True
         path = os.path.realpath(path)
@@ -102,8 +111,9 @@ def write_target(path: str) -> "Tuple[str, bool]":
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and is_descriptor(path)):
         return path, True
     if not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EINVAL, "it is %s, which envpin neither replaces nor writes into" % kind_of(st.st_mode),
-                      str(path))
+        raise OSError(
+            errno.EINVAL, "it is %s, which envpin neither replaces nor writes into" % kind_of(st.st_mode), str(path)
+        )
     return path, False
 
 
@@ -135,7 +145,7 @@ def write_into(path: str, data: bytes) -> None:
     if own is not None:
         view = memoryview(data)
         while view:
-            view = view[os.write(own, view):]
+            view = view[os.write(own, view) :]
         return
 
     try:
@@ -152,7 +162,7 @@ def write_into(path: str, data: bytes) -> None:
         fcntl.fcntl(fd, fcntl.F_SETFL, flags | (os.O_APPEND if stat.S_ISREG(mode) else 0))
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 

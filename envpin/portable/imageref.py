@@ -48,7 +48,7 @@ def split(text: str) -> "Tuple[str, Optional[str], Optional[str]]":
     tag = None
     slash, colon = name.rfind("/"), name.rfind(":")
     if colon > slash:
-        name, tag = name[:colon], name[colon + 1:]
+        name, tag = name[:colon], name[colon + 1 :]
     return name, tag, digest or None
 
 
@@ -73,7 +73,7 @@ def is_digest(text: object) -> bool:
 
 def is_loopback(host: str) -> bool:
     """'localhost', '127.x.x.x' and '[::1]', with or without a port."""
-    name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    name = host[1 : host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
     return name in ("localhost", "::1") or re.match(r"127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z", name) is not None
 
 
@@ -106,7 +106,7 @@ class ImageRef(namedtuple("ImageRef", "registry repository tag digest")):
         """The short form `docker` prints: 'ubuntu:22.04' for docker.io/library/ubuntu:22.04; others unchanged."""
         name = self.name
         if self.registry == DOCKER_HUB:
-            name = self.repository[len("library/"):] if self.repository.startswith("library/") else self.repository
+            name = self.repository[len("library/") :] if self.repository.startswith("library/") else self.repository
         return name + (":" + self.tag if self.tag else "") + ("@" + self.digest if self.digest else "")
 
     def __str__(self) -> str:
@@ -117,16 +117,19 @@ def parse(text: str, need_version: bool = False) -> ImageRef:
     """Parse and normalise ('ubuntu' -> docker.io/library/ubuntu); RefError says what is wrong.
     With need_version, a tag or a digest is required (a registry can only be asked for one of those)."""
     if not isinstance(text, str) or not text or len(text) > _MAX or text != text.strip() or "\n" in text:
-        raise RefError("'%s' is not an image reference" % _shown(text),
-                       hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE)
+        raise RefError(
+            "'%s' is not an image reference" % _shown(text), hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE
+        )
     name, tag, digest = split(text)
     parts = name.split("/")
     first = parts[0]
     if len(parts) > 1 and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
         registry, path = first, parts[1:]
         if not is_registry_host(registry):
-            raise RefError("'%s': '%s' is not a registry host" % (_shown(text), _shown(registry)),
-                           hint="use HOST[:PORT], e.g. 127.0.0.1:5000 or [::1]:5000")
+            raise RefError(
+                "'%s': '%s' is not a registry host" % (_shown(text), _shown(registry)),
+                hint="use HOST[:PORT], e.g. 127.0.0.1:5000 or [::1]:5000",
+            )
     else:
         registry, path = DOCKER_HUB, parts
     if registry.lower() in _HUB_ALIASES:
@@ -135,18 +138,24 @@ def parse(text: str, need_version: bool = False) -> ImageRef:
             path.insert(0, "library")
     bad = [p for p in path if not _COMPONENT.match(p)]
     if bad or not path:
-        raise RefError("'%s' is not an image reference" % _shown(text),
-                       hint="repository names are lower-case letters, digits and '.', '_', '-' separators, "
-                            "e.g. " + EXAMPLE)
+        raise RefError(
+            "'%s' is not an image reference" % _shown(text),
+            hint="repository names are lower-case letters, digits and '.', '_', '-' separators, e.g. " + EXAMPLE,
+        )
     if tag is not None and not _TAG.match(tag):
-        raise RefError("'%s': '%s' is not a valid tag" % (_shown(text), _shown(tag)),
-                       hint="tags are letters, digits, '_', '.' and '-', at most 128 characters")
+        raise RefError(
+            "'%s': '%s' is not a valid tag" % (_shown(text), _shown(tag)),
+            hint="tags are letters, digits, '_', '.' and '-', at most 128 characters",
+        )
     if "@" in text and not is_digest(digest):
-        raise RefError("'%s': '%s' is not a sha256 or sha512 digest" % (_shown(text), _shown(digest or "")),
-                       hint="a digest is " + DIGEST_FORMS)
+        raise RefError(
+            "'%s': '%s' is not a sha256 or sha512 digest" % (_shown(text), _shown(digest or "")),
+            hint="a digest is " + DIGEST_FORMS,
+        )
     if need_version and tag is None and digest is None:
-        raise RefError("'%s' is not a full image reference (no tag or digest)" % _shown(text),
-                       hint="use REGISTRY/REPOSITORY:TAG")
+        raise RefError(
+            "'%s' is not a full image reference (no tag or digest)" % _shown(text), hint="use REGISTRY/REPOSITORY:TAG"
+        )
     return ImageRef(registry, "/".join(path), tag, digest)
 
 
@@ -155,8 +164,9 @@ def validate(text: str) -> str:
     try:
         parse(text)
     except RefError:
-        raise RefError("'%s' is not an image reference" % _shown(text),
-                       hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE) from None
+        raise RefError(
+            "'%s' is not an image reference" % _shown(text), hint="use REGISTRY/REPOSITORY:TAG, e.g. " + EXAMPLE
+        ) from None
     return text
 
 
@@ -168,4 +178,4 @@ def _shown(text: object, limit: int = 100) -> str:
     """User input quoted in a one-line message: control characters escaped (an ESC or BEL never reaches the
     terminal raw), long input shortened. versions.py quotes with it too."""
     s = _CONTROL.sub(lambda m: _NAMED.get(m.group(), "\\x%02x" % ord(m.group())), str(text))
-    return s if len(s) <= limit else s[:limit - 3] + "..."
+    return s if len(s) <= limit else s[: limit - 3] + "..."

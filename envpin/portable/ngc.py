@@ -46,12 +46,16 @@ class Selector(object):
             return found
         if release in self.missing:
             near = nearest_releases(release, self.releases, 2)
-            raise SpecError("NVIDIA published no TensorFlow container in %s: %s"
-                            % (release, self.missing[release]["reason"]), hint="nearest releases: " + ", ".join(near))
+            raise SpecError(
+                "NVIDIA published no TensorFlow container in %s: %s" % (release, self.missing[release]["reason"]),
+                hint="nearest releases: " + ", ".join(near),
+            )
         first, last = self.releases[0], self.releases[-1]
         if release_index(release) < release_index(first) or release_index(release) > release_index(last):
-            raise SpecError("release %s is outside the catalog, which covers %s to %s" % (release, first, last),
-                            hint="%s was the last NGC TensorFlow release; see 'envpin catalog'" % last)
+            raise SpecError(
+                "release %s is outside the catalog, which covers %s to %s" % (release, first, last),
+                hint="%s was the last NGC TensorFlow release; see 'envpin catalog'" % last,
+            )
         raise SpecError("release %s is not in the catalog" % release, hint="see 'envpin catalog'")
 
     def filter(self, tf: "Optional[TFSpec]" = None, flavor: "Optional[str]" = None) -> "List[Any]":
@@ -64,8 +68,13 @@ class Selector(object):
             out = [e for e in out if tf.matches(e.tf_version)]
         return list(out)
 
-    def select(self, ngc: "Union[NGCSpec, str, None]", tf: "Optional[TFSpec]" = None, flavor: "Optional[str]" = None,
-               single: bool = False) -> "List[Any]":
+    def select(
+        self,
+        ngc: "Union[NGCSpec, str, None]",
+        tf: "Optional[TFSpec]" = None,
+        flavor: "Optional[str]" = None,
+        single: bool = False,
+    ) -> "List[Any]":
         """The release's tags, narrowed by the spec's flavor (or `flavor`) and by `tf`; with single=True exactly
         one. Without a spec, every release's tags that fit `tf` and `flavor` (possibly none)."""
         if ngc is None:
@@ -77,9 +86,10 @@ class Selector(object):
         if flavor:
             _check_flavor(flavor)
             if ngc.flavor not in (None, flavor):
-                raise SpecError("NGC %s-%s is the %s image, not %s" % (ngc.release, FLAVOR_SUFFIX[ngc.flavor],
-                                                                        ngc.flavor, flavor),
-                                hint="name the tag or the flavor, not both")
+                raise SpecError(
+                    "NGC %s-%s is the %s image, not %s" % (ngc.release, FLAVOR_SUFFIX[ngc.flavor], ngc.flavor, flavor),
+                    hint="name the tag or the flavor, not both",
+                )
             ngc = NGCSpec(ngc.release, flavor)
         entries = self.release_entries(ngc.release)
         if ngc.flavor:
@@ -88,7 +98,8 @@ class Selector(object):
                 raise SpecError(
                     "NGC %s has no %s image; it was published as %s"
                     % (ngc.release, FLAVOR_SUFFIX[ngc.flavor], ", ".join(e.tag for e in entries)),
-                    hint=self.tf1_hint(ngc.release) if ngc.flavor == "tf1"
+                    hint=self.tf1_hint(ngc.release)
+                    if ngc.flavor == "tf1"
                     else "see 'envpin catalog show %s'" % ngc.release,
                 )
             entries = tagged
@@ -99,8 +110,12 @@ class Selector(object):
             entries = [e for e in entries if e.flavor not in PY2_FLAVORS] or entries
         if single and len(entries) > 1:
             raise SpecError(
-                "NGC %s has %d images: %s" % (ngc.release, len(entries), ", ".join(
-                    "%s (TF %s)" % (e.tag, e.tf_version or "unknown") for e in entries)),
+                "NGC %s has %d images: %s"
+                % (
+                    ngc.release,
+                    len(entries),
+                    ", ".join("%s (TF %s)" % (e.tag, e.tf_version or "unknown") for e in entries),
+                ),
                 hint="add --tf, or name the tag, e.g. --ngc %s" % entries[-1].tag,
             )
         return entries
@@ -114,11 +129,14 @@ class Selector(object):
             # The catalog does not know this tag's TF version: the user's --tf is taken as their claim.
             return unknown
         if tf.major == 1 and all(e.flavor == "tf2" for e in entries):
-            raise SpecError("NGC %s ships only TensorFlow 2 (%s); TensorFlow %s is not in it"
-                            % (release, entries[0].tag, tf.text), hint=self.tf1_hint(release))
+            raise SpecError(
+                "NGC %s ships only TensorFlow 2 (%s); TensorFlow %s is not in it" % (release, entries[0].tag, tf.text),
+                hint=self.tf1_hint(release),
+            )
         held = ", ".join("TF %s (%s)" % (e.tf_version or "unknown version", e.flavor) for e in entries)
-        raise SpecError("NGC %s contains %s, not TensorFlow %s" % (release, held, tf.text),
-                        hint=self.where_is(tf, release))
+        raise SpecError(
+            "NGC %s contains %s, not TensorFlow %s" % (release, held, tf.text), hint=self.where_is(tf, release)
+        )
 
     def where_is(self, tf: TFSpec, near: str) -> str:
         have = sorted(set(e.release for e in self.entries if tf.matches(e.tf_version)), key=release_index)
@@ -131,4 +149,6 @@ class Selector(object):
     def tf1_hint(self, release: str) -> str:
         have = sorted(set(e.release for e in self.entries if e.flavor == "tf1"), key=release_index)
         return "tf1 images ended with %s; TF 1.15 is in %s" % (
-            LAST_TF1_RELEASE, ", ".join(nearest_releases(release, have, 3)))
+            LAST_TF1_RELEASE,
+            ", ".join(nearest_releases(release, have, 3)),
+        )

@@ -23,16 +23,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE ('-' for stdout)")
     p.add_argument("--markdown", metavar="FILE", help="write the Markdown report to FILE ('-' for stdout)")
     choice = p.add_mutually_exclusive_group()
-    choice.add_argument("--selftest", dest="selftest", action="store_const", const=True, default=None,
-                        help="run the determinism self-test, and fail when it cannot run (default: run it "
-                             "when TensorFlow is importable, else record why not)")
-    choice.add_argument("--no-selftest", dest="selftest", action="store_const", const=False,
-                        help="fingerprint only")
+    choice.add_argument(
+        "--selftest",
+        dest="selftest",
+        action="store_const",
+        const=True,
+        default=None,
+        help="run the determinism self-test, and fail when it cannot run (default: run it "
+        "when TensorFlow is importable, else record why not)",
+    )
+    choice.add_argument("--no-selftest", dest="selftest", action="store_const", const=False, help="fingerprint only")
     p.add_argument("--quick", action="store_true", help="shorter self-test (the fingerprint is never reduced)")
     p.add_argument("--compare", action="store_true", help="self-test: also run the op battery with determinism off")
     p.add_argument("--with-tf", action="store_true", help="import TensorFlow to read its runtime settings")
-    p.add_argument("--anonymize", action="store_true",
-                   help="replace the host name, user name and home folder by <host>, <user> and <home>")
+    p.add_argument(
+        "--anonymize",
+        action="store_true",
+        help="replace the host name, user name and home folder by <host>, <user> and <home>",
+    )
     p.add_argument("--root", metavar="DIR", help="read /proc, /sys and /etc under DIR (diagnostics)")
     return p
 
@@ -45,10 +53,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("hint: give each report its own file\n")
         return 2
     if args.selftest or (args.selftest is None and tensorflow_missing() is None):
-        sys.stderr.write("running the determinism self-test%s (--no-selftest skips it)\n"
-                         % (" (quick)" if args.quick else ""))
-    report = collect(selftest=args.selftest, quick=args.quick, compare=args.compare,
-                     with_tf=args.with_tf, root=args.root, anonymize=args.anonymize)
+        sys.stderr.write(
+            "running the determinism self-test%s (--no-selftest skips it)\n" % (" (quick)" if args.quick else "")
+        )
+    report = collect(
+        selftest=args.selftest,
+        quick=args.quick,
+        compare=args.compare,
+        with_tf=args.with_tf,
+        root=args.root,
+        anonymize=args.anonymize,
+    )
     try:
         write_reports(report, out_dir=args.out, json_path=args.json, markdown_path=args.markdown)
     except OSError as exc:

@@ -196,8 +196,9 @@ def _candidates(ctx: Context, stem: str, prefer_major: Optional[str]) -> List[Tu
     return ordered
 
 
-def _load(ctx: Context, stem: str, symbol: str, fn: Callable[[Any], Tuple[str, int]],
-          prefer: Optional[str]) -> Dict[str, Any]:
+def _load(
+    ctx: Context, stem: str, symbol: str, fn: Callable[[Any], Tuple[str, int]], prefer: Optional[str]
+) -> Dict[str, Any]:
     mapped = mapped_libraries(ctx)
     pattern = re.compile(r"^" + re.escape(stem) + r"\.so")
     already = sorted(p for b, p in mapped.items() if pattern.match(b))
@@ -236,8 +237,13 @@ def _load(ctx: Context, stem: str, symbol: str, fn: Callable[[Any], Tuple[str, i
 
 def _declared(ctx: Context) -> Dict[str, str]:
     out = {}
-    for var, key in (("CUDA_VERSION", "cuda"), ("CUDNN_VERSION", "cudnn"), ("NCCL_VERSION", "nccl"),
-                     ("CUBLAS_VERSION", "cublas"), ("TRT_VERSION", "tensorrt")):
+    for var, key in (
+        ("CUDA_VERSION", "cuda"),
+        ("CUDNN_VERSION", "cudnn"),
+        ("NCCL_VERSION", "nccl"),
+        ("CUBLAS_VERSION", "cublas"),
+        ("TRT_VERSION", "tensorrt"),
+    ):
         if ctx.environ.get(var):
             out[key] = ctx.environ[var]
     for path in ("/usr/local/cuda/version.json", "/usr/local/cuda/version.txt"):
@@ -259,8 +265,9 @@ def _declared(ctx: Context) -> Dict[str, str]:
 
 
 def collect_cuda(ctx: Context) -> Dict[str, Any]:
-    declared = capture("environ CUDA_VERSION/CUDNN_VERSION/NCCL_VERSION, /usr/local/cuda/version.*, TF build_info",
-                       _declared, ctx)
+    declared = capture(
+        "environ CUDA_VERSION/CUDNN_VERSION/NCCL_VERSION, /usr/local/cuda/version.*, TF build_info", _declared, ctx
+    )
     section = {"declared": declared}  # type: Dict[str, Any]
     d = declared.get("value", {})
     # Prefer what TensorFlow was built for, then what the image declares.

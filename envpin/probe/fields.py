@@ -56,8 +56,15 @@ class Rule(object):
     absent: severity when only one of two reports has the key (default: the rule's severity).
     """
 
-    def __init__(self, pattern: str, severity: str, reason: str, cpu_only: bool = False,
-                 fingerprint: bool = True, absent: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        pattern: str,
+        severity: str,
+        reason: str,
+        cpu_only: bool = False,
+        fingerprint: bool = True,
+        absent: Optional[str] = None,
+    ) -> None:
         self.pattern = pattern
         self.severity = severity
         self.reason = reason
@@ -81,8 +88,11 @@ RULES = [
     Rule("container.runtime", RISK, "container runtime"),
     Rule("container.in_container", RISK, "container runtime"),
     Rule("container.gpu_runtime", RISK, "container runtime"),
-    Rule("container.image", INFO, "the image file the runtime started: a host path (its contents are compared "
-         "field by field)"),
+    Rule(
+        "container.image",
+        INFO,
+        "the image file the runtime started: a host path (its contents are compared field by field)",
+    ),
     Rule("container.*", INFO, "container identity"),
     Rule("cpu.isa_level", BREAKING, "CPU ISA level: oneDNN/Eigen/MKL dispatch on CPU", cpu_only=True),
     Rule("cpu.simd_flags", BREAKING, "SIMD extensions: kernel dispatch on CPU", cpu_only=True),
@@ -105,8 +115,13 @@ RULES = [
     Rule("packages.*", BREAKING, "package contents"),
     Rule("tensorflow.location", INFO, "where TensorFlow is installed"),
     Rule("tensorflow.runtime", INFO, "runtime settings are only read when TensorFlow is imported"),
-    Rule("tensorflow.runtime.*", BREAKING, "TensorFlow runtime setting (threads, op determinism, build)",
-         fingerprint=False, absent=INFO),
+    Rule(
+        "tensorflow.runtime.*",
+        BREAKING,
+        "TensorFlow runtime setting (threads, op determinism, build)",
+        fingerprint=False,
+        absent=INFO,
+    ),
     Rule("tensorflow.*", BREAKING, "TensorFlow version or build"),
     Rule("cuda.*.path", RISK, "library loaded from another file"),
     Rule("cuda.*.loaded_by", INFO, "who loaded the library"),
@@ -135,9 +150,12 @@ RULES = [
     Rule("env.NVIDIA_TENSORFLOW_VERSION", BREAKING, "NGC release"),
     Rule("env.NVIDIA_REQUIRE_*", INFO, "container runtime requirement"),
     Rule("env.NVIDIA_PRODUCT_NAME", INFO, "image name"),
-    Rule("env.NVIDIA_VISIBLE_DEVICES", INFO,
-         "which GPUs the container runtime exposes (a device plugin names them by UUID; their number and "
-         "models are compared under gpu.*)"),
+    Rule(
+        "env.NVIDIA_VISIBLE_DEVICES",
+        INFO,
+        "which GPUs the container runtime exposes (a device plugin names them by UUID; their number and "
+        "models are compared under gpu.*)",
+    ),
     Rule("env.NVIDIA_*", RISK, "NGC image or container runtime setting"),
     Rule("env.PYTHONHASHSEED", BREAKING, "hash seed: set and dict iteration order"),
     Rule("env.PYTHON*", RISK, "interpreter setting"),

@@ -95,8 +95,12 @@ def _threads_source(explicit: Optional[int], env_name: str) -> str:
     return "default (usable CPUs)"
 
 
-def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
-                   machine: Optional[str] = None, flags: Optional[Sequence[str]] = None) -> str:
+def onednn_setting(
+    tf_version: Optional[str] = None,
+    environ: Optional[Dict[str, str]] = None,
+    machine: Optional[str] = None,
+    flags: Optional[Sequence[str]] = None,
+) -> str:
     """'on' or 'off' as TensorFlow will decide it: TF_ENABLE_ONEDNN_OPTS wins; unset, the default rule of
     :func:`envpin.portable.device.onednn_default` for this CPU; 'unknown' without a TensorFlow version."""
     environ = os.environ if environ is None else environ
@@ -107,15 +111,17 @@ def onednn_setting(tf_version: Optional[str] = None, environ: Optional[Dict[str,
         from envpin.probe.runtime import installed_tf_version
 
         tf_version = installed_tf_version()
-    return device.onednn_default(tf_version, _cpu_flags() if flags is None else flags,
-                                 machine or platform.machine())
+    return device.onednn_default(tf_version, _cpu_flags() if flags is None else flags, machine or platform.machine())
 
 
 def _nvidia_smi_gpus() -> List[Tuple[str, str]]:
     try:
         proc = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=20,
         )
     except (OSError, subprocess.SubprocessError):
         return []
@@ -129,9 +135,14 @@ def _nvidia_smi_gpus() -> List[Tuple[str, str]]:
     return gpus
 
 
-def device_class(gpus: Optional[Sequence[Tuple[str, str]]] = None, intra_op: Optional[int] = None,
-                 inter_op: Optional[int] = None, onednn: Optional[str] = None,
-                 environ: Optional[Dict[str, str]] = None, cpu: Optional[str] = None) -> str:
+def device_class(
+    gpus: Optional[Sequence[Tuple[str, str]]] = None,
+    intra_op: Optional[int] = None,
+    inter_op: Optional[int] = None,
+    onednn: Optional[str] = None,
+    environ: Optional[Dict[str, str]] = None,
+    cpu: Optional[str] = None,
+) -> str:
     """The key a golden hash is stored under: machines with equal classes should train bit-identically.
 
     The format is envpin.portable.device's (the one rule). Without arguments the GPUs come from nvidia-smi
@@ -227,7 +238,7 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
     loss = None
     for i in range(steps):
         lo = (i * BATCH) % EXAMPLES
-        loss = step(x_all[lo:lo + BATCH], y_all[lo:lo + BATCH])
+        loss = step(x_all[lo : lo + BATCH], y_all[lo : lo + BATCH])
     return [tfchild.to_numpy(w) for w in model.weights], float(tfchild.to_numpy(loss))
 
 
@@ -254,14 +265,15 @@ def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[
             value = None
             for i in range(steps):
                 lo = (i * BATCH) % EXAMPLES
-                _, value = sess.run([train, loss], {x_ph: xs[lo:lo + BATCH], y_ph: ys[lo:lo + BATCH]})
+                _, value = sess.run([train, loss], {x_ph: xs[lo : lo + BATCH], y_ph: ys[lo : lo + BATCH]})
             weights = sess.run(model.weights)
     return list(weights), float(value)
 
 
 def _tf_gpus(tf: Any) -> List[Tuple[str, str]]:
     lister = getattr(getattr(tf, "config", None), "list_physical_devices", None) or getattr(
-        getattr(getattr(tf, "config", None), "experimental", None), "list_physical_devices", None)
+        getattr(getattr(tf, "config", None), "experimental", None), "list_physical_devices", None
+    )
     if lister is None:
         return []
     gpus = []
@@ -333,9 +345,15 @@ def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
 # --------------------------------------------------------------------------------------- the parent
 
 
-def run_golden(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Optional[int] = None,
-               environ: Optional[Dict[str, str]] = None, runs: int = 2, timeout: float = 600,
-               python: Optional[str] = None) -> Dict[str, Any]:
+def run_golden(
+    steps: int = STEPS,
+    intra_op: Optional[int] = None,
+    inter_op: Optional[int] = None,
+    environ: Optional[Dict[str, str]] = None,
+    runs: int = 2,
+    timeout: float = 600,
+    python: Optional[str] = None,
+) -> Dict[str, Any]:
     """Train in ``runs`` fresh processes (at once, up to the child limit) and compare the weight hashes.
 
     The children inherit ``environ`` (default: this process's environment), so TF_ENABLE_ONEDNN_OPTS,

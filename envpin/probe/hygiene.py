@@ -31,17 +31,17 @@ SEED = 42
 
 FIXES = {
     "PYTHONHASHSEED": "set PYTHONHASHSEED=0 (any fixed integer) in the image environment (Dockerfile ENV); it "
-                      "must be set before Python starts, setting os.environ inside the script is too late",
+    "must be set before Python starts, setting os.environ inside the script is too late",
     "python-random": "call random.seed(SEED) before the first draw (envpin.enable_determinism(seed) does it); "
-                     "give each random.Random(...) instance an explicit seed",
+    "give each random.Random(...) instance an explicit seed",
     "numpy-random": "call numpy.random.seed(SEED) for the legacy global RNG and pass a seed to every "
-                    "numpy.random.default_rng(SEED)",
+    "numpy.random.default_rng(SEED)",
     "tensorflow-random": "call tf.random.set_seed(SEED) (TF1: tf.compat.v1.set_random_seed) before building "
-                         "the model, or tf.keras.utils.set_random_seed(SEED); give random ops a seed",
+    "the model, or tf.keras.utils.set_random_seed(SEED); give random ops a seed",
     "keras-initializers": "call tf.keras.utils.set_random_seed(SEED) (it seeds Python, NumPy, TensorFlow and "
-                          "the Keras seed generator) or pass seed= to every initializer",
+    "the Keras seed generator) or pass seed= to every initializer",
     "tensorflow-generator": "create the generator from a seed: tf.random.set_global_generator("
-                            "tf.random.Generator.from_seed(SEED)), or use stateless random ops",
+    "tf.random.Generator.from_seed(SEED)), or use stateless random ops",
 }
 
 
@@ -100,9 +100,28 @@ def _tensorflow_record(tf: Any) -> Dict[str, Any]:
 
 
 # The functions of the random module that draw from (or reseed) its hidden global instance.
-_RANDOM_FUNCS = ("random", "uniform", "triangular", "randint", "choice", "randrange", "sample", "shuffle",
-                 "choices", "normalvariate", "lognormvariate", "expovariate", "vonmisesvariate", "gammavariate",
-                 "gauss", "betavariate", "paretovariate", "weibullvariate", "getrandbits", "randbytes")
+_RANDOM_FUNCS = (
+    "random",
+    "uniform",
+    "triangular",
+    "randint",
+    "choice",
+    "randrange",
+    "sample",
+    "shuffle",
+    "choices",
+    "normalvariate",
+    "lognormvariate",
+    "expovariate",
+    "vonmisesvariate",
+    "gammavariate",
+    "gauss",
+    "betavariate",
+    "paretovariate",
+    "weibullvariate",
+    "getrandbits",
+    "randbytes",
+)
 
 
 def _watch_python_random(draws: Dict[str, Any]) -> None:
@@ -214,8 +233,12 @@ def _state_check(check: str, label: str, runs: Sequence[Dict[str, Any]], start: 
     if not moved:
         return _entry(check, "ok", "%s was not used (its state did not change)" % label)
     if len(ends) > 1:
-        return _entry(check, "finding", "%s was used without a fixed seed: its state after the run differs "
-                                        "between %d fresh processes" % (label, len(runs)))
+        return _entry(
+            check,
+            "finding",
+            "%s was used without a fixed seed: its state after the run differs "
+            "between %d fresh processes" % (label, len(runs)),
+        )
     return _entry(check, "ok", "%s is seeded: same state after the run in %d fresh processes" % (label, len(runs)))
 
 
@@ -225,9 +248,13 @@ def _python_random_check(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     if entry["status"] != "finding" or not all(counts):
         return entry
     if all(c["runtime"] == 0 for c in counts):
-        return _entry("python-random", "ok", "Python's random module was drawn from only while modules were being "
-                                             "imported (%d draw(s), e.g. a library's id counter); the program itself "
-                                             "made no draw" % max(c["import_time"] for c in counts))
+        return _entry(
+            "python-random",
+            "ok",
+            "Python's random module was drawn from only while modules were being "
+            "imported (%d draw(s), e.g. a library's id counter); the program itself "
+            "made no draw" % max(c["import_time"] for c in counts),
+        )
     first = next((c["first"] for c in counts if c.get("first")), None)
     if first:
         entry["message"] += "; first draw at %s" % first
@@ -243,14 +270,24 @@ def compare_runs(runs: Sequence[Dict[str, Any]], target: str) -> List[Dict[str, 
     shown = "unset" if setting is None else "%r" % setting
     if len(hashes) > 1:
         moved = sum(1 for i, s in enumerate(orders[0]) if any(o[i] != s for o in orders[1:]))
-        out.append(_entry("PYTHONHASHSEED", "finding",
-                          "PYTHONHASHSEED is %s: str hashes differ between fresh processes and the iteration "
-                          "order of a set of %d strings changed (%d positions moved), so anything that iterates "
-                          "a set or keys by hash (vocabularies, file lists, feature order) can change from run to "
-                          "run" % (shown, len(_PROBE_STRINGS), moved)))
+        out.append(
+            _entry(
+                "PYTHONHASHSEED",
+                "finding",
+                "PYTHONHASHSEED is %s: str hashes differ between fresh processes and the iteration "
+                "order of a set of %d strings changed (%d positions moved), so anything that iterates "
+                "a set or keys by hash (vocabularies, file lists, feature order) can change from run to "
+                "run" % (shown, len(_PROBE_STRINGS), moved),
+            )
+        )
     else:
-        out.append(_entry("PYTHONHASHSEED", "ok", "PYTHONHASHSEED is %s: str hashes and set order identical in %d "
-                                                  "fresh processes" % (shown, len(runs))))
+        out.append(
+            _entry(
+                "PYTHONHASHSEED",
+                "ok",
+                "PYTHONHASHSEED is %s: str hashes and set order identical in %d fresh processes" % (shown, len(runs)),
+            )
+        )
     if target == "none":
         return out
     out.append(_python_random_check(runs))
@@ -258,39 +295,62 @@ def compare_runs(runs: Sequence[Dict[str, Any]], target: str) -> List[Dict[str, 
         entry = _state_check("numpy-random", "NumPy's global RandomState", runs, "numpy_start", "numpy_end")
         unseeded = max(r.get("numpy_unseeded_generators", 0) for r in runs)
         if unseeded:
-            entry = _entry("numpy-random", "finding", "numpy.random.default_rng() was called without a seed "
-                                                      "%d time(s)" % unseeded
-                           + ("" if entry["status"] == "ok" else "; " + entry["message"]))
+            entry = _entry(
+                "numpy-random",
+                "finding",
+                "numpy.random.default_rng() was called without a seed "
+                "%d time(s)" % unseeded + ("" if entry["status"] == "ok" else "; " + entry["message"]),
+            )
         out.append(entry)
     else:
         out.append({"check": "numpy-random", "status": "skipped", "message": "NumPy is not installed", "fix": ""})
     tfs = [r.get("tensorflow") for r in runs]
     if not all(tfs):
-        out.append({"check": "tensorflow-random", "status": "ok",
-                    "message": "TensorFlow was not imported by the %s" % ("script" if target == "script" else "target"),
-                    "fix": ""})
+        out.append(
+            {
+                "check": "tensorflow-random",
+                "status": "ok",
+                "message": "TensorFlow was not imported by the %s" % ("script" if target == "script" else "target"),
+                "fix": "",
+            }
+        )
         return out
-    out.append(_draw_check("tensorflow-random", "tf.random.uniform without an op seed", tfs, "tf_draw",
-                           seeded=all(t.get("global_seed_set") for t in tfs)))
+    out.append(
+        _draw_check(
+            "tensorflow-random",
+            "tf.random.uniform without an op seed",
+            tfs,
+            "tf_draw",
+            seeded=all(t.get("global_seed_set") for t in tfs),
+        )
+    )
     if any("keras_draw" in t or "keras_draw_error" in t for t in tfs):
-        out.append(_draw_check("keras-initializers", "an unseeded Keras initializer (GlorotUniform())", tfs,
-                               "keras_draw"))
+        out.append(
+            _draw_check("keras-initializers", "an unseeded Keras initializer (GlorotUniform())", tfs, "keras_draw")
+        )
     if any("generator_state" in t for t in tfs):
         states = set(t.get("generator_state") for t in tfs)
         if len(states) > 1:
-            out.append(_entry("tensorflow-generator", "finding", "tf.random.get_global_generator() was created "
-                                                                 "from a non-deterministic state"))
+            out.append(
+                _entry(
+                    "tensorflow-generator",
+                    "finding",
+                    "tf.random.get_global_generator() was created from a non-deterministic state",
+                )
+            )
         else:
             out.append(_entry("tensorflow-generator", "ok", "the global tf.random.Generator has the same state"))
     return out
 
 
-def _draw_check(check: str, label: str, tfs: Sequence[Dict[str, Any]], key: str,
-                seeded: Optional[bool] = None) -> Dict[str, Any]:
+def _draw_check(
+    check: str, label: str, tfs: Sequence[Dict[str, Any]], key: str, seeded: Optional[bool] = None
+) -> Dict[str, Any]:
     errors = [t[key + "_error"] for t in tfs if key + "_error" in t]
     if errors:
-        return _entry(check, "finding",
-                      "%s raised %s: with determinism on, unseeded random ops fail" % (label, errors[0]))
+        return _entry(
+            check, "finding", "%s raised %s: with determinism on, unseeded random ops fail" % (label, errors[0])
+        )
     draws = set(t.get(key) for t in tfs)
     if len(draws) > 1:
         why = " (the global seed is not set)" if seeded is False else ""
@@ -301,9 +361,16 @@ def _draw_check(check: str, label: str, tfs: Sequence[Dict[str, Any]], key: str,
 # ------------------------------------------------------------------------- the parent
 
 
-def run_hygiene(script: Optional[str] = None, script_args: Sequence[str] = (), quick: bool = False,
-                environ: Optional[Dict[str, str]] = None, timeout: float = 600, python: Optional[str] = None,
-                runs: int = 2, seed: int = SEED) -> List[Dict[str, Any]]:
+def run_hygiene(
+    script: Optional[str] = None,
+    script_args: Sequence[str] = (),
+    quick: bool = False,
+    environ: Optional[Dict[str, str]] = None,
+    timeout: float = 600,
+    python: Optional[str] = None,
+    runs: int = 2,
+    seed: int = SEED,
+) -> List[Dict[str, Any]]:
     """Seed-hygiene findings: a script if given, else envpin's recipe (``quick``: the hash-seed check only).
 
     The children inherit ``environ`` unchanged (default: this process's environment), including whether
@@ -319,8 +386,7 @@ def run_hygiene(script: Optional[str] = None, script_args: Sequence[str] = (), q
     payloads = []
     for payload, error, _seconds in results:
         if payload is None:
-            return [{"check": "hygiene", "status": "skipped", "message": "a hygiene run failed: %s" % error,
-                     "fix": ""}]
+            return [{"check": "hygiene", "status": "skipped", "message": "a hygiene run failed: %s" % error, "fix": ""}]
         payloads.append(payload)
     out = compare_runs(payloads, target)
     failures = sorted(set(p["target_error"] for p in payloads if "target_error" in p))
@@ -329,8 +395,14 @@ def run_hygiene(script: Optional[str] = None, script_args: Sequence[str] = (), q
         # Without the recipe nothing was seeded on purpose, so RNG verdicts would only restate that.
         out = [*out[:1], note] if target == "recipe" else [*out, note]
     if quick and not script:
-        out.append({"check": "rng-seeding", "status": "skipped",
-                    "message": "--quick checks only the hash seed; the RNG checks need TensorFlow runs", "fix": ""})
+        out.append(
+            {
+                "check": "rng-seeding",
+                "status": "skipped",
+                "message": "--quick checks only the hash seed; the RNG checks need TensorFlow runs",
+                "fix": "",
+            }
+        )
     return out
 
 

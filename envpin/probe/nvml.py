@@ -159,17 +159,22 @@ def _device_fields(nv: Nvml, index: int, handle: Any) -> Dict[str, Any]:
 
     def pci() -> str:
         info = _PciInfo()
-        nv.call(("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"),
-                handle, ctypes.byref(info))
+        nv.call(
+            ("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"), handle, ctypes.byref(info)
+        )
         return info.busId.decode("ascii", "replace")
 
     def clocks_max() -> Dict[str, int]:
-        return {k: nv.uint(("nvmlDeviceGetMaxClockInfo",), handle, ctypes.c_int(t))
-                for k, t in (("graphics", 0), ("sm", 1), ("memory", 2))}
+        return {
+            k: nv.uint(("nvmlDeviceGetMaxClockInfo",), handle, ctypes.c_int(t))
+            for k, t in (("graphics", 0), ("sm", 1), ("memory", 2))
+        }
 
     def clocks_app() -> Dict[str, int]:
-        return {k: nv.uint(("nvmlDeviceGetApplicationsClock",), handle, ctypes.c_int(t))
-                for k, t in (("graphics", 0), ("memory", 2))}
+        return {
+            k: nv.uint(("nvmlDeviceGetApplicationsClock",), handle, ctypes.c_int(t))
+            for k, t in (("graphics", 0), ("memory", 2))
+        }
 
     out[p + "name"] = _nvml_field(src + "nvmlDeviceGetName", lambda: nv.string(("nvmlDeviceGetName",), handle))
     out[p + "uuid"] = _nvml_field(src + "nvmlDeviceGetUUID", lambda: nv.string(("nvmlDeviceGetUUID",), handle))
@@ -229,15 +234,16 @@ def _collect_nvml(ctx: Context) -> Dict[str, Any]:
             return "%d.%d" % (out_v.value // 1000, (out_v.value % 1000) // 10)
 
         out["cuda_driver_version"] = _nvml_field("nvml:nvmlSystemGetCudaDriverVersion", cuda_driver)
-        count = _nvml_field(
-            "nvml:nvmlDeviceGetCount", lambda: nv.uint(("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"))
-        )
+        count = _nvml_field("nvml:nvmlDeviceGetCount", lambda: nv.uint(("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount")))
         out["count"] = count
         for index in range(count.get("value") or 0):
             handle = ctypes.c_void_p()
             try:
-                nv.call(("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"),
-                        ctypes.c_uint(index), ctypes.byref(handle))
+                nv.call(
+                    ("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"),
+                    ctypes.c_uint(index),
+                    ctypes.byref(handle),
+                )
             except Exception as exc:
                 out["devices.%d.name" % index] = {"error": describe(exc), "source": "nvml:nvmlDeviceGetHandleByIndex"}
                 continue
@@ -276,7 +282,9 @@ def _run_smi(ctx: Context, fields: List[str]) -> Tuple[int, str, str]:
     smi = _which(ctx, "nvidia-smi")
     proc = subprocess.Popen(
         [smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
     )
     try:
         out, err = proc.communicate(timeout=20)
@@ -319,7 +327,7 @@ def parse_smi(text: str, fields: List[Tuple[str, str]], source: str) -> Dict[str
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(fields):
             raise ValueError("nvidia-smi row has %d cells, expected %d" % (len(cells), len(fields)))
-        for (_query, key), cell in zip(fields, cells):  # noqa: B905 (no strict= before Python 3.10)
+        for (_query, key), cell in zip(fields, cells):
             if key == "driver_version":
                 out.setdefault("driver_version", capture(source, _smi_value, cell, key))
                 continue

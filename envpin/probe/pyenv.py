@@ -142,9 +142,7 @@ def collect_packages(ctx: Context) -> Dict[str, Any]:
     return {
         "distributions": value({d["name"]: d["version"] for d in dists}, src),
         "count": value(len(dists), src),
-        "site_hash": value(
-            site_hash(dists), "sha256 over name==version + sha256(RECORD) of every distribution"
-        ),
+        "site_hash": value(site_hash(dists), "sha256 over name==version + sha256(RECORD) of every distribution"),
         "shadowed": value(shadowed, src + " (later duplicates on sys.path)"),
         "paths": value(paths, "sys.path"),
     }

@@ -70,9 +70,16 @@ def _selftest(compare: bool, quick: bool, requested: bool) -> Dict[str, Any]:
     return result
 
 
-def collect(selftest: Optional[bool] = False, quick: bool = False, compare: bool = False, *, with_tf: bool = False,
-            root: Optional[str] = None, environ: Optional[Dict[str, str]] = None,
-            anonymize: bool = False) -> Dict[str, Any]:
+def collect(
+    selftest: Optional[bool] = False,
+    quick: bool = False,
+    compare: bool = False,
+    *,
+    with_tf: bool = False,
+    root: Optional[str] = None,
+    environ: Optional[Dict[str, str]] = None,
+    anonymize: bool = False,
+) -> Dict[str, Any]:
     """Probe this process's environment and return the report (a JSON-able dict).
 
     selftest: True runs the determinism self-test, False leaves it out, None (what images run by default)
@@ -102,8 +109,14 @@ def collect(selftest: Optional[bool] = False, quick: bool = False, compare: bool
     report["probe"] = {
         "duration_s": value(round(time.monotonic() - started, 3), "time.monotonic()"),
         "options": value(
-            {"selftest": "auto" if selftest is None else selftest, "quick": quick, "compare": compare,
-             "with_tf": with_tf, "root": ctx.root, "anonymize": anonymize},
+            {
+                "selftest": "auto" if selftest is None else selftest,
+                "quick": quick,
+                "compare": compare,
+                "with_tf": with_tf,
+                "root": ctx.root,
+                "anonymize": anonymize,
+            },
             "arguments",
         ),
         "interpreter": value(sys.executable, "sys.executable"),
@@ -246,8 +259,12 @@ def one_file(json_path: Optional[str], markdown_path: Optional[str]) -> Optional
         return None
 
 
-def write_reports(report: Dict[str, Any], out_dir: Optional[str] = None, json_path: Optional[str] = None,
-                  markdown_path: Optional[str] = None) -> List[str]:
+def write_reports(
+    report: Dict[str, Any],
+    out_dir: Optional[str] = None,
+    json_path: Optional[str] = None,
+    markdown_path: Optional[str] = None,
+) -> List[str]:
     """Write the requested outputs, all or nothing; with none requested, JSON goes to stdout. Returns the
     paths written. A report folder this call created is removed again when the writing fails."""
     texts = {}  # type: Dict[str, str]

@@ -193,9 +193,10 @@ def _keras_auto_xla(tf):
     parsed = parse_version(str(version or ""))
     if parsed is None or parsed[0] != 3 or tuple(parsed[:2]) >= KERAS_AUTO_XLA_FIXED:
         return None
-    return ("Keras %s compiles models with XLA by default (jit_compile='auto'), and XLA has no deterministic "
-            "GPU MaxPool gradient: pass jit_compile=False to model.compile(), or use Keras 3.7 or later"
-            % version)
+    return (
+        "Keras %s compiles models with XLA by default (jit_compile='auto'), and XLA has no deterministic "
+        "GPU MaxPool gradient: pass jit_compile=False to model.compile(), or use Keras 3.7 or later" % version
+    )
 
 
 def enable_determinism(seed=42, strict=False, table=None):

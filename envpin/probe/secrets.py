@@ -68,12 +68,17 @@ _PAIR = re.compile(
 _COLON_PAIR = re.compile(r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{1,80})(:)(?=[^\s/\\:])([^\s&;,\"'<>:=?/]+)")
 # A flag and its value as a separate word (--password VALUE, -token VALUE) inside a flag list; the flag starts
 # a word, and the value is the next word unless it is itself a flag.
-_FLAG = re.compile(r"(?<![^\s\"'])(--?[A-Za-z][A-Za-z0-9_\-]{0,79})([ \t]+)"
-                   r"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[^\s\-\"'<>][^\s\"'<>]*)")
+_FLAG = re.compile(
+    r"(?<![^\s\"'])(--?[A-Za-z][A-Za-z0-9_\-]{0,79})([ \t]+)"
+    r"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[^\s\-\"'<>][^\s\"'<>]*)"
+)
 # An Authorization header's value, whatever its scheme (token X, Digest X; Bearer and Basic are patterns of
 # their own): the scheme and the credential after it, the header's name kept.
-_AUTH_HEADER = re.compile(r"(?<![A-Za-z0-9_\-])(authorization[\"']?\s*[:=]\s*[\"']?)"
-                          r"[A-Za-z][A-Za-z0-9_\-]*[ \t]+[^\s\"'<>,;]+", re.IGNORECASE)
+_AUTH_HEADER = re.compile(
+    r"(?<![A-Za-z0-9_\-])(authorization[\"']?\s*[:=]\s*[\"']?)"
+    r"[A-Za-z][A-Za-z0-9_\-]*[ \t]+[^\s\"'<>,;]+",
+    re.IGNORECASE,
+)
 # A name's parts: runs of '_' and '-' separate them, and so does a lower-to-upper case step (privateKey). The
 # case step is an empty match, which re.split skips (with a FutureWarning) on Python 3.6 and splits at from
 # 3.7 on: so the step is first made a '_' by a substitution that matches a character, and only the
@@ -87,10 +92,30 @@ def key_parts(name: str) -> List[str]:
     return [p.lower() for p in _KEY_PARTS.split(_CASE_STEP.sub(r"\1_", name)) if p]
 
 
-_SECRET_PARTS = frozenset([
-    "token", "tokens", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "pass", "pw", "cred",
-    "creds", "credential", "credentials", "auth", "authorization", "sig", "signature", "sas", "apikey",
-])
+_SECRET_PARTS = frozenset(
+    [
+        "token",
+        "tokens",
+        "secret",
+        "secrets",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "pass",
+        "pw",
+        "cred",
+        "creds",
+        "credential",
+        "credentials",
+        "auth",
+        "authorization",
+        "sig",
+        "signature",
+        "sas",
+        "apikey",
+    ]
+)
 _KEY_QUALIFIERS = frozenset(["api", "access", "private", "secret", "signing", "account"])
 #: A part that ends in one of these is a credential's name too, run together with what it belongs to
 #: (PGPASSWORD, accesstoken, clientsecret); a part that only starts with one (tokenizers) is not.
@@ -101,16 +126,20 @@ def _keyed_name(name: str) -> bool:
     """Whether a parameter NAME holds a credential: one of its parts (split at '_', '-' and camelCase) is a
     credential word or ends in one, or it is a key qualified as one (api_key, access-key, privateKey)."""
     parts = set(key_parts(name))
-    return bool(parts & _SECRET_PARTS) or any(p.endswith(_SECRET_ENDINGS) for p in parts) \
+    return (
+        bool(parts & _SECRET_PARTS)
+        or any(p.endswith(_SECRET_ENDINGS) for p in parts)
         or ("key" in parts and bool(parts & _KEY_QUALIFIERS))
+    )
 
 
 def _redact_flag(m: Any) -> str:
     if m.group(3) == REDACTED:
         return m.group(0)
     if not _keyed_name(m.group(1)):  # a quoted value is one match: what it quotes is judged on its own
-        return m.group(1) + m.group(2) + (_FLAG.sub(_redact_flag, m.group(3)) if m.group(3)[:1] in "\"'" else
-                                          m.group(3))
+        return (
+            m.group(1) + m.group(2) + (_FLAG.sub(_redact_flag, m.group(3)) if m.group(3)[:1] in "\"'" else m.group(3))
+        )
     return m.group(1) + m.group(2) + REDACTED
 
 
@@ -118,8 +147,9 @@ def _redact_pair(m: Any) -> str:
     if m.group(3) == REDACTED:
         return m.group(0)
     if not _keyed_name(m.group(1)):  # a quoted value is one match: what it quotes is judged on its own
-        return m.group(1) + m.group(2) + (_PAIR.sub(_redact_pair, m.group(3)) if m.group(2)[-1:] in "\"'" else
-                                          m.group(3))
+        return (
+            m.group(1) + m.group(2) + (_PAIR.sub(_redact_pair, m.group(3)) if m.group(2)[-1:] in "\"'" else m.group(3))
+        )
     return m.group(1) + m.group(2) + REDACTED
 
 
@@ -167,8 +197,7 @@ def _base64_secret(text: str) -> bool:
         run = m.group()
         if "/" not in run and "+" not in run:
             continue  # no separator: high_entropy judges it whole
-        if re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"[0-9]", run) \
-                and _entropy(run) >= 4.4:
+        if re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"[0-9]", run) and _entropy(run) >= 4.4:
             return True
     return False
 
@@ -182,7 +211,6 @@ def secret_value(text: str) -> Optional[str]:
     if high_entropy(text) or _base64_secret(text):
         return "value is a long high-entropy string"
     return None
-
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

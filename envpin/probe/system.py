@@ -181,8 +181,12 @@ def _container(ctx: Context) -> Dict[str, Any]:
 
 
 def collect_container(ctx: Context) -> Dict[str, Any]:
-    field = capture("$APPTAINER_*/$SINGULARITY_*, /.singularity.d, /.dockerenv, /run/.containerenv, "
-                    "/proc/1/cgroup, /proc/self/mountinfo", _container, ctx)
+    field = capture(
+        "$APPTAINER_*/$SINGULARITY_*, /.singularity.d, /.dockerenv, /run/.containerenv, "
+        "/proc/1/cgroup, /proc/self/mountinfo",
+        _container,
+        ctx,
+    )
     if "value" not in field:
         return {"detection": field}
     src = field["source"]
@@ -279,7 +283,7 @@ def _memory_limit(ctx: Context) -> Dict[str, Any]:
         path, text = _first_file(ctx, _cgroup_candidates(base, v1["memory"], "memory.limit_in_bytes"))
         limit = int(text)
         # v1 reports "unlimited" as a page-aligned number near 2**63.
-        return {"cgroup": "v1", "bytes": "max" if limit >= 2 ** 62 else limit, "file": path}
+        return {"cgroup": "v1", "bytes": "max" if limit >= 2**62 else limit, "file": path}
     if v2 is not None and os.path.isfile(ctx.path("/sys/fs/cgroup/cgroup.controllers")):
         path, text = _first_file(ctx, _cgroup_candidates("/sys/fs/cgroup", v2, "memory.max"))
         return {"cgroup": "v2", "bytes": "max" if text == "max" else int(text), "file": path}

@@ -183,8 +183,10 @@ def collect_tensorflow(ctx: Context) -> Dict[str, Any]:
     else:
         section["version"] = dict(dist)
         section["build_info"] = unavailable("TensorFlow is not installed", dist["source"])
-        section["runtime"] = capture("import tensorflow", _runtime, ctx) if "tensorflow" in sys.modules else (
-            unavailable("TensorFlow is not installed", dist["source"])
+        section["runtime"] = (
+            capture("import tensorflow", _runtime, ctx)
+            if "tensorflow" in sys.modules
+            else (unavailable("TensorFlow is not installed", dist["source"]))
         )
         return section
     section["location"] = capture("sys.path", _package_dir)

@@ -67,8 +67,9 @@ def _semaphore() -> threading.Semaphore:
         return _slots["sem"]
 
 
-def child_env(base: Optional[Dict[str, str]] = None, determinism: Optional[bool] = True,
-              extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def child_env(
+    base: Optional[Dict[str, str]] = None, determinism: Optional[bool] = True, extra: Optional[Dict[str, str]] = None
+) -> Dict[str, str]:
     """The environment for a child: the caller's (so thread and oneDNN settings pass through) plus the
     determinism switch turned on or off, and envpin importable even from a source checkout."""
     env = dict(os.environ if base is None else base)
@@ -102,8 +103,9 @@ def tail(text: str, lines: int = 6, chars: int = 1200) -> str:
     return "\n".join(kept)[-chars:]
 
 
-def run_child(module: str, args: List[str], env: Dict[str, str], timeout: float,
-              python: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], Optional[str], float]:
+def run_child(
+    module: str, args: List[str], env: Dict[str, str], timeout: float, python: Optional[str] = None
+) -> Tuple[Optional[Dict[str, Any]], Optional[str], float]:
     """Run ``python -m module args`` and parse the one JSON object it prints.
 
     Returns (payload, error, seconds): payload is None when the child failed, and error then says how
@@ -113,8 +115,9 @@ def run_child(module: str, args: List[str], env: Dict[str, str], timeout: float,
     started = time.time()
     with _semaphore():
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  universal_newlines=True, env=env, timeout=timeout)
+            proc = subprocess.run(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             return None, "%s timed out after %d s" % (module, timeout), time.time() - started
         except OSError as exc:
@@ -155,9 +158,9 @@ class StdoutToStderr(object):
         os.close(self._saved)
 
 
-
-def run_children(module: str, args: List[str], env: Dict[str, str], timeout: float,
-                 python: Optional[str] = None, runs: int = 2) -> List[Any]:
+def run_children(
+    module: str, args: List[str], env: Dict[str, str], timeout: float, python: Optional[str] = None, runs: int = 2
+) -> List[Any]:
     """Run the same child `runs` times in parallel fresh processes (comparing fresh processes is the point)."""
     results = [None] * runs  # type: List[Any]
 
@@ -170,6 +173,7 @@ def run_children(module: str, args: List[str], env: Dict[str, str], timeout: flo
     for t in threads:
         t.join()
     return results
+
 
 def emit(payload: Dict[str, Any]) -> None:
     """The child's one line of output."""

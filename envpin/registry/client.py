@@ -86,8 +86,14 @@ class RegistryClient:
 
     `deadline` bounds each request in seconds (all of it, not each read); `limits` bounds what is read."""
 
-    def __init__(self, ca_file: str | None = None, credentials: Callable[[str], Credentials | None] | None = None,
-                 *, deadline: float = transport.DEADLINE, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        ca_file: str | None = None,
+        credentials: Callable[[str], Credentials | None] | None = None,
+        *,
+        deadline: float = transport.DEADLINE,
+        limits: Limits | None = None,
+    ) -> None:
         self._auth: dict[tuple[str, str], str] = {}  # (api host, repository) -> Authorization header
         self._schemes: dict[str, str] = {}
         self._credentials = credentials or logins.lookup
@@ -108,12 +114,22 @@ class RegistryClient:
             self._schemes[host] = scheme
         return f"{scheme}://{host}/v2/{ref.repository}/{path}"
 
-    def _fetch(self, ref: ImageRef, url: str, headers: dict[str, str], *, limit: int, thing: str,
-               auth_origin: transport.Origin | None = None, method: str = "GET",
-               data: bytes | None = None) -> Response:
+    def _fetch(
+        self,
+        ref: ImageRef,
+        url: str,
+        headers: dict[str, str],
+        *,
+        limit: int,
+        thing: str,
+        auth_origin: transport.Origin | None = None,
+        method: str = "GET",
+        data: bytes | None = None,
+    ) -> Response:
         try:
-            return self._http.fetch(url, headers, limit=limit, thing=thing, auth_origin=auth_origin,
-                                    method=method, data=data)
+            return self._http.fetch(
+                url, headers, limit=limit, thing=thing, auth_origin=auth_origin, method=method, data=data
+            )
         except OSError as exc:
             raise self._unreachable(ref, exc) from exc
 
@@ -129,13 +145,16 @@ class RegistryClient:
         resp = self._fetch(ref, url, headers, limit=limit, thing=thing, auth_origin=home)
         if resp.status == 401 and "Authorization" not in headers:
             if transport.origin(resp.url) != home:
-                raise RegistryError(f"{ref.api_host} redirected the request for {thing} to "
-                                    f"{shown_origin(resp.url)}, which asks for a login",
-                                    hint=f"envpin sends the login for {ref.registry} to {ref.api_host} only; "
-                                         "check the registry's redirects")
+                raise RegistryError(
+                    f"{ref.api_host} redirected the request for {thing} to "
+                    f"{shown_origin(resp.url)}, which asks for a login",
+                    hint=f"envpin sends the login for {ref.registry} to {ref.api_host} only; "
+                    "check the registry's redirects",
+                )
             creds = self._credentials(ref.registry)
             self._auth[scope] = headers["Authorization"] = self._authorize(
-                ref, resp.headers.get("www-authenticate", ""), creds)
+                ref, resp.headers.get("www-authenticate", ""), creds
+            )
             resp = self._fetch(ref, url, headers, limit=limit, thing=thing, auth_origin=home)
             if resp.status == 401 and creds is not None:
                 raise self._refused(ref, creds)
@@ -151,32 +170,51 @@ class RegistryClient:
         kind = challenge.split(" ", 1)[0].lower()
         if kind == "basic":
             if creds is None:
-                raise RegistryError(f"{ref.api_host} requires a login for {ref.repository}",
-                                    hint=f"run `docker login {ref.registry}` and retry")
+                raise RegistryError(
+                    f"{ref.api_host} requires a login for {ref.repository}",
+                    hint=f"run `docker login {ref.registry}` and retry",
+                )
             return creds.basic()
         if kind != "bearer":
-            raise RegistryError(f"{ref.api_host} requires authentication of a kind envpin does not speak "
-                                f"({shown(kind)})", hint="use a registry with Basic or bearer-token auth")
+            raise RegistryError(
+                f"{ref.api_host} requires authentication of a kind envpin does not speak ({shown(kind)})",
+                hint="use a registry with Basic or bearer-token auth",
+            )
         params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
         realm = params.pop("realm", None)
         if not realm or not realm.startswith(("https://", "http://")):
-            raise RegistryError(f"{ref.api_host} sent an unusable auth challenge: {shown(challenge)}",
-                                hint="check the registry's auth configuration")
+            raise RegistryError(
+                f"{ref.api_host} sent an unusable auth challenge: {shown(challenge)}",
+                hint="check the registry's auth configuration",
+            )
         problem = transport.url_problem(realm)
         if problem:
-            raise RegistryError(f"{ref.api_host}'s auth challenge names the token service {problem}",
-                                hint="envpin asks for tokens over HTTPS only (plain HTTP on loopback hosts); "
-                                     "check the registry's auth configuration")
+            raise RegistryError(
+                f"{ref.api_host}'s auth challenge names the token service {problem}",
+                hint="envpin asks for tokens over HTTPS only (plain HTTP on loopback hosts); "
+                "check the registry's auth configuration",
+            )
         params.setdefault("scope", f"repository:{ref.repository}:pull")
         thing = f"a token for {ref.repository}"
         limit = self.limits.token_bytes
         if creds is not None and creds.identity_token:
             # An OAuth2 refresh token (docker's identitytoken) is exchanged with a POST.
-            form = {"grant_type": "refresh_token", "refresh_token": creds.secret, "client_id": "envpin",
-                    "service": params.get("service", ""), "scope": params["scope"]}
-            resp = self._fetch(ref, realm, {"User-Agent": "envpin",
-                                            "Content-Type": "application/x-www-form-urlencoded"},
-                               limit=limit, thing=thing, method="POST", data=urllib.parse.urlencode(form).encode())
+            form = {
+                "grant_type": "refresh_token",
+                "refresh_token": creds.secret,
+                "client_id": "envpin",
+                "service": params.get("service", ""),
+                "scope": params["scope"],
+            }
+            resp = self._fetch(
+                ref,
+                realm,
+                {"User-Agent": "envpin", "Content-Type": "application/x-www-form-urlencoded"},
+                limit=limit,
+                thing=thing,
+                method="POST",
+                data=urllib.parse.urlencode(form).encode(),
+            )
         else:
             url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(params)
             headers = {"User-Agent": "envpin"}
@@ -192,11 +230,14 @@ class RegistryClient:
         except (RegistryError, UnicodeDecodeError, AttributeError):
             token = None
         if not token or not isinstance(token, str):
-            raise RegistryError(f"{ref.api_host}'s token endpoint returned no token",
-                                hint="check the registry's auth service")
+            raise RegistryError(
+                f"{ref.api_host}'s token endpoint returned no token", hint="check the registry's auth service"
+            )
         if not _TOKEN.match(token):  # it becomes a header: no spaces, line breaks or non-ASCII
-            raise RegistryError(f"{ref.api_host}'s token endpoint returned a token that cannot be sent "
-                                "(not printable ASCII)", hint="check the registry's auth service")
+            raise RegistryError(
+                f"{ref.api_host}'s token endpoint returned a token that cannot be sent (not printable ASCII)",
+                hint="check the registry's auth service",
+            )
         return f"Bearer {token}"
 
     @staticmethod
@@ -204,18 +245,22 @@ class RegistryClient:
         if creds is not None and code in (400, 401, 403):
             return RegistryClient._refused(ref, creds)
         if creds is not None:
-            return RegistryError(f"{ref.api_host}'s token endpoint answered HTTP {code} for {ref.repository}",
-                                 hint="check the registry's auth service")
-        return RegistryError(f"{ref.api_host} refused an anonymous token for {ref.repository} (HTTP {code})",
-                             hint=f"run `docker login {ref.registry}` and retry")
+            return RegistryError(
+                f"{ref.api_host}'s token endpoint answered HTTP {code} for {ref.repository}",
+                hint="check the registry's auth service",
+            )
+        return RegistryError(
+            f"{ref.api_host} refused an anonymous token for {ref.repository} (HTTP {code})",
+            hint=f"run `docker login {ref.registry}` and retry",
+        )
 
     @staticmethod
     def _refused(ref: ImageRef, creds: Credentials) -> RegistryError:
         who = "the stored token" if creds.identity_token else f"user '{shown(creds.username)}'"
-        return RegistryError(f"{ref.api_host} refused the login of {who} (from {creds.origin}) "
-                             f"for {ref.repository}",
-                             hint=f"check the user name and password with `docker login {ref.registry}`, "
-                                  "then retry")
+        return RegistryError(
+            f"{ref.api_host} refused the login of {who} (from {creds.origin}) for {ref.repository}",
+            hint=f"check the user name and password with `docker login {ref.registry}`, then retry",
+        )
 
     @staticmethod
     def _http_error(ref: ImageRef, code: int) -> RegistryError:
@@ -230,8 +275,9 @@ class RegistryClient:
                 f"{ref.api_host}/{ref.repository} has no tag or manifest '{what}'",
                 hint="check the release with `envpin catalog`, or the mirror's contents",
             )
-        return RegistryError(f"{ref.api_host} answered HTTP {code} for {ref}",
-                             hint="check the registry, or retry later")
+        return RegistryError(
+            f"{ref.api_host} answered HTTP {code} for {ref}", hint="check the registry, or retry later"
+        )
 
     @staticmethod
     def _unreachable(ref: ImageRef, exc: BaseException) -> RegistryError:
@@ -239,8 +285,7 @@ class RegistryClient:
         if isinstance(reason, ssl.SSLCertVerificationError):
             return RegistryError(
                 f"{ref.api_host}'s TLS certificate is not trusted: {reason.verify_message}",
-                hint="give the CA that signed it with --ca-bundle CA.pem (a private registry or an "
-                     "intercepting proxy)",
+                hint="give the CA that signed it with --ca-bundle CA.pem (a private registry or an intercepting proxy)",
             )
         return RegistryError(
             f"registry {ref.api_host} is unreachable: {shown(reason, 200)}",
@@ -268,11 +313,13 @@ class RegistryClient:
         where = f"{ref.name}@{reference}" if by_digest else f"{ref.name}:{reference}"
         if by_digest:
             digests.require(reference, "the digest asked for", where)  # before it becomes part of a URL
-        resp = self._get(ref, f"manifests/{reference}", MANIFEST_TYPES, self.limits.manifest_bytes,
-                         f"the manifest of {where}")
+        resp = self._get(
+            ref, f"manifests/{reference}", MANIFEST_TYPES, self.limits.manifest_bytes, f"the manifest of {where}"
+        )
         body = resp.body
-        digest = (digests.verify(body, reference, "the manifest", "the digest it was asked by", where)
-                  if by_digest else None)
+        digest = (
+            digests.verify(body, reference, "the manifest", "the digest it was asked by", where) if by_digest else None
+        )
         header = resp.headers.get("docker-content-digest")
         if header is not None:
             header = digests.require(header.strip(), "the Docker-Content-Digest header", where)
@@ -298,11 +345,18 @@ class RegistryClient:
             man = self._platform_manifest(parsed, top, platform, where)
         config = man.body.get("config")
         if not isinstance(config, dict) or not config.get("digest"):
-            raise RegistryError(f"{where}: manifest has no config blob",
-                                hint="envpin reads Docker v2 and OCI image manifests; check the reference")
+            raise RegistryError(
+                f"{where}: manifest has no config blob",
+                hint="envpin reads Docker v2 and OCI image manifests; check the reference",
+            )
         config_digest = digests.require(config.get("digest"), "the manifest's config descriptor", where)
-        resp = self._get(parsed, f"blobs/{config_digest}", "application/json", self.limits.config_bytes,
-                         f"the image config of {where}")
+        resp = self._get(
+            parsed,
+            f"blobs/{config_digest}",
+            "application/json",
+            self.limits.config_bytes,
+            f"the image config of {where}",
+        )
         digests.verify(resp.body, config_digest, "the image config", "the digest its manifest names", where)
         digests.check_size(config.get("size"), len(resp.body), "the image config", where)
         return top.digest, _config_shape(self._json(resp.body, "image config", where), where)
@@ -313,14 +367,24 @@ class RegistryClient:
         if not isinstance(entries, list):
             raise RegistryError(f"{where}: the image index has no list of manifests", hint=_BROKEN_HINT)
         if len(entries) > self.limits.index_entries:
-            raise RegistryError(f"{where}: the image index lists {len(entries):,} manifests, more than the "
-                                f"{self.limits.index_entries:,} envpin reads", hint=transport.LIMITS_HINT)
+            raise RegistryError(
+                f"{where}: the image index lists {len(entries):,} manifests, more than the "
+                f"{self.limits.index_entries:,} envpin reads",
+                hint=transport.LIMITS_HINT,
+            )
         os_, _, arch = platform.partition("/")
-        chosen = [m for m in entries if isinstance(m, dict) and isinstance(m.get("platform"), dict)
-                  and m["platform"].get("os") == os_ and m["platform"].get("architecture") == arch]
+        chosen = [
+            m
+            for m in entries
+            if isinstance(m, dict)
+            and isinstance(m.get("platform"), dict)
+            and m["platform"].get("os") == os_
+            and m["platform"].get("architecture") == arch
+        ]
         if not chosen:
-            raise RegistryError(f"{where} has no {platform} image",
-                                hint="envpin reads the linux/amd64 image of a multi-platform tag")
+            raise RegistryError(
+                f"{where} has no {platform} image", hint="envpin reads the linux/amd64 image of a multi-platform tag"
+            )
         child = digests.require(chosen[0].get("digest"), f"the image index's entry for {platform}", where)
         man = self.manifest(ref, child)
         digests.check_size(chosen[0].get("size"), man.size, "the manifest", f"{ref.name}@{child}")
@@ -331,6 +395,7 @@ def _config_shape(data: dict[str, Any], where: str) -> dict[str, Any]:
     """An image config whose fields envpin reads have the types the OCI image spec gives them (config an
     object, Env a list of strings, Labels an object of strings, created a string); anything else is one
     RegistryError here, so nothing past the registry layer meets a list where an object belongs."""
+
     def bad(field: str, want: str) -> RegistryError:
         return RegistryError(f"{where}: the image config's {field} is not {want}", hint=_BROKEN_HINT)
 

@@ -14,8 +14,10 @@ from envpin.errors import RegistryError, shown
 from envpin.portable.imageref import DIGEST_FORMS, is_digest
 
 _HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
-_HINT_MISMATCH = ("the registry, or a proxy or mirror in between, sent content other than the digest names; "
-                  "nothing was pinned or recorded: check the mirror (re-push the image) or the proxy, then retry")
+_HINT_MISMATCH = (
+    "the registry, or a proxy or mirror in between, sent content other than the digest names; "
+    "nothing was pinned or recorded: check the mirror (re-push the image) or the proxy, then retry"
+)
 
 
 def compute(body: bytes, algorithm: str = "sha256") -> str:
@@ -28,9 +30,11 @@ def require(digest: object, what: str, where: str) -> str:
     entry, the manifest's config descriptor) and `where` (the registry and reference)."""
     if isinstance(digest, str) and is_digest(digest):
         return digest
-    raise RegistryError(f"{where}: {what} '{shown(digest)}' is not a digest envpin accepts",
-                        hint=f"digests are {DIGEST_FORMS}; the registry (or a proxy in between) sent something "
-                             "else: check it, or use another mirror")
+    raise RegistryError(
+        f"{where}: {what} '{shown(digest)}' is not a digest envpin accepts",
+        hint=f"digests are {DIGEST_FORMS}; the registry (or a proxy in between) sent something "
+        "else: check it, or use another mirror",
+    )
 
 
 def verify(body: bytes, expected: str, what: str, named_by: str, where: str) -> str:
@@ -40,8 +44,9 @@ def verify(body: bytes, expected: str, what: str, named_by: str, where: str) -> 
     algorithm = expected.split(":", 1)[0]
     computed = compute(body, algorithm)
     if computed != expected:
-        raise RegistryError(f"{where}: {what} does not match {named_by}: expected {expected}, computed {computed}",
-                            hint=_HINT_MISMATCH)
+        raise RegistryError(
+            f"{where}: {what} does not match {named_by}: expected {expected}, computed {computed}", hint=_HINT_MISMATCH
+        )
     return expected
 
 
@@ -49,5 +54,6 @@ def check_size(declared: object, length: int, what: str, where: str) -> None:
     """A descriptor's `size` (when it gives one) must be the length of what was read: OCI descriptors carry
     both, and a registry that disagrees with itself is not trusted."""
     if isinstance(declared, int) and not isinstance(declared, bool) and declared != length:
-        raise RegistryError(f"{where}: {what} is {length} bytes, but its descriptor says {declared}",
-                            hint=_HINT_MISMATCH)
+        raise RegistryError(
+            f"{where}: {what} is {length} bytes, but its descriptor says {declared}", hint=_HINT_MISMATCH
+        )

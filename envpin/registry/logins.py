@@ -63,7 +63,7 @@ def _hostname(key: str) -> str:
     """docker's ConvertToHostname: 'https://host:5000/v1/' -> 'host:5000'."""
     for prefix in ("https://", "http://"):
         if key.startswith(prefix):
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
     return key.split("/", 1)[0]
 
 
@@ -82,8 +82,10 @@ def load_config(path: Path | None = None) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
-        raise RegistryError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
-                            hint="fix its permissions, or point DOCKER_CONFIG at another folder") from exc
+        raise RegistryError(
+            f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
+            hint="fix its permissions, or point DOCKER_CONFIG at another folder",
+        ) from exc
     data = parse_json(text, str(path), RegistryError, hint="repair it, or remove it and run `docker login` again")
     if not isinstance(data, dict):
         raise RegistryError(f"{path} is not a JSON object", hint="remove it and run `docker login` again")
@@ -119,8 +121,10 @@ def _from_entry(entry: dict, registry: str) -> Credentials | None:
         try:
             user, _, password = base64.b64decode(encoded, validate=True).decode("utf-8").partition(":")
         except (binascii.Error, UnicodeDecodeError, ValueError):
-            raise RegistryError(f"the stored login for {registry} in {config_dir() / 'config.json'} is not "
-                                "base64 'user:password'", hint=f"run `docker login {registry}` again") from None
+            raise RegistryError(
+                f"the stored login for {registry} in {config_dir() / 'config.json'} is not base64 'user:password'",
+                hint=f"run `docker login {registry}` again",
+            ) from None
     if isinstance(token, str) and token:
         return Credentials("<token>", token)
     if isinstance(user, str) and user and isinstance(password, str):
@@ -133,13 +137,15 @@ def from_helper(name: str, server: str) -> Credentials | None:
     program = f"docker-credential-{name}"
     exe = shutil.which(program)
     if exe is None:
-        raise RegistryError(f"{config_dir() / 'config.json'} names the credential helper '{shown(name)}', "
-                            f"but {program} is not on PATH",
-                            hint=f"install {program}, or remove the helper from config.json and `docker login` again")
+        raise RegistryError(
+            f"{config_dir() / 'config.json'} names the credential helper '{shown(name)}', but {program} is not on PATH",
+            hint=f"install {program}, or remove the helper from config.json and `docker login` again",
+        )
     origin = f'credential helper "{name}"'
     try:
-        proc = subprocess.run([exe, "get"], input=server, capture_output=True, text=True,
-                              timeout=_HELPER_TIMEOUT, check=False)
+        proc = subprocess.run(
+            [exe, "get"], input=server, capture_output=True, text=True, timeout=_HELPER_TIMEOUT, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RegistryError(f"{program} could not be run: {exc}", hint=f"check `{program} list`") from None
     out = proc.stdout.strip()
@@ -147,14 +153,18 @@ def from_helper(name: str, server: str) -> Credentials | None:
         if _NOT_FOUND in out or _NOT_FOUND in proc.stderr:
             return None
         first = (proc.stderr.strip() or out).splitlines()[:1]
-        raise RegistryError(f"{program} failed for {server}: {shown(first[0] if first else 'no message')}",
-                            hint=f"check the helper (`echo {server} | {program} get`), or `docker login` again")
+        raise RegistryError(
+            f"{program} failed for {server}: {shown(first[0] if first else 'no message')}",
+            hint=f"check the helper (`echo {server} | {program} get`), or `docker login` again",
+        )
     try:  # an external answer: parsed as all of them are (nesting and number limits)
         data = parse_json(out, f"{program}'s answer", RegistryError)
         user, secret = data["Username"], data["Secret"]
         if not isinstance(user, str) or not isinstance(secret, str):
             raise TypeError
     except (RegistryError, KeyError, TypeError):
-        raise RegistryError(f"{program} answered something that is not its JSON for {server}",
-                            hint=f"check the helper with `echo {server} | {program} get`") from None
+        raise RegistryError(
+            f"{program} answered something that is not its JSON for {server}",
+            hint=f"check the helper with `echo {server} | {program} get`",
+        ) from None
     return Credentials(user, secret, origin) if secret else None

@@ -39,8 +39,10 @@ IDLE_TIMEOUT = 20.0
 MAX_REDIRECTS = 10
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
-LIMITS_HINT = ("envpin refuses registry answers above its size limits (docs/registries.md); check that the "
-                "registry or a proxy in between is not sending something else")
+LIMITS_HINT = (
+    "envpin refuses registry answers above its size limits (docs/registries.md); check that the "
+    "registry or a proxy in between is not sending something else"
+)
 
 #: (scheme, host, port): what a login is bound to.
 Origin = tuple[str, str, int]
@@ -150,8 +152,9 @@ def _watched(base: type[http.client.HTTPConnection], watch: _Watch) -> Callable[
         conn = base(host, **kwargs)
         create = conn._create_connection  # type: ignore[attr-defined]
 
-        def connect(address: tuple[str, int], timeout: float | None = None,
-                    source_address: tuple[str, int] | None = None) -> socket.socket:
+        def connect(
+            address: tuple[str, int], timeout: float | None = None, source_address: tuple[str, int] | None = None
+        ) -> socket.socket:
             sock = create(address, watch.timeout(), source_address)
             watch.adopt(sock)
             return sock
@@ -169,8 +172,7 @@ class _HTTP(urllib.request.HTTPHandler):
 
 class _HTTPS(urllib.request.HTTPSHandler):
     def https_open(self, req: _Request) -> http.client.HTTPResponse:  # type: ignore[override]
-        return self.do_open(_watched(http.client.HTTPSConnection, req.watch), req,
-                            context=self._context)  # type: ignore[attr-defined]
+        return self.do_open(_watched(http.client.HTTPSConnection, req.watch), req, context=self._context)  # type: ignore[attr-defined]
 
 
 class Transport:
@@ -184,15 +186,26 @@ class Transport:
         for handler in (urllib.request.ProxyHandler(), _HTTP(), _HTTPS(context=context)):
             self._opener.add_handler(handler)
 
-    def fetch(self, url: str, headers: dict[str, str], *, limit: int, thing: str,
-              auth_origin: Origin | None = None, method: str = "GET", data: bytes | None = None) -> Response:
+    def fetch(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        limit: int,
+        thing: str,
+        auth_origin: Origin | None = None,
+        method: str = "GET",
+        data: bytes | None = None,
+    ) -> Response:
         """One request, redirects followed. The Authorization header goes only to `auth_origin`; the body of a
         2xx answer is read up to `limit` bytes. `thing` says what is asked for, in messages ('the manifest of
         REF'). Unreachable hosts and TLS failures raise OSError (urllib.error.URLError) for the caller."""
         problem = url_problem(url)
         if problem:
-            raise RegistryError(f"envpin will not ask {problem} for {thing}",
-                                hint="use an HTTPS registry (plain HTTP is for loopback registries only)")
+            raise RegistryError(
+                f"envpin will not ask {problem} for {thing}",
+                hint="use an HTTPS registry (plain HTTP is for loopback registries only)",
+            )
         with _Watch(self.deadline) as watch:
             try:
                 response = self._follow(url, headers, limit, thing, auth_origin, method, data, watch)
@@ -204,24 +217,39 @@ class Transport:
                 if watch.fired:
                     raise self._late(url, thing) from None
                 if isinstance(exc, http.client.IncompleteRead):
-                    raise RegistryError(f"{shown_origin(url)} cut {thing} short (the connection ended inside the "
-                                        "body)", hint="the connection broke or a proxy cut it; retry later") from None
+                    raise RegistryError(
+                        f"{shown_origin(url)} cut {thing} short (the connection ended inside the body)",
+                        hint="the connection broke or a proxy cut it; retry later",
+                    ) from None
                 if not isinstance(exc, OSError):
-                    raise RegistryError(f"{shown_origin(url)} answered the request for {thing} with something "
-                                        f"that is not HTTP ({type(exc).__name__})",
-                                        hint="check that the address is a registry, and any proxy in between") from None
+                    raise RegistryError(
+                        f"{shown_origin(url)} answered the request for {thing} with something "
+                        f"that is not HTTP ({type(exc).__name__})",
+                        hint="check that the address is a registry, and any proxy in between",
+                    ) from None
                 raise
             if watch.fired:  # the answer may have been cut short
                 raise self._late(url, thing)
         return response
 
     def _late(self, url: str, thing: str) -> RegistryError:
-        return RegistryError(f"{shown_origin(url)} did not deliver {thing} within {self.deadline:g} s "
-                             "(envpin's deadline for one request)",
-                             hint="the registry or the network stalls; retry later, or use a closer mirror")
+        return RegistryError(
+            f"{shown_origin(url)} did not deliver {thing} within {self.deadline:g} s "
+            "(envpin's deadline for one request)",
+            hint="the registry or the network stalls; retry later, or use a closer mirror",
+        )
 
-    def _follow(self, url: str, headers: dict[str, str], limit: int, thing: str, auth_origin: Origin | None,
-                method: str, data: bytes | None, watch: _Watch) -> Response:
+    def _follow(
+        self,
+        url: str,
+        headers: dict[str, str],
+        limit: int,
+        thing: str,
+        auth_origin: Origin | None,
+        method: str,
+        data: bytes | None,
+        watch: _Watch,
+    ) -> Response:
         current = url
         for _hop in range(MAX_REDIRECTS + 1):
             same = auth_origin is not None and origin(current) == auth_origin
@@ -238,8 +266,10 @@ class Transport:
                     _check_encoding(got, current, thing)
                     body = _read(resp, limit, current, thing)
             return Response(status, got, body, current)
-        raise RegistryError(f"{shown_origin(url)} redirected the request for {thing} more than {MAX_REDIRECTS} times",
-                            hint="the registry's redirects loop; check its configuration")
+        raise RegistryError(
+            f"{shown_origin(url)} redirected the request for {thing} more than {MAX_REDIRECTS} times",
+            hint="the registry's redirects loop; check its configuration",
+        )
 
     @staticmethod
     def _redirect(current: str, location: str | None, method: str, thing: str) -> str:
@@ -247,8 +277,11 @@ class Transport:
         source = shown_origin(current)
         hint = "envpin follows GET redirects to HTTPS, or to plain HTTP on loopback hosts; check the registry"
         if method != "GET":
-            raise RegistryError(f"{source} answered the {method} request for {thing} with a redirect, which "
-                                "envpin does not follow (the request carries a secret)", hint=hint)
+            raise RegistryError(
+                f"{source} answered the {method} request for {thing} with a redirect, which "
+                "envpin does not follow (the request carries a secret)",
+                hint=hint,
+            )
         if not location or not location.strip():
             raise RegistryError(f"{source} sent a redirect without a Location for {thing}", hint=hint)
         target = urllib.parse.urljoin(current, location.strip())
@@ -288,8 +321,10 @@ def _check_encoding(headers: dict[str, str], url: str, thing: str) -> None:
     """envpin asks for no compression; a body encoded anyway (gzip, br) would not hash to its digest."""
     encoding = headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity"):
-        raise RegistryError(f"{shown_origin(url)} sent {thing} encoded as '{shown(encoding, 40)}', which envpin "
-                            "did not ask for", hint="check the registry, or a proxy in between that compresses answers")
+        raise RegistryError(
+            f"{shown_origin(url)} sent {thing} encoded as '{shown(encoding, 40)}', which envpin did not ask for",
+            hint="check the registry, or a proxy in between that compresses answers",
+        )
 
 
 def _read(resp: http.client.HTTPResponse, limit: int, url: str, thing: str) -> bytes:
@@ -302,14 +337,17 @@ def _read(resp: http.client.HTTPResponse, limit: int, url: str, thing: str) -> b
         chunk = resp.read(min(_CHUNK, limit + 1 - len(buf)))
         if not chunk:
             if size is not None and len(buf) != size:
-                raise RegistryError(f"{shown_origin(url)} cut {thing} short: {len(buf):,} of the {size:,} bytes "
-                                    "it announced", hint="the connection broke or a proxy cut it; retry later")
+                raise RegistryError(
+                    f"{shown_origin(url)} cut {thing} short: {len(buf):,} of the {size:,} bytes it announced",
+                    hint="the connection broke or a proxy cut it; retry later",
+                )
             return bytes(buf)
         buf += chunk
         if len(buf) > limit:
             break
-    raise RegistryError(f"{shown_origin(url)} sent {thing} larger than {_size(limit)}, the most envpin reads for it",
-                        hint=LIMITS_HINT)
+    raise RegistryError(
+        f"{shown_origin(url)} sent {thing} larger than {_size(limit)}, the most envpin reads for it", hint=LIMITS_HINT
+    )
 
 
 def _size(n: int) -> str:

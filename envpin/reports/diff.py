@@ -56,9 +56,11 @@ def check_report(data: Any, name: str = "report") -> None:
         raise ReportError(f"{name} is not a probe report (a JSON object was expected)")
     version = data.get("probe_schema")
     if type(version) is not int or version < 1:  # not bool: true is not schema 1
-        raise ReportError(f"{name} is not a probe report (probe_schema must be a positive integer, "
-                          f"not {shown(version)})" if "probe_schema" in data
-                          else f"{name} is not a probe report (no probe_schema)")
+        raise ReportError(
+            f"{name} is not a probe report (probe_schema must be a positive integer, not {shown(version)})"
+            if "probe_schema" in data
+            else f"{name} is not a probe report (no probe_schema)"
+        )
     if version > PROBE_SCHEMA:
         raise ReportError(
             f"{name} uses probe schema {version}; this envpin reads up to {PROBE_SCHEMA}",
@@ -76,8 +78,10 @@ def fingerprint_of(report: dict[str, Any], name: str) -> tuple[str, str | None]:
     recorded = report.get("fingerprint")
     if recorded is None or recorded == computed:
         return computed, None
-    return computed, (f"{name} records the fingerprint {shown(recorded, 80)}, but its fields' fingerprint is "
-                      f"{computed} (the report was edited, or written with other fingerprint rules)")
+    return computed, (
+        f"{name} records the fingerprint {shown(recorded, 80)}, but its fields' fingerprint is "
+        f"{computed} (the report was edited, or written with other fingerprint rules)"
+    )
 
 
 def sort(diffs: list[Difference]) -> list[Difference]:
@@ -120,8 +124,10 @@ class Environment(Value):
 
 
 #: Where a report says which CUDA and cuDNN it found: loaded library, declared, ENV.
-_VERSION_KEYS = {"cuda": ("cuda.runtime.version", "cuda.declared.cuda", "env.CUDA_VERSION"),
-                 "cudnn": ("cuda.cudnn.version", "cuda.declared.cudnn", "env.CUDNN_VERSION")}
+_VERSION_KEYS = {
+    "cuda": ("cuda.runtime.version", "cuda.declared.cuda", "env.CUDA_VERSION"),
+    "cudnn": ("cuda.cudnn.version", "cuda.declared.cudnn", "env.CUDNN_VERSION"),
+}
 
 
 def contradictions(report: dict[str, Any], want: Environment) -> list[str]:
@@ -135,12 +141,17 @@ def contradictions(report: dict[str, Any], want: Environment) -> list[str]:
     flat = fields.flatten(report)
     out: list[str] = []
     if not any(k.startswith("image.envpin_plan.") for k in flat):
-        out.append("image.envpin_plan is absent: the report was not made inside an image built from an "
-                   "envpin.lock (a probe of a host?)")
+        out.append(
+            "image.envpin_plan is absent: the report was not made inside an image built from an "
+            "envpin.lock (a probe of a host?)"
+        )
     else:
-        out += [f"image.envpin_plan.{key} is {_said(flat.get(f'image.envpin_plan.{key}'))}, but the lock's is "
-                f"{_said(value)}" for key, value in want.baked.items()
-                if value is not None and flat.get(f"image.envpin_plan.{key}") != value]
+        out += [
+            f"image.envpin_plan.{key} is {_said(flat.get(f'image.envpin_plan.{key}'))}, but the lock's is "
+            f"{_said(value)}"
+            for key, value in want.baked.items()
+            if value is not None and flat.get(f"image.envpin_plan.{key}") != value
+        ]
     for key in ("tensorflow.version", "env.TENSORFLOW_VERSION"):
         have = _version_in(flat.get(key))
         if have is not None and compare_version(want.tf_version, have) == DISAGREES:
@@ -155,8 +166,11 @@ def contradictions(report: dict[str, Any], want: Environment) -> list[str]:
         if have != value:
             said = "not set" if have is None else _said(have)
             out.append(f"env.{name} is {said}, but the recipe sets {_said(value)}")
-    out += [f"env.{name} is set ({_said(flat[f'env.{name}'])}), but the recipe unsets it"
-            for name in want.unset if f"env.{name}" in flat]
+    out += [
+        f"env.{name} is set ({_said(flat[f'env.{name}'])}), but the recipe unsets it"
+        for name in want.unset
+        if f"env.{name}" in flat
+    ]
     return out
 
 

@@ -49,12 +49,22 @@ class BisectResult(Value):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "command": self.command, "seed": self.seed, "steps": self.steps, "recipe": self.recipe,
-            "tf_version": self.tf_version, "python": self.python, "executions": self.executions,
-            "compared": self.compared, "unmatched": self.unmatched,
-            "unmatched_data": self.unmatched_data, "identical": self.identical,
-            "first_difference": self.first, "source": self.frame, "recipe_table": self.notes,
-            "seconds": [round(s, 3) for s in self.seconds], "dumps": self.dumps,
+            "command": self.command,
+            "seed": self.seed,
+            "steps": self.steps,
+            "recipe": self.recipe,
+            "tf_version": self.tf_version,
+            "python": self.python,
+            "executions": self.executions,
+            "compared": self.compared,
+            "unmatched": self.unmatched,
+            "unmatched_data": self.unmatched_data,
+            "identical": self.identical,
+            "first_difference": self.first,
+            "source": self.frame,
+            "recipe_table": self.notes,
+            "seconds": [round(s, 3) for s in self.seconds],
+            "dumps": self.dumps,
         }
 
 
@@ -87,8 +97,10 @@ def table_notes(op_type: str, tf_version: str | None, device: str | None) -> lis
     where = _device_class(device)
     data = recipes.table()
     notes = []
-    for key, kind in (("nondeterministic_under_determinism", "nondeterministic"),
-                      ("raises_under_determinism", "raises")):
+    for key, kind in (
+        ("nondeterministic_under_determinism", "nondeterministic"),
+        ("raises_under_determinism", "raises"),
+    ):
         for row in data[key]:
             if not word.search(row["op"]):
                 continue
@@ -97,15 +109,21 @@ def table_notes(op_type: str, tf_version: str | None, device: str | None) -> lis
             if where is not None and row["devices"] not in ("any", where):
                 continue
             source = data["sources"].get(row["source"], {})
-            notes.append({"kind": kind, "op": row["op"], "devices": row["devices"],
-                          "tf_min": row["tf_min"], "tf_max": row["tf_max"],
-                          "detail": row.get("why") or f"{row['exception']}: {row['message']}",
-                          "source": source.get("url", row["source"])})
+            notes.append(
+                {
+                    "kind": kind,
+                    "op": row["op"],
+                    "devices": row["devices"],
+                    "tf_min": row["tf_min"],
+                    "tf_max": row["tf_max"],
+                    "detail": row.get("why") or f"{row['exception']}: {row['message']}",
+                    "source": source.get("url", row["source"]),
+                }
+            )
     return notes
 
 
-def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | None,
-            root: Path) -> dict[str, Any]:
+def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | None, root: Path) -> dict[str, Any]:
     """Run the dump comparison on the Python that made the dumps (it imports TensorFlow's reader). The
     program runs from a folder of its own: a script's folder comes first on sys.path, and envpin/runs holds
     bisect.py, which would shadow the standard library's bisect module that TensorFlow imports."""
@@ -117,54 +135,86 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
     try:
         proc = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise RunError(f"comparing the dumps took longer than --timeout ({timeout:g} s)",
-                       hint="raise --timeout, or compare less: --max-ops N, fewer --steps, --op-regex") from None
+        raise RunError(
+            f"comparing the dumps took longer than --timeout ({timeout:g} s)",
+            hint="raise --timeout, or compare less: --max-ops N, fewer --steps, --op-regex",
+        ) from None
     except OSError as exc:
-        raise RunError(f"cannot compare the dumps: {python}: {exc.strerror or exc}",
-                       hint="check that the run's Python still starts") from exc
+        raise RunError(
+            f"cannot compare the dumps: {python}: {exc.strerror or exc}",
+            hint="check that the run's Python still starts",
+        ) from exc
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     errors = [shown(line.strip(), 300) for line in proc.stderr.strip().splitlines()]
     if proc.returncode == _NO_READER:  # dumpdiff's own line comes last (a wrapper may print before it)
-        raise RunError(f"{python} cannot read TensorFlow's debugger dumps: {''.join(errors[-1:])}",
-                       hint="pass --reader-python with a Python whose TensorFlow is 2.2 or later")
+        raise RunError(
+            f"{python} cannot read TensorFlow's debugger dumps: {''.join(errors[-1:])}",
+            hint="pass --reader-python with a Python whose TensorFlow is 2.2 or later",
+        )
     if proc.returncode != 0:
         tail = " | ".join(errors[-3:])
-        raise RunError(f"comparing the dumps failed (exit {proc.returncode}): {tail}",
-                       hint="re-run with --keep DIR and open the dumps with TensorFlow's DebugDataReader")
+        raise RunError(
+            f"comparing the dumps failed (exit {proc.returncode}): {tail}",
+            hint="re-run with --keep DIR and open the dumps with TensorFlow's DebugDataReader",
+        )
     try:
         result = json.loads(lines[-1]) if lines else None
     except ValueError:
         result = None
     if not isinstance(result, dict) or not {"executions", "compared", "unmatched"} <= set(result):
         last = (proc.stdout.strip().splitlines() or ["nothing"])[-1]
-        raise RunError(f"comparing the dumps gave no result envpin can read: {shown(last, 200)}",
-                       hint="--reader-python must run the program it is given, with a Python whose TensorFlow "
-                            "is 2.2 or later")
+        raise RunError(
+            f"comparing the dumps gave no result envpin can read: {shown(last, 200)}",
+            hint="--reader-python must run the program it is given, with a Python whose TensorFlow is 2.2 or later",
+        )
     return result
 
 
 def _dump_of(run: Run) -> tuple[str, dict[str, Any]]:
     record = run.tf_record
     if record is None:
-        raise RunError("the command never imported TensorFlow in a Python envpin could observe",
-                       hint="run a Python training script (e.g. -- python train.py); the hook is found through "
-                            "PYTHONPATH, which the command must not reset")
+        raise RunError(
+            "the command never imported TensorFlow in a Python envpin could observe",
+            hint="run a Python training script (e.g. -- python train.py); the hook is found through "
+            "PYTHONPATH, which the command must not reset",
+        )
     if not record.get("dump"):
         errors = "; ".join(record.get("errors") or ()) or "no reason recorded"
-        raise RunError(f"TensorFlow's debugger dump could not be enabled: {errors}",
-                       hint="check that the command's TensorFlow is 2.2 or later")
+        raise RunError(
+            f"TensorFlow's debugger dump could not be enabled: {errors}",
+            hint="check that the command's TensorFlow is 2.2 or later",
+        )
     return str(record["dump"]), record
 
 
-def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None = 10, max_ops: int | None = None,
-           recipe: bool = False, op_regex: str | None = None, timeout: float | None = None,
-           reader_python: str | None = None, progress: Callable[[str], None] | None = None) -> BisectResult:
+def bisect(
+    command: list[str],
+    root: Path,
+    *,
+    seed: int = 42,
+    steps: int | None = 10,
+    max_ops: int | None = None,
+    recipe: bool = False,
+    op_regex: str | None = None,
+    timeout: float | None = None,
+    reader_python: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BisectResult:
     """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared by
     `reader_python` (default: the Python that made the dumps)."""
-    specs = [RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
-             for i in range(2)]
-    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress,
-                   fatal=lambda run: _partial(run) or unseeded(run) is not None)
+    specs = [
+        RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
+        for i in range(2)
+    ]
+    runs = run_all(
+        command,
+        specs,
+        root,
+        jobs=1,
+        timeout=timeout,
+        progress=progress,
+        fatal=lambda run: _partial(run) or unseeded(run) is not None,
+    )
     for run in runs:
         if _partial(run):
             raise failed(run)
@@ -175,21 +225,27 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
         progress("comparing the two dumps op by op")
     python = reader_python or str(record["python"])
     if reader_python is None and not Path(python).exists():
-        raise RunError(f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
-                       hint="pass --reader-python with a Python of this machine that has TensorFlow 2.2 or later")
+        raise RunError(
+            f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
+            hint="pass --reader-python with a Python of this machine that has TensorFlow 2.2 or later",
+        )
     found = _reader(python, dump_a, dump_b, max_ops, timeout, root)
     if not found["executions"] or not any(found["executions"]):
-        raise RunError(f"TensorFlow {record.get('tf_version')}'s debugger dumped no op execution in either run",
-                       hint="check that the command runs TensorFlow ops after it imports TensorFlow "
-                            "(--op-regex may match no op type)")
+        raise RunError(
+            f"TensorFlow {record.get('tf_version')}'s debugger dumped no op execution in either run",
+            hint="check that the command runs TensorFlow ops after it imports TensorFlow "
+            "(--op-regex may match no op type)",
+        )
     first = found.get("first_difference")
     # Nothing compared and no op execution left without its counterpart: neither identical nor different. (Op
     # executions outside tf.data without a counterpart mean the runs took different paths: "not identical".)
     if int(found["compared"]) == 0 and not first and int(found["unmatched"]) == 0:
-        raise RunError(f"nothing was compared: run 1 executed {found['executions'][0]} ops and run 2 "
-                       f"{found['executions'][1]}, but none could be compared ({found['unmatched']} without a "
-                       f"counterpart in the other run, {found.get('skipped', 0)} unreadable or uninitialised)",
-                       hint="record more of the runs (raise --steps, or --whole-run), or widen --op-regex")
+        raise RunError(
+            f"nothing was compared: run 1 executed {found['executions'][0]} ops and run 2 "
+            f"{found['executions'][1]}, but none could be compared ({found['unmatched']} without a "
+            f"counterpart in the other run, {found.get('skipped', 0)} unreadable or uninitialised)",
+            hint="record more of the runs (raise --steps, or --whole-run), or widen --op-regex",
+        )
     frame = user_frame(first["stack"]) if first else None
     if first:  # the user's frames, and the innermost one (where TensorFlow created the op)
         stack = first["stack"]
@@ -198,11 +254,21 @@ def bisect(command: list[str], root: Path, *, seed: int = 42, steps: int | None 
     device = (first.get("device") or ("/device:CPU:0" if _no_gpu(runs) else None)) if first else None
     notes = table_notes(first["op_type"], tf_version, device) if first else []
     return BisectResult(
-        command=list(command), seed=seed, steps=steps, recipe=recipe, tf_version=tf_version,
-        python=record.get("python"), executions=list(found["executions"]), compared=int(found["compared"]),
-        unmatched=int(found["unmatched"]), unmatched_data=int(found.get("unmatched_data", 0)), first=first,
-        frame=frame, notes=notes,
-        seconds=[r.seconds for r in runs], dumps=[dump_a, dump_b],
+        command=list(command),
+        seed=seed,
+        steps=steps,
+        recipe=recipe,
+        tf_version=tf_version,
+        python=record.get("python"),
+        executions=list(found["executions"]),
+        compared=int(found["compared"]),
+        unmatched=int(found["unmatched"]),
+        unmatched_data=int(found.get("unmatched_data", 0)),
+        first=first,
+        frame=frame,
+        notes=notes,
+        seconds=[r.seconds for r in runs],
+        dumps=[dump_a, dump_b],
     )
 
 

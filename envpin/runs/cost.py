@@ -31,15 +31,19 @@ def overhead(off: Sequence[float], on: Sequence[float]) -> float:
     return (math.fsum(on) / len(on)) / (math.fsum(off) / len(off)) - 1
 
 
-def overhead_ci(off: Sequence[float], on: Sequence[float], level: float = 0.95, resamples: int = BOOTSTRAP,
-                seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+def overhead_ci(
+    off: Sequence[float],
+    on: Sequence[float],
+    level: float = 0.95,
+    resamples: int = BOOTSTRAP,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the overhead, each arm resampled on its own."""
     if len(off) < 2 or len(on) < 2:
         return None
     rng = random.Random(seed)
     found = sorted(overhead([rng.choice(off) for _ in off], [rng.choice(on) for _ in on]) for _ in range(resamples))
-    return (found[math.floor((1 - level) / 2 * (resamples - 1))],
-            found[math.ceil((1 + level) / 2 * (resamples - 1))])
+    return (found[math.floor((1 - level) / 2 * (resamples - 1))], found[math.ceil((1 + level) / 2 * (resamples - 1))])
 
 
 @dataclass(slots=True)
@@ -59,34 +63,50 @@ class CostResult(Value):
     def to_dict(self) -> dict[str, Any]:
         ci = overhead_ci(self.off, self.on)
         return {
-            "command": self.command, "repeat": self.repeat, "seed": self.seed, "unit": self.unit,
-            "tf_version": self.tf_version, "recipe": self.recipe,
+            "command": self.command,
+            "repeat": self.repeat,
+            "seed": self.seed,
+            "unit": self.unit,
+            "tf_version": self.tf_version,
+            "recipe": self.recipe,
             "without_recipe": {"mean": math.fsum(self.off) / len(self.off), "values": self.off},
             "with_recipe": {"mean": math.fsum(self.on) / len(self.on), "values": self.on},
-            "overhead": overhead(self.off, self.on), "overhead_ci95": list(ci) if ci else None,
+            "overhead": overhead(self.off, self.on),
+            "overhead_ci95": list(ci) if ci else None,
             "run_seconds": self.run_seconds,
         }
 
 
-def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, timeout: float | None = None,
-         progress: Callable[[str], None] | None = None, slurm: Srun | None = None) -> CostResult:
+def cost(
+    command: list[str],
+    root: Path,
+    *,
+    repeat: int = 3,
+    seed: int = 42,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    slurm: Srun | None = None,
+) -> CostResult:
     """Alternate runs without and with the recipe, one at a time (timings of parallel runs mean little)."""
     if repeat < 2:
         raise UsageError("an interval needs at least 2 runs per arm", hint="pass --repeat 2 or more")
     specs = []
     for i in range(repeat):
-        specs += [RunSpec(label=f"without recipe {i + 1}", seed=seed),
-                  RunSpec(label=f"with recipe {i + 1}", seed=seed, recipe=True)]
-    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm,
-                   fatal=unusable)
+        specs += [
+            RunSpec(label=f"without recipe {i + 1}", seed=seed),
+            RunSpec(label=f"with recipe {i + 1}", seed=seed, recipe=True),
+        ]
+    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm, fatal=unusable)
     for run in runs:
         if run.failed:
             raise failed(run)
     for run in runs:
         check_seeded(run)
     if not any(r.tf_record for r in runs if r.spec.recipe):
-        raise UsageError("the command never imported TensorFlow in a Python envpin could observe: the recipe had "
-                         "nothing to act on", hint="time a TensorFlow training command (e.g. -- python train.py)")
+        raise UsageError(
+            "the command never imported TensorFlow in a Python envpin could observe: the recipe had nothing to act on",
+            hint="time a TensorFlow training command (e.g. -- python train.py)",
+        )
     steps = [step_time(r) for r in runs]
     unit = "step" if all(s is not None for s in steps) else "run"
     times = [s if unit == "step" else r.seconds for s, r in zip(steps, runs, strict=False)]
@@ -94,9 +114,16 @@ def cost(command: list[str], root: Path, *, repeat: int = 3, seed: int = 42, tim
     on = [t for t, r in zip(times, runs, strict=False) if r.spec.recipe]
     with_recipe = next((r.tf_record for r in runs if r.spec.recipe and r.tf_record), None)
     return CostResult(
-        command=list(command), repeat=repeat, seed=seed, unit=unit, off=off, on=on,  # type: ignore[arg-type]
-        run_seconds={"without_recipe": [round(r.seconds, 3) for r in runs if not r.spec.recipe],
-                     "with_recipe": [round(r.seconds, 3) for r in runs if r.spec.recipe]},
+        command=list(command),
+        repeat=repeat,
+        seed=seed,
+        unit=unit,
+        off=off,
+        on=on,  # type: ignore[arg-type]
+        run_seconds={
+            "without_recipe": [round(r.seconds, 3) for r in runs if not r.spec.recipe],
+            "with_recipe": [round(r.seconds, 3) for r in runs if r.spec.recipe],
+        },
         tf_version=with_recipe.get("tf_version") if with_recipe else None,
         recipe=(with_recipe.get("recipe") or {}).get("id") if with_recipe else None,
     )

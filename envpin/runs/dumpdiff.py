@@ -72,8 +72,9 @@ def _values(reader, kind, digest):
         except Exception:
             array = None
         if array is not None and array.dtype == object:
-            array = np.array([v if isinstance(v, bytes) else repr(v).encode() for v in array.ravel()],
-                             dtype=object).reshape(array.shape)
+            array = np.array(
+                [v if isinstance(v, bytes) else repr(v).encode() for v in array.ravel()], dtype=object
+            ).reshape(array.shape)
         out.append(array)
     return out
 
@@ -96,8 +97,15 @@ def compare(a, b):
     bit_equal = int(equal.sum())
     if bit_equal == a.size:
         return None
-    found = {"kind": "values", "dtype": str(a.dtype), "shape": list(a.shape), "elements": int(a.size),
-             "bit_equal": bit_equal, "max_abs": None, "max_rel": None}
+    found = {
+        "kind": "values",
+        "dtype": str(a.dtype),
+        "shape": list(a.shape),
+        "elements": int(a.size),
+        "bit_equal": bit_equal,
+        "max_abs": None,
+        "max_rel": None,
+    }
     if a.dtype.kind in "fciu":
         x, y = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
         both = np.isfinite(x) & np.isfinite(y)
@@ -118,13 +126,27 @@ def _where(reader, kind, digest):
         creation = graph.get_op_creation_digest(digest.op_name)
         _, stack = reader.read_graph_op_creation_stack_trace(creation)
         device = getattr(creation, "device_name", None)
-        return {"kind": "graph", "op_type": digest.op_type, "op_name": digest.op_name,
-                "output_slot": digest.output_slot, "graph": graph.name, "device": device, "stack": _frames(stack)}
+        return {
+            "kind": "graph",
+            "op_type": digest.op_type,
+            "op_name": digest.op_name,
+            "output_slot": digest.output_slot,
+            "graph": graph.name,
+            "device": device,
+            "stack": _frames(stack),
+        }
     execution = reader.read_execution(digest)
     _, stack = reader.read_execution_stack_trace(execution)
     devices = [reader.device_name_by_id(i) for i in (execution.output_tensor_device_ids or ())]
-    return {"kind": "eager", "op_type": digest.op_type, "op_name": None, "output_slot": None,
-            "graph": None, "device": devices[0] if devices else None, "stack": _frames(stack)}
+    return {
+        "kind": "eager",
+        "op_type": digest.op_type,
+        "op_name": None,
+        "output_slot": None,
+        "graph": None,
+        "device": devices[0] if devices else None,
+        "stack": _frames(stack),
+    }
 
 
 def _fingerprint(values):
@@ -196,8 +218,16 @@ def diff(root_a, root_b, max_ops=None):
     by_key = {e[1]: e for e in events_b}
     extra = _extra(readers, events_a, events_b)
     keys_a = {e[1] for e in events_a}
-    result = {"tf_version": None, "executions": [len(events_a), len(events_b)], "compared": 0,
-              "unmatched": 0, "unmatched_data": 0, "skipped": 0, "first_difference": None, "max_ops": max_ops}
+    result = {
+        "tf_version": None,
+        "executions": [len(events_a), len(events_b)],
+        "compared": 0,
+        "unmatched": 0,
+        "unmatched_data": 0,
+        "skipped": 0,
+        "first_difference": None,
+        "max_ops": max_ops,
+    }
     # An op run B executed and run A never did (A's missing ones are counted in the walk below).
     for e in events_b:
         if e[1] not in keys_a:
@@ -249,7 +279,7 @@ def main(argv=None):
     if "--max-ops" in args:
         at = args.index("--max-ops")
         max_ops = int(args[at + 1])
-        del args[at:at + 2]
+        del args[at : at + 2]
     if len(args) != 2:
         sys.stderr.write("usage: dumpdiff.py DUMP_A DUMP_B [--max-ops N]\n")
         return 2

@@ -32,8 +32,10 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 def panel(metric: dict[str, Any], x: float = 0, y0: float = 0) -> str:
     """One metric's SVG: the fixed and the varied arm side by side on a shared vertical scale."""
     # nan and inf (reported as strings) have no place on the scale: only the finite values are drawn
-    arms = [(name, [v for v in metric[name]["values"] if isinstance(v, (int, float)) and math.isfinite(v)])
-            for name in ("fixed", "varied")]
+    arms = [
+        (name, [v for v in metric[name]["values"] if isinstance(v, (int, float)) and math.isfinite(v)])
+        for name in ("fixed", "varied")
+    ]
     every = [v for _, values in arms for v in values] or [0.0]
     lo, hi = min(every), max(every)
     if hi == lo:
@@ -66,8 +68,10 @@ def panel(metric: dict[str, Any], x: float = 0, y0: float = 0) -> str:
         cx = _LEFT + slot * (i + 0.5)
         colour = _COLOURS[name]
         if not values:
-            parts.append(f'<text x="{cx:.1f}" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" font-size="10">'
-                         "no finite value</text>")
+            parts.append(
+                f'<text x="{cx:.1f}" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" font-size="10">'
+                "no finite value</text>"
+            )
             continue
         q1, med, q3 = _quartiles(values)
         mean = sum(values) / len(values)
@@ -81,12 +85,13 @@ def panel(metric: dict[str, Any], x: float = 0, y0: float = 0) -> str:
         ]
         for k, v in enumerate(values):
             dx = ((k * 7) % 11 - 5) * 4  # a fixed spread, so equal values stay visible side by side
-            parts.append(f'<circle class="run" cx="{cx + dx:.1f}" cy="{y(v):.1f}" r="4" fill="{colour}" '
-                         f'fill-opacity="0.8"><title>{html.escape(name)} run {k + 1}: {_fmt(v)}</title></circle>')
+            parts.append(
+                f'<circle class="run" cx="{cx + dx:.1f}" cy="{y(v):.1f}" r="4" fill="{colour}" '
+                f'fill-opacity="0.8"><title>{html.escape(name)} run {k + 1}: {_fmt(v)}</title></circle>'
+            )
         parts += [
             "</g>",
-            f'<text x="{cx:.1f}" y="{HEIGHT - _BOTTOM + 16}" text-anchor="middle" font-size="11">'
-            f"{name} seeds</text>",
+            f'<text x="{cx:.1f}" y="{HEIGHT - _BOTTOM + 16}" text-anchor="middle" font-size="11">{name} seeds</text>',
             f'<text x="{cx:.1f}" y="{HEIGHT - _BOTTOM + 30}" text-anchor="middle" font-size="10">'
             f"std {_fmt(metric[name]['std'])}</text>",
         ]
@@ -100,17 +105,20 @@ def sheet(result: dict[str, Any], columns: int = 4) -> str:
     rows = (len(metrics) + columns - 1) // columns
     width, height = WIDTH * min(columns, len(metrics)), HEIGHT * rows
     body = "\n".join(panel(m, x=(i % columns) * WIDTH, y0=(i // columns) * HEIGHT) for i, m in enumerate(metrics))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}">\n{body}\n</svg>\n')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">\n{body}\n</svg>\n'
+    )
 
 
 def page(result: dict[str, Any]) -> str:
     """The HTML page for a study result (StudyResult.to_dict())."""
     command = " ".join(result["command"])
-    panels = "\n".join(f'<figure>{panel(m)}<figcaption>{html.escape(m["verdict"])}</figcaption></figure>'
-                       for m in result["metrics"])
+    panels = "\n".join(
+        f"<figure>{panel(m)}<figcaption>{html.escape(m['verdict'])}</figcaption></figure>" for m in result["metrics"]
+    )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>envpin study: {html.escape(command)}</title>\n"
         "<style>body{font-family:sans-serif;margin:1.5em}figure{display:inline-block;margin:0 1em 1em 0;"
         "vertical-align:top;max-width:360px}figcaption{font-size:12px}</style>\n</head>\n<body>\n"

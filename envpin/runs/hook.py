@@ -122,15 +122,16 @@ def _dump(tf, root):
         problem = "no tf.debugging.experimental.enable_dump_debug_info"
     elif _reader_missing():
         # TensorFlow 2.1 dumps, but has no reader, and the reader of 2.2 and later cannot load its dumps.
-        problem = ("its dumps cannot be read back: no DebugDataReader in "
-                   "tensorflow.python.debug.lib.debug_events_reader")
+        problem = "its dumps cannot be read back: no DebugDataReader in tensorflow.python.debug.lib.debug_events_reader"
     else:
         regex = os.environ.get("ENVPIN_RUNS_OP_REGEX") or None
         try:
             enable(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1, op_regex=regex)
         except Exception as exc:  # e.g. a TensorFlow whose debugger lacks the FULL_TENSOR mode
             problem = "enable_dump_debug_info(tensor_debug_mode='FULL_TENSOR') failed: %s: %s" % (
-                type(exc).__name__, exc)
+                type(exc).__name__,
+                exc,
+            )
     if problem is not None:
         RECORD["dump"] = "unavailable"
         RECORD["errors"].append(problem)

@@ -58,8 +58,10 @@ def check_count(value: int, option: str, low: int = 1, high: int | None = MAX_RU
     if value < low:
         raise UsageError(f"{option} must be {bounds}, not {value}", hint=hint or f"pass {option} {bounds}")
     if high is not None and value > high:
-        raise UsageError(f"{option} must be {bounds}, not {value}",
-                         hint=f"pass {option} {high} or less (envpin's bound on runs, see docs/runs.md)")
+        raise UsageError(
+            f"{option} must be {bounds}, not {value}",
+            hint=f"pass {option} {high} or less (envpin's bound on runs, see docs/runs.md)",
+        )
     return value
 
 
@@ -72,8 +74,10 @@ def check_seed(seed: int, varied: int = 0) -> int:
     seed+n): outside it the hook's seeding fails inside each run, which would then not be seeded as reported."""
     if not 0 <= seed <= MAX_SEED - varied:
         extra = f" (and --seed+{varied}, the last varied seed)" if varied else ""
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}{extra}, not {seed}",
-                         hint=f"pass --seed between 0 and {MAX_SEED - varied} (NumPy takes seeds of 0 to {MAX_SEED})")
+        raise UsageError(
+            f"--seed must be between 0 and {MAX_SEED}{extra}, not {seed}",
+            hint=f"pass --seed between 0 and {MAX_SEED - varied} (NumPy takes seeds of 0 to {MAX_SEED})",
+        )
     return seed
 
 
@@ -81,8 +85,10 @@ def check_timeout(timeout: float | None) -> float | None:
     """--timeout: a finite number of seconds above 0 (0, a negative number, nan or inf would stop every run
     at once or never)."""
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError(f"--timeout must be a finite number of seconds above 0, not {timeout}",
-                         hint="pass --timeout SECONDS (e.g. --timeout 600), or leave it out for no limit")
+        raise UsageError(
+            f"--timeout must be a finite number of seconds above 0, not {timeout}",
+            hint="pass --timeout SECONDS (e.g. --timeout 600), or leave it out for no limit",
+        )
     return timeout
 
 
@@ -140,8 +146,9 @@ class Srun(Value):
     partition: str | None = None
     options: tuple[str, ...] = ()
 
-    def command(self, command: list[str], spec_env: dict[str, str], bundle_sha256: str,
-                timeout: float | None) -> list[str]:
+    def command(
+        self, command: list[str], spec_env: dict[str, str], bundle_sha256: str, timeout: float | None
+    ) -> list[str]:
         cmd = ["srun", "--nodes=1", "--ntasks=1", "--job-name=envpin-run"]
         if self.partition:
             cmd.append(f"--partition={self.partition}")
@@ -166,16 +173,20 @@ def check_command(command: Sequence[str], slurm: Srun | None = None) -> list[str
         if shutil.which("srun") is None:
             raise UsageError("--slurm needs srun, which is not on PATH", hint="run envpin on a Slurm login node")
         if args[0] == "srun":
-            raise UsageError("with --slurm envpin starts srun itself", hint="drop srun from the command and pass "
-                             "its options as --slurm-arg=OPTION")
+            raise UsageError(
+                "with --slurm envpin starts srun itself",
+                hint="drop srun from the command and pass its options as --slurm-arg=OPTION",
+            )
         return args
     if shutil.which(args[0]) is None:
         if os.sep in args[0] and os.path.isdir(args[0]):
             raise UsageError(f"command {args[0]!r} is a folder", hint="give the path of the program to run")
         if os.sep in args[0] and os.path.exists(args[0]):
-            raise UsageError(f"command {args[0]!r} is not executable",
-                             hint="make it executable (chmod +x), or run it through its interpreter (e.g. -- bash "
-                                  "train.sh, -- python train.py)")
+            raise UsageError(
+                f"command {args[0]!r} is not executable",
+                hint="make it executable (chmod +x), or run it through its interpreter (e.g. -- bash "
+                "train.sh, -- python train.py)",
+            )
         raise UsageError(f"command {args[0]!r} not found", hint="give the program's path or put it on PATH")
     return args
 
@@ -189,8 +200,9 @@ def hook_folder(root: Path) -> Path:
     (folder / "sitecustomize.py").write_bytes((resources.files("envpin.runs") / "hook.py").read_bytes())
     # Compiled once here for this Python (a child on another Python compiles its own): every run saves the
     # compile, a few milliseconds, and a child never writes beside the hook.
-    py_compile.compile(str(folder / "sitecustomize.py"), doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    py_compile.compile(
+        str(folder / "sitecustomize.py"), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )
     (folder / "envpin.pyz").write_bytes(payload.payload())
     return folder
 
@@ -212,8 +224,13 @@ def node_records(stdout: str) -> list[dict[str, Any]]:
     totals: dict[str, int] = {}
     for line in stdout.splitlines():
         cols = line.strip().split(" ")
-        if len(cols) not in (5, 6) or cols[0] != _NODE_MARK or cols[1] != "1" or not cols[2].isdigit() \
-                or not cols[3].isdigit():
+        if (
+            len(cols) not in (5, 6)
+            or cols[0] != _NODE_MARK
+            or cols[1] != "1"
+            or not cols[2].isdigit()
+            or not cols[3].isdigit()
+        ):
             continue
         pieces.setdefault(cols[4], {})[int(cols[2])] = cols[5] if len(cols) == 6 else ""
         totals[cols[4]] = int(cols[3])
@@ -267,8 +284,11 @@ def metrics_line(stdout: str) -> dict[str, float]:
             continue
         values = data.get(METRICS_KEY) if isinstance(data, dict) else None
         if isinstance(values, dict):
-            return {str(k): _as_float(v) for k, v in values.items()
-                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            return {
+                str(k): _as_float(v)
+                for k, v in values.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
     return {}
 
 
@@ -346,8 +366,9 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     proc.kill()
 
 
-def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: float | None = None,
-             slurm: Srun | None = None) -> Run:
+def run_once(
+    command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: float | None = None, slurm: Srun | None = None
+) -> Run:
     """Run the command once with the hook (here, or as one Slurm task); its stdout and stderr go to files in
     `out`."""
     out.mkdir(parents=True, exist_ok=True)
@@ -362,8 +383,9 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
     start, timed_out = time.perf_counter(), False
     with open(out / "stdout.log", "wb") as so, open(out / "stderr.log", "wb") as se:
         try:
-            proc = subprocess.Popen(command, stdout=so, stderr=se, env=env,
-                                    stdin=subprocess.DEVNULL if data is None else subprocess.PIPE)
+            proc = subprocess.Popen(
+                command, stdout=so, stderr=se, env=env, stdin=subprocess.DEVNULL if data is None else subprocess.PIPE
+            )
         except OSError as exc:
             raise RunError(f"cannot run {command[0]}: {exc.strerror or exc}", hint="check the command") from exc
         with proc:
@@ -379,8 +401,7 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
     seconds = time.perf_counter() - start
     records = _records(out)
     if slurm is not None:
-        records = sorted(records + node_records(_stdout_tail(out)),
-                         key=lambda r: r.get("started", 0))
+        records = sorted(records + node_records(_stdout_tail(out)), key=lambda r: r.get("started", 0))
     run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=records, timed_out=timed_out)
     record = run.tf_record
     if record is not None:  # Keras History: the last value of each key (the script's own line wins)
@@ -392,8 +413,8 @@ def run_once(command: list[str], spec: RunSpec, hook: Path, out: Path, timeout: 
             f"TensorFlow {record.get('tf_version')} cannot dump tensor values with its debugger: "
             + "; ".join(record.get("errors") or ()),
             hint="`envpin study` and `envpin cost` need no debugger and work on this TensorFlow; `envpin "
-                 "selftest` checks its ops one by one; bisect needs TensorFlow 2.2 or later (dumps with "
-                 "tensor_debug_mode='FULL_TENSOR' and a DebugDataReader to read them)",
+            "selftest` checks its ops one by one; bisect needs TensorFlow 2.2 or later (dumps with "
+            "tensor_debug_mode='FULL_TENSOR' and a DebugDataReader to read them)",
         )
     return run
 
@@ -405,10 +426,11 @@ def unseeded(run: Run) -> RunError | None:
         bad = [str(e) for e in record.get("errors") or () if str(e).startswith(("seeding:", "recipe:"))]
         if bad:
             what = "apply envpin's recipe" if run.spec.recipe else f"seed the run with {SEED_VAR}={run.spec.seed}"
-            return RunError(f"envpin's hook could not {what} ({run.spec.label}, TensorFlow "
-                            f"{record.get('tf_version')}): {bad[0]}",
-                            hint="its results would not be those of the runs reported: fix the cause"
-                                 + (", or leave the recipe out" if run.spec.recipe else ""))
+            return RunError(
+                f"envpin's hook could not {what} ({run.spec.label}, TensorFlow {record.get('tf_version')}): {bad[0]}",
+                hint="its results would not be those of the runs reported: fix the cause"
+                + (", or leave the recipe out" if run.spec.recipe else ""),
+            )
     return None
 
 
@@ -425,9 +447,16 @@ def unusable(run: Run) -> bool:
     return run.failed or unseeded(run) is not None
 
 
-def run_all(command: list[str], specs: Sequence[RunSpec], root: Path, jobs: int = 1,
-            timeout: float | None = None, progress: Callable[[str], None] | None = None,
-            slurm: Srun | None = None, fatal: Callable[[Run], bool] | None = None) -> list[Run]:
+def run_all(
+    command: list[str],
+    specs: Sequence[RunSpec],
+    root: Path,
+    jobs: int = 1,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    slurm: Srun | None = None,
+    fatal: Callable[[Run], bool] | None = None,
+) -> list[Run]:
     """Every run, `jobs` at a time, in the order of `specs` (each one a Slurm task with `slurm`). Once a run is
     `fatal` (the caller will refuse it) or could not be made, no further run starts: those under way end, and
     the runs made are returned (a command that fails after an hour must not be run 2n times first)."""
@@ -457,8 +486,10 @@ def failed(run: Run) -> RunError:
     """The error for a run that exited non-zero or was killed, with the end of its stderr. Only a run envpin
     stopped is said to have run past --timeout (the out-of-memory killer's SIGKILL is not a timeout)."""
     if run.timed_out:
-        return RunError(f"the command did not finish within --timeout ({run.spec.label}, {run.seconds:.0f} s)",
-                        hint="raise --timeout, or make the runs shorter (fewer epochs or steps)")
+        return RunError(
+            f"the command did not finish within --timeout ({run.spec.label}, {run.seconds:.0f} s)",
+            hint="raise --timeout, or make the runs shorter (fewer epochs or steps)",
+        )
     if run.returncode < 0:
         try:
             name = f" ({signal.Signals(-run.returncode).name})"
@@ -469,6 +500,7 @@ def failed(run: Run) -> RunError:
         how = f"exited with status {run.returncode}"
     tail = run.log_tail()
     # The work folder is removed when the command ends unless it was --keep's: name the run's folder in it.
-    return RunError(f"the command {how} ({run.spec.label})" + (f": {tail}" if tail else ""),
-                    hint=f"run the command by itself to see why; with --keep DIR its output stays in "
-                         f"DIR/{run.folder.name}")
+    return RunError(
+        f"the command {how} ({run.spec.label})" + (f": {tail}" if tail else ""),
+        hint=f"run the command by itself to see why; with --keep DIR its output stays in DIR/{run.folder.name}",
+    )

@@ -42,7 +42,7 @@ def frame(record):
     """One hook record as protocol lines (see the module docstring)."""
     blob = base64.b64encode(zlib.compress(json.dumps(record, sort_keys=True).encode("utf-8"))).decode("ascii")
     digest = hashlib.sha256(blob.encode("ascii")).hexdigest()[:16]
-    chunks = [blob[i:i + CHUNK] for i in range(0, len(blob), CHUNK)] or [""]
+    chunks = [blob[i : i + CHUNK] for i in range(0, len(blob), CHUNK)] or [""]
     return ["%s %s %d %d %s %s" % (MARK, VERSION, i, len(chunks), digest, c) for i, c in enumerate(chunks)]
 
 
@@ -55,7 +55,7 @@ def main(argv):
     if "--" not in argv or argv.index("--") < 1:
         return _fail("usage: nodeboot SHA256 [NAME=VALUE...] -- COMMAND...")
     at = argv.index("--")
-    expected, assignments, command = argv[0], argv[1:at], argv[at + 1:]
+    expected, assignments, command = argv[0], argv[1:at], argv[at + 1 :]
     if not command:
         return _fail("no command after --")
     bundle = sys.stdin.buffer.read(MAX_BUNDLE + 1)

@@ -51,8 +51,13 @@ def ratio(fixed: Sequence[float], varied: Sequence[float]) -> float | None:
     return None if s_varied == 0 else std(fixed) / s_varied
 
 
-def bootstrap_ci(fixed: Sequence[float], varied: Sequence[float], level: float = 0.95,
-                 resamples: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+def bootstrap_ci(
+    fixed: Sequence[float],
+    varied: Sequence[float],
+    level: float = 0.95,
+    resamples: int = BOOTSTRAP,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the ratio, each arm resampled on its own; None if undefined."""
     if len(fixed) < 2 or len(varied) < 2 or non_finite(fixed) or non_finite(varied):
         return None
@@ -72,8 +77,10 @@ def bootstrap_ci(fixed: Sequence[float], varied: Sequence[float], level: float =
 
 #: Said instead of a share of nondeterminism when envpin's hook seeded nothing: the seed reached the runs only
 #: if the command read ENVPIN_SEED itself, which envpin cannot see.
-_UNSEEDED = ("envpin's hook seeded nothing in these runs (none imported TensorFlow where it could see): that is "
-             "nondeterminism only if the command seeds itself from ENVPIN_SEED")
+_UNSEEDED = (
+    "envpin's hook seeded nothing in these runs (none imported TensorFlow where it could see): that is "
+    "nondeterminism only if the command seeds itself from ENVPIN_SEED"
+)
 
 
 def verdict(name: str, fixed: Sequence[float], varied: Sequence[float], seeded: bool = True) -> str:
@@ -82,24 +89,35 @@ def verdict(name: str, fixed: Sequence[float], varied: Sequence[float], seeded: 
     a spread of the fixed-seed runs is not called nondeterminism: the command may never have read its seed."""
     bad = non_finite(list(fixed) + list(varied))
     if bad:
-        return (f"{name}: {bad} of {len(fixed) + len(varied)} runs gave a value that is not a finite number (nan "
-                "or inf): no spread or ratio can be measured for it")
+        return (
+            f"{name}: {bad} of {len(fixed) + len(varied)} runs gave a value that is not a finite number (nan "
+            "or inf): no spread or ratio can be measured for it"
+        )
     if len(fixed) < 2:
         return f"{name}: too few fixed-seed runs to measure a spread"
     if std(fixed) == 0:
-        return (f"{name}: all {len(fixed)} fixed-seed runs gave exactly the same value: nondeterminism "
-                "adds nothing to its spread here")
+        return (
+            f"{name}: all {len(fixed)} fixed-seed runs gave exactly the same value: nondeterminism "
+            "adds nothing to its spread here"
+        )
     r = ratio(fixed, varied)
     if not seeded:
-        spread = ("varying the seed did not change it, yet fixed-seed runs differ" if r is None else
-                  f"with the seed fixed it still spreads {percent(r)} as much as with seeds varied")
+        spread = (
+            "varying the seed did not change it, yet fixed-seed runs differ"
+            if r is None
+            else f"with the seed fixed it still spreads {percent(r)} as much as with seeds varied"
+        )
         return f"{name}: {spread}; {_UNSEEDED}"
     if r is None:
-        return (f"{name}: varying the seed did not change it, yet fixed-seed runs differ: the spread comes "
-                "from nondeterminism alone")
+        return (
+            f"{name}: varying the seed did not change it, yet fixed-seed runs differ: the spread comes "
+            "from nondeterminism alone"
+        )
     share = "most of" if r >= 0.5 else "a sizeable part of" if r >= 0.2 else "a small part of"
-    return (f"{name}: with every seed fixed it still spreads {percent(r)} as much as with seeds varied: "
-            f"nondeterminism causes {share} the run-to-run spread")
+    return (
+        f"{name}: with every seed fixed it still spreads {percent(r)} as much as with seeds varied: "
+        f"nondeterminism causes {share} the run-to-run spread"
+    )
 
 
 def percent(r: float) -> str:
@@ -122,10 +140,14 @@ class MetricStats(Value):
         r = ratio(self.fixed, self.varied)
         ci = bootstrap_ci(self.fixed, self.varied)
         return {
-            "metric": self.name, "recipe": self.recipe,
-            "fixed": _arm(self.fixed), "varied": _arm(self.varied),
+            "metric": self.name,
+            "recipe": self.recipe,
+            "fixed": _arm(self.fixed),
+            "varied": _arm(self.varied),
             "non_finite": non_finite(self.fixed) + non_finite(self.varied),
-            "ratio": r, "ratio_ci95": list(ci) if ci else None, "seeded_by_envpin": self.seeded,
+            "ratio": r,
+            "ratio_ci95": list(ci) if ci else None,
+            "seeded_by_envpin": self.seeded,
             "verdict": verdict(self.name, self.fixed, self.varied, self.seeded),
         }
 
@@ -137,8 +159,12 @@ def _mean(values: Sequence[float]) -> float | None:
 def _arm(values: Sequence[float]) -> dict[str, Any]:
     """One arm in the report: mean and std only when every value is finite."""
     finite = not non_finite(values)
-    return {"n": len(values), "mean": _mean(values) if finite else None, "std": std(values) if finite else None,
-            "values": [as_json_number(v) for v in values]}
+    return {
+        "n": len(values),
+        "mean": _mean(values) if finite else None,
+        "std": std(values) if finite else None,
+        "values": [as_json_number(v) for v in values],
+    }
 
 
 @dataclass(slots=True)
@@ -154,9 +180,15 @@ class StudyResult(Value):
     tf_version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"command": self.command, "runs_per_arm": self.runs, "seed": self.seed,
-                "recipe": self.recipes, "tf_version": self.tf_version,
-                "metrics": [m.to_dict() for m in self.metrics], "runs": self.per_run}
+        return {
+            "command": self.command,
+            "runs_per_arm": self.runs,
+            "seed": self.seed,
+            "recipe": self.recipes,
+            "tf_version": self.tf_version,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "runs": self.per_run,
+        }
 
 
 def plan(runs: int, seed: int, recipes: Sequence[bool]) -> list[RunSpec]:
@@ -183,15 +215,32 @@ def summarise(runs: Sequence[Run], recipes: Sequence[bool]) -> list[MetricStats]
     return stats
 
 
-def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, recipes: Sequence[bool] = (False,),
-          jobs: int = 1, timeout: float | None = None, progress: Callable[[str], None] | None = None,
-          slurm: Srun | None = None) -> StudyResult:
+def study(
+    command: list[str],
+    root: Path,
+    *,
+    runs: int = 5,
+    seed: int = 42,
+    recipes: Sequence[bool] = (False,),
+    jobs: int = 1,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    slurm: Srun | None = None,
+) -> StudyResult:
     """Run both arms (per recipe setting) and compare them metric by metric (each run a Slurm task with
     `slurm`)."""
     if runs < 2:
         raise UsageError("a spread needs at least 2 runs per arm", hint="pass -n 2 or more (5 or more is better)")
-    done = run_all(command, plan(runs, seed, recipes), root, jobs=jobs, timeout=timeout, progress=progress,
-                   slurm=slurm, fatal=unusable)
+    done = run_all(
+        command,
+        plan(runs, seed, recipes),
+        root,
+        jobs=jobs,
+        timeout=timeout,
+        progress=progress,
+        slurm=slurm,
+        fatal=unusable,
+    )
     for run in done:
         if run.failed:
             raise failed(run)
@@ -201,16 +250,27 @@ def study(command: list[str], root: Path, *, runs: int = 5, seed: int = 42, reci
         raise UsageError(
             "the command reported no metrics",
             hint='print a last line {"envpin_metrics": {"accuracy": 0.91}} or train with Keras fit() (its '
-                 "History is read), see docs/runs.md",
+            "History is read), see docs/runs.md",
         )
     stats = summarise(done, recipes)
     if not stats:
         raise UsageError("no metric was reported by every run", hint="report the same metric names in every run")
     record = next((r.tf_record for r in done if r.tf_record), None)
     return StudyResult(
-        command=list(command), runs=runs, seed=seed, recipes=list(recipes), metrics=stats,
-        per_run=[{"label": r.spec.label, "seed": r.spec.seed, "recipe": r.spec.recipe,
-                  "seconds": round(r.seconds, 3),
-                  "metrics": {k: as_json_number(v) for k, v in r.metrics.items()}} for r in done],
+        command=list(command),
+        runs=runs,
+        seed=seed,
+        recipes=list(recipes),
+        metrics=stats,
+        per_run=[
+            {
+                "label": r.spec.label,
+                "seed": r.spec.seed,
+                "recipe": r.spec.recipe,
+                "seconds": round(r.seconds, 3),
+                "metrics": {k: as_json_number(v) for k, v in r.metrics.items()},
+            }
+            for r in done
+        ],
         tf_version=record.get("tf_version") if record else None,
     )

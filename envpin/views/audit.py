@@ -34,9 +34,11 @@ def tty_line(f: Finding, colour: bool = False) -> str:
     if not colour:
         return line
     place, rule, severity = _visible(f"{f.file}:{f.line}"), _visible(f.rule), f.severity
-    message = line[len(place) + len(rule) + len(severity) + 4:]  # after "PLACE RULE SEVERITY: "
-    return (f"\x1b[{_SGR['place']}m{place}\x1b[0m \x1b[{_SGR['rule']}m{rule}\x1b[0m "
-            f"\x1b[{_SGR[severity]}m{severity}\x1b[0m: {message}")
+    message = line[len(place) + len(rule) + len(severity) + 4 :]  # after "PLACE RULE SEVERITY: "
+    return (
+        f"\x1b[{_SGR['place']}m{place}\x1b[0m \x1b[{_SGR['rule']}m{rule}\x1b[0m "
+        f"\x1b[{_SGR[severity]}m{severity}\x1b[0m: {message}"
+    )
 
 
 def _takes_colour(console: Console) -> bool:
@@ -95,11 +97,20 @@ def audited(res: AuditRun, fmt: str, fixing: bool, console: Console, note: Conso
     if fmt == "sarif":
         _write_chunks(report.sarif_chunks(res.findings))
     elif fmt == "json":
-        fixed = [
-            {"source": d.source, "output": d.output, "fixed": [f.to_json() for f in d.outcome.fixed],
-             "commented": [f.to_json() for f in d.outcome.commented], "actions": d.outcome.actions}
-            for d in res.fixed
-        ] if fixing else None
+        fixed = (
+            [
+                {
+                    "source": d.source,
+                    "output": d.output,
+                    "fixed": [f.to_json() for f in d.outcome.fixed],
+                    "commented": [f.to_json() for f in d.outcome.commented],
+                    "actions": d.outcome.actions,
+                }
+                for d in res.fixed
+            ]
+            if fixing
+            else None
+        )
         _write_chunks(report.json_chunks(res.findings, res.files, res.fail_on, res.exit_code, fixed))
     elif fmt in ("gcc", "github"):
         line = report.gcc_line if fmt == "gcc" else report.github_line

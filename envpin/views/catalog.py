@@ -43,8 +43,14 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
     entries = list(entries)
     stock = [e for e in entries if e.distribution == "stock"]
     if stock:
-        lines = [line for line in (_stock_notice(stock, wanted),
-                                   grade_notice([e for e in entries if e.distribution != "stock"], wanted)) if line]
+        lines = [
+            line
+            for line in (
+                _stock_notice(stock, wanted),
+                grade_notice([e for e in entries if e.distribution != "stock"], wanted),
+            )
+            if line
+        ]
         return "\n".join(lines) or None
     parts, releases, kinds = [], [], set()
     for e in entries:
@@ -57,10 +63,18 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
     if not parts:
         return None
     sync = " ".join(f"--release {r}" for r in dict.fromkeys(releases))
-    docs = ", ".join(d for d, shown in (("docs/catalog-sources.md", kinds - {MIRROR_KIND}),
-                                        ("docs/catalog-sync.md", kinds & {MIRROR_KIND})) if shown)
-    return (f"notice: below NVIDIA's own notes: {'; '.join(parts)} ({docs}); "
-            f"confirm from the image with `envpin catalog sync {sync}`")
+    docs = ", ".join(
+        d
+        for d, shown in (
+            ("docs/catalog-sources.md", kinds - {MIRROR_KIND}),
+            ("docs/catalog-sync.md", kinds & {MIRROR_KIND}),
+        )
+        if shown
+    )
+    return (
+        f"notice: below NVIDIA's own notes: {'; '.join(parts)} ({docs}); "
+        f"confirm from the image with `envpin catalog sync {sync}`"
+    )
 
 
 def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
@@ -77,8 +91,10 @@ def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
             parts.append(f"{e.tag} " + ", ".join(listed))
     if not parts:
         return None
-    return (f"notice: below TensorFlow's and NVIDIA's own text: {'; '.join(parts)} (docs/catalog-sources.md); "
-            "confirm in the image itself (`envpin probe --image IMAGE`)")
+    return (
+        f"notice: below TensorFlow's and NVIDIA's own text: {'; '.join(parts)} (docs/catalog-sources.md); "
+        "confirm in the image itself (`envpin probe --image IMAGE`)"
+    )
 
 
 def notice(entries: Iterable[Entry], console: Console, names: Iterable[str] | None = None) -> None:
@@ -133,15 +149,22 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
             else:
                 cells.append(graded(fact))
         rows.append(cells)
-    _print_table("NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)", headers, rows,
-                 console)
+    _print_table(
+        "NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)", headers, rows, console
+    )
     images = f"{len(entries)} image{'' if len(entries) == 1 else 's'}"
-    say(console, f"{images}; `envpin catalog show YY.MM` for sources and unknowns; "
-                 "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images")
+    say(
+        console,
+        f"{images}; `envpin catalog show YY.MM` for sources and unknowns; "
+        "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images",
+    )
     weak = sum(len(e.weak(_SHORT)) for e in entries)
     if weak:
-        say(console, f"{weak} value{'s' if weak > 1 else ''} shown rest{'s' if weak == 1 else ''} on evidence below "
-                     f"NVIDIA's own text ({', '.join(sorted(WEAK_KINDS))}; docs/catalog-sources.md)")
+        say(
+            console,
+            f"{weak} value{'s' if weak > 1 else ''} shown rest{'s' if weak == 1 else ''} on evidence below "
+            f"NVIDIA's own text ({', '.join(sorted(WEAK_KINDS))}; docs/catalog-sources.md)",
+        )
     if note is not None:
         notice(entries, note, ("tf_version",))
     cached = [e for e in entries if e.cached]
@@ -152,12 +175,22 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
         def count(kind: str) -> int:
             return sum(any(f.kind == kind for f in e.facts.values()) for e in cached)
 
-        parts = [f"{n} {what}" for n, what in (
-            (count(IMAGE_KIND), "from the catalog's repository or under a digest it records, outranking the "
-                                "written sources"),
-            (count(MIRROR_KIND), "from another registry, filling unknown values only (grade mirror)")) if n]
-        say(console, f"{len(cached)} of them carry what their image config declares, from {cache_path()} "
-                     f"(`envpin catalog sync`): {'; '.join(parts)}")
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (
+                    count(IMAGE_KIND),
+                    "from the catalog's repository or under a digest it records, outranking the written sources",
+                ),
+                (count(MIRROR_KIND), "from another registry, filling unknown values only (grade mirror)"),
+            )
+            if n
+        ]
+        say(
+            console,
+            f"{len(cached)} of them carry what their image config declares, from {cache_path()} "
+            f"(`envpin catalog sync`): {'; '.join(parts)}",
+        )
 
 
 def stock_table(entries: list[Entry], console: Console, note: Console | None = None) -> None:
@@ -167,19 +200,26 @@ def stock_table(entries: list[Entry], console: Console, note: Console | None = N
 
     from envpin.knowledge.stock import RECORDED
 
-    t = Table(title="stock TensorFlow GPU images, tensorflow/tensorflow (— = unknown; (grade) = a third party's "
-                    "statement)")
+    t = Table(
+        title="stock TensorFlow GPU images, tensorflow/tensorflow (— = unknown; (grade) = a third party's statement)"
+    )
     t.add_column("tag", no_wrap=True)
     for name in RECORDED:
         t.add_column(name.replace("_", " "))
     t.add_column("digest a source states")
     for e in entries:
-        t.add_row(e.tag, *(graded(e.facts[n]) for n in RECORDED),
-                  f"{e.stated_digest.value[:19]}… ({e.stated_digest.kind})" if e.stated_digest else "—")
+        t.add_row(
+            e.tag,
+            *(graded(e.facts[n]) for n in RECORDED),
+            f"{e.stated_digest.value[:19]}… ({e.stated_digest.kind})" if e.stated_digest else "—",
+        )
     console.print(t)
     images = f"{len(entries)} image{'' if len(entries) == 1 else 's'}"
-    say(console, f"{images}; cuda and cudnn are what TensorFlow's pip package was built and tested "
-                 "against; `envpin catalog show X.Y.Z-gpu` for sources and unknowns")
+    say(
+        console,
+        f"{images}; cuda and cudnn are what TensorFlow's pip package was built and tested "
+        "against; `envpin catalog show X.Y.Z-gpu` for sources and unknowns",
+    )
     if note is not None:
         notice(entries, note, (*RECORDED, "digest"))
 
@@ -214,11 +254,17 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
             say(console, f"  published: {e.sources[sid]['url']} uses {e.image}")
         if e.stated_digest is not None:
             d = e.stated_digest
-            say(console, f"  digest: {d.value} ({d.kind} evidence, {e.sources[d.source]['url']}); "
-                         "render pins it, build checks it against the registry")
+            say(
+                console,
+                f"  digest: {d.value} ({d.kind} evidence, {e.sources[d.source]['url']}); "
+                "render pins it, build checks it against the registry",
+            )
         for name, old in sorted(e.outranked.items()):
-            say(console, f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
-                         f"({e.sources[old.source]['url'] if old.source else 'no source'})")
+            say(
+                console,
+                f"  {name}: the image declares {cell(e.value(name))}; {old.kind} said {cell(old.value)} "
+                f"({e.sources[old.source]['url'] if old.source else 'no source'})",
+            )
         for use in e.images:
             image_config(use, console)
     if note is not None:
@@ -257,9 +303,11 @@ def mirror_line(result: SyncResult) -> str | None:
     from envpin.knowledge.trust import IMAGE_KIND
 
     confirmed = sum(t.grade == IMAGE_KIND for t in result.tags)
-    return (f"{result.repository} is not the catalog's repository {result.upstream}: what it declares fills only "
-            f"values that nothing else gives (grade mirror), except for tags whose digest the catalog records "
-            f"({confirmed} here), which count as the image itself (docs/catalog-sync.md)")
+    return (
+        f"{result.repository} is not the catalog's repository {result.upstream}: what it declares fills only "
+        f"values that nothing else gives (grade mirror), except for tags whose digest the catalog records "
+        f"({confirmed} here), which count as the image itself (docs/catalog-sync.md)"
+    )
 
 
 def sync_report(result: SyncResult, console: Console) -> None:
@@ -269,8 +317,13 @@ def sync_report(result: SyncResult, console: Console) -> None:
 
     from envpin.knowledge import sync
 
-    style = {sync.AGREES: "green", sync.MORE_PRECISE: "cyan", sync.FILLED: "yellow",
-             sync.DISAGREES: "bold red", "missing": "magenta"}
+    style = {
+        sync.AGREES: "green",
+        sync.MORE_PRECISE: "cyan",
+        sync.FILLED: "yellow",
+        sync.DISAGREES: "bold red",
+        "missing": "magenta",
+    }
     t = Table(title=f"catalog sync: {result.repository} vs {result.catalog}")
     for col in ("tag", "field", "catalog", "image", "from", "status"):
         t.add_column(col, overflow="fold")
@@ -281,11 +334,18 @@ def sync_report(result: SyncResult, console: Console) -> None:
         shown = [c for c in tag.comparisons if c.status != sync.AGREES]
         agreeing = len(tag.comparisons) - len(shown)
         for c in shown:
-            t.add_row(tag.entry.tag, c.field, cell(c.catalog), cell(c.image), c.origin,
-                      Text(c.status, style=style[c.status]))
+            t.add_row(
+                tag.entry.tag, c.field, cell(c.catalog), cell(c.image), c.origin, Text(c.status, style=style[c.status])
+            )
         if agreeing or not shown:
-            t.add_row(tag.entry.tag, f"{agreeing} other" if shown else f"all {agreeing}", "", "", "",
-                      Text(sync.AGREES, style=style[sync.AGREES]))
+            t.add_row(
+                tag.entry.tag,
+                f"{agreeing} other" if shown else f"all {agreeing}",
+                "",
+                "",
+                "",
+                Text(sync.AGREES, style=style[sync.AGREES]),
+            )
     console.print(t)
     coverage(result, console)
     line = mirror_line(result)

@@ -51,8 +51,13 @@ settings = {"quiet": False, "verbose": False}
 def _console(stderr: bool, quiet: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, width=_width(sys.stderr if stderr else sys.stdout), quiet=quiet,
-                   _environ=_environ())
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        width=_width(sys.stderr if stderr else sys.stdout),
+        quiet=quiet,
+        _environ=_environ(),
+    )
 
 
 def out() -> Console:

@@ -31,8 +31,9 @@ def cell(value: str | None) -> str:
 
 def lines(diffs: list[Difference], a_label: str, b_label: str) -> str:
     """One line per difference, breaking first: `severity key: A -> B (why)`."""
-    return "".join(f"{d.severity} {d.key}: {a_label} {cell(d.a)} -> {b_label} {cell(d.b)} ({d.reason})\n"
-                   for d in diffs)
+    return "".join(
+        f"{d.severity} {d.key}: {a_label} {cell(d.a)} -> {b_label} {cell(d.b)} ({d.reason})\n" for d in diffs
+    )
 
 
 def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) -> Any:
@@ -51,8 +52,13 @@ def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) 
     t.add_column("why it matters", overflow="fold")
     for d in diffs:
         # Text cells: values such as '["a","b"]' must not be read as rich markup.
-        t.add_row(Text(d.severity, style=style.get(d.severity, "")), Text(d.key),
-                  Text(cell(d.a)), Text(cell(d.b)), Text(d.reason))
+        t.add_row(
+            Text(d.severity, style=style.get(d.severity, "")),
+            Text(d.key),
+            Text(cell(d.a)),
+            Text(cell(d.b)),
+            Text(d.reason),
+        )
     return t
 
 
@@ -73,8 +79,15 @@ def differences(res: DiffResult, as_json: bool, console: Console) -> None:
     from envpin.reports import diff
 
     if as_json:
-        print_json(diff.to_json(res.diffs, a=str(res.a), b=str(res.b),
-                                fingerprint={"a": res.fingerprint_a, "b": res.fingerprint_b}, notes=res.notes))
+        print_json(
+            diff.to_json(
+                res.diffs,
+                a=str(res.a),
+                b=str(res.b),
+                fingerprint={"a": res.fingerprint_a, "b": res.fingerprint_b},
+                notes=res.notes,
+            )
+        )
     else:
         _show(res.diffs, res.notes, res.a.name, res.b.name, console)
 
@@ -90,8 +103,16 @@ def verification(res: VerifyResult, as_json: bool, console: Console, note: Conso
     for line in res.recorded:
         say(note, f"recorded: {line}")
     if as_json:
-        print_json(diff.to_json(res.diffs, lock=str(res.lock), report=res.source, notes=res.notes,
-                                recorded=res.recorded, compared=res.compared,
-                                fingerprint={"expected": res.expected_fingerprint, "actual": res.actual_fingerprint}))
+        print_json(
+            diff.to_json(
+                res.diffs,
+                lock=str(res.lock),
+                report=res.source,
+                notes=res.notes,
+                recorded=res.recorded,
+                compared=res.compared,
+                fingerprint={"expected": res.expected_fingerprint, "actual": res.actual_fingerprint},
+            )
+        )
     else:
         _show(res.diffs, res.notes, "expected (lock)", "actual", console)

@@ -40,8 +40,7 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
 
         width = width_of(console.file)
         if width is not None and _plain_heading(heading, width):
-            table = plaintable.render("environment", headers, rows, width, first_no_wrap=False,
-                                      fold=frozenset({2}))
+            table = plaintable.render("environment", headers, rows, width, first_no_wrap=False, fold=frozenset({2}))
         if table is None:
             console = console.rich()
     if table is not None:
@@ -69,13 +68,19 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
     for x in r.raises:
         where = "on GPUs" if x["devices"] == "gpu" else "on every device"
         unverified = f"; unverified: {x['unverified']}" if "unverified" in x else ""
-        say(console, f"raises under determinism {where}: {x['op']}: {x['exception']}: {x['message']} "
-                     f"({r.source_url(x['source'])}{unverified})")
+        say(
+            console,
+            f"raises under determinism {where}: {x['op']}: {x['exception']}: {x['message']} "
+            f"({r.source_url(x['source'])}{unverified})",
+        )
     for x in r.silent:
         where = "on GPUs" if x["devices"] == "gpu" else "on every device"
         unverified = f"; unverified: {x['unverified']}" if "unverified" in x else ""
-        say(console, f"stays nondeterministic {where}, no exception: {x['op']}: {x['why']} "
-                     f"({r.source_url(x['source'])}{unverified})")
+        say(
+            console,
+            f"stays nondeterministic {where}, no exception: {x['op']}: {x['why']} "
+            f"({r.source_url(x['source'])}{unverified})",
+        )
     for c in r.caveats:
         say(console, f"caveat: {c['text']}")
     for o in r.ngc_overrides:
@@ -87,8 +92,11 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
 def _plain_heading(text: str, width: int) -> bool:
     """The heading is printed as it is by rich (one line, as markup without tags): printable ASCII and the
     arrow, no markup brackets, backslashes or :emoji: codes, no wider than the console."""
-    return len(text) <= width and all((" " <= c <= "~" and c not in "[]\\") or c == "→" for c in text) \
+    return (
+        len(text) <= width
+        and all((" " <= c <= "~" and c not in "[]\\") or c == "→" for c in text)
         and not _EMOJI.search(text)
+    )
 
 
 def rendered(res: RenderResult, console: Console, note: Console) -> None:
@@ -100,8 +108,11 @@ def rendered(res: RenderResult, console: Console, note: Console) -> None:
         say(note, line)
     pinned = p.entry.stated_digest is not None and p.base_digest == p.entry.stated_digest.value
     notice([p.entry], note, (*PLAN_FIELDS, "digest") if pinned else PLAN_FIELDS)  # one line for weak grades
-    say(note, f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) for "
-              f"{' and '.join(res.formats)} into {res.out}/")
+    say(
+        note,
+        f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) for "
+        f"{' and '.join(res.formats)} into {res.out}/",
+    )
     say(console, str(res.out))
 
 
@@ -129,8 +140,11 @@ def dry_run(res: PlannedBuild, console: Console, note: Console) -> None:
 
 def built(res: BuildResult, console: Console, note: Console) -> None:
     state = "up to date" if res.up_to_date else "built"
-    say(note, f"{state} with {res.engine}: {res.tag} ({res.image_id[:19]}) in {res.seconds:.1f} s; "
-              f"lock: {res.out}/envpin.lock")
+    say(
+        note,
+        f"{state} with {res.engine}: {res.tag} ({res.image_id[:19]}) in {res.seconds:.1f} s; "
+        f"lock: {res.out}/envpin.lock",
+    )
     for line in res.notes:
         say(note, line)
     for line in res.warnings:
@@ -142,8 +156,11 @@ def built(res: BuildResult, console: Console, note: Console) -> None:
 
 def locked(res: LockResult, console: Console, note: Console) -> None:
     where = "resolved inside the image" if res.resolver == "image" else "resolved on the host with uv"
-    say(note, f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "
-              f"({res.base_count} packages of the base kept as they are; {where}) -> {res.out}")
+    say(
+        note,
+        f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "
+        f"({res.base_count} packages of the base kept as they are; {where}) -> {res.out}",
+    )
     say(console, str(res.out))
 
 

@@ -52,16 +52,23 @@ def summary(result: FleetResult, console: Console) -> None:
         say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out)")
     else:
         source = f"listed in {shown(expected.origin, 200)}" if expected.origin else "--expect"
-        say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out, "
-                     f"{c['missing']} missing); expected: {expected.count} ({source})")
+        say(
+            console,
+            f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out, "
+            f"{c['missing']} missing); expected: {expected.count} ({source})",
+        )
     if result.classes:
         t = Table(title="classes (identical result-affecting fields)", title_justify="left", header_style="bold")
         for col in ("class", "nodes", "fingerprint", "device classes", "members"):
             t.add_column(col, overflow="fold")
         for k in result.classes:
-            t.add_row(Text(f"{k.id}{' (reference)' if k.reference else ''}"), Text(str(len(k.nodes))),
-                      Text(k.fingerprint[:19] + "…"), Text("\n".join(shown(d, 200) for d in k.device_classes)),
-                      Text(_names(k.nodes)))
+            t.add_row(
+                Text(f"{k.id}{' (reference)' if k.reference else ''}"),
+                Text(str(len(k.nodes))),
+                Text(k.fingerprint[:19] + "…"),
+                Text("\n".join(shown(d, 200) for d in k.device_classes)),
+                Text(_names(k.nodes)),
+            )
         console.print(t)
     if result.outliers:
         say(console, f"outliers: {_names(result.outliers, 20)}")
@@ -70,8 +77,12 @@ def summary(result: FleetResult, console: Console) -> None:
         for col in ("severity", "field", "values (nodes)", "why it matters"):
             t.add_column(col, overflow="fold")
         for s in result.spreads[:FIELDS_SHOWN]:
-            t.add_row(Text(s.severity, style=_STYLE.get(s.severity, "")), Text(shown(s.key, 200)), Text(_values(s)),
-                      Text(s.reason))
+            t.add_row(
+                Text(s.severity, style=_STYLE.get(s.severity, "")),
+                Text(shown(s.key, 200)),
+                Text(_values(s)),
+                Text(s.reason),
+            )
         console.print(t)
         if len(result.spreads) > FIELDS_SHOWN:
             say(console, f"… and {len(result.spreads) - FIELDS_SHOWN} more fields (--format json and --html show all)")
@@ -83,9 +94,11 @@ def summary(result: FleetResult, console: Console) -> None:
             lines = [f"{shown(h, 80)[:19]}… ({len(ns)}: {_names(ns, 3)})" for h, ns in g.hashes.items()]
             if g.unchecked:
                 lines.append(f"not checked, no self-test ({len(g.unchecked)}: {_names(g.unchecked, 3)})")
-            t.add_row(Text(shown(g.device_class, 200)),
-                      Text("consistent" if g.consistent else "differs", style="" if g.consistent else "bold red"),
-                      Text("\n".join(lines)))
+            t.add_row(
+                Text(shown(g.device_class, 200)),
+                Text("consistent" if g.consistent else "differs", style="" if g.consistent else "bold red"),
+                Text("\n".join(lines)),
+            )
         console.print(t)
     failed = [n for n in result.nodes if n.status != "ok"]
     if failed:
@@ -93,19 +106,31 @@ def summary(result: FleetResult, console: Console) -> None:
         for col in ("node", "status", "reason"):
             t.add_column(col, overflow="fold")
         for n in failed:
-            t.add_row(Text(shown(n.name, 80)), Text(n.status.replace("_", " "), style="bold red"),
-                      Text(shown(n.reason or "", 300)))
+            t.add_row(
+                Text(shown(n.name, 80)),
+                Text(n.status.replace("_", " "), style="bold red"),
+                Text(shown(n.reason or "", 300)),
+            )
         console.print(t)
     if result.unnamed_missing and expected is not None:
-        say(console, f"missing: {result.unnamed_missing} of the {expected.count} expected nodes left no report and "
-                     f"no error file ({result.found()} found; --expect-nodes FILE would name them)")
+        say(
+            console,
+            f"missing: {result.unnamed_missing} of the {expected.count} expected nodes left no report and "
+            f"no error file ({result.found()} found; --expect-nodes FILE would name them)",
+        )
     if result.unexpected:
         listed = shown(expected.origin, 200) if expected is not None and expected.origin else "the expected nodes"
-        say(console, f"not expected: {_names(result.unexpected, 20)} (not in {listed}: a stale report, another "
-                     "fleet's, or a node missing from the list)")
+        say(
+            console,
+            f"not expected: {_names(result.unexpected, 20)} (not in {listed}: a stale report, another "
+            "fleet's, or a node missing from the list)",
+        )
     if result.surplus and expected is not None:
-        say(console, f"not expected: {result.surplus} node(s) more than the {expected.count} expected "
-                     f"({result.found()} found: a stale or duplicate report, or a wrong --expect)")
+        say(
+            console,
+            f"not expected: {result.surplus} node(s) more than the {expected.count} expected "
+            f"({result.found()} found: a stale or duplicate report, or a wrong --expect)",
+        )
     if result.informational:
         keys = list(result.informational)
         more = f" and {len(keys) - 8} more" if len(keys) > 8 else ""
@@ -139,4 +164,3 @@ def manifest(res: FleetManifest, console: Console, note: Console) -> None:
     else:
         sys.stdout.write(res.text)
         sys.stdout.flush()
-

@@ -22,8 +22,15 @@ _WORD = re.compile(r"\s*\S+\s*")
 _TRAILING = re.compile(r"\s+$")
 
 
-def render(title: str, headers: list[str], rows: list[list[str]], width: int, *, first_no_wrap: bool = True,
-           fold: frozenset[int] = frozenset()) -> str | None:
+def render(
+    title: str,
+    headers: list[str],
+    rows: list[list[str]],
+    width: int,
+    *,
+    first_no_wrap: bool = True,
+    fold: frozenset[int] = frozenset(),
+) -> str | None:
     """The table as rich prints it on a console `width` columns wide that is not a terminal; None when this
     module does not take the text or the layout (rich then renders it). The first column is no_wrap=True
     unless `first_no_wrap` is False; the columns numbered in `fold` have overflow="fold" (else "ellipsis")."""
@@ -61,8 +68,10 @@ def _widths(headers: list[str], rows: list[list[str]], room: int, wrap: list[boo
         widths = _collapse(widths, wrap, room)
         if sum(widths) > room:
             widths = _reduce(sum(widths) - room, [1] * len(widths), widths, widths)
-        widths = [min(w, max(min(len(c), w - 2) + 2 if c else 2 for c in column)) if w >= 3 else w
-                  for w, column in zip(widths, columns, strict=True)]
+        widths = [
+            min(w, max(min(len(c), w - 2) + 2 if c else 2 for c in column)) if w >= 3 else w
+            for w, column in zip(widths, columns, strict=True)
+        ]
     return widths if all(w >= 3 for w in widths) else None
 
 
@@ -102,12 +111,14 @@ def _rule(left: str, fill: str, mid: str, right: str, widths: list[int]) -> str:
     return left + mid.join(fill * w for w in widths) + right
 
 
-def _row(cells: list[str], widths: list[int], edge: str, wrap: list[bool], fold: frozenset[int],
-         bottom: bool = False) -> list[str]:
+def _row(
+    cells: list[str], widths: list[int], edge: str, wrap: list[bool], fold: frozenset[int], bottom: bool = False
+) -> list[str]:
     """The lines of one row: each cell wrapped to its width (a no-wrap cell never); a shorter cell is padded
     below, or above in the header (`bottom`), as rich aligns them."""
-    wrapped = [_cell(c, w - 2, no_wrap=not wrap[i], fold=i in fold)
-               for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+    wrapped = [
+        _cell(c, w - 2, no_wrap=not wrap[i], fold=i in fold) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    ]
     height = max(len(lines) for lines in wrapped)
     shaped = []
     for lines, w in zip(wrapped, widths, strict=True):
@@ -124,9 +135,9 @@ def _cell(text: str, width: int, no_wrap: bool, fold: bool = False) -> list[str]
         if not no_wrap and len(piece) > width:
             trailing = _TRAILING.search(piece)
             if trailing:
-                piece = piece[:len(piece) - min(len(trailing.group(0)), len(piece) - width)]
+                piece = piece[: len(piece) - min(len(trailing.group(0)), len(piece) - width)]
         if len(piece) > width:
-            piece = piece[:width] if fold else piece[:width - 1] + "…"
+            piece = piece[:width] if fold else piece[: width - 1] + "…"
         out.append(piece.ljust(width))
     return out
 

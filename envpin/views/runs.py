@@ -21,33 +21,41 @@ def _g(value: float | None) -> str:
 def bisect_lines(data: dict[str, Any]) -> list[str]:
     """The bisect result as lines (the same words whatever the terminal)."""
     steps = f"first {data['steps']} training steps" if data["steps"] else "the whole run"
-    lines = [f"bisect: {' '.join(data['command'])} (seed {data['seed']}, {steps}"
-             + (", envpin recipe" if data["recipe"] else "") + f", TensorFlow {data['tf_version']})",
-             f"compared {data['compared']} op executions (run 1 executed {data['executions'][0]}, "
-             f"run 2 {data['executions'][1]})"]
+    lines = [
+        f"bisect: {' '.join(data['command'])} (seed {data['seed']}, {steps}"
+        + (", envpin recipe" if data["recipe"] else "")
+        + f", TensorFlow {data['tf_version']})",
+        f"compared {data['compared']} op executions (run 1 executed {data['executions'][0]}, "
+        f"run 2 {data['executions'][1]})",
+    ]
     first = data["first_difference"]
     if data["identical"]:
         lines.append(f"bit-identical: all {data['compared']} op executions compared gave the same bits in both runs")
         return lines
     if first is None and not data["compared"]:
-        lines.append(f"not identical: no op execution had a counterpart in the other run ({data['unmatched']} "
-                     "without one): the runs took different paths from the start")
+        lines.append(
+            f"not identical: no op execution had a counterpart in the other run ({data['unmatched']} "
+            "without one): the runs took different paths from the start"
+        )
         return lines
     if first is None:
-        lines.append(f"not identical: no compared value differed, but {data['unmatched']} op executions had no "
-                     "counterpart in the other run (the runs took different paths)")
+        lines.append(
+            f"not identical: no compared value differed, but {data['unmatched']} op executions had no "
+            "counterpart in the other run (the runs took different paths)"
+        )
         return lines
     where = f"graph {first['graph']}" if first["kind"] == "graph" else "eager"
     name = f" {first['op_name']}" if first.get("op_name") else ""
-    lines.append(f"first difference: {first['op_type']}{name} ({where}, output {first['output_slot']}, "
-                 f"execution {first['index'] + 1} of those compared)")
+    lines.append(
+        f"first difference: {first['op_type']}{name} ({where}, output {first['output_slot']}, "
+        f"execution {first['index'] + 1} of those compared)"
+    )
     source = data.get("source")
     if source:
         lines.append(f"  created at {source['file']}:{source['line']} in {source['function']}")
     diff = first["difference"]
     if diff["kind"] == "values":
-        text = (f"  {diff['bit_equal']} of {diff['elements']} elements bit-equal ({diff['dtype']}"
-                f"{diff['shape']})")
+        text = f"  {diff['bit_equal']} of {diff['elements']} elements bit-equal ({diff['dtype']}{diff['shape']})"
         if diff.get("max_abs") is not None:
             text += f"; max abs error {_g(diff['max_abs'])}, max rel error {_g(diff['max_rel'])}"
         lines.append(text)
@@ -63,10 +71,12 @@ def bisect_lines(data: dict[str, Any]) -> list[str]:
     if not notes:
         lines.append(f"  envpin's recipe table lists nothing for {first['op_type']} on TensorFlow {data['tf_version']}")
     for note in notes:
-        what = "nondeterministic even with determinism on" if note["kind"] == "nondeterministic" \
+        what = (
+            "nondeterministic even with determinism on"
+            if note["kind"] == "nondeterministic"
             else "raises under determinism"
-        lines.append(f"  recipe table: {note['op']} ({note['devices']}): {what}: {note['detail']} "
-                     f"[{note['source']}]")
+        )
+        lines.append(f"  recipe table: {note['op']} ({note['devices']}): {what}: {note['detail']} [{note['source']}]")
     return lines
 
 
@@ -80,15 +90,25 @@ def show_study(data: dict[str, Any], console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(f"study: {' '.join(data['command'])} ({data['runs_per_arm']} runs per arm, "
-                             f"{_tf(data['tf_version'])})"))
+    table = Table(
+        title=Text(
+            f"study: {' '.join(data['command'])} ({data['runs_per_arm']} runs per arm, {_tf(data['tf_version'])})"
+        )
+    )
     for col in ("metric", "recipe", "fixed mean", "fixed std", "varied mean", "varied std", "ratio", "95% CI"):
         table.add_column(col, justify="left" if col in ("metric", "recipe") else "right")
     for m in data["metrics"]:
         ci = m["ratio_ci95"]
-        table.add_row(Text(m["metric"]), "on" if m["recipe"] else "off", _g(m["fixed"]["mean"]),
-                      _g(m["fixed"]["std"]), _g(m["varied"]["mean"]), _g(m["varied"]["std"]), _g(m["ratio"]),
-                      f"{_g(ci[0])} to {_g(ci[1])}" if ci else "-")
+        table.add_row(
+            Text(m["metric"]),
+            "on" if m["recipe"] else "off",
+            _g(m["fixed"]["mean"]),
+            _g(m["fixed"]["std"]),
+            _g(m["varied"]["mean"]),
+            _g(m["varied"]["std"]),
+            _g(m["ratio"]),
+            f"{_g(ci[0])} to {_g(ci[1])}" if ci else "-",
+        )
     console.print(table)
     for m in data["metrics"]:
         say(console, ("[recipe on] " if m["recipe"] else "") + m["verdict"])
@@ -100,14 +120,22 @@ def show_cost(data: dict[str, Any], console: Console) -> None:
     from rich.text import Text
 
     unit = data["unit"]
-    table = Table(title=Text(f"cost: {' '.join(data['command'])} ({data['repeat']} runs per arm, "
-                             f"TensorFlow {data['tf_version']}, recipe {data['recipe']})"))
+    table = Table(
+        title=Text(
+            f"cost: {' '.join(data['command'])} ({data['repeat']} runs per arm, "
+            f"TensorFlow {data['tf_version']}, recipe {data['recipe']})"
+        )
+    )
     for col in ("arm", f"mean s/{unit}", f"s/{unit} of each run", "run seconds"):
         table.add_column(col, justify="left" if col == "arm" else "right")
     for key, label in (("without_recipe", "without recipe"), ("with_recipe", "with recipe")):
         arm = data[key]
-        table.add_row(label, _g(arm["mean"]), " ".join(_g(v) for v in arm["values"]),
-                      " ".join(_g(v) for v in data["run_seconds"][key]))
+        table.add_row(
+            label,
+            _g(arm["mean"]),
+            " ".join(_g(v) for v in arm["values"]),
+            " ".join(_g(v) for v in data["run_seconds"][key]),
+        )
     console.print(table)
     ci = data["overhead_ci95"]
     interval = f" (95% CI {ci[0]:+.1%} to {ci[1]:+.1%})" if ci else ""

@@ -31,20 +31,23 @@ STAND_IN_TAGS = {
 #: The stand-ins for Docker Hub's stock TensorFlow GPU images (envpin --stock), tag -> what they are built from.
 STOCK_REPO = "tensorflow/tensorflow"
 STOCK_TAGS = {"2.20.0-gpu": "Debian bookworm, Python 3.11"}
-MANIFEST_ACCEPT = ", ".join([
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.oci.image.index.v1+json",
-])
+MANIFEST_ACCEPT = ", ".join(
+    [
+        "application/vnd.docker.distribution.manifest.v2+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.oci.image.index.v1+json",
+    ]
+)
 FIX_SERVICES = "run `sudo bash scripts/services.sh all` (docs/engine.md)"
 
 # Never send loopback registry traffic through an HTTP(S)_PROXY from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def registry_request(path: str, *, method: str = "GET", accept: str | None = None,
-                     timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
+def registry_request(
+    path: str, *, method: str = "GET", accept: str | None = None, timeout: float = 10
+) -> tuple[int, dict[str, str], bytes]:
     """Plain HTTP call to the local registry: (status, headers, body). Raises URLError/HTTPError."""
     headers = {"Accept": accept} if accept else {}
     req = urllib.request.Request(f"http://{REGISTRY}{path}", method=method, headers=headers)
@@ -100,7 +103,7 @@ def _engine_socket_error(host: str) -> str | None:
         if host.startswith("unix://"):
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(5)
-                sock.connect(host[len("unix://"):])
+                sock.connect(host[len("unix://") :])
         elif host.startswith(("tcp://", "http://", "https://")):
             url = urllib.parse.urlsplit(host.replace("tcp://", "http://", 1))
             with socket.create_connection((url.hostname, url.port or 2375), timeout=5):
@@ -141,8 +144,10 @@ def local_registry() -> str:
         pytest.skip(f"local registry not answering at http://{REGISTRY}/v2/: {exc}; {FIX_SERVICES}")
     api = {k.lower(): v for k, v in headers.items()}.get("docker-distribution-api-version", "")
     if status != 200 or not api.startswith("registry/2"):
-        pytest.skip(f"http://{REGISTRY}/v2/ answered {status} without a registry/2.0 API header "
-                    f"(something else on port 5000?); {FIX_SERVICES}")
+        pytest.skip(
+            f"http://{REGISTRY}/v2/ answered {status} without a registry/2.0 API header "
+            f"(something else on port 5000?); {FIX_SERVICES}"
+        )
     return REGISTRY
 
 
@@ -152,8 +157,10 @@ def _stand_in(registry: str, tag: str, repo: str = STAND_IN_REPO) -> str:
         registry_request(f"/v2/{repo}/manifests/{tag}", method="HEAD", accept=MANIFEST_ACCEPT)
     except urllib.error.HTTPError as exc:
         made_from = {**STAND_IN_TAGS, **STOCK_TAGS}[tag]
-        pytest.skip(f"stand-in image {ref} ({made_from}) is not in the local registry "
-                    f"(HTTP {exc.code}); run `sudo bash scripts/services.sh base-images`")
+        pytest.skip(
+            f"stand-in image {ref} ({made_from}) is not in the local registry "
+            f"(HTTP {exc.code}); run `sudo bash scripts/services.sh base-images`"
+        )
     except (urllib.error.URLError, OSError) as exc:
         pytest.skip(f"could not ask the local registry for {ref}: {exc}; {FIX_SERVICES}")
     return ref

@@ -43,8 +43,9 @@ class Emulated:
 
     def __init__(self, client: Any, image: str, files: dict[str, bytes]) -> None:
         d = parse_definition(files[DEF_NAME].decode())
-        self.container = client.containers.run(image, ["sleep", "900"], entrypoint=[], detach=True,
-                                               name=f"{PREFIX}-{uuid.uuid4().hex[:10]}")
+        self.container = client.containers.run(
+            image, ["sleep", "900"], entrypoint=[], detach=True, name=f"{PREFIX}-{uuid.uuid4().hex[:10]}"
+        )
         copies = {dst: files[src] for src, dst in (ln.split() for ln in d.section("files").lines)}
         scripts = {
             "/.post.script": d.section("post").script.encode(),
@@ -69,8 +70,10 @@ class Emulated:
         self.container.remove(force=True)
 
 
-_SHOW = ("import os, envpin; print(os.environ.get('TF_CUDNN_USE_AUTOTUNE'), os.environ['PYTHONHASHSEED'], "
-         "os.environ['PYTHONPATH'], envpin.__version__)")
+_SHOW = (
+    "import os, envpin; print(os.environ.get('TF_CUDNN_USE_AUTOTUNE'), os.environ['PYTHONHASHSEED'], "
+    "os.environ['PYTHONPATH'], envpin.__version__)"
+)
 
 
 def test_definition_steps_in_the_stand_in_base(docker_client: Any, stand_in_image: str) -> None:
@@ -85,8 +88,12 @@ def test_definition_steps_in_the_stand_in_base(docker_client: Any, stand_in_imag
         host = {"TF_CUDNN_USE_AUTOTUNE": "0", "PYTHONHASHSEED": "7", "PYTHONPATH": "/home/me/lib"}
         code, out = box.run("/.singularity.d/runscript", "python3", "-c", _SHOW, host=host)
         assert code == 0, out
-        assert out.split() == ["None", "0", "/opt/envpin/lib:/opt/envpin/envpin.pyz:/home/me/lib",
-                               plan.to_dict()["envpin_version"]]
+        assert out.split() == [
+            "None",
+            "0",
+            "/opt/envpin/lib:/opt/envpin/envpin.pyz:/home/me/lib",
+            plan.to_dict()["envpin_version"],
+        ]
         # %post compiled the payload with the image's Python: imports load that bytecode, not the archive's source.
         code, out = box.run("/.singularity.d/runscript", "python3", "-v", "-c", "import envpin.probe.report")
         assert code == 0, out
@@ -102,8 +109,14 @@ def test_definition_steps_in_the_stand_in_base(docker_client: Any, stand_in_imag
 def test_post_installs_locked_requirements_on_an_externally_managed_base(
     docker_client: Any, stand_in_image: str, tmp_path: Path
 ) -> None:
-    base = push_with_env(docker_client, stand_in_image, f"{PREFIX}/nvidia/tensorflow", "20.02-tf2-py3",
-                         {"PIP_BREAK_SYSTEM_PACKAGES": ""}, "apptainer-steps")
+    base = push_with_env(
+        docker_client,
+        stand_in_image,
+        f"{PREFIX}/nvidia/tensorflow",
+        "20.02-tf2-py3",
+        {"PIP_BREAK_SYSTEM_PACKAGES": ""},
+        "apptainer-steps",
+    )
     src = tmp_path / "requirements.in"
     src.write_text("six==1.16.0\n")
     res = run_envpin("lock", str(src), "--ngc", "20.02-tf2-py3", "--base-image", base)
@@ -139,6 +152,11 @@ def test_build_pins_the_definition_to_the_digest_it_resolves(
     name = stand_in_image.rsplit(":", 1)[0]
     assert f"From: {name}@{digest}\n" in (out / DEF_NAME).read_text()
     assert f"FROM {stand_in_image}@{digest}\n" in (out / "Dockerfile").read_text()
-    assert sorted(lockfile.read(out / "envpin.lock").files) == [".dockerignore", "Dockerfile", DEF_NAME,
-                                                               "envpin.pyz", "plan.json"]
+    assert sorted(lockfile.read(out / "envpin.lock").files) == [
+        ".dockerignore",
+        "Dockerfile",
+        DEF_NAME,
+        "envpin.pyz",
+        "plan.json",
+    ]
     assert run_envpin("lock", "--check", "--lock", str(out / "envpin.lock")).code == 0

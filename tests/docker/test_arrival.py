@@ -16,8 +16,13 @@ pytestmark = pytest.mark.docker
 
 
 def _git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return proc.stdout
 
 
@@ -35,7 +40,11 @@ def _compose_probe(cwd: Path, image: str, **env: str) -> Path:
     before = set((cwd / "reports").glob("*.json")) if (cwd / "reports").exists() else set()
     proc = subprocess.run(
         ["docker", "compose", "-f", "compose.yaml", "-f", "compose.cpu.yaml", "run", "--rm", "probe"],
-        cwd=cwd, env={**os.environ, "ENVPIN_IMAGE": image, **env}, capture_output=True, text=True, timeout=300,
+        cwd=cwd,
+        env={**os.environ, "ENVPIN_IMAGE": image, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (new,) = set((cwd / "reports").glob("*.json")) - before
@@ -62,9 +71,16 @@ def test_arrival(docker_client, stand_in_image: str, tmp_path: Path, monkeypatch
     _git(ref, "add", "-A")
     _git(ref, "commit", "-q", "-m", "pin the training environment")
     committed = sorted(_git(ref, "ls-files").split())
-    assert committed == [".gitignore", "compose.cpu.yaml", "compose.yaml", "images/20.02-tf2/.dockerignore",
-                         "images/20.02-tf2/Dockerfile", "images/20.02-tf2/envpin.lock",
-                         "images/20.02-tf2/envpin.pyz", "images/20.02-tf2/plan.json"]
+    assert committed == [
+        ".gitignore",
+        "compose.cpu.yaml",
+        "compose.yaml",
+        "images/20.02-tf2/.dockerignore",
+        "images/20.02-tf2/Dockerfile",
+        "images/20.02-tf2/envpin.lock",
+        "images/20.02-tf2/envpin.pyz",
+        "images/20.02-tf2/plan.json",
+    ]
 
     # The teammate: a clean clone, another machine's state (nothing built there), no image yet.
     mate = tmp_path / "teammate"

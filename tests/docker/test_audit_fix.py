@@ -17,8 +17,9 @@ def _digest(registry: str, tag: str) -> str:
     return digest
 
 
-def test_fix_pins_from_by_digest_and_sets_the_recipe(cli, tmp_path: Path, stand_in_image: str,
-                                                      local_registry: str) -> None:  # type: ignore[no-untyped-def]
+def test_fix_pins_from_by_digest_and_sets_the_recipe(
+    cli, tmp_path: Path, stand_in_image: str, local_registry: str
+) -> None:  # type: ignore[no-untyped-def]
     tag = stand_in_image.rsplit(":", 1)[1]
     (tmp_path / "Dockerfile").write_text(
         f"ARG TAG={tag}\n"
@@ -43,8 +44,9 @@ def test_fix_pins_from_by_digest_and_sets_the_recipe(cli, tmp_path: Path, stand_
     assert "TF_CUDNN_USE_AUTOTUNE" not in fixed_path.read_text()
 
 
-def test_fix_in_place_pins_every_stage(cli, tmp_path: Path, stand_in_image: str, stand_in_image_bullseye: str,
-                                       local_registry: str) -> None:  # type: ignore[no-untyped-def]
+def test_fix_in_place_pins_every_stage(
+    cli, tmp_path: Path, stand_in_image: str, stand_in_image_bullseye: str, local_registry: str
+) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "Dockerfile").write_text(
         f"FROM {stand_in_image_bullseye} AS build\nRUN true\n"
         f"FROM {stand_in_image}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
@@ -57,8 +59,7 @@ def test_fix_in_place_pins_every_stage(cli, tmp_path: Path, stand_in_image: str,
     assert audit(read(str(tmp_path / "Dockerfile"))) == []
 
 
-def test_unknown_tag_is_exit_2_and_nothing_written(cli, tmp_path: Path,
-                                                   local_registry: str) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_tag_is_exit_2_and_nothing_written(cli, tmp_path: Path, local_registry: str) -> None:  # type: ignore[no-untyped-def]
     original = f"FROM {local_registry}/{STAND_IN_REPO}:99.99-tf2-py3\n"
     (tmp_path / "Dockerfile").write_text(original)
     res = cli("audit", "--fix", "--in-place", "Dockerfile", cwd=tmp_path)

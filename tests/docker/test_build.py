@@ -71,8 +71,13 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
     env = dict(e.split("=", 1) for e in image.attrs["Config"]["Env"])
     assert env["TF_DETERMINISTIC_OPS"] == "1" and env["PYTHONHASHSEED"] == "0"
     assert buildstate.log_path(lock.inputs_hash).read_text().count("Step ") >= 5
-    assert sorted(p.name for p in out.iterdir()) == [".dockerignore", "Dockerfile", "envpin.lock", "envpin.pyz",
-                                                     "plan.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".dockerignore",
+        "Dockerfile",
+        "envpin.lock",
+        "envpin.pyz",
+        "plan.json",
+    ]
     # The probe and helper are importable inside the image with the image's own Python.
     out_text = docker_client.containers.run(
         image.id,
@@ -139,7 +144,13 @@ def test_auto_engine_falls_back_to_podman_when_docker_does_not_answer(stand_in_i
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed; run `sudo bash scripts/services.sh install`")
     res = run_envpin(
-        "build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(tmp_path / "e"),
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        stand_in_image,
+        "--out",
+        str(tmp_path / "e"),
         env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
     )
     assert res.code == 0, res.stderr
@@ -215,6 +226,7 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
 
 # --- a build never switches engine for a built lock, and never rewrites a lock without --update ------------------
 
+
 def _podman_or_skip() -> None:
     import shutil
 
@@ -271,8 +283,9 @@ def test_a_docker_lock_is_not_switched_to_podman_and_not_rewritten(stand_in_imag
         assert lines[0].startswith(f"error: {path} pins its base and records no reproducible image")
         assert "and docker does not answer here: the Docker engine is not reachable" in lines[0]
         assert "auto does not switch engines for a built lock" in lines[0]
-        assert lines[1].startswith("hint: ") and lines[1].endswith("or build with another engine on purpose: "
-                                                                    "--engine podman")
+        assert lines[1].startswith("hint: ") and lines[1].endswith(
+            "or build with another engine on purpose: --engine podman"
+        )
         assert path.read_bytes() == before
     # podman on purpose: built and kept on this machine; the lock is left as it is, and the way to record is said.
     chosen = run_envpin(*args, "--engine", "podman", env=dead)
@@ -294,8 +307,9 @@ def test_a_build_from_the_lock_does_not_rewrite_it_without_update(stand_in_image
     before = path.read_bytes()
     refused = run_envpin("build", "--lock", str(path))
     lines = refused.stderr.strip().splitlines()
-    assert refused.code == 2 and lines[0].startswith(f"error: building would rewrite {path}: base.digest: absent -> "
-                                                      "'sha256:"), refused.stderr
+    assert refused.code == 2 and lines[0].startswith(
+        f"error: building would rewrite {path}: base.digest: absent -> 'sha256:"
+    ), refused.stderr
     assert "a build changes a lock only with --update" in lines[0]
     assert lines[1] == "hint: add --update to let this build rewrite it (then review and commit the lock's diff)"
     assert path.read_bytes() == before and not buildstate.log_path(lockfile.read(path).inputs_hash).exists()
@@ -322,9 +336,11 @@ def test_what_the_base_declares_is_re_derived_when_the_image_is_at_hand(stand_in
         refused = run_envpin(*cmd)
         lines = refused.stderr.strip().splitlines()
         assert refused.code == 2, refused.stderr
-        assert lines[0].startswith(f"error: {path} does not match what its base declares: "
-                                   "base.declared.CUDA_VERSION is '11.0.221' in the lock, but the image config at "
-                                   "sha256:"), lines
+        assert lines[0].startswith(
+            f"error: {path} does not match what its base declares: "
+            "base.declared.CUDA_VERSION is '11.0.221' in the lock, but the image config at "
+            "sha256:"
+        ), lines
         assert lines[0].endswith("declares '10.2.89'") and path.read_bytes() == before
     repaired = run_envpin(*args, "--update")
     assert repaired.code == 0, repaired.stderr

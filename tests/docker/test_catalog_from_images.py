@@ -37,8 +37,11 @@ def _stack_23_10() -> dict[str, str]:
     branches = [v.split(".")[0] for v in e.value("driver_compat") if v.split(".")[0] != e.value("driver_min")]
     cuda_min = ".".join(e.value("cuda").split(".")[:2])
     require = " ".join([f"cuda>={cuda_min}", *(f"brand=tesla,driver>={b},driver<{int(b) + 1}" for b in branches)])
-    return {"CUDA_VERSION": e.value("cuda"), "CUDA_DRIVER_VERSION": e.value("driver_min"),
-            "NVIDIA_REQUIRE_CUDA": require}
+    return {
+        "CUDA_VERSION": e.value("cuda"),
+        "CUDA_DRIVER_VERSION": e.value("driver_min"),
+        "NVIDIA_REQUIRE_CUDA": require,
+    }
 
 
 def _push(client: Any, base: str, tag: str, env: dict[str, str]) -> str:
@@ -48,16 +51,35 @@ def _push(client: Any, base: str, tag: str, env: dict[str, str]) -> str:
 @pytest.fixture(scope="module")
 def images(docker_client: Any, stand_in_image: str) -> dict[str, str]:
     return {
-        "23.10": _push(docker_client, stand_in_image, "23.10-tf2-py3", {
-            **_stack_23_10(), "TENSORFLOW_VERSION": "2.14.0", "NVIDIA_TENSORFLOW_VERSION": "23.10-tf2",
-            "CUDNN_VERSION": "8.9.5.29", "NCCL_VERSION": "2.19.3", "CUBLAS_VERSION": "", "TENSORRT_VERSION": "",
-            "HOROVOD_VERSION": "", "PYVER": "", "NVIDIA_BUILD_ID": "",
-        }),
-        "tf1-as-tf2": _push(docker_client, stand_in_image, "20.02-tf2-py3",
-                            {"TENSORFLOW_VERSION": "1.15.2", "NVIDIA_TENSORFLOW_VERSION": "20.02-tf1"}),
-        "20.03": _push(docker_client, stand_in_image, "20.03-tf2-py3",
-                       {"TENSORFLOW_VERSION": "2.1.9", "CUDA_VERSION": "10.1.243",
-                        "NVIDIA_TENSORFLOW_VERSION": "20.03-tf2"}),
+        "23.10": _push(
+            docker_client,
+            stand_in_image,
+            "23.10-tf2-py3",
+            {
+                **_stack_23_10(),
+                "TENSORFLOW_VERSION": "2.14.0",
+                "NVIDIA_TENSORFLOW_VERSION": "23.10-tf2",
+                "CUDNN_VERSION": "8.9.5.29",
+                "NCCL_VERSION": "2.19.3",
+                "CUBLAS_VERSION": "",
+                "TENSORRT_VERSION": "",
+                "HOROVOD_VERSION": "",
+                "PYVER": "",
+                "NVIDIA_BUILD_ID": "",
+            },
+        ),
+        "tf1-as-tf2": _push(
+            docker_client,
+            stand_in_image,
+            "20.02-tf2-py3",
+            {"TENSORFLOW_VERSION": "1.15.2", "NVIDIA_TENSORFLOW_VERSION": "20.02-tf1"},
+        ),
+        "20.03": _push(
+            docker_client,
+            stand_in_image,
+            "20.03-tf2-py3",
+            {"TENSORFLOW_VERSION": "2.1.9", "CUDA_VERSION": "10.1.243", "NVIDIA_TENSORFLOW_VERSION": "20.03-tf2"},
+        ),
         "cuda-differs": _push(docker_client, stand_in_image, "cuda-differs", {"CUDA_VERSION": "10.1.243"}),
     }
 
@@ -91,8 +113,11 @@ def test_sync_keeps_image_facts_that_every_command_then_uses(images: dict[str, s
     rendered = run_envpin("render", "--ngc", "23.10-tf2-py3", "--out", str(out))
     assert rendered.code == 0, rendered.stderr
     plan = json.loads((out / "plan.json").read_text())
-    assert (plan["tf_version"], plan["tf_version_source"], plan["recipe"]["id"]) == ("2.14.0", "image",
-                                                                                    "ngc-tf2.8-2.15")
+    assert (plan["tf_version"], plan["tf_version_source"], plan["recipe"]["id"]) == (
+        "2.14.0",
+        "image",
+        "ngc-tf2.8-2.15",
+    )
     assert "FROM nvcr.io/nvidia/tensorflow:23.10-tf2-py3\n" in (out / "Dockerfile").read_text()
     # A teammate without this cache finds the committed lock current.
     cache.unlink()
@@ -101,8 +126,9 @@ def test_sync_keeps_image_facts_that_every_command_then_uses(images: dict[str, s
 
 
 def test_sync_no_save_only_compares(images: dict[str, str]) -> None:
-    res = run_envpin("catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "23.10-tf2-py3",
-                     "--no-save", "--json")
+    res = run_envpin(
+        "catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "23.10-tf2-py3", "--no-save", "--json"
+    )
     assert res.code == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["cache"] is None and not facts.cache_path().exists()
@@ -116,8 +142,9 @@ def test_a_stand_ins_facts_never_silently_replace_nvidias(images: dict[str, str]
     """A stand-in for 20.03-tf2-py3 (TensorFlow 2.1.9, CUDA 10.1.243) in another registry: sync reports the
     disagreement; afterwards NVIDIA's values stay, and each command that uses the tag says, in one warning
     line, which value it keeps and where both come from."""
-    res = run_envpin("catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "20.03-tf2-py3",
-                     "--json")
+    res = run_envpin(
+        "catalog", "sync", "--registry", f"127.0.0.1:5000/{PREFIX}", "--release", "20.03-tf2-py3", "--json"
+    )
     assert res.code == 1, res.stderr  # CUDA disagrees
     (tag,) = json.loads(res.stdout)["tags"]
     assert tag["grade"] == "mirror" and tag["fields"]["tf_version"]["status"] == "more precise"
@@ -166,8 +193,9 @@ def test_render_says_why_when_the_config_cannot_be_read(images: dict[str, str], 
     error, hint = res.stderr.strip().splitlines()
     assert error.startswith("error: the catalog does not know which TensorFlow 23.10-tf2-py3 contains, and")
     assert "has no tag or manifest '23.11-tf2-py3'" in error and hint.startswith("hint: give it as --tf")
-    wrong = run_envpin("render", "--ngc", "23.10-tf2-py3", "--base-image", images["tf1-as-tf2"],
-                       "--out", str(tmp_path / "e"))
+    wrong = run_envpin(
+        "render", "--ngc", "23.10-tf2-py3", "--base-image", images["tf1-as-tf2"], "--out", str(tmp_path / "e")
+    )
     assert wrong.code == 2 and "declares it is NGC 20.02-tf1" in wrong.stderr
 
 

@@ -57,7 +57,10 @@ def test_compose_without_the_archive_fails_and_creates_nothing(stand_in_image: s
         shutil.copy(REPO / name, tmp_path / name)
     proc = subprocess.run(
         ["docker", "compose", "-f", "compose.yaml", "-f", "compose.cpu.yaml", "run", "--rm", "probe"],
-        cwd=tmp_path, env={**os.environ, "ENVPIN_IMAGE": stand_in_image}, capture_output=True, text=True,
+        cwd=tmp_path,
+        env={**os.environ, "ENVPIN_IMAGE": stand_in_image},
+        capture_output=True,
+        text=True,
         timeout=300,
     )
     assert proc.returncode != 0 and "envpin.pyz" in proc.stderr

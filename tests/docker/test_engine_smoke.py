@@ -47,12 +47,17 @@ def test_stand_in_is_ngc_like_and_pip_works(docker_client: Any, stand_in_image: 
     assert env["PIP_BREAK_SYSTEM_PACKAGES"] == "1"
     assert image.labels["com.nvidia.tensorflow.version"] == "2.1.0"
     # pip runs as a module, sees the Debian system site, and TLS uses the CA bundle copied from the host.
-    out = _run(docker_client, stand_in_image, [
-        "python3", "-c",
-        "import ssl, subprocess, sys; "
-        "subprocess.run([sys.executable, '-m', 'pip', '--version'], check=True); "
-        "print(ssl.get_default_verify_paths().openssl_cafile)",
-    ])
+    out = _run(
+        docker_client,
+        stand_in_image,
+        [
+            "python3",
+            "-c",
+            "import ssl, subprocess, sys; "
+            "subprocess.run([sys.executable, '-m', 'pip', '--version'], check=True); "
+            "print(ssl.get_default_verify_paths().openssl_cafile)",
+        ],
+    )
     assert "pip " in out and "python 3.11" in out, out
     assert out.splitlines()[-1] == "/usr/lib/ssl/cert.pem", out  # -> /etc/ssl/certs/ca-certificates.crt
 
@@ -101,8 +106,9 @@ def _docker_cli() -> str:
 
 def test_docker_compose_version() -> None:
     proc = subprocess.run([_docker_cli(), "compose", "version"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, f"`docker compose version` failed ({proc.stderr.strip()}); " \
-        "run `sudo bash scripts/services.sh install`"
+    assert proc.returncode == 0, (
+        f"`docker compose version` failed ({proc.stderr.strip()}); run `sudo bash scripts/services.sh install`"
+    )
     assert proc.stdout.startswith("Docker Compose version v2."), proc.stdout
 
 
@@ -111,7 +117,7 @@ def test_docker_compose_runs_a_service(docker_client: Any, stand_in_image: str, 
         "services:\n"
         "  py:\n"
         f"    image: {stand_in_image}\n"
-        "    command: [\"python3\", \"-c\", \"import os; print('compose-ok', os.environ['TENSORFLOW_VERSION'])\"]\n"
+        '    command: ["python3", "-c", "import os; print(\'compose-ok\', os.environ[\'TENSORFLOW_VERSION\'])"]\n'
     )
     project = f"envpin-smoke-{uuid.uuid4().hex[:8]}"
     base = [_docker_cli(), "compose", "-p", project, "-f", str(tmp_path / "compose.yaml")]

@@ -22,8 +22,9 @@ def base_with_six(docker_client, local_registry: str, stand_in_image: str) -> st
     ref = f"{local_registry}/envpin-test/base-with-six:1"
     dockerfile = f"FROM {stand_in_image}\nRUN python3 -m pip install --no-cache-dir six==1.16.0\n".encode()
     docker_client.images.build(fileobj=io.BytesIO(dockerfile), tag=ref, rm=True)
-    for event in docker_client.images.push(f"{local_registry}/envpin-test/base-with-six", tag="1", stream=True,
-                                           decode=True):
+    for event in docker_client.images.push(
+        f"{local_registry}/envpin-test/base-with-six", tag="1", stream=True, decode=True
+    ):
         assert "error" not in event, event
     return ref
 
@@ -72,8 +73,11 @@ def test_locked_requirements_build(docker_client, stand_in_image: str, tmp_path:
     assert "Version: 1.0.0" in shown
 
 
-def test_host_resolution_locks_what_the_image_installs(docker_client, base_with_six: str,  # type: ignore[no-untyped-def]
-                                                       tmp_path: Path) -> None:
+def test_host_resolution_locks_what_the_image_installs(
+    docker_client,
+    base_with_six: str,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     """--resolver host (what auto picks for the Python 3.6 images): uv resolves on the host for the image's
     Python and the wheel tags its own pip reports; six stays the image's; the lock installs with
     --require-hashes in the image."""
@@ -87,11 +91,13 @@ def test_host_resolution_locks_what_the_image_installs(docker_client, base_with_
     reqs = {r.key: r for r in read_lock(lock)}
     assert set(reqs) == {"python-dateutil", "tomli-w"}, "six is in the base image and must not be locked"
     out = tmp_path / "env"
-    built = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", base_with_six, "--requirements", str(lock),
-                       "--out", str(out))
+    built = run_envpin(
+        "build", "--ngc", "20.02-tf2-py3", "--base-image", base_with_six, "--requirements", str(lock), "--out", str(out)
+    )
     assert built.code == 0, built.stderr
-    shown = docker_client.containers.run(built.stdout.strip(), ["python3", "-m", "pip", "list", "--format", "json"],
-                                         remove=True).decode()
+    shown = docker_client.containers.run(
+        built.stdout.strip(), ["python3", "-m", "pip", "list", "--format", "json"], remove=True
+    ).decode()
     versions = {re.sub(r"[-_.]+", "-", d["name"]).lower(): d["version"] for d in json.loads(shown)}
     assert versions["python-dateutil"] == "2.9.0.post0" and versions["tomli-w"] == "1.0.0"
     assert versions["six"] == "1.16.0"
@@ -114,14 +120,22 @@ def test_bad_requirements_in(content: str, fragment: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.pypi
-@pytest.mark.parametrize(("pip", "newest", "absent"), [
-    (None, "manylinux_2_31_x86_64", None),  # the stand-in's own pip 20.3.4: pip._internal.utils.compatibility_tags
-    ("19.3.1", "manylinux2014_x86_64", "manylinux_2_17_x86_64"),  # pip._internal.pep425tags, Tag objects
-    ("9.0.3", "manylinux1_x86_64", "manylinux2010_x86_64"),  # pip.pep425tags, tuples
-])
-def test_the_image_says_which_wheels_its_pip_installs(docker_client, stand_in_image_bullseye: str,  # type: ignore[no-untyped-def]
-                                                      tmp_path: Path, pip: str | None, newest: str,
-                                                      absent: str | None) -> None:
+@pytest.mark.parametrize(
+    ("pip", "newest", "absent"),
+    [
+        (None, "manylinux_2_31_x86_64", None),  # the stand-in's own pip 20.3.4: pip._internal.utils.compatibility_tags
+        ("19.3.1", "manylinux2014_x86_64", "manylinux_2_17_x86_64"),  # pip._internal.pep425tags, Tag objects
+        ("9.0.3", "manylinux1_x86_64", "manylinux2010_x86_64"),  # pip.pep425tags, tuples
+    ],
+)
+def test_the_image_says_which_wheels_its_pip_installs(
+    docker_client,
+    stand_in_image_bullseye: str,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    pip: str | None,
+    newest: str,
+    absent: str | None,
+) -> None:
     """The tag list comes from the image's own pip, whichever of its three internal APIs it has: the pip
     wheel given runs from the zip on PYTHONPATH in the bullseye stand-in (Python 3.9, glibc 2.31)."""
     import subprocess
@@ -133,13 +147,33 @@ def test_the_image_says_which_wheels_its_pip_installs(docker_client, stand_in_im
     (tmp_path / PAYLOAD_NAME).write_bytes(payload())
     env = {}
     if pip is not None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        f"pip=={pip}", "-d", str(tmp_path)], check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                f"pip=={pip}",
+                "-d",
+                str(tmp_path),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         (wheel,) = tmp_path.glob("pip-*.whl")
         env["PYTHONPATH"] = f"/work/{wheel.name}"
-    out = docker_client.containers.run(stand_in_image_bullseye, ["python3", "-c", resolve._LIST], environment=env,
-                                       volumes={str(tmp_path): {"bind": "/work", "mode": "ro"}}, remove=True,
-                                       stderr=False).decode()
+    out = docker_client.containers.run(
+        stand_in_image_bullseye,
+        ["python3", "-c", resolve._LIST],
+        environment=env,
+        volumes={str(tmp_path): {"bind": "/work", "mode": "ro"}},
+        remove=True,
+        stderr=False,
+    ).decode()
     tags = json.loads(out.strip().splitlines()[-1])["tags"]
     assert tags[0] == "cp39-cp39-" + newest and "py3-none-any" in tags
     assert absent is None or not any(t.endswith(absent) for t in tags)

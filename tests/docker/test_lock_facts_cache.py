@@ -15,8 +15,9 @@ from envpin.environment import resolve
 pytestmark = pytest.mark.docker
 
 
-def test_the_facts_of_one_image_are_read_once(docker_client: Any, stand_in_image: str,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_facts_of_one_image_are_read_once(
+    docker_client: Any, stand_in_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docker_client.images.pull(stand_in_image)
     first = resolve.image_facts(docker_client, stand_in_image)
     cached = resolve._facts_cache(docker_client, stand_in_image)

@@ -40,8 +40,9 @@ RUN python3 -m pip install --no-cache-dir six==1.14.0 && python3 -c "import sys;
 def _context() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
+
         def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-            return None if _SKIP.search(info.name[len("python3.6"):]) else info
+            return None if _SKIP.search(info.name[len("python3.6") :]) else info
 
         tar.add(str(PY36), arcname="python3.6", filter=keep)
         meta = b"Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.1.0+nv20.2\n"
@@ -61,16 +62,19 @@ def py36_base(docker_client, local_registry: str, stand_in_image: str) -> str:  
     if not (PY36 / "bin" / "python3.6").exists():
         pytest.skip(f"no CPython 3.6 at {PY36} (pyenv) to make the Python 3.6 stand-in from")
     ref = f"{local_registry}/envpin-test/python36-base:1"
-    docker_client.images.build(fileobj=io.BytesIO(_context()), custom_context=True, tag=ref, rm=True,
-                               buildargs={"BASE": stand_in_image})
-    for event in docker_client.images.push(f"{local_registry}/envpin-test/python36-base", tag="1", stream=True,
-                                           decode=True):
+    docker_client.images.build(
+        fileobj=io.BytesIO(_context()), custom_context=True, tag=ref, rm=True, buildargs={"BASE": stand_in_image}
+    )
+    for event in docker_client.images.push(
+        f"{local_registry}/envpin-test/python36-base", tag="1", stream=True, decode=True
+    ):
         assert "error" not in event, event
     return ref
 
 
 def test_a_python_3_6_image_is_locked_on_the_host_and_installs_with_hashes(
-        docker_client, py36_base: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    docker_client, py36_base: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     """auto picks the host for Python 3.6; the lock follows 3.6 markers (importlib-metadata needs
     typing-extensions below 3.8), keeps six and NVIDIA's tensorflow, hashes only files pip 18.1 accepts
     (manylinux1 at the newest), and the build installs it with the image's pip and --require-hashes."""
@@ -86,17 +90,34 @@ def test_a_python_3_6_image_is_locked_on_the_host_and_installs_with_hashes(
     assert len(reqs["pyyaml"].hashes) == 1  # the cp36m manylinux1 wheel: pip 18.1 knows no later manylinux
 
     out = tmp_path / "env"
-    built = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", py36_base, "--requirements",
-                       str(tmp_path / "requirements.lock"), "--out", str(out))
+    built = run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        py36_base,
+        "--requirements",
+        str(tmp_path / "requirements.lock"),
+        "--out",
+        str(out),
+    )
     assert built.code == 0, built.stderr
     assert "--require-hashes --no-deps" in (out / "Dockerfile").read_text()
-    script = ("import json, sys, yaml, importlib_metadata as m; print(json.dumps({'python': sys.version_info[:2], "
-              "'yaml': yaml.__version__, 'tf': m.version('tensorflow'), 'six': m.version('six'), "
-              "'te': m.version('typing-extensions')}))")
-    shown = json.loads(docker_client.containers.run(built.stdout.strip(), ["python3", "-c", script],
-                                                    remove=True).decode())
-    assert shown == {"python": [3, 6], "yaml": "5.4.1", "tf": "2.1.0+nv20.2", "six": "1.14.0",
-                     "te": reqs["typing-extensions"].version}
+    script = (
+        "import json, sys, yaml, importlib_metadata as m; print(json.dumps({'python': sys.version_info[:2], "
+        "'yaml': yaml.__version__, 'tf': m.version('tensorflow'), 'six': m.version('six'), "
+        "'te': m.version('typing-extensions')}))"
+    )
+    shown = json.loads(
+        docker_client.containers.run(built.stdout.strip(), ["python3", "-c", script], remove=True).decode()
+    )
+    assert shown == {
+        "python": [3, 6],
+        "yaml": "5.4.1",
+        "tf": "2.1.0+nv20.2",
+        "six": "1.14.0",
+        "te": reqs["typing-extensions"].version,
+    }
 
 
 def test_a_python_3_6_image_cannot_resolve_inside_itself(py36_base: str, tmp_path: Path) -> None:

@@ -20,8 +20,14 @@ _PIP = ["python3", "-m", "pip", "install", "--no-deps", "--dry-run", "--disable-
 def pep668_base(docker_client: Any, stand_in_image: str) -> str:
     """The stand-in (Debian 12: /usr/lib/python3.11/EXTERNALLY-MANAGED) without its override: an empty
     PIP_BREAK_SYSTEM_PACKAGES makes pip obey the marker, as on a stock Debian 12 or Ubuntu 24.04 base."""
-    return push_with_env(docker_client, stand_in_image, "envpin-pep668-test/nvidia/tensorflow", "20.02-tf2-py3",
-                         {"PIP_BREAK_SYSTEM_PACKAGES": ""}, "pep668")
+    return push_with_env(
+        docker_client,
+        stand_in_image,
+        "envpin-pep668-test/nvidia/tensorflow",
+        "20.02-tf2-py3",
+        {"PIP_BREAK_SYSTEM_PACKAGES": ""},
+        "pep668",
+    )
 
 
 def _pip_refuses(docker_client: Any, image: str) -> bool:
@@ -43,16 +49,28 @@ def test_lock_and_build_on_an_externally_managed_base(docker_client: Any, pep668
     locked = tmp_path / "requirements.lock"
     assert "six==1.16.0" in locked.read_text() and "--hash=sha256:" in locked.read_text()
     out = tmp_path / "env"
-    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", pep668_base, "--requirements", str(locked),
-                     "--out", str(out), "--engine", "docker")
+    res = run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        pep668_base,
+        "--requirements",
+        str(locked),
+        "--out",
+        str(out),
+        "--engine",
+        "docker",
+    )
     assert res.code == 0, res.stderr
     from envpin.environment import lockfile
     from envpin.image import buildstate
 
     record = buildstate.load(lockfile.read(out / "envpin.lock").inputs_hash)
     assert record is not None
-    got = docker_client.containers.run(record.image_id, ["python3", "-c", "import six; print(six.__version__)"],
-                                       remove=True, entrypoint=[])
+    got = docker_client.containers.run(
+        record.image_id, ["python3", "-c", "import six; print(six.__version__)"], remove=True, entrypoint=[]
+    )
     assert got.decode().strip() == "1.16.0"
     # The override was for envpin's one install step only: a later `pip install` in the image is refused.
     assert _pip_refuses(docker_client, record.image_id)

@@ -55,17 +55,32 @@ class Store:
         docker_config = top / "docker"
         docker_config.mkdir()
         (docker_config / "config.json").write_text("{}\n")
-        self.env = {"CONTAINERS_STORAGE_CONF": str(conf), "ENVPIN_STATE_DIR": str(top / "state"),
-                    "DOCKER_CONFIG": str(docker_config)}
+        self.env = {
+            "CONTAINERS_STORAGE_CONF": str(conf),
+            "ENVPIN_STATE_DIR": str(top / "state"),
+            "DOCKER_CONFIG": str(docker_config),
+        }
 
     def podman_json(self, *args: str) -> object:
-        out = subprocess.run([self.podman, *args], env={**os.environ, **self.env}, capture_output=True,
-                             text=True, check=True, timeout=120)
+        out = subprocess.run(
+            [self.podman, *args],
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         return json.loads(out.stdout)
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.podman, *args], env={**os.environ, **self.env}, capture_output=True,
-                              text=True, timeout=300, check=False)
+        return subprocess.run(
+            [self.podman, *args],
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     def reset(self) -> None:
         self.run("system", "reset", "--force")
@@ -102,8 +117,9 @@ def _copy_repository(dest: Path, umask: int, mtime: float) -> Path:
 def _envpin(checkout: Path, store: Store, *args: str) -> Result:
     """`python -m envpin` from that copy of the repository (its own code, templates and payload)."""
     env = {**os.environ, **store.env, "PYTHONPATH": str(checkout)}
-    proc = subprocess.run([sys.executable, "-m", "envpin", *args], cwd=checkout, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envpin", *args], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -119,16 +135,35 @@ def test_two_checkouts_two_stores_one_digest_then_an_input_change(
     a = _copy_repository(tmp_path / "alice", 0o022, time.time() - 400 * 86400)
     b = _copy_repository(tmp_path / "bob", 0o077, time.time())
     assert (b / EXAMPLE / "Dockerfile").stat().st_mode & 0o777 == 0o600  # the umask really differs
-    probe = subprocess.run([sys.executable, "-c", "import envpin; print(envpin.__file__)"], cwd=b,
-                           env={**os.environ, "PYTHONPATH": str(b)}, capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import envpin; print(envpin.__file__)"],
+        cwd=b,
+        env={**os.environ, "PYTHONPATH": str(b)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert probe.stdout.startswith(str(b)), "the copy's own envpin must run"
     for checkout in (a, b):
         (checkout / "requirements.lock").write_text(TWO_PACKAGES)
     alice, bob = stores
 
     # Alice renders the committed example with two packages, builds it with podman, commits the lock.
-    args = ["build", "--ngc", "20.02", "--tf", "2.1", "--base-image", stand_in_image,
-            "--requirements", "requirements.lock", "--out", EXAMPLE, "--engine", "podman"]
+    args = [
+        "build",
+        "--ngc",
+        "20.02",
+        "--tf",
+        "2.1",
+        "--base-image",
+        stand_in_image,
+        "--requirements",
+        "requirements.lock",
+        "--out",
+        EXAMPLE,
+        "--engine",
+        "podman",
+    ]
     first = _envpin(a, alice, *args)
     assert first.code == 0, first.stderr
     assert "recorded image sha256:" in first.stderr
@@ -198,8 +233,9 @@ def test_a_build_that_does_not_give_the_locked_image_fails_loudly(
 
 def test_check_needs_a_recorded_image(stores: list[Store], stand_in_image: str, tmp_path: Path) -> None:
     out = tmp_path / "env"
-    rendered = _envpin(REPO, stores[0], "render", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image,
-                       "--out", str(out))
+    rendered = _envpin(
+        REPO, stores[0], "render", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out)
+    )
     assert rendered.code == 0, rendered.stderr
     res = _envpin(REPO, stores[0], "build", "--lock", str(out / "envpin.lock"), "--engine", "podman", "--check")
     assert res.code == 2
@@ -212,8 +248,19 @@ def test_check_needs_a_recorded_image(stores: list[Store], stand_in_image: str, 
 def test_probe_in_a_podman_container_names_podman(stores: list[Store], stand_in_image: str, tmp_path: Path) -> None:
     store = stores[0]
     out = tmp_path / "env"
-    built = _envpin(REPO, store, "build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out", str(out),
-                    "--engine", "podman")
+    built = _envpin(
+        REPO,
+        store,
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        stand_in_image,
+        "--out",
+        str(out),
+        "--engine",
+        "podman",
+    )
     assert built.code == 0, built.stderr
     probe = store.run("run", "--rm", *RUN_LIMITS, built.stdout.strip(), "python3", "-m", "envpin.probe", "--json", "-")
     assert probe.returncode == 0, probe.stderr

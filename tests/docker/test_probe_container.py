@@ -50,8 +50,10 @@ def _image(engine: Any, name: str) -> str:
         try:
             engine.images.pull(ref)
         except docker.errors.APIError as exc:
-            pytest.skip(f"stand-in image {ref} is not in the local registry ({exc.explanation or exc}); "
-                        "build it with scripts/services.sh base-images")
+            pytest.skip(
+                f"stand-in image {ref} is not in the local registry ({exc.explanation or exc}); "
+                "build it with scripts/services.sh base-images"
+            )
     return ref
 
 
@@ -115,6 +117,8 @@ def test_probe_in_stand_in_image(engine: Any, name: str, python: str, codename: 
     assert report["fingerprint"] == fields.fingerprint(report)
     for redacted in SECRETS:
         assert report["env"][redacted] == {
-            "present": True, "redacted": True, "reason": report["env"][redacted]["reason"],
+            "present": True,
+            "redacted": True,
+            "reason": report["env"][redacted]["reason"],
             "source": f"environ:{redacted}",
         }

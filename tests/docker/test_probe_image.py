@@ -27,8 +27,9 @@ def test_probe_an_image_without_gpus(stand_in_image: str, tmp_path: Path) -> Non
 
 
 def test_a_failing_probe_fails_the_command(docker_client: Any, stand_in_image: str, tmp_path: Path) -> None:
-    broken = push_with_env(docker_client, stand_in_image, "envpin-probe-image-test/broken", "1",
-                           {"PATH": "/nonexistent"}, "probe-image")  # no python3 to be found
+    broken = push_with_env(
+        docker_client, stand_in_image, "envpin-probe-image-test/broken", "1", {"PATH": "/nonexistent"}, "probe-image"
+    )  # no python3 to be found
     res = run_envpin("probe", "--image", broken, "--out", str(tmp_path / "reports"))
     assert res.code == 1 and "the probe failed inside" in res.stderr and "(exit 127)" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and list((tmp_path / "reports").iterdir()) == []
@@ -50,6 +51,7 @@ def test_refusals(stand_in_image: str, tmp_path: Path, args: list[str], fragment
 
 
 # --- `verify` probes the lock's image, through the engine, as `probe --image` does ----------------------------------
+
 
 def test_verify_probes_the_lock_s_image_and_says_so(stand_in_image: str, tmp_path: Path) -> None:
     """Regression: plain `verify --lock` probed the host (73 rows of host differences) and `--record` took any
@@ -93,10 +95,18 @@ def test_verify_probes_the_lock_s_image_and_says_so(stand_in_image: str, tmp_pat
     assert on_purpose.code in (0, 1) and on_purpose.stderr.splitlines()[0].startswith("verify: this machine (--host")
 
 
-def test_verify_without_the_image_says_how_to_build_it(docker_client: Any, stand_in_image: str,
-                                                      tmp_path: Path) -> None:
-    built = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--out",
-                       str(tmp_path / "env"), "--name", "verify-removed")
+def test_verify_without_the_image_says_how_to_build_it(docker_client: Any, stand_in_image: str, tmp_path: Path) -> None:
+    built = run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        stand_in_image,
+        "--out",
+        str(tmp_path / "env"),
+        "--name",
+        "verify-removed",
+    )
     assert built.code == 0, built.stderr
     lock = tmp_path / "env" / "envpin.lock"
     assert run_envpin("verify", "--lock", str(lock), "--record").code == 0

@@ -52,8 +52,9 @@ def _bridge_gateway(docker_client: Any) -> str:
         if config.get("Gateway"):
             return str(config["Gateway"])
     name = attrs["Options"].get("com.docker.network.bridge.name", "docker0")
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", name], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "dev", name], capture_output=True, text=True, check=True
+    ).stdout.split()
     return out[out.index("inet") + 1].split("/")[0]
 
 
@@ -69,9 +70,22 @@ def mitm(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterat
     log = root / "flows.log"
     with log.open("w") as sink:
         proc = subprocess.Popen(
-            [exe, "--listen-host", gateway, "--listen-port", str(port), "--set", f"confdir={root / 'conf'}",
-             "--set", "ssl_verify_upstream_trusted_ca=/etc/ssl/certs/ca-certificates.crt", "--flow-detail", "1"],
-            stdout=sink, stderr=subprocess.STDOUT)
+            [
+                exe,
+                "--listen-host",
+                gateway,
+                "--listen-port",
+                str(port),
+                "--set",
+                f"confdir={root / 'conf'}",
+                "--set",
+                "ssl_verify_upstream_trusted_ca=/etc/ssl/certs/ca-certificates.crt",
+                "--flow-detail",
+                "1",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     try:
         ca = root / "conf" / "mitmproxy-ca-cert.pem"
         for _ in range(150):
@@ -89,9 +103,22 @@ def mitm(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterat
 def _build(stand_in_image: str, tmp_path: Path, proxy: Proxy, *extra: str) -> Any:
     req = tmp_path / "requirements.lock"
     req.write_text(SIX)
-    return run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", stand_in_image, "--requirements", str(req),
-                      "--out", str(tmp_path / "env"), "--engine", "docker", "--no-cache", *extra,
-                      env={"DOCKER_CONFIG": str(proxy.docker_config(tmp_path / "docker"))})
+    return run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        stand_in_image,
+        "--requirements",
+        str(req),
+        "--out",
+        str(tmp_path / "env"),
+        "--engine",
+        "docker",
+        "--no-cache",
+        *extra,
+        env={"DOCKER_CONFIG": str(proxy.docker_config(tmp_path / "docker"))},
+    )
 
 
 def test_without_the_proxy_ca_pip_cannot_install(mitm: Proxy, stand_in_image: str, tmp_path: Path) -> None:
@@ -101,8 +128,9 @@ def test_without_the_proxy_ca_pip_cannot_install(mitm: Proxy, stand_in_image: st
     assert "CERTIFICATE_VERIFY_FAILED" in res.stderr or "SSLError" in res.stderr or "certificate" in res.stderr
 
 
-def test_build_through_the_intercepting_proxy(mitm: Proxy, stand_in_image: str, tmp_path: Path,
-                                              docker_client: Any) -> None:
+def test_build_through_the_intercepting_proxy(
+    mitm: Proxy, stand_in_image: str, tmp_path: Path, docker_client: Any
+) -> None:
     before = mitm.log.read_text().count("files.pythonhosted.org")
     res = _build(stand_in_image, tmp_path, mitm, "--ca-bundle", str(mitm.ca))
     assert res.code == 0, res.stderr

@@ -60,8 +60,9 @@ def _serve_registry(folder: Path, *, storage: str, http: str = "", auth: str) ->
 def token_registry(tmp_path: Path):  # type: ignore[no-untyped-def]
     """distribution's 'silly' auth: every anonymous request gets 401 + a Bearer challenge whose token
     realm (here: a path on the registry itself) hands out no token, as a private registry would."""
-    with _serve_registry(tmp_path, storage="{inmemory: {}}",
-                         auth="{silly: {realm: 'http://$HOST/token', service: envpin-test}}") as host:
+    with _serve_registry(
+        tmp_path, storage="{inmemory: {}}", auth="{silly: {realm: 'http://$HOST/token', service: envpin-test}}"
+    ) as host:
         yield host
 
 
@@ -90,8 +91,9 @@ DOCKER_CLI = "/usr/bin/docker" if Path("/usr/bin/docker").exists() else "docker"
 def _sh(*cmd: str, input: str | None = None, env: dict[str, str] | None = None) -> str:
     import os
 
-    proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        cmd, input=input, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}
+    )
     assert proc.returncode == 0, f"{cmd}: {proc.stderr}"
     return proc.stdout
 
@@ -122,24 +124,71 @@ def _docker_without_helpers(folder: Path) -> tuple[str, dict[str, str]]:
 
 def _certificates(root: Path) -> None:
     """A CA and a server certificate for 127.0.0.1 signed by it, as an internal registry would have."""
-    _sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(root / "ca.key"), "-out",
-        str(root / "ca.pem"), "-days", "2", "-subj", "/CN=envpin test CA", "-addext",
-        "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    _sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(root / "server.key"), "-out",
-        str(root / "server.csr"), "-subj", "/CN=127.0.0.1")
-    (root / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
-                                  "extendedKeyUsage=serverAuth\n")
-    _sh("openssl", "x509", "-req", "-in", str(root / "server.csr"), "-CA", str(root / "ca.pem"), "-CAkey",
-        str(root / "ca.key"), "-CAcreateserial", "-out", str(root / "server.pem"), "-days", "2", "-extfile",
-        str(root / "ext.cnf"))
+    _sh(
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(root / "ca.key"),
+        "-out",
+        str(root / "ca.pem"),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=envpin test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    )
+    _sh(
+        "openssl",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(root / "server.key"),
+        "-out",
+        str(root / "server.csr"),
+        "-subj",
+        "/CN=127.0.0.1",
+    )
+    (root / "ext.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+    )
+    _sh(
+        "openssl",
+        "x509",
+        "-req",
+        "-in",
+        str(root / "server.csr"),
+        "-CA",
+        str(root / "ca.pem"),
+        "-CAkey",
+        str(root / "ca.key"),
+        "-CAcreateserial",
+        "-out",
+        str(root / "server.pem"),
+        "-days",
+        "2",
+        "-extfile",
+        str(root / "ext.cnf"),
+    )
 
 
 @pytest.fixture(scope="module")
 def login_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: str, docker_client):  # type: ignore[no-untyped-def]
     """docker-registry with htpasswd auth and TLS; the stand-in pushed to it after a real `docker login`
     whose secret docker keeps in docker-credential-pass (a gpg-encrypted pass store)."""
-    missing = [t for t in ("docker-registry", "htpasswd", "openssl", "docker-credential-pass", "pass", "gpg")
-               if shutil.which(t) is None]
+    missing = [
+        t
+        for t in ("docker-registry", "htpasswd", "openssl", "docker-credential-pass", "pass", "gpg")
+        if shutil.which(t) is None
+    ]
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed; run `sudo bash scripts/services.sh install`")
     root = tmp_path_factory.mktemp("login-registry")
@@ -151,16 +200,41 @@ def login_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: str
     with _serve_registry(root, storage=storage, http=tls, auth=auth) as host:
         reg = LoginRegistry(root, host)
         (root / "gnupg").mkdir(mode=0o700)
-        _sh("gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key",
-            "envpin test <test@envpin.invalid>", "default", "default", "never", env=reg.store_env)
-        fpr = next(line.split(":")[9] for line in _sh("gpg", "--list-keys", "--with-colons",
-                                                       env=reg.store_env).splitlines() if line.startswith("fpr"))
+        _sh(
+            "gpg",
+            "--batch",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "envpin test <test@envpin.invalid>",
+            "default",
+            "default",
+            "never",
+            env=reg.store_env,
+        )
+        fpr = next(
+            line.split(":")[9]
+            for line in _sh("gpg", "--list-keys", "--with-colons", env=reg.store_env).splitlines()
+            if line.startswith("fpr")
+        )
         _sh("pass", "init", fpr, env=reg.store_env)
         login = root / "docker-pass"
         login.mkdir()
         (login / "config.json").write_text('{"credsStore": "pass"}\n')
-        _sh(DOCKER_CLI, "--config", str(login), "login", reg.host, "-u", USER, "--password-stdin",
-            input=PASSWORD, env=reg.store_env)
+        _sh(
+            DOCKER_CLI,
+            "--config",
+            str(login),
+            "login",
+            reg.host,
+            "-u",
+            USER,
+            "--password-stdin",
+            input=PASSWORD,
+            env=reg.store_env,
+        )
         docker_client.images.get(stand_in_image).tag(reg.ref)
         try:
             _sh(DOCKER_CLI, "--config", str(login), "push", "-q", reg.ref, env=reg.store_env)
@@ -180,8 +254,19 @@ def _no_secret(*texts: str) -> None:
 def test_sync_through_the_credential_store(login_registry: LoginRegistry, stand_in_image: str) -> None:
     """credsStore: the login docker put into docker-credential-pass, read through the helper protocol."""
     reg = login_registry
-    res = run_envpin("catalog", "sync", "--registry", f"{reg.host}/nvidia/tensorflow", "--release", "20.02",
-                     "--ca-bundle", str(reg.ca), "--no-save", "--json", env=reg.env(reg.root / "docker-pass"))
+    res = run_envpin(
+        "catalog",
+        "sync",
+        "--registry",
+        f"{reg.host}/nvidia/tensorflow",
+        "--release",
+        "20.02",
+        "--ca-bundle",
+        str(reg.ca),
+        "--no-save",
+        "--json",
+        env=reg.env(reg.root / "docker-pass"),
+    )
     # Exit 1: the stand-in's declared versions disagree with NVIDIA's notes (it is not NGC's image).
     assert res.code == 1 and "1 of 2 tags read (1 missing)" in res.stderr, res.stderr
     tags = {t["tag"]: t for t in json.loads(res.stdout)["tags"]}
@@ -199,8 +284,7 @@ def test_cred_helpers_entry_and_plain_auths(login_registry: LoginRegistry, tmp_p
     plain = tmp_path / "plain"
     plain.mkdir()
     docker, path = _docker_without_helpers(tmp_path)
-    _sh(docker, "--config", str(plain), "login", reg.host, "-u", USER, "--password-stdin", input=PASSWORD,
-        env=path)
+    _sh(docker, "--config", str(plain), "login", reg.host, "-u", USER, "--password-stdin", input=PASSWORD, env=path)
     assert '"auth"' in (plain / "config.json").read_text()
     for config in (helpers, plain):
         client = RegistryClient(ca_file=str(reg.ca))
@@ -230,14 +314,26 @@ def test_login_errors_are_one_line(login_registry: LoginRegistry, tmp_path: Path
         stale = base64.b64encode(f"{USER}:not-{PASSWORD}".encode()).decode()
         (config / "config.json").write_text(json.dumps({"auths": {reg.host: {"auth": stale}}}))
     ca = [] if case == "untrusted certificate" else ["--ca-bundle", str(reg.ca)]
-    res = run_envpin("catalog", "sync", "--registry", f"{reg.host}/nvidia/tensorflow", "--release", "20.02",
-                     *ca, "--no-save", env=reg.env(config))
+    res = run_envpin(
+        "catalog",
+        "sync",
+        "--registry",
+        f"{reg.host}/nvidia/tensorflow",
+        "--release",
+        "20.02",
+        *ca,
+        "--no-save",
+        env=reg.env(config),
+    )
     assert res.code == 2 and "Traceback" not in res.stderr
     lines = res.stderr.strip().splitlines()
     errors = [ln for ln in lines if ln.startswith("error:")]
     assert len(errors) == 1 and lines[-1].startswith("hint:"), res.stderr
-    expected = {"wrong password": f"refused the login of user '{USER}'", "no login": "requires a login",
-                "untrusted certificate": "TLS certificate is not trusted"}[case]
+    expected = {
+        "wrong password": f"refused the login of user '{USER}'",
+        "no login": "requires a login",
+        "untrusted certificate": "TLS certificate is not trusted",
+    }[case]
     assert expected in errors[0], res.stderr
     assert ("--ca-bundle" if case == "untrusted certificate" else f"docker login {reg.host}") in lines[-1]
     _no_secret(res.stdout, res.stderr)
@@ -248,8 +344,21 @@ def test_build_from_the_login_protected_mirror(login_registry: LoginRegistry, tm
     CA given with --ca-bundle joins the image's trust store; no secret reaches the folder or the log."""
     reg = login_registry
     out = tmp_path / "env"
-    res = run_envpin("build", "--ngc", "20.02-tf2-py3", "--base-image", reg.ref, "--ca-bundle", str(reg.ca),
-                     "--out", str(out), "--engine", "docker", "--pull", env=reg.env(reg.root / "docker-pass"))
+    res = run_envpin(
+        "build",
+        "--ngc",
+        "20.02-tf2-py3",
+        "--base-image",
+        reg.ref,
+        "--ca-bundle",
+        str(reg.ca),
+        "--out",
+        str(out),
+        "--engine",
+        "docker",
+        "--pull",
+        env=reg.env(reg.root / "docker-pass"),
+    )
     assert res.code == 0, res.stderr
     from envpin.environment import lockfile
     from envpin.image import buildstate
@@ -258,8 +367,9 @@ def test_build_from_the_login_protected_mirror(login_registry: LoginRegistry, tm
     assert lock.inputs.build_from == reg.ref and lock.base.digest.startswith("sha256:")
     record = buildstate.load(lock.inputs_hash)
     assert record is not None
-    bundle = _sh(DOCKER_CLI, "run", "--rm", "--entrypoint", "cat", record.image_id,
-                 "/etc/ssl/certs/ca-certificates.crt")
+    bundle = _sh(
+        DOCKER_CLI, "run", "--rm", "--entrypoint", "cat", record.image_id, "/etc/ssl/certs/ca-certificates.crt"
+    )
     ca_body = "".join(reg.ca.read_text().split("\n")[1:-2])
     assert ca_body[:64] in bundle.replace("\n", "")
     assert bundle.count("BEGIN CERTIFICATE") > 100  # the public CAs are still there
@@ -287,8 +397,9 @@ class _TokenService:
         self.logins: list[str] = []
         import base64
 
-        der = subprocess.run(["openssl", "x509", "-in", str(root / "token.pem"), "-outform", "DER"],
-                             capture_output=True, check=True).stdout
+        der = subprocess.run(
+            ["openssl", "x509", "-in", str(root / "token.pem"), "-outform", "DER"], capture_output=True, check=True
+        ).stdout
         self.x5c = base64.b64encode(der).decode()
 
     def token(self, scope: str) -> str:
@@ -298,11 +409,23 @@ class _TokenService:
             kind, name, actions = scope.split(":", 2)
             access = [{"type": kind, "name": name, "actions": actions.split(",")}]
         header = {"alg": "RS256", "typ": "JWT", "x5c": [self.x5c]}
-        claims = {"iss": self.issuer, "sub": USER, "aud": self.service, "exp": now + 300, "nbf": now - 10,
-                  "iat": now, "jti": str(now), "access": access}
+        claims = {
+            "iss": self.issuer,
+            "sub": USER,
+            "aud": self.service,
+            "exp": now + 300,
+            "nbf": now - 10,
+            "iat": now,
+            "jti": str(now),
+            "access": access,
+        }
         signing = f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(claims).encode())}"
-        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", str(self.root / "token.key")],
-                             input=signing.encode(), capture_output=True, check=True).stdout
+        sig = subprocess.run(
+            ["openssl", "dgst", "-sha256", "-sign", str(self.root / "token.key")],
+            input=signing.encode(),
+            capture_output=True,
+            check=True,
+        ).stdout
         return f"{signing}.{_b64url(sig)}"
 
 
@@ -342,20 +465,36 @@ def bearer_registry(tmp_path_factory: pytest.TempPathFactory, stand_in_image: st
     if shutil.which("docker-registry") is None or shutil.which("openssl") is None:
         pytest.skip("docker-registry or openssl not installed; run `sudo bash scripts/services.sh install`")
     root = tmp_path_factory.mktemp("bearer-registry")
-    _sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(root / "token.key"), "-out",
-        str(root / "token.pem"), "-days", "2", "-subj", "/CN=envpin token issuer")
+    _sh(
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(root / "token.key"),
+        "-out",
+        str(root / "token.pem"),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=envpin token issuer",
+    )
     svc = _TokenService(root, "envpin-bearer", "envpin-issuer")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _token_handler(svc))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    auth = (f"{{token: {{realm: 'http://127.0.0.1:{server.server_address[1]}/token', service: envpin-bearer, "
-            f"issuer: envpin-issuer, rootcertbundle: '{root / 'token.pem'}'}}}}")
+    auth = (
+        f"{{token: {{realm: 'http://127.0.0.1:{server.server_address[1]}/token', service: envpin-bearer, "
+        f"issuer: envpin-issuer, rootcertbundle: '{root / 'token.pem'}'}}}}"
+    )
     try:
-        with _serve_registry(root, storage=f"{{filesystem: {{rootdirectory: '{root / 'data'}'}}}}",
-                             auth=auth) as host:
+        with _serve_registry(root, storage=f"{{filesystem: {{rootdirectory: '{root / 'data'}'}}}}", auth=auth) as host:
             config = root / "docker"
             docker, path = _docker_without_helpers(root)
-            _sh(docker, "--config", str(config), "login", host, "-u", USER, "--password-stdin", input=PASSWORD,
-                env=path)
+            _sh(
+                docker, "--config", str(config), "login", host, "-u", USER, "--password-stdin", input=PASSWORD, env=path
+            )
             ref = f"{host}/nvidia/tensorflow:20.02-tf2-py3"
             docker_client.images.get(stand_in_image).tag(ref)
             try:
@@ -374,14 +513,31 @@ def test_bearer_token_fetched_with_the_stored_login(bearer_registry, tmp_path: P
     with pytest.raises(RegistryError, match="refused an anonymous token"):  # the control: a login is needed
         RegistryClient(credentials=lambda name: None).resolve_digest(ref)
     before = len(svc.logins)
-    res = run_envpin("catalog", "sync", "--registry", f"{host}/nvidia/tensorflow", "--release", "20.02",
-                     "--no-save", "--json", env={"DOCKER_CONFIG": str(config)})
+    res = run_envpin(
+        "catalog",
+        "sync",
+        "--registry",
+        f"{host}/nvidia/tensorflow",
+        "--release",
+        "20.02",
+        "--no-save",
+        "--json",
+        env={"DOCKER_CONFIG": str(config)},
+    )
     assert res.code == 1 and "1 of 2 tags read (1 missing)" in res.stderr, res.stderr
     assert svc.logins[before:] and set(svc.logins[before:]) == {USER}  # the token was asked for with the login
     _no_secret(res.stdout, res.stderr)
     stale = tmp_path / "stale"
     stale.mkdir()
     (stale / "config.json").write_text(json.dumps({"auths": {host: {"username": USER, "password": "rotated"}}}))
-    res = run_envpin("catalog", "sync", "--registry", f"{host}/nvidia/tensorflow", "--release", "20.02",
-                     "--no-save", env={"DOCKER_CONFIG": str(stale)})
+    res = run_envpin(
+        "catalog",
+        "sync",
+        "--registry",
+        f"{host}/nvidia/tensorflow",
+        "--release",
+        "20.02",
+        "--no-save",
+        env={"DOCKER_CONFIG": str(stale)},
+    )
     assert res.code == 2 and f"refused the login of user '{USER}'" in res.stderr and "rotated" not in res.stderr

@@ -52,8 +52,10 @@ def _stand_in(engine: Any) -> Any:
         try:
             return engine.images.pull(STAND_IN)
         except docker.errors.APIError as exc:
-            pytest.skip(f"stand-in image {STAND_IN} is not in the local registry ({exc.explanation or exc}); "
-                        "build it with scripts/services.sh base-images")
+            pytest.skip(
+                f"stand-in image {STAND_IN} is not in the local registry ({exc.explanation or exc}); "
+                "build it with scripts/services.sh base-images"
+            )
 
 
 def tf_image(engine: Any, version: str, tmp_path: Path) -> str:
@@ -80,7 +82,9 @@ def tf_image(engine: Any, version: str, tmp_path: Path) -> str:
 
 def run(engine: Any, image: str, command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     container = engine.containers.create(
-        image, command=command, environment={"PYTHONPATH": IMAGE_PATH, "PYTHONHASHSEED": "0", **env},
+        image,
+        command=command,
+        environment={"PYTHONPATH": IMAGE_PATH, "PYTHONHASHSEED": "0", **env},
         network_disabled=True,
     )
     try:
@@ -113,8 +117,11 @@ def test_selftest_in_bullseye_stand_in(engine: Any, version: str, tmp_path: Path
     assert names == [c["name"] for c in result["without_determinism"]]
     # Every check has a code path that works on this TensorFlow, except bfloat16 kernels an older CPU build
     # does not have (2.5 and 2.7 refuse the bf16 Conv2D gradient): skipped inside the battery, with the reason.
-    skipped = [c for c in result["checks"] if c["verdict"] == "skipped"
-               and not ("bf16" in c["name"] and "bfloat16" in c.get("message", ""))]
+    skipped = [
+        c
+        for c in result["checks"]
+        if c["verdict"] == "skipped" and not ("bf16" in c["name"] and "bfloat16" in c.get("message", ""))
+    ]
     assert not skipped, skipped
     assert result["golden"]["runs_equal"] is True, result["golden"]
     assert result["golden"]["device_class"].endswith("onednn=off")  # oneDNN is opt-in before TF 2.9
@@ -124,9 +131,19 @@ def test_selftest_in_bullseye_stand_in(engine: Any, version: str, tmp_path: Path
 
     # Planted nondeterminism and a planted determinism exception, through the battery's own child.
     code, out, err = run(
-        engine, image,
-        ["python3", "-m", "envpin.probe.selftest", "--child", "--quick", "--rounds", "20",
-         "--checks", "planted-urandom-sum,planted-raises-under-determinism"],
+        engine,
+        image,
+        [
+            "python3",
+            "-m",
+            "envpin.probe.selftest",
+            "--child",
+            "--quick",
+            "--rounds",
+            "20",
+            "--checks",
+            "planted-urandom-sum,planted-raises-under-determinism",
+        ],
         {"TF_DETERMINISTIC_OPS": "1"},
     )
     assert code == 0, err[-3000:]
@@ -138,9 +155,7 @@ def test_selftest_in_bullseye_stand_in(engine: Any, version: str, tmp_path: Path
     assert "PlantedOp" in raising[0]["message"]
 
 
-def test_probe_image_runs_the_self_test_by_default_where_the_image_has_tensorflow(
-    engine: Any, tmp_path: Path
-) -> None:
+def test_probe_image_runs_the_self_test_by_default_where_the_image_has_tensorflow(engine: Any, tmp_path: Path) -> None:
     """`envpin probe --image` on an image with TensorFlow: the report carries the self-test (quick battery
     and golden hash), its one-line outcome is printed, and the exit status follows it."""
     from envpin.probe.selftest import problems

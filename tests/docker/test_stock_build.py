@@ -18,14 +18,14 @@ pytestmark = pytest.mark.docker
 
 
 def _digest(tag: str) -> str:
-    req = urllib.request.Request(f"http://{REGISTRY}/v2/{STOCK_REPO}/manifests/{tag}", method="HEAD",
-                                 headers={"Accept": MANIFEST_ACCEPT})
+    req = urllib.request.Request(
+        f"http://{REGISTRY}/v2/{STOCK_REPO}/manifests/{tag}", method="HEAD", headers={"Accept": MANIFEST_ACCEPT}
+    )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=10) as resp:
         return resp.headers["Docker-Content-Digest"]
 
 
-def test_render_then_build_from_the_stock_stand_in(docker_client, stock_stand_in_image: str,
-                                                    tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_render_then_build_from_the_stock_stand_in(docker_client, stock_stand_in_image: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "env"
     rendered = run_envpin("render", "--tf", "2.20", "--base-image", stock_stand_in_image, "--out", str(out))
     assert rendered.code == 0, rendered.stderr
@@ -52,8 +52,9 @@ def test_render_then_build_from_the_stock_stand_in(docker_client, stock_stand_in
     # Inside the image the runtime helper picks the stock recipe by itself (no NVIDIA_TENSORFLOW_VERSION).
     env = dict(e.split("=", 1) for e in image.attrs["Config"]["Env"])
     assert env["ENVPIN_RECIPE"] == lock.recipe.id and "NVIDIA_TENSORFLOW_VERSION" not in env
-    logs = docker_client.containers.run(image.id, ["python3", "-c", "import envpin.probe.runtime as r; "
-                                                   "print(r.ngc_release())"], remove=True)
+    logs = docker_client.containers.run(
+        image.id, ["python3", "-c", "import envpin.probe.runtime as r; print(r.ngc_release())"], remove=True
+    )
     assert logs.decode().strip() == "None"
 
     again = run_envpin("build", "--lock", str(out / "envpin.lock"))
@@ -62,8 +63,7 @@ def test_render_then_build_from_the_stock_stand_in(docker_client, stock_stand_in
 
 
 @pytest.mark.podman
-def test_a_stock_environment_builds_bit_identically_with_podman(stock_stand_in_image: str,
-                                                                 tmp_path: Path) -> None:
+def test_a_stock_environment_builds_bit_identically_with_podman(stock_stand_in_image: str, tmp_path: Path) -> None:
     """The stock table's fixed SOURCE_DATE_EPOCH makes a stock image reproducible like an NGC one: the first
     podman build records the image ID, a rebuild in a scratch store (--check) gives the same one."""
     from tests.docker.test_podman import Store
@@ -74,8 +74,18 @@ def test_a_stock_environment_builds_bit_identically_with_podman(stock_stand_in_i
     store = Store(podman, tmp_path / "store")
     try:
         out = tmp_path / "env"
-        first = run_envpin("build", "--stock", "2.20", "--base-image", stock_stand_in_image, "--out", str(out),
-                           "--engine", "podman", env=store.env)
+        first = run_envpin(
+            "build",
+            "--stock",
+            "2.20",
+            "--base-image",
+            stock_stand_in_image,
+            "--out",
+            str(out),
+            "--engine",
+            "podman",
+            env=store.env,
+        )
         assert first.code == 0, first.stderr
         lock = lockfile.read(out / "envpin.lock")
         assert lock.image is not None and lock.image.engine.startswith("podman ")

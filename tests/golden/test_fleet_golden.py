@@ -61,10 +61,14 @@ def test_fleet_report_golden(cli, tmp_path: Path, update_golden: bool) -> None: 
 def test_fleet_report_of_an_incomplete_fleet_golden(cli, tmp_path: Path, update_golden: bool) -> None:  # type: ignore[no-untyped-def]
     """A Slurm run's folder (two reports, a failed and a timed-out node) against the node list of the
     partition, which names one node that left nothing and misses one that reported: the verdict is failed."""
-    write_slurm_run(tmp_path / "fleet", {"gpu-01": node("gpu-01"), "gpu-02": node("gpu-02"), "gpu-09": node("gpu-09")},
-                    {"gpu-03": ("failed", "no result from the node: python3 is not installed on the node "
-                                          "(not found on PATH)"),
-                     "gpu-04": ("timed_out", "the probe did not finish within 300 s")})
+    write_slurm_run(
+        tmp_path / "fleet",
+        {"gpu-01": node("gpu-01"), "gpu-02": node("gpu-02"), "gpu-09": node("gpu-09")},
+        {
+            "gpu-03": ("failed", "no result from the node: python3 is not installed on the node (not found on PATH)"),
+            "gpu-04": ("timed_out", "the probe did not finish within 300 s"),
+        },
+    )
     (tmp_path / "nodes.txt").write_text("gpu-01\ngpu-02\ngpu-03\ngpu-04\ngpu-05\n")
     args = ("fleet", "report", "fleet", "--expect-nodes", "nodes.txt")
     res = cli(*args, "--format", "json", "--html", "fleet.html", cwd=tmp_path)
@@ -99,8 +103,10 @@ def test_manifest_validates_against_kubernetes_schemas(name: str, version: str) 
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert {t["matchExpressions"][0]["key"] for t in terms} == set(kubernetes.GPU_NODE_LABELS)
     assert {"name": "ENVPIN_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in probe["env"]
-    assert daemon_set["spec"]["selector"]["matchLabels"].items() <= daemon_set["spec"]["template"]["metadata"][
-        "labels"].items()
+    assert (
+        daemon_set["spec"]["selector"]["matchLabels"].items()
+        <= daemon_set["spec"]["template"]["metadata"]["labels"].items()
+    )
 
 
 def test_a_broken_manifest_is_refused_by_the_validator() -> None:

@@ -28,8 +28,12 @@ def test_summary_with_a_divergent_a_failed_and_a_late_node(update_golden: bool) 
         NodeOutcome("gpu-01", "ok", reports / "gpu-01.json", data=node("gpu-01")),
         NodeOutcome("gpu-02", "ok", reports / "gpu-02.json", data=node("gpu-02", env__OMP_NUM_THREADS="3")),
         NodeOutcome("gpu-03", "ok", reports / "gpu-03.json", data=node("gpu-03")),
-        NodeOutcome("gpu-04", "failed", reports / "gpu-04.error.txt",
-                    "no result from the node: python3 is not installed on the node (not found on PATH)"),
+        NodeOutcome(
+            "gpu-04",
+            "failed",
+            reports / "gpu-04.error.txt",
+            "no result from the node: python3 is not installed on the node (not found on PATH)",
+        ),
         NodeOutcome("gpu-05", "timed_out", reports / "gpu-05.error.txt", "the probe did not finish within 5 s"),
     ]
     res = FleetProbe(job_id="42", partition="gpu", out=reports, outcomes=outcomes, result=fleet_result(outcomes))

@@ -24,8 +24,9 @@ def _pre_commit() -> str:
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True, capture_output=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,14 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _try(repo: Path, home: Path, hook: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    return subprocess.run([_pre_commit(), "try-repo", str(REPO), hook, "--all-files", "--verbose"], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [_pre_commit(), "try-repo", str(REPO), hook, "--all-files", "--verbose"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.fixture
@@ -51,7 +58,8 @@ def scratch(tmp_path: Path) -> Path:
 def test_audit_hook_reports_in_compiler_form_and_fails(scratch: Path, home: Path) -> None:
     (scratch / "docker").mkdir()
     (scratch / "docker" / "train.Dockerfile").write_text(
-        "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\nRUN pip install requests\n")
+        "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\nRUN pip install requests\n"
+    )
     (scratch / "README.md").write_text("FROM not-a-dockerfile\n")
     _git(scratch, "add", "-A")
     res = _try(scratch, home, "envpin-audit")
@@ -63,8 +71,10 @@ def test_audit_hook_reports_in_compiler_form_and_fails(scratch: Path, home: Path
 
 def test_audit_hook_judges_python_scripts_with_the_dockerfiles(scratch: Path, home: Path) -> None:
     digest = "@sha256:" + "cd" * 32
-    (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3{digest}\n"
-                                        "ENV PYTHONHASHSEED=0 TF_DETERMINISTIC_OPS=1 TF_CUDNN_USE_FRONTEND=1\n")
+    (scratch / "Dockerfile").write_text(
+        f"FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3{digest}\n"
+        "ENV PYTHONHASHSEED=0 TF_DETERMINISTIC_OPS=1 TF_CUDNN_USE_FRONTEND=1\n"
+    )
     (scratch / "train.py").write_text("import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum([1.0], [0], 1)\n")
     _git(scratch, "add", "-A")
     res = _try(scratch, home, "envpin-audit")
@@ -75,8 +85,7 @@ def test_audit_hook_judges_python_scripts_with_the_dockerfiles(scratch: Path, ho
 
 def test_audit_hook_passes_a_clean_dockerfile(scratch: Path, home: Path) -> None:
     digest = "@sha256:" + "cd" * 32
-    (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{digest}\n"
-                                        "ENV PYTHONHASHSEED=0\n")
+    (scratch / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{digest}\nENV PYTHONHASHSEED=0\n")
     _git(scratch, "add", "-A")
     res = _try(scratch, home, "envpin-audit")
     assert res.returncode == 0, res.stdout + res.stderr

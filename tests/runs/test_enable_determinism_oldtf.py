@@ -35,20 +35,29 @@ print(json.dumps({"report": report, "values": values}))
 
 def _run(release: str, seed: int) -> dict:  # type: ignore[type-arg]
     env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.run([_python(release), "-W", "ignore", "-c", _PROGRAM, str(seed)], capture_output=True,
-                          text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [_python(release), "-W", "ignore", "-c", _PROGRAM, str(seed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize(("release", "recipe", "env"), [
-    ("1.12", "stock-1.13-and-older", None),
-    ("1.15", "stock-1.14-2.0", "TF_CUDNN_DETERMINISTIC=1"),
-    ("2.1", "stock-2.1-2.4", "TF_DETERMINISTIC_OPS=1"),
-    ("2.4", "stock-2.1-2.4", "TF_DETERMINISTIC_OPS=1"),
-])
-def test_the_seed_reaches_tensorflow_and_another_seed_changes_the_values(release: str, recipe: str,
-                                                                          env: str | None) -> None:
+@pytest.mark.parametrize(
+    ("release", "recipe", "env"),
+    [
+        ("1.12", "stock-1.13-and-older", None),
+        ("1.15", "stock-1.14-2.0", "TF_CUDNN_DETERMINISTIC=1"),
+        ("2.1", "stock-2.1-2.4", "TF_DETERMINISTIC_OPS=1"),
+        ("2.4", "stock-2.1-2.4", "TF_DETERMINISTIC_OPS=1"),
+    ],
+)
+def test_the_seed_reaches_tensorflow_and_another_seed_changes_the_values(
+    release: str, recipe: str, env: str | None
+) -> None:
     first, again, other = _run(release, 42), _run(release, 42), _run(release, 7)
     report = first["report"]
     assert report["tf_version"].startswith(release + ".") and report["recipe"] == recipe

@@ -54,8 +54,9 @@ def test_study_on_an_older_tensorflow(release: str) -> None:
     """The hook finds Keras's fit (tf.keras of that release) and seeds through ENVPIN_SEED: the fixed-seed
     runs of the dense script agree, the varied ones do not. (On 2.12 the cost test below shows the hook in
     Keras 2's fit: per-step times.)"""
-    result = run_envpin("study", "-n", "2", "-j", "2", "--format", "json", "--", _python(release),
-                        str(SCRIPTS / "dense.py"))
+    result = run_envpin(
+        "study", "-n", "2", "-j", "2", "--format", "json", "--", _python(release), str(SCRIPTS / "dense.py")
+    )
     assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["tf_version"].startswith(release + ".")

@@ -21,25 +21,55 @@ def _cluster_error() -> str | None:
         return "srun is not installed (scripts/slurm.sh up)"
     if not CONF.is_file():
         return f"no test cluster: {CONF} is missing (bash scripts/slurm.sh up)"
-    proc = subprocess.run(["sinfo", "-h", "-o", "%T"], env={**os.environ, "SLURM_CONF": str(CONF)},
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["sinfo", "-h", "-o", "%T"],
+        env={**os.environ, "SLURM_CONF": str(CONF)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return None if proc.returncode == 0 and proc.stdout.strip() else f"sinfo: {proc.stderr.strip()[-200:]}"
 
 
 _ERROR = _cluster_error()
-pytestmark = [pytest.mark.slurm, pytest.mark.slow,
-              pytest.mark.skipif(_ERROR is not None, reason=f"Slurm test cluster unavailable: {_ERROR}")]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.slow,
+    pytest.mark.skipif(_ERROR is not None, reason=f"Slurm test cluster unavailable: {_ERROR}"),
+]
 
-SCRIPT = ("import json, os, random, socket; random.seed(int(os.environ['ENVPIN_SEED'])); "
-          "print(json.dumps({'envpin_metrics': {'score': random.random()}}))")
+SCRIPT = (
+    "import json, os, random, socket; random.seed(int(os.environ['ENVPIN_SEED'])); "
+    "print(json.dumps({'envpin_metrics': {'score': random.random()}}))"
+)
 
 
 def test_study_one_run_per_slurm_task() -> None:
     envpin = str(Path(sys.executable).with_name("envpin"))
-    proc = subprocess.run([envpin, "study", "-n", "3", "-j", "3", "--format", "json", "--",
-                           "srun", "-N1", "-n1", "python3", "-c", SCRIPT],
-                          env={**os.environ, "SLURM_CONF": str(CONF)}, capture_output=True, text=True,
-                          timeout=600, cwd="/tmp")
+    proc = subprocess.run(
+        [
+            envpin,
+            "study",
+            "-n",
+            "3",
+            "-j",
+            "3",
+            "--format",
+            "json",
+            "--",
+            "srun",
+            "-N1",
+            "-n1",
+            "python3",
+            "-c",
+            SCRIPT,
+        ],
+        env={**os.environ, "SLURM_CONF": str(CONF)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd="/tmp",
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [r["seed"] for r in data["runs"]] == [42, 42, 42, 43, 44, 45]
@@ -56,7 +86,7 @@ def test_study_one_run_per_slurm_task() -> None:
 # in a folder of the node and imports it: the hook must see that import, seed Python's random and the
 # stand-in from ENVPIN_SEED (the script never seeds), apply the recipe from the shipped envpin.pyz, and its
 # record must come back through srun.
-NODE_SCRIPT = '''
+NODE_SCRIPT = """
 import json, os, random, sys, tempfile
 site = tempfile.mkdtemp()
 os.mkdir(os.path.join(site, "tensorflow"))
@@ -68,21 +98,43 @@ import envpin
 print(json.dumps({"envpin_metrics": {"score": random.random()}, "calls": tensorflow.calls,
                   "hook": sys.modules["sitecustomize"].__file__, "envpin": envpin.__file__,
                   "hashseed": os.environ.get("PYTHONHASHSEED"), "node": os.environ.get("SLURMD_NODENAME")}))
-'''
+"""
 
 
 def _envpin(*args: str) -> subprocess.CompletedProcess[str]:
     envpin = str(Path(sys.executable).with_name("envpin"))
-    return subprocess.run([envpin, *args], env={**os.environ, "SLURM_CONF": str(CONF)}, capture_output=True,
-                          text=True, timeout=600, cwd="/tmp")
+    return subprocess.run(
+        [envpin, *args],
+        env={**os.environ, "SLURM_CONF": str(CONF)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd="/tmp",
+    )
 
 
 def test_study_with_slurm_ships_the_hook_to_the_nodes(tmp_path: Path) -> None:
     from tests.unit.test_runs_pythons import FAKE_TF
 
     script = f"FAKE_TF = {FAKE_TF!r}\n{NODE_SCRIPT}"
-    proc = _envpin("study", "-n", "2", "-j", "3", "--recipe", "both", "--slurm", "--keep", str(tmp_path / "k"),
-                   "--format", "json", "--", "python3", "-c", script)
+    proc = _envpin(
+        "study",
+        "-n",
+        "2",
+        "-j",
+        "3",
+        "--recipe",
+        "both",
+        "--slurm",
+        "--keep",
+        str(tmp_path / "k"),
+        "--format",
+        "json",
+        "--",
+        "python3",
+        "-c",
+        script,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["tf_version"] == "2.9.1"  # from the hook's records, sent back by the nodes

@@ -22,8 +22,11 @@ def _tensorflow_error() -> str | None:
 
 
 _ERROR = _tensorflow_error()
-pytestmark = [pytest.mark.tensorflow, pytest.mark.slow,
-              pytest.mark.skipif(_ERROR is not None, reason=f"TensorFlow is not importable: {_ERROR}")]
+pytestmark = [
+    pytest.mark.tensorflow,
+    pytest.mark.slow,
+    pytest.mark.skipif(_ERROR is not None, reason=f"TensorFlow is not importable: {_ERROR}"),
+]
 
 
 def run_envpin(*args: str) -> Result:
@@ -39,8 +42,18 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_bisect_names_the_planted_weighted_bincount_and_its_line(tmp_path: Path) -> None:
     script = SCRIPTS / "bincount.py"
-    result = run_envpin("bisect", "--steps", "6", "--keep", str(tmp_path / "dumps"), "--format", "json", "--",
-                        sys.executable, str(script))
+    result = run_envpin(
+        "bisect",
+        "--steps",
+        "6",
+        "--keep",
+        str(tmp_path / "dumps"),
+        "--format",
+        "json",
+        "--",
+        sys.executable,
+        str(script),
+    )
     assert result.code == 1, result.stderr
     data = json.loads(result.stdout)
     first = data["first_difference"]
@@ -64,8 +77,22 @@ def test_bisect_says_bit_identical_only_for_identical_runs() -> None:
 
 def test_study_sees_the_nondeterministic_pipeline_and_zero_with_the_recipe(tmp_path: Path) -> None:
     html = tmp_path / "study.html"
-    result = run_envpin("study", "-n", "5", "-j", "2", "--recipe", "both", "--html", str(html), "--format", "json",
-                        "--", sys.executable, str(SCRIPTS / "pipeline.py"))
+    result = run_envpin(
+        "study",
+        "-n",
+        "5",
+        "-j",
+        "2",
+        "--recipe",
+        "both",
+        "--html",
+        str(html),
+        "--format",
+        "json",
+        "--",
+        sys.executable,
+        str(SCRIPTS / "pipeline.py"),
+    )
     assert result.code == 0, result.stderr
     by = {(m["metric"], m["recipe"]): m for m in json.loads(result.stdout)["metrics"]}
     off, on = by[("weight_sum", False)], by[("weight_sum", True)]
@@ -105,8 +132,10 @@ def test_bisect_calls_runs_that_took_different_paths_not_identical(tmp_path: Pat
     counterpart, and that is a difference (exit 1), not 'nothing was compared' (exit 2, whose hint, to record
     more steps, could not help)."""
     script, mark = tmp_path / "paths.py", tmp_path / "mark"
-    script.write_text(f"import os\nimport tensorflow as tf\nx = tf.constant([1.0])\nif os.path.exists({str(mark)!r}):\n"
-                      f"    x = x * 2.0\nelse:\n    open({str(mark)!r}, 'w').close()\n    x = x + 2.0\n")
+    script.write_text(
+        f"import os\nimport tensorflow as tf\nx = tf.constant([1.0])\nif os.path.exists({str(mark)!r}):\n"
+        f"    x = x * 2.0\nelse:\n    open({str(mark)!r}, 'w').close()\n    x = x + 2.0\n"
+    )
     result = run_envpin("bisect", "--format", "json", "--", sys.executable, str(script))
     assert result.code == 1, result.stderr
     data = json.loads(result.stdout)

@@ -42,8 +42,9 @@ class Cluster:
 
     def run(self, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """A Slurm client command against the cluster, from /tmp (a folder every node has)."""
-        return subprocess.run(list(cmd), env={**os.environ, **self.env}, capture_output=True, text=True,
-                              timeout=timeout, cwd="/tmp")
+        return subprocess.run(
+            list(cmd), env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout, cwd="/tmp"
+        )
 
     def states(self) -> dict[str, str]:
         proc = self.run("sinfo", "-h", "-N", "-o", "%N %T", timeout=15)
@@ -66,8 +67,7 @@ class Cluster:
     def node_env(self, node: str, *pairs: str) -> None:
         """Set (none given: clear) environment variables for every task on `node`, as a site's TaskProlog
         would (scripts/slurm.sh node-env)."""
-        subprocess.run(["bash", str(SLURM_SH), "node-env", node, *pairs], check=True, capture_output=True,
-                       timeout=60)
+        subprocess.run(["bash", str(SLURM_SH), "node-env", node, *pairs], check=True, capture_output=True, timeout=60)
 
 
 def docker() -> str:

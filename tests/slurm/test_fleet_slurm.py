@@ -55,8 +55,15 @@ def test_the_cluster_schedules_sbatch_and_srun(cluster: Cluster) -> None:
     proc = cluster.run("srun", f"--nodes={len(cluster.nodes)}", "--ntasks-per-node=1", "hostname")
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.split()) == list(cluster.nodes)
-    ok = cluster.run("sbatch", "--wait", "--parsable", "--nodes=1", "--output=/dev/null",
-                     "--wrap", "python3 -c 'import json, sys; json.dumps(sys.version_info[:2])'")
+    ok = cluster.run(
+        "sbatch",
+        "--wait",
+        "--parsable",
+        "--nodes=1",
+        "--output=/dev/null",
+        "--wrap",
+        "python3 -c 'import json, sys; json.dumps(sys.version_info[:2])'",
+    )
     assert ok.returncode == 0 and ok.stdout.strip().isdigit(), ok.stderr
     failed = cluster.run("sbatch", "--wait", "--nodes=1", "--output=/dev/null", "--wrap", "exit 3")
     assert failed.returncode == 3
@@ -147,7 +154,8 @@ def test_a_drained_node_is_reported_not_dropped(cluster: Cluster, tmp_path: Path
     assert res.code == 1, res.stdout + res.stderr
     assert sorted(reports(tmp_path / "fleet")) == list(cluster.nodes[1:])
     assert errors(tmp_path / "fleet") == {
-        drained: "status: failed\nerror: not probed: Slurm lists the node as drained (envpin test)\n"}
+        drained: "status: failed\nerror: not probed: Slurm lists the node as drained (envpin test)\n"
+    }
     assert too_many.code == 2 and f"({1} down or drained: {drained})" in too_many.stderr
 
 
@@ -156,8 +164,9 @@ def test_a_hanging_probe_times_out_on_its_node(cluster: Cluster, tmp_path: Path)
     archive): that node times out by itself, the others report."""
     slow = cluster.nodes[0]
     hang = "import sys, time\nif sys.argv and sys.argv[0].endswith('envpin.pyz'):\n    time.sleep(600)\n"
-    cluster.node_exec(slow, "sh", "-c", f"mkdir -p /opt/envpin-hang && printf '%s' \"{hang}\" "
-                                         ">/opt/envpin-hang/sitecustomize.py")
+    cluster.node_exec(
+        slow, "sh", "-c", f"mkdir -p /opt/envpin-hang && printf '%s' \"{hang}\" >/opt/envpin-hang/sitecustomize.py"
+    )
     cluster.node_env(slow, "PYTHONPATH=/opt/envpin-hang")
     try:
         res = fleet_probe(cluster, tmp_path / "fleet", "--timeout", "5")
@@ -210,15 +219,21 @@ def test_ctrl_c_while_the_allocation_waits_leaves_no_job(cluster: Cluster, tmp_p
     later and sit idle until its time limit."""
     import signal
 
-    hold = cluster.run("salloc", "--no-shell", f"--nodes={len(cluster.nodes)}", "--job-name=envpin-test-hold",
-                       "--time=5")
+    hold = cluster.run(
+        "salloc", "--no-shell", f"--nodes={len(cluster.nodes)}", "--job-name=envpin-test-hold", "--time=5"
+    )
     held = re.search(r"job allocation (\d+)", hold.stderr)
     assert hold.returncode == 0 and held, hold.stderr
     script = Path(sys.executable).with_name("envpin")
     try:
-        proc = subprocess.Popen([str(script), "fleet", "probe", "--slurm", "--out", str(tmp_path / "fleet")],
-                                env={**os.environ, **cluster.env}, cwd=tmp_path, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [str(script), "fleet", "probe", "--slurm", "--out", str(tmp_path / "fleet")],
+            env={**os.environ, **cluster.env},
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not any(" PENDING envpin-" in job for job in _our_jobs(cluster)):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -21,7 +21,9 @@ def tensorflow_import_error() -> str | None:
     if "error" not in _state:
         proc = subprocess.run(
             [sys.executable, "-c", "import tensorflow as tf; print(tf.__version__)"],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         if proc.returncode == 0:
             _state["error"], _state["version"] = None, proc.stdout.strip().splitlines()[-1]

@@ -115,11 +115,16 @@ def test_verdicts_match_the_recipe_tables_expectations(battery_on: dict[str, Any
     bincount = next(c for c in battery_on["checks"] if c["name"] == "bincount")
     assert bincount["expected"]["verdict"] == "NONDETERMINISTIC" and "bincount_op.cc" in bincount["expected"]["source"]
     raising = {c["name"] for c in battery_on["checks"] if c["verdict"] == "raises-under-determinism"}
-    assert raising == {c["name"] for c in battery_on["checks"]
-                       if c["expected"]["verdict"] == "raises-under-determinism"}
+    assert raising == {
+        c["name"] for c in battery_on["checks"] if c["expected"]["verdict"] == "raises-under-determinism"
+    }
     if _tf(battery_on) >= (2, 7):
-        assert {"random-op-without-seed", "timestamp", "random-uniform-unseeded",
-                "random-generator-nondeterministic-state"} <= raising
+        assert {
+            "random-op-without-seed",
+            "timestamp",
+            "random-uniform-unseeded",
+            "random-generator-nondeterministic-state",
+        } <= raising
         stamp = next(c for c in battery_on["checks"] if c["name"] == "timestamp")
         assert "Timestamp cannot be called when determinism is enabled" in stamp["message"]
 
@@ -151,12 +156,20 @@ def test_seed_keras_and_xla_checks_show_what_the_table_says(battery_on: dict[str
 
 
 def test_random_checks_without_determinism_draw_new_values() -> None:
-    names = ["random-uniform-unseeded", "random-generator-nondeterministic-state", "keras-dropout-unseeded",
-             "random-generator-from-seed", "keras-dropout-seeded", "xla-max-pool-backprop"]
+    names = [
+        "random-uniform-unseeded",
+        "random-generator-nondeterministic-state",
+        "keras-dropout-unseeded",
+        "random-generator-from-seed",
+        "keras-dropout-seeded",
+        "xla-max-pool-backprop",
+    ]
     off = {c["name"]: c["verdict"] for c in selftest.run_battery(determinism=False, quick=True, names=names)["checks"]}
-    assert off == {"random-uniform-unseeded": "NONDETERMINISTIC",
-                   "random-generator-nondeterministic-state": "NONDETERMINISTIC",
-                   "keras-dropout-unseeded": "NONDETERMINISTIC",
-                   "random-generator-from-seed": "deterministic",
-                   "keras-dropout-seeded": "deterministic",
-                   "xla-max-pool-backprop": "deterministic"}
+    assert off == {
+        "random-uniform-unseeded": "NONDETERMINISTIC",
+        "random-generator-nondeterministic-state": "NONDETERMINISTIC",
+        "keras-dropout-unseeded": "NONDETERMINISTIC",
+        "random-generator-from-seed": "deterministic",
+        "keras-dropout-seeded": "deterministic",
+        "xla-max-pool-backprop": "deterministic",
+    }

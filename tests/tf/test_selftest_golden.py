@@ -12,8 +12,11 @@ from envpin.probe import golden
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+    }
     env.update(extra)
     return env
 
@@ -32,7 +35,8 @@ def runs() -> dict[str, dict[str, Any]]:
     # count is the number of usable CPUs (1 on a one-CPU machine, where "1 thread" would be the default).
     default = out["default"]["settings"]
     out["onednn_opposite"] = golden.run_golden(
-        environ=_env(TF_ENABLE_ONEDNN_OPTS="0" if default["onednn"] == "on" else "1"))
+        environ=_env(TF_ENABLE_ONEDNN_OPTS="0" if default["onednn"] == "on" else "1")
+    )
     out["intra_other_env"] = golden.run_golden(environ=_env(TF_NUM_INTRAOP_THREADS=_other_threads(out)))
     for name, result in out.items():
         assert "hash" in result, (name, result)
@@ -105,8 +109,10 @@ def test_diff_and_verify_flag_golden_differences_as_breaking(runs: dict[str, dic
         diffs = diffing.diff_reports(base, other)
         gold = [d for d in diffs if d.key.startswith("golden.")]
         assert gold and all(d.severity == fields.BREAKING for d in gold), gold
-        assert {d.a for d in gold} | {d.b for d in gold} >= {base["selftest"]["golden"]["hash"],
-                                                               other["selftest"]["golden"]["hash"]}
+        assert {d.a for d in gold} | {d.b for d in gold} >= {
+            base["selftest"]["golden"]["hash"],
+            other["selftest"]["golden"]["hash"],
+        }
         assert diffing.exit_code(diffs) == 1
 
     # The lock: recorded from the reference run, the same settings verify clean; another thread count or

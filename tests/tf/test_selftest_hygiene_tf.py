@@ -21,8 +21,9 @@ def _run(tmp_path: Path, body: str) -> dict[str, dict]:
 
 
 def test_unseeded_tensorflow_and_numpy_are_found(tmp_path: Path) -> None:
-    found = _run(tmp_path, "import numpy as np\nimport tensorflow as tf\n"
-                           "np.random.rand(3)\nprint(tf.random.uniform([3]))\n")
+    found = _run(
+        tmp_path, "import numpy as np\nimport tensorflow as tf\nnp.random.rand(3)\nprint(tf.random.uniform([3]))\n"
+    )
     assert found["numpy-random"]["status"] == "finding"
     assert found["tensorflow-random"]["status"] == "finding"
     assert "global seed is not set" in found["tensorflow-random"]["message"]
@@ -31,16 +32,21 @@ def test_unseeded_tensorflow_and_numpy_are_found(tmp_path: Path) -> None:
 
 
 def test_unseeded_default_rng_is_found(tmp_path: Path) -> None:
-    found = _run(tmp_path, "import numpy as np\nrng = np.random.default_rng()\nrng.normal(size=3)\n"
-                           "np.random.default_rng(7).normal()\n")
+    found = _run(
+        tmp_path,
+        "import numpy as np\nrng = np.random.default_rng()\nrng.normal(size=3)\nnp.random.default_rng(7).normal()\n",
+    )
     assert found["numpy-random"]["status"] == "finding"
     assert "default_rng() was called without a seed 1 time(s)" in found["numpy-random"]["message"]
 
 
 def test_keras_set_random_seed_makes_everything_ok(tmp_path: Path) -> None:
-    found = _run(tmp_path, "import random\nimport numpy as np\nimport tensorflow as tf\n"
-                           "tf.keras.utils.set_random_seed(3)\nrandom.random(); np.random.rand(2)\n"
-                           "tf.keras.initializers.GlorotUniform()(shape=(2, 2))\n")
+    found = _run(
+        tmp_path,
+        "import random\nimport numpy as np\nimport tensorflow as tf\n"
+        "tf.keras.utils.set_random_seed(3)\nrandom.random(); np.random.rand(2)\n"
+        "tf.keras.initializers.GlorotUniform()(shape=(2, 2))\n",
+    )
     for check in ("PYTHONHASHSEED", "python-random", "numpy-random", "tensorflow-random", "keras-initializers"):
         assert found[check]["status"] == "ok", found[check]
 

@@ -47,7 +47,13 @@ def test_hash_seed_unset_is_a_real_finding(tmp_path: Path) -> None:
     """What the healthy run sets is checked for real: without PYTHONHASHSEED the one problem is that."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "envpin", "probe", "--selftest", "--quick", "--output", str(out)],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envpin", "probe", "--selftest", "--quick", "--output", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     problems = run.problems(json.loads(out.read_text())["selftest"])
     assert proc.returncode == 1 and len(problems) == 1 and problems[0].startswith("PYTHONHASHSEED"), problems

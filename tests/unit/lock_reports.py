@@ -18,9 +18,16 @@ def as_lock_image(report: dict[str, Any], lock_path: Path) -> dict[str, Any]:
     TensorFlow and CUDA its base declares (not whatever this host has)."""
     locked = lockfile.read(lock_path)
     out = copy.deepcopy(report)
-    plan = {"sha256": locked.files["plan.json"], "path": "/opt/envpin/plan.json", "name": locked.inputs.name,
-            "tag": locked.inputs.tag, "release": locked.inputs.release, "tf_version": locked.inputs.tf_version,
-            "envpin_version": locked.envpin_version, "recipe": f"{locked.recipe.id} {locked.recipe.hash}"}
+    plan = {
+        "sha256": locked.files["plan.json"],
+        "path": "/opt/envpin/plan.json",
+        "name": locked.inputs.name,
+        "tag": locked.inputs.tag,
+        "release": locked.inputs.release,
+        "tf_version": locked.inputs.tf_version,
+        "envpin_version": locked.envpin_version,
+        "recipe": f"{locked.recipe.id} {locked.recipe.hash}",
+    }
     if locked.base.digest:
         plan["base_digest"] = locked.base.digest
     out["image"]["envpin_plan"] = _value(plan, "file:/opt/envpin/plan.json")

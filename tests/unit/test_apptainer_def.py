@@ -37,8 +37,19 @@ from envpin.knowledge import catalog
 from envpin.portable import imageref
 
 #: Every section name Apptainer's definition files know (the SCIF %app* ones take an app name).
-DOCUMENTED_SECTIONS = {"arguments", "setup", "files", "post", "test", "environment", "startscript", "runscript",
-                       "labels", "help", "pre"}
+DOCUMENTED_SECTIONS = {
+    "arguments",
+    "setup",
+    "files",
+    "post",
+    "test",
+    "environment",
+    "startscript",
+    "runscript",
+    "labels",
+    "help",
+    "pre",
+}
 APP_SECTIONS = {"appinstall", "applabels", "appfiles", "appenv", "apptest", "apphelp", "apprun", "appstart"}
 #: Header keywords the docker bootstrap agent reads.
 DOCKER_HEADER = {"bootstrap", "from", "stage", "registry", "namespace", "fingerprints"}
@@ -116,7 +127,7 @@ def _docker_facts(text: str) -> tuple[str, dict[str, str], list[tuple[str, str]]
 
 def _sourced(script: str, environ: dict[str, str]) -> dict[str, str]:
     """The variables a POSIX shell exports after sourcing `script` from `environ` (nothing else inherited)."""
-    code = script + '\nenv -0\n'
+    code = script + "\nenv -0\n"
     out = subprocess.run([SH, "-c", code], env=environ, capture_output=True, check=True, timeout=30).stdout
     pairs = (item.decode().split("=", 1) for item in out.split(b"\0") if item)
     return {k: v for k, v in pairs if k not in ("PWD", "SHLVL", "_")}
@@ -139,8 +150,13 @@ def _plans(tmp_path: Path) -> list[BuildPlan]:
         make_plan(ngc="20.02-tf2-py3"),
         make_plan(ngc="19.10-py3", requirements=req),  # Python 3.6: pip without .pyc
         make_plan(ngc="25.02-tf2-py3", tf="2.17", ca_bundle=ca, requirements=req),
-        make_plan(ngc="20.02-tf2-py3", requirements=req, ca_bundle=ca, base_digest=digest,
-                  base_image="registry.example.com/mirror/tensorflow:20.02-tf2-py3"),
+        make_plan(
+            ngc="20.02-tf2-py3",
+            requirements=req,
+            ca_bundle=ca,
+            base_digest=digest,
+            base_image="registry.example.com/mirror/tensorflow:20.02-tf2-py3",
+        ),
         make_plan(ngc="21.06-tf2-py3", base_image="127.0.0.1:5000/nvidia/tensorflow:21.06-tf2-py3@" + digest),
     ]
 

@@ -18,11 +18,22 @@ def rules(text: str) -> set[tuple[int, str]]:
     return {(f.line, f.rule) for f in audit_text(text, tolerant=True) if f.rule != "d9m-unknown-tf"}
 
 
-@pytest.mark.parametrize("tag, floating", [
-    ("latest", True), ("latest-gpu", True), ("latest-gpu-py3", True), ("nightly", True), ("nightly-gpu", True),
-    ("devel-gpu", True), ("2.4.0-gpu", False), ("20.02-tf2-py3", False), ("3.11-slim", False), ("gpu-latest", True),
-    ("latency-1.0", False),
-])
+@pytest.mark.parametrize(
+    "tag, floating",
+    [
+        ("latest", True),
+        ("latest-gpu", True),
+        ("latest-gpu-py3", True),
+        ("nightly", True),
+        ("nightly-gpu", True),
+        ("devel-gpu", True),
+        ("2.4.0-gpu", False),
+        ("20.02-tf2-py3", False),
+        ("3.11-slim", False),
+        ("gpu-latest", True),
+        ("latency-1.0", False),
+    ],
+)
 def test_floating_tags(tag: str, floating: bool) -> None:
     assert floating_tag(tag) is floating
 
@@ -34,25 +45,32 @@ def test_a_floating_tag_is_reported_like_latest() -> None:
     assert "from-no-digest" not in {f.rule for f in found}
 
 
-@pytest.mark.parametrize("run, expected", [
-    # -f with a pinned but unhashed version: either source may serve torch==1.8.0
-    ("pip install torch==1.8.0 -f https://download.pytorch.org/whl/torch_stable.html",
-     {"pip-extra-index", "pip-no-hashes"}),
-    ("pip install --find-links=/wheels torch==1.8.0", {"pip-extra-index", "pip-no-hashes"}),
-    # one alternative index and a pinned version: no second source to confuse it with
-    ("pip install -i https://idx numpy==1.0", {"pip-no-hashes"}),
-    ("pip install --require-hashes -r req.txt -f https://x/links", set()),
-    ("pip install --trusted-host pypi.internal numpy==1.0", {"pip-trusted-host", "pip-no-hashes"}),
-    ("PIP_TRUSTED_HOST='a b' pip install numpy==1.0", {"pip-trusted-host", "pip-no-hashes"}),
-])
+@pytest.mark.parametrize(
+    "run, expected",
+    [
+        # -f with a pinned but unhashed version: either source may serve torch==1.8.0
+        (
+            "pip install torch==1.8.0 -f https://download.pytorch.org/whl/torch_stable.html",
+            {"pip-extra-index", "pip-no-hashes"},
+        ),
+        ("pip install --find-links=/wheels torch==1.8.0", {"pip-extra-index", "pip-no-hashes"}),
+        # one alternative index and a pinned version: no second source to confuse it with
+        ("pip install -i https://idx numpy==1.0", {"pip-no-hashes"}),
+        ("pip install --require-hashes -r req.txt -f https://x/links", set()),
+        ("pip install --trusted-host pypi.internal numpy==1.0", {"pip-trusted-host", "pip-no-hashes"}),
+        ("PIP_TRUSTED_HOST='a b' pip install numpy==1.0", {"pip-trusted-host", "pip-no-hashes"}),
+    ],
+)
 def test_package_sources(run: str, expected: set[str]) -> None:
     assert {r for _, r in rules(BASE + f"RUN {run}\n")} == expected
 
 
 def test_nvidia_pyindex_adds_a_source_for_the_rest_of_the_stage_and_its_children() -> None:
-    text = (BASE + "RUN pip install nvidia-pyindex==1.0.9\n"
-            "RUN pip install nvidia-tensorflow==1.15.5+nv22.12\n"
-            f"FROM python:3.11{DIGEST} AS other\nENV PYTHONHASHSEED=0\nRUN pip install numpy==1.0\n")
+    text = (
+        BASE + "RUN pip install nvidia-pyindex==1.0.9\n"
+        "RUN pip install nvidia-tensorflow==1.15.5+nv22.12\n"
+        f"FROM python:3.11{DIGEST} AS other\nENV PYTHONHASHSEED=0\nRUN pip install numpy==1.0\n"
+    )
     found = rules(text)
     assert (4, "pip-extra-index") in found and (3, "pip-extra-index") not in found
     assert (7, "pip-extra-index") not in found  # another base: pip's configuration is not inherited
@@ -62,20 +80,25 @@ def test_nvidia_pyindex_adds_a_source_for_the_rest_of_the_stage_and_its_children
 
 
 def test_pip_config_set_is_a_source_and_a_trusted_host() -> None:
-    text = (BASE + "RUN pip config set global.extra-index-url https://idx && "
-            "pip config set global.trusted-host idx\nRUN pip install numpy==1.0\n")
+    text = (
+        BASE + "RUN pip config set global.extra-index-url https://idx && "
+        "pip config set global.trusted-host idx\nRUN pip install numpy==1.0\n"
+    )
     found = rules(text)
     assert {(4, "pip-extra-index"), (4, "pip-trusted-host")} <= found
 
 
-@pytest.mark.parametrize("runs, expected", [
-    (["git clone --branch v2.4.3 https://github.com/a/b"], {(3, "git-clone-tag")}),
-    (["git clone -b r1.15 https://github.com/a/b"], {(3, "git-clone-tag")}),
-    (["git clone -b main https://github.com/a/b"], {(3, "git-clone-unpinned")}),
-    (["git clone https://github.com/a/b /src && git -C /src checkout 2.4.3"], {(3, "git-clone-tag")}),
-    (["git clone https://github.com/a/b /src", "git -C /src checkout 0123abc"], set()),
-    (["git clone $REPO /src", "cd /src && git checkout $SHA"], set()),  # SHA has no default: cannot be judged
-])
+@pytest.mark.parametrize(
+    "runs, expected",
+    [
+        (["git clone --branch v2.4.3 https://github.com/a/b"], {(3, "git-clone-tag")}),
+        (["git clone -b r1.15 https://github.com/a/b"], {(3, "git-clone-tag")}),
+        (["git clone -b main https://github.com/a/b"], {(3, "git-clone-unpinned")}),
+        (["git clone https://github.com/a/b /src && git -C /src checkout 2.4.3"], {(3, "git-clone-tag")}),
+        (["git clone https://github.com/a/b /src", "git -C /src checkout 0123abc"], set()),
+        (["git clone $REPO /src", "cd /src && git checkout $SHA"], set()),  # SHA has no default: cannot be judged
+    ],
+)
 def test_git_pins(runs: list[str], expected: set[tuple[int, str]]) -> None:
     text = BASE + "".join(f"RUN {r}\n" for r in runs)
     assert {x for x in rules(text) if x[1].startswith("git-")} == expected

@@ -13,8 +13,10 @@ from tests.conftest import run_envpin
 
 DIGEST = "@sha256:" + "cd" * 32
 INFO_ONLY = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nENV PYTHONHASHSEED=0\n"
-WARNINGS = f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n" \
+WARNINGS = (
+    f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
     "RUN pip install numpy==1.18.5\n"
+)
 ERRORS = "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\nENV TF_CUDNN_USE_AUTOTUNE=0\nRUN curl -s https://x/i.sh | sh\n"
 
 #: What GitHub code scanning requires of an uploaded SARIF file (docs: "SARIF support for code scanning").
@@ -225,9 +227,11 @@ def test_a_rejected_line_is_a_finding_and_the_rest_is_audited(  # type: ignore[n
 def test_a_forgotten_continuation_still_audits_the_rest_of_the_file() -> None:
     from envpin.audit import audit_text
 
-    text = ("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n"
-            "RUN apt-get update && \\\n    apt-get install -y curl\n    pip install requests\n"
-            "ENV TF_XLA_FLAGS=--tf_xla_auto_jit=2\n")
+    text = (
+        "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n"
+        "RUN apt-get update && \\\n    apt-get install -y curl\n    pip install requests\n"
+        "ENV TF_XLA_FLAGS=--tf_xla_auto_jit=2\n"
+    )
     found = audit_text(text, tolerant=True)
     assert ("parse-error", 4) in [(f.rule, f.line) for f in found]
     assert "unknown instruction 'pip'" in next(f.message for f in found if f.rule == "parse-error")
@@ -243,8 +247,9 @@ def test_missing_and_directory_inputs(cli, tmp_path: Path) -> None:  # type: ign
 def test_option_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     name = _write(tmp_path, "Dockerfile", WARNINGS)
     _one_line_error(cli("audit", "--json", "--sarif", name, cwd=tmp_path), "exclude each other")
-    _one_line_error(cli("audit", "--fail-on", "fatal", name, cwd=tmp_path),
-                    "'fatal' is not one of 'error', 'warning', 'info'")
+    _one_line_error(
+        cli("audit", "--fail-on", "fatal", name, cwd=tmp_path), "'fatal' is not one of 'error', 'warning', 'info'"
+    )
     _one_line_error(cli("audit", "--build-arg", "NOEQUALS", name, cwd=tmp_path), "is not NAME=VALUE")
     _one_line_error(cli("audit", "--in-place", name, cwd=tmp_path), "only make sense with --fix")
     _one_line_error(cli("audit", "--target", "nope", name, cwd=tmp_path), "no stage named 'nope'")

@@ -56,8 +56,9 @@ def test_fix_output_parses_and_reaudits_without_mechanical_findings(case: str) -
     assert fix(parse(outcome.text, "fixed"), again).text == outcome.text  # a second --fix changes nothing
 
 
-@pytest.mark.parametrize(("ngc", "tf"), [("20.02", "2.1"), ("20.01-tf1-py3", "1.15"), ("21.06", "2.5"),
-                                         ("22.03", "2.8"), ("23.03", "2.11")])
+@pytest.mark.parametrize(
+    ("ngc", "tf"), [("20.02", "2.1"), ("20.01-tf1-py3", "1.15"), ("21.06", "2.5"), ("22.03", "2.8"), ("23.03", "2.11")]
+)
 def test_freshly_rendered_dockerfiles_have_no_errors_or_warnings(ngc: str, tf: str, tmp_path: Path) -> None:
     req = tmp_path / "requirements.lock"
     req.write_text("tensorflow-addons==0.16.1 --hash=sha256:" + "1" * 64 + "\n")

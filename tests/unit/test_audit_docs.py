@@ -17,11 +17,12 @@ def _section(rid: str) -> str:
 
 
 def test_the_index_lists_every_rule_with_its_severity_and_flags() -> None:
-    rows = re.findall(r"^\| \[`([a-z0-9-]+)`\]\(#\1\) \| (error|warning|info) \| .+ \| (yes|no) \| (yes|no) \|$",
-                      DOC, re.M)
+    rows = re.findall(
+        r"^\| \[`([a-z0-9-]+)`\]\(#\1\) \| (error|warning|info) \| .+ \| (yes|no) \| (yes|no) \|$", DOC, re.M
+    )
     assert {rid: (sev, fix, sup) for rid, sev, fix, sup in rows} == {
-        rid: (r.severity, "yes" if r.fixable else "no", "yes" if r.suppressible else "no")
-        for rid, r in RULES.items()}
+        rid: (r.severity, "yes" if r.fixable else "no", "yes" if r.suppressible else "no") for rid, r in RULES.items()
+    }
 
 
 def test_each_rule_has_a_section_with_its_facts_and_examples() -> None:
@@ -54,10 +55,15 @@ def test_the_script_finding_shown_in_the_readme_and_here_is_what_the_audit_print
     own output, not an older wording of it."""
     from tests.conftest import run_envpin
 
-    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3@sha256:" + "cd" * 32
-                                         + "\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n")
-    (tmp_path / "train.py").write_text("import tensorflow as tf\n\ntf.random.set_seed(42)\nids = tf.constant([0, 0, 1])"
-                                       "\n\n\ny = tf.math.unsorted_segment_sum(tf.ones(3), ids, num_segments=2)\n")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3@sha256:"
+        + "cd" * 32
+        + "\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n\ntf.random.set_seed(42)\nids = tf.constant([0, 0, 1])"
+        "\n\n\ny = tf.math.unsorted_segment_sum(tf.ones(3), ids, num_segments=2)\n"
+    )
     res = run_envpin("audit", "--no-config", "Dockerfile", "train.py", cwd=tmp_path)
     [printed] = [line for line in res.stdout.splitlines() if line.startswith("train.py:7 py-op-raises error:")]
     for text in (DOC, (REPO / "README.md").read_text(encoding="utf-8")):

@@ -175,9 +175,11 @@ def test_findings_in_copied_requirements_files_stay_there(cli, tmp_path: Path) -
 def test_a_finding_on_a_comment_line_gets_its_note_above_that_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Regression: a misspelt `# envpin: ignore=` on its own line is a finding on a comment line, which no
     instruction starts at; --fix ended in `internal error: KeyError`."""
-    text = ("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3" + DIGEST + "\n"
-            "# envpin: ignore=pip-unpined\n"
-            "RUN pip install numpy==1.18.1\n")
+    text = (
+        "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3" + DIGEST + "\n"
+        "# envpin: ignore=pip-unpined\n"
+        "RUN pip install numpy==1.18.1\n"
+    )
     (tmp_path / "Dockerfile").write_text(text)
     res = cli("audit", "--fix", "--no-resolve", str(tmp_path / "Dockerfile"))
     assert res.code == 1 and "internal error" not in res.stderr

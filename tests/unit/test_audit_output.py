@@ -15,10 +15,12 @@ from envpin.audit.report import RULE_DOCS
 from tests.conftest import run_envpin
 
 DIGEST = "@sha256:" + "cd" * 32
-MIXED = (f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\n"
-         "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
-         "RUN pip install requests\n"
-         "RUN apt-get update && apt-get install -y curl\n")
+MIXED = (
+    f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\n"
+    "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+    "RUN pip install requests\n"
+    "RUN apt-get update && apt-get install -y curl\n"
+)
 
 
 def _write(folder: Path, name: str, text: str) -> str:
@@ -35,10 +37,16 @@ def test_tty_is_one_line_per_finding_on_a_narrow_terminal(cli, tmp_path: Path, m
     res = cli("audit", name, cwd=tmp_path)
     assert res.code == 1
     lines = res.stdout.splitlines()
-    assert re.fullmatch(r"Dockerfile:3 pip-no-hashes warning: pip install of requests without hash checking\. "
-                        r"Fix: .+", lines[0])
+    assert re.fullmatch(
+        r"Dockerfile:3 pip-no-hashes warning: pip install of requests without hash checking\. "
+        r"Fix: .+",
+        lines[0],
+    )
     assert [line.split(" ", 2)[:2] for line in lines[:-1]] == [
-        ["Dockerfile:3", "pip-no-hashes"], ["Dockerfile:3", "pip-unpinned"], ["Dockerfile:4", "apt-unpinned"]]
+        ["Dockerfile:3", "pip-no-hashes"],
+        ["Dockerfile:3", "pip-unpinned"],
+        ["Dockerfile:4", "apt-unpinned"],
+    ]
     assert lines[-1] == "3 findings in 1 file: 3 warnings"
     assert "\x1b[" not in res.stdout  # no colour when stdout is not a terminal
 
@@ -48,7 +56,8 @@ def test_tty_colours_place_rule_and_severity_only_where_colour_is_asked_for(tmp_
     terminal = {"FORCE_COLOR": "1", "TERM": "xterm-256color"}
     coloured = run_envpin("audit", name, cwd=tmp_path, env={**terminal, "NO_COLOR": ""})
     assert coloured.stdout.splitlines()[0].startswith(
-        "\x1b[1mDockerfile:3\x1b[0m \x1b[2mpip-no-hashes\x1b[0m \x1b[33mwarning\x1b[0m: pip install")
+        "\x1b[1mDockerfile:3\x1b[0m \x1b[2mpip-no-hashes\x1b[0m \x1b[33mwarning\x1b[0m: pip install"
+    )
     plain = run_envpin("audit", name, cwd=tmp_path, env={**terminal, "NO_COLOR": "1"})
     assert "\x1b" not in plain.stdout
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.stdout) == plain.stdout
@@ -56,7 +65,9 @@ def test_tty_colours_place_rule_and_severity_only_where_colour_is_asked_for(tmp_
 
 @pytest.mark.parametrize("fmt", ["tty", "gcc", "github"])
 def test_control_characters_from_the_dockerfile_are_shown_not_sent_to_the_terminal(
-    cli, tmp_path: Path, fmt: str  # type: ignore[no-untyped-def]
+    cli,
+    tmp_path: Path,
+    fmt: str,  # type: ignore[no-untyped-def]
 ) -> None:
     name = _write(tmp_path, "Dockerfile", MIXED + 'RUN pip install "ev\x1b]0;owned\x07il\x9b2J"\n')
     res = cli("audit", "--format", fmt, name, cwd=tmp_path)
@@ -80,17 +91,22 @@ def test_github_escapes_what_would_break_a_workflow_command() -> None:
     from envpin.audit.report import github_line
 
     f = Finding("add-url", "info", "dir,with:odd/Dockerfile", 7, "50% of\nit", "fix, it")
-    assert github_line(f) == "::notice file=dir%2Cwith%3Aodd/Dockerfile,line=7,title=envpin add-url::50%25 of%0Ait. " \
-                             "Fix: fix, it"
+    assert (
+        github_line(f) == "::notice file=dir%2Cwith%3Aodd/Dockerfile,line=7,title=envpin add-url::50%25 of%0Ait. "
+        "Fix: fix, it"
+    )
 
 
 def test_format_aliases_and_conflicts(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     name = _write(tmp_path, "Dockerfile", MIXED)
-    assert json.loads(cli("audit", "--json", name, cwd=tmp_path).stdout) == \
-        json.loads(cli("audit", "--format", "json", name, cwd=tmp_path).stdout)
-    for args, message in ((["--format", "xml"], "unknown output format 'xml'"),
-                          (["--json", "--sarif"], "json and sarif output exclude each other"),
-                          (["--format", "gcc", "--sarif"], "gcc and sarif output exclude each other")):
+    assert json.loads(cli("audit", "--json", name, cwd=tmp_path).stdout) == json.loads(
+        cli("audit", "--format", "json", name, cwd=tmp_path).stdout
+    )
+    for args, message in (
+        (["--format", "xml"], "unknown output format 'xml'"),
+        (["--json", "--sarif"], "json and sarif output exclude each other"),
+        (["--format", "gcc", "--sarif"], "gcc and sarif output exclude each other"),
+    ):
         res = cli("audit", *args, name, cwd=tmp_path)
         assert res.code == 2 and res.stdout == ""
         error, hint = res.stderr.strip().splitlines()
@@ -133,8 +149,11 @@ def test_pyproject_configures_ignores_fail_on_and_per_path(cli, tmp_path: Path) 
     res = cli("audit", "--json", "../Dockerfile", "../legacy/Dockerfile", cwd=tmp_path / "sub")  # found upwards
     doc = json.loads(res.stdout)
     rules = {(f["file"], f["rule"]) for f in doc["findings"]}
-    assert rules == {("../Dockerfile", "pip-no-hashes"), ("../Dockerfile", "pip-unpinned"),
-                     ("../legacy/Dockerfile", "pip-no-hashes")}
+    assert rules == {
+        ("../Dockerfile", "pip-no-hashes"),
+        ("../Dockerfile", "pip-unpinned"),
+        ("../legacy/Dockerfile", "pip-no-hashes"),
+    }
     assert doc["fail_on"] == "error" and res.code == 0  # warnings only, fail-on error from the config
     assert cli("audit", "--fail-on", "warning", "../Dockerfile", cwd=tmp_path / "sub").code == 1  # the flag wins
     unconfigured = json.loads(cli("audit", "--json", "--no-config", "../Dockerfile", cwd=tmp_path / "sub").stdout)
@@ -147,7 +166,7 @@ def test_pyproject_configures_ignores_fail_on_and_per_path(cli, tmp_path: Path) 
         ('ignore = ["no-such-rule"]', "unknown rule 'no-such-rule'"),
         ('ignore = ["parse-error"]', "parse-error cannot be ignored"),
         ('fail-on = "fatal"', "fail-on 'fatal' is not a severity"),
-        ('colour = true', "unknown key 'colour'"),
+        ("colour = true", "unknown key 'colour'"),
         ('per-path = [{paths = ["x"]}]', "per-path entry 1 needs exactly 'paths' and 'ignore'"),
         ('ignore = "apt-unpinned"', "ignore must be a list of rule ids"),
     ],
@@ -172,23 +191,25 @@ def test_a_pyproject_that_cannot_name_envpin_is_not_parsed_one_that_can_is(cli, 
     it is not parsed, so another tool's broken pyproject.toml is not envpin's error; a table spelt with escapes in a
     quoted key is still found and read."""
     _write(tmp_path, "Dockerfile", MIXED)
-    (tmp_path / "pyproject.toml").write_text('[tool.other\nbroken = \n')
+    (tmp_path / "pyproject.toml").write_text("[tool.other\nbroken = \n")
     assert cli("audit", "--json", "Dockerfile", cwd=tmp_path).code == 1
     (tmp_path / "pyproject.toml").write_text('[tool."\\u0065nvpin".audit]\nfail-on = "error"\n')
     assert json.loads(cli("audit", "--json", "Dockerfile", cwd=tmp_path).stdout)["fail_on"] == "error"
-    (tmp_path / "pyproject.toml").write_text('[tool.envpin.audit\nbroken = \n')
+    (tmp_path / "pyproject.toml").write_text("[tool.envpin.audit\nbroken = \n")
     res = cli("audit", "Dockerfile", cwd=tmp_path)
     assert res.code == 2 and "cannot be read as TOML" in res.stderr
 
 
 # -- inline suppressions --------------------------------------------------------------------------------------------
 def test_inline_suppressions_on_the_line_or_the_comment_above(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    text = (f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\n"
-            "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
-            "# envpin: ignore=pip-unpinned, pip-no-hashes\n"
-            "RUN pip install requests\n"
-            "RUN curl -s https://x/i.sh | sh  # envpin: ignore=curl-pipe-shell\n"
-            "RUN pip install flask  # envpin: ignore=pip-unpined\n")
+    text = (
+        f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\n"
+        "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+        "# envpin: ignore=pip-unpinned, pip-no-hashes\n"
+        "RUN pip install requests\n"
+        "RUN curl -s https://x/i.sh | sh  # envpin: ignore=curl-pipe-shell\n"
+        "RUN pip install flask  # envpin: ignore=pip-unpined\n"
+    )
     name = _write(tmp_path, "Dockerfile", text)
     found = {(f["line"], f["rule"]) for f in json.loads(cli("audit", "--json", name, cwd=tmp_path).stdout)["findings"]}
     assert found == {(6, "pip-unpinned"), (6, "pip-no-hashes"), (6, "suppression-unknown")}
@@ -201,8 +222,10 @@ def test_a_parse_error_cannot_be_suppressed(cli, tmp_path: Path) -> None:  # typ
 
 
 def test_fix_leaves_suppressed_findings_alone(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    text = ("# envpin: ignore=pythonhashseed-unset\n"
-            f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\nENV TF_DETERMINISTIC_OPS=1\n")
+    text = (
+        "# envpin: ignore=pythonhashseed-unset\n"
+        f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST}\nENV TF_DETERMINISTIC_OPS=1\n"
+    )
     name = _write(tmp_path, "Dockerfile", text)
     res = cli("audit", "--fix", "--no-resolve", name, cwd=tmp_path)
     assert res.code == 0, res.stderr + res.stdout

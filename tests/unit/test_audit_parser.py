@@ -46,10 +46,10 @@ def test_escape_directive_backtick_and_directives_only_at_top() -> None:
 
 def test_exec_form_flags_and_shell_fallback() -> None:
     df = parse(
-        'FROM --platform=$BUILDPLATFORM x:1 AS build\n'
+        "FROM --platform=$BUILDPLATFORM x:1 AS build\n"
         'RUN --mount=type=cache,target=/root/.cache/pip ["pip", "install", "a==1"]\n'
-        'RUN [not json] && echo hi\n'
-        'COPY --from=build --chown=1:1 /a /b\n'
+        "RUN [not json] && echo hi\n"
+        "COPY --from=build --chown=1:1 /a /b\n"
     )
     frm, run_json, run_shell, copy = df.instructions
     assert frm.flags == {"platform": "$BUILDPLATFORM"} and df.stages[0].name == "build"
@@ -87,8 +87,16 @@ def test_env_substitution_forms_and_same_instruction_rule() -> None:
     )
     env = df.stages[0].env
     values = {k: env[k].value for k in "BCDEFGHI"}
-    assert values == {"B": "ab", "C": "${NOPE:-dflt}", "D": "set", "E": "was-unset", "F": "$A", "G": "$A",
-                      "H": "a", "I": "a"}
+    assert values == {
+        "B": "ab",
+        "C": "${NOPE:-dflt}",
+        "D": "set",
+        "E": "was-unset",
+        "F": "$A",
+        "G": "$A",
+        "H": "a",
+        "I": "a",
+    }
     assert env["A"].value == "new"  # the instruction's own pairs see the values from before it
     assert env["C"].unresolved == ("NOPE",)  # undeclared: it may come from the base image, so not guessed
     assert env["P"].value == "/opt/bin:$PATH" and env["P"].unresolved == ("PATH",)
@@ -102,11 +110,7 @@ def test_from_scope_is_closed_and_legacy_env() -> None:
 
 
 def test_stages_inherit_env_only_from_their_parent() -> None:
-    df = parse(
-        "FROM x:1 AS base\nENV K=1\n"
-        "FROM y:1 AS other\n"
-        "FROM BASE AS child\nENV L=2\n"
-    )
+    df = parse("FROM x:1 AS base\nENV K=1\nFROM y:1 AS other\nFROM BASE AS child\nENV L=2\n")
     base, other, child = df.stages
     assert child.parent == base.index and other.parent is None
     assert set(child.env) == {"K", "L"} and other.env == {}
@@ -116,16 +120,7 @@ def test_stages_inherit_env_only_from_their_parent() -> None:
 
 
 def test_heredocs_are_read_as_part_of_the_instruction() -> None:
-    df = parse(
-        "FROM x:1\n"
-        "RUN <<EOF\n"
-        "pip install requests\n"
-        "EOF\n"
-        "COPY <<-END /etc/x\n"
-        "\tline\n"
-        "\tEND\n"
-        "RUN echo after\n"
-    )
+    df = parse("FROM x:1\nRUN <<EOF\npip install requests\nEOF\nCOPY <<-END /etc/x\n\tline\n\tEND\nRUN echo after\n")
     assert _kw(df) == [("FROM", 1, 1), ("RUN", 2, 4), ("COPY", 5, 7), ("RUN", 8, 8)]
     assert df.instructions[1].heredocs[0].body == "pip install requests\n"
     cmds = [c.argv for c in run_script(df.instructions[1]).script.commands()]
@@ -230,7 +225,7 @@ def _nested(levels: int) -> str:
 def test_nested_defaults_expand_up_to_the_bound_and_are_kept_as_written_beyond_it() -> None:
     assert expand(_nested(MAX_SUBSTITUTION_NESTING), {}, closed=True) == ("end", ())
     deep = _nested(3000)
-    assert expand(deep, {}, closed=True) == (deep[5 * MAX_SUBSTITUTION_NESTING:-MAX_SUBSTITUTION_NESTING], ("A",))
+    assert expand(deep, {}, closed=True) == (deep[5 * MAX_SUBSTITUTION_NESTING : -MAX_SUBSTITUTION_NESTING], ("A",))
     assert expand(deep, {"A": Var("A", "set", 1, "arg")}).value == "set"  # a value needs no default
 
 

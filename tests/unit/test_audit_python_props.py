@@ -14,8 +14,14 @@ from hypothesis import strategies as st
 from envpin.audit import audit_script, target_for
 from envpin.audit.python.fixer import FIXABLE, fix_script
 
-HEAD = ["import os", "import random", "import numpy as np", "import tensorflow as tf",
-        "from tensorflow.keras import layers", "from tensorflow import keras"]
+HEAD = [
+    "import os",
+    "import random",
+    "import numpy as np",
+    "import tensorflow as tf",
+    "from tensorflow.keras import layers",
+    "from tensorflow import keras",
+]
 BODY = [
     "ds = tf.data.Dataset.range(8)",
     "ds = ds.map(lambda x: x + 1, num_parallel_calls=4, deterministic=False)",
@@ -40,9 +46,12 @@ BODY = [
 
 
 @settings(max_examples=150, deadline=None)
-@given(head=st.lists(st.sampled_from(HEAD), min_size=1, max_size=5, unique=True),
-       body=st.lists(st.sampled_from(BODY), max_size=12),
-       crlf=st.booleans(), tf=st.sampled_from(["1.15", "2.4", "2.5", "2.8", "2.16"]))
+@given(
+    head=st.lists(st.sampled_from(HEAD), min_size=1, max_size=5, unique=True),
+    body=st.lists(st.sampled_from(BODY), max_size=12),
+    crlf=st.booleans(),
+    tf=st.sampled_from(["1.15", "2.4", "2.5", "2.8", "2.16"]),
+)
 def test_fix_parses_keeps_lines_and_is_idempotent(head: list[str], body: list[str], crlf: bool, tf: str) -> None:
     eol = "\r\n" if crlf else "\n"
     text = eol.join(head + body).replace("\n", eol).replace("\r\r\n", "\r\n") + eol
@@ -63,9 +72,11 @@ def test_fix_parses_keeps_lines_and_is_idempotent(head: list[str], body: list[st
 
 
 #: The statements --fix inserts (envpin.audit.python.fixer._insert): the switch and the global seeding.
-INSERTED = re.compile(r"(\w+\.(config\.experimental\.enable_op_determinism|keras\.utils\.set_random_seed|"
-                      r"random\.set_seed|compat\.v1\.set_random_seed)\(0?\)|random\.seed\(0\)|numpy\.random\.seed"
-                      r"\(0\)|os\.environ\[\"\w+\"\] = \"1\")")
+INSERTED = re.compile(
+    r"(\w+\.(config\.experimental\.enable_op_determinism|keras\.utils\.set_random_seed|"
+    r"random\.set_seed|compat\.v1\.set_random_seed)\(0?\)|random\.seed\(0\)|numpy\.random\.seed"
+    r"\(0\)|os\.environ\[\"\w+\"\] = \"1\")"
+)
 
 
 def assert_inserted_names_are_bound_above(before: str, after: str) -> None:
@@ -83,8 +94,11 @@ def assert_inserted_names_are_bound_above(before: str, after: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([*list("tf.()=:,\n #'\"abcxy0123_\t\\[]{}"), "import ", "def ", "tf.", "\n    "]),
-                max_size=120).map("".join))
+@given(
+    st.lists(
+        st.sampled_from([*list("tf.()=:,\n #'\"abcxy0123_\t\\[]{}"), "import ", "def ", "tf.", "\n    "]), max_size=120
+    ).map("".join)
+)
 def test_any_text_gives_findings_or_a_parse_error_never_an_exception(text: str) -> None:
     for f in audit_script(text, "x.py", target_for("2.6", "stock", None, "--tf 2.6")):
         assert f.line >= 1 and f.rule

@@ -107,8 +107,10 @@ def test_determinism_values_and_partial_recipes() -> None:
     partial = [f for f in audit_text(base + "ENV TF_DETERMINISTIC_OPS=1\n") if f.rule == "d9m-env-missing"]
     assert partial[0].severity == "warning" and "TF_CUDNN_USE_FRONTEND=1" in partial[0].message
     # A stage built FROM another stage inherits its ENV.
-    staged = (f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST} AS base\n"
-              "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\nFROM base\nRUN true\n")
+    staged = (
+        f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST} AS base\n"
+        "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\nFROM base\nRUN true\n"
+    )
     assert found(staged) == set()
 
 
@@ -118,8 +120,12 @@ def test_unknown_tensorflow_is_said_not_guessed() -> None:
     assert finding.rule == "d9m-unknown-tf" and finding.severity == "info"
     assert "25.01-tf2-py3" in finding.message and "--tf" in finding.fix
     assert [f.rule for f in audit_text(text, tf="2.11")] == ["d9m-env-missing"]
-    for base in ("nvcr.io/nvidia/tensorflow:18.11-py3", "nvcr.io/nvidia/tensorflow:20.04-tf2-py3",
-                 "nvcr.io/nvidia/pytorch:22.03-py3", "nvcr.io/nvidia/tensorflow:latest"):
+    for base in (
+        "nvcr.io/nvidia/tensorflow:18.11-py3",
+        "nvcr.io/nvidia/tensorflow:20.04-tf2-py3",
+        "nvcr.io/nvidia/pytorch:22.03-py3",
+        "nvcr.io/nvidia/tensorflow:latest",
+    ):
         assert "d9m-unknown-tf" in {f.rule for f in audit_text(f"FROM {base}\n")}
 
 
@@ -136,9 +142,15 @@ def test_autotune_any_value_and_xla_auto_jit() -> None:
     # The misspelt name from NVIDIA's status notes is not read by TensorFlow: its own finding, not the error.
     typo = CLEAN + "ENV TF_USE_CUDNN_AUTOTUNE=0\n"
     assert only(typo, "env-no-effect") == [3] and only(typo, "cudnn-autotune-set") == []
-    for flags, hit in (("--tf_xla_auto_jit=2", True), ("--tf_xla_auto_jit=fusible", True),
-                       ("--tf_xla_auto_jit=1 --xla_gpu_autotune_level=0", True), ("--tf_xla_cpu_global_jit", True),
-                       ("--tf_xla_auto_jit=-1", False), ("--tf_xla_auto_jit=0", False), ("--xla_dump_to=/x", False)):
+    for flags, hit in (
+        ("--tf_xla_auto_jit=2", True),
+        ("--tf_xla_auto_jit=fusible", True),
+        ("--tf_xla_auto_jit=1 --xla_gpu_autotune_level=0", True),
+        ("--tf_xla_cpu_global_jit", True),
+        ("--tf_xla_auto_jit=-1", False),
+        ("--tf_xla_auto_jit=0", False),
+        ("--xla_dump_to=/x", False),
+    ):
         assert bool(only(CLEAN + f'ENV TF_XLA_FLAGS="{flags}"\n', "xla-auto-jit")) is hit, flags
     no_d9m = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nENV TF_XLA_FLAGS=--tf_xla_auto_jit=2\n"
     assert not only(no_d9m, "xla-auto-jit")  # only judged in images that set determinism
@@ -155,12 +167,16 @@ def test_nvidia_disable_require_and_pythonhashseed() -> None:
 
 def test_horovod_needs_fusion_threshold_zero() -> None:
     assert only(CLEAN + "RUN pip install horovod==0.28.1\n", "horovod-fusion-threshold") == [3]
-    assert only(CLEAN + "ARG HOROVOD_GPU_OPERATIONS=NCCL\nRUN pip install horovod==0.28.1\n",
-                "horovod-fusion-threshold") == [3]
-    assert only(CLEAN + "RUN HOROVOD_WITH_TENSORFLOW=1 pip install horovod==0.28.1\nENV HOROVOD_FUSION_THRESHOLD=64\n",
-                "horovod-fusion-threshold") == [4]
-    assert not only(CLEAN + "RUN pip install horovod==0.28.1\nENV HOROVOD_FUSION_THRESHOLD=0\n",
-                    "horovod-fusion-threshold")
+    assert only(
+        CLEAN + "ARG HOROVOD_GPU_OPERATIONS=NCCL\nRUN pip install horovod==0.28.1\n", "horovod-fusion-threshold"
+    ) == [3]
+    assert only(
+        CLEAN + "RUN HOROVOD_WITH_TENSORFLOW=1 pip install horovod==0.28.1\nENV HOROVOD_FUSION_THRESHOLD=64\n",
+        "horovod-fusion-threshold",
+    ) == [4]
+    assert not only(
+        CLEAN + "RUN pip install horovod==0.28.1\nENV HOROVOD_FUSION_THRESHOLD=0\n", "horovod-fusion-threshold"
+    )
     assert not only(CLEAN + "RUN pip install numpy==1.0\n", "horovod-fusion-threshold")
 
 
@@ -229,13 +245,17 @@ def test_pip_env_from_dockerfile_indexes_and_hashes() -> None:
 
 # -- apt, ADD, curl | sh, git -------------------------------------------------------------------------
 def test_apt_versions_and_snapshots() -> None:
-    assert only(CLEAN + "RUN apt-get update && apt-get install -y --no-install-recommends curl git=1:2.25\n",
-                "apt-unpinned") == [3]
+    assert only(
+        CLEAN + "RUN apt-get update && apt-get install -y --no-install-recommends curl git=1:2.25\n", "apt-unpinned"
+    ) == [3]
     assert not only(CLEAN + "RUN apt-get install -y curl=7.68.0-1ubuntu2.7 ./local.deb\n", "apt-unpinned")
     snap = "RUN echo 'deb http://snapshot.ubuntu.com/ubuntu/20240301T000000Z focal main' > /etc/apt/sources.list\n"
     assert not only(CLEAN + snap + "RUN apt-get update && apt install -y curl\n", "apt-unpinned")
-    assert not only(CLEAN + "RUN apt-get update --snapshot 20240301T000000Z && apt-get install -y --snapshot "
-                    "20240301T000000Z curl\n", "apt-unpinned")
+    assert not only(
+        CLEAN + "RUN apt-get update --snapshot 20240301T000000Z && apt-get install -y --snapshot "
+        "20240301T000000Z curl\n",
+        "apt-unpinned",
+    )
     inherited = f"FROM x:1{DIGEST} AS a\n{snap}FROM a\nRUN apt-get install -y curl\n"
     assert not only(inherited, "apt-unpinned")
     assert only(CLEAN + "RUN apt-get install -y curl\n" + snap, "apt-unpinned") == [3]  # snapshot came too late
@@ -274,8 +294,13 @@ def test_curl_pipe_shell(run: str, hit: bool) -> None:
         (["git clone --revision=0123abcd https://github.com/a/b.git"], []),
         (["git clone https://github.com/a/b.git /src/b", "cd /src/b && git checkout 0123abcd"], []),
         (["git clone https://github.com/a/b.git && cd b && git fetch origin 0123abcd && git checkout FETCH_HEAD"], []),
-        (["git clone https://github.com/a/b.git && git clone https://github.com/a/c.git && cd c && "
-          "git checkout 0123abcd"], [3]),
+        (
+            [
+                "git clone https://github.com/a/b.git && git clone https://github.com/a/c.git && cd c && "
+                "git checkout 0123abcd"
+            ],
+            [3],
+        ),
     ],
 )
 def test_git_clone_pins(runs: list[str], unpinned: list[int]) -> None:
@@ -284,8 +309,9 @@ def test_git_clone_pins(runs: list[str], unpinned: list[int]) -> None:
 
 
 def test_git_checkout_after_workdir() -> None:
-    text = CLEAN + ("WORKDIR /opt\nRUN git clone https://github.com/a/models.git\n"
-                   "WORKDIR /opt/models\nRUN git checkout 0123abcd\n")
+    text = CLEAN + (
+        "WORKDIR /opt\nRUN git clone https://github.com/a/models.git\nWORKDIR /opt/models\nRUN git checkout 0123abcd\n"
+    )
     assert not only(text, "git-clone-unpinned")
 
 
@@ -294,9 +320,11 @@ def test_unparsable_shell_is_reported_not_guessed() -> None:
 
 
 def test_target_selects_the_audited_image() -> None:
-    text = (f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST} AS train\n"
-            "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
-            f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST} AS bare\n")
+    text = (
+        f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST} AS train\n"
+        "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
+        f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{DIGEST} AS bare\n"
+    )
     assert found(text) == {(3, "d9m-env-missing"), (3, "pythonhashseed-unset")}
     assert found(text, target="train") == set()
 

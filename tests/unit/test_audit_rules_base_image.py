@@ -40,14 +40,18 @@ def test_a_stock_image_is_a_known_base_with_its_tensorflow() -> None:
 
 
 def test_from_hints_name_stock_tags_envpin_knows(tmp_path: Path) -> None:
-    text = ("FROM tensorflow/tensorflow:latest-gpu AS a\nFROM tensorflow/tensorflow:2.20.0-gpu AS b\n"
-            "FROM tensorflow/tensorflow:2.9.1-gpu\n")
+    text = (
+        "FROM tensorflow/tensorflow:latest-gpu AS a\nFROM tensorflow/tensorflow:2.20.0-gpu AS b\n"
+        "FROM tensorflow/tensorflow:2.9.1-gpu\n"
+    )
     report = _audit(tmp_path, text)
     hints: dict[str, list[str]] = {f.rule: [] for f in report.findings}
     for f in report.findings:
         hints[f.rule].append(f.fix)
-    assert any("FROM tensorflow/tensorflow:2.20.0-gpu@sha256:… (TensorFlow 2.20.0; `envpin catalog --stock`" in h
-               for h in hints["from-latest"])
+    assert any(
+        "FROM tensorflow/tensorflow:2.20.0-gpu@sha256:… (TensorFlow 2.20.0; `envpin catalog --stock`" in h
+        for h in hints["from-latest"]
+    )
     nodigest = sorted(hints["from-no-digest"])
     assert any(h.endswith("or let `envpin build --stock 2.20.0-gpu` pin it") for h in nodigest)
     assert any(h.endswith("(envpin audit --fix)") and "2.9.1-gpu" in h for h in nodigest)

@@ -41,8 +41,9 @@ def _keras3_findings(text: str, folder: Path) -> list[tuple[str, str]]:
         ("tensorflow/tensorflow:latest-gpu", "", None),  # TensorFlow not known: d9m-unknown-tf says so instead
     ],
 )
-def test_keras3_auto_xla_where_the_base_reveals_the_tensorflow(base: str, env: str, want: str | None,
-                                                                tmp_path: Path) -> None:
+def test_keras3_auto_xla_where_the_base_reveals_the_tensorflow(
+    base: str, env: str, want: str | None, tmp_path: Path
+) -> None:
     text = f"FROM {base}@sha256:{'0' * 64}\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n{env}"
     found = _keras3_findings(text, tmp_path)
     if want is None:

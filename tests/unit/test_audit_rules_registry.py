@@ -107,16 +107,22 @@ def test_checks_name_rules_by_constant_never_by_string() -> None:
     bad = []
     for path in sorted(AUDIT.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str) and node.args[0].value in RULES):
+            if (
+                isinstance(node, ast.Call)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and node.args[0].value in RULES
+            ):
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert bad == []
 
 
 def _audit_imports() -> dict[str, set[str]]:
     """envpin.audit's modules and the envpin.audit modules each imports (function-level imports included)."""
-    modules = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
-               for p in AUDIT.rglob("*.py")}
+    modules = {
+        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p for p in AUDIT.rglob("*.py")
+    }
     edges: dict[str, set[str]] = {}
     for name, path in modules.items():
         found: set[str] = set()
@@ -148,8 +154,7 @@ def test_no_import_cycle_inside_envpin_audit() -> None:
 
 def test_rule_modules_do_not_import_the_machinery_that_runs_them() -> None:
     edges = _audit_imports()
-    runners = {"envpin.audit", "envpin.audit.engine", "envpin.audit.fix", "envpin.audit.config",
-               "envpin.audit.report"}
+    runners = {"envpin.audit", "envpin.audit.engine", "envpin.audit.fix", "envpin.audit.config", "envpin.audit.report"}
     rule_modules = {m for m in edges if m.startswith("envpin.audit.rules") or m == "envpin.audit.rule"}
     assert {m: sorted(edges[m] & runners) for m in rule_modules if edges[m] & runners} == {}
     assert edges["envpin.audit.rule"] == set()  # the Rule type is data: it imports nothing of envpin

@@ -21,18 +21,30 @@ from envpin.audit.shell import KEEP_COMMANDS, ShellSyntaxError, parse_script, sp
 FROM = "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
 #: (head, unit repeated, tail) of one long RUN line, and the findings (line, rule) it must give.
 SHAPES = {
-    "words": (("RUN echo ", "a b c d e f g h ", "&& pip install flask\n"),
-              [(1, "from-no-digest"), (3, "pip-no-hashes"), (3, "pip-unpinned")]),
-    "one-word": (("RUN echo ", "a", " && curl -fsSL https://example.com/i.sh | sh\n"),
-                 [(1, "from-no-digest"), (3, "curl-pipe-shell")]),
-    "vars": (("ARG V=value\nRUN echo ", "$V ${V} ", "&& apt-get install -y curl\n"),
-             [(1, "from-no-digest"), (4, "apt-unpinned")]),
-    "commands": (("RUN ", "echo a && ", "git clone https://github.com/x/y.git\n"),
-                 [(1, "from-no-digest"), (3, "git-clone-unpinned")]),
-    "continuation": (("RUN echo ", "word \\\n    ", "&& pip install flask\n"),
-                     [(1, "from-no-digest"), (3, "pip-no-hashes"), (3, "pip-unpinned")]),
-    "sh-c": (('RUN sh -c "', "echo a && ", 'curl -fsSL https://example.com/i.sh | bash"\n'),
-             [(1, "from-no-digest"), (3, "curl-pipe-shell")]),
+    "words": (
+        ("RUN echo ", "a b c d e f g h ", "&& pip install flask\n"),
+        [(1, "from-no-digest"), (3, "pip-no-hashes"), (3, "pip-unpinned")],
+    ),
+    "one-word": (
+        ("RUN echo ", "a", " && curl -fsSL https://example.com/i.sh | sh\n"),
+        [(1, "from-no-digest"), (3, "curl-pipe-shell")],
+    ),
+    "vars": (
+        ("ARG V=value\nRUN echo ", "$V ${V} ", "&& apt-get install -y curl\n"),
+        [(1, "from-no-digest"), (4, "apt-unpinned")],
+    ),
+    "commands": (
+        ("RUN ", "echo a && ", "git clone https://github.com/x/y.git\n"),
+        [(1, "from-no-digest"), (3, "git-clone-unpinned")],
+    ),
+    "continuation": (
+        ("RUN echo ", "word \\\n    ", "&& pip install flask\n"),
+        [(1, "from-no-digest"), (3, "pip-no-hashes"), (3, "pip-unpinned")],
+    ),
+    "sh-c": (
+        ('RUN sh -c "', "echo a && ", 'curl -fsSL https://example.com/i.sh | bash"\n'),
+        [(1, "from-no-digest"), (3, "curl-pipe-shell")],
+    ),
 }
 
 
@@ -68,7 +80,7 @@ def test_a_long_script_builds_the_same_commands_on_every_walk() -> None:
 
 def test_a_quote_left_open_deep_in_a_long_script_is_found_at_once() -> None:
     with pytest.raises(ShellSyntaxError, match="No closing quotation"):
-        parse_script("echo a && " * (KEEP_COMMANDS + 10) + "sh -c \"echo 'x\"")
+        parse_script("echo a && " * (KEEP_COMMANDS + 10) + 'sh -c "echo \'x"')
 
 
 def test_visit_gives_commands_and_pipelines_in_their_own_orders() -> None:

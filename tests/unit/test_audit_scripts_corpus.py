@@ -69,8 +69,10 @@ def test_recall_and_false_alarms_meet_the_targets(capsys: pytest.CaptureFixture[
     want, hit, extra, detail = score()
     recall = hit / want
     with capsys.disabled():
-        print(f"\naudit corpus: {len(CASES)} scripts, {want} expected findings, {hit} found "
-              f"(recall {recall:.1%}), {extra} false alarm(s) ({extra / len(CASES) * 10:.2f} per ten scripts)")
+        print(
+            f"\naudit corpus: {len(CASES)} scripts, {want} expected findings, {hit} found "
+            f"(recall {recall:.1%}), {extra} false alarm(s) ({extra / len(CASES) * 10:.2f} per ten scripts)"
+        )
         for case, d in detail.items():
             print(f"  {case}: {d}")
     assert recall >= 0.90, detail
@@ -86,8 +88,10 @@ def test_fix_keeps_untouched_lines_parses_and_is_idempotent(case: str, tmp_path:
     res = run([str(src)], tf=tf, fail_on="info", do_fix=True)
     fixed = Path(res.files[0]).read_text(encoding="utf-8")
     ast.parse(fixed)
-    assert not {f.rule for f in res.findings} & (FIXABLE - {"py-determinism-switch-missing", "py-no-global-seed"}) \
-        or case == "tf24-data-pipeline"  # its options assignment is commented, not fixed
+    assert (
+        not {f.rule for f in res.findings} & (FIXABLE - {"py-determinism-switch-missing", "py-no-global-seed"})
+        or case == "tf24-data-pipeline"
+    )  # its options assignment is commented, not fixed
     # the lines a fix may change: those that hold the removed keyword or the compile() call given jit_compile
     edited = {n for n, line in enumerate(text.splitlines(), 1) if "deterministic=False" in line}
     edited |= {f.line for d in res.fixed for f in d.outcome.fixed if f.rule == "py-keras3-auto-xla"}

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from envpin.audit import report, run
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text())
-_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(st.text(), inner, max_size=4)),
-                       max_leaves=20)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)),
+    max_leaves=20,
+)
 
 
 def canonical(value: object) -> str:
@@ -37,7 +39,8 @@ def test_json_and_sarif_chunks_match_the_documents(tmp_path: Path, monkeypatch) 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "Dockerfile").write_text(
         "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\nRUN pip install numpy \\\n  requests\n"
-        "RUN curl -sSL https://example.com/x.sh | sh\nENV K=\"\\u00e9 \\x1b[31m\"\nRUN echo \"é ☃\"\n")
+        'RUN curl -sSL https://example.com/x.sh | sh\nENV K="\\u00e9 \\x1b[31m"\nRUN echo "é ☃"\n'
+    )
     res = run(["Dockerfile"], fail_on="warning")
     assert len(res.findings) >= 3
     for fixed in (None, [{"source": "Dockerfile", "output": "x", "fixed": [], "commented": [], "actions": ["a"]}]):

@@ -179,8 +179,13 @@ def test_every_value_carries_its_kind_and_an_image_outranks_the_notes() -> None:
     assert all(f.kind is None for f in e.facts.values() if not f.known)
     assert {f.kind for x in cat.entries() for f in x.facts.values() if f.known} <= set(catalog.KINDS)
     fl = data["releases"]["20.03"]["flavors"]["tf2"]
-    fl["image"] = {"digest": "sha256:" + "b" * 64, "created": None, "registry": "127.0.0.1:5000/nvidia/tensorflow",
-                   "source": catalog.IMAGE_SOURCE, "declared": {"tf_version": "2.1.0", "cuda": "10.2.90"}}
+    fl["image"] = {
+        "digest": "sha256:" + "b" * 64,
+        "created": None,
+        "registry": "127.0.0.1:5000/nvidia/tensorflow",
+        "source": catalog.IMAGE_SOURCE,
+        "declared": {"tf_version": "2.1.0", "cuda": "10.2.90"},
+    }
     e = next(x for x in catalog.Catalog(data, "synced").entries() if x.tag == "20.03-tf2-py3")
     assert (e.tf_version, e.facts["tf_version"].kind) == ("2.1.0", "image")
     assert e.source_url("cuda") == "127.0.0.1:5000/nvidia/tensorflow@sha256:" + "b" * 64
@@ -208,8 +213,11 @@ def _tag(cat: catalog.Catalog, tag: str) -> catalog.Entry:
 
 
 def test_the_sweep_gives_graded_tf_versions(cat: catalog.Catalog) -> None:
-    got = {e.tag: (e.tf_version, e.facts["tf_version"].kind) for e in cat.entries()
-           if e.flavor == "tf2" and release_index(e.release) >= release_index("23.02")}
+    got = {
+        e.tag: (e.tf_version, e.facts["tf_version"].kind)
+        for e in cat.entries()
+        if e.flavor == "tf2" and release_index(e.release) >= release_index("23.02")
+    }
     assert len(got) == 25
     assert got["23.05-tf2-py3"] == ("2.12.0", "nv-version")
     assert got["24.05-tf2-py3"] == ("2.15.0", "jetson")
@@ -244,7 +252,11 @@ def test_agreeing_and_conflicting_sources_are_kept(cat: catalog.Catalog) -> None
     e = _tag(cat, "23.05-tf2-py3")
     assert e.facts["tf_version"].conflicts == (("2.15.0", "jc-2026-05"),)
     assert e.to_json()["provenance"]["tf_version"]["conflicts"][0] | {"source": ""} == {
-        "value": "2.15.0", "kind": "jetson", "title": cat.sources["jc-2026-05"]["title"], "source": ""}
+        "value": "2.15.0",
+        "kind": "jetson",
+        "title": cat.sources["jc-2026-05"]["title"],
+        "source": "",
+    }
     # 24.07: Jetson wheels of one grade disagree, so nothing is chosen and every candidate stays visible.
     f = _tag(cat, "24.07-tf2-py3").facts["tf_version"]
     assert f.value is None and {v for v, _ in f.conflicts} == {"2.16.1", "2.17.1"} and "disagree" in (f.reason or "")
@@ -272,26 +284,42 @@ def _tf2(d: dict, release: str) -> dict:  # type: ignore[type-arg]
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda d: d["releases"]["25.02"]["fields"].__setitem__("cuda", {"value": "12.8", "source": "jc-2026-05"}),
-         "jetson evidence gives the TensorFlow version only, not cuda"),
-        (lambda d: d["releases"]["25.02"]["fields"].__setitem__(
-            "python", {"value": "3.12.3", "source": "cbica-hf-25.02"}), "nv-version evidence gives the TensorFlow"),
-        (lambda d: _tf2(d, "23.05")["tf_version"]["conflicts"].append({"value": "2.11", "source": "rn-20.03"}),
-         "is not weaker than the value's source"),
-        (lambda d: _tf2(d, "23.05")["tf_version"]["conflicts"].append({"value": "2.12.0", "source": "jc-2024-09-a"}),
-         "gives the same value"),
+        (
+            lambda d: d["releases"]["25.02"]["fields"].__setitem__("cuda", {"value": "12.8", "source": "jc-2026-05"}),
+            "jetson evidence gives the TensorFlow version only, not cuda",
+        ),
+        (
+            lambda d: d["releases"]["25.02"]["fields"].__setitem__(
+                "python", {"value": "3.12.3", "source": "cbica-hf-25.02"}
+            ),
+            "nv-version evidence gives the TensorFlow",
+        ),
+        (
+            lambda d: _tf2(d, "23.05")["tf_version"]["conflicts"].append({"value": "2.11", "source": "rn-20.03"}),
+            "is not weaker than the value's source",
+        ),
+        (
+            lambda d: _tf2(d, "23.05")["tf_version"]["conflicts"].append({"value": "2.12.0", "source": "jc-2024-09-a"}),
+            "gives the same value",
+        ),
         (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("cbica-hf-25.02"), "'also' repeats a source"),
         (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("ext-tag-refs"), "backs no value"),
         (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("nowhere"), "not a known source"),
-        (lambda d: _tf2(d, "23.05")["tf_version"].__setitem__("conflicts", [{"value": "2.15.0"}]),
-         "exactly 'value' and 'source'"),
+        (
+            lambda d: _tf2(d, "23.05")["tf_version"].__setitem__("conflicts", [{"value": "2.15.0"}]),
+            "exactly 'value' and 'source'",
+        ),
         (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].pop(), "at least two different candidate values"),
-        (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].append({"value": "2.16", "source": "uva-tf-2.17.0"}),
-         "of different grades"),
+        (
+            lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].append({"value": "2.16", "source": "uva-tf-2.17.0"}),
+            "of different grades",
+        ),
         (lambda d: _tf2(d, "24.04")["tf_version"].__setitem__("also", ["uva-tf-2.17.0"]), "'also' needs a value"),
         (lambda d: d["sources"]["tufts-25.02"].__setitem__("url", "http://example.org/x"), "https:// address"),
-        (lambda d: _tf2(d, "24.03").__setitem__("tf_version", {"value": "2.15", "source": "x", "grade": "jetson"}),
-         "must be an object"),
+        (
+            lambda d: _tf2(d, "24.03").__setitem__("tf_version", {"value": "2.15", "source": "x", "grade": "jetson"}),
+            "must be an object",
+        ),
     ],
 )
 def test_schema_checks_grades_also_and_conflicts(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -306,7 +334,10 @@ def test_every_grade_is_a_schema_kind_and_ranks_below_nvidia() -> None:
     assert set(catalog.KIND_TEXT) == set(catalog.KINDS)
     # A weak grade may back a value the schema accepts, and is ranked for conflicts like any other.
     data["releases"]["24.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {
-        "value": "2.15.0", "source": "tufts-25.02", "conflicts": [{"value": "2.14.0", "source": "jc-2026-05"}]}
+        "value": "2.15.0",
+        "source": "tufts-25.02",
+        "conflicts": [{"value": "2.14.0", "source": "jc-2026-05"}],
+    }
     catalog.validate(data)
 
 
@@ -315,12 +346,17 @@ def test_catalog_tf_2_15_lists_the_release_with_its_grade(cli) -> None:  # type:
     assert res.code == 0, res.stderr
     assert "24.05-tf2-py3" in res.stdout and "jetson" in res.stdout and "third-party" in res.stdout
     (line,) = res.stderr.splitlines()
-    assert line.startswith("notice: below NVIDIA's own notes: 24.02-tf2-py3 tf_version 2.15 (third-party); "
-                           "24.03-tf2-py3 tf_version 2.15.0 (third-party); 24.05-tf2-py3 tf_version 2.15.0 (jetson)")
+    assert line.startswith(
+        "notice: below NVIDIA's own notes: 24.02-tf2-py3 tf_version 2.15 (third-party); "
+        "24.03-tf2-py3 tf_version 2.15.0 (third-party); 24.05-tf2-py3 tf_version 2.15.0 (jetson)"
+    )
     assert "envpin catalog sync --release 24.02 --release 24.03 --release 24.05" in line
     rows = json.loads(cli("catalog", "--tf", "2.15", "--json").stdout)
     assert [(r["tag"], r["provenance"]["tf_version"]["kind"]) for r in rows] == [
-        ("24.02-tf2-py3", "third-party"), ("24.03-tf2-py3", "third-party"), ("24.05-tf2-py3", "jetson")]
+        ("24.02-tf2-py3", "third-party"),
+        ("24.03-tf2-py3", "third-party"),
+        ("24.05-tf2-py3", "jetson"),
+    ]
 
 
 def test_catalog_tf_2_17_lists_the_releases_with_their_grades(cli) -> None:  # type: ignore[no-untyped-def]
@@ -356,14 +392,21 @@ def test_grade_notice_view(cat: catalog.Catalog) -> None:
     assert "--release 24.05 --release 25.02" in line
 
 
-@pytest.mark.parametrize("release, message, hint", [
-    ("2.20.0-gpu", "--release 2.20.0-gpu is a stock TensorFlow GPU image; catalog sync reads NGC tags",
-     "envpin catalog show 2.20.0-gpu"),
-    ("tensorflow/tensorflow:2.19.0-gpu", "is a stock TensorFlow GPU image", "envpin catalog show"),
-    ("bogus", "'bogus' is not an NGC TensorFlow release", "e.g. --release 20.02 or --release 20.02-tf2-py3"),
-])
+@pytest.mark.parametrize(
+    "release, message, hint",
+    [
+        (
+            "2.20.0-gpu",
+            "--release 2.20.0-gpu is a stock TensorFlow GPU image; catalog sync reads NGC tags",
+            "envpin catalog show 2.20.0-gpu",
+        ),
+        ("tensorflow/tensorflow:2.19.0-gpu", "is a stock TensorFlow GPU image", "envpin catalog show"),
+        ("bogus", "'bogus' is not an NGC TensorFlow release", "e.g. --release 20.02 or --release 20.02-tf2-py3"),
+    ],
+)
 def test_sync_release_that_is_no_ngc_tag_names_the_option_it_came_from(
-        cli, tmp_path, release: str, message: str, hint: str) -> None:  # type: ignore[no-untyped-def]
+    cli, tmp_path, release: str, message: str, hint: str
+) -> None:  # type: ignore[no-untyped-def]
     """`catalog sync` has --release, not --ngc; a stock tag is not read there (before any registry request)."""
     res = cli("catalog", "sync", "--release", release, "--no-save", "--write", str(tmp_path / "c.json"))
     lines = res.stderr.splitlines()

@@ -20,7 +20,8 @@ def test_the_shipped_catalog_passes_the_full_check_and_is_the_one_recorded() -> 
     recorded = catalog.checked_record_path().read_text(encoding="ascii").strip()
     assert recorded == catalogcheck.digest(raw), (
         "envpin/data/catalog.json changed since it was recorded: "
-        "run `.venv/bin/python -m envpin.knowledge.catalogcheck`")
+        "run `.venv/bin/python -m envpin.knowledge.catalogcheck`"
+    )
 
 
 @pytest.fixture
@@ -48,7 +49,8 @@ def test_the_recorded_shipped_file_loads_without_a_second_check(checks: list[str
 
 
 def test_an_envpin_catalog_file_is_checked_in_full_even_when_identical(
-        checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     copy = tmp_path / "catalog.json"
     shutil.copyfile(catalog.shipped_catalog_path(), copy)
     monkeypatch.setenv(catalog.CATALOG_ENV, str(copy))
@@ -57,7 +59,8 @@ def test_an_envpin_catalog_file_is_checked_in_full_even_when_identical(
 
 
 def test_a_shipped_file_that_differs_from_the_record_is_checked_in_full(
-        checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     record = tmp_path / "catalog.checked"
     record.write_text("0" * 64 + "\n")
     monkeypatch.setattr(catalog, "checked_record_path", lambda: record)
@@ -65,8 +68,9 @@ def test_a_shipped_file_that_differs_from_the_record_is_checked_in_full(
     assert checks == [str(catalog.shipped_catalog_path())]
 
 
-def test_a_missing_record_means_a_full_check(checks: list[str], tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_record_means_a_full_check(
+    checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(catalog, "checked_record_path", lambda: tmp_path / "absent")
     catalog.load(cache=False)
     assert len(checks) == 1
@@ -74,7 +78,8 @@ def test_a_missing_record_means_a_full_check(checks: list[str], tmp_path: Path,
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "oversized"])
 def test_a_record_that_is_no_regular_small_file_means_a_full_check_never_a_wait(
-        kind: str, checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kind: str, checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     record = tmp_path / "catalog.checked"

@@ -90,8 +90,11 @@ def test_recipe_json(cli) -> None:  # type: ignore[no-untyped-def]
         (["catalog", "--flavor", "tf3"], "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
         (["catalog", "show", "20.04"], "no TensorFlow container in 20.04"),
         # neither an NGC release nor a stock tag: the hint names both kinds, and no --ngc option
-        (["catalog", "show", "2.20.0-gpux"], "hint: give an NGC release or tag, or a stock image's tag, e.g. "
-                                             "envpin catalog show 20.02, 20.02-tf2-py3 or 2.20.0-gpu"),
+        (
+            ["catalog", "show", "2.20.0-gpux"],
+            "hint: give an NGC release or tag, or a stock image's tag, e.g. "
+            "envpin catalog show 20.02, 20.02-tf2-py3 or 2.20.0-gpu",
+        ),
         (["catalog", "show", "20.13"], "hint: months run from 01 to 12"),
         (["catalog", "--tf", "3"], "no NGC release in the catalog matches"),
         (["nosuchcommand"], "No such command"),
@@ -182,8 +185,9 @@ def test_lock_command_usage_errors(cli, tmp_path: Path) -> None:  # type: ignore
         (("selftest", "--quick", "--python", "/bin/false"), "is not a Python 3.6 or later that runs"),
     ],
 )
-def test_empty_odd_and_non_python_inputs_are_one_line_errors(cli, tmp_path: Path, args: tuple[str, ...],
-                                                            needle: str) -> None:  # type: ignore[no-untyped-def]
+def test_empty_odd_and_non_python_inputs_are_one_line_errors(
+    cli, tmp_path: Path, args: tuple[str, ...], needle: str
+) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args, cwd=tmp_path)
     _one_line_error(res, needle)
     assert not (tmp_path / "images").exists()
@@ -210,13 +214,17 @@ def _interrupt_while_a_class_is_made() -> BaseException:
     raise AssertionError("__set_name__ was not called")
 
 
-@pytest.mark.parametrize(("raised", "code", "first"), [
-    (KeyboardInterrupt(), 130, "interrupted"),
-    (_interrupt_while_a_class_is_made(), 130, "interrupted"),
-    (RuntimeError("boom"), 2, "error: internal error: RuntimeError: boom"),
-])
-def test_interrupt_and_internal_error(cli, monkeypatch: pytest.MonkeyPatch, raised: BaseException, code: int,
-                                      first: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("raised", "code", "first"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted"),
+        (_interrupt_while_a_class_is_made(), 130, "interrupted"),
+        (RuntimeError("boom"), 2, "error: internal error: RuntimeError: boom"),
+    ],
+)
+def test_interrupt_and_internal_error(
+    cli, monkeypatch: pytest.MonkeyPatch, raised: BaseException, code: int, first: str
+) -> None:  # type: ignore[no-untyped-def]
     """Ctrl-C exits 130; a bug exits 2 with a hint to re-run with --debug, never a bare traceback."""
     from envpin import api
 
@@ -252,15 +260,20 @@ def test_ctrl_c_after_the_command_returned_flushes_its_output_and_is_one_line() 
     assert proc.stdout.startswith("envpin ")
 
 
-@pytest.mark.parametrize("args", [
-    ("probe", "--image", "example.invalid/tf:1", "--no-selftest", "--quick"),
-    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--no-selftest", "--quick"),
-    ("fleet", "probe", "--slurm", "--no-selftest", "--quick"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("probe", "--image", "example.invalid/tf:1", "--no-selftest", "--quick"),
+        ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--no-selftest", "--quick"),
+        ("fleet", "probe", "--slurm", "--no-selftest", "--quick"),
+    ],
+)
 def test_quick_with_no_selftest_is_refused_before_any_work(args: tuple[str, ...]) -> None:
     """--quick shortens a self-test that --no-selftest leaves out: one error, as `envpin probe --quick` on this
     machine gives, before anything is pulled, rendered or allocated."""
     res = run_envpin(*args)
     assert res.code == 2 and res.stdout == "", res
-    assert res.stderr.splitlines() == ["error: --quick shortens the self-test, which --no-selftest leaves out",
-                                       "hint: drop --quick, or --no-selftest"]
+    assert res.stderr.splitlines() == [
+        "error: --quick shortens the self-test, which --no-selftest leaves out",
+        "hint: drop --quick, or --no-selftest",
+    ]

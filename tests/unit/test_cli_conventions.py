@@ -16,11 +16,14 @@ from tests.conftest import run_envpin
 ENVPIN = str(Path(sys.executable).with_name("envpin"))
 
 
-@pytest.mark.parametrize("args", [
-    ("catalog", "--tf", "2.1"),
-    ("catalog", "show", "20.02"),
-    ("recipe", "--ngc", "20.02", "--tf", "2.1"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("catalog", "--tf", "2.1"),
+        ("catalog", "show", "20.02"),
+        ("recipe", "--ngc", "20.02", "--tf", "2.1"),
+    ],
+)
 def test_format_json_is_the_json_option(cli, args: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
     by_format = cli(*args, "--format", "json")
     by_flag = cli(*args, "--json")
@@ -37,33 +40,45 @@ def test_diff_format_json(cli, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert res.code == 0 and json.loads(res.stdout)["counts"] == {"breaking": 0, "info": 0, "risk": 0}
 
 
-@pytest.mark.parametrize(("args", "listed"), [
-    (("catalog", "--format", "xml"), "'xml' is not one of 'text', 'json'"),
-    (("probe", "--image", "x:1", "--gpus", "some"), "'some' is not one of 'auto', 'all', 'none'"),
-    (("catalog", "--flavor", "tf3"), "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
-    (("build", "--ngc", "20.02", "--engine", "rkt"), "'rkt' is not one of 'auto', 'docker', 'podman'"),
-    (("audit", "Dockerfile", "--fail-on", "fatal"), "'fatal' is not one of 'error', 'warning', 'info'"),
-    (("lock", "requirements.in", "--ngc", "20.02", "--resolver", "pip"), "'pip' is not one of 'auto', 'image', 'host'"),
-])
+@pytest.mark.parametrize(
+    ("args", "listed"),
+    [
+        (("catalog", "--format", "xml"), "'xml' is not one of 'text', 'json'"),
+        (("probe", "--image", "x:1", "--gpus", "some"), "'some' is not one of 'auto', 'all', 'none'"),
+        (("catalog", "--flavor", "tf3"), "'tf3' is not one of 'py2', 'py3', 'tf1', 'tf1-py2', 'tf2'"),
+        (("build", "--ngc", "20.02", "--engine", "rkt"), "'rkt' is not one of 'auto', 'docker', 'podman'"),
+        (("audit", "Dockerfile", "--fail-on", "fatal"), "'fatal' is not one of 'error', 'warning', 'info'"),
+        (
+            ("lock", "requirements.in", "--ngc", "20.02", "--resolver", "pip"),
+            "'pip' is not one of 'auto', 'image', 'host'",
+        ),
+    ],
+)
 def test_choices_are_listed_in_the_error(cli, args: tuple[str, ...], listed: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args)
     lines = res.stderr.splitlines()
     assert res.code == 2 and len(lines) == 2 and listed in lines[0] and lines[1].startswith("hint: ")
 
 
-@pytest.mark.parametrize("args", [
-    ("probe", "-o"),
-    ("probe", "--markdown"),
-    ("probe", "--json"),
-    ("audit", "Dockerfile", "--fix", "--fix-out"),
-    ("lock", "requirements.in", "--ngc", "20.02", "--out"),
-    ("fleet", "manifest", "--kubernetes", "--out"),
-    ("fleet", "report", "reports", "--html"),
-    ("study", "--html"),
-    ("study", "--svg"),
-])
-def test_an_option_that_writes_one_file_refuses_a_folder_name(cli, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                              args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("probe", "-o"),
+        ("probe", "--markdown"),
+        ("probe", "--json"),
+        ("audit", "Dockerfile", "--fix", "--fix-out"),
+        ("lock", "requirements.in", "--ngc", "20.02", "--out"),
+        ("fleet", "manifest", "--kubernetes", "--out"),
+        ("fleet", "report", "reports", "--html"),
+        ("study", "--html"),
+        ("study", "--svg"),
+    ],
+)
+def test_an_option_that_writes_one_file_refuses_a_folder_name(
+    cli,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    args: tuple[str, ...],
+) -> None:
     """`--out newdir/` means a folder: as a Path it would lose its slash and a file named `newdir` would be
     written. It is one error before any work, and nothing is created."""
     res = cli(*args, "newdir/", *(["--", "true"] if args[0] == "study" else []), cwd=tmp_path)

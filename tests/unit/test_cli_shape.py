@@ -31,9 +31,12 @@ def _commands() -> list[tuple[Path, ast.FunctionDef]]:
 
 def _calls(node: ast.AST, module: str) -> list[str]:
     return [
-        n.func.attr for n in ast.walk(node)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name) and n.func.value.id == module
+        n.func.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == module
     ]
 
 
@@ -53,10 +56,18 @@ def test_views_are_the_only_renderers() -> None:
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert not {m for m in imported if m.split(".")[0] == "rich"}, f"{path.name} renders by itself"
-        assert "print" not in {n.func.id for n in ast.walk(tree)
-                               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}, f"{path.name} prints"
-    for module in ("reports/diff", "audit/report", "image/docker", "knowledge/catalog", "doctor/__init__",
-                   "knowledge/sync", "environment/lockfile"):
+        assert "print" not in {
+            n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }, f"{path.name} prints"
+    for module in (
+        "reports/diff",
+        "audit/report",
+        "image/docker",
+        "knowledge/catalog",
+        "doctor/__init__",
+        "knowledge/sync",
+        "environment/lockfile",
+    ):
         text = (REPO / "envpin" / f"{module}.py").read_text()
         assert "from rich.table" not in text, f"envpin/{module}.py renders a table: that belongs in envpin/views"
 
@@ -72,21 +83,31 @@ def test_importing_the_cli_loads_nothing_heavy() -> None:
 
 @pytest.mark.parametrize(
     ("args", "needle"),
-    [(("catalog", "--tf", "2.1"), "20.02-tf2-py3"), (("recipe", "--ngc", "21.06-tf2-py3"), "TF_DETERMINISTIC_OPS"),
-     (("catalog", "show", "20.02-tf2-py3"), "tf_version")],
+    [
+        (("catalog", "--tf", "2.1"), "20.02-tf2-py3"),
+        (("recipe", "--ngc", "21.06-tf2-py3"), "TF_DETERMINISTIC_OPS"),
+        (("catalog", "show", "20.02-tf2-py3"), "tf_version"),
+    ],
 )
 def test_results_go_to_stdout_so_pipes_work(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
     """`envpin catalog > file`: the table lands in the file, nothing on the terminal."""
     target = tmp_path / "out.txt"
     with open(target, "w") as fh:
-        proc = subprocess.run([sys.executable, "-m", "envpin", *args], stdout=fh, stderr=subprocess.PIPE,
-                              text=True, cwd=tmp_path, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "envpin", *args],
+            stdout=fh,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
     assert proc.returncode == 0 and proc.stderr == ""
     assert needle in target.read_text()
 
 
-@pytest.mark.parametrize("args", [("-h",), ("audit", "-h"), ("catalog", "sync", "-h"), ("lock", "-h"),
-                                  ("probe", "-h"), ("build", "-h")])
+@pytest.mark.parametrize(
+    "args", [("-h",), ("audit", "-h"), ("catalog", "sync", "-h"), ("lock", "-h"), ("probe", "-h"), ("build", "-h")]
+)
 def test_dash_h_is_help_everywhere(cli, args: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args)
     assert res.code == 0 and res.stdout.startswith("Usage: envpin") and "-h, --help" in res.stdout

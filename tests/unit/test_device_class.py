@@ -8,7 +8,8 @@ from envpin.probe import fields
 
 def test_gpu_class_is_model_compute_capability_and_count() -> None:
     assert device.device_class([("NVIDIA A100", "8.0"), ("NVIDIA A100", "8.0")], "", "", "", "") == (
-        "gpu:NVIDIA A100;cc=8.0;count=2")
+        "gpu:NVIDIA A100;cc=8.0;count=2"
+    )
     assert device.device_class([("B", "9.0"), ("A", "")], "", "", "", "") == "gpu:A;cc=unknown|B;cc=9.0;count=2"
 
 
@@ -20,19 +21,31 @@ def test_report_side_uses_the_same_rule() -> None:
 
 
 def test_the_self_tests_own_class_wins() -> None:
-    report = {"selftest": {"golden": {"hash": "sha256:" + "1" * 64, "device_class": "cpu:x86-64-v4;intra_op=1;"
-                                                                                  "inter_op=1;onednn=on"}}}
+    report = {
+        "selftest": {
+            "golden": {"hash": "sha256:" + "1" * 64, "device_class": "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on"}
+        }
+    }
     assert fields.device_class(report) == "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on"
 
 
 def test_what_tensorflow_reported_outranks_the_rule() -> None:
     """A probe run with TensorFlow imported records TensorFlow's own oneDNN answer and live thread counts;
     those win over the environment and the CPU-feature rule (which cannot see every way to switch them)."""
-    flat = {"cpu.isa_level": "x86-64-v4", "cpu.flags": "avx512f avx512_vnni", "os.arch": "x86_64",
-            "tensorflow.version": "2.21.0", "cpu.affinity_cpus": "2"}
+    flat = {
+        "cpu.isa_level": "x86-64-v4",
+        "cpu.flags": "avx512f avx512_vnni",
+        "os.arch": "x86_64",
+        "tensorflow.version": "2.21.0",
+        "cpu.affinity_cpus": "2",
+    }
     assert device.from_flat(flat) == "cpu:x86-64-v4;intra_op=2;inter_op=2;onednn=on"  # the rule: VNNI -> on
-    live = {**flat, "tensorflow.runtime.onednn": "off", "tensorflow.runtime.intra_op_threads": "1",
-            "tensorflow.runtime.inter_op_threads": "0"}
+    live = {
+        **flat,
+        "tensorflow.runtime.onednn": "off",
+        "tensorflow.runtime.intra_op_threads": "1",
+        "tensorflow.runtime.inter_op_threads": "0",
+    }
     assert device.from_flat(live) == "cpu:x86-64-v4;intra_op=1;inter_op=2;onednn=off"
     failed = {**flat, "tensorflow.runtime.onednn": "error: ImportError"}
     assert device.from_flat(failed).endswith("onednn=on")

@@ -105,9 +105,7 @@ def _gpu(report: dict[str, Any], driver: str = "550.54.15", name: str = "NVIDIA 
 
 def test_driver_minor_is_risk_and_major_is_breaking(report: dict[str, Any]) -> None:
     base = _gpu(report, "550.54.15")
-    assert _severities(base, _gpu(report, "550.90.07")) == {
-        "gpu.driver_version": "risk", "gpu.devices.0.uuid": "info"
-    }
+    assert _severities(base, _gpu(report, "550.90.07")) == {"gpu.driver_version": "risk", "gpu.devices.0.uuid": "info"}
     sev = _severities(base, _gpu(report, "535.104.05"))
     assert sev["gpu.driver_major"] == "breaking" and sev["gpu.driver_version"] == "risk"
 
@@ -241,8 +239,10 @@ def test_a_recorded_fingerprint_that_is_not_its_fields_is_said_beside_identical(
     b = tmp_path / "b.json"
     b.write_text(json.dumps(data))
     code, doc = _diff_json(a, b)
-    note = (f"b.json records the fingerprint sha256:{'0' * 64}, but its fields' fingerprint is {real} (the "
-            "report was edited, or written with other fingerprint rules)")
+    note = (
+        f"b.json records the fingerprint sha256:{'0' * 64}, but its fields' fingerprint is {real} (the "
+        "report was edited, or written with other fingerprint rules)"
+    )
     assert code == 0 and doc["verdict"] == "identical" and doc["differences"] == []
     assert doc["fingerprint"] == {"a": real, "b": real}
     assert doc["notes"] == [note]

@@ -43,8 +43,9 @@ def test_auths_keys_as_docker_writes_them(key: str, registry_name: str) -> None:
 
 
 def test_entry_forms() -> None:
-    assert logins.lookup("r.example.com", {"auths": {"r.example.com": {"username": "a", "password": "b"}}}) \
-        == Credentials("a", "b")
+    assert logins.lookup(
+        "r.example.com", {"auths": {"r.example.com": {"username": "a", "password": "b"}}}
+    ) == Credentials("a", "b")
     token = logins.lookup("r.example.com", {"auths": {"r.example.com": {"identitytoken": "refresh-xyz"}}})
     assert token is not None and token.identity_token and token.secret == "refresh-xyz"
     assert logins.lookup("r.example.com", {"auths": {"r.example.com": {}}}) is None  # kept in a store
@@ -56,8 +57,11 @@ def test_entry_forms() -> None:
 def test_helper_routing_and_missing_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no docker-credential-* programs at all
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
-    config = {"credsStore": "nosuch", "credHelpers": {"r.example.com": "other"},
-              "auths": {"plain.example.com": {"auth": _auth("u", "p")}}}
+    config = {
+        "credsStore": "nosuch",
+        "credHelpers": {"r.example.com": "other"},
+        "auths": {"plain.example.com": {"auth": _auth("u", "p")}},
+    }
     with pytest.raises(RegistryError) as info:
         logins.lookup("r.example.com", config)  # the per-registry helper wins over credsStore
     assert "docker-credential-other is not on PATH" in info.value.message
@@ -114,8 +118,10 @@ _json = st.recursive(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.sampled_from(["auths", "credHelpers", "credsStore", "x"]), _json, max_size=3),
-       st.sampled_from(["docker.io", "r.example.com", "127.0.0.1:5000"]))
+@given(
+    st.dictionaries(st.sampled_from(["auths", "credHelpers", "credsStore", "x"]), _json, max_size=3),
+    st.sampled_from(["docker.io", "r.example.com", "127.0.0.1:5000"]),
+)
 def test_any_config_gives_credentials_none_or_an_envpin_error(config: dict, name: str) -> None:
     try:
         got = logins.lookup(name, config)

@@ -38,8 +38,13 @@ A100 = ("NVIDIA A100-SXM4-40GB", "8.0")
 DOCKER_OK = DockerReading(version="24.0.7", runtimes=("nvidia", "runc"))
 
 
-def host(driver: str | None = "535.104.05", gpus: tuple[tuple[str, str], ...] = (A100,),
-         docker: DockerReading = DOCKER_OK, cdi: tuple[str, ...] = (), hooks: tuple[str, ...] = ()) -> Readings:
+def host(
+    driver: str | None = "535.104.05",
+    gpus: tuple[tuple[str, str], ...] = (A100,),
+    docker: DockerReading = DOCKER_OK,
+    cdi: tuple[str, ...] = (),
+    hooks: tuple[str, ...] = (),
+) -> Readings:
     return Readings(
         docker=docker,
         driver_version=driver,
@@ -56,7 +61,10 @@ def host(driver: str | None = "535.104.05", gpus: tuple[tuple[str, str], ...] = 
 def r2206() -> doctor.Target:
     t = target_from_ngc("22.06-tf2-py3")
     assert (t.driver_min.value, t.driver_compat.value, t.compute_capability_min.value) == (
-        "515", ["450.51+", "470.57+", "510.47+"], "6.0")
+        "515",
+        ["450.51+", "470.57+", "510.47+"],
+        "6.0",
+    )
     return t
 
 
@@ -138,22 +146,33 @@ def test_unknown_forward_compat_branches_cannot_tell_for_an_old_driver() -> None
 def test_branch_notations_of_the_release_notes() -> None:
     t = target_from_ngc("20.03-tf2-py3")
     assert t.driver_compat.value == ["396", "384.111+", "410", "418.xx", "440.30"]
-    for driver, status in (("418.40.04", "forward-compat"), ("410.48", "forward-compat"), ("396.26", "forward-compat"),
-                           ("384.111", "forward-compat"), ("384.81", "problem"), ("440.30", "forward-compat"),
-                           ("430.50", "problem"), ("440.33.01", "ok"), ("450.80.02", "ok")):
+    for driver, status in (
+        ("418.40.04", "forward-compat"),
+        ("410.48", "forward-compat"),
+        ("396.26", "forward-compat"),
+        ("384.111", "forward-compat"),
+        ("384.81", "problem"),
+        ("440.30", "forward-compat"),
+        ("430.50", "problem"),
+        ("440.33.01", "ok"),
+        ("450.80.02", "ok"),
+    ):
         d = diagnose(t, host(driver, gpus=(("Tesla V100-SXM2-16GB", "7.0"),)))
         assert statuses(d)["driver"] == status, driver
     # 20.03's minimum compute capability (6.0) comes from a same-month sibling note; a V100 meets it.
     assert t.compute_capability_min.kind == "sibling" and d.verdict == WILL_RUN
 
 
-@pytest.mark.parametrize(("text", "branch", "minimum", "words"), [
-    ("450.51+", 450, (450, 51), "R450 at 450.51 or later"),
-    ("384.111+", 384, (384, 111), "R384 at 384.111 or later"),
-    ("418.xx", 418, None, "any R418 driver"),
-    ("410", 410, None, "any R410 driver"),
-    ("440.30", 440, (440, 30), "R440 at 440.30 or later"),
-])
+@pytest.mark.parametrize(
+    ("text", "branch", "minimum", "words"),
+    [
+        ("450.51+", 450, (450, 51), "R450 at 450.51 or later"),
+        ("384.111+", 384, (384, 111), "R384 at 384.111 or later"),
+        ("418.xx", 418, None, "any R418 driver"),
+        ("410", 410, None, "any R410 driver"),
+        ("440.30", 440, (440, 30), "R440 at 440.30 or later"),
+    ],
+)
 def test_parse_branch(text: str, branch: int, minimum: tuple[int, ...] | None, words: str) -> None:
     b = parse_branch(text)
     assert b is not None and (b.branch, b.minimum, b.describe()) == (branch, minimum, words)
@@ -163,15 +182,31 @@ def test_parse_branch_rejects_what_is_not_a_branch() -> None:
     assert parse_branch("R450") is None and parse_branch("450.") is None and parse_branch("") is None
 
 
-@pytest.mark.parametrize(("name", "cls"), [
-    ("Tesla V100-SXM2-16GB", "data-center"), ("Tesla K80", "data-center"), ("NVIDIA A100-SXM4-80GB", "data-center"),
-    ("NVIDIA A100 80GB PCIe", "data-center"), ("NVIDIA H100 80GB HBM3", "data-center"), ("NVIDIA H200", "data-center"),
-    ("NVIDIA L4", "data-center"), ("NVIDIA L40S", "data-center"), ("NVIDIA A10G", "data-center"),
-    ("NVIDIA A30", "data-center"), ("NVIDIA A40", "data-center"), ("NVIDIA GH200 480GB", "data-center"),
-    ("NVIDIA GeForce RTX 4090", "consumer"), ("GeForce GTX 1080 Ti", "consumer"), ("NVIDIA TITAN V", "consumer"),
-    ("Quadro RTX 8000", "workstation"), ("NVIDIA RTX A6000", "workstation"), ("NVIDIA RTX A4000", "workstation"),
-    ("NVIDIA RTX 6000 Ada Generation", "workstation"), ("NVIDIA DGX Display", "unknown"),
-])
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("Tesla V100-SXM2-16GB", "data-center"),
+        ("Tesla K80", "data-center"),
+        ("NVIDIA A100-SXM4-80GB", "data-center"),
+        ("NVIDIA A100 80GB PCIe", "data-center"),
+        ("NVIDIA H100 80GB HBM3", "data-center"),
+        ("NVIDIA H200", "data-center"),
+        ("NVIDIA L4", "data-center"),
+        ("NVIDIA L40S", "data-center"),
+        ("NVIDIA A10G", "data-center"),
+        ("NVIDIA A30", "data-center"),
+        ("NVIDIA A40", "data-center"),
+        ("NVIDIA GH200 480GB", "data-center"),
+        ("NVIDIA GeForce RTX 4090", "consumer"),
+        ("GeForce GTX 1080 Ti", "consumer"),
+        ("NVIDIA TITAN V", "consumer"),
+        ("Quadro RTX 8000", "workstation"),
+        ("NVIDIA RTX A6000", "workstation"),
+        ("NVIDIA RTX A4000", "workstation"),
+        ("NVIDIA RTX 6000 Ada Generation", "workstation"),
+        ("NVIDIA DGX Display", "unknown"),
+    ],
+)
 def test_gpu_class_by_name(name: str, cls: str) -> None:
     assert gpu_class(name) == cls
 
@@ -244,9 +279,13 @@ def test_diagnosis_json_is_complete(r2206: doctor.Target) -> None:
 
 # -- through the CLI, with the documented fake-readings file ------------------------------------------
 def _fake(tmp_path: Path, **over: object) -> Path:
-    data = {"docker": {"version": "24.0.7", "runtimes": ["nvidia", "runc"]}, "cdi_specs": [],
-            "container_hooks": [], "driver": {"version": "470.82.01"},
-            "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
+    data = {
+        "docker": {"version": "24.0.7", "runtimes": ["nvidia", "runc"]},
+        "cdi_specs": [],
+        "container_hooks": [],
+        "driver": {"version": "470.82.01"},
+        "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}],
+    }
     data.update(over)
     path = tmp_path / "readings.json"
     path.write_text(json.dumps(data))
@@ -295,8 +334,11 @@ def _one_line_error(res, *needles: str) -> None:  # type: ignore[no-untyped-def]
 def test_cli_bad_inputs_exit_2(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path)))
     _one_line_error(cli("doctor", "--ngc", "22.6"), "'22.6' is not an NGC TensorFlow release")
-    _one_line_error(cli("doctor", "--ngc", "20.04"), "NVIDIA published no TensorFlow container in 20.04",
-                    "nearest releases: 20.03, 20.06")
+    _one_line_error(
+        cli("doctor", "--ngc", "20.04"),
+        "NVIDIA published no TensorFlow container in 20.04",
+        "nearest releases: 20.03, 20.06",
+    )
     _one_line_error(cli("doctor", "--ngc", "20.13"), "month 13")
     _one_line_error(cli("doctor", "--ngc", "26.01"), "outside the catalog")
     _one_line_error(cli("doctor", "--ngc", "23.06-tf1-py3"), "no tf1-py3 image")
@@ -430,8 +472,10 @@ def test_driver_and_gpus_read_through_nvidia_smi(tmp_path: Path) -> None:
     """No NVML library: the probe's nvidia-smi fallback (a stand-in script) feeds the same verdicts."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    row = ("Tesla V100-SXM2-16GB, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 7.0, 16160, 00000000:00:1E.0, "
-           "Enabled, [N/A], Enabled, Default, 1530, 1530, 877, 300.00, 300.00, 88.00.4F.00.09, 450.80.02")
+    row = (
+        "Tesla V100-SXM2-16GB, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 7.0, 16160, 00000000:00:1E.0, "
+        "Enabled, [N/A], Enabled, Default, 1530, 1530, 877, 300.00, 300.00, 88.00.4F.00.09, 450.80.02"
+    )
     smi = bindir / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=name,uuid,compute_cap,*) echo "{row}";; *) exit 6;; esac\n')
     smi.chmod(0o755)

@@ -71,6 +71,7 @@ def _opener(name: str, refuse: str | None = None):  # type: ignore[no-untyped-de
         if refuse:
             raise EngineError(refuse, hint="start it")
         return _Fake(name)  # type: ignore[return-value]
+
     return open_it
 
 
@@ -81,16 +82,21 @@ def test_auto_takes_docker_when_it_answers_and_says_nothing() -> None:
 
 def test_auto_with_docker_down_falls_back_to_podman_and_says_why() -> None:
     down = "the Docker engine is not reachable: cannot connect to /var/run/docker.sock: Connection refused"
-    chosen = resolve_engine(None, environ={}, engines={"docker": _opener("docker", down),
-                                                       "podman": _opener("podman")})
+    chosen = resolve_engine(None, environ={}, engines={"docker": _opener("docker", down), "podman": _opener("podman")})
     assert chosen.engine.name == "podman"
     assert chosen.fallback == f"engine auto chose podman, because docker: {down}"
 
 
 def test_auto_with_no_engine_is_one_error_naming_the_first() -> None:
     with pytest.raises(EngineError) as failed:
-        resolve_engine("auto", environ={}, engines={"docker": _opener("docker", "Docker is down"),
-                                                    "podman": _opener("podman", "podman is not installed")})
+        resolve_engine(
+            "auto",
+            environ={},
+            engines={
+                "docker": _opener("docker", "Docker is down"),
+                "podman": _opener("podman", "podman is not installed"),
+            },
+        )
     assert failed.value.message == "no container engine answers: Docker is down"
     assert failed.value.hint == engines.NO_ENGINE_HINT
 
@@ -138,7 +144,8 @@ def test_auto_with_the_real_docker_down(monkeypatch: pytest.MonkeyPatch, tmp_pat
     chosen = resolve_engine()
     assert isinstance(chosen, ChosenEngine) and isinstance(chosen.engine, PodmanEngine)
     assert chosen.fallback is not None and chosen.fallback.startswith(
-        f"engine auto chose podman, because docker: the Docker engine is not reachable: cannot connect to {tmp_path}")
+        f"engine auto chose podman, because docker: the Docker engine is not reachable: cannot connect to {tmp_path}"
+    )
 
 
 # --- a built lock keeps its engine (auto never switches for it) --------------------------------------------------
@@ -179,12 +186,17 @@ def test_auto_refuses_to_leave_the_lock_s_engine() -> None:
     podman_lock = engines.lock_engine(_lock(PINNED, "podman 4.3.1"), "L")
     with pytest.raises(EngineError) as refused:
         resolve_engine("auto", environ={}, engines=PODMAN_DOWN, locked=podman_lock)
-    assert refused.value.message == ("L records an image built with podman 4.3.1, and podman does not answer here: "
-                                     "podman is not installed; auto does not switch engines for a built lock")
+    assert refused.value.message == (
+        "L records an image built with podman 4.3.1, and podman does not answer here: "
+        "podman is not installed; auto does not switch engines for a built lock"
+    )
     assert refused.value.hint == "start it; or build with another engine on purpose: --engine docker"
     docker_lock = engines.lock_engine(_lock(PINNED, None), "L")  # and vice versa
-    with pytest.raises(EngineError, match=r"^L pins its base and records no reproducible image .*, and docker does "
-                       r"not answer here: the Docker engine is not reachable; auto does not switch"):
+    with pytest.raises(
+        EngineError,
+        match=r"^L pins its base and records no reproducible image .*, and docker does "
+        r"not answer here: the Docker engine is not reachable; auto does not switch",
+    ):
         resolve_engine(None, environ={}, engines=DOCKER_DOWN, locked=docker_lock)
     # Docker for a Docker lock says nothing; a named engine is the user's choice.
     assert resolve_engine("auto", environ={}, engines=BOTH, locked=docker_lock).fallback is None
@@ -205,8 +217,11 @@ def test_the_build_log_reports_steps_keeps_the_tail_and_writes_the_file(tmp_path
             log.add(f"line {n}")
         error = log.failure("the podman build failed", "boom")
     assert [(e.step, e.done) for e in events] == [
-        (None, False), ("step 1/3 (FROM base)", False),
-        ("step 2/3 (COPY requirements.lock /opt/envpin/requirements.lock)", False), (None, True)]
+        (None, False),
+        ("step 1/3 (FROM base)", False),
+        ("step 2/3 (COPY requirements.lock /opt/envpin/requirements.lock)", False),
+        (None, True),
+    ]
     assert {e.title for e in events} == {"building t:1"}
     assert error.message.startswith("the podman build failed at step 2/3 (COPY requirements.lock")
     assert error.message.splitlines()[1:] == [f"  | line {n}" for n in range(10, 30)]

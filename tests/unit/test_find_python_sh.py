@@ -17,9 +17,15 @@ def _exe(path: Path) -> Path:
 
 
 def _find(minor: str, root: Path, path: str) -> str:
-    out = subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/find_python.sh; find_python {minor}"],
-                         cwd=REPO, env={"PYENV_ROOT": str(root), "PATH": path, "HOME": "/nonexistent"},
-                         capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail; source scripts/find_python.sh; find_python {minor}"],
+        cwd=REPO,
+        env={"PYENV_ROOT": str(root), "PATH": path, "HOME": "/nonexistent"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return out.stdout.strip()
 
 

@@ -42,8 +42,7 @@ def test_identical_nodes_make_one_class_and_exit_0() -> None:
 
 def test_a_breaking_difference_splits_classes_and_names_the_outlier() -> None:
     res = _fleet(node("n1"), node("n2"), node("n3"), node("odd", cuda__cudnn=cudnn("9.0.0")))
-    assert [(c.id, c.nodes, c.reference) for c in res.classes] == [(1, ("n1", "n2", "n3"), True),
-                                                                   (2, ("odd",), False)]
+    assert [(c.id, c.nodes, c.reference) for c in res.classes] == [(1, ("n1", "n2", "n3"), True), (2, ("odd",), False)]
     assert res.outliers == ("odd",)
     s = _spread(res, "cuda.cudnn.version")
     assert (s.severity, s.common, s.values) == ("breaking", "9.1.0", {"9.0.0": ("odd",), "9.1.0": ("n1", "n2", "n3")})
@@ -106,18 +105,34 @@ def test_a_node_without_self_test_is_not_checked() -> None:
 
 
 def test_failed_and_timed_out_nodes_stay_in_the_result() -> None:
-    res = aggregate([("n1", node("n1")), ("n2", NodeFailure(FAILED, "probe exited 2")),
-                     ("n3", NodeFailure(TIMED_OUT, "no answer within 600 s"))], ["a.json", None, None])
+    res = aggregate(
+        [
+            ("n1", node("n1")),
+            ("n2", NodeFailure(FAILED, "probe exited 2")),
+            ("n3", NodeFailure(TIMED_OUT, "no answer within 600 s")),
+        ],
+        ["a.json", None, None],
+    )
     assert [(n.name, n.status, n.reason) for n in res.nodes] == [
-        ("n1", "ok", None), ("n2", "failed", "probe exited 2"), ("n3", "timed_out", "no answer within 600 s")]
+        ("n1", "ok", None),
+        ("n2", "failed", "probe exited 2"),
+        ("n3", "timed_out", "no answer within 600 s"),
+    ]
     assert [c.nodes for c in res.classes] == [("n1",)]
     assert res.exit_code == 1 and res.status == "failed"
     # The one probed node is fine, but the fleet is not: never "consistent".
-    assert res.verdict() == ("failed: 1 node failed (n2); 1 node timed out (n3); "
-                             "1 probed node: no breaking or risk difference")
+    assert res.verdict() == (
+        "failed: 1 node failed (n2); 1 node timed out (n3); 1 probed node: no breaking or risk difference"
+    )
     doc = res.to_json()
-    assert doc["nodes"]["n2"] == {"status": "failed", "reason": "probe exited 2", "source": None, "class": None,
-                                  "device_class": None, "golden": None}
+    assert doc["nodes"]["n2"] == {
+        "status": "failed",
+        "reason": "probe exited 2",
+        "source": None,
+        "class": None,
+        "device_class": None,
+        "golden": None,
+    }
     assert doc["counts"]["failed"] == 1 and doc["counts"]["timed_out"] == 1
     assert doc["nodes"]["n1"]["source"] == "a.json"
 
@@ -214,8 +229,9 @@ def test_html_escapes_everything_a_report_holds_and_loads_nothing() -> None:
 
 
 def test_html_marks_cells_that_differ_from_the_common_value() -> None:
-    res = _fleet(node("n1"), node("n2"), node("n3", gpu__driver_version="550.90.07"),
-                 node("n4", cuda__cudnn=cudnn("9.0.0")))
+    res = _fleet(
+        node("n1"), node("n2"), node("n3", gpu__driver_version="550.90.07"), node("n4", cuda__cudnn=cudnn("9.0.0"))
+    )
     ctx = fleet.html_context(res)
     keys = [c.key for c in ctx["columns"]]
     rows = {r["name"]: dict(zip(keys, r["cells"], strict=True)) for r in ctx["rows"]}
@@ -246,8 +262,9 @@ def test_undecodable_bytes_in_a_report_do_not_break_the_outputs() -> None:
 
 _text = st.text(st.characters(exclude_categories=()), max_size=8)  # lone surrogates included
 _scalars = st.none() | st.booleans() | st.integers() | st.floats() | _text
-_json = st.recursive(_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
-                     max_leaves=8)
+_json = st.recursive(
+    _scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=8
+)
 _field = st.one_of(
     st.fixed_dictionaries({"value": _json}, optional={"source": st.text(max_size=4)}),
     st.fixed_dictionaries({"error": _json}),
@@ -255,11 +272,24 @@ _field = st.one_of(
     st.fixed_dictionaries({"redacted": st.booleans()}),
     _json,
 )
-_names = st.sampled_from(["hostname", "count", "devices.0.name", "devices.0.compute_capability", "isa_level",
-                          "OMP_NUM_THREADS", "TF_ENABLE_ONEDNN_OPTS", "ENVPIN_NODE_NAME", "version", "x"])
+_names = st.sampled_from(
+    [
+        "hostname",
+        "count",
+        "devices.0.name",
+        "devices.0.compute_capability",
+        "isa_level",
+        "OMP_NUM_THREADS",
+        "TF_ENABLE_ONEDNN_OPTS",
+        "ENVPIN_NODE_NAME",
+        "version",
+        "x",
+    ]
+)
 _section = st.dictionaries(_names | _text, _field, max_size=4)
-_selftest = _json | st.fixed_dictionaries({"golden": st.fixed_dictionaries(
-    {"hash": _text | _json, "device_class": _text | _json})})
+_selftest = _json | st.fixed_dictionaries(
+    {"golden": st.fixed_dictionaries({"hash": _text | _json, "device_class": _text | _json})}
+)
 _report = st.fixed_dictionaries(
     {"probe_schema": st.integers(-1, 2) | _json},
     optional={s: _section | _json for s in ("host", "cpu", "gpu", "env", "tensorflow", "packages", "cuda")}
@@ -268,8 +298,13 @@ _report = st.fixed_dictionaries(
 _item = _report | _json | st.builds(NodeFailure, st.sampled_from([FAILED, TIMED_OUT]), st.text(max_size=8))
 
 
-_expected = st.none() | st.integers(1, 6).map(Expected) | st.lists(
-    st.sampled_from(["n1", "n2", "n3", "n1.x", "gpu"]), min_size=1, max_size=4, unique=True).map(Expected.nodes)
+_expected = (
+    st.none()
+    | st.integers(1, 6).map(Expected)
+    | st.lists(st.sampled_from(["n1", "n2", "n3", "n1.x", "gpu"]), min_size=1, max_size=4, unique=True).map(
+        Expected.nodes
+    )
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -300,8 +335,13 @@ def test_no_node_at_all_is_not_a_success() -> None:
 
 
 def test_a_breaking_difference_with_a_failed_node_leads_with_the_failure() -> None:
-    res = aggregate([("n1", node("n1")), ("n2", node("n2", cuda__cudnn=cudnn("9.0.0"))),
-                     ("n3", NodeFailure(FAILED, "probe exited 2"))])
+    res = aggregate(
+        [
+            ("n1", node("n1")),
+            ("n2", node("n2", cuda__cudnn=cudnn("9.0.0"))),
+            ("n3", NodeFailure(FAILED, "probe exited 2")),
+        ]
+    )
     assert res.verdict() == "failed: 1 node failed (n3); 1 breaking difference across 2 classes; 1 outlier"
     assert res.status == "failed"
 
@@ -310,8 +350,10 @@ def test_a_count_makes_nodes_without_any_file_missing() -> None:
     res = aggregate([("n1", node("n1")), ("n2", node("n2"))], expected=Expected(3))
     assert (res.status, res.exit_code, res.unnamed_missing) == ("failed", 1, 1)
     assert res.counts()["missing"] == 1 and res.counts()["nodes"] == 3 and res.found() == 2
-    assert res.verdict() == "failed: 1 node missing (2 of 3 expected nodes found); " \
-                            "2 probed nodes: no breaking or risk difference"
+    assert (
+        res.verdict() == "failed: 1 node missing (2 of 3 expected nodes found); "
+        "2 probed nodes: no breaking or risk difference"
+    )
     assert res.to_json()["expected"] == {"count": 3, "source": None, "unexpected": []}
 
 
@@ -330,15 +372,23 @@ def test_more_nodes_than_the_count_is_a_failure_too() -> None:
 
 
 def test_named_nodes_that_left_nothing_are_missing_by_name() -> None:
-    res = aggregate([("n1", node("n1")), ("n2", NodeFailure(TIMED_OUT, "pending"))],
-                    expected=Expected.nodes(["n1", "n2", "n3", "n4"], "nodes.txt"))
-    assert [(n.name, n.status) for n in res.nodes] == [("n1", "ok"), ("n2", "timed_out"), ("n3", MISSING),
-                                                       ("n4", MISSING)]
-    assert res.node("n3").reason == ("nothing was found for this node: no report, error file or probe pod "
-                                     "(listed in nodes.txt)")
+    res = aggregate(
+        [("n1", node("n1")), ("n2", NodeFailure(TIMED_OUT, "pending"))],
+        expected=Expected.nodes(["n1", "n2", "n3", "n4"], "nodes.txt"),
+    )
+    assert [(n.name, n.status) for n in res.nodes] == [
+        ("n1", "ok"),
+        ("n2", "timed_out"),
+        ("n3", MISSING),
+        ("n4", MISSING),
+    ]
+    assert res.node("n3").reason == (
+        "nothing was found for this node: no report, error file or probe pod (listed in nodes.txt)"
+    )
     assert res.counts()["missing"] == 2 and res.counts()["nodes"] == 4
-    assert res.verdict() == ("failed: 1 node timed out (n2); 2 nodes missing (n3, n4); "
-                             "1 probed node: no breaking or risk difference")
+    assert res.verdict() == (
+        "failed: 1 node timed out (n2); 2 nodes missing (n3, n4); 1 probed node: no breaking or risk difference"
+    )
     assert res.to_json()["nodes"]["n3"]["status"] == "missing"
     page = fleet.to_html(res)
     assert "missing: <b>2</b>" in page and ">n4<" in page
@@ -353,8 +403,10 @@ def test_a_node_nobody_listed_is_unexpected() -> None:
 
 def test_listed_names_match_short_host_names() -> None:
     """Slurm lists gpu01 where the report's host name reads gpu01.cluster.local, and the other way round."""
-    assert fleet.match_expected(["gpu01", "gpu02.x.org", "gpu03"], ["gpu01.cluster.local", "gpu02", "gpu03"]) \
-        == ([], [])
+    assert fleet.match_expected(["gpu01", "gpu02.x.org", "gpu03"], ["gpu01.cluster.local", "gpu02", "gpu03"]) == (
+        [],
+        [],
+    )
     # Ambiguous short names match nothing rather than the wrong node.
     assert fleet.match_expected(["gpu01"], ["gpu01.a", "gpu01.b"]) == (["gpu01"], ["gpu01.a", "gpu01.b"])
     # An exact name wins over a short one.

@@ -47,8 +47,10 @@ def test_lines_around_the_report_are_skipped() -> None:
 
 def test_an_empty_or_foreign_output_is_a_reason() -> None:
     out = inputs.parse_kubectl_log(prefixed("p1", "\n") + prefixed("p2", '{"a": 1}\n'))
-    assert out == {"p1": "its output is not a probe report (empty)",
-                   "p2": "pod p2 is not a probe report (no probe_schema)"}
+    assert out == {
+        "p1": "its output is not a probe report (empty)",
+        "p2": "pod p2 is not a probe report (no probe_schema)",
+    }
 
 
 def test_a_line_without_prefix_is_bad_input() -> None:
@@ -70,15 +72,24 @@ def test_pod_states_become_failures_or_not() -> None:
     assert "Insufficient nvidia.com/gpu" in failure.reason
 
 
-@pytest.mark.parametrize(("status", "expected"), [
-    ({"initContainerStatuses": [{"name": PROBE, "state": {"running": {}}}]},
-     NodeFailure(TIMED_OUT, "the probe was still running when the pods were listed")),
-    ({"initContainerStatuses": [{"name": PROBE, "state": {"waiting": {"reason": "PodInitializing"}}}]},
-     NodeFailure(TIMED_OUT, "the probe has not started (PodInitializing)")),
-    ({"initContainerStatuses": [{"name": PROBE, "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}]},
-     NodeFailure(FAILED, "the probe exited 2 (Error)")),
-    ({"phase": "Pending"}, NodeFailure(TIMED_OUT, "the probe has not run (pod phase Pending)")),
-])
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (
+            {"initContainerStatuses": [{"name": PROBE, "state": {"running": {}}}]},
+            NodeFailure(TIMED_OUT, "the probe was still running when the pods were listed"),
+        ),
+        (
+            {"initContainerStatuses": [{"name": PROBE, "state": {"waiting": {"reason": "PodInitializing"}}}]},
+            NodeFailure(TIMED_OUT, "the probe has not started (PodInitializing)"),
+        ),
+        (
+            {"initContainerStatuses": [{"name": PROBE, "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}]},
+            NodeFailure(FAILED, "the probe exited 2 (Error)"),
+        ),
+        ({"phase": "Pending"}, NodeFailure(TIMED_OUT, "the probe has not run (pod phase Pending)")),
+    ],
+)
 def test_pod_status_rules(status: dict[str, Any], expected: NodeFailure) -> None:
     (p,) = inputs.parse_pod_list({"kind": "List", "items": [pod("p", "n", status)]})
     assert p.failure == expected
@@ -101,8 +112,17 @@ def test_a_pod_list_with_malformed_conditions_is_a_node_that_has_not_run(conditi
 def test_logs_and_pods_are_merged_into_nodes(tmp_path: Path) -> None:
     folder = write_fleet(tmp_path / "fleet")
     entries = {e.name: e for e in inputs.read([folder])}
-    assert set(entries) == {"gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04", "gpu-b01", "gpu-h01",
-                            "gpu-c01", "gpu-c02", "gpu-c03"}
+    assert set(entries) == {
+        "gpu-a01",
+        "gpu-a02",
+        "gpu-a03",
+        "gpu-a04",
+        "gpu-b01",
+        "gpu-h01",
+        "gpu-c01",
+        "gpu-c02",
+        "gpu-c03",
+    }
     # The report's ENVPIN_NODE_NAME names the node, not the pod's host name.
     assert isinstance(entries["gpu-c01"].item, dict)
     assert entries["gpu-c01"].source.endswith("probe.log (pod envpin-probe-x7k2p)")
@@ -117,7 +137,8 @@ def test_a_finished_pod_whose_log_is_missing_is_a_failed_node(tmp_path: Path) ->
     (tmp_path / "pods.json").write_text(json.dumps(pods))
     entries = {e.name: e.item for e in inputs.read([tmp_path / "pods.json"])}
     assert entries["gpu-c01"] == NodeFailure(
-        FAILED, "pod envpin-probe-x7k2p: the probe finished but its output was not collected (kubectl logs)")
+        FAILED, "pod envpin-probe-x7k2p: the probe finished but its output was not collected (kubectl logs)"
+    )
 
 
 # --- the real CLI ----------------------------------------------------------------------------------------------
@@ -145,9 +166,14 @@ def test_the_payload_output_collected_by_kubectl_is_read(tmp_path: Path) -> None
     `kubectl logs --prefix` prefixes it, is one probed node named by ENVPIN_NODE_NAME."""
     pyz = tmp_path / "envpin.pyz"
     pyz.write_bytes(payload.payload())
-    proc = subprocess.run([sys.executable, "-I", str(pyz), "--json", "-", "--no-selftest"], capture_output=True,
-                          text=True, env={"ENVPIN_NODE_NAME": "gpu-node-7", "PATH": "/usr/bin:/bin"}, timeout=120,
-                          check=True)
+    proc = subprocess.run(
+        [sys.executable, "-I", str(pyz), "--json", "-", "--no-selftest"],
+        capture_output=True,
+        text=True,
+        env={"ENVPIN_NODE_NAME": "gpu-node-7", "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=True,
+    )
     log = tmp_path / "probe.log"
     log.write_text(prefixed("envpin-probe-abcde", proc.stdout))
     res = run_envpin("fleet", "report", str(log), "--format", "json")
@@ -162,8 +188,19 @@ def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type:
     res = cli("fleet", "report", "reports", "--format", "json", "--html", "out/fleet.html", cwd=tmp_path)
     assert res.code == 1
     doc = json.loads(res.stdout)
-    assert doc["counts"] == {"breaking": 4, "classes": 3, "failed": 1, "info": 5, "missing": 0, "nodes": 9, "ok": 7,
-                             "outliers": 3, "risk": 2, "timed_out": 1, "unexpected": 0}
+    assert doc["counts"] == {
+        "breaking": 4,
+        "classes": 3,
+        "failed": 1,
+        "info": 5,
+        "missing": 0,
+        "nodes": 9,
+        "ok": 7,
+        "outliers": 3,
+        "risk": 2,
+        "timed_out": 1,
+        "unexpected": 0,
+    }
     assert doc["status"] == "failed" and doc["expected"] is None
     assert res.stderr == "wrote out/fleet.html\n"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fleet.html"]  # written atomically
@@ -171,18 +208,33 @@ def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type:
     assert text.code == 0 and text.stdout.startswith("2 nodes consistent except informational differences\n")
 
 
-@pytest.mark.parametrize(("setup", "args", "message"), [
-    (None, ("missing",), "error: missing does not exist\nhint: check the path\n"),
-    ("empty", ("empty",), "error: no probe reports (*.json, *.log, *.error.txt) in empty\n"
-                          "hint: write them with 'envpin probe --out DIR', or see docs/fleet.md\n"),
-    ("broken", ("broken",), "error: broken/x.json is not valid JSON (line 1, column 2: "),
-    ("foreign", ("foreign",), "error: foreign/plan.json is not a probe report (no probe_schema)\n"),
-    ("empty", ("empty", "--format", "xml"),
-     "error: Invalid value for '--format': 'xml' is not one of 'text', 'json'.\n"),
-    (None, (), "error: Missing argument 'DIR|FILE...'.\n"),
-])
-def test_bad_input_is_one_error_and_exit_2(cli, tmp_path: Path, setup: str | None, args: tuple[str, ...],  # type: ignore[no-untyped-def]
-                                           message: str) -> None:
+@pytest.mark.parametrize(
+    ("setup", "args", "message"),
+    [
+        (None, ("missing",), "error: missing does not exist\nhint: check the path\n"),
+        (
+            "empty",
+            ("empty",),
+            "error: no probe reports (*.json, *.log, *.error.txt) in empty\n"
+            "hint: write them with 'envpin probe --out DIR', or see docs/fleet.md\n",
+        ),
+        ("broken", ("broken",), "error: broken/x.json is not valid JSON (line 1, column 2: "),
+        ("foreign", ("foreign",), "error: foreign/plan.json is not a probe report (no probe_schema)\n"),
+        (
+            "empty",
+            ("empty", "--format", "xml"),
+            "error: Invalid value for '--format': 'xml' is not one of 'text', 'json'.\n",
+        ),
+        (None, (), "error: Missing argument 'DIR|FILE...'.\n"),
+    ],
+)
+def test_bad_input_is_one_error_and_exit_2(
+    cli,
+    tmp_path: Path,
+    setup: str | None,
+    args: tuple[str, ...],  # type: ignore[no-untyped-def]
+    message: str,
+) -> None:
     if setup == "empty":
         (tmp_path / "empty").mkdir()
     elif setup == "broken":
@@ -206,7 +258,10 @@ def test_manifest_on_stdout_carries_the_real_payload(cli) -> None:  # type: igno
     assert spec["initContainers"][0]["image"] == PINNED
     # The self-test runs by default where the image has TensorFlow; its failure (exit 1) is in the report.
     assert spec["initContainers"][0]["command"] == [
-        "sh", "-c", 'python3 /opt/envpin/envpin.pyz --json -; rc=$?; [ "$rc" -le 1 ] || exit "$rc"']
+        "sh",
+        "-c",
+        'python3 /opt/envpin/envpin.pyz --json -; rc=$?; [ "$rc" -le 1 ] || exit "$rc"',
+    ]
     assert daemon_set["metadata"]["namespace"] == "envpin"
     skipped = cli("fleet", "manifest", "--kubernetes", "--image", PINNED, "--no-selftest")
     _, no_selftest = yaml.safe_load_all(skipped.stdout)
@@ -220,8 +275,16 @@ def test_manifest_on_stdout_carries_the_real_payload(cli) -> None:  # type: igno
 
 def test_manifest_warns_about_an_unpinned_image_and_writes_atomically(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "k8s").mkdir()
-    res = cli("fleet", "manifest", "--kubernetes", "--image", "nvcr.io/nvidia/tensorflow:24.05-tf2-py3",
-              "--out", "k8s/probe.yaml", cwd=tmp_path)
+    res = cli(
+        "fleet",
+        "manifest",
+        "--kubernetes",
+        "--image",
+        "nvcr.io/nvidia/tensorflow:24.05-tf2-py3",
+        "--out",
+        "k8s/probe.yaml",
+        cwd=tmp_path,
+    )
     assert res.code == 0 and res.stdout == "wrote k8s/probe.yaml\n"
     assert res.stderr.startswith("warning: nvcr.io/nvidia/tensorflow:24.05-tf2-py3 is not pinned by digest")
     assert [p.name for p in (tmp_path / "k8s").iterdir()] == ["probe.yaml"]
@@ -229,12 +292,15 @@ def test_manifest_warns_about_an_unpinned_image_and_writes_atomically(cli, tmp_p
     assert res.code == 0 and "no --image given: using nvcr.io/nvidia/tensorflow:" in res.stderr
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--image", PINNED), "error: say which manifest to write: --kubernetes\n"),
-    (("--kubernetes", "--image", "Not An Image"), "error: 'Not An Image' is not an image reference\n"),
-    (("--kubernetes", "--image", "nvcr.io/nvidia/tensorflow"), "error: 'nvcr.io/nvidia/tensorflow' names no tag"),
-    (("--kubernetes", "--image", PINNED, "--namespace", "Bad_NS"), "error: 'Bad_NS' is not a Kubernetes namespace"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--image", PINNED), "error: say which manifest to write: --kubernetes\n"),
+        (("--kubernetes", "--image", "Not An Image"), "error: 'Not An Image' is not an image reference\n"),
+        (("--kubernetes", "--image", "nvcr.io/nvidia/tensorflow"), "error: 'nvcr.io/nvidia/tensorflow' names no tag"),
+        (("--kubernetes", "--image", PINNED, "--namespace", "Bad_NS"), "error: 'Bad_NS' is not a Kubernetes namespace"),
+    ],
+)
 def test_manifest_bad_input(cli, args: tuple[str, ...], message: str) -> None:  # type: ignore[no-untyped-def]
     res = cli("fleet", "manifest", *args)
     assert res.code == 2 and res.stdout == "" and res.stderr.startswith(message)
@@ -265,18 +331,32 @@ def test_output_does_not_depend_on_hash_seed(tmp_path: Path) -> None:
     write_fleet(tmp_path / "reports")
     outputs = []
     for seed in ("1", "2"):
-        res = run_envpin("fleet", "report", "reports", "--format", "json", "--html", f"{seed}.html", cwd=tmp_path,
-                         env={"PYTHONHASHSEED": seed})
+        res = run_envpin(
+            "fleet",
+            "report",
+            "reports",
+            "--format",
+            "json",
+            "--html",
+            f"{seed}.html",
+            cwd=tmp_path,
+            env={"PYTHONHASHSEED": seed},
+        )
         assert res.code == 1, res.stderr
         outputs.append((res.stdout, (tmp_path / f"{seed}.html").read_bytes()))
     assert outputs[0] == outputs[1]
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ('{"probe_schema": 1, "cpu": {"x": {"value": ' + "9" * 5000 + "}}}", "holds a number too long to read"),
-    ('{"kind": "List", "items": [{"metadata": {"name": "p"}, "status": {"initContainerStatuses": 5}}]}',
-     "no probe reports or probe pods in"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"probe_schema": 1, "cpu": {"x": {"value": ' + "9" * 5000 + "}}}", "holds a number too long to read"),
+        (
+            '{"kind": "List", "items": [{"metadata": {"name": "p"}, "status": {"initContainerStatuses": 5}}]}',
+            "no probe reports or probe pods in",
+        ),
+    ],
+)
 def test_malformed_fleet_input_is_one_error(cli, tmp_path: Path, text: str, needle: str) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "in.json").write_text(text)
     res = cli("fleet", "report", str(tmp_path / "in.json"))
@@ -308,16 +388,23 @@ def test_an_error_file_is_a_failed_node_end_to_end(tmp_path: Path) -> None:
     assert '<td class="n">gpu-03</td>' in page and "fleet/gpu-03.error.txt" in page
     doc = json.loads(run_envpin("fleet", "report", "fleet", "--format", "json", cwd=tmp_path).stdout)
     assert doc["status"] == "failed" and doc["counts"]["failed"] == 1 and doc["counts"]["nodes"] == 3
-    assert doc["nodes"]["gpu-03"] == {"status": "failed", "reason": SLURM_FAILURE, "source": "fleet/gpu-03.error.txt",
-                                      "class": None, "device_class": None, "golden": None}
+    assert doc["nodes"]["gpu-03"] == {
+        "status": "failed",
+        "reason": SLURM_FAILURE,
+        "source": "fleet/gpu-03.error.txt",
+        "class": None,
+        "device_class": None,
+        "golden": None,
+    }
 
 
 def test_a_timed_out_error_file_and_an_error_file_given_by_name(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _two_and_an_error(tmp_path / "fleet", "timed_out", "the probe did not finish within 300 s")
     res = cli("fleet", "report", "fleet/gpu-01.json", "fleet/gpu-03.error.txt", cwd=tmp_path)
     assert res.code == 1
-    assert res.stdout.splitlines()[0] == ("failed: 1 node timed out (gpu-03); "
-                                          "1 probed node: no breaking or risk difference")
+    assert res.stdout.splitlines()[0] == (
+        "failed: 1 node timed out (gpu-03); 1 probed node: no breaking or risk difference"
+    )
 
 
 def test_a_folder_of_error_files_only_is_a_failed_fleet(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -340,8 +427,9 @@ def test_a_malformed_error_file_is_bad_input(cli, tmp_path: Path, text: str) -> 
 def test_the_error_file_format_round_trips() -> None:
     text = inputs.error_file_text(TIMED_OUT, "no result within 360 s (srun: Job step aborted)")
     assert text == "status: timed_out\nerror: no result within 360 s (srun: Job step aborted)\n"
-    assert inputs.parse_error_file(text, "x") == NodeFailure(TIMED_OUT, "no result within 360 s (srun: Job "
-                                                                            "step aborted)")
+    assert inputs.parse_error_file(text, "x") == NodeFailure(
+        TIMED_OUT, "no result within 360 s (srun: Job step aborted)"
+    )
 
 
 def test_expect_counts_the_missing_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -349,11 +437,15 @@ def test_expect_counts_the_missing_nodes(cli, tmp_path: Path) -> None:  # type: 
     res = cli("fleet", "report", "fleet", "--expect", "3", cwd=tmp_path)
     assert res.code == 1 and res.stderr == ""
     lines = res.stdout.splitlines()
-    assert lines[0] == "failed: 1 node missing (2 of 3 expected nodes found); 2 probed nodes: no breaking or risk " \
-                       "difference"
+    assert (
+        lines[0] == "failed: 1 node missing (2 of 3 expected nodes found); 2 probed nodes: no breaking or risk "
+        "difference"
+    )
     assert lines[1] == "nodes: 3 (2 probed, 0 failed, 0 timed out, 1 missing); expected: 3 (--expect)"
-    assert ("missing: 1 of the 3 expected nodes left no report and no error file (2 found; --expect-nodes FILE "
-            "would name them)") in lines
+    assert (
+        "missing: 1 of the 3 expected nodes left no report and no error file (2 found; --expect-nodes FILE "
+        "would name them)"
+    ) in lines
     doc = json.loads(cli("fleet", "report", "fleet", "--expect", "3", "--json", cwd=tmp_path).stdout)
     assert doc["counts"]["missing"] == 1 and doc["expected"] == {"count": 3, "source": None, "unexpected": []}
     assert cli("fleet", "report", "fleet", "--expect", "3", "--html", "f.html", cwd=tmp_path).code == 1
@@ -380,8 +472,10 @@ def test_expect_nodes_names_the_missing_and_the_unexpected(cli, tmp_path: Path) 
     res = cli("fleet", "report", "fleet", "--expect-nodes", "nodes.txt", "--html", "fleet.html", cwd=tmp_path)
     assert res.code == 1
     lines = res.stdout.splitlines()
-    assert lines[0] == ("failed: 1 node failed (gpu-03); 1 node missing (gpu-04); 1 node not in nodes.txt (gpu-02); "
-                        "2 probed nodes: no breaking or risk difference")
+    assert lines[0] == (
+        "failed: 1 node failed (gpu-03); 1 node missing (gpu-04); 1 node not in nodes.txt (gpu-02); "
+        "2 probed nodes: no breaking or risk difference"
+    )
     assert lines[1] == "nodes: 4 (2 probed, 1 failed, 0 timed out, 1 missing); expected: 3 (listed in nodes.txt)"
     row = next(line for line in lines if line.startswith("│ gpu-04 "))
     assert "│ missing │ nothing was found for this node" in row
@@ -411,25 +505,42 @@ def test_kubernetes_pods_without_a_report_fail_the_fleet(cli, tmp_path: Path) ->
     assert res.code == 1 and res.stdout.startswith("failed: 1 node failed (gpu-c02); 1 node timed out (gpu-c03); ")
 
 
-@pytest.mark.parametrize(("setup", "args", "message"), [
-    (None, ("--expect", "0"), "error: --expect must be at least 1, not 0\nhint: give the number of nodes"),
-    (None, ("--expect", "-2"), "error: --expect must be at least 1, not -2\n"),
-    (None, ("--expect", "three"), "error: Invalid value for '--expect': 'three' is not a valid int.\n"),
-    ("nodes.txt", ("--expect", "2", "--expect-nodes", "nodes.txt"),
-     "error: --expect and --expect-nodes exclude each other\nhint: --expect N counts the nodes"),
-    (None, ("--expect-nodes", "nope.txt"), "error: node list nope.txt does not exist\nhint: check the path\n"),
-    ("dir", ("--expect-nodes", "dir"), "error: node list dir is a folder, not a file\n"),
-    ("", ("--expect-nodes", "nodes.txt"), "error: nodes.txt names no node\nhint: one node name per line"),
-    ("# none yet\n\n", ("--expect-nodes", "nodes.txt"), "error: nodes.txt names no node\n"),
-    ("gpu-01\ngpu-02\ngpu-01\n", ("--expect-nodes", "nodes.txt"),
-     "error: nodes.txt names gpu-01 twice (lines 1 and 3)\n"),
-    ("gpu-01 gpu-02\n", ("--expect-nodes", "nodes.txt"), "error: nodes.txt line 1 holds more than one name"),
-    ("gpu[01-04]\n", ("--expect-nodes", "nodes.txt"),
-     "error: nodes.txt line 1 is a Slurm host list (gpu[01-04]), not a node name\n"
-     "hint: list one node per line: scontrol show hostnames 'gpu[01-04]'\n"),
-])
-def test_nonsense_expectations_are_one_error_and_exit_2(cli, tmp_path: Path, setup: str | None,  # type: ignore[no-untyped-def]
-                                                       args: tuple[str, ...], message: str) -> None:
+@pytest.mark.parametrize(
+    ("setup", "args", "message"),
+    [
+        (None, ("--expect", "0"), "error: --expect must be at least 1, not 0\nhint: give the number of nodes"),
+        (None, ("--expect", "-2"), "error: --expect must be at least 1, not -2\n"),
+        (None, ("--expect", "three"), "error: Invalid value for '--expect': 'three' is not a valid int.\n"),
+        (
+            "nodes.txt",
+            ("--expect", "2", "--expect-nodes", "nodes.txt"),
+            "error: --expect and --expect-nodes exclude each other\nhint: --expect N counts the nodes",
+        ),
+        (None, ("--expect-nodes", "nope.txt"), "error: node list nope.txt does not exist\nhint: check the path\n"),
+        ("dir", ("--expect-nodes", "dir"), "error: node list dir is a folder, not a file\n"),
+        ("", ("--expect-nodes", "nodes.txt"), "error: nodes.txt names no node\nhint: one node name per line"),
+        ("# none yet\n\n", ("--expect-nodes", "nodes.txt"), "error: nodes.txt names no node\n"),
+        (
+            "gpu-01\ngpu-02\ngpu-01\n",
+            ("--expect-nodes", "nodes.txt"),
+            "error: nodes.txt names gpu-01 twice (lines 1 and 3)\n",
+        ),
+        ("gpu-01 gpu-02\n", ("--expect-nodes", "nodes.txt"), "error: nodes.txt line 1 holds more than one name"),
+        (
+            "gpu[01-04]\n",
+            ("--expect-nodes", "nodes.txt"),
+            "error: nodes.txt line 1 is a Slurm host list (gpu[01-04]), not a node name\n"
+            "hint: list one node per line: scontrol show hostnames 'gpu[01-04]'\n",
+        ),
+    ],
+)
+def test_nonsense_expectations_are_one_error_and_exit_2(
+    cli,
+    tmp_path: Path,
+    setup: str | None,  # type: ignore[no-untyped-def]
+    args: tuple[str, ...],
+    message: str,
+) -> None:
     write_slurm_run(tmp_path / "fleet", {"gpu-01": node("gpu-01")})
     if setup == "dir":
         (tmp_path / "dir").mkdir()

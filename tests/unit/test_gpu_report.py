@@ -43,8 +43,12 @@ def test_diff_of_two_runs_on_the_gpu_host_is_identical_but_for_informational_fie
     res = run_envpin("diff", str(REPORT), str(NO_SELFTEST), "--format", "json")
     doc = json.loads(res.stdout)
     assert res.code == 0 and doc["counts"]["breaking"] == 0 and doc["counts"]["risk"] == 0
-    assert {d["key"] for d in doc["differences"]} == {"host.pid", "host.uptime_s", "probe.duration_s",
-                                                     "probe.options.selftest"}
+    assert {d["key"] for d in doc["differences"]} == {
+        "host.pid",
+        "host.uptime_s",
+        "probe.duration_s",
+        "probe.options.selftest",
+    }
 
 
 def test_diff_against_a_cpu_host_names_every_gpu_field_as_breaking(tmp_path: Path) -> None:

@@ -58,15 +58,18 @@ def _timed(*args: str, cwd: Path | None = None, env: dict[str, str] | None = Non
 
 
 # -- a loopback registry with malformed answers ------------------------------------------------------------------
-@pytest.mark.parametrize(("config", "needle"), [
-    ({"config": ["Env"]}, "'config' is not an object"),
-    ({"config": {"Env": "A=1"}}, "'config.Env' is not a list of strings"),
-    ({"config": {"Env": [1, None]}}, "'config.Env' is not a list of strings"),
-    ({"config": {"Labels": ["a=b"]}}, "'config.Labels' is not an object of strings"),
-    ({"created": 20200220, "config": {}}, "'created' is not a string"),
-    ([{"config": {}}], "is not a JSON object"),
-    ("a string", "is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ({"config": ["Env"]}, "'config' is not an object"),
+        ({"config": {"Env": "A=1"}}, "'config.Env' is not a list of strings"),
+        ({"config": {"Env": [1, None]}}, "'config.Env' is not a list of strings"),
+        ({"config": {"Labels": ["a=b"]}}, "'config.Labels' is not an object of strings"),
+        ({"created": 20200220, "config": {}}, "'created' is not a string"),
+        ([{"config": {}}], "is not a JSON object"),
+        ("a string", "is not a JSON object"),
+    ],
+)
 def test_image_configs_of_the_wrong_shape_are_one_registry_error(config: object, needle: str) -> None:
     routes = image_routes(REPO, TAG, image_with_config(config))
     with HostileRegistry(routes) as reg, pytest.raises(RegistryError) as info:
@@ -77,26 +80,43 @@ def test_image_configs_of_the_wrong_shape_are_one_registry_error(config: object,
 _IMAGE = make_image({"TENSORFLOW_VERSION": "2.1.0"})
 
 
-@pytest.mark.parametrize(("answer", "needle"), [
-    (Answer(raw=b"HTTP/1.0 200 OK\r\nContent-Length: 900\r\n\r\n{\"schemaVersion\": 2}"), "cut the manifest"),
-    (Answer(raw=b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{\"a\""), "cut the manifest"),
-    (Answer(200, b"\x1f\x8b\x08\x00", {"Content-Encoding": "gzip"}), "encoded as 'gzip'"),
-    (Answer(raw=b"SSH-2.0-OpenSSH_9.2\r\n"), "not HTTP"),
-    (Answer(raw=b"HTTP/1.1 2x0 OK\r\n\r\n"), "not HTTP"),
-    (manifest_answer(b"[" * 50_000 + b"]" * 50_000), "nested more than 64 levels"),
-    (manifest_answer(b'{"a": ' + b"7" * 5000 + b"}"), "number too long"),
-    (manifest_answer(b'["a", "list"]'), "not a JSON object"),
-    (manifest_answer(b'"a string"'), "not a JSON object"),
-    (manifest_answer(json.dumps({"manifests": [{"platform": {"os": "linux", "architecture": "amd64"}}]}).encode(),
-                     INDEX), "is not a digest"),
-    (manifest_answer(json.dumps({"manifests": {"not": "a list"}}).encode(), INDEX), "no list of manifests"),
-])
+@pytest.mark.parametrize(
+    ("answer", "needle"),
+    [
+        (Answer(raw=b'HTTP/1.0 200 OK\r\nContent-Length: 900\r\n\r\n{"schemaVersion": 2}'), "cut the manifest"),
+        (Answer(raw=b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{"a"'), "cut the manifest"),
+        (Answer(200, b"\x1f\x8b\x08\x00", {"Content-Encoding": "gzip"}), "encoded as 'gzip'"),
+        (Answer(raw=b"SSH-2.0-OpenSSH_9.2\r\n"), "not HTTP"),
+        (Answer(raw=b"HTTP/1.1 2x0 OK\r\n\r\n"), "not HTTP"),
+        (manifest_answer(b"[" * 50_000 + b"]" * 50_000), "nested more than 64 levels"),
+        (manifest_answer(b'{"a": ' + b"7" * 5000 + b"}"), "number too long"),
+        (manifest_answer(b'["a", "list"]'), "not a JSON object"),
+        (manifest_answer(b'"a string"'), "not a JSON object"),
+        (
+            manifest_answer(
+                json.dumps({"manifests": [{"platform": {"os": "linux", "architecture": "amd64"}}]}).encode(), INDEX
+            ),
+            "is not a digest",
+        ),
+        (manifest_answer(json.dumps({"manifests": {"not": "a list"}}).encode(), INDEX), "no list of manifests"),
+    ],
+)
 def test_malformed_registry_answers_through_the_cli(answer: Answer, needle: str, tmp_path: Path) -> None:
     """`catalog sync` against each answer: one error naming the problem, nothing written."""
-    with HostileRegistry({**image_routes(REPO, "20.02-tf1-py3", _IMAGE),
-                          f"{BASE}/manifests/20.02-tf1-py3": answer}) as reg:
-        res = _timed("catalog", "sync", "--registry", f"http://{reg.host}", "--release", "20.02",
-                     "--write", str(tmp_path / "catalog.json"), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    with HostileRegistry(
+        {**image_routes(REPO, "20.02-tf1-py3", _IMAGE), f"{BASE}/manifests/20.02-tf1-py3": answer}
+    ) as reg:
+        res = _timed(
+            "catalog",
+            "sync",
+            "--registry",
+            f"http://{reg.host}",
+            "--release",
+            "20.02",
+            "--write",
+            str(tmp_path / "catalog.json"),
+            env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+        )
     _one_error(res, needle)
     assert not (tmp_path / "catalog.json").exists() and not any((tmp_path / "cache").rglob("*.json"))
 
@@ -114,10 +134,21 @@ def test_a_credential_helper_answer_of_the_wrong_shape_is_one_registry_error(pri
     login = {"status": 401, "headers": {"WWW-Authenticate": 'Basic realm="registry"'}}
     with HostileRegistry({f"{BASE}/manifests/20.02-tf1-py3": Answer(**login)}) as reg:  # type: ignore[arg-type]
         (config / "config.json").write_text(json.dumps({"credHelpers": {reg.host: "odd"}}))
-        res = _timed("catalog", "sync", "--registry", f"http://{reg.host}", "--release", "20.02",
-                     "--write", str(tmp_path / "catalog.json"),
-                     env={"DOCKER_CONFIG": str(config), "PATH": f"{bin_dir}:{os.environ['PATH']}",
-                          "XDG_CACHE_HOME": str(tmp_path / "cache")})
+        res = _timed(
+            "catalog",
+            "sync",
+            "--registry",
+            f"http://{reg.host}",
+            "--release",
+            "20.02",
+            "--write",
+            str(tmp_path / "catalog.json"),
+            env={
+                "DOCKER_CONFIG": str(config),
+                "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            },
+        )
     _one_error(res, "docker-credential-odd answered something that is not its JSON")
     assert not (tmp_path / "catalog.json").exists()
 
@@ -131,14 +162,18 @@ def fifo(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
-@pytest.mark.parametrize(("args", "env_name", "needle"), [
-    (("audit", "{}"), None, "not a regular file"),
-    (("diff", "{}", "{}"), None, "not a regular file"),
-    (("lock", "--check", "--lock", "{}"), None, "not a regular file"),
-    (("catalog",), "ENVPIN_CATALOG", "not a regular file"),
-])
-def test_a_fifo_or_a_device_where_a_file_is_read_is_one_error(args: tuple[str, ...], env_name: str | None,
-                                                             needle: str, kind: str, fifo: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "env_name", "needle"),
+    [
+        (("audit", "{}"), None, "not a regular file"),
+        (("diff", "{}", "{}"), None, "not a regular file"),
+        (("lock", "--check", "--lock", "{}"), None, "not a regular file"),
+        (("catalog",), "ENVPIN_CATALOG", "not a regular file"),
+    ],
+)
+def test_a_fifo_or_a_device_where_a_file_is_read_is_one_error(
+    args: tuple[str, ...], env_name: str | None, needle: str, kind: str, fifo: Path
+) -> None:
     path = str(fifo) if kind == "fifo" else kind
     env = {env_name: path} if env_name else None
     _one_error(_timed(*(a.format(path) for a in args), env=env), needle)
@@ -152,8 +187,10 @@ def test_build_context_files_that_are_fifos_or_devices_are_findings_not_hangs(tm
     if os.geteuid() == 0:  # a device node inside the build context (only root may make one)
         os.mknod(ctx / "zero.txt", 0o644 | stat.S_IFCHR, os.makedev(1, 5))
         names.append("zero.txt")
-    (ctx / "Dockerfile").write_text("FROM ubuntu:22.04\n" + "".join(
-        f"COPY {n} /r{i}.txt\nRUN pip install -r /r{i}.txt\n" for i, n in enumerate(names)))
+    (ctx / "Dockerfile").write_text(
+        "FROM ubuntu:22.04\n"
+        + "".join(f"COPY {n} /r{i}.txt\nRUN pip install -r /r{i}.txt\n" for i, n in enumerate(names))
+    )
     res = _timed("audit", "--tf", "2.4", str(ctx / "Dockerfile"))
     assert res.code == 1 and "Traceback" not in res.stderr, res.stderr
     for name in names:
@@ -177,18 +214,22 @@ def test_an_output_that_is_a_character_device_is_written_into_never_replaced(tmp
     assert res.code == 0, res.stderr
     assert _is_device("/dev/null")
     (tmp_path / "Dockerfile").write_text("FROM ubuntu:22.04\nRUN pip install flask\n")
-    res = _timed("audit", "--tf", "2.4", "--fix", "--no-resolve", "--fix-out", "/dev/null",
-                 str(tmp_path / "Dockerfile"))
+    res = _timed(
+        "audit", "--tf", "2.4", "--fix", "--no-resolve", "--fix-out", "/dev/null", str(tmp_path / "Dockerfile")
+    )
     assert res.code in (0, 1) and "Traceback" not in res.stderr, res.stderr
     assert _is_device("/dev/null")
 
 
-@pytest.mark.parametrize("args", [
-    ("probe", "--no-selftest", "--output", "{}"),
-    ("probe", "--no-selftest", "--markdown", "{}"),
-    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "{}"),
-    ("fleet", "report", "{reports}", "--html", "{}"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("probe", "--no-selftest", "--output", "{}"),
+        ("probe", "--no-selftest", "--markdown", "{}"),
+        ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "{}"),
+        ("fleet", "report", "{reports}", "--html", "{}"),
+    ],
+)
 def test_a_file_output_replaced_keeps_its_permissions(args: tuple[str, ...], tmp_path: Path) -> None:
     """A report made private (chmod 600) stays private when envpin writes it again; a new one is 0644."""
     reports = tmp_path / "reports"
@@ -215,14 +256,18 @@ def test_outputs_envpin_never_replaces(what: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("what", ["folder", "socket"])
-@pytest.mark.parametrize("args", [
-    ("probe", "--no-selftest", "--output", "{}"),
-    ("probe", "--no-selftest", "--markdown", "{}"),
-    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "{}"),
-    ("fleet", "report", "{reports}", "--html", "{}"),
-])
-def test_a_file_output_that_is_a_folder_or_socket_is_refused_before_any_work(what: str, args: tuple[str, ...],
-                                                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("probe", "--no-selftest", "--output", "{}"),
+        ("probe", "--no-selftest", "--markdown", "{}"),
+        ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "{}"),
+        ("fleet", "report", "{reports}", "--html", "{}"),
+    ],
+)
+def test_a_file_output_that_is_a_folder_or_socket_is_refused_before_any_work(
+    what: str, args: tuple[str, ...], tmp_path: Path
+) -> None:
     import socket
 
     out = tmp_path / "out"
@@ -253,13 +298,19 @@ def test_render_with_a_name_at_name_max_and_one_past_it(tmp_path: Path) -> None:
     assert (longest / "envpin.lock").is_file() and sorted(p.name for p in tmp_path.iterdir()) == [longest.name]
     res = _timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(longest), "--force")
     assert res.code == 0, res.stderr  # the staged swap of an existing folder too
-    _one_error(_timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(tmp_path / ("e" * 256))),
-               "names are limited to 255")
+    _one_error(
+        _timed("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(tmp_path / ("e" * 256))),
+        "names are limited to 255",
+    )
 
 
 # -- as a user without root's permission override -----------------------------------------------------------------
-_NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner",
-                "--inh-caps=-dac_override,-dac_read_search,-fowner", "--"]
+_NO_OVERRIDE = [
+    "setpriv",
+    "--bounding-set=-dac_override,-dac_read_search,-fowner",
+    "--inh-caps=-dac_override,-dac_read_search,-fowner",
+    "--",
+]
 
 
 def _unprivileged(*args: str) -> Result:
@@ -270,34 +321,39 @@ def _unprivileged(*args: str) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root to drop the permission override (setpriv)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop the permission override (setpriv)"
+)
 def test_a_read_only_folder_is_one_error_for_every_writer(tmp_path: Path) -> None:
     ro = tmp_path / "ro"
     ro.mkdir()
     (ro / "Dockerfile").write_text("FROM ubuntu:22.04\nRUN pip install flask\n")
     ro.chmod(0o555)
     try:
-        for args in (("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(ro / "env")),
-                     ("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", str(ro / "m.yaml")),
-                     ("probe", "--no-selftest", "--output", str(ro / "r.json")),
-                     ("audit", "--tf", "2.4", "--fix", "--no-resolve", str(ro / "Dockerfile"))):
+        for args in (
+            ("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(ro / "env")),
+            ("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", str(ro / "m.yaml")),
+            ("probe", "--no-selftest", "--output", str(ro / "r.json")),
+            ("audit", "--tf", "2.4", "--fix", "--no-resolve", str(ro / "Dockerfile")),
+        ):
             _one_error(_unprivileged(*args), "Permission denied")
         assert sorted(p.name for p in ro.iterdir()) == ["Dockerfile"]
     finally:
         ro.chmod(0o755)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root to drop the permission override (setpriv)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop the permission override (setpriv)"
+)
 def test_a_folder_of_reports_that_can_be_listed_but_not_entered_is_one_error(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
     assert run_envpin("probe", "--no-selftest", "-o", str(reports / "a.json")).code == 0
     reports.chmod(0o644)  # names readable, files not reachable
     try:
-        _one_error(_unprivileged("fleet", "report", str(reports)), f"cannot read the folder {reports}",
-                   "Permission denied")
+        _one_error(
+            _unprivileged("fleet", "report", str(reports)), f"cannot read the folder {reports}", "Permission denied"
+        )
     finally:
         reports.chmod(0o755)
     tmp_path.chmod(0o644)  # the folder itself not reachable
@@ -307,15 +363,19 @@ def test_a_folder_of_reports_that_can_be_listed_but_not_entered_is_one_error(tmp
         tmp_path.chmod(0o755)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root to drop the permission override (setpriv)")
-@pytest.mark.parametrize("args", [
-    ("probe", "--no-selftest", "--out", "{}"),
-    ("probe", "--no-selftest", "--output", "{}"),
-    ("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", "{}"),
-    ("fleet", "report", "{report}", "--html", "{}"),
-    ("fleet", "probe", "--slurm", "--out", "{}"),
-])
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop the permission override (setpriv)"
+)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("probe", "--no-selftest", "--out", "{}"),
+        ("probe", "--no-selftest", "--output", "{}"),
+        ("fleet", "manifest", "--kubernetes", "--image", "x.invalid/tf:1", "--out", "{}"),
+        ("fleet", "report", "{report}", "--html", "{}"),
+        ("fleet", "probe", "--slurm", "--out", "{}"),
+    ],
+)
 def test_an_output_on_a_path_that_cannot_be_entered_is_one_error(args: tuple[str, ...], tmp_path: Path) -> None:
     report = tmp_path / "a.json"
     assert run_envpin("probe", "--no-selftest", "-o", str(report)).code == 0
@@ -325,8 +385,7 @@ def test_an_output_on_a_path_that_cannot_be_entered_is_one_error(args: tuple[str
     target = closed / "sub" / "out"
     try:
         option = args[args.index("{}") - 1]
-        _one_error(_unprivileged(*(a.format(target, report=report) for a in args)), f"{option}: ",
-                   "Permission denied")
+        _one_error(_unprivileged(*(a.format(target, report=report) for a in args)), f"{option}: ", "Permission denied")
     finally:
         closed.chmod(0o755)
     assert list((closed / "sub").iterdir()) == []
@@ -339,8 +398,9 @@ def test_a_closed_stdout_ends_quietly_with_141(args: tuple[str, ...]) -> None:
     os.close(read_end)
     script = Path(sys.executable).with_name("envpin")
     try:
-        proc = subprocess.run([str(script), *args], stdout=write_end, stderr=subprocess.PIPE, text=True,
-                              timeout=BOUND_S)
+        proc = subprocess.run(
+            [str(script), *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=BOUND_S
+        )
     finally:
         os.close(write_end)
     assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr)
@@ -351,13 +411,22 @@ def _with_closed(fd: int, *args: str, cwd: Path | None = None) -> subprocess.Com
     no sys.stdout (or sys.stderr) at all."""
     script = Path(sys.executable).with_name("envpin")
     other = subprocess.PIPE
-    return subprocess.run([str(script), *args], stdout=None if fd == 1 else other, stderr=None if fd == 2 else other,
-                          text=True, timeout=BOUND_S, cwd=cwd, pass_fds=(), close_fds=True,
-                          preexec_fn=lambda: os.close(fd))
+    return subprocess.run(
+        [str(script), *args],
+        stdout=None if fd == 1 else other,
+        stderr=None if fd == 2 else other,
+        text=True,
+        timeout=BOUND_S,
+        cwd=cwd,
+        pass_fds=(),
+        close_fds=True,
+        preexec_fn=lambda: os.close(fd),
+    )
 
 
-@pytest.mark.parametrize("args", [("--version",), ("catalog",), ("--help",), ("audit", "Dockerfile"),
-                                  ("recipe", "--ngc", "20.02-tf2-py3")])
+@pytest.mark.parametrize(
+    "args", [("--version",), ("catalog",), ("--help",), ("audit", "Dockerfile"), ("recipe", "--ngc", "20.02-tf2-py3")]
+)
 def test_a_stdout_the_shell_closed_is_no_internal_error(args: tuple[str, ...], tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3\n")
     proc = _with_closed(1, *args, cwd=tmp_path)
@@ -379,27 +448,33 @@ def hwm_mib():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) // 1024
 """
-_PEAK_RSS = _HWM + """
+_PEAK_RSS = (
+    _HWM
+    + """
 import sys, time
 from envpin.audit.parser import read
 started = time.monotonic()
 df = read(sys.argv[1], tolerant=True)
 print(len(df.instructions), len(df.problems), time.monotonic() - started, hwm_mib())
 """
+)
 
 
 def _parse_in_child(path: Path) -> tuple[int, int, float, int]:
     """(instructions, problems, seconds, peak RSS in MiB) of parsing `path` in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(path)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     n, problems, seconds, rss = proc.stdout.split()
     return int(n), int(problems), float(seconds), int(rss)
 
 
 def _baseline_rss() -> int:
-    proc = subprocess.run([sys.executable, "-c", _HWM + "import envpin.audit.parser\nprint(hwm_mib())"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", _HWM + "import envpin.audit.parser\nprint(hwm_mib())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return int(proc.stdout)
 
 
@@ -432,8 +507,8 @@ def _scope_shapes(n: int) -> dict[str, str]:
         "arg lines": "FROM ubuntu:22.04\n" + "".join(f"ARG A{i}=value{i}\n" for i in range(n)),
         "global args and stages": "".join(f"ARG G{i}=g{i}\n" for i in range(n))
         + "".join(f"FROM ubuntu:22.04 AS s{i}\nARG G{i}\n" for i in range(n // 10)),
-        "a chain of stages": "FROM ubuntu:22.04 AS s0\n" + "".join(
-            f"FROM s{i} AS s{i + 1}\nENV V{i}=v{i} W=$V{i}\nRUN echo $NOPE\n" for i in range(n // 4)),
+        "a chain of stages": "FROM ubuntu:22.04 AS s0\n"
+        + "".join(f"FROM s{i} AS s{i + 1}\nENV V{i}=v{i} W=$V{i}\nRUN echo $NOPE\n" for i in range(n // 4)),
     }
 
 
@@ -456,12 +531,23 @@ def _audit_exit_peak_mb(dockerfile: Path) -> tuple[int, int, str]:
     """`envpin audit --tf 2.4 DOCKERFILE`: its exit code, its peak resident memory in MiB (its process alone,
     measured by a parent that holds nothing else) and the parent's stderr."""
     script = Path(sys.executable).with_name("envpin")
-    proc = subprocess.run([sys.executable, "-c",
-                           "import resource, subprocess, sys\n"
-                           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-                           "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)",
-                           str(script), "audit", "--tf", "2.4", str(dockerfile)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import resource, subprocess, sys\n"
+            "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+            "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)",
+            str(script),
+            "audit",
+            "--tf",
+            "2.4",
+            str(dockerfile),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rc, rss = (int(x) for x in proc.stdout.split())
     return rc, rss, proc.stderr
 
@@ -473,23 +559,26 @@ def test_a_20000_line_dockerfile_of_env_lines_is_audited_under_100_mb(tmp_path: 
 
 
 # -- secrets in new shapes -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("text", "secret"), [
-    ("https://ci:pa/ss%2Fw0rd@registry.example.invalid/v2", "pa/ss"),
-    ("--num_workers 4 --password s3cretpw --verbose", "s3cretpw"),
-    ("-access-token tok3nvalue -x", "tok3nvalue"),
-    ("user=alice password:pw4lice, region=eu", "pw4lice"),
-    ("{'apiKey':k3yvalue}", "k3yvalue"),
-    ('--password "hunter2xyz" -v', "hunter2xyz"),
-    ("--token 'two words' --x 1", "words"),
-    ('password="two words"', "words"),
-    ("{'secret': 'a b c'}", " c"),
-    ("Authorization: token abcdef123456", "abcdef123456"),
-    ("Authorization=Digest abcdef123456", "abcdef123456"),
-    ("env PGPASSWORD=pgsecret1 psql", "pgsecret1"),
-    ("--client-secret=cl1ent --dbPassword=dbpw", "cl1ent"),
-    ("--client-secret=cl1ent --dbPassword=dbpw", "dbpw"),
-    ("https://user:p@ssw0rd@pypi.example.invalid/simple", "ssw0rd"),
-])
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("https://ci:pa/ss%2Fw0rd@registry.example.invalid/v2", "pa/ss"),
+        ("--num_workers 4 --password s3cretpw --verbose", "s3cretpw"),
+        ("-access-token tok3nvalue -x", "tok3nvalue"),
+        ("user=alice password:pw4lice, region=eu", "pw4lice"),
+        ("{'apiKey':k3yvalue}", "k3yvalue"),
+        ('--password "hunter2xyz" -v', "hunter2xyz"),
+        ("--token 'two words' --x 1", "words"),
+        ('password="two words"', "words"),
+        ("{'secret': 'a b c'}", " c"),
+        ("Authorization: token abcdef123456", "abcdef123456"),
+        ("Authorization=Digest abcdef123456", "abcdef123456"),
+        ("env PGPASSWORD=pgsecret1 psql", "pgsecret1"),
+        ("--client-secret=cl1ent --dbPassword=dbpw", "cl1ent"),
+        ("--client-secret=cl1ent --dbPassword=dbpw", "dbpw"),
+        ("https://user:p@ssw0rd@pypi.example.invalid/simple", "ssw0rd"),
+    ],
+)
 def test_credentials_inside_values_are_redacted(text: str, secret: str) -> None:
     out = secrets.scrub(text)
     assert secret not in out and secrets.REDACTED in out
@@ -498,9 +587,13 @@ def test_credentials_inside_values_are_redacted(text: str, secret: str) -> None:
 def test_credentials_in_flag_lists_never_reach_a_report() -> None:
     """Through the real CLI: variables the probe records, holding credentials in shapes a flag list or a
     command line has (a quoted value, a header, a compound name, an '@' inside a URL's password)."""
-    planted = {"TF_EXTRA_ARGS": '--password "hunter2xyz" -v', "TF_HDRS": "Authorization: token abcdef123456",
-               "TF_OPTS": 'password="two words"', "TF_TRAIN_CMD": "env PGPASSWORD=pgsecret1 psql",
-               "TF_MIRROR_ARGS": "--index-url https://user:p@ssw0rd@pypi.example.invalid/simple --no-deps"}
+    planted = {
+        "TF_EXTRA_ARGS": '--password "hunter2xyz" -v',
+        "TF_HDRS": "Authorization: token abcdef123456",
+        "TF_OPTS": 'password="two words"',
+        "TF_TRAIN_CMD": "env PGPASSWORD=pgsecret1 psql",
+        "TF_MIRROR_ARGS": "--index-url https://user:p@ssw0rd@pypi.example.invalid/simple --no-deps",
+    }
     res = run_envpin("probe", "--no-selftest", env=planted)
     assert res.code == 0, res.stderr
     env = json.loads(res.stdout)["env"]
@@ -511,26 +604,49 @@ def test_credentials_in_flag_lists_never_reach_a_report() -> None:
     assert env["TF_TRAIN_CMD"]["value"] == "env PGPASSWORD=<redacted> psql"
 
 
-@pytest.mark.parametrize("value", ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                                   "https://u:p/q@host.example.invalid/x"])
+@pytest.mark.parametrize("value", ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "https://u:p/q@host.example.invalid/x"])
 def test_credential_values_under_innocent_names_are_judged_by_value(value: str) -> None:
     assert secrets.secret_value(value) is not None
 
 
-@pytest.mark.parametrize("text", ["http://host:8080/path@x", "gpu:NVIDIA A100;cc=8.0", "--xla_dump_to /tmp/x",
-                                  "/opt/Nvidia/Cuda12/Lib64/Stubs/DeepLearningKit/X86", "--epochs 3 --lr 0.1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://host:8080/path@x",
+        "gpu:NVIDIA A100;cc=8.0",
+        "--xla_dump_to /tmp/x",
+        "/opt/Nvidia/Cuda12/Lib64/Stubs/DeepLearningKit/X86",
+        "--epochs 3 --lr 0.1",
+    ],
+)
 def test_what_only_resembles_a_credential_is_kept(text: str) -> None:
     assert secrets.scrub(text) == text and secrets.secret_value(text) is None
 
 
 _PY36 = Path.home() / ".pyenv" / "versions" / "3.6.15" / "bin" / "python"
-_SCRUB = ("import json, sys; sys.path.insert(0, sys.argv[1]); from envpin.probe import secrets; "
-          "cases = json.loads(sys.stdin.read()); "
-          "print(json.dumps([[secrets.scrub(c), secrets.secret_value(c), secrets.key_parts(c)] for c in cases]))")
-_CASES = ["--password hunter2", "password:x", "privateKeyId=abc", "aB-cD_eF", "camelCaseName", "",
-          "https://u:p/w@h/x", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "a:b:c", "--a --b c", "XMLHttpToken=z",
-          '--password "a b" -v', 'pw="a b"', "Authorization: token abcdef123456", "PGPASSWORD=x",
-          "https://u:p@w@h/x@y"]
+_SCRUB = (
+    "import json, sys; sys.path.insert(0, sys.argv[1]); from envpin.probe import secrets; "
+    "cases = json.loads(sys.stdin.read()); "
+    "print(json.dumps([[secrets.scrub(c), secrets.secret_value(c), secrets.key_parts(c)] for c in cases]))"
+)
+_CASES = [
+    "--password hunter2",
+    "password:x",
+    "privateKeyId=abc",
+    "aB-cD_eF",
+    "camelCaseName",
+    "",
+    "https://u:p/w@h/x",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "a:b:c",
+    "--a --b c",
+    "XMLHttpToken=z",
+    '--password "a b" -v',
+    'pw="a b"',
+    "Authorization: token abcdef123456",
+    "PGPASSWORD=x",
+    "https://u:p@w@h/x@y",
+]
 
 
 @pytest.mark.pythons
@@ -538,10 +654,16 @@ _CASES = ["--password hunter2", "password:x", "privateKeyId=abc", "aB-cD_eF", "c
 def test_redaction_on_python_36_is_the_same_as_here() -> None:
     """re.split and empty matches differ between 3.6 and 3.7+; the probe must not (it runs in old images)."""
     repo = str(Path(__file__).resolve().parents[2])
-    here = subprocess.run([sys.executable, "-c", _SCRUB, repo], input=json.dumps(_CASES), capture_output=True,
-                          text=True, timeout=60)
-    old = subprocess.run([str(_PY36), "-W", "error", "-c", _SCRUB, repo], input=json.dumps(_CASES),
-                         capture_output=True, text=True, timeout=60)
+    here = subprocess.run(
+        [sys.executable, "-c", _SCRUB, repo], input=json.dumps(_CASES), capture_output=True, text=True, timeout=60
+    )
+    old = subprocess.run(
+        [str(_PY36), "-W", "error", "-c", _SCRUB, repo],
+        input=json.dumps(_CASES),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert old.returncode == 0, old.stderr
     assert json.loads(old.stdout) == json.loads(here.stdout)
 
@@ -551,14 +673,28 @@ _DIGEST = "@sha256:" + "a" * 64
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
-def test_fix_keeps_suppressions_bom_and_line_ends_and_a_second_fix_changes_nothing(newline: str,
-                                                                                 tmp_path: Path) -> None:
-    lines = ["# syntax=docker/dockerfile:1", f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{_DIGEST}",
-             "# envpin: ignore=pip-unpinned", "RUN pip install flask && curl -fsSL https://x.invalid/i.sh | sh"]
+def test_fix_keeps_suppressions_bom_and_line_ends_and_a_second_fix_changes_nothing(
+    newline: str, tmp_path: Path
+) -> None:
+    lines = [
+        "# syntax=docker/dockerfile:1",
+        f"FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3{_DIGEST}",
+        "# envpin: ignore=pip-unpinned",
+        "RUN pip install flask && curl -fsSL https://x.invalid/i.sh | sh",
+    ]
     original = "\ufeff" + newline.join(lines) + newline
     (tmp_path / "Dockerfile").write_bytes(original.encode("utf-8"))
-    first = _timed("audit", "--tf", "2.1", "--fix", "--no-resolve", "--no-context", "--fix-out",
-                   str(tmp_path / "once"), str(tmp_path / "Dockerfile"))
+    first = _timed(
+        "audit",
+        "--tf",
+        "2.1",
+        "--fix",
+        "--no-resolve",
+        "--no-context",
+        "--fix-out",
+        str(tmp_path / "once"),
+        str(tmp_path / "Dockerfile"),
+    )
     assert first.code == 1 and "Traceback" not in first.stderr, first.stderr
     once = (tmp_path / "once").read_bytes()
     assert once.startswith(b"\xef\xbb\xbf") and once.count(newline.encode()) == once.count(b"\n")
@@ -566,8 +702,17 @@ def test_fix_keeps_suppressions_bom_and_line_ends_and_a_second_fix_changes_nothi
     mark = text.index("# envpin: ignore=pip-unpinned")
     assert text[mark + 1].startswith("RUN pip install flask")  # still attached to its instruction
     assert "pip-unpinned" not in first.stdout
-    again = _timed("audit", "--tf", "2.1", "--fix", "--no-resolve", "--no-context", "--fix-out",
-                   str(tmp_path / "twice"), str(tmp_path / "once"))
+    again = _timed(
+        "audit",
+        "--tf",
+        "2.1",
+        "--fix",
+        "--no-resolve",
+        "--no-context",
+        "--fix-out",
+        str(tmp_path / "twice"),
+        str(tmp_path / "once"),
+    )
     assert "pip-unpinned" not in again.stdout
     assert (tmp_path / "twice").read_bytes() == once
 
@@ -579,17 +724,22 @@ def test_an_audit_configuration_with_a_5000_digit_number_is_one_error(tmp_path: 
     _one_error(_timed("audit", "--tf", "2.4", "Dockerfile", cwd=tmp_path), "number too long")
 
 
-@pytest.mark.parametrize(("where", "value", "needle"), [
-    (["sources"], [], "sources must be an object"),
-    (["releases", "20.02", "flavors"], ["tf2"], "'fields' and 'flavors' must be objects"),
-    (["releases", "20.02", "flavors", "tf2", "tag"], 2002, "string 'tag'"),
-    (["releases", "20.02", "fields", "cuda", "source"], ["a"], "source must be a string"),
-    (["missing_months", "20.04"], "none", "missing month 20.04"),
-])
-@pytest.mark.parametrize("args", [("catalog",), ("catalog", "show", "20.02-tf2-py3"),
-                                  ("render", "--ngc", "20.02", "--tf", "2.1")])
-def test_catalog_files_with_wrong_types_are_one_error(where: list[str], value: object, needle: str,
-                                                      args: tuple[str, ...], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("where", "value", "needle"),
+    [
+        (["sources"], [], "sources must be an object"),
+        (["releases", "20.02", "flavors"], ["tf2"], "'fields' and 'flavors' must be objects"),
+        (["releases", "20.02", "flavors", "tf2", "tag"], 2002, "string 'tag'"),
+        (["releases", "20.02", "fields", "cuda", "source"], ["a"], "source must be a string"),
+        (["missing_months", "20.04"], "none", "missing month 20.04"),
+    ],
+)
+@pytest.mark.parametrize(
+    "args", [("catalog",), ("catalog", "show", "20.02-tf2-py3"), ("render", "--ngc", "20.02", "--tf", "2.1")]
+)
+def test_catalog_files_with_wrong_types_are_one_error(
+    where: list[str], value: object, needle: str, args: tuple[str, ...], tmp_path: Path
+) -> None:
     from importlib import resources
 
     data = json.loads((resources.files("envpin") / "data" / "catalog.json").read_text(encoding="utf-8"))
@@ -605,9 +755,18 @@ def test_catalog_files_with_wrong_types_are_one_error(where: list[str], value: o
 
 # -- paths the system cannot follow, wherever a command reads one ------------------------------------------------
 @pytest.mark.parametrize("kind", ["long name", "loop", "long path"])
-@pytest.mark.parametrize("args", [("audit", "{}"), ("diff", "{}", "{}"), ("lock", "--check", "--lock", "{}"),
-                                  ("verify", "--lock", "{}"), ("fleet", "report", "{}"), ("doctor", "--lock", "{}"),
-                                  ("render", "--ngc", "20.02", "--tf", "2.1", "--requirements", "{}")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("audit", "{}"),
+        ("diff", "{}", "{}"),
+        ("lock", "--check", "--lock", "{}"),
+        ("verify", "--lock", "{}"),
+        ("fleet", "report", "{}"),
+        ("doctor", "--lock", "{}"),
+        ("render", "--ngc", "20.02", "--tf", "2.1", "--requirements", "{}"),
+    ],
+)
 def test_paths_that_cannot_be_followed_are_one_error(kind: str, args: tuple[str, ...], tmp_path: Path) -> None:
     if kind == "long name":
         path = tmp_path / ("n" * 256)
@@ -641,9 +800,22 @@ def test_the_probe_never_waits_on_a_fifo_or_reads_a_huge_file(tmp_path: Path) ->
     with open(root / "opt" / "envpin.lock", "wb") as fh:  # paths the variables name are read under --root
         fh.truncate(10 << 30)  # sparse: 10 GiB that cost no disk
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--root", str(root),
-                           "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=BOUND_S,
-                          env={**os.environ, "ENVPIN_LOCK": "/opt/envpin.lock", "ENVPIN_PLAN": "/opt/plan.json"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "envpin.probe",
+            "--no-selftest",
+            "--root",
+            str(root),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        env={**os.environ, "ENVPIN_LOCK": "/opt/envpin.lock", "ENVPIN_PLAN": "/opt/plan.json"},
+    )
     assert proc.returncode == 0 and time.monotonic() - started < BOUND_S, proc.stderr
     text = (tmp_path / "r.json").read_text()
     assert "not a regular file" in text and "larger than 67108864 bytes" in text
@@ -667,18 +839,29 @@ def test_a_fifo_with_a_reader_and_dev_stdout_are_written_into(tmp_path: Path) ->
     redirected = tmp_path / "manifest.yaml"
     redirected.write_text("kept\n")
     with open(redirected, "ab") as out:
-        proc = subprocess.run(["sh", "-c", 'exec "$0" fleet manifest --kubernetes --image x.invalid/tf:1 '
-                               "--out /dev/stdout 2>/dev/null", script], stdout=out, timeout=BOUND_S)
+        proc = subprocess.run(
+            [
+                "sh",
+                "-c",
+                'exec "$0" fleet manifest --kubernetes --image x.invalid/tf:1 --out /dev/stdout 2>/dev/null',
+                script,
+            ],
+            stdout=out,
+            timeout=BOUND_S,
+        )
     assert proc.returncode == 0
     assert redirected.read_text().startswith("kept\n# envpin fleet") and _is_device("/dev/null")
 
 
-@pytest.mark.parametrize("args", [
-    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "-"),
-    ("fleet", "report", "{reports}", "--html", "-"),
-    ("probe", "--no-selftest", "--out", "-"),
-    ("fleet", "probe", "--slurm", "--out", "-"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "-"),
+        ("fleet", "report", "{reports}", "--html", "-"),
+        ("probe", "--no-selftest", "--out", "-"),
+        ("fleet", "probe", "--slurm", "--out", "-"),
+    ],
+)
 def test_a_dash_where_dash_is_not_stdout_writes_no_file_named_dash(args: tuple[str, ...], tmp_path: Path) -> None:
     """`-` means stdout to `probe -o`; an option that does not read it so refuses it instead of creating a
     file (or folder) named '-' in the working folder."""
@@ -703,8 +886,9 @@ def test_a_damaged_build_record_is_no_build_not_an_internal_error(record: str, t
     env_dir = tmp_path / "env"
     shutil.copytree(Path(__file__).resolve().parents[2] / "images" / "20.02-tf2", env_dir)
     lock = env_dir / "envpin.lock"
-    inputs_hash = next(line.split('"')[1] for line in lock.read_text().splitlines()
-                       if line.startswith("inputs_hash = "))
+    inputs_hash = next(
+        line.split('"')[1] for line in lock.read_text().splitlines() if line.startswith("inputs_hash = ")
+    )
     state = tmp_path / "state"
     (state / "builds").mkdir(parents=True)
     (state / "builds" / f"{buildstate._key(inputs_hash)}.json").write_text(record)
@@ -712,12 +896,16 @@ def test_a_damaged_build_record_is_no_build_not_an_internal_error(record: str, t
     _one_error(res, "was built on this machine")
 
 
-@pytest.mark.parametrize("args", [
-    ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "/dev/fd/1"),
-    ("fleet", "report", "{report}", "--html", "/dev/fd/1"),
-])
-def test_an_output_to_stdout_redirected_to_a_file_keeps_every_byte_in_order(args: tuple[str, ...],
-                                                                          tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("fleet", "manifest", "--kubernetes", "--image", "example.invalid/tf:1", "--out", "/dev/fd/1"),
+        ("fleet", "report", "{report}", "--html", "/dev/fd/1"),
+    ],
+)
+def test_an_output_to_stdout_redirected_to_a_file_keeps_every_byte_in_order(
+    args: tuple[str, ...], tmp_path: Path
+) -> None:
     """`--out /dev/stdout > file`: the output is written through stdout's own descriptor, so the command's
     own lines after it ('wrote ...') follow it instead of overwriting its first bytes."""
     report = tmp_path / "a.json"
@@ -725,8 +913,13 @@ def test_an_output_to_stdout_redirected_to_a_file_keeps_every_byte_in_order(args
     redirected = tmp_path / "out.txt"
     script = Path(sys.executable).with_name("envpin")
     with redirected.open("w") as out:
-        proc = subprocess.run([str(script), *(a.format(report=report) for a in args)], stdout=out,
-                              stderr=subprocess.PIPE, text=True, timeout=BOUND_S)
+        proc = subprocess.run(
+            [str(script), *(a.format(report=report) for a in args)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=BOUND_S,
+        )
     assert proc.returncode == 0, proc.stderr
     text = redirected.read_text()
     if args[1] == "manifest":  # the manifest, then the result line
@@ -737,11 +930,14 @@ def test_an_output_to_stdout_redirected_to_a_file_keeps_every_byte_in_order(args
         assert "wrote /dev/fd/1" in proc.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ("recipe", "--ngc", "20.02\x1b[31m\x07"),
-    ("fleet", "manifest", "--kubernetes", "--image", "x\x1b]0;title\x07"),
-    ("render", "--stock", "2.1\x1b[2J"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("recipe", "--ngc", "20.02\x1b[31m\x07"),
+        ("fleet", "manifest", "--kubernetes", "--image", "x\x1b]0;title\x07"),
+        ("render", "--stock", "2.1\x1b[2J"),
+    ],
+)
 def test_control_characters_in_a_value_are_escaped_in_its_error(args: tuple[str, ...]) -> None:
     """A value quoted in an error line never reaches the terminal raw: ESC and BEL are shown as \\x1b, \\x07."""
     res = run_envpin(*args)

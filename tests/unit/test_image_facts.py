@@ -63,17 +63,25 @@ def test_save_keys_images_by_repository_and_digest_and_writes_canonical_json() -
     assert text == facts.dumps(REPO, images)
     data = json.loads(text)
     assert text.endswith(b"\n") and data["schema"] == facts.SCHEMA == 2
-    assert set(data["images"]) == {f"{REPO}@{a['digest']}", f"{REPO}@{b2['digest']}",
-                                   f"{mirror['registry']}@{mirror['digest']}"}
-    assert data["images"][f"{REPO}@{a['digest']}"] == {"tags": ["23.10-tf2-py3"], "created": a["created"],
-                                                      "declared": a["declared"]}
+    assert set(data["images"]) == {
+        f"{REPO}@{a['digest']}",
+        f"{REPO}@{b2['digest']}",
+        f"{mirror['registry']}@{mirror['digest']}",
+    }
+    assert data["images"][f"{REPO}@{a['digest']}"] == {
+        "tags": ["23.10-tf2-py3"],
+        "created": a["created"],
+        "declared": a["declared"],
+    }
 
 
 def test_tags_that_resolved_to_one_digest_share_an_entry() -> None:
     same = _image(cuda="10.2.89")
     path = facts.save(REPO, {"20.03-tf1-py3": same, "20.03-tf2-py3": same})
-    assert json.loads(path.read_text())["images"][f"{REPO}@{same['digest']}"]["tags"] == ["20.03-tf1-py3",
-                                                                                        "20.03-tf2-py3"]
+    assert json.loads(path.read_text())["images"][f"{REPO}@{same['digest']}"]["tags"] == [
+        "20.03-tf1-py3",
+        "20.03-tf2-py3",
+    ]
     assert set(facts.read(REPO).images) == {(REPO, "20.03-tf1-py3"), (REPO, "20.03-tf2-py3")}
 
 
@@ -82,8 +90,9 @@ def test_a_schema_1_cache_is_read_and_rewritten_as_schema_2() -> None:
     nv, mirror = _image(tf_version="2.14.0"), _image(registry="127.0.0.1:5000/nvidia/tensorflow", cudnn="8.9.5")
     path = facts.cache_path()
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"schema": 1, "image_repository": REPO,
-                                "tags": {"23.10-tf2-py3": nv, "23.11-tf2-py3": mirror}}))
+    path.write_text(
+        json.dumps({"schema": 1, "image_repository": REPO, "tags": {"23.10-tf2-py3": nv, "23.11-tf2-py3": mirror}})
+    )
     got = facts.read(REPO)
     assert got.images == {(REPO, "23.10-tf2-py3"): nv, (mirror["registry"], "23.11-tf2-py3"): mirror}
     assert got.notice is None
@@ -99,19 +108,57 @@ def test_a_schema_1_cache_is_read_and_rewritten_as_schema_2() -> None:
         ("[]", "it is not an image-facts cache", True),
         (json.dumps({"schema": 9, "image_repository": REPO, "images": {}}), "it has schema 9", True),
         (json.dumps({"schema": 2, "image_repository": REPO, "tags": {}}), "needs exactly the keys", True),
-        (json.dumps({"schema": 1, "image_repository": "other/repo", "tags": {}}), "holds facts for the tags of "
-         "'other/repo'", True),
-        (json.dumps({"schema": 1, "image_repository": REPO, "tags": {"x": {"digest": "nope"}}}), "tag x: must be",
-         False),
-        (json.dumps({"schema": 2, "image_repository": REPO, "images": {
-            "127.0.0.1:5000/x@sha256:zz/../../etc": {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}}}}),
-         "digest 'sha256:zz/../../etc' is not sha256:<64 hex digits>", False),
-        (json.dumps({"schema": 2, "image_repository": REPO, "images": {
-            "../../etc@sha256:" + "a" * 64: {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}}}}),
-         "the key is not REPOSITORY@DIGEST", False),
-        (json.dumps({"schema": 2, "image_repository": REPO, "images": {
-            f"{REPO}@sha256:" + "a" * 64: {"tags": ["../x"], "created": None, "declared": {}}}}),
-         "is not a tag", False),
+        (
+            json.dumps({"schema": 1, "image_repository": "other/repo", "tags": {}}),
+            "holds facts for the tags of 'other/repo'",
+            True,
+        ),
+        (
+            json.dumps({"schema": 1, "image_repository": REPO, "tags": {"x": {"digest": "nope"}}}),
+            "tag x: must be",
+            False,
+        ),
+        (
+            json.dumps(
+                {
+                    "schema": 2,
+                    "image_repository": REPO,
+                    "images": {
+                        "127.0.0.1:5000/x@sha256:zz/../../etc": {
+                            "tags": ["20.02-tf2-py3"],
+                            "created": None,
+                            "declared": {},
+                        }
+                    },
+                }
+            ),
+            "digest 'sha256:zz/../../etc' is not sha256:<64 hex digits>",
+            False,
+        ),
+        (
+            json.dumps(
+                {
+                    "schema": 2,
+                    "image_repository": REPO,
+                    "images": {
+                        "../../etc@sha256:" + "a" * 64: {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}}
+                    },
+                }
+            ),
+            "the key is not REPOSITORY@DIGEST",
+            False,
+        ),
+        (
+            json.dumps(
+                {
+                    "schema": 2,
+                    "image_repository": REPO,
+                    "images": {f"{REPO}@sha256:" + "a" * 64: {"tags": ["../x"], "created": None, "declared": {}}},
+                }
+            ),
+            "is not a tag",
+            False,
+        ),
     ],
 )
 def test_a_broken_cache_is_ignored_with_one_notice_naming_the_file(content: str, message: str, whole: bool) -> None:
@@ -182,8 +229,9 @@ def test_coverage_counts_values_per_kind() -> None:
 
 
 # -- which TensorFlow a plan is for ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, version", [("2.14.0", "2.14.0"), ("1.15.5+nv23.03", "1.15.5"), (" 2.9 ", "2.9"),
-                                           ("2.17.0rc1", "2.17.0")])
+@pytest.mark.parametrize(
+    "text, version", [("2.14.0", "2.14.0"), ("1.15.5+nv23.03", "1.15.5"), (" 2.9 ", "2.9"), ("2.17.0rc1", "2.17.0")]
+)
 def test_release_version(text: str, version: str) -> None:
     assert release_version(text) == version
 
@@ -265,8 +313,9 @@ def test_lock_records_what_the_base_declares_outside_the_inputs_hash() -> None:
     files = render(plan)
     bare = lockfile.Lock.from_plan(plan, files)
     assert bare.base.declared == {} and "declared" not in bare.dumps().decode()
-    with_declared = lockfile.Lock.from_plan(make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64,
-                                                     base_declared=DECLARED), files)
+    with_declared = lockfile.Lock.from_plan(
+        make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "1" * 64, base_declared=DECLARED), files
+    )
     assert with_declared.inputs_hash == bare.inputs_hash
     text = with_declared.dumps().decode()
     assert '[base.declared]\nCUDA_VERSION = "10.2.89"\n' in text
@@ -292,15 +341,21 @@ def test_lock_refuses_declared_values_that_are_not_strings() -> None:
 def _read(**env: str) -> ImageRead:
     config = {"config": {"Env": [f"{k}={v}" for k, v in env.items()]}}
     declared, origin = imageconfig.declared_from_config(config)
-    image = {"digest": "sha256:" + "3" * 64, "created": None, "registry": "127.0.0.1:5000/m/nvidia/tensorflow",
-             "declared": declared, "source": "image config"}
+    image = {
+        "digest": "sha256:" + "3" * 64,
+        "created": None,
+        "registry": "127.0.0.1:5000/m/nvidia/tensorflow",
+        "declared": declared,
+        "source": "image config",
+    }
     return ImageRead("127.0.0.1:5000/m/nvidia/tensorflow:20.02-tf2-py3", image["digest"], dict(env), image, origin)
 
 
 def test_cross_check_accepts_what_agrees() -> None:
     plan = make_plan(ngc="20.02-tf2-py3")
-    got = _read(TENSORFLOW_VERSION="2.1.0", NVIDIA_TENSORFLOW_VERSION="20.02-tf2",
-                CUDA_VERSION=plan.entry.value("cuda"))
+    got = _read(
+        TENSORFLOW_VERSION="2.1.0", NVIDIA_TENSORFLOW_VERSION="20.02-tf2", CUDA_VERSION=plan.entry.value("cuda")
+    )
     assert basecheck.cross_check(plan, got) == []
     assert basecheck.cross_check(plan, _read()) == []  # an image that declares nothing is not contradicted
 
@@ -320,8 +375,12 @@ def test_cross_check_refuses_another_tensorflow_minor_with_both_values() -> None
 
 def test_cross_check_warns_about_other_differences() -> None:
     plan = make_plan(ngc="20.02-tf2-py3")
-    got = _read(TENSORFLOW_VERSION="2.1.0+nv20.02", NVIDIA_TENSORFLOW_VERSION="20.03-tf2", CUDA_VERSION="10.1.243",
-                NVIDIA_REQUIRE_CUDA="cuda>=11.0")
+    got = _read(
+        TENSORFLOW_VERSION="2.1.0+nv20.02",
+        NVIDIA_TENSORFLOW_VERSION="20.03-tf2",
+        CUDA_VERSION="10.1.243",
+        NVIDIA_REQUIRE_CUDA="cuda>=11.0",
+    )
     warnings = basecheck.cross_check(plan, got)
     assert len(warnings) == 3
     assert "declares it is NGC 20.03-tf2" in warnings[0]

@@ -32,8 +32,13 @@ def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _image(registry: str = REPO, digest: str | None = None, **declared: Any) -> dict[str, Any]:
     seed = json.dumps([registry, declared], sort_keys=True).encode()
-    return {"digest": digest or "sha256:" + hashlib.sha256(seed).hexdigest(), "created": "2020-03-19T00:00:00Z",
-            "registry": registry, "declared": declared, "source": "image config"}
+    return {
+        "digest": digest or "sha256:" + hashlib.sha256(seed).hexdigest(),
+        "created": "2020-03-19T00:00:00Z",
+        "registry": registry,
+        "declared": declared,
+        "source": "image config",
+    }
 
 
 def _entry(tag: str, cat: catalog.Catalog | None = None) -> catalog.Entry:
@@ -87,8 +92,7 @@ def test_cli_says_so_in_one_warning_and_names_registry_and_digest(cli) -> None: 
 def test_a_mirror_fills_what_no_written_source_gives_as_its_own_grade() -> None:
     """An air-gapped team's mirror still completes the catalog: a TensorFlow version no written source gives
     comes from it, graded "mirror" and sourced REPOSITORY@DIGEST, and stays out of every plan's hash."""
-    mirror = _image("harbor.example.com/ngc/nvidia/tensorflow", tf_version="2.14.0", cudnn="8.9.5.29",
-                    cuda="12.2.1")
+    mirror = _image("harbor.example.com/ngc/nvidia/tensorflow", tf_version="2.14.0", cudnn="8.9.5.29", cuda="12.2.1")
     facts.save(REPO, {"23.10-tf2-py3": mirror})
     e = _entry("23.10-tf2-py3")
     where = f"{mirror['registry']}@{mirror['digest']}"
@@ -147,12 +151,17 @@ def test_the_catalogs_repository_speaks_first_and_the_mirror_is_kept_beside_it()
 # -- a damaged entry is reported once and ignored; the others still merge -------------------------------------------
 def test_an_invalid_entry_is_ignored_and_the_others_merge(cli) -> None:  # type: ignore[no-untyped-def]
     good = _image(REPO, tf_version="2.14.0")
-    path = _plant({
-        f"{REPO}@{good['digest']}": {"tags": ["23.10-tf2-py3"], "created": None, "declared": good["declared"]},
-        "127.0.0.1:5000/x@sha256:zz/../../etc": {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}},
-        f"{STAND_IN}@sha256:" + "c" * 64: {"tags": ["20.02-tf2-py3"], "created": None,
-                                           "declared": {"tf_version": 2}},
-    })
+    path = _plant(
+        {
+            f"{REPO}@{good['digest']}": {"tags": ["23.10-tf2-py3"], "created": None, "declared": good["declared"]},
+            "127.0.0.1:5000/x@sha256:zz/../../etc": {"tags": ["20.02-tf2-py3"], "created": None, "declared": {}},
+            f"{STAND_IN}@sha256:" + "c" * 64: {
+                "tags": ["20.02-tf2-py3"],
+                "created": None,
+                "declared": {"tf_version": 2},
+            },
+        }
+    )
     res = cli("catalog", "show", "23.10-tf2-py3", "--json")
     assert res.code == 0, res.stderr
     row = json.loads(res.stdout)[0]
@@ -166,8 +175,12 @@ def test_an_invalid_entry_is_ignored_and_the_others_merge(cli) -> None:  # type:
 def test_the_library_never_prints(capsys: pytest.CaptureFixture[str]) -> None:
     _plant({"bad": {}})
     facts.save(REPO, {"20.03-tf2-py3": _image(STAND_IN, cuda="10.1.243")})  # drops the bad entry
-    _plant({"bad": {}, **json.loads(facts.dumps(REPO, {(STAND_IN, "20.03-tf2-py3"): _image(
-        STAND_IN, cuda="10.1.243")}))["images"]})
+    _plant(
+        {
+            "bad": {},
+            **json.loads(facts.dumps(REPO, {(STAND_IN, "20.03-tf2-py3"): _image(STAND_IN, cuda="10.1.243")}))["images"],
+        }
+    )
     cat = catalog.load()
     cat.select("20.03")
     cat.select("20.03")
@@ -192,12 +205,19 @@ def test_the_written_catalog_never_carries_one_users_cache(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     "name, written, declared",
-    [("tf_version", "2.1", "2.1.9"), ("tf_version", "2.1", "2.10.0"), ("tf_version", "2.1.0", "2.1"),
-     ("cuda", "10.2.89", "10.1.243"), ("cudnn", "7.6.5", "7.6.5.32"), ("tf_version", "1.15.5", "1.15.5+nv21.06"),
-     ("nccl", "2.06.3", "2.6.3"), ("python", "3.6", "3.8"),
-     ("driver_compat", ["396", "384.111+", "410", "418.xx", "440.30"], ["384", "396", "410", "418"]),
-     ("driver_compat", ["396", "384.111+", "410", "418.xx", "440.30"], ["396", "410", "418"]),
-     ("driver_compat", ["418.xx"], ["418", "450"])],
+    [
+        ("tf_version", "2.1", "2.1.9"),
+        ("tf_version", "2.1", "2.10.0"),
+        ("tf_version", "2.1.0", "2.1"),
+        ("cuda", "10.2.89", "10.1.243"),
+        ("cudnn", "7.6.5", "7.6.5.32"),
+        ("tf_version", "1.15.5", "1.15.5+nv21.06"),
+        ("nccl", "2.06.3", "2.6.3"),
+        ("python", "3.6", "3.8"),
+        ("driver_compat", ["396", "384.111+", "410", "418.xx", "440.30"], ["384", "396", "410", "418"]),
+        ("driver_compat", ["396", "384.111+", "410", "418.xx", "440.30"], ["396", "410", "418"]),
+        ("driver_compat", ["418.xx"], ["418", "450"]),
+    ],
 )
 def test_a_contradiction_is_what_sync_calls_disagrees(name: str, written: Any, declared: Any) -> None:
     """trust.disagrees applies imageconfig's rule (what `catalog sync` reports as disagreeing): the same answers."""

@@ -27,19 +27,34 @@ EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
         ("ubuntu:22.04", "docker.io", "library/ubuntu", "registry-1.docker.io", "https"),
         ("docker.io/ubuntu:22.04", "docker.io", "library/ubuntu", "registry-1.docker.io", "https"),
         ("index.docker.io/library/ubuntu", "docker.io", "library/ubuntu", "registry-1.docker.io", "https"),
-        ("registry-1.docker.io/tensorflow/tensorflow:2.4.0", "docker.io", "tensorflow/tensorflow",
-         "registry-1.docker.io", "https"),
+        (
+            "registry-1.docker.io/tensorflow/tensorflow:2.4.0",
+            "docker.io",
+            "tensorflow/tensorflow",
+            "registry-1.docker.io",
+            "https",
+        ),
         ("tensorflow/tensorflow:2.4.0-gpu", "docker.io", "tensorflow/tensorflow", "registry-1.docker.io", "https"),
         ("nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "nvcr.io", "nvidia/tensorflow", "nvcr.io", "https"),
-        ("127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3", "127.0.0.1:5000", "nvidia/tensorflow", "127.0.0.1:5000",
-         "http"),
+        (
+            "127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3",
+            "127.0.0.1:5000",
+            "nvidia/tensorflow",
+            "127.0.0.1:5000",
+            "http",
+        ),
         ("127.8.9.10/x:1", "127.8.9.10", "x", "127.8.9.10", "http"),
         ("[::1]:5000/nvidia/tensorflow:20.02-tf2-py3", "[::1]:5000", "nvidia/tensorflow", "[::1]:5000", "http"),
         ("[::1]/x:1", "[::1]", "x", "[::1]", "http"),
         ("localhost/x:1", "localhost", "x", "localhost", "http"),
         ("localhost:5000/x/y@" + DIGEST, "localhost:5000", "x/y", "localhost:5000", "http"),
-        ("registry.example.com:443/mirror/tensorflow:20.02", "registry.example.com:443", "mirror/tensorflow",
-         "registry.example.com:443", "https"),
+        (
+            "registry.example.com:443/mirror/tensorflow:20.02",
+            "registry.example.com:443",
+            "mirror/tensorflow",
+            "registry.example.com:443",
+            "https",
+        ),
         ("[2001:db8::1]:5000/x:1", "[2001:db8::1]:5000", "x", "[2001:db8::1]:5000", "https"),
         ("10.0.0.1:5000/x:1", "10.0.0.1:5000", "x", "10.0.0.1:5000", "https"),
     ],
@@ -142,8 +157,17 @@ def test_not_loopback(host: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "ok"),
-    [("nvcr.io", True), ("localhost", True), ("reg:5000", True), ("[::1]:5000", True), ("registry", False),
-     ("a..b", False), ("reg:65536", False), ("", False), ("reg.io/x", False)],
+    [
+        ("nvcr.io", True),
+        ("localhost", True),
+        ("reg:5000", True),
+        ("[::1]:5000", True),
+        ("registry", False),
+        ("a..b", False),
+        ("reg:65536", False),
+        ("", False),
+        ("reg.io/x", False),
+    ],
 )
 def test_registry_hosts(text: str, ok: bool) -> None:
     assert imageref.is_registry_host(text) is ok
@@ -151,9 +175,13 @@ def test_registry_hosts(text: str, ok: bool) -> None:
 
 @pytest.mark.parametrize(
     ("registry_arg", "repository"),
-    [("http://[::1]:5000", "[::1]:5000/nvidia/tensorflow"), ("[::1]:5000/m", "[::1]:5000/m/nvidia/tensorflow"),
-     ("http://localhost:5000/", "localhost:5000/nvidia/tensorflow"), ("nvcr.io", "nvcr.io/nvidia/tensorflow"),
-     ("reg.example/a__b/nvidia/tensorflow", "reg.example/a__b/nvidia/tensorflow")],
+    [
+        ("http://[::1]:5000", "[::1]:5000/nvidia/tensorflow"),
+        ("[::1]:5000/m", "[::1]:5000/m/nvidia/tensorflow"),
+        ("http://localhost:5000/", "localhost:5000/nvidia/tensorflow"),
+        ("nvcr.io", "nvcr.io/nvidia/tensorflow"),
+        ("reg.example/a__b/nvidia/tensorflow", "reg.example/a__b/nvidia/tensorflow"),
+    ],
 )
 def test_sync_registry_hosts_follow_the_same_rules(registry_arg: str, repository: str) -> None:
     assert sync.repository_for(registry_arg, "nvcr.io/nvidia/tensorflow") == repository
@@ -161,8 +189,12 @@ def test_sync_registry_hosts_follow_the_same_rules(registry_arg: str, repository
 
 @pytest.mark.parametrize(
     ("registry_arg", "message"),
-    [("https://[::1]:5000", "reached over plain HTTP"), ("localhost:٥٠٠٠", "does not start with a registry host"),
-     ("reg:99999", "does not start with a registry host"), ("nvcr.io/a//b", "is not a repository path")],
+    [
+        ("https://[::1]:5000", "reached over plain HTTP"),
+        ("localhost:٥٠٠٠", "does not start with a registry host"),
+        ("reg:99999", "does not start with a registry host"),
+        ("nvcr.io/a//b", "is not a repository path"),
+    ],
 )
 def test_sync_registry_refusals(registry_arg: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
@@ -175,16 +207,27 @@ def test_sync_registry_refusals(registry_arg: str, message: str) -> None:
 _component = st.from_regex(r"[a-z0-9]{1,8}(?:(?:__|[_-]|-{2,3})[a-z0-9]{1,8})?", fullmatch=True)
 _registry = st.one_of(
     st.none(),
-    st.sampled_from(["nvcr.io", "docker.io", "index.docker.io", "127.0.0.1:5000", "[::1]:5000", "reg.example",
-                     "localhost", "Reg.Example:443"]),
+    st.sampled_from(
+        [
+            "nvcr.io",
+            "docker.io",
+            "index.docker.io",
+            "127.0.0.1:5000",
+            "[::1]:5000",
+            "reg.example",
+            "localhost",
+            "Reg.Example:443",
+        ]
+    ),
 )
 _tag = st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,20}", fullmatch=True))
 _digest = st.one_of(st.none(), st.from_regex(r"sha256:[0-9a-f]{64}", fullmatch=True))
 
 
 @given(_registry, st.lists(_component, min_size=1, max_size=3), _tag, _digest)
-def test_round_trip_and_idempotent(registry_name: str | None, path: list[str], tag: str | None,
-                                   digest: str | None) -> None:
+def test_round_trip_and_idempotent(
+    registry_name: str | None, path: list[str], tag: str | None, digest: str | None
+) -> None:
     text = "/".join(([registry_name] if registry_name else []) + path)
     text += (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
     ref = imageref.parse(text)

@@ -19,15 +19,18 @@ def _one_error(res, needle: str) -> None:  # type: ignore[no-untyped-def]
     assert lines[1].startswith("hint: ") and "internal error" not in res.stderr
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ('{"probe_schema": 1, "a": ' + "[" * 3000 + "]" * 3000 + "}", "nested more than 64 levels deep"),
-    ('{"a": ' * 3000 + "1" + "}" * 3000, "nested more than 64 levels deep"),
-    ('{"probe_schema": 1, "cpu": {"x": {"value": ' + "9" * 5000 + "}}}", "holds a number too long to read"),
-    ('{"probe_schema": 1, "selftest": [1]}', "section 'selftest' is not an object"),
-    ('{"probe_schema": true}', "probe_schema must be a positive integer, not True"),
-    ('{"probe_schema": -7}', "probe_schema must be a positive integer, not -7"),
-    ("{not json", "is not valid JSON (line 1, column 2"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"probe_schema": 1, "a": ' + "[" * 3000 + "]" * 3000 + "}", "nested more than 64 levels deep"),
+        ('{"a": ' * 3000 + "1" + "}" * 3000, "nested more than 64 levels deep"),
+        ('{"probe_schema": 1, "cpu": {"x": {"value": ' + "9" * 5000 + "}}}", "holds a number too long to read"),
+        ('{"probe_schema": 1, "selftest": [1]}', "section 'selftest' is not an object"),
+        ('{"probe_schema": true}', "probe_schema must be a positive integer, not True"),
+        ('{"probe_schema": -7}', "probe_schema must be a positive integer, not -7"),
+        ("{not json", "is not valid JSON (line 1, column 2"),
+    ],
+)
 def test_malformed_reports_are_one_error(cli, tmp_path: Path, text: str, needle: str) -> None:  # type: ignore[no-untyped-def]
     report = tmp_path / "r.json"
     report.write_text(text)
@@ -53,16 +56,19 @@ def test_over_long_out_paths_are_refused_before_anything_is_written(cli, tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("line", [
-    "RUN echo " + "$(" * 3000,
-    "RUN echo " + "<(" * 3000,
-    "RUN echo " + "$(echo " * 500 + ")" * 500,
-    "CMD " + "[" * 3000 + "]" * 3000,
-    "FROM " + "${A:-" * 3000 + "ubuntu:22.04" + "}" * 3000,
-    "RUN echo " + "${A:-" * 3000 + "x" + "}" * 3000,
-    "RUN echo " + "${" * 50000,  # every '${' unclosed: the brace count is done once, not once per '${'
-    "\\",  # a line that is only a continuation, at the end of the file
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RUN echo " + "$(" * 3000,
+        "RUN echo " + "<(" * 3000,
+        "RUN echo " + "$(echo " * 500 + ")" * 500,
+        "CMD " + "[" * 3000 + "]" * 3000,
+        "FROM " + "${A:-" * 3000 + "ubuntu:22.04" + "}" * 3000,
+        "RUN echo " + "${A:-" * 3000 + "x" + "}" * 3000,
+        "RUN echo " + "${" * 50000,  # every '${' unclosed: the brace count is done once, not once per '${'
+        "\\",  # a line that is only a continuation, at the end of the file
+    ],
+)
 def test_pathological_nesting_in_a_dockerfile_is_audited(cli, tmp_path: Path, line: str) -> None:  # type: ignore[no-untyped-def]
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text(f"FROM ubuntu:22.04\n{line}\n")
@@ -79,29 +85,35 @@ def test_an_error_without_its_own_hint_points_at_the_commands_help(cli, tmp_path
     assert res.stderr.splitlines()[-1] == "hint: see 'envpin diff --help'"
 
 
-@pytest.mark.parametrize(("tf", "needle"), [
-    ("abc", "'abc' is not a TensorFlow version"),
-    ("", "'' is not a TensorFlow version"),
-    ("٢.١", "is not a TensorFlow version"),
-    ("2", "--tf 2 names no minor version"),
-])
+@pytest.mark.parametrize(
+    ("tf", "needle"),
+    [
+        ("abc", "'abc' is not a TensorFlow version"),
+        ("", "'' is not a TensorFlow version"),
+        ("٢.١", "is not a TensorFlow version"),
+        ("2", "--tf 2 names no minor version"),
+    ],
+)
 def test_audit_refuses_a_tf_that_is_not_major_minor(cli, tmp_path: Path, tf: str, needle: str) -> None:  # type: ignore[no-untyped-def]
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text("FROM ubuntu:22.04\n")
     _one_error(cli("audit", "--tf", tf, str(dockerfile)), needle)
 
 
-@pytest.mark.parametrize(("args", "option"), [
-    (["render", "--ngc", "20.02", "--tf", "2.1", "--out", "missing/env"], "--out"),
-    (["probe", "--out", "missing/reports"], "--out"),
-    (["probe", "-o", "missing/report.json"], "--output"),
-    (["probe", "--markdown", "missing/report.md"], "--markdown"),
-    (["probe", "--image", "registry.example.com/x:1", "--out", "missing/reports"], "--out"),
-    (["lock", "Dockerfile", "--ngc", "20.02", "--out", "missing/requirements.lock"], "--out"),
-    (["fleet", "manifest", "--kubernetes", "--out", "missing/probe.yaml"], "--out"),
-    (["fleet", "report", "REPORT", "--html", "missing/fleet.html"], "--html"),
-    (["audit", "Dockerfile", "--fix", "--fix-out", "missing/Dockerfile"], "--fix-out"),
-])
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["render", "--ngc", "20.02", "--tf", "2.1", "--out", "missing/env"], "--out"),
+        (["probe", "--out", "missing/reports"], "--out"),
+        (["probe", "-o", "missing/report.json"], "--output"),
+        (["probe", "--markdown", "missing/report.md"], "--markdown"),
+        (["probe", "--image", "registry.example.com/x:1", "--out", "missing/reports"], "--out"),
+        (["lock", "Dockerfile", "--ngc", "20.02", "--out", "missing/requirements.lock"], "--out"),
+        (["fleet", "manifest", "--kubernetes", "--out", "missing/probe.yaml"], "--out"),
+        (["fleet", "report", "REPORT", "--html", "missing/fleet.html"], "--html"),
+        (["audit", "Dockerfile", "--fix", "--fix-out", "missing/Dockerfile"], "--fix-out"),
+    ],
+)
 def test_a_missing_parent_folder_is_refused_not_created(cli, tmp_path: Path, args: list[str], option: str) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "Dockerfile").write_text("FROM ubuntu:22.04\n")
     report = tmp_path / "r.json"
@@ -130,9 +142,9 @@ def test_the_default_environment_folder_makes_images_on_first_use(cli, tmp_path:
 def test_a_log_tail_is_its_last_bytes_and_never_waits_on_a_fifo(tmp_path: Path) -> None:
     """A run's log is read from its end (the metrics line comes last), bounded, and only from a regular file."""
     log = tmp_path / "stdout.log"
-    log.write_bytes(b"x" * 100_000 + b"\n{\"envpin_metrics\": {\"loss\": 1.5}}\n")
+    log.write_bytes(b"x" * 100_000 + b'\n{"envpin_metrics": {"loss": 1.5}}\n')
     tail = fsutil.read_tail(log, 64)
-    assert len(tail) == 64 and tail.endswith(b"{\"envpin_metrics\": {\"loss\": 1.5}}\n")
+    assert len(tail) == 64 and tail.endswith(b'{"envpin_metrics": {"loss": 1.5}}\n')
     assert fsutil.read_tail(log) == log.read_bytes()
     fifo = tmp_path / "fifo"
     import os

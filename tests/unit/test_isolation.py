@@ -15,10 +15,14 @@ def test_user_folders_point_into_the_test_root() -> None:
     """Set before collection: the autouse fixture narrows them further per test, never back to the user."""
     from envpin.knowledge import facts
 
-    assert all(name not in os.environ or not os.environ[name].startswith(str(Path.home() / ".cache"))
-               for name in USER_FOLDERS)
-    assert not str(facts.cache_path()).startswith(str(Path.home()) + os.sep) or str(ISOLATED) in str(
-        facts.cache_path()) or "pytest-of-" in str(facts.cache_path())
+    assert all(
+        name not in os.environ or not os.environ[name].startswith(str(Path.home() / ".cache")) for name in USER_FOLDERS
+    )
+    assert (
+        not str(facts.cache_path()).startswith(str(Path.home()) + os.sep)
+        or str(ISOLATED) in str(facts.cache_path())
+        or "pytest-of-" in str(facts.cache_path())
+    )
     assert not any(name in os.environ for name in USER_SWITCHES)
 
 
@@ -35,11 +39,23 @@ def test_a_garbage_cache_in_the_real_home_changes_nothing(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if k not in USER_FOLDERS and k not in ("CI",)}
     env["HOME"] = str(home)
     tests = ["tests/unit/test_catalog.py", "tests/unit/test_ngc_select.py", "tests/unit/test_audit_rules.py"]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *tests],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *tests],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout.splitlines()[-1]
     # And envpin itself, outside the tests, really would have read it (and warned, without failing):
-    probe = subprocess.run([sys.executable, "-m", "envpin", "catalog", "show", "20.02"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [sys.executable, "-m", "envpin", "catalog", "show", "20.02"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert probe.returncode == 0 and f"ignoring the image-facts cache {cache / 'image-facts.json'}" in probe.stderr

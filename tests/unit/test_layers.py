@@ -36,8 +36,14 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
 )
 #: Standard library only, Python 3.6+: these run inside images (imports of optional packages such as
 #: tensorflow happen inside functions and are checked by tests/unit/test_probe_run.py).
-STDLIB_ONLY = ("envpin.portable", "envpin.probe", "envpin.fleet.nodetask", "envpin.runs.hook",
-               "envpin.runs.dumpdiff", "envpin.runs.nodeboot")
+STDLIB_ONLY = (
+    "envpin.portable",
+    "envpin.probe",
+    "envpin.fleet.nodetask",
+    "envpin.runs.hook",
+    "envpin.runs.dumpdiff",
+    "envpin.runs.nodeboot",
+)
 #: Library modules that may write to stdout/stderr: programs that run inside images, where a JSON report
 #: or a framed result on stdout is their whole interface.
 PROGRAMS = ("envpin.probe", "envpin.fleet.nodetask", "envpin.runs.dumpdiff", "envpin.runs.nodeboot")
@@ -173,11 +179,17 @@ def test_the_root_holds_only_entry_points() -> None:
 
 
 def test_stdlib_core_imports_nothing_of_the_host_side() -> None:
-    bad = {m: sorted(t for t in targets if not t.startswith(("envpin.portable", "envpin.probe")) and t != "envpin")
-           for m, targets in EDGES.items() if m.startswith(STDLIB_ONLY)}
+    bad = {
+        m: sorted(t for t in targets if not t.startswith(("envpin.portable", "envpin.probe")) and t != "envpin")
+        for m, targets in EDGES.items()
+        if m.startswith(STDLIB_ONLY)
+    }
     assert {m: t for m, t in bad.items() if t} == {}
-    portable = {m: sorted(t) for m, t in EDGES.items() if m.startswith("envpin.portable") and t - {
-        x for x in t if x.startswith("envpin.portable")}}
+    portable = {
+        m: sorted(t)
+        for m, t in EDGES.items()
+        if m.startswith("envpin.portable") and t - {x for x in t if x.startswith("envpin.portable")}
+    }
     assert portable == {}, "envpin.portable imports only itself and the standard library"
 
 
@@ -186,8 +198,12 @@ def _writes_to_terminal(path: Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             found.append(f"{path.name}:{node.lineno} print()")
-        elif (isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr")
-              and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("stdout", "stderr")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
             found.append(f"{path.name}:{node.lineno} sys.{node.attr}")
     return found
 
@@ -208,11 +224,13 @@ def test_the_library_never_prints() -> None:
 
 @pytest.mark.parametrize(
     ("module", "target", "message"),
-    [("envpin.image.docker", "envpin.views.console", "a higher layer"),
-     ("envpin.knowledge.catalog", "envpin.api", "a higher layer"),
-     ("envpin.portable.versions", "envpin.errors", "a higher layer"),
-     ("envpin.audit.parser", "envpin.fleet.aggregate", "are peers"),
-     ("envpin.probe.report", "envpin.cli", "a higher layer")],
+    [
+        ("envpin.image.docker", "envpin.views.console", "a higher layer"),
+        ("envpin.knowledge.catalog", "envpin.api", "a higher layer"),
+        ("envpin.portable.versions", "envpin.errors", "a higher layer"),
+        ("envpin.audit.parser", "envpin.fleet.aggregate", "are peers"),
+        ("envpin.probe.report", "envpin.cli", "a higher layer"),
+    ],
 )
 def test_the_contract_catches_an_upward_import(module: str, target: str, message: str) -> None:
     """The checker itself: planting one bad edge in the real graph is reported."""

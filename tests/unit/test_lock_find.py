@@ -31,8 +31,9 @@ def test_every_command_finds_the_lock_under_images(cli, checkout: Path) -> None:
     check = cli("lock", "--check", cwd=checkout)
     assert check.code == 0 and check.stdout.startswith(f"{LOCK} is up to date")
     verify = cli("verify", cwd=checkout)  # found: it says the lock has no reference yet, naming it
-    assert verify.code == 2 and _lines(verify)[0] == (f"error: lock {LOCK} has no 'expected' table: there is no "
-                                                       "fingerprint to verify against")
+    assert verify.code == 2 and _lines(verify)[0] == (
+        f"error: lock {LOCK} has no 'expected' table: there is no fingerprint to verify against"
+    )
     doctor = cli("doctor", "--json", cwd=checkout)
     assert doctor.code in (0, 1, 3) and "which image?" not in doctor.stderr, doctor.stderr
     assert json.loads(doctor.stdout)["target"]["chosen_by"] == f"--lock {LOCK}"
@@ -47,17 +48,22 @@ def test_a_folder_means_its_lock(cli, checkout: Path, command: tuple[str, ...]) 
 @pytest.mark.parametrize("command", [("verify",), ("doctor",), ("build", "--dry-run"), ("lock", "--check")])
 def test_a_missing_lock_hints_the_one_that_is_there(cli, checkout: Path, command: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
     res = cli(*command, "--lock", "elsewhere/envpin.lock", cwd=checkout)
-    assert res.code == 2 and _lines(res) == ["error: lock file elsewhere/envpin.lock does not exist",
-                                             f"hint: the lock here: {LOCK}"]
+    assert res.code == 2 and _lines(res) == [
+        "error: lock file elsewhere/envpin.lock does not exist",
+        f"hint: the lock here: {LOCK}",
+    ]
 
 
-@pytest.mark.parametrize(("command", "context", "hint"), [
-    (("verify",), "", "create one with `envpin build --ngc RELEASE`"),
-    (("lock", "--check"), "", "create one with `envpin build --ngc RELEASE`"),
-    (("build",), "no --ngc given and ", "pass --ngc (and --tf)"),
-    (("build", "--dry-run"), "no --ngc given and ", "pass --ngc (and --tf)"),
-    (("doctor",), "which image? ", "give --ngc RELEASE"),
-])
+@pytest.mark.parametrize(
+    ("command", "context", "hint"),
+    [
+        (("verify",), "", "create one with `envpin build --ngc RELEASE`"),
+        (("lock", "--check"), "", "create one with `envpin build --ngc RELEASE`"),
+        (("build",), "no --ngc given and ", "pass --ngc (and --tf)"),
+        (("build", "--dry-run"), "no --ngc given and ", "pass --ngc (and --tf)"),
+        (("doctor",), "which image? ", "give --ngc RELEASE"),
+    ],
+)
 def test_no_lock_anywhere_is_one_error_with_the_next_step(  # type: ignore[no-untyped-def]
     cli, tmp_path: Path, command: tuple[str, ...], context: str, hint: str
 ) -> None:
@@ -74,7 +80,8 @@ def test_several_locks_are_named(cli, checkout: Path, command: tuple[str, ...]) 
     res = cli(*command, cwd=checkout)
     assert res.code == 2 and _lines(res) == [
         "error: several locks under images/: images/20.02-tf2/envpin.lock, images/21.06-tf2/envpin.lock",
-        "hint: choose one with --lock images/<name>/envpin.lock"]
+        "hint: choose one with --lock images/<name>/envpin.lock",
+    ]
     both = cli("lock", "--check", cwd=checkout)  # the one command that checks them all
     assert both.code == 0 and both.stdout.count("is up to date") == 2
 

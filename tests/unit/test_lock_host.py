@@ -15,38 +15,63 @@ from envpin.environment import resolve
 from envpin.errors import RequirementsError
 
 # The wheel tags of CPython 3.6 with glibc 2.27 (Ubuntu 18.04, the 19.07-20.xx images), as pip>=20.3 lists them.
-PLATFORMS_2_27 = [*(f"manylinux_2_{k}_x86_64" for k in range(27, 4, -1)), "manylinux2014_x86_64",
-                  "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]
-CP36_TAGS = tuple(str(t) for t in [*packaging_tags.cpython_tags((3, 6), abis=["cp36m"], platforms=PLATFORMS_2_27),
-                                   *packaging_tags.compatible_tags((3, 6), "cp36", PLATFORMS_2_27)])
+PLATFORMS_2_27 = [
+    *(f"manylinux_2_{k}_x86_64" for k in range(27, 4, -1)),
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux1_x86_64",
+    "linux_x86_64",
+]
+CP36_TAGS = tuple(
+    str(t)
+    for t in [
+        *packaging_tags.cpython_tags((3, 6), abis=["cp36m"], platforms=PLATFORMS_2_27),
+        *packaging_tags.compatible_tags((3, 6), "cp36", PLATFORMS_2_27),
+    ]
+)
 
 
-@pytest.mark.parametrize(("asked", "python", "where"), [
-    ("auto", "3.6.9", "host"), ("auto", "3.8.10", "image"), ("auto", "3.11.2", "image"),
-    ("host", "3.11.2", "host"), ("image", "3.7.0", "image"),
-])
+@pytest.mark.parametrize(
+    ("asked", "python", "where"),
+    [
+        ("auto", "3.6.9", "host"),
+        ("auto", "3.8.10", "image"),
+        ("auto", "3.11.2", "image"),
+        ("host", "3.11.2", "host"),
+        ("image", "3.7.0", "image"),
+    ],
+)
 def test_where_the_resolution_runs(asked: str, python: str, where: str) -> None:
     assert resolve.choose(asked, python) == where
 
 
-@pytest.mark.parametrize(("asked", "python", "fragment"), [
-    ("image", "3.6.9", "pip>=23.1 needs Python 3.7"),
-    ("auto", "3.5.2", "cannot resolve for Python 3.5.2"),
-    ("host", "2.7.17", "cannot resolve for Python 2.7.17"),
-    ("anywhere", "3.8.0", "unknown resolver"),
-])
+@pytest.mark.parametrize(
+    ("asked", "python", "fragment"),
+    [
+        ("image", "3.6.9", "pip>=23.1 needs Python 3.7"),
+        ("auto", "3.5.2", "cannot resolve for Python 3.5.2"),
+        ("host", "2.7.17", "cannot resolve for Python 2.7.17"),
+        ("anywhere", "3.8.0", "unknown resolver"),
+    ],
+)
 def test_resolutions_that_cannot_run_say_why(asked: str, python: str, fragment: str) -> None:
     with pytest.raises(RequirementsError, match=fragment.replace(".", r"\.")) as err:
         resolve.choose(asked, python)
     assert err.value.hint
 
 
-@pytest.mark.parametrize(("tags", "platform"), [
-    (CP36_TAGS, "x86_64-manylinux_2_17"),  # glibc 2.27: uv knows 2_17 and 2_28+, so 2_17
-    (("cp38-cp38-manylinux_2_31_x86_64", "cp38-cp38-manylinux2014_x86_64", "py3-none-any"), "x86_64-manylinux_2_31"),
-    (("cp36-cp36m-manylinux1_x86_64", "cp36-cp36m-manylinux2010_x86_64", "py3-none-any"), "x86_64-manylinux_2_17"),
-    (("cp310-cp310-manylinux_2_35_aarch64", "py3-none-any"), "aarch64-manylinux_2_35"),
-])
+@pytest.mark.parametrize(
+    ("tags", "platform"),
+    [
+        (CP36_TAGS, "x86_64-manylinux_2_17"),  # glibc 2.27: uv knows 2_17 and 2_28+, so 2_17
+        (
+            ("cp38-cp38-manylinux_2_31_x86_64", "cp38-cp38-manylinux2014_x86_64", "py3-none-any"),
+            "x86_64-manylinux_2_31",
+        ),
+        (("cp36-cp36m-manylinux1_x86_64", "cp36-cp36m-manylinux2010_x86_64", "py3-none-any"), "x86_64-manylinux_2_17"),
+        (("cp310-cp310-manylinux_2_35_aarch64", "py3-none-any"), "aarch64-manylinux_2_35"),
+    ],
+)
 def test_the_platform_uv_resolves_for(tags: tuple[str, ...], platform: str) -> None:
     assert resolve.manylinux_platform(tags) == platform
 
@@ -77,18 +102,25 @@ def _wheel(filename: str, digest: str) -> dict[str, object]:
 
 
 def test_only_files_the_image_accepts_are_hashed() -> None:
-    package = {"name": "numpy", "version": "1.19.5",
-               "sdist": {"url": "https://files.example/numpy-1.19.5.zip", "hashes": {"sha256": "s" * 64}},
-               "wheels": [_wheel("numpy-1.19.5-cp36-cp36m-manylinux2010_x86_64.whl", "a" * 64),
-                          _wheel("numpy-1.19.5-cp36-cp36m-manylinux2014_aarch64.whl", "b" * 64),
-                          _wheel("numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl", "c" * 64),
-                          _wheel("numpy-1.19.5-cp36-cp36m-manylinux_2_28_x86_64.whl", "d" * 64)]}
+    package = {
+        "name": "numpy",
+        "version": "1.19.5",
+        "sdist": {"url": "https://files.example/numpy-1.19.5.zip", "hashes": {"sha256": "s" * 64}},
+        "wheels": [
+            _wheel("numpy-1.19.5-cp36-cp36m-manylinux2010_x86_64.whl", "a" * 64),
+            _wheel("numpy-1.19.5-cp36-cp36m-manylinux2014_aarch64.whl", "b" * 64),
+            _wheel("numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl", "c" * 64),
+            _wheel("numpy-1.19.5-cp36-cp36m-manylinux_2_28_x86_64.whl", "d" * 64),
+        ],
+    }
     assert resolve._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'a' * 64}"], "wheel")
 
 
 def test_without_an_accepted_wheel_the_source_distribution_is_locked() -> None:
-    package = {"sdist": {"hashes": {"sha256": "s" * 64}},
-               "wheels": [_wheel("x-1.0-cp39-cp39-manylinux2014_x86_64.whl", "a" * 64)]}
+    package = {
+        "sdist": {"hashes": {"sha256": "s" * 64}},
+        "wheels": [_wheel("x-1.0-cp39-cp39-manylinux2014_x86_64.whl", "a" * 64)],
+    }
     assert resolve._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'s' * 64}"], "sdist")
     assert resolve._files_for({"wheels": package["wheels"]}, frozenset(CP36_TAGS)) == ([], "")
 
@@ -100,6 +132,7 @@ def test_an_image_whose_pip_cannot_say_is_refused_before_resolving() -> None:
 
 
 # --------------------------------------------------------------------------- real resolutions through uv
+
 
 def _index_reachable() -> bool:
     try:

@@ -200,8 +200,9 @@ def test_payload_is_part_of_the_inputs_hash(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(site)}
 
     def inputs_hash() -> str:
-        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                              check=True, cwd=tmp_path).stdout.strip()
+        return subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=tmp_path
+        ).stdout.strip()
 
     before = inputs_hash()
     cpu = site / "envpin" / "probe" / "cpu.py"

@@ -51,8 +51,10 @@ def test_record_refuses_a_probe_of_the_host_naming_the_fields(  # type: ignore[n
     assert lines[0].startswith(f"error: report {report} does not come from the environment {lock} describes")
     for field in ("image.envpin_plan is absent", "env.TF_DETERMINISTIC_OPS is not set, but the recipe sets '1'"):
         assert field in lines[0]
-    assert lines[1] == (f"hint: record a probe of the lock's image (`envpin verify --lock {lock} --record` probes it), "
-                        "or add --force to record it anyway")
+    assert lines[1] == (
+        f"hint: record a probe of the lock's image (`envpin verify --lock {lock} --record` probes it), "
+        "or add --force to record it anyway"
+    )
     assert lock.read_bytes() == before
 
     forced = cli("verify", "--lock", str(lock), "--report", str(report), "--record", "--force")
@@ -64,12 +66,15 @@ def test_record_refuses_a_probe_of_the_host_naming_the_fields(  # type: ignore[n
     assert lockfile.read(lock).expected is not None
 
 
-@pytest.mark.parametrize(("section", "key", "value", "named"), [
-    ("tensorflow", "version", "1.15.5", "tensorflow.version is '1.15.5', but the lock is for TensorFlow 2.1"),
-    ("cuda", "runtime", {"version": "11.0"}, "cuda.runtime.version is '11.0', but the catalog's cuda is '10.2.89'"),
-    ("env", "TF_DETERMINISTIC_OPS", "0", "env.TF_DETERMINISTIC_OPS is '0', but the recipe sets '1'"),
-    ("env", "TF_CUDNN_USE_AUTOTUNE", "0", "env.TF_CUDNN_USE_AUTOTUNE is set ('0'), but the recipe unsets it"),
-])
+@pytest.mark.parametrize(
+    ("section", "key", "value", "named"),
+    [
+        ("tensorflow", "version", "1.15.5", "tensorflow.version is '1.15.5', but the lock is for TensorFlow 2.1"),
+        ("cuda", "runtime", {"version": "11.0"}, "cuda.runtime.version is '11.0', but the catalog's cuda is '10.2.89'"),
+        ("env", "TF_DETERMINISTIC_OPS", "0", "env.TF_DETERMINISTIC_OPS is '0', but the recipe sets '1'"),
+        ("env", "TF_CUDNN_USE_AUTOTUNE", "0", "env.TF_CUDNN_USE_AUTOTUNE is set ('0'), but the recipe unsets it"),
+    ],
+)
 def test_record_names_each_contradiction(  # type: ignore[no-untyped-def]
     cli, lock: Path, tmp_path: Path, host_report: dict[str, Any], section: str, key: str, value: Any, named: str
 ) -> None:
@@ -109,8 +114,12 @@ def test_host_is_verified_only_on_purpose_and_says_so(  # type: ignore[no-untype
     assert again.code == 2 and "error: this machine (--host" in again.stderr
 
 
-def test_without_a_report_the_lock_s_image_is_needed(cli, lock: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                      host_report: dict[str, Any]) -> None:
+def test_without_a_report_the_lock_s_image_is_needed(
+    cli,
+    lock: Path,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    host_report: dict[str, Any],
+) -> None:
     """No build of the lock on this machine: a clear error and the build that makes one, before any engine."""
     report = _write(tmp_path, "image.json", as_lock_image(host_report, lock))
     assert cli("verify", "--lock", str(lock), "--report", str(report), "--record").code == 0
@@ -119,5 +128,7 @@ def test_without_a_report_the_lock_s_image_is_needed(cli, lock: Path, tmp_path: 
         lines = [line for line in res.stderr.splitlines() if line.strip()]
         assert res.code == 2 and res.stdout == "" and len(lines) == 2, res.stderr
         assert lines[0].startswith(f"error: no image of {lock} was built on this machine")
-        assert lines[1] == (f"hint: build it with `envpin build --lock {lock}`, or compare a report (--report FILE) "
-                            "or this machine (--host) instead")
+        assert lines[1] == (
+            f"hint: build it with `envpin build --lock {lock}`, or compare a report (--report FILE) "
+            "or this machine (--host) instead"
+        )

@@ -41,16 +41,21 @@ def _set(table: str, key: str, value: Any) -> Mutation:
         for part in table.split("."):
             node = node[part]
         node[key] = value
+
     return mutate
 
 
 CASES = [
     (_set("inputs", "tf_version", "2.2"), "inputs.tf_version is '2.2' in the lock, but its inputs give '2.1'"),
-    (_set("recipe.env", "TF_DETERMINISTIC_OPS", "0"),
-     "recipe.env.TF_DETERMINISTIC_OPS is '0' in the lock, but its inputs give '1'"),
+    (
+        _set("recipe.env", "TF_DETERMINISTIC_OPS", "0"),
+        "recipe.env.TF_DETERMINISTIC_OPS is '0' in the lock, but its inputs give '1'",
+    ),
     (_set("recipe", "unset", []), "recipe.unset is [] in the lock, but its inputs give ['TF_CUDNN_USE_AUTOTUNE']"),
-    (_set("base", "image", "evil.example/x:1"),
-     "base.image is 'evil.example/x:1' in the lock, but its inputs give 'nvcr.io/nvidia/tensorflow:20.02-tf2-py3'"),
+    (
+        _set("base", "image", "evil.example/x:1"),
+        "base.image is 'evil.example/x:1' in the lock, but its inputs give 'nvcr.io/nvidia/tensorflow:20.02-tf2-py3'",
+    ),
     (_set("inputs", "build_from", "evil.example/x:1"), "lock.inputs_hash sha256:"),
     (_set("inputs", "flavor", "tf1"), "inputs.flavor is 'tf1' in the lock, but its inputs give 'tf2'"),
 ]
@@ -58,11 +63,17 @@ CASES = [
 
 @pytest.mark.parametrize(("mutate", "named"), CASES)
 def test_every_command_that_acts_on_a_lock_refuses_a_re_signed_edit(
-    cli, env: Path, mutate: Mutation, named: str  # type: ignore[no-untyped-def]
+    cli,
+    env: Path,
+    mutate: Mutation,
+    named: str,  # type: ignore[no-untyped-def]
 ) -> None:
     lock = _resign(env, mutate)
-    for args in (("build", "--lock", str(lock), "--dry-run"), ("verify", "--lock", str(lock)),
-                 ("doctor", "--lock", str(lock))):
+    for args in (
+        ("build", "--lock", str(lock), "--dry-run"),
+        ("verify", "--lock", str(lock)),
+        ("doctor", "--lock", str(lock)),
+    ):
         res = cli(*args)
         lines = res.stderr.splitlines()
         assert res.code == 2, (args, res.stderr)
@@ -125,11 +136,16 @@ def _declared(declared: dict[str, str]) -> Mutation:
     return lambda data: data["base"].__setitem__("declared", declared)
 
 
-@pytest.mark.parametrize(("declared", "named"), [
-    ({"tensorflow": "1.15"}, "base.declared.tensorflow is '1.15' in the lock, but it is not a version variable"),
-    ({**DECLARED, "TENSORFLOW_VERSION": "1.15.5"},
-     "base.declared.TENSORFLOW_VERSION is '1.15.5' in the lock, but its inputs are for TensorFlow 2.1"),
-])
+@pytest.mark.parametrize(
+    ("declared", "named"),
+    [
+        ({"tensorflow": "1.15"}, "base.declared.tensorflow is '1.15' in the lock, but it is not a version variable"),
+        (
+            {**DECLARED, "TENSORFLOW_VERSION": "1.15.5"},
+            "base.declared.TENSORFLOW_VERSION is '1.15.5' in the lock, but its inputs are for TensorFlow 2.1",
+        ),
+    ],
+)
 def test_a_re_signed_declared_tensorflow_is_refused(  # type: ignore[no-untyped-def]
     cli, pinned: Path, declared: dict[str, str], named: str
 ) -> None:
@@ -156,8 +172,10 @@ def test_a_re_signed_files_table_is_refused(cli, env: Path) -> None:  # type: ig
     dry = cli("build", "--dry-run", "--lock", str(lock))
     first = dry.stderr.splitlines()[0]
     assert dry.code == 2 and dry.stdout == "", dry.stderr
-    assert first.startswith(f"error: {lock} does not match what its inputs produce: files.Dockerfile is '{wrong}' in "
-                            "the lock, but its inputs render 'sha256:"), first
+    assert first.startswith(
+        f"error: {lock} does not match what its inputs produce: files.Dockerfile is '{wrong}' in "
+        "the lock, but its inputs render 'sha256:"
+    ), first
     check = cli("lock", "--check", "--lock", str(lock))
     assert check.code == 1 and f"files.Dockerfile is '{wrong}'" in check.stdout
     assert "Dockerfile: would render differently now" not in check.stdout  # said once
@@ -174,5 +192,6 @@ def test_a_build_says_the_lock_is_wrong_before_asking_any_engine(  # type: ignor
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no podman either
     res = cli("build", "--lock", str(lock))
-    assert res.code == 2 and res.stderr.splitlines()[0].startswith(f"error: {lock} does not match what its inputs "
-                                                                   "produce: recipe.env.TF_DETERMINISTIC_OPS")
+    assert res.code == 2 and res.stderr.splitlines()[0].startswith(
+        f"error: {lock} does not match what its inputs produce: recipe.env.TF_DETERMINISTIC_OPS"
+    )

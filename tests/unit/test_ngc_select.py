@@ -47,14 +47,30 @@ def test_the_users_example_explains_itself() -> None:
     ("spec", "tf", "message", "hint"),
     [
         ("20.04", None, "NVIDIA published no TensorFlow container in 20.04", "nearest releases: "),
-        ("18.12", None, "release 18.12 is outside the catalog, which covers 19.01 to 25.02",
-         "25.02 was the last NGC TensorFlow release; see 'envpin catalog'"),
-        ("24.01", "1.15", "NGC 24.01 ships only TensorFlow 2 (24.01-tf2-py3); TensorFlow 1.15 is not in it",
-         "tf1 images ended with 23.03; TF 1.15 is in "),
-        ("24.01-tf1-py3", None, "NGC 24.01 has no tf1-py3 image; it was published as 24.01-tf2-py3",
-         "tf1 images ended with 23.03"),
-        ("20.02", None, "NGC 20.02 has 2 images: 20.02-tf1-py3 (TF 1.15), 20.02-tf2-py3 (TF 2.1)",
-         "add --tf, or name the tag, e.g. --ngc 20.02-tf2-py3"),
+        (
+            "18.12",
+            None,
+            "release 18.12 is outside the catalog, which covers 19.01 to 25.02",
+            "25.02 was the last NGC TensorFlow release; see 'envpin catalog'",
+        ),
+        (
+            "24.01",
+            "1.15",
+            "NGC 24.01 ships only TensorFlow 2 (24.01-tf2-py3); TensorFlow 1.15 is not in it",
+            "tf1 images ended with 23.03; TF 1.15 is in ",
+        ),
+        (
+            "24.01-tf1-py3",
+            None,
+            "NGC 24.01 has no tf1-py3 image; it was published as 24.01-tf2-py3",
+            "tf1 images ended with 23.03",
+        ),
+        (
+            "20.02",
+            None,
+            "NGC 20.02 has 2 images: 20.02-tf1-py3 (TF 1.15), 20.02-tf2-py3 (TF 2.1)",
+            "add --tf, or name the tag, e.g. --ngc 20.02-tf2-py3",
+        ),
         ("20.02", "3", "NGC 20.02 contains", "no NGC release in the catalog is known to contain TensorFlow 3"),
     ],
 )
@@ -76,10 +92,16 @@ def test_flavor_narrows_like_a_tag() -> None:
 
 def test_tf_versions_known_only_from_weak_grades_are_selectable() -> None:
     """`envpin catalog --tf 2.15` used to say no NGC release matches: the 23.02-25.02 sweep gives graded values."""
-    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.15"))] == ["24.02-tf2-py3", "24.03-tf2-py3",
-                                                                         "24.05-tf2-py3"]
-    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.17"))] == ["24.11-tf2-py3", "24.12-tf2-py3",
-                                                                         "25.02-tf2-py3"]
+    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.15"))] == [
+        "24.02-tf2-py3",
+        "24.03-tf2-py3",
+        "24.05-tf2-py3",
+    ]
+    assert [e.tag for e in CAT.select(None, parse_tf_spec("2.17"))] == [
+        "24.11-tf2-py3",
+        "24.12-tf2-py3",
+        "25.02-tf2-py3",
+    ]
     assert [e.tag for e in api.catalog_entries(tf="2.17.0")] == ["24.11-tf2-py3", "24.12-tf2-py3", "25.02-tf2-py3"]
     (e,) = CAT.select("25.02", parse_tf_spec("2.17"), single=True)
     assert e.facts["tf_version"].kind == "nv-version" and e.facts["tf_version"].weak
@@ -108,17 +130,22 @@ def test_callers_agree() -> None:
     assert api.catalog_entries(flavor="tf1") == CAT.select(None, flavor="tf1")
     entry, recipe = api.recipe_for("20.02", "2.1")
     assert entry == CAT.select("20.02", parse_tf_spec("2.1"), single=True)[0] and recipe.id == "ngc-tf2.0-2.4"
-    assert sync.select_entries(CAT, ["20.03-tf2-py3,20.02-tf1-py3"]) == [CAT.select("20.02-tf1-py3")[0],
-                                                                          CAT.select("20.03-tf2-py3")[0]]
+    assert sync.select_entries(CAT, ["20.03-tf2-py3,20.02-tf1-py3"]) == [
+        CAT.select("20.02-tf1-py3")[0],
+        CAT.select("20.03-tf2-py3")[0],
+    ]
     assert doctor.target_from_ngc("nvcr.io/nvidia/tensorflow:22.06-tf2-py3", CAT).release == "22.06"
 
 
-@pytest.mark.parametrize("call", [
-    lambda: api.catalog_release("20.04"),
-    lambda: api.recipe_for("20.04", "2"),
-    lambda: sync.select_entries(CAT, ["20.04"]),
-    lambda: doctor.target_from_ngc("20.04", CAT),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: api.catalog_release("20.04"),
+        lambda: api.recipe_for("20.04", "2"),
+        lambda: sync.select_entries(CAT, ["20.04"]),
+        lambda: doctor.target_from_ngc("20.04", CAT),
+    ],
+)
 def test_callers_share_the_messages(call: object) -> None:
     with pytest.raises(UsageError) as info:
         call()  # type: ignore[operator]
@@ -155,8 +182,11 @@ class _E(NamedTuple):
 
 
 def _selector() -> ngc.Selector:
-    entries = [_E("20.01", "tf1", "20.01-tf1-py3", "1.15.0"), _E("20.01", "tf2", "20.01-tf2-py3", "2.0.0"),
-               _E("20.03", "tf2", "20.03-tf2-py3", None)]
+    entries = [
+        _E("20.01", "tf1", "20.01-tf1-py3", "1.15.0"),
+        _E("20.01", "tf2", "20.01-tf2-py3", "2.0.0"),
+        _E("20.03", "tf2", "20.03-tf2-py3", None),
+    ]
     return ngc.Selector(entries, {"20.02": {"reason": "none published"}})
 
 
@@ -189,8 +219,9 @@ def test_arbitrary_specs_raise_only_usage_error(text: str, tf: str | None, singl
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(TAGS),
-       st.sampled_from(["", "nvcr.io/nvidia/tensorflow:", "127.0.0.1:5000/m/nvidia/tensorflow:"]))
+@given(
+    st.sampled_from(TAGS), st.sampled_from(["", "nvcr.io/nvidia/tensorflow:", "127.0.0.1:5000/m/nvidia/tensorflow:"])
+)
 def test_every_tag_selects_itself(tag: str, prefix: str) -> None:
     (entry,) = CAT.select(prefix + tag, single=True)
     assert entry.tag == tag

@@ -19,9 +19,10 @@ def test_members_are_the_stdlib_part_only() -> None:
     names = set(payload.members())
     assert {"__main__.py", "envpin/__init__.py", "envpin/data/recipes.json", "envpin/probe/__main__.py"} <= names
     assert "envpin/portable/versions.py" in names
-    assert all(n == "__main__.py" or n.startswith(("envpin/probe/", "envpin/portable/", "envpin/__init__.py",
-                                                   "envpin/data/"))
-               for n in names)
+    assert all(
+        n == "__main__.py" or n.startswith(("envpin/probe/", "envpin/portable/", "envpin/__init__.py", "envpin/data/"))
+        for n in names
+    )
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 
@@ -36,8 +37,13 @@ def test_bytes_depend_only_on_names_and_contents(tmp_path: Path) -> None:
     for path in copy.rglob("*"):
         os.utime(path, (1_000_000_000, 1_000_000_000))
     code = "import sys; from envpin.environment import payload; sys.stdout.buffer.write(payload.payload())"
-    other = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tmp_path)},
-                           capture_output=True, check=True, cwd=tmp_path).stdout
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout
     assert other == payload.payload()
     with zipfile.ZipFile(BytesIO(other)) as zf:
         infos = zf.infolist()
@@ -51,8 +57,9 @@ def _run_from(archive: Path, *args: str, pythonpath: bool = True) -> subprocess.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if pythonpath:
         env["PYTHONPATH"] = str(archive)
-    return subprocess.run([sys.executable, "-S", *args], env=env, capture_output=True, text=True,
-                          cwd=archive.parent, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-S", *args], env=env, capture_output=True, text=True, cwd=archive.parent, timeout=120
+    )
 
 
 def test_probe_and_runtime_run_from_the_archive(tmp_path: Path) -> None:
@@ -66,8 +73,12 @@ def test_probe_and_runtime_run_from_the_archive(tmp_path: Path) -> None:
     assert direct.returncode == 0, direct.stderr
     assert json.loads(direct.stdout)["probe_schema"] == report["probe_schema"]
     # Data files are read through the import system, so they are found inside the zip too.
-    data = _run_from(archive, "-c", "from envpin.probe import runtime, report; "
-                     "print(len(runtime.load_table()['recipes']), sorted(report.load_schema())[:1])")
+    data = _run_from(
+        archive,
+        "-c",
+        "from envpin.probe import runtime, report; "
+        "print(len(runtime.load_table()['recipes']), sorted(report.load_schema())[:1])",
+    )
     assert data.returncode == 0, data.stderr
     assert int(data.stdout.split()[0]) > 5
     helper = _run_from(archive, "-c", "import envpin, json; print(json.dumps(envpin.enable_determinism(seed=1)))")

@@ -43,8 +43,11 @@ def _compile(python: str, pyz: Path, dest: Path, epoch: int | None = EPOCH) -> t
 
 
 def _tree(dest: Path) -> dict[str, str]:
-    return {str(p.relative_to(dest)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(dest.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(dest)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(dest.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_the_payload_is_unpacked_compiled_and_loaded_from_its_bytecode(python: str, tmp_path: Path) -> None:
@@ -72,8 +75,9 @@ def test_the_payload_is_unpacked_compiled_and_loaded_from_its_bytecode(python: s
     assert _compile(python, pyz, dest)[0] == 0
     assert _tree(dest) == first
     # The probe's modules come from that bytecode (python -v names the .pyc it loads; none is stale).
-    proc = run([python, "-v", "-c", "import envpin.probe.report, envpin.probe.runtime"],
-               env={"PYTHONPATH": f"{dest}:{pyz}"})
+    proc = run(
+        [python, "-v", "-c", "import envpin.probe.report, envpin.probe.runtime"], env={"PYTHONPATH": f"{dest}:{pyz}"}
+    )
     said = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 0, said[-2000:]
     assert f"code object from '{dest}/envpin/probe/__pycache__/report." in said, said[-2000:]

@@ -20,8 +20,12 @@ from tests.unit.test_probe_run import _STUB, REPO, _old_pythons
 
 SIF = "/scratch/alice/tf-20.02.sif"
 # What Apptainer sets in every container it starts (both prefixes: env.ApptainerPrefixes in its launcher).
-APPTAINER_ENV = {"APPTAINER_CONTAINER": SIF, "APPTAINER_NAME": "tf-20.02.sif",
-                 "SINGULARITY_CONTAINER": SIF, "SINGULARITY_NAME": "tf-20.02.sif"}
+APPTAINER_ENV = {
+    "APPTAINER_CONTAINER": SIF,
+    "APPTAINER_NAME": "tf-20.02.sif",
+    "SINGULARITY_CONTAINER": SIF,
+    "SINGULARITY_NAME": "tf-20.02.sif",
+}
 
 
 def _root(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -43,13 +47,21 @@ def _container(root: Path, environ: dict[str, str]) -> dict[str, Any]:
 
 
 def test_apptainer_from_its_variables_and_metadata_folder(tmp_path: Path) -> None:
-    root = _root(tmp_path, {".singularity.d/env/90-environment.sh": "export A=1\n",
-                            "proc/1/cgroup": "0::/init.scope\n"})
+    root = _root(
+        tmp_path, {".singularity.d/env/90-environment.sh": "export A=1\n", "proc/1/cgroup": "0::/init.scope\n"}
+    )
     got = _container(root, dict(APPTAINER_ENV))
     assert got["runtime"] == "apptainer" and got["in_container"] is True
     assert got["image"] == SIF
-    assert got["evidence"] == sorted(["/.singularity.d", "environ:APPTAINER_CONTAINER", "environ:APPTAINER_NAME",
-                                      "environ:SINGULARITY_CONTAINER", "environ:SINGULARITY_NAME"])
+    assert got["evidence"] == sorted(
+        [
+            "/.singularity.d",
+            "environ:APPTAINER_CONTAINER",
+            "environ:APPTAINER_NAME",
+            "environ:SINGULARITY_CONTAINER",
+            "environ:SINGULARITY_NAME",
+        ]
+    )
     assert got["container_id"] == "unknown"
 
 
@@ -74,13 +86,16 @@ def test_apptainer_wins_over_what_the_host_passes_in(tmp_path: Path) -> None:
     environ = {**APPTAINER_ENV, "container": "podman", "KUBERNETES_SERVICE_HOST": "10.0.0.1"}
     got = _container(root, environ)
     assert got["runtime"] == "apptainer"
-    assert {"environ:container=podman", "environ:KUBERNETES_SERVICE_HOST",
-            "/proc/1/cgroup mentions kubepods"} <= set(got["evidence"])
+    assert {"environ:container=podman", "environ:KUBERNETES_SERVICE_HOST", "/proc/1/cgroup mentions kubepods"} <= set(
+        got["evidence"]
+    )
 
 
 def test_gpu_libraries_bound_in_with_nv(tmp_path: Path) -> None:
-    root = _root(tmp_path, {".singularity.d/libs/libcuda.so.1": "", ".singularity.d/libs/libnvidia-ml.so.1": "",
-                            "dev/nvidiactl": ""})
+    root = _root(
+        tmp_path,
+        {".singularity.d/libs/libcuda.so.1": "", ".singularity.d/libs/libnvidia-ml.so.1": "", "dev/nvidiactl": ""},
+    )
     got = _container(root, dict(APPTAINER_ENV))
     assert "/.singularity.d/libs holds the host's libcuda (--nv)" in got["evidence"]
     assert got["gpu_runtime"] == "nvidia"
@@ -89,8 +104,12 @@ def test_gpu_libraries_bound_in_with_nv(tmp_path: Path) -> None:
 def test_host_settings_for_apptainer_are_not_a_container(tmp_path: Path) -> None:
     """A login node's shell carries APPTAINER_CACHEDIR, APPTAINER_BIND...: that is no container."""
     root = _root(tmp_path, {"proc/1/cgroup": "0::/init.scope\n"})
-    environ = {"APPTAINER_CACHEDIR": "/scratch/cache", "APPTAINER_BIND": "/data", "APPTAINERENV_FOO": "1",
-               "SINGULARITY_TMPDIR": "/tmp"}
+    environ = {
+        "APPTAINER_CACHEDIR": "/scratch/cache",
+        "APPTAINER_BIND": "/data",
+        "APPTAINERENV_FOO": "1",
+        "SINGULARITY_TMPDIR": "/tmp",
+    }
     got = _container(root, environ)
     assert got["runtime"] == "none" and got["in_container"] is False and got["evidence"] == []
 
@@ -121,7 +140,11 @@ def test_probe_process_under_old_interpreters_reports_apptainer(tmp_path: Path, 
     out = tmp_path / "r.json"
     res = subprocess.run(
         [python, "-I", "-S", "-c", _STUB.format(repo=str(REPO)), "--root", str(root), "--json", str(out)],
-        capture_output=True, text=True, timeout=120, check=False, env={"PATH": "/usr/bin:/bin", **APPTAINER_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", **APPTAINER_ENV},
     )
     assert res.returncode == 0, res.stderr
     report = json.loads(out.read_text())
@@ -132,8 +155,9 @@ def test_probe_process_under_old_interpreters_reports_apptainer(tmp_path: Path, 
 
 
 def test_schema_refuses_an_unknown_container_field() -> None:
-    report_part = {"container": {"runtime": {"value": "apptainer", "source": "x"},
-                                 "guess": {"value": 1, "source": "x"}}}
+    report_part = {
+        "container": {"runtime": {"value": "apptainer", "source": "x"}, "guess": {"value": 1, "source": "x"}}
+    }
     schema = load_schema()
     validator = jsonschema.Draft7Validator({**schema, "required": []})
     assert any("guess" in e.message for e in validator.iter_errors(report_part))

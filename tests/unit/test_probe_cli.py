@@ -59,17 +59,19 @@ def test_host_probe_leaves_the_self_test_out_unless_asked(cli) -> None:  # type:
     ]
 
 
-
-def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--out names a folder: a file (or a device) there is refused up front, as `probe --image --out` does,
     not after the probe (and a self-test) has run."""
     (tmp_path / "taken").write_text("mine\n")
     for target in (tmp_path / "taken", Path("/dev/null")):
         res = run_envpin("probe", "--no-selftest", "--out", str(target))
         assert res.code == 2 and res.stdout == "", res
-        assert res.stderr.splitlines() == [f"error: --out: {target} exists and is not a folder",
-                                           "hint: choose another --out"]
+        assert res.stderr.splitlines() == [
+            f"error: --out: {target} exists and is not a folder",
+            "hint: choose another --out",
+        ]
     assert (tmp_path / "taken").read_text() == "mine\n"
     called: list[dict[str, object]] = []
     monkeypatch.setattr(probe_package, "collect", lambda **kw: called.append(kw))
@@ -79,22 +81,32 @@ def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(tmp_path: Pat
 
 
 @pytest.mark.parametrize("same", [("r.out", "r.out"), ("r.out", "./r.out"), ("-", "-")])
-def test_output_and_markdown_naming_one_file_are_refused_before_the_probe_runs(same: tuple[str, str],
-                                                                                tmp_path: Path) -> None:
+def test_output_and_markdown_naming_one_file_are_refused_before_the_probe_runs(
+    same: tuple[str, str], tmp_path: Path
+) -> None:
     """Both reports into one file (or both to stdout) would leave only the Markdown: refused up front, on the
     host and by the probe inside images, and nothing is written."""
     res = run_envpin("probe", "--no-selftest", "-o", same[0], "--markdown", same[1], cwd=tmp_path)
     assert res.code == 2 and res.stdout == "", res
     where = "stdout" if same[0] == "-" else same[0]
-    assert res.stderr.splitlines() == [f"error: --output and --markdown both name {where}: one report would "
-                                       "replace the other", "hint: give each report its own file"]
+    assert res.stderr.splitlines() == [
+        f"error: --output and --markdown both name {where}: one report would replace the other",
+        "hint: give each report its own file",
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    inner = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", same[0],
-                            "--markdown", same[1]], cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=120)
+    inner = subprocess.run(
+        [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", same[0], "--markdown", same[1]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert inner.returncode == 2 and inner.stdout == "", inner
-    assert inner.stderr.splitlines() == [f"error: --json and --markdown both name {where}: one report would "
-                                         "replace the other", "hint: give each report its own file"]
+    assert inner.stderr.splitlines() == [
+        f"error: --json and --markdown both name {where}: one report would replace the other",
+        "hint: give each report its own file",
+    ]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -105,19 +117,23 @@ def test_probe_output_through_a_descriptor_or_a_link_is_written_into(tmp_path: P
     redirected = tmp_path / "redirected.txt"
     redirected.write_text("kept\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    commands = {"host": [str(Path(sys.executable).with_name("envpin")), "probe", "--no-selftest", "-o"],
-                "image": [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json"]}
+    commands = {
+        "host": [str(Path(sys.executable).with_name("envpin")), "probe", "--no-selftest", "-o"],
+        "image": [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json"],
+    }
     for where, command in commands.items():
         with redirected.open("a") as out:
-            proc = subprocess.run([*command, "/dev/fd/1"], stdout=out, stderr=subprocess.PIPE, text=True, env=env,
-                                  timeout=120)
+            proc = subprocess.run(
+                [*command, "/dev/fd/1"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120
+            )
         assert proc.returncode == 0, (where, proc.stderr)
         text = redirected.read_text()
         assert text.startswith("kept\n") and text.count('"probe_schema"') == (1 if where == "host" else 2), where
     for where, command in commands.items():  # `> file`: the report and the summary after it, both whole
         with redirected.open("w") as out:
-            proc = subprocess.run([*command, "/dev/fd/1"], stdout=out, stderr=subprocess.PIPE, text=True,
-                                  env=env, timeout=120)
+            proc = subprocess.run(
+                [*command, "/dev/fd/1"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120
+            )
         assert proc.returncode == 0, (where, proc.stderr)
         report, end = json.JSONDecoder().raw_decode(redirected.read_text())
         tail = redirected.read_text()[end:]

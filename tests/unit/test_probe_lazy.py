@@ -39,6 +39,12 @@ def test_public_names_load_on_first_use(minor: str | None) -> None:
     python = find_python(minor) if minor else sys.executable
     if python is None:
         pytest.skip(f"no CPython {minor} on this machine (pyenv install {minor}, or put python{minor} on PATH)")
-    out = subprocess.run([python, "-W", "error", "-c", SCRIPT], cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [python, "-W", "error", "-c", SCRIPT],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr

@@ -171,8 +171,16 @@ def test_os_release_of_this_machine() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS",
-     "NCCL_AUTH", "TF_API_KEY", "WANDB_API_KEY"],
+    [
+        "HF_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "DB_PASSWORD",
+        "MY_PASSWD",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "NCCL_AUTH",
+        "TF_API_KEY",
+        "WANDB_API_KEY",
+    ],
 )
 def test_credential_names(name: str) -> None:
     assert secrets.secret_name(name)
@@ -220,8 +228,10 @@ def test_scrub_replaces_tokens_inside_strings() -> None:
 
 def test_nvidia_smi_rows_parse_like_nvml_fields() -> None:
     fields_ = list(nvml.SMI_QUERY)
-    row = ("NVIDIA H100 80GB HBM3, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 9.0, 81559, 00000000:18:00.0, "
-           "Enabled, [N/A], Enabled, Default, 1980, 1980, 2619, 700.00, 700.00, 96.00.89.00.01, 580.159.04")
+    row = (
+        "NVIDIA H100 80GB HBM3, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 9.0, 81559, 00000000:18:00.0, "
+        "Enabled, [N/A], Enabled, Default, 1980, 1980, 2619, 700.00, 700.00, 96.00.89.00.01, 580.159.04"
+    )
     out = nvml.parse_smi(row + "\n", fields_, "nvidia-smi")
     assert out["count"]["value"] == 1
     assert out["devices.0.name"]["value"] == "NVIDIA H100 80GB HBM3"
@@ -283,8 +293,12 @@ def test_image_identity_from_plan_and_environment(tmp_path: Path) -> None:
     target = tmp_path / "opt" / "envpin" / "plan.json"
     target.parent.mkdir(parents=True)
     target.write_bytes(golden_plan.read_bytes())
-    env = {"NVIDIA_TENSORFLOW_VERSION": "21.06-tf2", "NVIDIA_BUILD_ID": "24152431",
-           "ENVPIN_RECIPE": plan["recipe"]["id"], "ENVPIN_PROBE_ROOT": str(tmp_path)}
+    env = {
+        "NVIDIA_TENSORFLOW_VERSION": "21.06-tf2",
+        "NVIDIA_BUILD_ID": "24152431",
+        "ENVPIN_RECIPE": plan["recipe"]["id"],
+        "ENVPIN_PROBE_ROOT": str(tmp_path),
+    }
     image = envvars.collect_image(Context(root=str(tmp_path), environ=env))
     assert image["ngc_version"]["value"] == "21.06-tf2" and image["build_id"]["value"] == "24152431"
     assert image["envpin_labels"]["value"] == {"ENVPIN_RECIPE": plan["recipe"]["id"]}

@@ -28,9 +28,14 @@ _STUB = (
 )
 
 
-def run_probe(*args: str, env: dict[str, Any] | None = None, no_site: bool = False,
-              timeout: int = 120, selftest: str = "--no-selftest",
-              python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+def run_probe(
+    *args: str,
+    env: dict[str, Any] | None = None,
+    no_site: bool = False,
+    timeout: int = 120,
+    selftest: str = "--no-selftest",
+    python: str = sys.executable,
+) -> subprocess.CompletedProcess[str]:
     """The probe in an isolated interpreter; `selftest` is the self-test flag ("" for the default, which runs
     it where TensorFlow is importable: the tests that are not about it leave it out)."""
     base: dict[str, Any] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
@@ -56,6 +61,7 @@ OPTIONAL_LAZY = {"tensorflow", "numpy", "fwr13y", "tfdeterminism", "keras", "hor
 
 def _imports(tree: ast.AST):  # type: ignore[no-untyped-def]
     """(module, inside_function) for every import statement."""
+
     def walk(node: ast.AST, in_func: bool):  # type: ignore[no-untyped-def]
         for child in ast.iter_child_nodes(node):
             nested = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -65,6 +71,7 @@ def _imports(tree: ast.AST):  # type: ignore[no-untyped-def]
             elif isinstance(child, ast.ImportFrom) and child.level == 0:
                 yield child.module or "", in_func
             yield from walk(child, nested)
+
     yield from walk(tree, False)
 
 
@@ -73,8 +80,11 @@ def test_probe_imports_only_stdlib_at_module_level() -> None:
     for path in sorted(PROBE_DIR.rglob("*.py")):  # the selftest package too
         for module, in_func in _imports(ast.parse(path.read_text(), str(path))):
             top = module.split(".")[0]
-            ok = (top in sys.stdlib_module_names or module.startswith(("envpin.probe", "envpin.portable"))
-                  or module == "envpin")
+            ok = (
+                top in sys.stdlib_module_names
+                or module.startswith(("envpin.probe", "envpin.portable"))
+                or module == "envpin"
+            )
             if in_func:
                 ok = ok or top in OPTIONAL_LAZY
             if not ok:
@@ -95,7 +105,10 @@ def test_vermin_python36() -> None:
         pytest.skip("vermin is not installed next to this interpreter (pip install -e '.[test]')")
     res = subprocess.run(
         [str(vermin), "-t=3.6-", "--no-tips", "--violations", str(PROBE_DIR)],
-        capture_output=True, text=True, check=False, timeout=300,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert res.returncode == 0, res.stdout + res.stderr
 
@@ -132,7 +145,10 @@ def test_isolated_run_reads_the_same_packages_as_pip(tmp_path: Path) -> None:
     dists = report["packages"]["distributions"]["value"]
     pip = subprocess.run(
         [sys.executable, "-I", "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
-        capture_output=True, text=True, check=True, timeout=120,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     expected = {fields_name(p["name"]): p["version"] for p in json.loads(pip.stdout)}
     # pip lists what is importable from this interpreter's site (both isolated: no user site).
@@ -161,8 +177,7 @@ def test_default_probe_does_not_import_tensorflow() -> None:
 
 def test_default_self_test_says_why_it_did_not_run_without_tensorflow(tmp_path: Path) -> None:
     """Images without TensorFlow still give the fingerprint, exit 0, and the report says why no self-test."""
-    res = run_probe("--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), no_site=True,
-                    selftest="")
+    res = run_probe("--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), no_site=True, selftest="")
     assert res.returncode == 0, res.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, load_schema())
@@ -235,8 +250,9 @@ PLANTED = {
 
 def test_planted_secrets_never_reach_any_output(tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    res = run_probe("--out", str(out), "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"),
-                    env=PLANTED)
+    res = run_probe(
+        "--out", str(out), "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), env=PLANTED
+    )
     assert res.returncode == 0, res.stderr
     blobs = {p.name: p.read_text() for p in [*out.iterdir(), tmp_path / "r.json", tmp_path / "r.md"]}
     blobs["stderr"] = res.stderr
@@ -247,8 +263,14 @@ def test_planted_secrets_never_reach_any_output(tmp_path: Path) -> None:
             assert fragment not in text, f"{fragment} leaked into {name}"
     report = json.loads((tmp_path / "r.json").read_text())
     env = report["env"]
-    for name in ("TF_SERVING_PASSWORD", "NCCL_SOCKET_IFNAME", "XLA_FLAGS", "CUDA_CACHE_KEY_ID", "TF_CONFIG",
-                 "OMP_SCHEDULE"):
+    for name in (
+        "TF_SERVING_PASSWORD",
+        "NCCL_SOCKET_IFNAME",
+        "XLA_FLAGS",
+        "CUDA_CACHE_KEY_ID",
+        "TF_CONFIG",
+        "OMP_SCHEDULE",
+    ):
         assert env[name]["present"] is True and env[name]["redacted"] is True, name
     assert "HF_TOKEN" not in env  # not a determinism-relevant name: not recorded at all
 
@@ -293,8 +315,10 @@ def test_garbage_ld_library_path(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     garbage = f"::{junk}:/nonexistent/dir:{tmp_path / 'afile'}:relative/dir:\x7f\x1b[31m:" + "x" * 5000
     # C locale and undecodable bytes in a recorded variable, as in a badly configured container.
-    report = probe_json(tmp_path, env={"LD_LIBRARY_PATH": garbage, "LANG": "C", "LC_ALL": "C",
-                                       "CUDA_DEVICE_ORDER": b"PCI_BUS_ID\xff\xfe"})
+    report = probe_json(
+        tmp_path,
+        env={"LD_LIBRARY_PATH": garbage, "LANG": "C", "LC_ALL": "C", "CUDA_DEVICE_ORDER": b"PCI_BUS_ID\xff\xfe"},
+    )
     assert report["env"]["LD_LIBRARY_PATH"]["value"] == garbage
     assert report["env"]["CUDA_DEVICE_ORDER"]["value"] == "PCI_BUS_ID\\xff\\xfe"
     # The dynamic loader was asked for the sonames found on the path; both files are junk.
@@ -337,8 +361,12 @@ def _fake_nvml(tmp_path: Path, init_rc: int) -> Path:
     src.write_text(FAKE_NVML_C)
     lib = tmp_path / f"rc{init_rc}" / "libnvidia-ml.so.1"
     lib.parent.mkdir()
-    subprocess.run([gcc, "-shared", "-fPIC", f"-DINIT_RC={init_rc}", "-o", str(lib), str(src)], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [gcc, "-shared", "-fPIC", f"-DINIT_RC={init_rc}", "-o", str(lib), str(src)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return lib
 
 
@@ -374,12 +402,15 @@ def test_nvidia_smi_fallback(tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     smi = bindir / "nvidia-smi"
-    row = ("Tesla V100-SXM2-16GB, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 7.0, 16160, 00000000:00:1E.0, "
-           "Enabled, [N/A], Enabled, Default, 1530, 1530, 877, 300.00, 300.00, 88.00.4F.00.09, 470.82.01")
+    row = (
+        "Tesla V100-SXM2-16GB, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 7.0, 16160, 00000000:00:1E.0, "
+        "Enabled, [N/A], Enabled, Default, 1530, 1530, 877, 300.00, 300.00, 88.00.4F.00.09, 470.82.01"
+    )
     smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=name,uuid,compute_cap,*) echo "{row}";; *) exit 6;; esac\n')
     smi.chmod(0o755)
-    report = probe_json(tmp_path, env={"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"),
-                                       "PATH": f"{bindir}:/usr/bin:/bin"})
+    report = probe_json(
+        tmp_path, env={"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"), "PATH": f"{bindir}:/usr/bin:/bin"}
+    )
     gpu = report["gpu"]
     assert gpu["backend"]["value"] == "nvidia-smi" and "absent.so" in gpu["fallback_reason"]["value"]
     assert gpu["devices.0.name"]["value"] == "Tesla V100-SXM2-16GB"

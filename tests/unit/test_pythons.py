@@ -44,8 +44,10 @@ BASE_ENV = {"PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "error", "HOME": "/nonexi
 def find_python(minor: str) -> str | None:
     """The newest CPython `minor` here: pyenv's real binary (a shim needs pyenv's environment), else PATH."""
     root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    versions = sorted(root.glob(f"versions/{minor}.*/bin/python{minor}"),
-                      key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])])
+    versions = sorted(
+        root.glob(f"versions/{minor}.*/bin/python{minor}"),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])],
+    )
     if versions:
         return str(versions[-1])
     exe = shutil.which(f"python{minor}")
@@ -57,17 +59,21 @@ def old_python(request: pytest.FixtureRequest) -> str:
     """Each image-side interpreter; a missing one skips with the reason (a failure with CI=true)."""
     exe = find_python(request.param)
     if exe is None:
-        pytest.skip(f"no CPython {request.param} on this machine (pyenv install {request.param}, or put "
-                    f"python{request.param} on PATH)")
+        pytest.skip(
+            f"no CPython {request.param} on this machine (pyenv install {request.param}, or put "
+            f"python{request.param} on PATH)"
+        )
     return exe
 
 
-def run(cmd: list[str], *, env: dict[str, str] | None = None, stdin: bytes | None = None,
-        timeout: int = 120) -> subprocess.CompletedProcess[bytes]:
+def run(
+    cmd: list[str], *, env: dict[str, str] | None = None, stdin: bytes | None = None, timeout: int = 120
+) -> subprocess.CompletedProcess[bytes]:
     """`cmd` with only BASE_ENV and `env`, in / (with -c or -m the working directory is on sys.path, and the
     checkout's envpin/ would shadow the archive's)."""
-    return subprocess.run(cmd, env={**BASE_ENV, **(env or {})}, input=stdin, capture_output=True,
-                          timeout=timeout, check=False, cwd="/")
+    return subprocess.run(
+        cmd, env={**BASE_ENV, **(env or {})}, input=stdin, capture_output=True, timeout=timeout, check=False, cwd="/"
+    )
 
 
 def python_version(python: str) -> str:
@@ -97,8 +103,11 @@ def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # A recorded variable holding a credential, one with non-ASCII text (3.6 in the C locale has an ASCII stdout).
-PLANTED_ENV = {"NCCL_SOCKET_IFNAME": "ghp_" + "Zx9Cv8Bn7Mm6Lk5Jh4Gf3Dd2Ss1Aa0Qq", "CUDA_DEVICE_ORDER": "PCI_BÜS_ID",
-               "XLA_FLAGS": "--xla_dump_to=/tmp/x --some_token=flagtok3n7 --privateKey=k3yv4lue"}
+PLANTED_ENV = {
+    "NCCL_SOCKET_IFNAME": "ghp_" + "Zx9Cv8Bn7Mm6Lk5Jh4Gf3Dd2Ss1Aa0Qq",
+    "CUDA_DEVICE_ORDER": "PCI_BÜS_ID",
+    "XLA_FLAGS": "--xla_dump_to=/tmp/x --some_token=flagtok3n7 --privateKey=k3yv4lue",
+}
 
 
 # --- the probe --------------------------------------------------------------------------------------------
@@ -108,11 +117,15 @@ PLANTED_ENV = {"NCCL_SOCKET_IFNAME": "ghp_" + "Zx9Cv8Bn7Mm6Lk5Jh4Gf3Dd2Ss1Aa0Qq"
 def test_probe_from_the_source_tree(old_python: str, tmp_path: Path) -> None:
     """python -m envpin.probe with -I -S (standard library only): reports written, nothing on stderr, no
     planted secret anywhere, the same fingerprint rule as the host."""
-    stub = f"import sys; sys.path.insert(0, {str(REPO)!r}); import runpy; runpy.run_module('envpin.probe', " \
-           "run_name='__main__', alter_sys=True)"
+    stub = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); import runpy; runpy.run_module('envpin.probe', "
+        "run_name='__main__', alter_sys=True)"
+    )
     out = tmp_path / "reports"
-    res = run([old_python, "-W", "error", "-I", "-S", "-c", stub, "--no-selftest", "--out", str(out),
-               "--markdown", "-"], env=PLANTED_ENV)
+    res = run(
+        [old_python, "-W", "error", "-I", "-S", "-c", stub, "--no-selftest", "--out", str(out), "--markdown", "-"],
+        env=PLANTED_ENV,
+    )
     assert (res.returncode, res.stderr.decode()) == (0, "")
     names = sorted(p.name for p in out.iterdir())
     assert [Path(n).suffix for n in names] == [".json", ".md"]
@@ -138,22 +151,43 @@ def test_probe_from_the_payload(old_python: str, pyz: Path, tmp_path: Path) -> N
     assert "Zx9Cv8Bn7Mm6" not in res.stdout.decode()
     valid_report(res.stdout, old_python)
     md = tmp_path / "r.md"
-    res = run([old_python, "-W", "error", "-s", "-S", "-m", "envpin.probe", "--no-selftest", "--json",
-               str(tmp_path / "r.json"), "--markdown", str(md)], env={"PYTHONPATH": str(pyz)})
+    res = run(
+        [
+            old_python,
+            "-W",
+            "error",
+            "-s",
+            "-S",
+            "-m",
+            "envpin.probe",
+            "--no-selftest",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--markdown",
+            str(md),
+        ],
+        env={"PYTHONPATH": str(pyz)},
+    )
     assert (res.returncode, res.stderr.decode()) == (0, "")
     valid_report((tmp_path / "r.json").read_bytes(), old_python)
     assert md.read_text().startswith("# envpin probe report")
-    where = run([old_python, "-W", "error", "-s", "-S", "-c", "import envpin.probe; print(envpin.probe.__file__)"],
-                env={"PYTHONPATH": str(pyz)})
+    where = run(
+        [old_python, "-W", "error", "-s", "-S", "-c", "import envpin.probe; print(envpin.probe.__file__)"],
+        env={"PYTHONPATH": str(pyz)},
+    )
     assert where.stdout.decode().strip() == str(pyz / "envpin" / "probe" / "__init__.py")
-    res = run([old_python, "-W", "error", "-s", "-S", "-m", "envpin.probe.runtime", "--check"],
-              env={"PYTHONPATH": str(pyz)})
+    res = run(
+        [old_python, "-W", "error", "-s", "-S", "-m", "envpin.probe.runtime", "--check"], env={"PYTHONPATH": str(pyz)}
+    )
     assert (res.returncode, res.stdout.decode(), res.stderr.decode()) == (
-        0, "envpin: TensorFlow not found; nothing to check\n", "")
+        0,
+        "envpin: TensorFlow not found; nothing to check\n",
+        "",
+    )
 
 
 # A TensorFlow stand-in: what enable_determinism reads (a *.dist-info name, __version__) and calls.
-FAKE_TF = '''
+FAKE_TF = """
 __version__ = "{version}"
 calls = []
 class _NS(object):
@@ -166,7 +200,7 @@ def _keras_seed(s):  # like Keras: Python's random module too
     r.seed(s)
     calls.append(("keras.utils.set_random_seed", s))
 keras = _NS(utils=_NS(set_random_seed=_keras_seed))
-'''
+"""
 ENABLE = (
     "import json, sys, envpin\n"
     "report = envpin.enable_determinism(seed=7, strict=True)\n"
@@ -184,10 +218,13 @@ def _enable_determinism(python: str, pyz: Path, fake: Path | None, env: dict[str
 
 
 @pytest.mark.pythons
-@pytest.mark.parametrize(("tf_version", "ngc", "seeding"), [("2.9.1", None, "keras.utils.set_random_seed"),
-                                                          ("2.4.0", "20.12-tf2", "tf.random.set_seed")])
-def test_enable_determinism_from_the_payload(old_python: str, pyz: Path, tmp_path: Path, tf_version: str,
-                                             ngc: str | None, seeding: str) -> None:
+@pytest.mark.parametrize(
+    ("tf_version", "ngc", "seeding"),
+    [("2.9.1", None, "keras.utils.set_random_seed"), ("2.4.0", "20.12-tf2", "tf.random.set_seed")],
+)
+def test_enable_determinism_from_the_payload(
+    old_python: str, pyz: Path, tmp_path: Path, tf_version: str, ngc: str | None, seeding: str
+) -> None:
     """``import envpin; envpin.enable_determinism(seed=..., strict=True)`` from envpin.pyz, against a
     TensorFlow stand-in: the same recipe, the same steps and the same seeded state as on the host."""
     fake = tmp_path / "site"
@@ -204,11 +241,14 @@ def test_enable_determinism_from_the_payload(old_python: str, pyz: Path, tmp_pat
 
 @pytest.mark.pythons
 def test_enable_determinism_without_tensorflow_says_so(old_python: str, pyz: Path) -> None:
-    res = run([old_python, "-W", "error", "-s", "-S", "-c", "import envpin; envpin.enable_determinism(strict=True)"],
-              env={"PYTHONPATH": str(pyz)})
+    res = run(
+        [old_python, "-W", "error", "-s", "-S", "-c", "import envpin; envpin.enable_determinism(strict=True)"],
+        env={"PYTHONPATH": str(pyz)},
+    )
     assert res.returncode == 1
     assert res.stderr.decode().strip().splitlines()[-1] == (
-        "RuntimeError: envpin: TensorFlow is not installed: only Python's random module was seeded")
+        "RuntimeError: envpin: TensorFlow is not installed: only Python's random module was seeded"
+    )
 
 
 # --- the Slurm node task ----------------------------------------------------------------------------------
@@ -218,8 +258,11 @@ def _node_task(python: str, payload: bytes, sha: str, *args: str) -> dict[str, A
     """Run envpin/fleet/nodetask.py as srun does (python3 -c SOURCE, the archive on stdin); its result."""
     from envpin.fleet.slurm import parse_task_output
 
-    res = run([python, "-W", "error", "-S", "-c", NODETASK.read_text(), sha, "120", *args], stdin=payload,
-              env={"SLURMD_NODENAME": "node-7"})
+    res = run(
+        [python, "-W", "error", "-S", "-c", NODETASK.read_text(), sha, "120", *args],
+        stdin=payload,
+        env={"SLURMD_NODENAME": "node-7"},
+    )
     assert (res.returncode, res.stderr.decode()) == (0, "")
     results, broken = parse_task_output(res.stdout.decode())
     assert broken == {} and list(results) == ["node-7"]
@@ -272,16 +315,50 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
 
     def add(module: str, func: str, *args: Any, **kwargs: Any) -> None:
-        calls.append({"id": f"{len(calls):03d} {module.rsplit('.', 1)[-1]}.{func}", "module": module, "func": func,
-                      "args": list(args), "kwargs": kwargs})
+        calls.append(
+            {
+                "id": f"{len(calls):03d} {module.rsplit('.', 1)[-1]}.{func}",
+                "module": module,
+                "func": func,
+                "args": list(args),
+                "kwargs": kwargs,
+            }
+        )
 
     s = "envpin.probe.secrets"
-    names = [*PLANTED, *PLANTED_RUN, "privateKey", "apiKey", "XMLHttpToken", "a_B", "aB", "fooBARBaz", "__x--yZ",
-             "signingKey", "accessKeyId", "cache_key", "keyboardLayout", "PWD", "OLDPWD", "sessionTTL", "a1B"]
-    values = [*(v for v, _ in PLANTED.values()), *PLANTED_RUN.values(), *PLANTED_ENV.values(),
-              "/opt/tokenizers:/usr/local/cuda/lib64", "sigmoid_threshold=0.5", "Basic training data",
-              "x --fooToken=abc --barKey=1 --accessKey=zz9", '{"privateKey": "v4l", "keyName": "k"}',
-              "sha256:" + "0123456789abcdef" * 4, "2.15.0+nv24.01", "\udcff\udcfe bytes", ""]
+    names = [
+        *PLANTED,
+        *PLANTED_RUN,
+        "privateKey",
+        "apiKey",
+        "XMLHttpToken",
+        "a_B",
+        "aB",
+        "fooBARBaz",
+        "__x--yZ",
+        "signingKey",
+        "accessKeyId",
+        "cache_key",
+        "keyboardLayout",
+        "PWD",
+        "OLDPWD",
+        "sessionTTL",
+        "a1B",
+    ]
+    values = [
+        *(v for v, _ in PLANTED.values()),
+        *PLANTED_RUN.values(),
+        *PLANTED_ENV.values(),
+        "/opt/tokenizers:/usr/local/cuda/lib64",
+        "sigmoid_threshold=0.5",
+        "Basic training data",
+        "x --fooToken=abc --barKey=1 --accessKey=zz9",
+        '{"privateKey": "v4l", "keyName": "k"}',
+        "sha256:" + "0123456789abcdef" * 4,
+        "2.15.0+nv24.01",
+        "\udcff\udcfe bytes",
+        "",
+    ]
     for name in names:
         add(s, "secret_name", name)
         add(s, "key_parts", name)
@@ -297,27 +374,43 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
     add("envpin.probe.cpu", "parse_cpuinfo", CPUINFO_V3)
     add("envpin.probe.cpu", "isa_level", {"$set": CPUINFO_V3.split("flags\t\t: ")[1].split("\n")[0].split()})
     add("envpin.probe.cpu", "isa_level", {"$set": ["fp", "asimd"]})
-    for source in (BUILD_INFO_TF1, BUILD_INFO_TF22, BUILD_INFO_TF23, "build_info = {}\nbuild_info['x'] = 1\n",
-                   "not python (", ""):
+    for source in (
+        BUILD_INFO_TF1,
+        BUILD_INFO_TF22,
+        BUILD_INFO_TF23,
+        "build_info = {}\nbuild_info['x'] = 1\n",
+        "not python (",
+        "",
+    ):
         add("envpin.probe.tf", "parse_build_info", source)
     for raw in (7605, 8907, 90100, 21903):
         add("envpin.probe.cudalibs", "_decode_mmp", raw)
     add("envpin.probe.cudalibs", "_decode_cuda", 11030)
-    row = ("NVIDIA H100 80GB HBM3, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 9.0, 81559, 00000000:18:00.0, "
-           "Enabled, [N/A], Enabled, Default, 1980, 1980, 2619, 700.00, 700.00, 96.00.89.00.01, 580.159.04\n")
+    row = (
+        "NVIDIA H100 80GB HBM3, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 9.0, 81559, 00000000:18:00.0, "
+        "Enabled, [N/A], Enabled, Default, 1980, 1980, 2619, 700.00, 700.00, 96.00.89.00.01, 580.159.04\n"
+    )
     query = [{"$tuple": list(item)} for item in nvml.SMI_QUERY]
     add("envpin.probe.nvml", "parse_smi", row + row.replace("18:00", "19:00"), query, "nvidia-smi")
     add("envpin.probe.nvml", "parse_smi", "garbage, row\n", query, "nvidia-smi")
     for name in ("Demo_Pkg", "zope.interface", "A--B__c", "tensorflow-gpu"):
         add("envpin.probe.pyenv", "normalize", name)
-    for name, raw in [("CUDA_DEVICE_ORDER", "PCI_BÜS_ID"), ("XLA_FLAGS", PLANTED_ENV["XLA_FLAGS"]),
-                      ("TF_PASSWORD", "x"), ("OMP_NUM_THREADS", "4")]:
+    for name, raw in [
+        ("CUDA_DEVICE_ORDER", "PCI_BÜS_ID"),
+        ("XLA_FLAGS", PLANTED_ENV["XLA_FLAGS"]),
+        ("TF_PASSWORD", "x"),
+        ("OMP_NUM_THREADS", "4"),
+    ]:
         add("envpin.probe.envvars", "relevant", name)
         add("envpin.probe.envvars", "env_field", name, raw)
 
     root = str(_fake_root(tmp_path / "root"))
-    ctx = {"$context": {"root": root, "environ": {"TF_CPP_MIN_LOG_LEVEL": "3", **PLANTED_ENV,
-                                                  **{n: v for n, (v, _) in PLANTED.items()}}}}
+    ctx = {
+        "$context": {
+            "root": root,
+            "environ": {"TF_CPP_MIN_LOG_LEVEL": "3", **PLANTED_ENV, **{n: v for n, (v, _) in PLANTED.items()}},
+        }
+    }
     add("envpin.probe.system", "collect_limits", ctx)
     add("envpin.probe.system", "collect_container", ctx)
     add("envpin.probe.system", "collect_memory", ctx)
@@ -342,8 +435,14 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
         add(v, "release_index", text)
     add(v, "components", "2.15.0+nv24.01")
     add(v, "matches", {"$tuple": [2, 1]}, "2.1.3")
-    for ref in ("nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "localhost:5000/a/b@sha256:" + "a" * 64, "UPPER/x",
-                "a:b:c", "[::1]:5000/x:1", "docker.io/library/ubuntu"):
+    for ref in (
+        "nvcr.io/nvidia/tensorflow:20.02-tf2-py3",
+        "localhost:5000/a/b@sha256:" + "a" * 64,
+        "UPPER/x",
+        "a:b:c",
+        "[::1]:5000/x:1",
+        "docker.io/library/ubuntu",
+    ):
         add("envpin.portable.imageref", "split", ref)
         add("envpin.portable.imageref", "parse", ref)
         add("envpin.portable.imageref", "validate", ref)
@@ -354,20 +453,39 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
     for setting in (None, "0", "4", " 8 ", "junk"):
         add(d, "thread_count", setting, "default")
         add(d, "onednn_switch", setting)
-    for tf_version, flags, machine in [("2.9.0", ["avx512_vnni"], "x86_64"), ("2.8", [], "x86_64"),
-                                       ("2.15", [], "aarch64"), (None, [], "x86_64")]:
+    for tf_version, flags, machine in [
+        ("2.9.0", ["avx512_vnni"], "x86_64"),
+        ("2.8", [], "x86_64"),
+        ("2.15", [], "aarch64"),
+        (None, [], "x86_64"),
+    ]:
         add(d, "onednn_default", tf_version, flags, machine)
 
     table = load_table()
-    for tf_version, dist, ngc in [("2.9.1", "stock", None), ("2.1", "ngc", "20.02"), ("1.15", "ngc", "19.10"),
-                                  ("2.4", "ngc", None), ("3.0", "stock", None), ("x", "stock", None)]:
+    for tf_version, dist, ngc in [
+        ("2.9.1", "stock", None),
+        ("2.1", "ngc", "20.02"),
+        ("1.15", "ngc", "19.10"),
+        ("2.4", "ngc", None),
+        ("3.0", "stock", None),
+        ("x", "stock", None),
+    ]:
         add("envpin.probe.runtime", "resolve", table, tf_version, dist, ngc)
-    add("envpin.probe.runtime", "check_environment",
-        {"env": [{"name": "A", "value": "1", "why": "w"}], "unset": [{"name": "B", "why": "w"}]}, {"B": "x"})
+    add(
+        "envpin.probe.runtime",
+        "check_environment",
+        {"env": [{"name": "A", "value": "1", "why": "w"}], "unset": [{"name": "B", "why": "w"}]},
+        {"B": "x"},
+    )
     for check in ("segment_sum", "bias_add_grad", "nonexistent"):
         add("envpin.probe.selftest.expect", "expected", check, "2.4.0", True, table)
-    add("envpin.probe.selftest.compare", "classify_exception", "UnimplementedError",
-        "{{function_node __wrapped}} A deterministic GPU implementation of X is not available\nmore", True)
+    add(
+        "envpin.probe.selftest.compare",
+        "classify_exception",
+        "UnimplementedError",
+        "{{function_node __wrapped}} A deterministic GPU implementation of X is not available\nmore",
+        True,
+    )
     add("envpin.probe.selftest.compare", "clean_tf_message", "  {{function_node f}}  first line\nsecond")
     return calls
 
@@ -422,13 +540,17 @@ def test_metadata_says_what_is_run() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert _script_versions() == list(HOST_PYTHONS)
     assert project["requires-python"] == f">={HOST_PYTHONS[0]}"
-    listed = [c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
-              if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    listed = [
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
     assert listed == list(HOST_PYTHONS)
     assert "bash scripts/pythons.sh" in (REPO / ".ci" / "run").read_text()
 
 
 def test_pythons_script_is_valid_bash() -> None:
-    res = subprocess.run(["bash", "-n", str(REPO / "scripts" / "pythons.sh")], capture_output=True, text=True,
-                         check=False, timeout=60)
+    res = subprocess.run(
+        ["bash", "-n", str(REPO / "scripts" / "pythons.sh")], capture_output=True, text=True, check=False, timeout=60
+    )
     assert (res.returncode, res.stderr) == (0, "")

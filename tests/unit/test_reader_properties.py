@@ -23,10 +23,18 @@ from envpin.reports import diff
 
 # JSON-shaped values with the awkward parts: huge and negative integers, booleans where numbers go, lone
 # surrogates, deep nesting (bounded by the strategy), empty keys.
-_scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
-            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30))
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
-                     | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=25)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30)
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=25,
+)
 # No deadline: timing belongs in benchmarks/; a pathological input that hung would stop the run instead.
 _SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -36,13 +44,33 @@ def _field(value: Any) -> dict[str, Any]:
 
 
 _sections = st.dictionaries(
-    st.sampled_from(["cpu", "gpu", "env", "python", "packages", "tensorflow", "cuda", "os", "limits", "selftest",
-                     "probe", "host", "container", "memory", "image"]),
+    st.sampled_from(
+        [
+            "cpu",
+            "gpu",
+            "env",
+            "python",
+            "packages",
+            "tensorflow",
+            "cuda",
+            "os",
+            "limits",
+            "selftest",
+            "probe",
+            "host",
+            "container",
+            "memory",
+            "image",
+        ]
+    ),
     _json | st.dictionaries(st.text(min_size=1, max_size=15), _json.map(_field) | _json, max_size=5),
     max_size=6,
 )
-_reports = st.builds(lambda version, sections: {"probe_schema": version, **sections},
-                     st.integers(min_value=-2, max_value=3) | st.booleans() | st.text(max_size=3), _sections)
+_reports = st.builds(
+    lambda version, sections: {"probe_schema": version, **sections},
+    st.integers(min_value=-2, max_value=3) | st.booleans() | st.text(max_size=3),
+    _sections,
+)
 
 
 @_SETTINGS
@@ -71,13 +99,23 @@ def test_report_reader_on_arbitrary_text(text: str, tmp_path_factory: Any) -> No
 _toml_keys = st.text(alphabet=string.ascii_letters + "_.-", min_size=1, max_size=12)
 _toml_values = st.recursive(
     st.booleans() | st.integers(min_value=-(10**20), max_value=10**20) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_toml_keys, inner, max_size=3), max_leaves=12)
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_toml_keys, inner, max_size=3),
+    max_leaves=12,
+)
 _locks = st.fixed_dictionaries(
-    {"lock": st.fixed_dictionaries({"schema": st.sampled_from([2, 2, 1, 3, True, "2"]),
-                                    "envpin_version": st.text(max_size=8),
-                                    "inputs_hash": st.text(max_size=80)})},
-    optional={table: st.dictionaries(_toml_keys, _toml_values, max_size=5)
-              for table in ("inputs", "base", "recipe", "files", "expected", "golden", "image", "extra")},
+    {
+        "lock": st.fixed_dictionaries(
+            {
+                "schema": st.sampled_from([2, 2, 1, 3, True, "2"]),
+                "envpin_version": st.text(max_size=8),
+                "inputs_hash": st.text(max_size=80),
+            }
+        )
+    },
+    optional={
+        table: st.dictionaries(_toml_keys, _toml_values, max_size=5)
+        for table in ("inputs", "base", "recipe", "files", "expected", "golden", "image", "extra")
+    },
 )
 
 
@@ -104,15 +142,70 @@ def test_lock_reader_on_arbitrary_text(text: str) -> None:
         loads(text, "envpin.lock")
 
 
-_keywords = st.sampled_from(["FROM", "RUN", "ENV", "ARG", "COPY", "ADD", "CMD", "ENTRYPOINT", "LABEL", "USER",
-                             "WORKDIR", "SHELL", "ONBUILD", "HEALTHCHECK", "EXPOSE", "VOLUME", "STOPSIGNAL",
-                             "from", "# syntax=docker/dockerfile:1", "# escape=`", "#", ""])
-_fragments = st.sampled_from(["$(", ")", "${A:-", "}", "<(", "'", '"', "\\", "`", "&&", "|", ";", "--mount=type=cache",
-                              "[", "]", '"a"', ",", "<<EOF", "EOF", "\n", " ", "TF_DETERMINISTIC_OPS=1",
-                              "nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "@sha256:" + "a" * 64, "pip install x",
-                              "AS", "b", "=", "$A", "${A}", "sh -c"])
-_dockerfiles = st.lists(st.tuples(_keywords, st.lists(_fragments | st.text(max_size=8), max_size=10)),
-                        max_size=12).map(lambda lines: "\n".join(k + " " + "".join(f) for k, f in lines))
+_keywords = st.sampled_from(
+    [
+        "FROM",
+        "RUN",
+        "ENV",
+        "ARG",
+        "COPY",
+        "ADD",
+        "CMD",
+        "ENTRYPOINT",
+        "LABEL",
+        "USER",
+        "WORKDIR",
+        "SHELL",
+        "ONBUILD",
+        "HEALTHCHECK",
+        "EXPOSE",
+        "VOLUME",
+        "STOPSIGNAL",
+        "from",
+        "# syntax=docker/dockerfile:1",
+        "# escape=`",
+        "#",
+        "",
+    ]
+)
+_fragments = st.sampled_from(
+    [
+        "$(",
+        ")",
+        "${A:-",
+        "}",
+        "<(",
+        "'",
+        '"',
+        "\\",
+        "`",
+        "&&",
+        "|",
+        ";",
+        "--mount=type=cache",
+        "[",
+        "]",
+        '"a"',
+        ",",
+        "<<EOF",
+        "EOF",
+        "\n",
+        " ",
+        "TF_DETERMINISTIC_OPS=1",
+        "nvcr.io/nvidia/tensorflow:20.02-tf2-py3",
+        "@sha256:" + "a" * 64,
+        "pip install x",
+        "AS",
+        "b",
+        "=",
+        "$A",
+        "${A}",
+        "sh -c",
+    ]
+)
+_dockerfiles = st.lists(st.tuples(_keywords, st.lists(_fragments | st.text(max_size=8), max_size=10)), max_size=12).map(
+    lambda lines: "\n".join(k + " " + "".join(f) for k, f in lines)
+)
 
 
 @_SETTINGS
@@ -127,25 +220,57 @@ def test_dockerfile_parser_and_rules_raise_only_envpin_errors(text: str) -> None
             assert finding.line >= 1 and finding.rule
 
 
-_requirement_steps = st.lists(st.sampled_from([
-    "", "# a comment", "ENV A=1", "COPY requirements.txt .", "COPY req/ /req/", "RUN pip install -r requirements.txt",
-    "RUN pip install -r /req/dev.txt -c /req/constraints.txt", "RUN pip install flask", "WORKDIR /app",
-    "ARG TF_CUDNN_USE_AUTOTUNE=1", "RUN apt-get install -y curl", "FROM ubuntu:22.04 AS next",
-]), max_size=8)
+_requirement_steps = st.lists(
+    st.sampled_from(
+        [
+            "",
+            "# a comment",
+            "ENV A=1",
+            "COPY requirements.txt .",
+            "COPY req/ /req/",
+            "RUN pip install -r requirements.txt",
+            "RUN pip install -r /req/dev.txt -c /req/constraints.txt",
+            "RUN pip install flask",
+            "WORKDIR /app",
+            "ARG TF_CUDNN_USE_AUTOTUNE=1",
+            "RUN apt-get install -y curl",
+            "FROM ubuntu:22.04 AS next",
+        ]
+    ),
+    max_size=8,
+)
 #: A FROM, then steps, then a requirements file copied in and installed (so the build context has findings).
 _with_requirements = st.tuples(
     st.sampled_from(["FROM ubuntu:22.04", "FROM nvcr.io/nvidia/tensorflow:20.02-tf2-py3", "FROM x AS base"]),
-    _requirement_steps, _requirement_steps,
-).map(lambda t: "\n".join([t[0], *t[1], "COPY requirements.txt .", *t[2], "RUN pip install -r requirements.txt"])
-      + "\n")
+    _requirement_steps,
+    _requirement_steps,
+).map(
+    lambda t: "\n".join([t[0], *t[1], "COPY requirements.txt .", *t[2], "RUN pip install -r requirements.txt"]) + "\n"
+)
 
 
 @_SETTINGS
-@given(text=_with_requirements, requirements=st.lists(
-    st.sampled_from(["flask", "numpy==1.26.4", "", "# c", "-r req/dev.txt", "git+https://g/h.git",
-                     "--extra-index-url https://x", "six==1.16 --hash=sha256:" + "0" * 64]), max_size=6))
-def test_fix_with_a_build_context_raises_only_envpin_errors(text: str, requirements: list[str],
-                                                           tmp_path_factory: Any) -> None:
+@given(
+    text=_with_requirements,
+    requirements=st.lists(
+        st.sampled_from(
+            [
+                "flask",
+                "numpy==1.26.4",
+                "",
+                "# c",
+                "-r req/dev.txt",
+                "git+https://g/h.git",
+                "--extra-index-url https://x",
+                "six==1.16 --hash=sha256:" + "0" * 64,
+            ]
+        ),
+        max_size=6,
+    ),
+)
+def test_fix_with_a_build_context_raises_only_envpin_errors(
+    text: str, requirements: list[str], tmp_path_factory: Any
+) -> None:
     """--fix on a Dockerfile whose requirements files (read from the build context) have findings of their own."""
     from envpin.audit import run
 
@@ -182,16 +307,31 @@ def test_image_configs_of_any_shape_are_accepted_or_one_registry_error(config: A
 
 
 def _mutations() -> st.SearchStrategy[tuple[list[str | int], Any]]:
-    paths = st.sampled_from([
-        [], ["sources"], ["releases"], ["missing_months"], ["image_repository"], ["notes"], ["schema"],
-        ["releases", "20.02"], ["releases", "20.02", "flavors"], ["releases", "20.02", "fields"],
-        ["releases", "20.02", "flavors", "tf2"], ["releases", "20.02", "flavors", "tf2", "tag"],
-        ["releases", "20.02", "flavors", "tf2", "fields"], ["releases", "20.02", "fields", "cuda"],
-        ["releases", "20.02", "fields", "cuda", "value"], ["releases", "20.02", "fields", "cuda", "source"],
-        ["releases", "20.02", "fields", "cuda", "also"], ["releases", "20.02", "fields", "cuda", "conflicts"],
-        ["releases", "20.02", "fields", "cuda", "reason"], ["missing_months", "20.04"],
-        ["missing_months", "20.04", "source"],
-    ])
+    paths = st.sampled_from(
+        [
+            [],
+            ["sources"],
+            ["releases"],
+            ["missing_months"],
+            ["image_repository"],
+            ["notes"],
+            ["schema"],
+            ["releases", "20.02"],
+            ["releases", "20.02", "flavors"],
+            ["releases", "20.02", "fields"],
+            ["releases", "20.02", "flavors", "tf2"],
+            ["releases", "20.02", "flavors", "tf2", "tag"],
+            ["releases", "20.02", "flavors", "tf2", "fields"],
+            ["releases", "20.02", "fields", "cuda"],
+            ["releases", "20.02", "fields", "cuda", "value"],
+            ["releases", "20.02", "fields", "cuda", "source"],
+            ["releases", "20.02", "fields", "cuda", "also"],
+            ["releases", "20.02", "fields", "cuda", "conflicts"],
+            ["releases", "20.02", "fields", "cuda", "reason"],
+            ["missing_months", "20.04"],
+            ["missing_months", "20.04", "source"],
+        ]
+    )
     return st.tuples(paths, _json)
 
 
@@ -227,17 +367,23 @@ def test_catalog_files_with_any_value_anywhere_raise_only_catalog_errors(mutatio
 
 
 _toml_values = st.recursive(
-    st.booleans() | st.integers(min_value=-(10**40), max_value=10**40) | st.text(max_size=20)
+    st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.text(max_size=20)
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(min_size=1, max_size=10), inner, max_size=4),
-    max_leaves=15)
+    max_leaves=15,
+)
 
 
 @_SETTINGS
-@given(table=st.dictionaries(st.sampled_from(["ignore", "fail-on", "per-path", "other"]), _toml_values, max_size=4),
-       digits=st.integers(min_value=1, max_value=6000))
-def test_audit_configuration_raises_only_usage_errors(table: dict[str, Any], digits: int,
-                                                      tmp_path_factory: Any) -> None:
+@given(
+    table=st.dictionaries(st.sampled_from(["ignore", "fail-on", "per-path", "other"]), _toml_values, max_size=4),
+    digits=st.integers(min_value=1, max_value=6000),
+)
+def test_audit_configuration_raises_only_usage_errors(
+    table: dict[str, Any], digits: int, tmp_path_factory: Any
+) -> None:
     """Any [tool.envpin.audit] table (and an integer of up to 6,000 digits): a configuration or a UsageError."""
     from envpin.audit.config import load
     from envpin.errors import UsageError

@@ -65,14 +65,17 @@ def test_raises_listed_per_version() -> None:
     depthwise = [r for r in recipes.select("2.10", "stock").raises if "depthwise" in r["op"]]
     assert [r["message"] for r in depthwise] == [
         "A deterministic GPU implementation of DepthwiseConvBackpropFilter is not available with this version of "
-        "cuDNN. Please build with cuDNN version 7.6.3 or later."]
+        "cuDNN. Please build with cuDNN version 7.6.3 or later."
+    ]
     # TensorFlow's real segment messages (2.5-2.6), not a paraphrase.
     assert {r["message"] for r in recipes.select("2.5", "stock").raises if r["devices"] == "gpu"} == {
         "Deterministic GPU implementation of sorted segment reduction op not available.",
-        "Deterministic GPU implementation of unsorted segment reduction op not available."}
+        "Deterministic GPU implementation of unsorted segment reduction op not available.",
+    }
     fake = [r for r in recipes.select("2.8", "stock").raises if "fake_quant" in r["op"]]
-    assert fake and all(r["message"].startswith("Determinism is not yet supported in GPU implementation of FakeQuant")
-                        for r in fake)
+    assert fake and all(
+        r["message"].startswith("Determinism is not yet supported in GPU implementation of FakeQuant") for r in fake
+    )
     assert all(r["exception"] and r["devices"] in ("gpu", "any") for r in recipes.select("2.21", "stock").raises)
 
 
@@ -103,8 +106,7 @@ def test_runtime_and_library_share_one_rule() -> None:
         in_image, host = runtime.resolve(table, tf, dist, rel), recipes.select(tf, dist, rel).to_dict()
         assert set(host) - set(in_image) == {"ngc_overrides", "advice"}
         lists = ("raises_under_determinism", "nondeterministic_under_determinism")
-        assert {k: host[k] for k in in_image if k not in lists} == {k: v for k, v in in_image.items()
-                                                                     if k not in lists}
+        assert {k: host[k] for k in in_image if k not in lists} == {k: v for k, v in in_image.items() if k not in lists}
         for key in lists:
             assert all(e in in_image[key] for e in host[key])
             if dist == "stock":
@@ -182,8 +184,12 @@ def test_runtime_with_real_tensorflow_enables_op_determinism() -> None:
     assert proc.returncode == 0, proc.stderr
     report, enabled = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["recipe"] == "stock-2.20-2.21" and enabled is True  # tensorflow-cpu 2.21 with Keras 3.7+
-    assert {"keras_set_random_seed", "enable_op_determinism", "keras3_no_auto_xla",
-            "env TF_DETERMINISTIC_OPS=1"} <= set(report["applied"])
+    assert {
+        "keras_set_random_seed",
+        "enable_op_determinism",
+        "keras3_no_auto_xla",
+        "env TF_DETERMINISTIC_OPS=1",
+    } <= set(report["applied"])
     assert report["warnings"] == []
 
 
@@ -194,8 +200,16 @@ def test_runtime_check_flags_a_wrong_environment() -> None:
     proc = _run_runtime(code, {"TF_CUDNN_USE_AUTOTUNE": "0"}, site=True)
     assert proc.returncode == 1
     assert "TF_CUDNN_USE_AUTOTUNE must not be set" in proc.stdout and "PYTHONHASHSEED should be 0" in proc.stdout
-    typo = _run_runtime(code, {"PYTHONHASHSEED": "0", "TF_DETERMINISTIC_OPS": "1", "HOROVOD_FUSION_THRESHOLD": "0",
-                               "TF_USE_CUDNN_AUTOTUNE": "0"}, site=True)
+    typo = _run_runtime(
+        code,
+        {
+            "PYTHONHASHSEED": "0",
+            "TF_DETERMINISTIC_OPS": "1",
+            "HOROVOD_FUSION_THRESHOLD": "0",
+            "TF_USE_CUDNN_AUTOTUNE": "0",
+        },
+        site=True,
+    )
     assert typo.returncode == 1 and "TF_USE_CUDNN_AUTOTUNE has no effect" in typo.stdout, typo.stdout
 
 

@@ -20,8 +20,9 @@ from tests.unit.test_layers import STDLIB_ONLY, module_name
 def _host_modules() -> list[str]:
     """Every module of the host side (the standard-library core that runs in images has no dataclasses)."""
     names = [module_name(p) for p in sorted((REPO / "envpin").rglob("*.py"))]
-    return [n for n in names if not any(n == s or n.startswith(s + ".") for s in STDLIB_ONLY)
-            and n != "envpin.__main__"]
+    return [
+        n for n in names if not any(n == s or n.startswith(s + ".") for s in STDLIB_ONLY) and n != "envpin.__main__"
+    ]
 
 
 def _value_classes() -> list[type]:
@@ -37,8 +38,9 @@ def _value_classes() -> list[type]:
 def test_every_dataclass_is_a_value_with_slots() -> None:
     classes = _value_classes()
     assert len(classes) > 60
-    wrong = [f"{c.__module__}.{c.__qualname__}" for c in classes
-             if not issubclass(c, Value) or "__slots__" not in c.__dict__]
+    wrong = [
+        f"{c.__module__}.{c.__qualname__}" for c in classes if not issubclass(c, Value) or "__slots__" not in c.__dict__
+    ]
     assert wrong == []
 
 
@@ -60,8 +62,7 @@ def test_replace_makes_a_changed_copy_and_runs_the_checks_again() -> None:
     assert (g.line, f.line, g.rule) == (4, 3, "pip-unpinned") and g != f
     with pytest.raises(TypeError):
         f.replace(nope=1)
-    rule = Rule(id="a-b", severity="info", title="t", finds="f", why="w", bad="b", good="g", autofix="a",
-                references=())
+    rule = Rule(id="a-b", severity="info", title="t", finds="f", why="w", bad="b", good="g", autofix="a", references=())
     with pytest.raises(ValueError, match="severity"):
         rule.replace(severity="fatal")
 
@@ -74,7 +75,13 @@ def test_frozen_values_refuse_changes_hash_and_pickle() -> None:
 
 
 def test_entry_repr_leaves_out_the_provenance_tables() -> None:
-    entry = Entry("20.02", "tf2-py3", "20.02-tf2-py3", "nvcr.io/nvidia/tensorflow:20.02-tf2-py3",
-                  {"tensorflow": Fact("2.1.0", "s")}, {"s": {"url": "https://example.com"}})
+    entry = Entry(
+        "20.02",
+        "tf2-py3",
+        "20.02-tf2-py3",
+        "nvcr.io/nvidia/tensorflow:20.02-tf2-py3",
+        {"tensorflow": Fact("2.1.0", "s")},
+        {"s": {"url": "https://example.com"}},
+    )
     text = repr(entry)
     assert text.startswith("Entry(release='20.02', flavor='tf2-py3'") and "https://example.com" not in text

@@ -127,8 +127,15 @@ def test_a_descriptor_size_that_disagrees_is_refused(reg: HostileRegistry) -> No
     assert "but its descriptor says" in err.message
 
 
-MALFORMED = ["md5:" + "0" * 32, "sha256:zz/../../etc", "sha256:" + "A" * 64, "sha256:" + "a" * 63,
-             "sha512:" + "a" * 64, "sha256:" + "a" * 64 + "/x", "SHA256:" + "a" * 64]
+MALFORMED = [
+    "md5:" + "0" * 32,
+    "sha256:zz/../../etc",
+    "sha256:" + "A" * 64,
+    "sha256:" + "a" * 63,
+    "sha512:" + "a" * 64,
+    "sha256:" + "a" * 64 + "/x",
+    "SHA256:" + "a" * 64,
+]
 
 
 @pytest.mark.parametrize("bad", MALFORMED)
@@ -204,7 +211,8 @@ def test_a_redirect_on_the_same_origin_keeps_the_login(reg: HostileRegistry) -> 
     reg.routes.update(image_routes(REPO, TAG, image))
     _basic_protected(reg, redirect(f"{BASE}/manifests/moved"))
     reg.routes[f"{BASE}/manifests/moved"] = lambda seen: (
-        manifest_answer(image.manifest) if seen.headers.get("authorization") == LOGIN.basic() else Answer(401))
+        manifest_answer(image.manifest) if seen.headers.get("authorization") == LOGIN.basic() else Answer(401)
+    )
     assert RegistryClient(credentials=lambda name: LOGIN).resolve_digest(_ref(reg)) == digest(image.manifest)
     assert reg.authorizations() == [LOGIN.basic(), LOGIN.basic()]
 
@@ -223,8 +231,15 @@ def test_bearer_tokens_stay_home_and_the_realm_gets_the_login_only_for_the_token
         for path, answer in routes.items():
             if "/blobs/" in path:
                 answer = redirect(other.url(path))
-            reg.routes[path] = (lambda a: lambda seen: a if seen.headers.get("authorization") == "Bearer tok-123"
-                                else Answer(401, headers={"WWW-Authenticate": challenge}))(answer)
+            reg.routes[path] = (
+                lambda a: (
+                    lambda seen: (
+                        a
+                        if seen.headers.get("authorization") == "Bearer tok-123"
+                        else Answer(401, headers={"WWW-Authenticate": challenge})
+                    )
+                )
+            )(answer)
         top, _ = RegistryClient(credentials=lambda name: LOGIN).image_config(_ref(reg))
         assert top == digest(image.manifest)
         assert realm.authorizations() == [LOGIN.basic()]
@@ -236,7 +251,8 @@ def test_a_challenge_from_a_redirect_target_gets_no_login(reg: HostileRegistry, 
     asked: list[str] = []
     reg.routes[f"{BASE}/manifests/{TAG}"] = redirect(other.url(f"{BASE}/manifests/{TAG}"))
     other.routes[f"{BASE}/manifests/{TAG}"] = Answer(
-        401, headers={"WWW-Authenticate": f'Bearer realm="{other.url("/token")}",service="x"'})
+        401, headers={"WWW-Authenticate": f'Bearer realm="{other.url("/token")}",service="x"'}
+    )
     client = RegistryClient(credentials=lambda name: asked.append(name) or LOGIN)  # type: ignore[func-returns-value]
     err = _error(lambda: client.resolve_digest(_ref(reg)))
     assert "which asks for a login" in err.message
@@ -245,21 +261,25 @@ def test_a_challenge_from_a_redirect_target_gets_no_login(reg: HostileRegistry, 
 
 def test_the_refresh_token_exchange_is_not_redirected(reg: HostileRegistry, other: HostileRegistry) -> None:
     reg.routes[f"{BASE}/manifests/{TAG}"] = Answer(
-        401, headers={"WWW-Authenticate": f'Bearer realm="{reg.url("/token")}",service="x"'})
+        401, headers={"WWW-Authenticate": f'Bearer realm="{reg.url("/token")}",service="x"'}
+    )
     reg.routes["/token"] = redirect(other.url("/token"))
     client = RegistryClient(credentials=lambda name: Credentials("<token>", "refresh-secret"))
     err = _error(lambda: client.resolve_digest(_ref(reg)))
     assert "does not follow" in err.message and other.requests() == []
 
 
-@pytest.mark.parametrize(("target", "problem"), [
-    ("http://10.0.0.1:5000/v2/", "plain HTTP to a host that is not loopback"),
-    ("ftp://127.0.0.1/x", "not an http(s) URL"),
-    ("http://user:pw@127.0.0.1:5000/v2/", "a URL with a user name in it"),
-    ("http://127.0.0.1:99999/v2/", "not a valid URL"),
-    ("/v2/a b", "not a valid URL"),
-    ("/v2/\u00e9", "not a valid URL"),
-])
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        ("http://10.0.0.1:5000/v2/", "plain HTTP to a host that is not loopback"),
+        ("ftp://127.0.0.1/x", "not an http(s) URL"),
+        ("http://user:pw@127.0.0.1:5000/v2/", "a URL with a user name in it"),
+        ("http://127.0.0.1:99999/v2/", "not a valid URL"),
+        ("/v2/a b", "not a valid URL"),
+        ("/v2/\u00e9", "not a valid URL"),
+    ],
+)
 def test_redirect_targets_envpin_refuses(reg: HostileRegistry, target: str, problem: str) -> None:
     reg.routes[f"{BASE}/manifests/{TAG}"] = redirect(target)
     err = _error(lambda: _client().resolve_digest(_ref(reg)))
@@ -269,7 +289,8 @@ def test_redirect_targets_envpin_refuses(reg: HostileRegistry, target: str, prob
 @pytest.mark.parametrize("token", ["tok\r\nX-Injected: 1", "tök", "two words", ""])
 def test_tokens_that_cannot_be_a_header_are_refused(reg: HostileRegistry, token: str) -> None:
     reg.routes[f"{BASE}/manifests/{TAG}"] = Answer(
-        401, headers={"WWW-Authenticate": f'Bearer realm="{reg.url("/token")}",service="x"'})
+        401, headers={"WWW-Authenticate": f'Bearer realm="{reg.url("/token")}",service="x"'}
+    )
     reg.routes["/token"] = Answer(200, json.dumps({"token": token}).encode())
     err = _error(lambda: _client().resolve_digest(_ref(reg)))
     assert "token" in err.message and len(reg.requests()) == 2  # the manifest, the token; nothing sent with it
@@ -277,8 +298,10 @@ def test_tokens_that_cannot_be_a_header_are_refused(reg: HostileRegistry, token:
 
 def test_redirect_policy_in_isolation() -> None:
     follow = transport.Transport._redirect
-    assert follow("https://r.example.com/v2/x", "https://cdn.example.net/b?sig=1", "GET", "it") == \
-        "https://cdn.example.net/b?sig=1"
+    assert (
+        follow("https://r.example.com/v2/x", "https://cdn.example.net/b?sig=1", "GET", "it")
+        == "https://cdn.example.net/b?sig=1"
+    )
     assert follow("http://127.0.0.1:5000/v2/x", "/v2/y", "GET", "it") == "http://127.0.0.1:5000/v2/y"
     with pytest.raises(RegistryError, match="plain HTTP after HTTPS"):
         follow("https://localhost:5000/v2/x", "http://localhost:5000/v2/y", "GET", "it")
@@ -365,8 +388,17 @@ def test_catalog_sync_refuses_a_lying_registry_and_records_nothing(reg: HostileR
         reg.routes.update(image_routes(REPO, tag, image))
         reg.routes[f"{BASE}/manifests/{tag}"] = manifest_answer(image.manifest, header=lie)
     out, cache = tmp_path / "catalog.json", tmp_path / "cache"
-    res = run_envpin("catalog", "sync", "--registry", f"http://{reg.host}", "--release", "20.02",
-                     "--write", str(out), env={"XDG_CACHE_HOME": str(cache)})
+    res = run_envpin(
+        "catalog",
+        "sync",
+        "--registry",
+        f"http://{reg.host}",
+        "--release",
+        "20.02",
+        "--write",
+        str(out),
+        env={"XDG_CACHE_HOME": str(cache)},
+    )
     _one_error(res, lie, digest(image.manifest), f"{reg.host}/{REPO}:20.02-tf1-py3")
     assert res.stdout == "" and not out.exists() and not any(cache.rglob("*"))
 
@@ -379,8 +411,16 @@ def test_render_refuses_a_base_image_whose_config_does_not_match(reg: HostileReg
     forged = image.config.replace(b"2.11.0", b"2.99.0")
     reg.routes[f"{BASE}/blobs/{digest(image.config)}"] = Answer(200, forged)
     out = tmp_path / "env"
-    res = run_envpin("render", "--ngc", tag, "--base-image", f"{reg.host}/{REPO}:{tag}", "--out", str(out),
-                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    res = run_envpin(
+        "render",
+        "--ngc",
+        tag,
+        "--base-image",
+        f"{reg.host}/{REPO}:{tag}",
+        "--out",
+        str(out),
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     _one_error(res, digest(image.config), digest(forged))
     assert not out.exists() and not any((tmp_path / "cache").rglob("*"))
 
@@ -406,7 +446,15 @@ def test_render_refuses_a_base_image_config_of_the_wrong_shape(reg: HostileRegis
     tag = "23.02-tf2-py3"
     reg.routes.update(image_routes(REPO, tag, image_with_config({"config": {"Env": "TENSORFLOW_VERSION=2.11.0"}})))
     out = tmp_path / "env"
-    res = run_envpin("render", "--ngc", tag, "--base-image", f"{reg.host}/{REPO}:{tag}", "--out", str(out),
-                     env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    res = run_envpin(
+        "render",
+        "--ngc",
+        tag,
+        "--base-image",
+        f"{reg.host}/{REPO}:{tag}",
+        "--out",
+        str(out),
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     _one_error(res, "'config.Env' is not a list of strings")
     assert not out.exists()

@@ -48,8 +48,13 @@ def test_written_folder_and_lock(tmp_path: Path) -> None:
     for rel, digest in lock.files.items():
         assert "sha256:" + hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
     # Only what a reviewer reads, plus the one payload archive; no copy of envpin's sources.
-    assert sorted(p.name for p in out.iterdir()) == [".dockerignore", "Dockerfile", "envpin.lock", "envpin.pyz",
-                                                     "plan.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".dockerignore",
+        "Dockerfile",
+        "envpin.lock",
+        "envpin.pyz",
+        "plan.json",
+    ]
     # Re-rendering unchanged inputs is allowed and changes nothing.
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     write_environment(out, plan, render(plan))

@@ -80,8 +80,10 @@ def test_edited_or_foreign_definition(cli, tmp_path: Path) -> None:  # type: ign
 def test_unknown_format_is_a_usage_error_and_writes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     res = cli(*ARGS, "--format", "singularity", cwd=tmp_path)
     assert res.code == 2
-    assert res.stderr.splitlines() == ["error: 'singularity' is not an output format",
-                                       "hint: use --format docker or --format apptainer; repeat --format for both"]
+    assert res.stderr.splitlines() == [
+        "error: 'singularity' is not an output format",
+        "hint: use --format docker or --format apptainer; repeat --format for both",
+    ]
     assert not (tmp_path / "images").exists()
 
 

@@ -23,9 +23,14 @@ TWO = (
 )
 
 
-@pytest.mark.parametrize("ngc, epoch", [
-    ("20.02", 1580515200), ("19.10-py3", 1569888000), ("25.02-tf2-py3", 1738368000),
-])
+@pytest.mark.parametrize(
+    "ngc, epoch",
+    [
+        ("20.02", 1580515200),
+        ("19.10-py3", 1569888000),
+        ("25.02-tf2-py3", 1738368000),
+    ],
+)
 def test_the_timestamp_is_the_release_month_not_the_clock(ngc: str, epoch: int) -> None:
     plan = make_plan(ngc=ngc, tf={"20.02": "2.1", "25.02-tf2-py3": "2.17"}.get(ngc))
     assert plan.source_date_epoch == epoch
@@ -74,7 +79,10 @@ def _lock(tmp_path: Path) -> lockfile.Lock:
 
 
 IMAGE = lockfile.Image(
-    id="sha256:" + "a" * 64, inputs_hash="sha256:" + "e" * 64, engine="podman 4.3.1", storage_driver="overlay",
+    id="sha256:" + "a" * 64,
+    inputs_hash="sha256:" + "e" * 64,
+    engine="podman 4.3.1",
+    storage_driver="overlay",
     layers=("sha256:" + "1" * 64, "sha256:" + "2" * 64),
 )
 
@@ -92,11 +100,14 @@ def test_image_table_round_trips_and_belongs_to_its_inputs(tmp_path: Path) -> No
     assert lockfile.Lock.from_plan(plan, render(plan), previous=stale).image == stale.image
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("id", "abc", "image.id must be a digest"),
-    ("layers", "sha256:x", "image.layers must be a list of strings"),
-    ("engine", "", "image.engine must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("id", "abc", "image.id must be a digest"),
+        ("layers", "sha256:x", "image.layers must be a list of strings"),
+        ("engine", "", "image.engine must be a non-empty string"),
+    ],
+)
 def test_a_malformed_image_table_is_one_clear_error(tmp_path: Path, field: str, value: object, message: str) -> None:
     lock = replace(_lock(tmp_path), image=IMAGE)
     data = lock.to_toml()
@@ -110,7 +121,8 @@ def test_a_malformed_image_table_is_one_clear_error(tmp_path: Path, field: str, 
 
 def test_first_difference_names_the_layer_and_its_step() -> None:
     built = ImageFacts(
-        id="sha256:b", layers=("sha256:1", "sha256:X", "sha256:3"),
+        id="sha256:b",
+        layers=("sha256:1", "sha256:X", "sha256:3"),
         steps=("base image", "COPY file:abc in /opt/envpin/requirements.lock", "RUN pip install"),
     )
     text = first_difference(("sha256:1", "sha256:2", "sha256:3"), built)
@@ -135,7 +147,9 @@ def test_engine_choice_is_validated_and_check_needs_podman(cli) -> None:  # type
     res = cli("build", "--ngc", "20.02", "--tf", "2.1", "--engine", "kaniko")
     assert res.code == 2 and res.stderr.splitlines() == [
         "error: Invalid value for '--engine' (env var: 'ENVPIN_ENGINE'): 'kaniko' is not one of 'auto', 'docker', "
-        "'podman'.", "hint: see 'envpin build --help'"]
+        "'podman'.",
+        "hint: see 'envpin build --help'",
+    ]
     res = cli("build", "--ngc", "20.02", "--tf", "2.1", "--engine", "docker", "--check")
     assert res.code == 2 and "--check rebuilds with podman" in res.stderr
     assert "hint: add --engine podman" in res.stderr
@@ -145,7 +159,8 @@ def test_inspect_maps_history_to_layers() -> None:
     steps = podman._step_text({"created_by": "/bin/sh -c #(nop) COPY file:ab in /opt/x "})
     assert steps == "COPY file:ab in /opt/x"
     assert podman._step_text({"created_by": "/bin/sh -c python3 -m   envpin.probe.runtime --check"}) == (
-        "RUN python3 -m envpin.probe.runtime --check")
+        "RUN python3 -m envpin.probe.runtime --check"
+    )
 
 
 def test_a_missing_engine_is_said_before_anything_is_written(  # type: ignore[no-untyped-def]

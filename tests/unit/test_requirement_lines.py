@@ -17,11 +17,15 @@ H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
     [
         (f"six==1.16.0 --hash={H1}", ("six", "==", "1.16.0", "", "")),
         (f"legacy===2020.1-custom --hash={H1}", ("legacy", "===", "2020.1-custom", "", "")),
-        (f'pkg==1.0 ; platform_release >= "5.4.0-generic" --hash={H1}',
-         ("pkg", "==", "1.0", "", 'platform_release >= "5.4.0-generic"')),
+        (
+            f'pkg==1.0 ; platform_release >= "5.4.0-generic" --hash={H1}',
+            ("pkg", "==", "1.0", "", 'platform_release >= "5.4.0-generic"'),
+        ),
         (f"Pkg[b,a]==1.0 --hash {H1} --hash={H2}", ("Pkg", "==", "1.0", "[a,b]", "")),
-        (f"tf==2.1.0+nv20.2 ; python_version < '3.8' --hash={H1}", ("tf", "==", "2.1.0+nv20.2", "",
-                                                                    'python_version < "3.8"')),
+        (
+            f"tf==2.1.0+nv20.2 ; python_version < '3.8' --hash={H1}",
+            ("tf", "==", "2.1.0+nv20.2", "", 'python_version < "3.8"'),
+        ),
     ],
 )
 def test_lines_pip_accepts(line: str, expected: tuple[str, ...]) -> None:
@@ -63,9 +67,11 @@ def test_any_line_parses_or_is_refused_cleanly(text: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.from_regex(r"[A-Za-z][A-Za-z0-9._-]{0,20}[A-Za-z0-9]", fullmatch=True),
-       st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}", fullmatch=True),
-       st.lists(st.from_regex(r"[0-9a-f]{64}", fullmatch=True), min_size=1, max_size=3))
+@given(
+    st.from_regex(r"[A-Za-z][A-Za-z0-9._-]{0,20}[A-Za-z0-9]", fullmatch=True),
+    st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}", fullmatch=True),
+    st.lists(st.from_regex(r"[0-9a-f]{64}", fullmatch=True), min_size=1, max_size=3),
+)
 def test_generated_locked_lines_round_trip(name: str, version: str, hexes: list[str]) -> None:
     line = f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in hexes)
     req = parse_line(line, "r:1")

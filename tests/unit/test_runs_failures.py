@@ -18,21 +18,24 @@ def _one_error(result) -> tuple[str, str]:  # type: ignore[no-untyped-def]
 def test_a_killed_run_is_not_called_a_timeout(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """SIGKILL (the out-of-memory killer's signal) without --timeout: the signal is named, --timeout is not;
     the hint names no folder of the temporary work folder, which is removed by then."""
-    kill = ("import os, signal, sys; sys.stderr.write('loading\\n'); sys.stderr.flush(); "
-            "os.kill(os.getpid(), signal.SIGKILL)")
+    kill = (
+        "import os, signal, sys; sys.stderr.write('loading\\n'); sys.stderr.flush(); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
     error, hint = _one_error(cli("study", "-n", "2", "--", sys.executable, "-c", kill))
     assert "killed by signal 9 (SIGKILL) (fixed 1): loading" in error and "timeout" not in error + hint
     assert "envpin-runs-" not in hint and "--keep DIR" in hint
     error, _ = _one_error(cli("cost", "-r", "2", "--", sys.executable, "-c", "import os; os.abort()"))
     assert "killed by signal 6 (SIGABRT) (without recipe 1)" in error and "status" not in error
-    error, hint = _one_error(cli("study", "-n", "2", "--timeout", "0.5", "--", sys.executable, "-c",
-                                 "import time; time.sleep(30)"))
+    error, hint = _one_error(
+        cli("study", "-n", "2", "--timeout", "0.5", "--", sys.executable, "-c", "import time; time.sleep(30)")
+    )
     assert "did not finish within --timeout" in error and "signal" not in error and "--timeout" in hint
 
 
 #: A TensorFlow stand-in for what cannot be installed here: a release newer than the recipe table, or one whose
 #: seeding refuses (the hook records the error and lets the command go on).
-_STAND_IN = '''
+_STAND_IN = """
 __version__ = "{version}"
 class _NS(object):
     def __init__(self, **fns):
@@ -42,7 +45,7 @@ def _set_seed(seed):
         raise ValueError("this seed is refused")
 random = _NS(set_seed=_set_seed)
 config = _NS(list_physical_devices=lambda kind: [])
-'''
+"""
 
 
 def _stand_in(tmp_path: Path, version: str, refuse: bool) -> Path:
@@ -50,8 +53,10 @@ def _stand_in(tmp_path: Path, version: str, refuse: bool) -> Path:
     (site / "tensorflow").mkdir(parents=True)
     (site / "tensorflow" / "__init__.py").write_text(_STAND_IN.format(version=version, refuse=refuse))
     script = tmp_path / "train.py"
-    script.write_text(f"import json, os, sys\nsys.path.insert(0, {str(site)!r})\nimport tensorflow\n"
-                      "print(json.dumps({'envpin_metrics': {'seed': int(os.environ['ENVPIN_SEED'])}}))\n")
+    script.write_text(
+        f"import json, os, sys\nsys.path.insert(0, {str(site)!r})\nimport tensorflow\n"
+        "print(json.dumps({'envpin_metrics': {'seed': int(os.environ['ENVPIN_SEED'])}}))\n"
+    )
     return script
 
 
@@ -60,13 +65,26 @@ def test_a_seed_the_hook_cannot_give_is_refused_before_any_run(cli, tmp_path: Pa
     inside every run and leave the fixed-seed runs unseeded, and the spread would be blamed on nondeterminism."""
     mark, keep = tmp_path / "mark", tmp_path / "keep"
     command = ["--keep", str(keep), "--", sys.executable, "-c", "import sys; open(sys.argv[1], 'w')", str(mark)]
-    for args in (("study", "-n", "2", "--seed", "-3"), ("study", "-n", "3", "--seed", str(2**32 - 3)),
-                 ("cost", "--seed", str(2**32)), ("bisect", "--seed", "-1")):
+    for args in (
+        ("study", "-n", "2", "--seed", "-3"),
+        ("study", "-n", "3", "--seed", str(2**32 - 3)),
+        ("cost", "--seed", str(2**32)),
+        ("bisect", "--seed", "-1"),
+    ):
         error, hint = _one_error(cli(*args, *command))
         assert "--seed must be between 0 and 4294967295" in error and "--seed" in hint, args
     assert not mark.exists() and not keep.exists()
-    result = cli("study", "-n", "2", "--seed", str(2**32 - 3), "--", sys.executable, "-c",
-                 "import json, os; print(json.dumps({'envpin_metrics': {'s': int(os.environ['ENVPIN_SEED'])}}))")
+    result = cli(
+        "study",
+        "-n",
+        "2",
+        "--seed",
+        str(2**32 - 3),
+        "--",
+        sys.executable,
+        "-c",
+        "import json, os; print(json.dumps({'envpin_metrics': {'s': int(os.environ['ENVPIN_SEED'])}}))",
+    )
     assert result.code == 0, result.stderr  # the last varied seed is 2**32-1: accepted
 
 
@@ -89,8 +107,10 @@ def test_a_run_the_hook_could_not_seed_or_give_the_recipe_is_refused(cli, tmp_pa
 
 def test_a_metric_too_large_for_a_float_is_reported_as_not_finite(cli) -> None:  # type: ignore[no-untyped-def]
     """JSON integers have no bound: 10**400 is infinite as a float (as 1e400 reads), never an internal error."""
-    script = ("import json, os; "
-              "print(json.dumps({'envpin_metrics': {'big': 10**400, 'seed': int(os.environ['ENVPIN_SEED'])}}))")
+    script = (
+        "import json, os; "
+        "print(json.dumps({'envpin_metrics': {'big': 10**400, 'seed': int(os.environ['ENVPIN_SEED'])}}))"
+    )
     result = cli("study", "-n", "2", "--", sys.executable, "-c", script)
     assert result.code == 0, result.stderr
     assert "big: 4 of 4 runs gave a value that is not a finite number" in result.stdout
@@ -101,8 +121,12 @@ def test_no_further_run_starts_once_one_has_failed(cli, tmp_path: Path) -> None:
     all 2n runs: those under way finish, no other one starts."""
     log = tmp_path / "starts"
     fail = "import sys; open(sys.argv[1], 'a').write('run\\n'); sys.exit(3)"
-    for args, most in ((("study", "-n", "5"), 1), (("study", "-n", "5", "-j", "2"), 2), (("cost", "-r", "4"), 1),
-                       (("bisect",), 1)):
+    for args, most in (
+        (("study", "-n", "5"), 1),
+        (("study", "-n", "5", "-j", "2"), 2),
+        (("cost", "-r", "4"), 1),
+        (("bisect",), 1),
+    ):
         log.write_text("")
         error, _ = _one_error(cli(*args, "--", sys.executable, "-c", fail, str(log)))
         assert "exited with status 3" in error
@@ -126,11 +150,12 @@ def test_a_timeout_stops_what_the_command_started_too(cli, tmp_path: Path) -> No
     import time
 
     pids = tmp_path / "pids"
-    wrapper = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-               "open(sys.argv[1], 'a').write('%d\\n' % p.pid); p.wait()")
+    wrapper = (
+        "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "open(sys.argv[1], 'a').write('%d\\n' % p.pid); p.wait()"
+    )
     try:
-        error, _ = _one_error(cli("study", "-n", "2", "--timeout", "5", "--", sys.executable, "-c", wrapper,
-                                  str(pids)))
+        error, _ = _one_error(cli("study", "-n", "2", "--timeout", "5", "--", sys.executable, "-c", wrapper, str(pids)))
         assert "did not finish within --timeout" in error
         [training] = [int(line) for line in pids.read_text().split()]
         deadline = time.monotonic() + 10
@@ -153,8 +178,12 @@ def test_a_spread_envpin_did_not_seed_is_not_called_nondeterminism(cli) -> None:
 
     [metric] = json.loads(result.stdout)["metrics"]
     assert metric["seeded_by_envpin"] is False and metric["fixed"]["std"] > 0
-    assert "seeded nothing" in metric["verdict"] and "only if the command seeds itself from ENVPIN_SEED" in \
-        metric["verdict"] and "causes" not in metric["verdict"] and "alone" not in metric["verdict"]
+    assert (
+        "seeded nothing" in metric["verdict"]
+        and "only if the command seeds itself from ENVPIN_SEED" in metric["verdict"]
+        and "causes" not in metric["verdict"]
+        and "alone" not in metric["verdict"]
+    )
     from envpin.runs import study
 
     words = study.verdict("a", [1.0, 2.0], [3.0, 3.0], seeded=False)
@@ -165,8 +194,9 @@ def test_a_spread_envpin_did_not_seed_is_not_called_nondeterminism(cli) -> None:
 def test_the_stderr_in_an_error_is_one_plain_line(cli) -> None:  # type: ignore[no-untyped-def]
     """A failed run's last stderr lines go into the error line: a terminal code there (clear screen, window
     title) is shown escaped, never sent to the terminal, and a line of megabytes is shortened."""
-    noisy = ("import sys; sys.stderr.write('a\\x1b[2Jb\\x1b]0;title\\x07c\\n' + 'x' * 1000000 + '\\nlast\\n'); "
-             "sys.exit(3)")
+    noisy = (
+        "import sys; sys.stderr.write('a\\x1b[2Jb\\x1b]0;title\\x07c\\n' + 'x' * 1000000 + '\\nlast\\n'); sys.exit(3)"
+    )
     error, _ = _one_error(cli("study", "-n", "2", "--", sys.executable, "-c", noisy))
     assert "\x1b" not in error and "\x07" not in error and "a\\x1b[2Jb\\x1b]0;title\\x07c" in error
     assert error.endswith("| last") and len(error) < 1000
@@ -177,8 +207,11 @@ def test_a_command_that_exists_but_cannot_run_is_named_for_what_it_is(cli, tmp_p
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
-    for command, words in (((str(script),), "is not executable"), ((str(tmp_path),), "is a folder"),
-                           (("no-such-program-xyz",), "not found")):
+    for command, words in (
+        ((str(script),), "is not executable"),
+        ((str(tmp_path),), "is a folder"),
+        (("no-such-program-xyz",), "not found"),
+    ):
         error, hint = _one_error(cli("study", "-n", "2", "--", *command))
         assert words in error, error
     error, hint = _one_error(cli("cost", "--", str(script)))
@@ -207,7 +240,8 @@ def _dumping_stand_in(tmp_path: Path) -> Path:
         (folder / "__init__.py").touch()
     (site / "tensorflow" / "__init__.py").write_text(
         _STAND_IN.format(version="2.21.0", refuse=False)
-        + "debugging = _NS(experimental=_NS(enable_dump_debug_info=lambda root, **kw: None))\n")
+        + "debugging = _NS(experimental=_NS(enable_dump_debug_info=lambda root, **kw: None))\n"
+    )
     (reader / "debug_events_reader.py").write_text("class DebugDataReader(object):\n    pass\n")
     script = tmp_path / "train.py"
     script.write_text(f"import sys\nsys.path.insert(0, {str(site)!r})\nimport tensorflow\n")
@@ -219,17 +253,20 @@ def test_a_slow_or_talkative_dump_reader_is_one_error_that_says_so(cli, tmp_path
     reader's own line, or one that takes longer than --timeout: one error line saying which, one hint."""
     script = _dumping_stand_in(tmp_path)
     talkative = tmp_path / "talkative"
-    refuse = "import sys; sys.stderr.write(\"reader says no\\n\"); sys.exit(3)"
-    talkative.write_text("#!/bin/sh\necho 'loading module tensorflow/2.21' >&2\necho 'second line' >&2\n"
-                         f"exec {sys.executable} -c '{refuse}'\n")
+    refuse = 'import sys; sys.stderr.write("reader says no\\n"); sys.exit(3)'
+    talkative.write_text(
+        "#!/bin/sh\necho 'loading module tensorflow/2.21' >&2\necho 'second line' >&2\n"
+        f"exec {sys.executable} -c '{refuse}'\n"
+    )
     talkative.chmod(0o755)
     error, hint = _one_error(cli("bisect", "--reader-python", str(talkative), "--", sys.executable, str(script)))
     assert error.endswith("cannot read TensorFlow's debugger dumps: reader says no") and "2.2 or later" in hint
     slow = tmp_path / "slow"
     slow.write_text("#!/bin/sh\nexec sleep 60\n")
     slow.chmod(0o755)
-    error, hint = _one_error(cli("bisect", "--timeout", "8", "--reader-python", str(slow), "--", sys.executable,
-                                 str(script)))
+    error, hint = _one_error(
+        cli("bisect", "--timeout", "8", "--reader-python", str(slow), "--", sys.executable, str(script))
+    )
     assert error == "error: comparing the dumps took longer than --timeout (8 s)" and "--max-ops" in hint
 
 

@@ -25,25 +25,33 @@ def _refused(result, needle: str, option: str) -> None:  # type: ignore[no-untyp
     assert needle in lines[0] and option in lines[0] and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize(("args", "option", "needle"), [
-    (("bisect", "--max-ops", "0"), "--max-ops", "1 or more"),
-    (("bisect", "--max-ops", "-5"), "--max-ops", "1 or more"),
-    (("bisect", "--steps", "0"), "--steps", "1 or more"),
-    (("bisect", "--timeout", "0"), "--timeout", "finite number of seconds above 0"),
-    (("bisect", "--timeout", "-1"), "--timeout", "above 0"),
-    (("bisect", "--timeout", "nan"), "--timeout", "not nan"),
-    (("study", "--timeout", "inf"), "--timeout", "not inf"),
-    (("cost", "--timeout", "0"), "--timeout", "above 0"),
-    (("bisect", "--op-regex", "("), "--op-regex", "not a valid regular expression"),
-    (("study", "-n", "1"), "-n", "between 2 and 1000"),
-    (("study", "-n", "100000000"), "-n", "between 2 and 1000"),
-    (("study", "-n", "3", "-j", "0"), "-j", "between 1 and 1000"),
-    (("study", "-n", "3", "-j", "1001"), "-j", "between 1 and 1000"),
-    (("cost", "-r", "1"), "--repeat", "between 2 and 1000"),
-    (("cost", "-r", "1001"), "--repeat", "between 2 and 1000"),
-])
-def test_bad_counts_and_options_are_refused_before_any_run(cli, tmp_path: Path, args: tuple[str, ...],  # type: ignore[no-untyped-def]
-                                                           option: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "option", "needle"),
+    [
+        (("bisect", "--max-ops", "0"), "--max-ops", "1 or more"),
+        (("bisect", "--max-ops", "-5"), "--max-ops", "1 or more"),
+        (("bisect", "--steps", "0"), "--steps", "1 or more"),
+        (("bisect", "--timeout", "0"), "--timeout", "finite number of seconds above 0"),
+        (("bisect", "--timeout", "-1"), "--timeout", "above 0"),
+        (("bisect", "--timeout", "nan"), "--timeout", "not nan"),
+        (("study", "--timeout", "inf"), "--timeout", "not inf"),
+        (("cost", "--timeout", "0"), "--timeout", "above 0"),
+        (("bisect", "--op-regex", "("), "--op-regex", "not a valid regular expression"),
+        (("study", "-n", "1"), "-n", "between 2 and 1000"),
+        (("study", "-n", "100000000"), "-n", "between 2 and 1000"),
+        (("study", "-n", "3", "-j", "0"), "-j", "between 1 and 1000"),
+        (("study", "-n", "3", "-j", "1001"), "-j", "between 1 and 1000"),
+        (("cost", "-r", "1"), "--repeat", "between 2 and 1000"),
+        (("cost", "-r", "1001"), "--repeat", "between 2 and 1000"),
+    ],
+)
+def test_bad_counts_and_options_are_refused_before_any_run(
+    cli,
+    tmp_path: Path,
+    args: tuple[str, ...],  # type: ignore[no-untyped-def]
+    option: str,
+    needle: str,
+) -> None:
     mark, keep = tmp_path / "mark", tmp_path / "keep"
     result = cli(*args, "--keep", str(keep), "--", sys.executable, "-c", MARK, str(mark))
     _refused(result, needle, option)
@@ -85,10 +93,23 @@ def test_nan_metrics_are_reported_as_such_never_as_a_spread(cli, tmp_path: Path)
     script.write_text(
         "import json, os, random\nseed = int(os.environ['ENVPIN_SEED'])\nrandom.seed(seed)\n"
         "metrics = {'always': float('nan'), 'once': float('nan') if seed == 43 else 1.0, 'fine': random.random()}\n"
-        "print(json.dumps({'envpin_metrics': metrics}))\n")
+        "print(json.dumps({'envpin_metrics': metrics}))\n"
+    )
     html, svg = tmp_path / "study.html", tmp_path / "study.svg"
-    result = cli("study", "-n", "3", "--html", str(html), "--svg", str(svg), "--format", "json", "--",
-                 sys.executable, str(script))
+    result = cli(
+        "study",
+        "-n",
+        "3",
+        "--html",
+        str(html),
+        "--svg",
+        str(svg),
+        "--format",
+        "json",
+        "--",
+        sys.executable,
+        str(script),
+    )
     assert result.code == 0, result.stderr
     data = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON output"))
     by_name = {m["metric"]: m for m in data["metrics"]}
@@ -106,8 +127,12 @@ def test_nan_metrics_are_reported_as_such_never_as_a_spread(cli, tmp_path: Path)
 
 def test_verdict_never_calls_nan_the_same_value_nor_a_share() -> None:
     nan, inf = float("nan"), float("inf")
-    for fixed, varied in (([nan] * 3, [1.0, 2.0, 3.0]), ([1.0, nan, 1.0], [1.0, 2.0, 3.0]),
-                          ([1.0, 1.0, 1.0], [1.0, inf, 2.0]), ([nan] * 3, [nan] * 3)):
+    for fixed, varied in (
+        ([nan] * 3, [1.0, 2.0, 3.0]),
+        ([1.0, nan, 1.0], [1.0, 2.0, 3.0]),
+        ([1.0, 1.0, 1.0], [1.0, inf, 2.0]),
+        ([nan] * 3, [nan] * 3),
+    ):
         words = study.verdict("loss", fixed, varied)
         assert "not a finite number" in words and "exactly" not in words and "part of" not in words
         assert study.ratio(fixed, varied) is None and study.bootstrap_ci(fixed, varied) is None
@@ -134,7 +159,8 @@ def test_counts_have_one_documented_bound() -> None:
 def test_a_figure_named_as_the_keep_folder_is_refused_before_the_runs(cli, tmp_path: Path, option: str) -> None:  # type: ignore[no-untyped-def]
     """--keep makes that folder: the figure could not be written there once every run had ended."""
     keep, mark = tmp_path / "keep", tmp_path / "mark"
-    result = cli("study", "-n", "2", "--keep", str(keep), option, str(keep), "--", sys.executable, "-c", MARK,
-                 str(mark))
+    result = cli(
+        "study", "-n", "2", "--keep", str(keep), option, str(keep), "--", sys.executable, "-c", MARK, str(mark)
+    )
     _refused(result, "name the same path", option)
     assert not mark.exists() and not keep.exists()

@@ -41,12 +41,14 @@ def test_verdict_says_exactly_only_when_every_fixed_run_is_equal() -> None:
 
 
 def test_metrics_line_is_the_last_json_line_with_the_key() -> None:
-    out = "\n".join([
-        'epoch 1 {"envpin_metrics": not json',
-        json.dumps({"envpin_metrics": {"acc": 0.5}}),
-        "some log line",
-        json.dumps({"envpin_metrics": {"acc": 0.75, "loss": 1, "flag": True, "name": "x"}}),
-    ])
+    out = "\n".join(
+        [
+            'epoch 1 {"envpin_metrics": not json',
+            json.dumps({"envpin_metrics": {"acc": 0.5}}),
+            "some log line",
+            json.dumps({"envpin_metrics": {"acc": 0.75, "loss": 1, "flag": True, "name": "x"}}),
+        ]
+    )
     assert launch.metrics_line(out) == {"acc": 0.75, "loss": 1.0}
     assert launch.metrics_line("no metrics here\n") == {}
 
@@ -57,8 +59,11 @@ def test_user_frame_skips_python_tensorflow_keras_and_the_hook() -> None:
         {"file": "/tmp/envpin-runs-x/hook/sitecustomize.py", "line": 150, "function": "fit"},
         {"file": "/venv/lib/python3.11/site-packages/keras/src/trainer.py", "line": 9, "function": "fit"},
         {"file": "/home/u/model.py", "line": 16, "function": "call"},
-        {"file": "/venv/lib/python3.11/site-packages/tensorflow/python/ops/bincount_ops.py", "line": 183,
-         "function": "bincount"},
+        {
+            "file": "/venv/lib/python3.11/site-packages/tensorflow/python/ops/bincount_ops.py",
+            "line": 183,
+            "function": "bincount",
+        },
     ]
     assert user_frame(stack) == {"file": "/home/u/model.py", "line": 16, "function": "call"}
     assert user_frame(stack[2:3]) is None
@@ -76,29 +81,67 @@ def test_the_recipe_table_speaks_of_weighted_bincount_per_device() -> None:
 
 
 def _bisect(first: dict | None, unmatched: int = 0, compared: int = 10) -> dict:
-    return {"command": ["python", "t.py"], "seed": 1, "steps": 3, "recipe": False, "tf_version": "2.21.0",
-            "executions": [compared, compared], "compared": compared, "unmatched": unmatched,
-            "identical": first is None and unmatched == 0 and compared > 0, "first_difference": first,
-            "source": None, "recipe_table": []}
+    return {
+        "command": ["python", "t.py"],
+        "seed": 1,
+        "steps": 3,
+        "recipe": False,
+        "tf_version": "2.21.0",
+        "executions": [compared, compared],
+        "compared": compared,
+        "unmatched": unmatched,
+        "identical": first is None and unmatched == 0 and compared > 0,
+        "first_difference": first,
+        "source": None,
+        "recipe_table": [],
+    }
 
 
 def test_bisect_words_never_say_identical_when_not() -> None:
     assert any(line.startswith("bit-identical") for line in bisect_lines(_bisect(None)))
     lines = bisect_lines(_bisect(None, unmatched=3))
     assert not any("bit-identical" in line for line in lines) and any("not identical" in line for line in lines)
-    first = {"kind": "graph", "graph": "g", "op_type": "MatMul", "op_name": "m", "output_slot": 0, "index": 4,
-             "difference": {"kind": "values", "dtype": "float32", "shape": [2], "elements": 2, "bit_equal": 1,
-                            "max_abs": 1e-7, "max_rel": 1e-6}}
+    first = {
+        "kind": "graph",
+        "graph": "g",
+        "op_type": "MatMul",
+        "op_name": "m",
+        "output_slot": 0,
+        "index": 4,
+        "difference": {
+            "kind": "values",
+            "dtype": "float32",
+            "shape": [2],
+            "elements": 2,
+            "bit_equal": 1,
+            "max_abs": 1e-7,
+            "max_rel": 1e-6,
+        },
+    }
     text = "\n".join(bisect_lines(_bisect(first)))
     assert "identical" not in text and "1 of 2 elements bit-equal" in text and "lists nothing for MatMul" in text
 
 
 def _study_result() -> dict:
-    metric = {"metric": "loss <b>", "recipe": False, "ratio": 0.5, "ratio_ci95": [0.2, 0.9], "verdict": "v & w",
-              "fixed": {"values": [0.3, 0.31, 0.29], "std": 0.01}, "varied": {"values": [0.2, 0.4, 0.3], "std": 0.1}}
-    return {"command": ["python", "t.py"], "runs_per_arm": 3, "seed": 42, "tf_version": "2.21.0",
-            "metrics": [metric, dict(metric, recipe=True, ratio=0.0, ratio_ci95=[0.0, 0.0],
-                                     fixed={"values": [0.3] * 3, "std": 0.0})]}
+    metric = {
+        "metric": "loss <b>",
+        "recipe": False,
+        "ratio": 0.5,
+        "ratio_ci95": [0.2, 0.9],
+        "verdict": "v & w",
+        "fixed": {"values": [0.3, 0.31, 0.29], "std": 0.01},
+        "varied": {"values": [0.2, 0.4, 0.3], "std": 0.1},
+    }
+    return {
+        "command": ["python", "t.py"],
+        "runs_per_arm": 3,
+        "seed": 42,
+        "tf_version": "2.21.0",
+        "metrics": [
+            metric,
+            dict(metric, recipe=True, ratio=0.0, ratio_ci95=[0.0, 0.0], fixed={"values": [0.3] * 3, "std": 0.0}),
+        ],
+    }
 
 
 def test_figure_is_self_contained_and_draws_every_run() -> None:
@@ -122,8 +165,11 @@ def test_cost_overhead_and_its_interval() -> None:
 def test_the_child_environment_carries_the_hook_and_the_seed(tmp_path: Path) -> None:
     base = {"PATH": "/bin", "PYTHONPATH": "/user/lib", "ENVPIN_RUNS_DUMP": "/stale", "ENVPIN_SEED": "9"}
     env = launch.environment(launch.RunSpec("a", seed=7, recipe=True), tmp_path / "hook", tmp_path / "out", base)
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "hook"), str(tmp_path / "hook" / "envpin.pyz"),
-                                                   "/user/lib"]
+    assert env["PYTHONPATH"].split(os.pathsep) == [
+        str(tmp_path / "hook"),
+        str(tmp_path / "hook" / "envpin.pyz"),
+        "/user/lib",
+    ]
     assert env["ENVPIN_SEED"] == "7" and env["ENVPIN_RUNS_RECIPE"] == "1" and env["PYTHONHASHSEED"] == "0"
     assert "ENVPIN_RUNS_DUMP" not in env  # a stale variable of the caller never reaches the child
     plain = launch.environment(launch.RunSpec("b", seed=None), tmp_path / "hook", tmp_path / "out", base)
@@ -145,13 +191,16 @@ def test_the_hook_refuses_a_tensorflow_without_debugger_dumps(tmp_path: Path) ->
     assert "envpin study" in (err.value.hint or "")
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (("bisect",), "Missing argument"),
-    (("study", "--", "no-such-program-xyz"), "not found"),
-    (("cost", "-r", "1", "--", sys.executable, "-c", "pass"), "between 2 and 1000"),
-    (("study", "-n", "1", "--", sys.executable, "-c", "pass"), "between 2 and 1000"),
-    (("bisect", "--steps", "0", "--", sys.executable, "-c", "pass"), "--steps"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("bisect",), "Missing argument"),
+        (("study", "--", "no-such-program-xyz"), "not found"),
+        (("cost", "-r", "1", "--", sys.executable, "-c", "pass"), "between 2 and 1000"),
+        (("study", "-n", "1", "--", sys.executable, "-c", "pass"), "between 2 and 1000"),
+        (("bisect", "--steps", "0", "--", sys.executable, "-c", "pass"), "--steps"),
+    ],
+)
 def test_bad_input_is_one_error_and_one_hint(cli, args: tuple[str, ...], needle: str) -> None:  # type: ignore[no-untyped-def]
     result = cli(*args)
     lines = result.stderr.strip().splitlines()
@@ -177,11 +226,14 @@ def test_a_command_without_tensorflow_or_metrics_is_refused(cli, tmp_path: Path)
 def test_study_reads_the_metrics_line_and_writes_the_figure(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """No TensorFlow needed: a script whose metric depends on the seed only (exactly reproducible)."""
     script = tmp_path / "seeded.py"
-    script.write_text("import json, os, random\nrandom.seed(int(os.environ['ENVPIN_SEED']))\n"
-                      "print(json.dumps({'envpin_metrics': {'score': random.random()}}))\n")
+    script.write_text(
+        "import json, os, random\nrandom.seed(int(os.environ['ENVPIN_SEED']))\n"
+        "print(json.dumps({'envpin_metrics': {'score': random.random()}}))\n"
+    )
     html = tmp_path / "study.html"
-    result = cli("study", "-n", "3", "-j", "2", "--html", str(html), "--format", "json", "--",
-                 sys.executable, str(script))
+    result = cli(
+        "study", "-n", "3", "-j", "2", "--html", str(html), "--format", "json", "--", sys.executable, str(script)
+    )
     assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
     [metric] = data["metrics"]
@@ -200,8 +252,8 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width, height, bpp = 8, b"", 0, 0, 3
     while pos < len(data):
-        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
+        (length,), kind = struct.unpack(">I", data[pos : pos + 4]), data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, colour = struct.unpack(">IIBB", body[:10])
             assert depth == 8 and colour in (2, 6)
@@ -212,7 +264,7 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     raw, stride, rows = zlib.decompress(idat), width * bpp, []
     prev = bytearray(stride)
     for r in range(height):
-        ftype, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1:(r + 1) * (stride + 1)])
+        ftype, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1 : (r + 1) * (stride + 1)])
         for i in range(stride):
             a, b = line[i - bpp] if i >= bpp else 0, prev[i]
             c = prev[i - bpp] if i >= bpp else 0
@@ -226,7 +278,7 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(b"".join(bytes(line[i:i + 3]) for i in range(0, stride, bpp)))
+        rows.append(b"".join(bytes(line[i : i + 3]) for i in range(0, stride, bpp)))
         prev = line
     return width, height, rows
 
@@ -249,13 +301,25 @@ def test_the_study_page_renders_in_a_headless_browser(tmp_path: Path) -> None:
     page.write_text(figure.page(_study_result()))
     shot = tmp_path / "study.png"
     # --no-sandbox: Chromium's sandbox refuses to start as root (CI runs as root); the page has no script.
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
-                    f"--screenshot={shot}", "--window-size=900,700", page.as_uri()],
-                   check=True, timeout=120, capture_output=True)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=900,700",
+            page.as_uri(),
+        ],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     width, height, rows = _png_pixels(shot.read_bytes())
     assert (width, height) == (900, 700)
     for half in (range(0, 450), range(450, 900)):
-        pixels = {row[3 * x:3 * x + 3] for row in rows for x in half}
+        pixels = {row[3 * x : 3 * x + 3] for row in rows for x in half}
         for colour in ("1f77b4", "d62728"):  # the fixed and the varied arm's dots
             dot = bytes(round(0.8 * c + 0.2 * 255) for c in bytes.fromhex(colour))
             assert any(_near(px, dot) for px in pixels), (colour, half)
@@ -275,7 +339,7 @@ def test_the_figure_renders_in_a_real_svg_renderer(tmp_path: Path) -> None:
     subprocess.run([renderer, str(svg), "-o", str(tmp_path / "study.png")], check=True, timeout=60)
     width, height, rows = _png_pixels((tmp_path / "study.png").read_bytes())
     assert (width, height) == (2 * figure.WIDTH, figure.HEIGHT)
-    pixels = {row[i:i + 3] for row in rows for i in range(0, len(row), 3)}
+    pixels = {row[i : i + 3] for row in rows for i in range(0, len(row), 3)}
     for colour in ("1f77b4", "d62728"):  # the fixed and the varied arm's dots
         assert any(_near(px, bytes.fromhex(colour)) for px in pixels), colour
 
@@ -287,8 +351,12 @@ def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     (theirs / "sitecustomize.py").write_text("import os\nos.environ['THEIRS_RAN'] = 'yes'\n")
-    env = launch.environment(launch.RunSpec("a", seed=3), launch.hook_folder(tmp_path), tmp_path / "out",
-                             {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(theirs)})
+    env = launch.environment(
+        launch.RunSpec("a", seed=3),
+        launch.hook_folder(tmp_path),
+        tmp_path / "out",
+        {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(theirs)},
+    )
     code = "import os, sys; print(sys.modules['sitecustomize'].__file__, os.environ.get('THEIRS_RAN'))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     hook_file, ran = out.split()
@@ -324,17 +392,31 @@ def test_the_node_bootstrap_runs_the_command_with_the_hook(tmp_path: Path) -> No
     data = launch.bundle(launch.hook_folder(tmp_path))
     assert data == launch.bundle(launch.hook_folder(tmp_path / "again"))  # the same bytes every time
     boot = Path(nodeboot.__file__).read_text()
-    code = ("import os, sys; pyz = os.environ['PYTHONPATH'].split(os.pathsep)[1]; "
-            "print(sys.modules['sitecustomize'].__file__, pyz, os.path.isfile(pyz), "
-            "os.environ['ENVPIN_SEED'], os.environ['PYTHONHASHSEED']); sys.exit(5)")
-    args = [sys.executable, "-c", boot, hashlib.sha256(data).hexdigest(), "ENVPIN_SEED=7", "PYTHONHASHSEED=0",
-            "--", sys.executable, "-c", code]
+    code = (
+        "import os, sys; pyz = os.environ['PYTHONPATH'].split(os.pathsep)[1]; "
+        "print(sys.modules['sitecustomize'].__file__, pyz, os.path.isfile(pyz), "
+        "os.environ['ENVPIN_SEED'], os.environ['PYTHONHASHSEED']); sys.exit(5)"
+    )
+    args = [
+        sys.executable,
+        "-c",
+        boot,
+        hashlib.sha256(data).hexdigest(),
+        "ENVPIN_SEED=7",
+        "PYTHONHASHSEED=0",
+        "--",
+        sys.executable,
+        "-c",
+        code,
+    ]
     env = {"PATH": os.environ.get("PATH", ""), "ENVPIN_SEED": "99"}
     proc = subprocess.run(args, input=data, capture_output=True, env=env, timeout=60)
     assert proc.returncode == 5, proc.stderr
     hook, pyz, pyz_there, seed, hashseed = proc.stdout.decode().split()
-    assert hook.endswith("/hook/sitecustomize.py") and (pyz, pyz_there) == (hook.rpartition("/")[0] + "/envpin.pyz",
-                                                                               "True")
+    assert hook.endswith("/hook/sitecustomize.py") and (pyz, pyz_there) == (
+        hook.rpartition("/")[0] + "/envpin.pyz",
+        "True",
+    )
     assert (seed, hashseed) == ("7", "0") and not Path(hook).exists()  # the task's folder is removed
     proc = subprocess.run(args, input=data[:-1], capture_output=True, env=env, timeout=60)
     assert proc.returncode == nodeboot.BROKEN and b"arrived damaged" in proc.stderr and not proc.stdout
@@ -352,11 +434,14 @@ def test_bisect_refuses_a_run_that_failed_before_its_steps(tmp_path: Path) -> No
         (folder / "__init__.py").touch()
     (site / "tensorflow" / "__init__.py").write_text(
         "__version__ = '2.12.1'\nclass _NS(object):\n    pass\ndebugging = _NS()\ndebugging.experimental = _NS()\n"
-        "debugging.experimental.enable_dump_debug_info = lambda root, **kw: None\n")
+        "debugging.experimental.enable_dump_debug_info = lambda root, **kw: None\n"
+    )
     (reader / "debug_events_reader.py").write_text("class DebugDataReader(object):\n    pass\n")
     script = tmp_path / "train.py"
-    script.write_text(f"import sys; sys.path.insert(0, {str(site)!r}); import tensorflow\n"
-                      "raise ValueError('The last dimension of the inputs to a Dense layer should be defined')\n")
+    script.write_text(
+        f"import sys; sys.path.insert(0, {str(site)!r}); import tensorflow\n"
+        "raise ValueError('The last dimension of the inputs to a Dense layer should be defined')\n"
+    )
     with pytest.raises(launch.RunError) as err:
         bisect([sys.executable, str(script)], tmp_path / "work", steps=3)
     assert err.value.message.startswith("the command exited with status 1 (run 1)")

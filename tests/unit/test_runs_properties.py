@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from envpin.runs.launch import metrics_line
 
 NAMES = st.text(min_size=1, max_size=12)
-VALUES = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False))
+VALUES = st.one_of(st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False))
 
 
 @settings(max_examples=200, deadline=None)

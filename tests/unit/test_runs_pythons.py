@@ -15,7 +15,7 @@ from envpin.runs import launch
 from tests.unit.test_pythons import find_python
 
 # What the hook calls on TensorFlow, recorded (the version decides the recipe row: 2.9 -> stock-2.8-2.15).
-FAKE_TF = '''
+FAKE_TF = """
 __version__ = "2.9.1"
 calls = []
 class _NS(object):
@@ -31,9 +31,11 @@ def _keras_seed(s):
     r.seed(s)
     calls.append(["keras.utils.set_random_seed", s])
 keras = _NS(utils=_NS(set_random_seed=_keras_seed))
-'''
-SCRIPT = ("import json, random, tensorflow\n"
-          "print(json.dumps({'envpin_metrics': {'r': random.random()}, 'calls': tensorflow.calls}))\n")
+"""
+SCRIPT = (
+    "import json, random, tensorflow\n"
+    "print(json.dumps({'envpin_metrics': {'r': random.random()}, 'calls': tensorflow.calls}))\n"
+)
 
 
 @pytest.fixture(params=("3.6", "3.7", "3.8", "3.9"))
@@ -46,8 +48,9 @@ def old_python(request: pytest.FixtureRequest) -> str:
 
 @pytest.mark.pythons
 @pytest.mark.parametrize("recipe", [False, True])
-def test_the_hook_on_an_image_python(old_python: str, tmp_path: Path, recipe: bool,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_hook_on_an_image_python(
+    old_python: str, tmp_path: Path, recipe: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = tmp_path / "site"
     (site / "tensorflow").mkdir(parents=True)
     (site / "tensorflow" / "__init__.py").write_text(FAKE_TF)
@@ -61,8 +64,9 @@ def test_the_hook_on_an_image_python(old_python: str, tmp_path: Path, recipe: bo
     script.write_text(SCRIPT)
     monkeypatch.setenv("PYTHONPATH", str(site))  # installed, as TensorFlow is in an image: found at start-up
     spec = launch.RunSpec("a", seed=5, recipe=recipe, dump=True)
-    run = launch.run_once([old_python, "-W", "error", str(script)], spec, launch.hook_folder(tmp_path),
-                          tmp_path / "run")
+    run = launch.run_once(
+        [old_python, "-W", "error", str(script)], spec, launch.hook_folder(tmp_path), tmp_path / "run"
+    )
     assert run.returncode == 0, run.log_tail()
     out = json.loads((tmp_path / "run" / "stdout.log").read_text().strip().splitlines()[-1])
     record = run.tf_record
@@ -95,7 +99,23 @@ def test_the_slurm_node_bootstrap_on_an_image_python(old_python: str, tmp_path: 
     data = launch.bundle(launch.hook_folder(tmp_path))
     boot = Path(launch.__file__).with_name("nodeboot.py").read_text()
     code = "import sys; print(sys.modules['sitecustomize'].__file__)"
-    proc = subprocess.run([old_python, "-W", "error", "-c", boot, hashlib.sha256(data).hexdigest(), "ENVPIN_SEED=3",
-                           "--", old_python, "-c", code], input=data, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [
+            old_python,
+            "-W",
+            "error",
+            "-c",
+            boot,
+            hashlib.sha256(data).hexdigest(),
+            "ENVPIN_SEED=3",
+            "--",
+            old_python,
+            "-c",
+            code,
+        ],
+        input=data,
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().strip().endswith("/hook/sitecustomize.py")

@@ -69,14 +69,20 @@ def test_the_planted_variables_are_recorded_ones() -> None:
 
 def test_forty_planted_secrets_never_reach_any_output(tmp_path: Path) -> None:
     env = {name: value for name, (value, _) in PLANTED.items()}
-    res = run_probe("--out", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"), "--markdown",
-                    str(tmp_path / "r.md"), env=env)
+    res = run_probe(
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        str(tmp_path / "r.json"),
+        "--markdown",
+        str(tmp_path / "r.md"),
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     stdout = run_probe(env=env)
     blobs = {p.name: p.read_text() for p in [*(tmp_path / "out").iterdir(), tmp_path / "r.json", tmp_path / "r.md"]}
     blobs["stdout"], blobs["stderr"] = stdout.stdout, res.stderr + stdout.stderr
-    leaks = [(name, where) for name, (_, secret) in PLANTED.items() for where, text in blobs.items()
-             if secret in text]
+    leaks = [(name, where) for name, (_, secret) in PLANTED.items() for where, text in blobs.items() if secret in text]
     assert leaks == []
     report = json.loads((tmp_path / "r.json").read_text())
     # Useful context survives redaction: the flag list keeps its other flags and the parameter names.
@@ -85,16 +91,28 @@ def test_forty_planted_secrets_never_reach_any_output(tmp_path: Path) -> None:
 
 
 def test_scrub_keeps_what_is_not_a_secret() -> None:
-    for text in ("--xla_gpu_autotune_level=0", "sha256:" + "ab" * 32, "/usr/lib/x86_64-linux-gnu",
-                 "TF_DETERMINISTIC_OPS=1", "key_value_store=off", "https://pypi.org/simple"):
+    for text in (
+        "--xla_gpu_autotune_level=0",
+        "sha256:" + "ab" * 32,
+        "/usr/lib/x86_64-linux-gnu",
+        "TF_DETERMINISTIC_OPS=1",
+        "key_value_store=off",
+        "https://pypi.org/simple",
+    ):
         assert secrets.scrub(text) == text, text
 
 
 def test_anonymize_replaces_host_user_and_home_everywhere(tmp_path: Path) -> None:
     home = tmp_path / "home" / "alice"
     (home / "lib").mkdir(parents=True)
-    env = {"HOME": str(home), "USER": "alice", "PYTHONPATH": f"{home}/lib:/opt/x",
-           "TF_OWNER": "alice", "TF_DATA": "/srv/alice/data", "TF_NOTE": "alice and bob share a gpu"}
+    env = {
+        "HOME": str(home),
+        "USER": "alice",
+        "PYTHONPATH": f"{home}/lib:/opt/x",
+        "TF_OWNER": "alice",
+        "TF_DATA": "/srv/alice/data",
+        "TF_NOTE": "alice and bob share a gpu",
+    }
     res = run_probe("--json", str(tmp_path / "r.json"), "--anonymize", env=env)
     assert res.returncode == 0, res.stderr
     text = (tmp_path / "r.json").read_text()
@@ -112,27 +130,45 @@ def test_anonymize_replaces_host_user_and_home_everywhere(tmp_path: Path) -> Non
 
 def test_anonymized_reports_are_named_host(tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    res = subprocess.run([sys.executable, "-m", "envpin.probe", "--no-selftest", "--anonymize", "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "envpin.probe", "--no-selftest", "--anonymize", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert all(p.name.startswith("host-") for p in out.iterdir())
 
 
-@pytest.mark.parametrize("text", [
-    "/opt/tokenizers:/usr/local/cuda/lib64",  # a path list: ':' followed by '/' is not a NAME: VALUE pair
-    "sigmoid_threshold=0.5",
-    "session_inter_op_parallelism_threads=1",
-    "Token embeddings are cached",
-    "Basic training data",
-    "cache_key=1",
-    "--xla_gpu_deterministic_ops=true",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/opt/tokenizers:/usr/local/cuda/lib64",  # a path list: ':' followed by '/' is not a NAME: VALUE pair
+        "sigmoid_threshold=0.5",
+        "session_inter_op_parallelism_threads=1",
+        "Token embeddings are cached",
+        "Basic training data",
+        "cache_key=1",
+        "--xla_gpu_deterministic_ops=true",
+    ],
+)
 def test_settings_that_only_look_like_credentials_are_kept(text: str) -> None:
     assert secrets.scrub(text) == text
 
 
-@pytest.mark.parametrize("text", ["a" * 200_000, "token" * 40_000, "=" * 200_000, "-" * 200_000,
-                                  "cred" * 50_000, "a:" * 100_000, "http" * 50_000, "x=y&" * 50_000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 200_000,
+        "token" * 40_000,
+        "=" * 200_000,
+        "-" * 200_000,
+        "cred" * 50_000,
+        "a:" * 100_000,
+        "http" * 50_000,
+        "x=y&" * 50_000,
+    ],
+)
 def test_adversarial_strings_are_scrubbed(text: str) -> None:
     """Every pattern starts at a word boundary and has no nested repetition, so these take linear time
     (before, '-' * 10_000 took 13 s): the call returns, and nothing here is a credential."""
@@ -140,6 +176,8 @@ def test_adversarial_strings_are_scrubbed(text: str) -> None:
 
 
 def test_anonymize_never_renames_keys_or_words_inside_text() -> None:
-    report = {"gpu": {"device_class": {"value": "gpu:NVIDIA A100;cc=8.0"}},
-              "container": {"runtime": {"value": "docker run by gpu"}}}
+    report = {
+        "gpu": {"device_class": {"value": "gpu:NVIDIA A100;cc=8.0"}},
+        "container": {"runtime": {"value": "docker run by gpu"}},
+    }
     assert secrets.anonymize(report, {"user": "gpu", "host": "docker", "home": "/"}) == report

@@ -29,8 +29,7 @@ def f32(values: list[float]) -> dict:
 def test_identical_outputs_have_no_differences() -> None:
     a = [f32([1.0, 2.5, -3.0]), out("q", "int64", [1, 2, 3])]
     b = [f32([1.0, 2.5, -3.0]), out("q", "int64", [1, 2, 3])]
-    assert selftest.compare_outputs(a, b) == {"elements": 6, "differing_elements": 0, "max_abs_diff": None,
-                                              "notes": []}
+    assert selftest.compare_outputs(a, b) == {"elements": 6, "differing_elements": 0, "max_abs_diff": None, "notes": []}
 
 
 def test_float_rounding_difference_is_counted_and_measured() -> None:
@@ -89,16 +88,32 @@ def test_bfloat16_and_complex_are_decoded() -> None:
 @pytest.mark.parametrize(
     ("type_name", "message", "determinism", "verdict"),
     [
-        ("UnimplementedError", "A deterministic GPU implementation of X is not currently available.", True,
-         "raises-under-determinism"),
-        ("InvalidArgumentError", "When determinism is enabled, random ops must have a seed specified.", True,
-         "raises-under-determinism"),
-        ("RuntimeError", "Random ops require a seed to be set when determinism is enabled.", True,
-         "raises-under-determinism"),
+        (
+            "UnimplementedError",
+            "A deterministic GPU implementation of X is not currently available.",
+            True,
+            "raises-under-determinism",
+        ),
+        (
+            "InvalidArgumentError",
+            "When determinism is enabled, random ops must have a seed specified.",
+            True,
+            "raises-under-determinism",
+        ),
+        (
+            "RuntimeError",
+            "Random ops require a seed to be set when determinism is enabled.",
+            True,
+            "raises-under-determinism",
+        ),
         ("RuntimeError", "something else broke", True, "skipped"),
         # A kernel that cannot run this configuration on this device is no determinism verdict.
-        ("InvalidArgumentError", "Current CPU implementations do not yet support dilation rates larger than 1.",
-         True, "skipped"),
+        (
+            "InvalidArgumentError",
+            "Current CPU implementations do not yet support dilation rates larger than 1.",
+            True,
+            "skipped",
+        ),
         ("AttributeError", "module 'tensorflow' has no attribute 'raw_ops'", True, "skipped"),
         ("UnimplementedError", "not available", False, "skipped"),
     ],
@@ -109,15 +124,25 @@ def test_classify_exception(type_name: str, message: str, determinism: bool, ver
     assert type_name in text
 
 
-@pytest.mark.parametrize("raised, verdict", [
-    # No bfloat16 kernel on this device (a CPU without AVX512_BF16 may have Eigen's, a GPU before Ampere none):
-    # skipped, with the reason, never a failure.
-    (RuntimeError("No OpKernel was registered to support Op 'MatMul' used by {{node MatMul}} with these "
-                  "attrs: [T=DT_BFLOAT16]"), "skipped"),
-    # A bfloat16 kernel that refuses to run under determinism is what the check is for: not hidden as a skip.
-    (ValueError("A deterministic GPU implementation of Conv2DBackpropFilter (bfloat16) is not available"),
-     "raises-under-determinism"),
-])
+@pytest.mark.parametrize(
+    "raised, verdict",
+    [
+        # No bfloat16 kernel on this device (a CPU without AVX512_BF16 may have Eigen's, a GPU before Ampere none):
+        # skipped, with the reason, never a failure.
+        (
+            RuntimeError(
+                "No OpKernel was registered to support Op 'MatMul' used by {{node MatMul}} with these "
+                "attrs: [T=DT_BFLOAT16]"
+            ),
+            "skipped",
+        ),
+        # A bfloat16 kernel that refuses to run under determinism is what the check is for: not hidden as a skip.
+        (
+            ValueError("A deterministic GPU implementation of Conv2DBackpropFilter (bfloat16) is not available"),
+            "raises-under-determinism",
+        ),
+    ],
+)
 def test_a_bf16_check_skips_only_where_no_kernel_runs(raised: Exception, verdict: str) -> None:
     from envpin.probe.selftest import ops_seeds
 
@@ -135,15 +160,20 @@ def test_a_bf16_check_skips_only_where_no_kernel_runs(raised: Exception, verdict
 
 
 def test_tf_message_loses_function_node_prefix_and_extra_lines() -> None:
-    raw = ("{{function_node __wrapped__Bincount_device_/job:localhost/replica:0/task:0/device:GPU:0}} "
-           "Determinism is not yet supported in GPU implementation of Bincount. [Op:Bincount]\n\t [[{{node x}}]]")
+    raw = (
+        "{{function_node __wrapped__Bincount_device_/job:localhost/replica:0/task:0/device:GPU:0}} "
+        "Determinism is not yet supported in GPU implementation of Bincount. [Op:Bincount]\n\t [[{{node x}}]]"
+    )
     assert selftest.clean_tf_message(raw) == (
-        "Determinism is not yet supported in GPU implementation of Bincount. [Op:Bincount]")
+        "Determinism is not yet supported in GPU implementation of Bincount. [Op:Bincount]"
+    )
 
 
 def test_finish_check_nondeterministic_reports_counts() -> None:
-    comps = [selftest.compare_outputs([f32([1.0, 2.0])], [f32([1.0, 2.5])]),
-             selftest.compare_outputs([f32([1.0, 2.0])], [f32([1.0, 2.0])])]
+    comps = [
+        selftest.compare_outputs([f32([1.0, 2.0])], [f32([1.0, 2.5])]),
+        selftest.compare_outputs([f32([1.0, 2.0])], [f32([1.0, 2.0])]),
+    ]
     r = selftest.finish_check("bincount", "Bincount", comps, 0.1234, runs=3)
     assert r["verdict"] == "NONDETERMINISTIC"
     assert (r["differing_elements"], r["max_abs_diff"], r["seconds"], r["runs"]) == (1, 0.5, 0.123, 3)
@@ -151,16 +181,24 @@ def test_finish_check_nondeterministic_reports_counts() -> None:
 
 
 def test_finish_check_raise_names_op_and_keeps_tf_message() -> None:
-    r = selftest.finish_check("bincount", "Bincount", [], 0.01,
-                              exc=("UnimplementedError", "Determinism is not yet supported for Bincount."))
+    r = selftest.finish_check(
+        "bincount", "Bincount", [], 0.01, exc=("UnimplementedError", "Determinism is not yet supported for Bincount.")
+    )
     assert r["verdict"] == "raises-under-determinism"
     assert r["differing_elements"] is None and r["max_abs_diff"] is None
     assert "Bincount" in r["message"] and "Determinism is not yet supported for Bincount." in r["message"]
 
 
 def _check(name: str, verdict: str) -> dict:
-    return {"name": name, "op": name, "verdict": verdict, "differing_elements": 0, "max_abs_diff": 0.0,
-            "message": "", "seconds": 0.0}
+    return {
+        "name": name,
+        "op": name,
+        "verdict": verdict,
+        "differing_elements": 0,
+        "max_abs_diff": 0.0,
+        "message": "",
+        "seconds": 0.0,
+    }
 
 
 def test_summary_reads_like_the_issue_example() -> None:
@@ -172,7 +210,8 @@ def test_summary_reads_like_the_issue_example() -> None:
 def test_summary_names_nondeterministic_ops_first() -> None:
     checks = [_check("a", "deterministic"), _check("b", "NONDETERMINISTIC"), _check("c", "raises-under-determinism")]
     assert selftest.verdict_summary(checks) == (
-        "1/3 deterministic, 1 NONDETERMINISTIC (b), 1 raises under determinism (c)")
+        "1/3 deterministic, 1 NONDETERMINISTIC (b), 1 raises under determinism (c)"
+    )
 
 
 def test_problems_fail_on_nondeterminism_golden_mismatch_and_findings_not_on_raises() -> None:
@@ -198,11 +237,29 @@ def test_problems_fail_on_nondeterminism_golden_mismatch_and_findings_not_on_rai
 def test_battery_covers_every_op_the_issue_lists() -> None:
     names = {c.name for c in selftest.CHECKS}
     wanted = {
-        "conv2d-forward", "conv2d-backprop-filter", "conv2d-backprop-input", "bias-add-backprop",
-        "max-pool-backprop", "avg-pool-backprop", "resize-bilinear-backprop", "resize-nearest-backprop", "matmul",
-        "reduce-sum-large", "reduce-mean-large", "segment-sum", "unsorted-segment-sum", "gather-gradient",
-        "softmax-xent", "sparse-softmax-xent", "scatter-nd-add", "depthwise-conv2d-backprop",
-        "fused-batch-norm-backprop", "ctc-loss", "bincount", "sparse-dense-matmul", "tf-data-parallel-map-order",
+        "conv2d-forward",
+        "conv2d-backprop-filter",
+        "conv2d-backprop-input",
+        "bias-add-backprop",
+        "max-pool-backprop",
+        "avg-pool-backprop",
+        "resize-bilinear-backprop",
+        "resize-nearest-backprop",
+        "matmul",
+        "reduce-sum-large",
+        "reduce-mean-large",
+        "segment-sum",
+        "unsorted-segment-sum",
+        "gather-gradient",
+        "softmax-xent",
+        "sparse-softmax-xent",
+        "scatter-nd-add",
+        "depthwise-conv2d-backprop",
+        "fused-batch-norm-backprop",
+        "ctc-loss",
+        "bincount",
+        "sparse-dense-matmul",
+        "tf-data-parallel-map-order",
         "tf-data-interleave-order",
     }
     assert wanted <= names
@@ -222,17 +279,42 @@ def test_planted_checks_only_by_name_and_unknown_names_refused() -> None:
 
 def _result() -> dict:
     comps = [selftest.compare_outputs([f32([1.0])], [f32([1.0])])]
-    checks = [selftest.finish_check("matmul", "MatMul", comps, 0.2, runs=2),
-              selftest.finish_check("bincount", "Bincount", [], 0.1, exc=(
-                  "UnimplementedError", "Determinism is not yet supported in GPU implementation of Bincount."))]
+    checks = [
+        selftest.finish_check("matmul", "MatMul", comps, 0.2, runs=2),
+        selftest.finish_check(
+            "bincount",
+            "Bincount",
+            [],
+            0.1,
+            exc=("UnimplementedError", "Determinism is not yet supported in GPU implementation of Bincount."),
+        ),
+    ]
     return {
-        "schema": selftest.SCHEMA, "mode": "quick", "python": "3.9.2", "tf_version": "2.7.4",
-        "numpy_version": "1.23.5", "eager": True,
-        "determinism": {"requested": "on", "method": "TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported",
-                        "TF_DETERMINISTIC_OPS": "1", "enable_op_determinism": "unavailable", "env": {}},
-        "trials": 1, "runs_per_trial": 2, "checks": checks, "summary": selftest.verdict_summary(checks),
-        "golden": {"hash": "sha256:" + "a" * 64, "hashes": ["sha256:" + "a" * 64] * 2, "runs_equal": True,
-                   "device_class": "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off", "steps": 40, "runs": 2},
+        "schema": selftest.SCHEMA,
+        "mode": "quick",
+        "python": "3.9.2",
+        "tf_version": "2.7.4",
+        "numpy_version": "1.23.5",
+        "eager": True,
+        "determinism": {
+            "requested": "on",
+            "method": "TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported",
+            "TF_DETERMINISTIC_OPS": "1",
+            "enable_op_determinism": "unavailable",
+            "env": {},
+        },
+        "trials": 1,
+        "runs_per_trial": 2,
+        "checks": checks,
+        "summary": selftest.verdict_summary(checks),
+        "golden": {
+            "hash": "sha256:" + "a" * 64,
+            "hashes": ["sha256:" + "a" * 64] * 2,
+            "runs_equal": True,
+            "device_class": "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off",
+            "steps": 40,
+            "runs": 2,
+        },
         "hygiene": [{"check": "PYTHONHASHSEED", "status": "finding", "message": "unset", "fix": "set it"}],
         "seconds": 3.2,
     }
@@ -285,33 +367,35 @@ def test_max_abs_diff_none_when_only_nans_differ() -> None:
 
 def test_markdown_section_is_unchanged_by_the_summary_it_draws_from() -> None:
     """The section as it was before the Markdown and the terminal view shared one summary."""
-    assert selftest.render_markdown(_result()) == "\n".join([
-        "## Determinism self-test",
-        "",
-        "TensorFlow 2.7.4, determinism: TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported.",
-        "",
-        "**1/2 deterministic, 1 raises under determinism (bincount)**",
-        "",
-        "| check | op | verdict | differing | max abs diff | seconds |",
-        "|---|---|---|---:|---:|---:|",
-        "| matmul | MatMul | deterministic | 0 | 0 | 0.20 |",
-        "| bincount | Bincount | raises-under-determinism | - | n/a | 0.10 |",
-        "",
-        "- **bincount**: no deterministic implementation in this TensorFlow: a model using Bincount fails once "
-        "determinism is on. TensorFlow said: UnimplementedError: Determinism is not yet supported in GPU "
-        "implementation of Bincount.",
-        "",
-        "### Golden training hash",
-        "",
-        "- hash: `sha256:" + "a" * 64 + "`",
-        "- device class: `cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off`",
-        "- two fresh runs equal: yes (40 steps)",
-        "",
-        "### Seed hygiene",
-        "",
-        "- PYTHONHASHSEED: finding: unset Fix: set it",
-        "",
-    ])
+    assert selftest.render_markdown(_result()) == "\n".join(
+        [
+            "## Determinism self-test",
+            "",
+            "TensorFlow 2.7.4, determinism: TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported.",
+            "",
+            "**1/2 deterministic, 1 raises under determinism (bincount)**",
+            "",
+            "| check | op | verdict | differing | max abs diff | seconds |",
+            "|---|---|---|---:|---:|---:|",
+            "| matmul | MatMul | deterministic | 0 | 0 | 0.20 |",
+            "| bincount | Bincount | raises-under-determinism | - | n/a | 0.10 |",
+            "",
+            "- **bincount**: no deterministic implementation in this TensorFlow: a model using Bincount fails once "
+            "determinism is on. TensorFlow said: UnimplementedError: Determinism is not yet supported in GPU "
+            "implementation of Bincount.",
+            "",
+            "### Golden training hash",
+            "",
+            "- hash: `sha256:" + "a" * 64 + "`",
+            "- device class: `cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off`",
+            "- two fresh runs equal: yes (40 steps)",
+            "",
+            "### Seed hygiene",
+            "",
+            "- PYTHONHASHSEED: finding: unset Fix: set it",
+            "",
+        ]
+    )
 
 
 def _compared() -> dict:
@@ -334,8 +418,10 @@ def test_markdown_table_with_compare_column_is_well_formed() -> None:
         return len(line.replace("\\|", "").split("|")) - 2
 
     assert {cells(ln) for ln in lines} == {7}
-    assert rows == ["| matmul | MatMul | deterministic | 0 | 0 | 0.20 | NONDETERMINISTIC |",
-                    "| bin\\|count | Bincount | raises-under-determinism | - | n/a | 0.10 | - |"]
+    assert rows == [
+        "| matmul | MatMul | deterministic | 0 | 0 | 0.20 | NONDETERMINISTIC |",
+        "| bin\\|count | Bincount | raises-under-determinism | - | n/a | 0.10 | - |",
+    ]
 
 
 def test_summary_is_plain_data_for_every_renderer() -> None:
@@ -343,8 +429,10 @@ def test_summary_is_plain_data_for_every_renderer() -> None:
     json.dumps(s)  # nothing but text, numbers and lists
     assert s["title"] == "TensorFlow 2.7.4: TF_DETERMINISTIC_OPS=1 set before TensorFlow was imported"
     assert s["columns"][-1] == "without determinism" and len(s["rows"]) == 2
-    assert s["rows"][1] == {"cells": ["bin|count", "Bincount", "raises-under-determinism", "-", "n/a", "0.10", "-"],
-                            "verdict": "raises-under-determinism"}
+    assert s["rows"][1] == {
+        "cells": ["bin|count", "Bincount", "raises-under-determinism", "-", "n/a", "0.10", "-"],
+        "verdict": "raises-under-determinism",
+    }
     assert s["notes"] == [{"check": "bin|count", "message": _compared()["checks"][1]["message"]}]
     assert s["golden"]["hash"] == "sha256:" + "a" * 64 and s["golden"]["runs_equal"] is True
     assert s["lines"] == [

@@ -12,8 +12,31 @@ import pytest
 from envpin.portable import device
 from envpin.probe import golden, selftest
 
-V3 = ["lm", "cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2", "cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2",
-      "ssse3", "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"]
+V3 = [
+    "lm",
+    "cmov",
+    "cx8",
+    "fpu",
+    "fxsr",
+    "mmx",
+    "sse",
+    "sse2",
+    "cx16",
+    "lahf_lm",
+    "popcnt",
+    "sse4_1",
+    "sse4_2",
+    "ssse3",
+    "avx",
+    "avx2",
+    "bmi1",
+    "bmi2",
+    "f16c",
+    "fma",
+    "abm",
+    "movbe",
+    "xsave",
+]
 V4 = [*V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
 
 
@@ -28,7 +51,8 @@ def test_cpu_device_class_holds_threads_and_onednn() -> None:
     cls = golden.device_class(gpus=[], environ=env, cpu="x86-64-v3")
     assert cls == f"cpu:x86-64-v3;intra_op=4;inter_op={golden.usable_cpus()};onednn=off"
     assert golden.device_class(gpus=[], intra_op=1, inter_op=1, onednn="on", cpu="x86-64-v4") == (
-        "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on")
+        "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on"
+    )
 
 
 def test_gpu_device_class_is_model_compute_capability_and_count() -> None:
@@ -57,11 +81,21 @@ def test_onednn_setting(version: str, env: dict, machine: str, flags: list[str],
 
 
 def test_report_side_builds_the_self_tests_class_from_the_same_readings() -> None:
-    flat = {"os.arch": "x86_64", "cpu.isa_level": "x86-64-v3", "cpu.flags": " ".join(V3),
-            "cpu.affinity_cpus": "4", "tensorflow.version": "2.21.0", "env.TF_NUM_INTEROP_THREADS": "1"}
+    flat = {
+        "os.arch": "x86_64",
+        "cpu.isa_level": "x86-64-v3",
+        "cpu.flags": " ".join(V3),
+        "cpu.affinity_cpus": "4",
+        "tensorflow.version": "2.21.0",
+        "env.TF_NUM_INTEROP_THREADS": "1",
+    }
     assert device.from_flat(flat) == golden.device_class(
-        gpus=[], inter_op=1, cpu="x86-64-v3", environ={"TF_NUM_INTRAOP_THREADS": "4"},
-        onednn=golden.onednn_setting("2.21.0", {}, "x86_64", V3))
+        gpus=[],
+        inter_op=1,
+        cpu="x86-64-v3",
+        environ={"TF_NUM_INTRAOP_THREADS": "4"},
+        onednn=golden.onednn_setting("2.21.0", {}, "x86_64", V3),
+    )
     assert device.from_flat(flat) == "cpu:x86-64-v3;intra_op=4;inter_op=1;onednn=off"
     # A field the probe could not read never becomes part of the class.
     arm = {"os.arch": "aarch64", "cpu.isa_level": "unavailable", "cpu.affinity_cpus": "error: x"}

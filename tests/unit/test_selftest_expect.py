@@ -11,14 +11,35 @@ from envpin.probe.selftest.ops import CHECKS
 TABLE: dict[str, Any] = {
     "sources": {"s": {"title": "t", "url": "https://example.org/s"}},
     "raises_under_determinism": [
-        {"op": "Bincount", "tf_min": "2.7", "tf_max": None, "devices": "gpu", "checks": ["bincount"],
-         "message": "Determinism is not yet supported in GPU implementation of Bincount.", "source": "s"},
-        {"op": "random", "tf_min": "2.7", "tf_max": None, "devices": "any", "checks": ["random-op-without-seed"],
-         "message": "When determinism is enabled, random ops must have a seed specified.", "source": "s"},
+        {
+            "op": "Bincount",
+            "tf_min": "2.7",
+            "tf_max": None,
+            "devices": "gpu",
+            "checks": ["bincount"],
+            "message": "Determinism is not yet supported in GPU implementation of Bincount.",
+            "source": "s",
+        },
+        {
+            "op": "random",
+            "tf_min": "2.7",
+            "tf_max": None,
+            "devices": "any",
+            "checks": ["random-op-without-seed"],
+            "message": "When determinism is enabled, random ops must have a seed specified.",
+            "source": "s",
+        },
     ],
     "nondeterministic_under_determinism": [
-        {"op": "ParallelMap", "tf_min": "2.1", "tf_max": "2.6", "devices": "any",
-         "checks": ["tf-data-parallel-map-order"], "why": "no rewrite before 2.7", "source": "s"},
+        {
+            "op": "ParallelMap",
+            "tf_min": "2.1",
+            "tf_max": "2.6",
+            "devices": "any",
+            "checks": ["tf-data-parallel-map-order"],
+            "why": "no rewrite before 2.7",
+            "source": "s",
+        },
     ],
 }
 
@@ -28,8 +49,11 @@ def test_gpu_only_entries_apply_on_gpus_and_ranges_are_inclusive() -> None:
     assert expect.expected("bincount", "2.21.0", False, TABLE)["verdict"] == "deterministic"
     assert expect.expected("bincount", "2.6.2", True, TABLE)["verdict"] == "deterministic"
     hit = expect.expected("random-op-without-seed", "2.8", False, TABLE)
-    assert hit == {"verdict": expect.RAISES, "source": "https://example.org/s",
-                   "why": "When determinism is enabled, random ops must have a seed specified."}
+    assert hit == {
+        "verdict": expect.RAISES,
+        "source": "https://example.org/s",
+        "why": "When determinism is enabled, random ops must have a seed specified.",
+    }
     assert expect.expected("tf-data-parallel-map-order", "2.6.0", False, TABLE)["verdict"] == expect.SILENT
     assert expect.expected("tf-data-parallel-map-order", "2.7.0", False, TABLE)["verdict"] == "deterministic"
     assert expect.expected("matmul", None, False, TABLE)["verdict"] is None
@@ -43,7 +67,8 @@ def test_surprise_only_when_the_verdict_contradicts_the_table() -> None:
     assert expect.surprise(check("deterministic", expect.SILENT)) is None  # may agree by chance in a short run
     assert expect.surprise(check("skipped", expect.RAISES)) is None
     assert expect.surprise(check(expect.RAISES, "deterministic")) == (
-        "expected deterministic here, got raises-under-determinism")
+        "expected deterministic here, got raises-under-determinism"
+    )
     assert expect.surprise(check("NONDETERMINISTIC", "deterministic")) is not None
     assert expect.surprise(check("deterministic", expect.RAISES)) is not None
     assert expect.surprise(check("deterministic", None)) is None
@@ -74,8 +99,13 @@ def test_weighted_bincount_on_cpu_is_listed_per_device_in_the_real_table() -> No
 def test_a_listed_nondeterminism_is_reported_not_failed() -> None:
     from envpin.probe.selftest import run
 
-    listed = {"name": "bincount", "op": "Bincount", "verdict": "NONDETERMINISTIC", "message": "differs",
-              "expected": {"verdict": expect.SILENT, "why": "", "source": None}}
+    listed = {
+        "name": "bincount",
+        "op": "Bincount",
+        "verdict": "NONDETERMINISTIC",
+        "message": "differs",
+        "expected": {"verdict": expect.SILENT, "why": "", "source": None},
+    }
     unlisted = {**listed, "name": "matmul", "op": "MatMul", "expected": {"verdict": "deterministic"}}
     no_table = {**listed, "name": "conv2d-forward", "op": "Conv2D"}
     no_table.pop("expected")

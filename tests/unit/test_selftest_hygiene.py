@@ -75,8 +75,7 @@ def test_seeded_python_random_is_ok_and_unused_is_said(tmp_path: Path) -> None:
 
 
 def test_script_gets_its_arguments_and_a_failing_script_is_reported(tmp_path: Path) -> None:
-    script = _script(tmp_path, "import sys\nassert sys.argv[1:] == ['--epochs', '3'], sys.argv\n"
-                               "raise SystemExit(0)\n")
+    script = _script(tmp_path, "import sys\nassert sys.argv[1:] == ['--epochs', '3'], sys.argv\nraise SystemExit(0)\n")
     found = hygiene.run_hygiene(script, ["--epochs", "3"], environ=_env(PYTHONHASHSEED="0"))
     assert not [f for f in found if f["check"] == "script"]
     bad = _script(tmp_path, "raise RuntimeError('boom')\n")

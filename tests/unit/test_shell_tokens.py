@@ -49,5 +49,11 @@ def test_same_tokens_and_same_failures_as_shlex(text: str) -> None:
 
 
 def test_quoted_operators_are_words() -> None:
-    assert split_tokens('echo "|" \\; a|b') == [("echo", False), ("|", False), (";", False), ("a", False),
-                                                ("|", True), ("b", False)]
+    assert split_tokens('echo "|" \\; a|b') == [
+        ("echo", False),
+        ("|", False),
+        (";", False),
+        ("a", False),
+        ("|", True),
+        ("b", False),
+    ]

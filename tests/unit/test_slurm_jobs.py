@@ -37,6 +37,7 @@ def _sha() -> str:
 
 # --------------------------------------------------------------------------- sinfo and the allocation plan
 
+
 def test_sinfo_partitions_and_default() -> None:
     default, parts = slurm.parse_sinfo(SINFO)
     assert default == "cpu"
@@ -44,11 +45,26 @@ def test_sinfo_partitions_and_default() -> None:
     assert parts["gpu"][2] == slurm.PartitionNode("n3", "drained", "disk check")
 
 
-@pytest.mark.parametrize(("state", "usable"), [
-    ("idle", True), ("mixed", True), ("allocated", True), ("completing", True), ("idle~", True),
-    ("idle*", False), ("down*", False), ("down", False), ("drained", False), ("draining", False),
-    ("drained*", False), ("fail", False), ("maint", False), ("unknown*", False), ("mixed-", True),
-])
+@pytest.mark.parametrize(
+    ("state", "usable"),
+    [
+        ("idle", True),
+        ("mixed", True),
+        ("allocated", True),
+        ("completing", True),
+        ("idle~", True),
+        ("idle*", False),
+        ("down*", False),
+        ("down", False),
+        ("drained", False),
+        ("draining", False),
+        ("drained*", False),
+        ("fail", False),
+        ("maint", False),
+        ("unknown*", False),
+        ("mixed-", True),
+    ],
+)
 def test_which_states_slurm_can_give(state: str, usable: bool) -> None:
     assert slurm.PartitionNode("n", state).usable is usable
 
@@ -66,11 +82,14 @@ def test_plan_default_partition_and_a_count() -> None:
     assert slurm.plan(SINFO, "gpu", 2) == slurm.Plan("gpu", 2, None, ())
 
 
-@pytest.mark.parametrize(("partition", "nodes", "message"), [
-    ("gpu", 3, "--nodes 3, but partition gpu has 2 usable node(s) (2 down or drained: n3, n4)"),
-    ("gpu", 0, "--nodes must be at least 1"),
-    ("big", None, "partition big has no nodes"),
-])
+@pytest.mark.parametrize(
+    ("partition", "nodes", "message"),
+    [
+        ("gpu", 3, "--nodes 3, but partition gpu has 2 usable node(s) (2 down or drained: n3, n4)"),
+        ("gpu", 0, "--nodes must be at least 1"),
+        ("big", None, "partition big has no nodes"),
+    ],
+)
 def test_plan_refuses(partition: str, nodes: int | None, message: str) -> None:
     with pytest.raises(UsageError) as exc:
         slurm.plan(SINFO, partition, nodes)
@@ -90,11 +109,21 @@ def test_sinfo_garbage_is_an_error() -> None:
 
 # --------------------------------------------------------------------------- commands
 
+
 def test_salloc_command() -> None:
     p = slurm.Plan("gpu", 2, ("n1", "n2"), ())
     assert slurm.salloc_command(p, 300, ["--account=ml"]) == [
-        "salloc", "--no-shell", "--partition=gpu", "--nodes=2", "--ntasks-per-node=1",
-        "--job-name=envpin-fleet-probe", "--time=7", "--immediate=300", "--nodelist=n1,n2", "--account=ml"]
+        "salloc",
+        "--no-shell",
+        "--partition=gpu",
+        "--nodes=2",
+        "--ntasks-per-node=1",
+        "--job-name=envpin-fleet-probe",
+        "--time=7",
+        "--immediate=300",
+        "--nodelist=n1,n2",
+        "--account=ml",
+    ]
     assert "--nodelist" not in " ".join(slurm.salloc_command(slurm.Plan("gpu", 5, None, ()), 30))
     tagged = slurm.salloc_command(slurm.Plan("gpu", 5, None, ()), 30, token="envpin-0123")
     assert "--comment=envpin-0123" in tagged
@@ -105,37 +134,59 @@ def test_srun_command_runs_one_task_per_node_with_stdin_for_all() -> None:
     assert task[:2] == ["/bin/sh", "-c"] and task[3] == "envpin-task"
     assert task[4:6] == ["python3", "-c"] and task[6] == slurm.task_source() and task[7:] == ["ab" * 32, "300"]
     assert slurm.srun_command("42", 3, task) == [
-        "srun", "--jobid=42", "--nodes=3", "--ntasks=3", "--ntasks-per-node=1", "--input=all", "--chdir=/tmp",
-        "--mpi=none", "--kill-on-bad-exit=0", "--job-name=envpin-fleet-probe", *task]
+        "srun",
+        "--jobid=42",
+        "--nodes=3",
+        "--ntasks=3",
+        "--ntasks-per-node=1",
+        "--input=all",
+        "--chdir=/tmp",
+        "--mpi=none",
+        "--kill-on-bad-exit=0",
+        "--job-name=envpin-fleet-probe",
+        *task,
+    ]
 
 
-@pytest.mark.parametrize(("image", "runtime", "runs"), [
-    ("nvcr.io/nvidia/tensorflow:23.03-tf2-py3", "apptainer",
-     ["apptainer", "exec", "--nv", "docker://nvcr.io/nvidia/tensorflow:23.03-tf2-py3"]),
-    ("/shared/images/tf-23.03.sif", "apptainer", ["apptainer", "exec", "--nv", "/shared/images/tf-23.03.sif"]),
-    ("oras://registry.example.com/tf:1", "singularity",
-     ["singularity", "exec", "--nv", "oras://registry.example.com/tf:1"]),
-])
+@pytest.mark.parametrize(
+    ("image", "runtime", "runs"),
+    [
+        (
+            "nvcr.io/nvidia/tensorflow:23.03-tf2-py3",
+            "apptainer",
+            ["apptainer", "exec", "--nv", "docker://nvcr.io/nvidia/tensorflow:23.03-tf2-py3"],
+        ),
+        ("/shared/images/tf-23.03.sif", "apptainer", ["apptainer", "exec", "--nv", "/shared/images/tf-23.03.sif"]),
+        (
+            "oras://registry.example.com/tf:1",
+            "singularity",
+            ["singularity", "exec", "--nv", "oras://registry.example.com/tf:1"],
+        ),
+    ],
+)
 def test_apptainer_and_singularity_run_the_task_inside_the_image(image: str, runtime: str, runs: list[str]) -> None:
     task = slurm.task_command("ab" * 32, 60, image=image, runtime=runtime)
     assert task[4:8] == runs and task[8:10] == ["python3", "-c"]
     assert "--container-image" not in " ".join(slurm.srun_command("1", 1, task, image=image, runtime=runtime))
 
 
-@pytest.mark.parametrize(("image", "pyxis"), [
-    ("nvcr.io/nvidia/tensorflow:23.03-tf2-py3", "nvcr.io#nvidia/tensorflow:23.03-tf2-py3"),
-    ("127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3", "127.0.0.1:5000#nvidia/tensorflow:20.02-tf2-py3"),
-    ("ubuntu:22.04", "ubuntu:22.04"),
-    ("docker.io/nvidia/cuda:12.2.0-base-ubuntu22.04", "nvidia/cuda:12.2.0-base-ubuntu22.04"),
-    ("nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io#nvidia/pytorch:24.01-py3"),
-    ("/scratch/tf.sqsh", "/scratch/tf.sqsh"),
-])
+@pytest.mark.parametrize(
+    ("image", "pyxis"),
+    [
+        ("nvcr.io/nvidia/tensorflow:23.03-tf2-py3", "nvcr.io#nvidia/tensorflow:23.03-tf2-py3"),
+        ("127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3", "127.0.0.1:5000#nvidia/tensorflow:20.02-tf2-py3"),
+        ("ubuntu:22.04", "ubuntu:22.04"),
+        ("docker.io/nvidia/cuda:12.2.0-base-ubuntu22.04", "nvidia/cuda:12.2.0-base-ubuntu22.04"),
+        ("nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io#nvidia/pytorch:24.01-py3"),
+        ("/scratch/tf.sqsh", "/scratch/tf.sqsh"),
+    ],
+)
 def test_pyxis_gets_the_image_as_an_srun_option(image: str, pyxis: str) -> None:
     task = slurm.task_command("ab" * 32, 60, image=image, runtime="pyxis")
     assert task[4:6] == ["python3", "-c"]
     cmd = slurm.srun_command("7", 2, task, image=image, runtime="pyxis")
     assert cmd[cmd.index("--job-name=envpin-fleet-probe") + 1] == "--container-image=" + pyxis
-    assert cmd[-len(task):] == task
+    assert cmd[-len(task) :] == task
 
 
 def test_a_bad_image_reference_is_a_usage_error() -> None:
@@ -145,36 +196,46 @@ def test_a_bad_image_reference_is_a_usage_error() -> None:
 
 # --------------------------------------------------------------------------- what comes back
 
+
 def test_job_id_from_salloc() -> None:
     assert slurm.parse_job_id("salloc: Pending job allocation 12\nsalloc: Granted job allocation 12\n") == "12"
     assert slurm.parse_job_id("salloc: error: Unable to allocate resources: Invalid partition name") is None
 
 
 def test_node_errors_by_node() -> None:
-    text = ("slurmstepd-n2: error: execve(): python3: No such file or directory\n"
-            "srun: error: n2: task 1: Exited with exit code 2\n"
-            "srun: launch/slurm: _step_signal: Terminating StepId=5.0\n")
+    text = (
+        "slurmstepd-n2: error: execve(): python3: No such file or directory\n"
+        "srun: error: n2: task 1: Exited with exit code 2\n"
+        "srun: launch/slurm: _step_signal: Terminating StepId=5.0\n"
+    )
     assert slurm.node_errors(text, ["n1", "n2"]) == {
-        "n2": ["execve(): python3: No such file or directory", "task 1: Exited with exit code 2"]}
+        "n2": ["execve(): python3: No such file or directory", "task 1: Exited with exit code 2"]
+    }
 
 
 def test_a_node_that_cannot_launch_ends_every_task() -> None:
     """srun's real output when one node's slurmd does not answer: the step is aborted everywhere."""
-    text = ("srun: error: slurm_receive_msgs: [[172.24.0.5]:6818] failed: Socket timed out on send/recv operation\n"
-            "srun: error: Task launch for StepId=18.0 failed on node n3: Socket timed out on send/recv operation\n"
-            "srun: error: Application launch failed: Socket timed out on send/recv operation\n"
-            "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
-            "slurmstepd-n1: error: *** STEP 18.0 ON n1 CANCELLED AT 2026-11-23T14:19:40 ***\n"
-            "srun: error: n2: task 1: Killed\n"
-            "srun: error: n1: task 0: Killed\n")
+    text = (
+        "srun: error: slurm_receive_msgs: [[172.24.0.5]:6818] failed: Socket timed out on send/recv operation\n"
+        "srun: error: Task launch for StepId=18.0 failed on node n3: Socket timed out on send/recv operation\n"
+        "srun: error: Application launch failed: Socket timed out on send/recv operation\n"
+        "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+        "slurmstepd-n1: error: *** STEP 18.0 ON n1 CANCELLED AT 2026-11-23T14:19:40 ***\n"
+        "srun: error: n2: task 1: Killed\n"
+        "srun: error: n1: task 0: Killed\n"
+    )
     errors = slurm.node_errors(text, ["n1", "n2", "n3"])
-    general = ["srun: slurm_receive_msgs: [[172.24.0.5]:6818] failed: Socket timed out on send/recv operation",
-               "srun: Application launch failed: Socket timed out on send/recv operation"]
+    general = [
+        "srun: slurm_receive_msgs: [[172.24.0.5]:6818] failed: Socket timed out on send/recv operation",
+        "srun: Application launch failed: Socket timed out on send/recv operation",
+    ]
     assert errors["n3"] == ["task launch failed: Socket timed out on send/recv operation", *general]
     assert errors["n2"] == ["task 1: Killed", *general]
     o = slurm.outcome("n3", None, None, errors["n3"], False, 10)
-    assert (o.status, o.error) == ("failed", "no result from the node: task launch failed: Socket timed out on "
-                                   "send/recv operation; " + "; ".join(general))
+    assert (o.status, o.error) == (
+        "failed",
+        "no result from the node: task launch failed: Socket timed out on send/recv operation; " + "; ".join(general),
+    )
 
 
 def _lines(node: str, result: dict[str, object]) -> list[str]:
@@ -200,10 +261,14 @@ def test_missing_and_damaged_lines_are_named() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(results=st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),
-                               st.dictionaries(st.text(max_size=8), st.text(max_size=2000), max_size=4),
-                               max_size=4),
-       seed=st.randoms(use_true_random=False))
+@given(
+    results=st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),
+        st.dictionaries(st.text(max_size=8), st.text(max_size=2000), max_size=4),
+        max_size=4,
+    ),
+    seed=st.randoms(use_true_random=False),
+)
 def test_any_interleaving_round_trips(results: dict[str, dict[str, str]], seed) -> None:  # type: ignore[no-untyped-def]
     """Whatever the order srun delivers whole lines in, every node's result comes back unchanged."""
     lines = [line for node, res in results.items() for line in nodetask.frame(node, res)]
@@ -214,11 +279,17 @@ def test_any_interleaving_round_trips(results: dict[str, dict[str, str]], seed) 
 
 # --------------------------------------------------------------------------- the node-side task, for real
 
-def _run_task(stdin: bytes, sha: str, timeout: str, env: dict[str, str] | None = None,
-              args: tuple[str, ...] = ("--no-selftest",)) -> dict[str, object]:
-    proc = subprocess.run([sys.executable, "-c", slurm.task_source(), sha, timeout, *args], input=stdin,
-                          capture_output=True, timeout=120, env={**os.environ, "SLURMD_NODENAME": "node-7",
-                                                                  **(env or {})})
+
+def _run_task(
+    stdin: bytes, sha: str, timeout: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ("--no-selftest",)
+) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", slurm.task_source(), sha, timeout, *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "SLURMD_NODENAME": "node-7", **(env or {})},
+    )
     assert proc.returncode == 0, proc.stderr
     results, broken = slurm.parse_task_output(proc.stdout.decode())
     assert broken == {} and list(results) == ["node-7"]
@@ -268,26 +339,62 @@ def test_node_task_runs_on_python36() -> None:
     if not vermin.exists():
         pytest.skip("vermin is not installed next to this interpreter (pip install -e '.[test]')")
     task = REPO / "envpin" / "fleet" / "nodetask.py"
-    proc = subprocess.run([str(vermin), "-t=3.6-", "--no-tips", "--violations", str(task)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(vermin), "-t=3.6-", "--no-tips", "--violations", str(task)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 # --------------------------------------------------------------------------- outcomes and the comparison
 
-@pytest.mark.parametrize(("result", "broken", "errors", "timed_out", "status", "error"), [
-    (None, None, [], True, "timed_out", "no result within 70 s"),
-    (None, None, ["task 1: Exited with exit code 2"], False, "failed",
-     "no result from the node: task 1: Exited with exit code 2"),
-    (None, "the node's result arrived damaged (checksum mismatch)", [], True, "failed",
-     "the node's result arrived damaged (checksum mismatch)"),
-    ({"status": "ok", "report": "{not json"}, None, [], False, "failed",
-     "the probe's output is not valid JSON (line 1, column 2: Expecting property name enclosed in double quotes)"),
-    ({"status": "ok", "report": "[]"}, None, [], False, "failed",
-     "the report of n1 is not a probe report (a JSON object was expected)"),
-    ({"status": "failed", "error": "the probe exited with status 2: x"}, None, [], False, "failed",
-     "the probe exited with status 2: x"),
-])
+
+@pytest.mark.parametrize(
+    ("result", "broken", "errors", "timed_out", "status", "error"),
+    [
+        (None, None, [], True, "timed_out", "no result within 70 s"),
+        (
+            None,
+            None,
+            ["task 1: Exited with exit code 2"],
+            False,
+            "failed",
+            "no result from the node: task 1: Exited with exit code 2",
+        ),
+        (
+            None,
+            "the node's result arrived damaged (checksum mismatch)",
+            [],
+            True,
+            "failed",
+            "the node's result arrived damaged (checksum mismatch)",
+        ),
+        (
+            {"status": "ok", "report": "{not json"},
+            None,
+            [],
+            False,
+            "failed",
+            "the probe's output is not valid JSON (line 1, column 2: "
+            "Expecting property name enclosed in double quotes)",
+        ),
+        (
+            {"status": "ok", "report": "[]"},
+            None,
+            [],
+            False,
+            "failed",
+            "the report of n1 is not a probe report (a JSON object was expected)",
+        ),
+        (
+            {"status": "failed", "error": "the probe exited with status 2: x"},
+            None,
+            [],
+            False,
+            "failed",
+            "the probe exited with status 2: x",
+        ),
+    ],
+)
 def test_no_result_is_never_ok(result, broken, errors, timed_out, status, error) -> None:  # type: ignore[no-untyped-def]
     o = slurm.outcome("n1", result, broken, errors, timed_out, 10)
     assert (o.status, o.error) == (status, error)
@@ -299,8 +406,12 @@ def test_the_fleet_result_names_the_node_and_the_breaking_field() -> None:
 
     same = collect(environ={"PATH": "/usr/bin"})
     other = collect(environ={"PATH": "/usr/bin", "OMP_NUM_THREADS": "3"})
-    outcomes = [slurm.NodeOutcome("a", "ok", data=same), slurm.NodeOutcome("b", "ok", data=other),
-                slurm.NodeOutcome("c", "ok", data=same), slurm.NodeOutcome("d", "timed_out", error="late")]
+    outcomes = [
+        slurm.NodeOutcome("a", "ok", data=same),
+        slurm.NodeOutcome("b", "ok", data=other),
+        slurm.NodeOutcome("c", "ok", data=same),
+        slurm.NodeOutcome("d", "timed_out", error="late"),
+    ]
     result = slurm.fleet_result(outcomes)
     assert [k.nodes for k in result.classes if k.reference] == [("a", "c")]
     assert result.outliers == ("b",)
@@ -317,6 +428,7 @@ def test_file_names_for_node_names() -> None:
 
 
 # --------------------------------------------------------------------------- the CLI's usage errors
+
 
 def test_fleet_probe_needs_a_launcher(cli) -> None:  # type: ignore[no-untyped-def]
     res = cli("fleet", "probe")
@@ -341,22 +453,29 @@ def test_a_missing_program_is_named_by_the_task_itself(tmp_path: Path) -> None:
     """The task's /bin/sh start checks the runtime is on PATH and says so on its node's line, which
     node_errors attributes; slurmstepd's own execve() line is not needed (it can be lost)."""
     task = slurm.task_command(_sha(), 60, image="/images/tf.sif", runtime="apptainer")
-    proc = subprocess.run(task, input=b"", capture_output=True, timeout=60,
-                          env={"PATH": str(tmp_path), "SLURMD_NODENAME": "node-7"})
+    proc = subprocess.run(
+        task, input=b"", capture_output=True, timeout=60, env={"PATH": str(tmp_path), "SLURMD_NODENAME": "node-7"}
+    )
     assert proc.returncode == 127 and proc.stdout == b""
-    errors = slurm.node_errors(proc.stderr.decode() + "srun: error: node-7: task 0: Exited with exit code 127\n",
-                               ["node-7", "node-8"])
-    assert errors == {"node-7": ["apptainer is not installed on the node (not found on PATH)",
-                                 "task 0: Exited with exit code 127"]}
+    errors = slurm.node_errors(
+        proc.stderr.decode() + "srun: error: node-7: task 0: Exited with exit code 127\n", ["node-7", "node-8"]
+    )
+    assert errors == {
+        "node-7": ["apptainer is not installed on the node (not found on PATH)", "task 0: Exited with exit code 127"]
+    }
 
 
 def test_the_task_start_execs_the_program_it_checked() -> None:
     """With the program on PATH the start is a plain exec: the task's result comes back as usual."""
     task = slurm.task_command(_sha(), 120, probe_args=["--no-selftest"])
     bindir = str(Path(sys.executable).parent)
-    proc = subprocess.run(task, input=payload(), capture_output=True, timeout=120,
-                          env={**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
-                               "SLURMD_NODENAME": "node-7"})
+    proc = subprocess.run(
+        task,
+        input=payload(),
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""), "SLURMD_NODENAME": "node-7"},
+    )
     assert proc.returncode == 0, proc.stderr
     results, broken = slurm.parse_task_output(proc.stdout.decode())
     assert broken == {} and results["node-7"]["status"] == "ok"

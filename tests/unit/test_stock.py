@@ -30,8 +30,9 @@ def test_shipped_table_is_valid_and_every_tag_was_seen_published() -> None:
     assert table.tags() == ["2.20.0-gpu", "2.19.0-gpu", "2.18.0-gpu", "2.16.1-gpu", "2.15.0-gpu"]  # newest first
     data = _data()
     for tag, rel in data["tags"].items():
-        assert rel["published"] and all(data["sources"][s]["kind"] in ("usage", "third-party")
-                                        for s in rel["published"])
+        assert rel["published"] and all(
+            data["sources"][s]["kind"] in ("usage", "third-party") for s in rel["published"]
+        )
         # A usage source is a public file at a pinned commit that names the tag.
         for sid in rel["published"]:
             assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", data["sources"][sid]["url"]), sid
@@ -59,21 +60,28 @@ def test_third_party_values_are_weak_and_a_weaker_conflict_is_kept() -> None:
     assert prov["conflicts"][0]["value"] == "12.3" and prov["conflicts"][0]["kind"] == "third-party"
 
 
-@pytest.mark.parametrize("edit, problem", [
-    (lambda d: d["tags"]["2.19.0-gpu"].update(published=[]), "at least one public file that uses the tag"),
-    (lambda d: d["tags"]["2.19.0-gpu"].update(published=["tf-tested-gpu"]), "at least one public file"),
-    (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(value="sha256:1f16"), "sha256:<64 hex>"),
-    (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(source="dondi01-dockerfile"), "not usage"),
-    (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["tf_version"].update(value="2.19.1"), "the version the tag names"),
-    (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["cuda"].update(source="dondi01-dockerfile"), "backs no value"),
-    (lambda d: d["tags"]["2.15.0-gpu"]["fields"]["python"].pop("reason"), "null without a reason"),
-    (lambda d: d["tags"]["2.20.0-gpu"]["fields"]["python"].update(
-        conflicts=[{"value": "3.11", "source": "tf-tested-gpu"}]), "weaker source"),
-    (lambda d: d["tags"].update({"2.20-gpu": d["tags"]["2.20.0-gpu"]}), "X.Y.Z-gpu"),
-    (lambda d: d["sources"]["cuda-drivers"].update(kind="notes"), "is not one of"),
-    (lambda d: d["sources"]["cuda-drivers"].update(url="http://docs.nvidia.com/"), "https://"),
-    (lambda d: d["epoch"].update(value="2020-1-1"), "YYYY-MM-DD"),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda d: d["tags"]["2.19.0-gpu"].update(published=[]), "at least one public file that uses the tag"),
+        (lambda d: d["tags"]["2.19.0-gpu"].update(published=["tf-tested-gpu"]), "at least one public file"),
+        (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(value="sha256:1f16"), "sha256:<64 hex>"),
+        (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(source="dondi01-dockerfile"), "not usage"),
+        (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["tf_version"].update(value="2.19.1"), "the version the tag names"),
+        (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["cuda"].update(source="dondi01-dockerfile"), "backs no value"),
+        (lambda d: d["tags"]["2.15.0-gpu"]["fields"]["python"].pop("reason"), "null without a reason"),
+        (
+            lambda d: d["tags"]["2.20.0-gpu"]["fields"]["python"].update(
+                conflicts=[{"value": "3.11", "source": "tf-tested-gpu"}]
+            ),
+            "weaker source",
+        ),
+        (lambda d: d["tags"].update({"2.20-gpu": d["tags"]["2.20.0-gpu"]}), "X.Y.Z-gpu"),
+        (lambda d: d["sources"]["cuda-drivers"].update(kind="notes"), "is not one of"),
+        (lambda d: d["sources"]["cuda-drivers"].update(url="http://docs.nvidia.com/"), "https://"),
+        (lambda d: d["epoch"].update(value="2020-1-1"), "YYYY-MM-DD"),
+    ],
+)
 def test_schema_refuses(edit, problem: str) -> None:  # type: ignore[no-untyped-def]
     data = copy.deepcopy(_data())
     edit(data)
@@ -82,8 +90,9 @@ def test_schema_refuses(edit, problem: str) -> None:  # type: ignore[no-untyped-
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
-def test_an_unreadable_table_is_one_catalog_error_never_a_wait(kind: str, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_table_is_one_catalog_error_never_a_wait(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     path = tmp_path / "stock.json"
@@ -101,34 +110,44 @@ def test_an_unreadable_table_is_one_catalog_error_never_a_wait(kind: str, tmp_pa
 
 
 # -- choosing a tag ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("spec, tf, tag", [
-    (None, "2.20", "2.20.0-gpu"),
-    (None, "2", "2.20.0-gpu"),
-    ("2.19", None, "2.19.0-gpu"),
-    ("2.19.0-gpu", None, "2.19.0-gpu"),
-    ("tensorflow/tensorflow:2.15.0-gpu", None, "2.15.0-gpu"),
-    ("docker.io/tensorflow/tensorflow:2.15.0-gpu", "2.15", "2.15.0-gpu"),
-    ("2", "2.19", "2.19.0-gpu"),
-])
+@pytest.mark.parametrize(
+    "spec, tf, tag",
+    [
+        (None, "2.20", "2.20.0-gpu"),
+        (None, "2", "2.20.0-gpu"),
+        ("2.19", None, "2.19.0-gpu"),
+        ("2.19.0-gpu", None, "2.19.0-gpu"),
+        ("tensorflow/tensorflow:2.15.0-gpu", None, "2.15.0-gpu"),
+        ("docker.io/tensorflow/tensorflow:2.15.0-gpu", "2.15", "2.15.0-gpu"),
+        ("2", "2.19", "2.19.0-gpu"),
+    ],
+)
 def test_select(spec: str | None, tf: str | None, tag: str) -> None:
     assert stock.load().select(spec, parse_tf_spec(tf) if tf else None).tag == tag
 
 
-@pytest.mark.parametrize("spec, tf, message", [
-    (None, "2.21", "no stock TensorFlow GPU image in the catalog holds TensorFlow 2.21"),
-    ("2.19", "2.20", "name different TensorFlow releases"),
-    ("nvcr.io/nvidia/tensorflow:2.20.0-gpu", None, "is not a version or a tag of tensorflow/tensorflow"),
-    ("2.20.0-cpu", None, "is not a version or a tag"),
-    ("BAD NAME:2.20.0-gpu", None, "is not a version or a tag"),
-    (":", None, "is not a version or a tag"),
-    ("tensorflow/tensorflow:2.20.0-gpu@sha256:" + "0" * 64, None, "is not a version or a tag"),
-    ("tensorflow/tensorflow:latest-gpu", None, "is not a version or a tag"),
-    # a full reference names one image: tensorflow/tensorflow:2.20.0 is not the -gpu image, never silently it
-    ("tensorflow/tensorflow:2.20.0", None, "names tensorflow/tensorflow:2.20.0, which is not a -gpu image"),
-    ("docker.io/tensorflow/tensorflow:2.20", None, "names tensorflow/tensorflow:2.20, which is not a -gpu image"),
-    ("127.0.0.1:5000/tensorflow/tensorflow:2.20.0-gpu", None, "--stock names the upstream tag, --base-image the copy"),
-    (None, None, "needs a TensorFlow version"),
-])
+@pytest.mark.parametrize(
+    "spec, tf, message",
+    [
+        (None, "2.21", "no stock TensorFlow GPU image in the catalog holds TensorFlow 2.21"),
+        ("2.19", "2.20", "name different TensorFlow releases"),
+        ("nvcr.io/nvidia/tensorflow:2.20.0-gpu", None, "is not a version or a tag of tensorflow/tensorflow"),
+        ("2.20.0-cpu", None, "is not a version or a tag"),
+        ("BAD NAME:2.20.0-gpu", None, "is not a version or a tag"),
+        (":", None, "is not a version or a tag"),
+        ("tensorflow/tensorflow:2.20.0-gpu@sha256:" + "0" * 64, None, "is not a version or a tag"),
+        ("tensorflow/tensorflow:latest-gpu", None, "is not a version or a tag"),
+        # a full reference names one image: tensorflow/tensorflow:2.20.0 is not the -gpu image, never silently it
+        ("tensorflow/tensorflow:2.20.0", None, "names tensorflow/tensorflow:2.20.0, which is not a -gpu image"),
+        ("docker.io/tensorflow/tensorflow:2.20", None, "names tensorflow/tensorflow:2.20, which is not a -gpu image"),
+        (
+            "127.0.0.1:5000/tensorflow/tensorflow:2.20.0-gpu",
+            None,
+            "--stock names the upstream tag, --base-image the copy",
+        ),
+        (None, None, "needs a TensorFlow version"),
+    ],
+)
 def test_select_refuses_with_a_hint(spec: str | None, tf: str | None, message: str) -> None:
     with pytest.raises(UsageError, match=re.escape(message)) as err:
         stock.load().select(spec, parse_tf_spec(tf) if tf else None)
@@ -198,8 +217,15 @@ def test_a_digest_a_source_states_pins_the_render_from_docker_hub_only(cli, tmp_
     assert res.code == 0 and len(notices) == 1 and "digest sha256:1f16fbd9be8b… (third-party)" in notices[0]
     assert f"\nFROM tensorflow/tensorflow:2.18.0-gpu@{stated}\n" in (tmp_path / "x" / "Dockerfile").read_text()
     assert lockfile.read(tmp_path / "x" / "envpin.lock").base.digest == stated
-    res = cli("render", "--stock", "2.18.0-gpu", "--base-image", "mirror.example.com/tensorflow/tensorflow:2.18.0-gpu",
-              "--out", str(tmp_path / "m"))
+    res = cli(
+        "render",
+        "--stock",
+        "2.18.0-gpu",
+        "--base-image",
+        "mirror.example.com/tensorflow/tensorflow:2.18.0-gpu",
+        "--out",
+        str(tmp_path / "m"),
+    )
     assert res.code == 0 and "digest sha256" not in res.stderr and "python 3.11.0rc1 (third-party)" in res.stderr
 
 
@@ -251,43 +277,55 @@ def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[
     assert "published: https://github.com/jupyter-server/enterprise_gateway/blob/" in res.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["catalog", "--tf", "2.20"], "hint: stock images hold it: 2.20.0-gpu (envpin catalog --stock --tf 2.20)"),
-    (["catalog", "--stock", "--tf", "2.21"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 2.21"),
-    (["catalog", "--stock", "--flavor", "tf2"], "stock images have one flavor"),
-    (["render", "--ngc", "20.02", "--stock", "2.20"], "give --ngc or --stock, not both"),
-    (["render", "--stock", "2.21"], "the catalog knows 2.20.0-gpu, 2.19.0-gpu, 2.18.0-gpu, 2.16.1-gpu, 2.15.0-gpu"),
-    (["recipe"], "recipe needs --ngc RELEASE, or --stock TAG"),
-    (["doctor", "--stock", "2.20", "--ngc", "22.06"], "not both"),
-    (["doctor", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
-    (["doctor", "--stock", " "], "--stock ' ' is not a version or a tag"),
-    # an empty value given is named as what it is, never "needs --ngc RELEASE, or --stock TAG"
-    (["render", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
-    (["recipe", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
-    (["lock", "requirements.in", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
-    (["render", "--ngc", ""], "'' is not an NGC TensorFlow release"),
-    (["recipe", "--tf", ""], "'' is not a TensorFlow version"),
-    (["recipe", "--stock", "2.20.0-gpu@x"], "--stock 2.20.0-gpu@x is not a version or a tag"),
-    (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
-    (["render", "--stock", "tensorflow/tensorflow:2.20.0"], "which is not a -gpu image"),
-    (["render", "--ngc", "2.20.0-gpu"], "--ngc 2.20.0-gpu names a stock TensorFlow GPU image"),
-    (["recipe", "--ngc", "tensorflow/tensorflow:2.19.0-gpu"], "hint: give it as --stock tensorflow/tensorflow:2.19.0"),
-    (["doctor", "--ngc", "2.20.0-gpu"], "hint: give it as --stock 2.20.0-gpu"),
-    (["build", "--dry-run", "--ngc", "2.20.0-gpu"], "names a stock TensorFlow GPU image"),
-    (["render", "--tf", "2.19", "--stock", "2.20"], "--stock 2.20 and --tf 2.19 name different TensorFlow releases"),
-    (["catalog", "show", "99.1.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 99.1.0"),
-    # --lock names the image as --ngc, --stock and --tf do: never one of them silently ignored
-    (["build", "--dry-run", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
-    (["build", "--dry-run", "--lock", "x/envpin.lock", "--tf", "2.20"], "give --lock or --tf, not both"),
-    (["build", "--dry-run", "--lock", "x/envpin.lock", "--ngc", "20.02-tf2-py3"], "give --lock or --ngc, not both"),
-    (["build", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
-    (["lock", "--check", "--stock", "2.20"], "--check tests the envpin.lock there is; --stock names what a new lock"),
-    (["lock", "--check", "--tf", "2.20"], "--check tests the envpin.lock there is; --tf names what a new lock"),
-    (["lock", "--check", "--ngc", "20.02"], "--check tests the envpin.lock there is; --ngc names what a new lock"),
-    (["lock", "--check", "requirements.in"], "--check tests the envpin.lock there is; REQUIREMENTS_IN names"),
-    (["lock", "--check", "--out", "r.lock"], "--check tests the envpin.lock there is; --out names"),
-    (["lock", "requirements.in", "--stock", "2.20", "--lock", "x/envpin.lock"], "--lock names the envpin.lock"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["catalog", "--tf", "2.20"], "hint: stock images hold it: 2.20.0-gpu (envpin catalog --stock --tf 2.20)"),
+        (["catalog", "--stock", "--tf", "2.21"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 2.21"),
+        (["catalog", "--stock", "--flavor", "tf2"], "stock images have one flavor"),
+        (["render", "--ngc", "20.02", "--stock", "2.20"], "give --ngc or --stock, not both"),
+        (["render", "--stock", "2.21"], "the catalog knows 2.20.0-gpu, 2.19.0-gpu, 2.18.0-gpu, 2.16.1-gpu, 2.15.0-gpu"),
+        (["recipe"], "recipe needs --ngc RELEASE, or --stock TAG"),
+        (["doctor", "--stock", "2.20", "--ngc", "22.06"], "not both"),
+        (["doctor", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+        (["doctor", "--stock", " "], "--stock ' ' is not a version or a tag"),
+        # an empty value given is named as what it is, never "needs --ngc RELEASE, or --stock TAG"
+        (["render", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+        (["recipe", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+        (["lock", "requirements.in", "--stock", ""], "--stock '' is not a version or a tag of tensorflow/tensorflow"),
+        (["render", "--ngc", ""], "'' is not an NGC TensorFlow release"),
+        (["recipe", "--tf", ""], "'' is not a TensorFlow version"),
+        (["recipe", "--stock", "2.20.0-gpu@x"], "--stock 2.20.0-gpu@x is not a version or a tag"),
+        (["recipe", "--stock", "1.0.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 1.0.0"),
+        (["render", "--stock", "tensorflow/tensorflow:2.20.0"], "which is not a -gpu image"),
+        (["render", "--ngc", "2.20.0-gpu"], "--ngc 2.20.0-gpu names a stock TensorFlow GPU image"),
+        (
+            ["recipe", "--ngc", "tensorflow/tensorflow:2.19.0-gpu"],
+            "hint: give it as --stock tensorflow/tensorflow:2.19.0",
+        ),
+        (["doctor", "--ngc", "2.20.0-gpu"], "hint: give it as --stock 2.20.0-gpu"),
+        (["build", "--dry-run", "--ngc", "2.20.0-gpu"], "names a stock TensorFlow GPU image"),
+        (
+            ["render", "--tf", "2.19", "--stock", "2.20"],
+            "--stock 2.20 and --tf 2.19 name different TensorFlow releases",
+        ),
+        (["catalog", "show", "99.1.0-gpu"], "no stock TensorFlow GPU image in the catalog holds TensorFlow 99.1.0"),
+        # --lock names the image as --ngc, --stock and --tf do: never one of them silently ignored
+        (["build", "--dry-run", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
+        (["build", "--dry-run", "--lock", "x/envpin.lock", "--tf", "2.20"], "give --lock or --tf, not both"),
+        (["build", "--dry-run", "--lock", "x/envpin.lock", "--ngc", "20.02-tf2-py3"], "give --lock or --ngc, not both"),
+        (["build", "--lock", "x/envpin.lock", "--stock", "2.20"], "give --lock or --stock, not both"),
+        (
+            ["lock", "--check", "--stock", "2.20"],
+            "--check tests the envpin.lock there is; --stock names what a new lock",
+        ),
+        (["lock", "--check", "--tf", "2.20"], "--check tests the envpin.lock there is; --tf names what a new lock"),
+        (["lock", "--check", "--ngc", "20.02"], "--check tests the envpin.lock there is; --ngc names what a new lock"),
+        (["lock", "--check", "requirements.in"], "--check tests the envpin.lock there is; REQUIREMENTS_IN names"),
+        (["lock", "--check", "--out", "r.lock"], "--check tests the envpin.lock there is; --out names"),
+        (["lock", "requirements.in", "--stock", "2.20", "--lock", "x/envpin.lock"], "--lock names the envpin.lock"),
+    ],
+)
 def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     res = cli(*args, cwd=tmp_path)
     lines = res.stderr.splitlines()
@@ -299,9 +337,13 @@ def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args
 def test_cli_doctor_checks_the_stock_images_driver(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from envpin import doctor
 
-    readings = {"docker": {"version": "24.0.7", "runtimes": ["nvidia", "runc"]}, "cdi_specs": [],
-                "container_hooks": [], "driver": {"version": "560.35.03"},
-                "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}]}
+    readings = {
+        "docker": {"version": "24.0.7", "runtimes": ["nvidia", "runc"]},
+        "cdi_specs": [],
+        "container_hooks": [],
+        "driver": {"version": "560.35.03"},
+        "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"}],
+    }
     path = tmp_path / "readings.json"
     path.write_text(json.dumps(readings))
     monkeypatch.setenv(doctor.FAKE_ENV, str(path))

@@ -93,8 +93,10 @@ def test_a_second_writer_waits_then_says_another_envpin_is_writing(tmp_path: Pat
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         started = time.monotonic()
-        with pytest.raises(fsutil.EnvpinError, match="another envpin is writing in") as info, \
-                fsutil.exclusive(out, wait=0.3):
+        with (
+            pytest.raises(fsutil.EnvpinError, match="another envpin is writing in") as info,
+            fsutil.exclusive(out, wait=0.3),
+        ):
             pass
         assert time.monotonic() - started >= 0.3
         assert info.value.hint and "advisory lock" in info.value.hint
@@ -108,8 +110,12 @@ def test_a_second_writer_waits_then_says_another_envpin_is_writing(tmp_path: Pat
 @pytest.mark.parametrize("trial", range(3))
 def test_twenty_concurrent_writers_end_in_one_consistent_folder(tmp_path: Path, trial: int) -> None:
     out = tmp_path / "env"
-    procs = [subprocess.Popen(_render(out, "2.1" if i % 2 else "1.15"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for i in range(20)]
+    procs = [
+        subprocess.Popen(
+            _render(out, "2.1" if i % 2 else "1.15"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        for i in range(20)
+    ]
     results = [(p.communicate(timeout=300)[1], p.returncode) for p in procs]
     results = [(code, err) for err, code in results]
     assert all(code == 0 for code, _ in results), [err for code, err in results if code]
@@ -141,31 +147,40 @@ def _envpin_traceback(err: str) -> bool:
         if function != "<module>" or not number.isdigit():
             return False
         return where.endswith("/envpin/__init__.py") or (
-            where.endswith("/envpin/__main__.py") and int(number) <= _handler_line())
+            where.endswith("/envpin/__main__.py") and int(number) <= _handler_line()
+        )
 
     return not all(before_handler(f) for f in ours)
 
 
 def test_a_traceback_before_the_handler_is_start_up_and_any_other_envpin_frame_is_not() -> None:
-    start_up = ('Traceback (most recent call last):\n  File "/v/bin/envpin", line 3, in <module>\n'
-                '    from envpin.__main__ import main\n  File "/w/envpin/__main__.py", line 0, in <module>\n'
-                'KeyboardInterrupt\n')
+    start_up = (
+        'Traceback (most recent call last):\n  File "/v/bin/envpin", line 3, in <module>\n'
+        '    from envpin.__main__ import main\n  File "/w/envpin/__main__.py", line 0, in <module>\n'
+        "KeyboardInterrupt\n"
+    )
     assert not _envpin_traceback(start_up)
-    assert not _envpin_traceback(start_up.replace("__main__.py\", line 0", "__init__.py\", line 12"))
+    assert not _envpin_traceback(start_up.replace('__main__.py", line 0', '__init__.py", line 12'))
     assert not _envpin_traceback(start_up.replace("line 0, in", "line 1, in"))
     assert _envpin_traceback(start_up.replace("line 0, in <module>", f"line {_handler_line() + 1}, in <module>"))
-    assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
-                                              '"/w/envpin/cli/app.py", line 40, in main'))
-    assert _envpin_traceback(start_up.replace('"/w/envpin/__main__.py", line 0, in <module>',
-                                              '"/w/envpin/__main__.py", line 3, in main'))
+    assert _envpin_traceback(
+        start_up.replace('"/w/envpin/__main__.py", line 0, in <module>', '"/w/envpin/cli/app.py", line 40, in main')
+    )
+    assert _envpin_traceback(
+        start_up.replace('"/w/envpin/__main__.py", line 0, in <module>', '"/w/envpin/__main__.py", line 3, in main')
+    )
     assert not _envpin_traceback("interrupted\n")
 
 
 def _interrupted_render(folder: Path, seed: int, budget: float) -> str | None:
     """One render killed with SIGINT after a random delay; the folder must be old or new, never a mix."""
     rng = random.Random(seed)
-    proc = subprocess.Popen(_render(folder, rng.choice(("2.1", "1.15")), "--force"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _render(folder, rng.choice(("2.1", "1.15")), "--force"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(rng.uniform(0, budget))
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)

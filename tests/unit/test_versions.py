@@ -48,8 +48,16 @@ def test_parse_version(text: str | None, parts: tuple[int, ...] | None) -> None:
 
 @pytest.mark.parametrize(
     ("text", "parts"),
-    [("535.104.05", (535, 104, 5)), ("8.0", (8, 0)), ("470", (470,)), ("535.104.05-beta", None), ("535.", None),
-     ("1..2", None), ("٥٣٥.١٠٤", None), ("", None)],
+    [
+        ("535.104.05", (535, 104, 5)),
+        ("8.0", (8, 0)),
+        ("470", (470,)),
+        ("535.104.05-beta", None),
+        ("535.", None),
+        ("1..2", None),
+        ("٥٣٥.١٠٤", None),
+        ("", None),
+    ],
 )
 def test_parse_version_exact(text: str, parts: tuple[int, ...] | None) -> None:
     assert versions.parse_version(text, exact=True) == parts
@@ -115,9 +123,24 @@ def test_ngc_spec(text: str, spec: NGCSpec) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "20.2", "2020.02", "2002", "latest", "20.02-tf3-py3", "20.02-tf2", "٢٠.٠٢", "20.02\nRUN x",
-     "ubuntu:20.02", "tensorflow:20.02", "x/y:20.02", "nvcr.io/nvidia/pytorch:20.02-py3",
-     "nvcr.io/nvidia/tensorflow", "nvcr.io/nvidia/tensorflow:20.02-tf2-py3@sha256:" + "a" * 64, "9" * 5000],
+    [
+        "",
+        "20.2",
+        "2020.02",
+        "2002",
+        "latest",
+        "20.02-tf3-py3",
+        "20.02-tf2",
+        "٢٠.٠٢",
+        "20.02\nRUN x",
+        "ubuntu:20.02",
+        "tensorflow:20.02",
+        "x/y:20.02",
+        "nvcr.io/nvidia/pytorch:20.02-py3",
+        "nvcr.io/nvidia/tensorflow",
+        "nvcr.io/nvidia/tensorflow:20.02-tf2-py3@sha256:" + "a" * 64,
+        "9" * 5000,
+    ],
 )
 def test_ngc_spec_refused_with_a_hint(text: str) -> None:
     with pytest.raises(SpecError) as info:
@@ -161,8 +184,13 @@ def test_release_index_refuses(release: str | None) -> None:
 
 @pytest.mark.parametrize(
     ("text", "branch", "minimum"),
-    [("418.xx", 418, None), ("410", 410, None), ("384.111+", 384, (384, 111)), ("440.30", 440, (440, 30)),
-     ("450.51+", 450, (450, 51))],
+    [
+        ("418.xx", 418, None),
+        ("410", 410, None),
+        ("384.111+", 384, (384, 111)),
+        ("440.30", 440, (440, 30)),
+        ("450.51+", 450, (450, 51)),
+    ],
 )
 def test_doctor_driver_branches(text: str, branch: int, minimum: tuple[int, ...] | None) -> None:
     parsed = doctor.parse_branch(text)
@@ -201,8 +229,17 @@ def test_runtime_refuses_a_bare_major() -> None:
 
 @pytest.mark.parametrize(
     ("value", "ok"),
-    [("0", True), ("4294967295", True), ("007", True), ("4294967296", False), ("9" * 5000, False), ("٢", False),
-     ("-1", False), ("random", False), ("", False)],
+    [
+        ("0", True),
+        ("4294967295", True),
+        ("007", True),
+        ("4294967296", False),
+        ("9" * 5000, False),
+        ("٢", False),
+        ("-1", False),
+        ("random", False),
+        ("", False),
+    ],
 )
 def test_hash_seed_values(value: str, ok: bool) -> None:
     assert seed_ok(value) is ok
@@ -251,8 +288,12 @@ def test_tf_spec_round_trip(parts: list[int]) -> None:
     assert spec.matches(spec.text + ".7") and spec.matches(spec.text + "+nv20.06")
 
 
-@given(st.integers(min_value=0, max_value=99), st.integers(min_value=1, max_value=12),
-       st.sampled_from([None, "py2", "py3", "tf1", "tf2"]), st.booleans())
+@given(
+    st.integers(min_value=0, max_value=99),
+    st.integers(min_value=1, max_value=12),
+    st.sampled_from([None, "py2", "py3", "tf1", "tf2"]),
+    st.booleans(),
+)
 def test_ngc_spec_round_trip(yy: int, mm: int, flavor: str | None, full: bool) -> None:
     release = f"{yy:02d}.{mm:02d}"
     suffix = {None: "", "py2": "-py2", "py3": "-py3", "tf1": "-tf1-py3", "tf2": "-tf2-py3"}[flavor]

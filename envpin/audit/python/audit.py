@@ -12,8 +12,16 @@ from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
 from envpin.fsutil import read_regular
 
-__all__ = ["ScriptTarget", "audit_script", "declared_encoding", "is_script", "parse_script", "read_script",
-           "read_script_encoded", "target_for"]
+__all__ = [
+    "ScriptTarget",
+    "audit_script",
+    "declared_encoding",
+    "is_script",
+    "parse_script",
+    "read_script",
+    "read_script_encoded",
+    "target_for",
+]
 
 from envpin.audit.python import SUFFIXES as SUFFIXES  # their home is the package, which costs nothing to load
 from envpin.audit.python import is_script
@@ -26,11 +34,15 @@ def parse_script(text: str, path: str) -> ast.Module | Finding:
             warnings.simplefilter("ignore")  # invalid escape sequences and the like are the script's business
             return ast.parse(text.removeprefix("\ufeff"), filename=path)  # a UTF-8 BOM, as Python itself allows
     except SyntaxError as exc:
-        return finding(PARSE_ERROR, path, exc.lineno or 1, f"Python cannot parse this line: {exc.msg}",
-                       "fix the syntax (the rest of the script is not audited until it parses)")
+        return finding(
+            PARSE_ERROR,
+            path,
+            exc.lineno or 1,
+            f"Python cannot parse this line: {exc.msg}",
+            "fix the syntax (the rest of the script is not audited until it parses)",
+        )
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-        return finding(PARSE_ERROR, path, 1, f"Python cannot parse the script: {type(exc).__name__}",
-                       "fix the file")
+        return finding(PARSE_ERROR, path, 1, f"Python cannot parse the script: {type(exc).__name__}", "fix the file")
 
 
 def audit_script(text: str, path: str = "train.py", target: ScriptTarget | None = None) -> list[Finding]:
@@ -57,8 +69,7 @@ def read_script_encoded(path: str) -> tuple[str, str]:
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a Python script", hint="name the script itself") from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}", hint="check the file's permissions") \
-            from None
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}", hint="check the file's permissions") from None
     if b"\0" in raw:
         line = raw[: raw.index(b"\0")].count(b"\n") + 1
         raise UsageError(f"{path}:{line}: binary file (NUL byte), not a Python script", hint="name a .py file")
@@ -67,15 +78,19 @@ def read_script_encoded(path: str) -> tuple[str, str]:
         return raw.decode(encoding), encoding
     except LookupError:  # a codec that is no text encoding (rot13, hex, base64): Python refuses it too
         line = next((n for n, text in enumerate(raw.splitlines()[:2], 1) if b"coding" in text), 1)
-        raise UsageError(f"{path}:{line}: Python cannot read this script: its coding line names {encoding!r}, "
-                         "which is not a text encoding",
-                         hint="correct the coding line (PEP 263), or remove it and save the script as UTF-8") \
-            from None
+        raise UsageError(
+            f"{path}:{line}: Python cannot read this script: its coding line names {encoding!r}, "
+            "which is not a text encoding",
+            hint="correct the coding line (PEP 263), or remove it and save the script as UTF-8",
+        ) from None
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         named = "UTF-8" if encoding == "utf-8" else f"{encoding} (its coding line)"
-        hint = ("save the script as UTF-8, or declare its encoding in a coding line (PEP 263)"
-                if encoding == "utf-8" else "correct the coding line to the encoding the file is saved in")
+        hint = (
+            "save the script as UTF-8, or declare its encoding in a coding line (PEP 263)"
+            if encoding == "utf-8"
+            else "correct the coding line to the encoding the file is saved in"
+        )
         raise UsageError(f"{path}:{line}: not {named} text (byte 0x{raw[exc.start]:02x})", hint=hint) from None
 
 
@@ -95,14 +110,16 @@ def declared_encoding(raw: bytes, path: str) -> str:
         else:  # a first line that is not UTF-8, and no coding line: the UTF-8 decode names the byte
             return "utf-8"
         line = next((n for n, text in enumerate(raw.splitlines()[:2], 1) if b"coding" in text), 1)
-        raise UsageError(f"{path}:{line}: Python cannot read this script: {why}",
-                         hint="correct the coding line (PEP 263), or remove it and save the script as UTF-8") \
-            from None
+        raise UsageError(
+            f"{path}:{line}: Python cannot read this script: {why}",
+            hint="correct the coding line (PEP 263), or remove it and save the script as UTF-8",
+        ) from None
     return "utf-8" if encoding in ("utf-8", "utf-8-sig") else encoding
 
 
-def target_for(tf_version: str, distribution: str, release: str | None, label: str,
-               image_env: dict[str, str] | None = None) -> ScriptTarget:
+def target_for(
+    tf_version: str, distribution: str, release: str | None, label: str, image_env: dict[str, str] | None = None
+) -> ScriptTarget:
     """The target for a version: its recipe when the table has one (else the version alone)."""
     from envpin.knowledge import recipes
 

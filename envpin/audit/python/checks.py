@@ -30,17 +30,66 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "Script", "ScriptTarget", "run_checks", "switch_name"]
 
 #: Python's global random functions (module random) that draw from the shared generator.
-_PY_RANDOM = frozenset({"random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
-                        "gauss", "normalvariate", "triangular", "betavariate", "expovariate", "getrandbits"})
+_PY_RANDOM = frozenset(
+    {
+        "random",
+        "randint",
+        "randrange",
+        "choice",
+        "choices",
+        "shuffle",
+        "sample",
+        "uniform",
+        "gauss",
+        "normalvariate",
+        "triangular",
+        "betavariate",
+        "expovariate",
+        "getrandbits",
+    }
+)
 #: numpy.random attributes that are not draws from the global generator.
-_NP_NOT_DRAWS = frozenset({"seed", "default_rng", "RandomState", "Generator", "SeedSequence", "get_state",
-                           "set_state", "PCG64", "MT19937", "Philox", "SFC64", "BitGenerator", "bit_generator"})
+_NP_NOT_DRAWS = frozenset(
+    {
+        "seed",
+        "default_rng",
+        "RandomState",
+        "Generator",
+        "SeedSequence",
+        "get_state",
+        "set_state",
+        "PCG64",
+        "MT19937",
+        "Philox",
+        "SFC64",
+        "BitGenerator",
+        "bit_generator",
+    }
+)
 #: Values that differ in every run: a seed made from one is no seed.
-_CLOCKS = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
-                     "time.monotonic_ns", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.now",
-                     "datetime.utcnow", "os.getpid", "os.urandom", "uuid.uuid1", "uuid.uuid4",
-                     "random.SystemRandom", "secrets.randbits", "secrets.randbelow", "secrets.token_bytes",
-                     "secrets.token_hex"})
+_CLOCKS = frozenset(
+    {
+        "time.time",
+        "time.time_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.now",
+        "datetime.utcnow",
+        "os.getpid",
+        "os.urandom",
+        "uuid.uuid1",
+        "uuid.uuid4",
+        "random.SystemRandom",
+        "secrets.randbits",
+        "secrets.randbelow",
+        "secrets.token_bytes",
+        "secrets.token_hex",
+    }
+)
 #: Calls that set a seed (last name component), and keywords that pass one.
 _SEEDERS = frozenset({"seed", "set_seed", "set_random_seed", "default_rng", "RandomState", "Random", "manual_seed"})
 _SEED_KEYWORDS = frozenset({"seed", "random_state", "random_seed"})
@@ -65,8 +114,7 @@ def _apis(item: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(canonical(a) for a in recipes.op_apis(item)))
 
 
-def _entries(items: tuple[dict[str, Any], ...], keras: int | None = None,
-             context: str | None = None) -> list[_Entry]:
+def _entries(items: tuple[dict[str, Any], ...], keras: int | None = None, context: str | None = None) -> list[_Entry]:
     """The entries a script can meet at a call: not those for another platform than Linux (images are Linux), nor
     those for a Keras major version other than the script's (`keras`: 2 or 3, None when unknown), nor those that
     depend on how TensorFlow was built; only those of `context` (the table's), none of another context."""
@@ -163,9 +211,14 @@ def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
     if hi:
         major, minor = _mm(hi)
         mine = set(_apis(item))
-        later = [e for e in recipes.table()["raises_under_determinism"]
-                 if set(_apis(e)) & mine and _mm(e["tf_min"]) > (major, minor)
-                 and "build_condition" not in e and e.get("platform") in (None, "linux")]
+        later = [
+            e
+            for e in recipes.table()["raises_under_determinism"]
+            if set(_apis(e)) & mine
+            and _mm(e["tf_min"]) > (major, minor)
+            and "build_condition" not in e
+            and e.get("platform") in (None, "linux")
+        ]
         if not later:
             parts.append(f"TensorFlow {major}.{minor + 1} and later do not raise here")
     work = item.get("work_around")
@@ -173,8 +226,9 @@ def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
         parts.append(f"{work['text']} ({recipe.source_url(work['source'])})")
     hatch = item.get("escape_hatch")
     if hatch:
-        parts.append(f"escape hatch: {hatch['name']}={hatch['value']} {hatch['effect']} "
-                     f"({recipe.source_url(hatch['source'])})")
+        parts.append(
+            f"escape hatch: {hatch['name']}={hatch['value']} {hatch['effect']} ({recipe.source_url(hatch['source'])})"
+        )
     return "; ".join(parts) or "replace the op or run it outside the determinism scope"
 
 
@@ -189,14 +243,18 @@ def _condition(s: Script, item: dict[str, Any], c: _Call) -> str | None:
     if "condition" in item:
         return str(item["condition"])
     apis = item.get("apis") or ()
-    split = frozenset({a.rsplit(".", 1)[-1] for a in apis if "compat.v1" in a}
-                      & {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" not in a})
+    split = frozenset(
+        {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" in a}
+        & {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" not in a}
+    )
     for api, text in item.get("api_conditions", {}).items():
         if _matches(c, canonical(api), split):
             first = c.node.args[0] if c.node.args else c.kw("params")
             made = s.assigned.get(first.id, []) if isinstance(first, ast.Name) else []
-            if any(isinstance(v, ast.Call) and (s.names.resolve(v.func) or "").rsplit(".", 1)[-1] in _VARIABLES
-                   for v in made):
+            if any(
+                isinstance(v, ast.Call) and (s.names.resolve(v.func) or "").rsplit(".", 1)[-1] in _VARIABLES
+                for v in made
+            ):
                 return None
             return str(text)
     return None
@@ -228,22 +286,33 @@ def check_ops(s: Script) -> None:
         for item, when in _applying(s, c, raises, split):
             hatch = _hatch_set(s, item)
             if hatch:  # the exception is turned off: the op runs its nondeterministic kernel instead
-                s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
-                      f"{shown} would raise {item['exception']} under determinism on TensorFlow {version}, but "
-                      f"{hatch} turns the exception off: it runs nondeterministically{_only(when)} "
-                      f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
-                      _hatch(item, recipe), severity="info" if when else None)
+                s.add(
+                    R.PY_OP_NONDETERMINISTIC,
+                    c.node.lineno,
+                    f"{shown} would raise {item['exception']} under determinism on TensorFlow {version}, but "
+                    f"{hatch} turns the exception off: it runs nondeterministically{_only(when)} "
+                    f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
+                    _hatch(item, recipe),
+                    severity="info" if when else None,
+                )
                 continue
-            s.add(R.PY_OP_RAISES, c.node.lineno,
-                  f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
-                  f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
-                  _hatch(item, recipe), severity="warning" if when else None)
+            s.add(
+                R.PY_OP_RAISES,
+                c.node.lineno,
+                f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{_only(when)} "
+                f"({_short(item['op'], last)}; the table lists {_range(item)}, {item['devices']})",
+                _hatch(item, recipe),
+                severity="warning" if when else None,
+            )
         for item, when in _applying(s, c, silent, split):
-            s.add(R.PY_OP_NONDETERMINISTIC, c.node.lineno,
-                  f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
-                  f"{_only(when)} ({_short(item['op'], last)}, {_range(item)}): {item['why']}",
-                  "use a TensorFlow version where the op is deterministic, or replace it",
-                  severity="info" if when else None)
+            s.add(
+                R.PY_OP_NONDETERMINISTIC,
+                c.node.lineno,
+                f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
+                f"{_only(when)} ({_short(item['op'], last)}, {_range(item)}): {item['why']}",
+                "use a TensorFlow version where the op is deterministic, or replace it",
+                severity="info" if when else None,
+            )
 
 
 def _hatch_set(s: Script, item: dict[str, Any]) -> str | None:
@@ -259,8 +328,9 @@ def _hatch_set(s: Script, item: dict[str, Any]) -> str | None:
     return f"{hatch['name']}={value} (" + (f"line {mine[0]})" if mine else "set in the image)")
 
 
-def _applying(s: Script, c: _Call, entries: list[_Entry],
-              split: frozenset[str]) -> Iterator[tuple[dict[str, Any], str | None]]:
+def _applying(
+    s: Script, c: _Call, entries: list[_Entry], split: frozenset[str]
+) -> Iterator[tuple[dict[str, Any], str | None]]:
     """(table item, the condition the script leaves open, else None) of each entry, outside XLA, that the call `c`
     is an API of and whose condition the call does not rule out."""
     for e in entries:
@@ -290,8 +360,13 @@ def xla_raisers(s: Script) -> list[tuple[_Call, dict[str, Any]]]:
     if recipe is None:
         return []
     entries = [e for e in _entries(recipe.raises, s.keras_major()) if e.xla]
-    return [(c, e.item) for call in s.calls for c in call.narrowed() for e in entries
-            if any(_matches(c, a, frozenset()) for a in e.apis)]
+    return [
+        (c, e.item)
+        for call in s.calls
+        for c in call.narrowed()
+        for e in entries
+        if any(_matches(c, a, frozenset()) for a in e.apis)
+    ]
 
 
 # --- switch and seeds -----------------------------------------------------------------------------------
@@ -314,8 +389,9 @@ def switch_name(recipe: Recipe) -> str | None:
 
 
 def _env_switches(s: Script) -> list[tuple[int, str, str | None]]:
-    return [(line, key, value) for line, key, value in s.env
-            if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")]
+    return [
+        (line, key, value) for line, key, value in s.env if key in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")
+    ]
 
 
 def _readable(recipe: Recipe) -> set[str]:
@@ -332,9 +408,11 @@ def determinism_on(s: Script, usable: bool = False) -> bool:
     recipe, image = s.target.recipe, s.target.image_env
     lacks = usable and recipe is not None and not any(st["step"] == "enable_op_determinism" for st in recipe.steps)
     calls = ("enable_determinism",) if lacks else ("enable_op_determinism", "enable_determinism")
-    on = any(c.last in calls for c in s.calls) or any(
-        _truthy(v) for _, key, v in _env_switches(s) if recipe is None or key in _readable(recipe)) or any(
-        _truthy(image.get(n)) for n in _switch_env(recipe) if n in image)
+    on = (
+        any(c.last in calls for c in s.calls)
+        or any(_truthy(v) for _, key, v in _env_switches(s) if recipe is None or key in _readable(recipe))
+        or any(_truthy(image.get(n)) for n in _switch_env(recipe) if n in image)
+    )
     if recipe is None and s.target.tf_version is None:
         on = on or any(n in image for n in ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC"))
     return on
@@ -349,16 +427,23 @@ def check_switch(s: Script) -> None:
         wanted = switch_name(recipe) or "none exists"
         if not has_step:
             for c in enables:
-                s.add(R.PY_SWITCH_UNAVAILABLE, c.node.lineno,
-                      f"enable_op_determinism() does not exist in TensorFlow {version} (from 2.8): the script "
-                      "stops with AttributeError", f"use the switch of recipe {recipe.id}: {wanted}")
+                s.add(
+                    R.PY_SWITCH_UNAVAILABLE,
+                    c.node.lineno,
+                    f"enable_op_determinism() does not exist in TensorFlow {version} (from 2.8): the script "
+                    "stops with AttributeError",
+                    f"use the switch of recipe {recipe.id}: {wanted}",
+                )
         readable = _readable(recipe)
         cudnn_only = _cudnn_switch_read(version) and "TF_CUDNN_DETERMINISTIC" not in readable
         for line, key, _ in env_switches:
             if key not in readable and not (key == "TF_CUDNN_DETERMINISTIC" and cudnn_only):
-                s.add(R.PY_SWITCH_UNAVAILABLE, line,
-                      f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
-                      f"use the switch of recipe {recipe.id}: {wanted}")
+                s.add(
+                    R.PY_SWITCH_UNAVAILABLE,
+                    line,
+                    f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
+                    f"use the switch of recipe {recipe.id}: {wanted}",
+                )
     if not s.trains() or determinism_on(s):
         return
     if recipe is not None and switch_name(recipe) is None:
@@ -367,15 +452,23 @@ def check_switch(s: Script) -> None:
     if recipe is not None:
         fix = f"add {switch_name(recipe)} before training (envpin audit --fix inserts it)"
     elif version:  # a version the table has no recipe for: asking for --tf again would not help
-        fix = (f"no recipe of envpin's table covers TensorFlow {version}: turn on the determinism switch that "
-               "version has")
+        fix = (
+            f"no recipe of envpin's table covers TensorFlow {version}: turn on the determinism switch that version has"
+        )
     else:
         fix = "turn on the switch of your TensorFlow's recipe (envpin recipe --tf X.Y); give --tf to judge it"
     partial = next((line for line, key, v in env_switches if key == "TF_CUDNN_DETERMINISTIC" and _truthy(v)), None)
-    aside = (f" (TF_CUDNN_DETERMINISTIC, line {partial}, only makes cuDNN convolution and pooling deterministic)"
-             if partial is not None else "")
-    s.add(R.PY_SWITCH_MISSING, s.first_import_line(),
-          f"the script trains but turns no determinism switch on{where}{aside}, and the image does not either", fix)
+    aside = (
+        f" (TF_CUDNN_DETERMINISTIC, line {partial}, only makes cuDNN convolution and pooling deterministic)"
+        if partial is not None
+        else ""
+    )
+    s.add(
+        R.PY_SWITCH_MISSING,
+        s.first_import_line(),
+        f"the script trains but turns no determinism switch on{where}{aside}, and the image does not either",
+        fix,
+    )
 
 
 def _cudnn_switch_read(version: str | None) -> bool:
@@ -383,8 +476,11 @@ def _cudnn_switch_read(version: str | None) -> bool:
     it for (1.14) on. Later versions keep reading it, for cuDNN only (TensorFlow's own notes in
     tensorflow/python/kernel_tests/nn_ops/cudnn_deterministic_base.py: deprecated, "only makes ops using cuDNN
     deterministic"), which is why the recipes from 2.1 set TF_DETERMINISTIC_OPS instead."""
-    firsts = [row["match"]["tf_min"] for row in recipes.rows()
-              if any(e["name"] == "TF_CUDNN_DETERMINISTIC" for e in row["env"]) and row["match"].get("tf_min")]
+    firsts = [
+        row["match"]["tf_min"]
+        for row in recipes.rows()
+        if any(e["name"] == "TF_CUDNN_DETERMINISTIC" for e in row["env"]) and row["match"].get("tf_min")
+    ]
     return version is not None and bool(firsts) and _mm(version) >= min(_mm(v) for v in firsts)
 
 
@@ -392,39 +488,66 @@ def check_seeds(s: Script) -> None:
     trains = s.trains()
     seeded = s.seeded()
     # a script that only turns determinism on is judged too: an unseeded random op of the table raises there
-    layers, raises = _unseeded_layers(s) if not seeded["tf"] and (trains or determinism_on(s, usable=True)) \
-        else ("", False)
+    layers, raises = (
+        _unseeded_layers(s) if not seeded["tf"] and (trains or determinism_on(s, usable=True)) else ("", False)
+    )
     if not seeded["tf"] and (trains or raises):
-        s.add(R.PY_NO_GLOBAL_SEED, s.first_import_line(),
-              ("the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
-               "a new random state in every run" if trains else "the script turns determinism on but sets no "
-               "global TensorFlow seed") + layers, "call tf.keras.utils.set_random_seed(SEED) "
-              "(TF 2.7+) or tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)",
-              severity="error" if raises else None)
+        s.add(
+            R.PY_NO_GLOBAL_SEED,
+            s.first_import_line(),
+            (
+                "the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
+                "a new random state in every run"
+                if trains
+                else "the script turns determinism on but sets no global TensorFlow seed"
+            )
+            + layers,
+            "call tf.keras.utils.set_random_seed(SEED) "
+            "(TF 2.7+) or tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)",
+            severity="error" if raises else None,
+        )
     if trains:
         firsts: dict[str, _Call] = {}
         for c in s.calls:
             name = c.name or ""
             if name.startswith("random.") and c.last in _PY_RANDOM and not seeded["python"]:
                 firsts.setdefault("python", c)
-            elif name.startswith("np.random.") and name.count(".") == 2 and c.last not in _NP_NOT_DRAWS \
-                    and not seeded["numpy"]:
+            elif (
+                name.startswith("np.random.")
+                and name.count(".") == 2
+                and c.last not in _NP_NOT_DRAWS
+                and not seeded["numpy"]
+            ):
                 firsts.setdefault("numpy", c)
         for key, c in firsts.items():
             seed = "random.seed(SEED)" if key == "python" else "numpy.random.seed(SEED)"
-            s.add(R.PY_UNSEEDED_RANDOM, c.node.lineno,
-                  f"{c.name}() draws from {'Python' if key == 'python' else 'NumPy'}'s global generator, which "
-                  "the script never seeds", f"call {seed} once at start-up")
+            s.add(
+                R.PY_UNSEEDED_RANDOM,
+                c.node.lineno,
+                f"{c.name}() draws from {'Python' if key == 'python' else 'NumPy'}'s global generator, which "
+                "the script never seeds",
+                f"call {seed} once at start-up",
+            )
     for c in s.calls:
         name = c.name or ""
-        if name in ("np.random.default_rng", "np.random.RandomState", "random.Random") and not c.node.args \
-                and not c.node.keywords:
-            s.add(R.PY_UNSEEDED_RANDOM, c.node.lineno, f"{name}() without a seed starts from OS entropy",
-                  f"pass a seed: {name}(SEED)")
+        if (
+            name in ("np.random.default_rng", "np.random.RandomState", "random.Random")
+            and not c.node.args
+            and not c.node.keywords
+        ):
+            s.add(
+                R.PY_UNSEEDED_RANDOM,
+                c.node.lineno,
+                f"{name}() without a seed starts from OS entropy",
+                f"pass a seed: {name}(SEED)",
+            )
         elif c.last == "from_non_deterministic_state" and name.startswith("tf."):
-            s.add(R.PY_UNSEEDED_RANDOM, c.node.lineno,
-                  "tf.random.Generator.from_non_deterministic_state() draws a new state in every run",
-                  "use tf.random.Generator.from_seed(SEED)")
+            s.add(
+                R.PY_UNSEEDED_RANDOM,
+                c.node.lineno,
+                "tf.random.Generator.from_non_deterministic_state() draws a new state in every run",
+                "use tf.random.Generator.from_seed(SEED)",
+            )
         _clock_seed(s, c)
 
 
@@ -442,9 +565,12 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
                 if c.kw("seed") is None and any(_matches(c, a, frozenset()) for a in e.apis):
                     how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
                     name = c.name or ""
-                    return (f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
-                            f"{name.rsplit('.', 1)[-1] if name.startswith('keras.') else name} {how}: "
-                            f"line {c.node.lineno}", kind == "raises")
+                    return (
+                        f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
+                        f"{name.rsplit('.', 1)[-1] if name.startswith('keras.') else name} {how}: "
+                        f"line {c.node.lineno}",
+                        kind == "raises",
+                    )
     return "", False
 
 
@@ -454,9 +580,12 @@ _OS_SEEDED = frozenset({"random.seed", "np.random.seed"})
 
 def _clock_seed(s: Script, c: _Call) -> None:
     if c.name in _OS_SEEDED and not c.given_seed():
-        s.add(R.PY_SEED_FROM_CLOCK, c.node.lineno,
-              f"{c.name}() without a seed takes one from the OS (os.urandom, else the clock), a new one in every run",
-              f"pass a constant: {c.name}(SEED)")
+        s.add(
+            R.PY_SEED_FROM_CLOCK,
+            c.node.lineno,
+            f"{c.name}() without a seed takes one from the OS (os.urandom, else the clock), a new one in every run",
+            f"pass a constant: {c.name}(SEED)",
+        )
         return
     values: list[ast.expr] = []
     if c.last in _SEEDERS and (c.name is None or c.name.split(".", 1)[0] in ("tf", "keras", "np", "random")):
@@ -465,9 +594,12 @@ def _clock_seed(s: Script, c: _Call) -> None:
     for value in values:
         clock = _clock_in(s, value, depth=2)
         if clock:
-            s.add(R.PY_SEED_FROM_CLOCK, c.node.lineno,
-                  f"the seed comes from {clock}(), which differs in every run",
-                  "use a constant seed (or one given on the command line and logged)")
+            s.add(
+                R.PY_SEED_FROM_CLOCK,
+                c.node.lineno,
+                f"the seed comes from {clock}(), which differs in every run",
+                "use a constant seed (or one given on the command line and logged)",
+            )
             return
 
 
@@ -494,9 +626,13 @@ def check_env(s: Script) -> None:
     no_effect = {u["name"]: u for u in common["no_effect"]}
     for line, key, _ in s.env:
         if key == "PYTHONHASHSEED":
-            s.add(R.PY_HASHSEED_RUNTIME, line, "PYTHONHASHSEED set inside the running script has no effect on "
-                  "this interpreter (Python reads it at start-up)",
-                  "set ENV PYTHONHASHSEED=0 in the image or in the command that starts the script")
+            s.add(
+                R.PY_HASHSEED_RUNTIME,
+                line,
+                "PYTHONHASHSEED set inside the running script has no effect on "
+                "this interpreter (Python reads it at start-up)",
+                "set ENV PYTHONHASHSEED=0 in the image or in the command that starts the script",
+            )
         elif key in unset:
             s.add(R.PY_ENV_UNSET, line, f"{key} is set: {unset[key]['why']}", "remove the line")
         elif key in no_effect:
@@ -508,10 +644,13 @@ def check_env(s: Script) -> None:
         if value != want:
             line = s.first_import_line(("horovod",))
             what = "is not set" if value is None else f"is {value}"
-            s.add(R.PY_HOROVOD_FUSION, mine[0] if mine else line,
-                  f"Horovod is used but HOROVOD_FUSION_THRESHOLD {what} (in the script or the image), so tensor "
-                  "fusion reorders allreduces from run to run",
-                  f"set HOROVOD_FUSION_THRESHOLD={want} in the image (ENV) or before hvd.init()")
+            s.add(
+                R.PY_HOROVOD_FUSION,
+                mine[0] if mine else line,
+                f"Horovod is used but HOROVOD_FUSION_THRESHOLD {what} (in the script or the image), so tensor "
+                "fusion reorders allreduces from run to run",
+                f"set HOROVOD_FUSION_THRESHOLD={want} in the image (ENV) or before hvd.init()",
+            )
 
 
 def _parallel(c: _Call) -> bool:
@@ -525,8 +664,9 @@ def _map_hazard() -> tuple[str, ...]:
     """The APIs the table's common caveat about parallel tf.data maps names (stateful random ops, Keras random
     preprocessing layers): each keeps a random state that every call advances, so parallel calls take from it in
     the order they happen to run."""
-    return tuple(a for c in recipes.table()["common"]["caveats"] if c.get("context") == "parallel_map"
-                 for a in _apis(c))
+    return tuple(
+        a for c in recipes.table()["common"]["caveats"] if c.get("context") == "parallel_map" for a in _apis(c)
+    )
 
 
 def _racy(s: Script, node: ast.Call, apis: tuple[str, ...]) -> bool:
@@ -548,8 +688,11 @@ def _stateful_random(s: Script, fn: ast.AST, apis: tuple[str, ...], depth: int =
                 # a layer (or Sequential of layers) built once outside and called here: augment = Sequential([...])
                 for value in s.assigned[sub.func.id]:
                     for inner in ast.walk(value):
-                        if isinstance(inner, ast.Call) and _racy(s, inner, apis) \
-                                and (s.names.resolve(inner.func) or "").startswith("keras."):
+                        if (
+                            isinstance(inner, ast.Call)
+                            and _racy(s, inner, apis)
+                            and (s.names.resolve(inner.func) or "").startswith("keras.")
+                        ):
                             return inner
     return None
 
@@ -572,8 +715,11 @@ def _unordered(s: Script, what: str, overridden: dict[str, dict[str, Any]], on: 
     if over and on:
         return f"{what}: on TensorFlow {s.target.tf_version} with determinism on, {over['effect']}", "info"
     if over:
-        return (f"{what}: the pipeline hands out elements in the order they finish, since determinism, which on "
-                f"TensorFlow {s.target.tf_version} would override it, is not switched on", None)
+        return (
+            f"{what}: the pipeline hands out elements in the order they finish, since determinism, which on "
+            f"TensorFlow {s.target.tf_version} would override it, is not switched on",
+            None,
+        )
     return f"{what}: the pipeline hands out elements in the order they finish", None
 
 
@@ -584,12 +730,20 @@ def check_data(s: Script) -> None:
         for k in c.node.keywords:
             if k.arg == "deterministic" and _const(k.value) is False:
                 message, severity = _unordered(s, f"{c.attr or c.last}(deterministic=False)", overridden, on)
-                s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno, message,
-                      "remove deterministic=False (envpin audit --fix removes it)", severity=severity)
+                s.add(
+                    R.PY_DATA_NONDETERMINISTIC,
+                    c.node.lineno,
+                    message,
+                    "remove deterministic=False (envpin audit --fix removes it)",
+                    severity=severity,
+                )
             elif k.arg == "sloppy" and _const(k.value) is True:
-                s.add(R.PY_DATA_NONDETERMINISTIC, c.node.lineno,
-                      f"{c.attr or c.last}(sloppy=True) hands out elements in the order they finish",
-                      "remove sloppy=True")
+                s.add(
+                    R.PY_DATA_NONDETERMINISTIC,
+                    c.node.lineno,
+                    f"{c.attr or c.last}(sloppy=True) hands out elements in the order they finish",
+                    "remove sloppy=True",
+                )
         if c.attr == "map" and _parallel(c) and c.node.args:
             fn: ast.AST | None = c.node.args[0]
             if isinstance(fn, ast.Call) and (s.names.resolve(fn.func) or "").endswith("partial") and fn.args:
@@ -603,48 +757,80 @@ def check_data(s: Script) -> None:
             op = _stateful_random(s, fn, apis)
             if op is not None:
                 name = s.names.resolve(op.func) or ""
-                how = ("whose random state every parallel call advances" if name.startswith("keras.")
-                       else "without a seed")
-                fix = ("use the stateless variant (tf.image.stateless_random_*, tf.random.stateless_*) with a "
-                       "per-element seed, or apply Keras random layers in the model instead of the pipeline")
+                how = (
+                    "whose random state every parallel call advances" if name.startswith("keras.") else "without a seed"
+                )
+                fix = (
+                    "use the stateless variant (tf.image.stateless_random_*, tf.random.stateless_*) with a "
+                    "per-element seed, or apply Keras random layers in the model instead of the pipeline"
+                )
                 serial = overridden.get("tf-data-stateful-map-serial")
                 if serial and on:
-                    s.add(R.PY_DATA_RANDOM_MAP, c.node.lineno,
-                          f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how}: on TensorFlow "
-                          f"{s.target.tf_version} with determinism on, {serial['effect']}", fix, severity="info")
+                    s.add(
+                        R.PY_DATA_RANDOM_MAP,
+                        c.node.lineno,
+                        f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how}: on TensorFlow "
+                        f"{s.target.tf_version} with determinism on, {serial['effect']}",
+                        fix,
+                        severity="info",
+                    )
                     continue
-                late = (f"; determinism, which on TensorFlow {s.target.tf_version} would run it serially, is "
-                        "not switched on") if serial else ""
-                s.add(R.PY_DATA_RANDOM_MAP, c.node.lineno,
-                      f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how} in parallel: "
-                      f"each element's random numbers depend on scheduling{late}", fix)
+                late = (
+                    (
+                        f"; determinism, which on TensorFlow {s.target.tf_version} would run it serially, is "
+                        "not switched on"
+                    )
+                    if serial
+                    else ""
+                )
+                s.add(
+                    R.PY_DATA_RANDOM_MAP,
+                    c.node.lineno,
+                    f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how} in parallel: "
+                    f"each element's random numbers depend on scheduling{late}",
+                    fix,
+                )
     for line in s.option_sets:
         message, severity = _unordered(s, "tf.data options ask for nondeterministic order", overridden, on)
-        s.add(R.PY_DATA_NONDETERMINISTIC, line, message, "remove the line (deterministic order is the default)",
-              severity=severity)
+        s.add(
+            R.PY_DATA_NONDETERMINISTIC,
+            line,
+            message,
+            "remove the line (deterministic order is the default)",
+            severity=severity,
+        )
 
 
 def check_keras(s: Script) -> None:
     raisers = xla_raisers(s)
     for c in s.calls:
-        if c.attr in ("fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator") \
-                and _const(c.kw("use_multiprocessing")) is True:
+        if (
+            c.attr in ("fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator")
+            and _const(c.kw("use_multiprocessing")) is True
+        ):
             workers = c.kw("workers")
             if workers is not None and _const(workers) not in (0, 1):
-                s.add(R.PY_FIT_MULTIPROCESSING, c.node.lineno,
-                      f"{c.attr}(workers=..., use_multiprocessing=True) fills batches in the order the worker "
-                      "processes finish", "use workers=1 (or a tf.data pipeline)")
+                s.add(
+                    R.PY_FIT_MULTIPROCESSING,
+                    c.node.lineno,
+                    f"{c.attr}(workers=..., use_multiprocessing=True) fills batches in the order the worker "
+                    "processes finish",
+                    "use workers=1 (or a tf.data pipeline)",
+                )
     # the table's entry for Keras 3's own XLA compilation (compile() with jit_compile='auto'), for this version
     auto = [(c, item) for c, item in raisers if item.get("keras_min", "").startswith("3")]
     if auto and s.keras_major() == 3:
         layer = auto[0][0]
         for c in s.calls:
             if c.attr == "compile" and _is_model_compile(c) and _const(c.kw("jit_compile")) is not False:
-                s.add(R.PY_KERAS3_AUTO_XLA, c.node.lineno,
-                      f"Keras 3 on TensorFlow {s.target.tf_version} compiles with XLA unless jit_compile=False, and "
-                      f"the model's {layer.name.rsplit('.', 1)[-1]} (line {layer.node.lineno}) has an XLA gradient "
-                      f"that raises under determinism ({_short(auto[0][1]['op'])})",
-                      "pass jit_compile=False to compile() (envpin audit --fix adds it)")
+                s.add(
+                    R.PY_KERAS3_AUTO_XLA,
+                    c.node.lineno,
+                    f"Keras 3 on TensorFlow {s.target.tf_version} compiles with XLA unless jit_compile=False, and "
+                    f"the model's {layer.name.rsplit('.', 1)[-1]} (line {layer.node.lineno}) has an XLA gradient "
+                    f"that raises under determinism ({_short(auto[0][1]['op'])})",
+                    "pass jit_compile=False to compile() (envpin audit --fix adds it)",
+                )
     _check_jit(s, raisers)
 
 
@@ -654,8 +840,12 @@ def _check_jit(s: Script, raisers: list[tuple[_Call, dict[str, Any]]]) -> None:
         for k in c.node.keywords:
             if k.arg in ("jit_compile", "experimental_compile") and _const(k.value) is True:
                 sites.append((c.node.lineno, f"{k.arg}=True"))
-        if c.name and c.name.endswith("config.optimizer.set_jit") and c.node.args \
-                and _const(c.node.args[0]) not in (False, None, 0, "", _Missing):
+        if (
+            c.name
+            and c.name.endswith("config.optimizer.set_jit")
+            and c.node.args
+            and _const(c.node.args[0]) not in (False, None, 0, "", _Missing)
+        ):
             sites.append((c.node.lineno, "tf.config.optimizer.set_jit"))
     for line, key, value in s.env:
         if key == "TF_XLA_FLAGS" and value:
@@ -666,13 +856,21 @@ def _check_jit(s: Script, raisers: list[tuple[_Call, dict[str, Any]]]) -> None:
     for line, what in sites:
         if raisers:
             layer, item = raisers[when.index(None)] if None in when else raisers[0]
-            s.add(R.PY_JIT_COMPILE, line,
-                  f"{what} compiles with XLA, and {layer.name} (line {layer.node.lineno}) then raises under "
-                  f"determinism{_only(min(when, key=bool))} ({_short(item['op'])}, {_range(item)})",
-                  "drop it, or compile with jit_compile=False", severity="warning" if all(when) else "error")
+            s.add(
+                R.PY_JIT_COMPILE,
+                line,
+                f"{what} compiles with XLA, and {layer.name} (line {layer.node.lineno}) then raises under "
+                f"determinism{_only(min(when, key=bool))} ({_short(item['op'])}, {_range(item)})",
+                "drop it, or compile with jit_compile=False",
+                severity="warning" if all(when) else "error",
+            )
         else:
-            s.add(R.PY_JIT_COMPILE, line, f"{what} compiles with XLA, whose kernels the determinism switch does "
-                  "not fully cover", "drop it unless you checked the model is deterministic under XLA")
+            s.add(
+                R.PY_JIT_COMPILE,
+                line,
+                f"{what} compiles with XLA, whose kernels the determinism switch does not fully cover",
+                "drop it unless you checked the model is deterministic under XLA",
+            )
 
 
 CHECKS = (check_ops, check_switch, check_seeds, check_env, check_data, check_keras)

@@ -41,7 +41,7 @@ class _Edits(Value):
             out += [t + eol for t in self.before.get(n, [])]
             if n in self.cuts:
                 body = line.rstrip("\r\n")
-                ending = line[len(body):]
+                ending = line[len(body) :]
                 raw = body.encode("utf-8")
                 for start, end, new in sorted(self.cuts[n], reverse=True):
                     raw = raw[:start] + new.encode("utf-8") + raw[end:]
@@ -61,7 +61,7 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
     """The fixed text and which findings were fixed or commented. `findings` are the script's own, after
     suppressions; the text must parse (the caller stops at a parse-error before fixing)."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
-    text = text[len(bom):]  # the positions ast gives count from after a BOM; it is put back in front
+    text = text[len(bom) :]  # the positions ast gives count from after a BOM; it is put back in front
     tree = ast.parse(text, filename=path)
     lines = source_lines(text, keepends=True)
     first = lines[0] if lines else "\n"
@@ -76,9 +76,15 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
         if f.rule in (R.PY_SWITCH_MISSING.id, R.PY_NO_GLOBAL_SEED.id):
             if not done_insert:
                 rules = {g.rule for g in mine}
-                ok = done_insert = _insert(tree, lines, edits, target, outcome,
-                                           switch=R.PY_SWITCH_MISSING.id in rules,
-                                           seed=R.PY_NO_GLOBAL_SEED.id in rules)
+                ok = done_insert = _insert(
+                    tree,
+                    lines,
+                    edits,
+                    target,
+                    outcome,
+                    switch=R.PY_SWITCH_MISSING.id in rules,
+                    seed=R.PY_NO_GLOBAL_SEED.id in rules,
+                )
             else:
                 ok = True
         elif f.rule == R.PY_DATA_NONDETERMINISTIC.id:
@@ -91,8 +97,14 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
         (outcome.fixed if ok else comment).append(f)
     # compile(jit_compile=True) that the Keras 3 fix turned into jit_compile=False: its py-jit-compile is fixed too
     turned = {f.line for f in outcome.fixed if f.rule == R.PY_KERAS3_AUTO_XLA.id}
-    for f in [f for f in comment if f.rule == R.PY_JIT_COMPILE.id and f.line in turned
-              and f.message.startswith("jit_compile=True ") and _only_compile_jit(tree, f.line)]:
+    for f in [
+        f
+        for f in comment
+        if f.rule == R.PY_JIT_COMPILE.id
+        and f.line in turned
+        and f.message.startswith("jit_compile=True ")
+        and _only_compile_jit(tree, f.line)
+    ]:
         comment.remove(f)
         outcome.fixed.append(f)
     for f in comment:
@@ -109,10 +121,12 @@ def fix_script(text: str, path: str, findings: list[Finding], target: ScriptTarg
         try:
             ast.parse(text, filename=path)
         except SyntaxError as exc:  # a bug here, never the user's script: nothing is written
-            raise EnvpinError(f"internal error: the fixed {path} does not parse: {exc.msg} (line {exc.lineno})") \
-                from exc
-        return FixOutcome(bom + text, commented=list(mine),
-                          actions=["the mechanical fixes would not parse: only comments were added"])
+            raise EnvpinError(
+                f"internal error: the fixed {path} does not parse: {exc.msg} (line {exc.lineno})"
+            ) from exc
+        return FixOutcome(
+            bom + text, commented=list(mine), actions=["the mechanical fixes would not parse: only comments were added"]
+        )
     outcome.text = bom + fixed
     return outcome
 
@@ -173,20 +187,33 @@ def _tf_alias(tree: ast.Module, by: int) -> str | None:
     return None
 
 
-def _insert(tree: ast.Module, lines: list[str], edits: _Edits, target: ScriptTarget, outcome: FixOutcome,
-            switch: bool, seed: bool) -> bool:
+def _insert(
+    tree: ast.Module,
+    lines: list[str],
+    edits: _Edits,
+    target: ScriptTarget,
+    outcome: FixOutcome,
+    switch: bool,
+    seed: bool,
+) -> bool:
     """The recipe's switch and the global seeding, right after the script's top-level TensorFlow import (an
     environment switch right before it). False when the recipe is unknown or no top-level import exists."""
     recipe = target.recipe
     if recipe is None or target.tf_version is None:
         return False
-    tf_imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
-        canonical(m).split(".")[0] in ("tf", "keras") for m in _modules(n))]
+    tf_imports = [
+        n
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        and any(canonical(m).split(".")[0] in ("tf", "keras") for m in _modules(n))
+    ]
     if not tf_imports:
         return False
     first = tf_imports[0]
-    anchor = max((n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-                  and n.lineno <= first.lineno), key=lambda n: n.lineno)
+    anchor = max(
+        (n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno <= first.lineno),
+        key=lambda n: n.lineno,
+    )
     end = anchor.end_lineno or anchor.lineno
     alias = _tf_alias(tree, end)
     after: list[str] = []
@@ -214,8 +241,13 @@ def _insert(tree: ast.Module, lines: list[str], edits: _Edits, target: ScriptTar
             # tf.compat.v1 exists from TF 1.13 (the table's advice for older versions says so)
             old = any(a["id"] == "compat-v1-before-1-13" for a in recipe.advice)
             tf1 = f"{alias}.set_random_seed(0)" if old else f"{alias}.compat.v1.set_random_seed(0)"
-            after += ["import random", "import numpy", "random.seed(0)", "numpy.random.seed(0)",
-                      f"{alias}.random.set_seed(0)" if major >= 2 else tf1]
+            after += [
+                "import random",
+                "import numpy",
+                "random.seed(0)",
+                "numpy.random.seed(0)",
+                f"{alias}.random.set_seed(0)" if major >= 2 else tf1,
+            ]
         outcome.actions.append("inserted the global seeding (seed 0)")
     if after:
         edits.after.setdefault(end, []).extend([head, *after] if not before else after)
@@ -234,8 +266,7 @@ def _calls_at(tree: ast.Module, line: int) -> list[ast.Call]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]
 
 
-def _remove_nondeterministic(tree: ast.Module, lines: list[str], edits: _Edits, line: int,
-                             outcome: FixOutcome) -> bool:
+def _remove_nondeterministic(tree: ast.Module, lines: list[str], edits: _Edits, line: int, outcome: FixOutcome) -> bool:
     """Remove `deterministic=False` (with its comma) from the calls on `line`; False if there is none to remove
     on one physical line (an option assignment or sloppy=True is commented instead)."""
     removed = False
@@ -253,7 +284,7 @@ def _remove_nondeterministic(tree: ast.Module, lines: list[str], edits: _Edits, 
                 start = len(left) - 1
             elif right.lstrip().startswith(b","):
                 end = end + (len(right) - len(right.lstrip())) + 1
-                while end < len(raw) and raw[end:end + 1] == b" ":
+                while end < len(raw) and raw[end : end + 1] == b" ":
                     end += 1
             edits.cuts.setdefault(k.lineno, []).append((start, end, ""))
             removed = True
@@ -264,9 +295,14 @@ def _remove_nondeterministic(tree: ast.Module, lines: list[str], edits: _Edits, 
 
 def _only_compile_jit(tree: ast.Module, line: int) -> bool:
     """Whether the only jit_compile=True on `line` is a compile() call's (the one the Keras 3 fix turns off)."""
-    sites = [call for call in _calls_at(tree, line) for k in call.keywords
-             if k.arg in ("jit_compile", "experimental_compile") and isinstance(k.value, ast.Constant)
-             and k.value.value is True]
+    sites = [
+        call
+        for call in _calls_at(tree, line)
+        for k in call.keywords
+        if k.arg in ("jit_compile", "experimental_compile")
+        and isinstance(k.value, ast.Constant)
+        and k.value.value is True
+    ]
     return len(sites) == 1 and isinstance(sites[0].func, ast.Attribute) and sites[0].func.attr == "compile"
 
 
@@ -287,7 +323,8 @@ def _add_jit_false(tree: ast.Module, edits: _Edits, line: int, outcome: FixOutco
                 if last.end_lineno is None or last.end_col_offset is None:
                     return False
                 edits.cuts.setdefault(last.end_lineno, []).append(
-                    (last.end_col_offset, last.end_col_offset, ", jit_compile=False"))
+                    (last.end_col_offset, last.end_col_offset, ", jit_compile=False")
+                )
             else:
                 if call.end_lineno is None or call.end_col_offset is None:
                     return False

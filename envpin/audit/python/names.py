@@ -30,7 +30,7 @@ def canonical(dotted: str) -> str:
         dotted = "tensorflow" + dotted[2:]
     for prefix, root in _ROOTS:
         if dotted == prefix or dotted.startswith(prefix + "."):
-            return root + dotted[len(prefix):]
+            return root + dotted[len(prefix) :]
     return dotted
 
 
@@ -115,12 +115,12 @@ class Names:
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if (not isinstance(node, ast.Name) or len(set(self.star)) < 2 or node.id in self.alias
-                or node.id in self.local):
+        if not isinstance(node, ast.Name) or len(set(self.star)) < 2 or node.id in self.alias or node.id in self.local:
             return ()
         rest = ".".join([node.id, *reversed(parts)])
-        return tuple(dict.fromkeys(canonical(f"{base}.{rest}") for base in reversed(self.star[:-1])
-                                   if base != self.star[-1]))
+        return tuple(
+            dict.fromkeys(canonical(f"{base}.{rest}") for base in reversed(self.star[:-1]) if base != self.star[-1])
+        )
 
     def uses(self, package: str) -> bool:
         """Whether the script imports `package` or one of its modules."""

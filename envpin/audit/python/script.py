@@ -112,8 +112,14 @@ class Script:
         for call in calls:
             func = call.func
             name = resolve(func)
-            self.calls.append(_Call(call, name, func.attr if type(func) is ast.Attribute else None,
-                                    self.names.star_alternatives(func) if several_stars else ()))
+            self.calls.append(
+                _Call(
+                    call,
+                    name,
+                    func.attr if type(func) is ast.Attribute else None,
+                    self.names.star_alternatives(func) if several_stars else (),
+                )
+            )
             if name is not None and name.startswith(("os.environ.", "os.putenv")):
                 self._env_call(call, name)
             elif name is None and type(func) is ast.Attribute and func.attr == "run_line_magic":
@@ -135,8 +141,11 @@ class Script:
             key = _const(target.slice)
             if isinstance(key, str):
                 self.env.append((line, key, _text(value)))
-        elif (isinstance(target, ast.Attribute) and target.attr in ("deterministic", "experimental_deterministic")
-              and _const(value) is False):
+        elif (
+            isinstance(target, ast.Attribute)
+            and target.attr in ("deterministic", "experimental_deterministic")
+            and _const(value) is False
+        ):
             self.option_sets.append(line)
 
     def _env_call(self, node: ast.Call, name: str | None) -> None:
@@ -158,8 +167,13 @@ class Script:
         """A notebook's `%env NAME=VALUE` (or `%set_env`), as nbconvert exports it to a script:
         get_ipython().run_line_magic('env', 'NAME=VALUE')."""
         owner = node.func.value  # type: ignore[attr-defined]
-        if not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "get_ipython"
-                and len(node.args) >= 2 and _const(node.args[0]) in ("env", "set_env")):
+        if not (
+            isinstance(owner, ast.Call)
+            and isinstance(owner.func, ast.Name)
+            and owner.func.id == "get_ipython"
+            and len(node.args) >= 2
+            and _const(node.args[0]) in ("env", "set_env")
+        ):
             return
         line = _const(node.args[1])
         if isinstance(line, str):
@@ -172,14 +186,19 @@ class Script:
 
     def uses_tf(self) -> bool:
         return any(v.split(".", 1)[0] in ("tf", "keras") for v in self.names.alias.values()) or any(
-            s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star)
+            s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star
+        )
 
     def is_test(self) -> bool:
         """A test module (test_*.py, *_test.py, or one that imports a test framework): it trains tiny models to
         check code, not to produce weights, so the switch and seed rules do not ask anything of it."""
         name = self.path.replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".envpin-fixed")
-        return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-                or any(self.names.uses(m) for m in ("unittest", "pytest", "absl.testing")))
+        return (
+            name.startswith("test_")
+            or name.endswith("_test.py")
+            or name == "conftest.py"
+            or any(self.names.uses(m) for m in ("unittest", "pytest", "absl.testing"))
+        )
 
     def trains(self) -> bool:
         """Whether the script runs training (not only defines layers or loads data, and is not a test)."""
@@ -188,8 +207,14 @@ class Script:
         for c in self.calls:
             if c.attr in _TRAIN_METHODS or c.last == "GradientTape":
                 return True
-            if c.name and ((c.name.startswith(("keras.optimizers.", "tf.train.", "tf.compat.v1.train."))
-                           and c.last[:1].isupper() and "Optimizer" in c.last) or c.last == "AdamOptimizer"):
+            if c.name and (
+                (
+                    c.name.startswith(("keras.optimizers.", "tf.train.", "tf.compat.v1.train."))
+                    and c.last[:1].isupper()
+                    and "Optimizer" in c.last
+                )
+                or c.last == "AdamOptimizer"
+            ):
                 return True
             if c.name and c.name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) and c.last[:1].isupper():
                 return True
@@ -227,8 +252,9 @@ class Script:
                 out["python"] = out["python"] or c.given_seed()
             elif name == "np.random.seed":
                 out["numpy"] = out["numpy"] or c.given_seed()
-            elif last == "enable_determinism" or ("seed" in last.lower() and root not in ("tf", "keras", "np",
-                                                                                          "random")):
+            elif last == "enable_determinism" or (
+                "seed" in last.lower() and root not in ("tf", "keras", "np", "random")
+            ):
                 out = dict.fromkeys(out, True)
         return out
 
@@ -241,9 +267,11 @@ class Script:
         if not any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps):
             return 2
         legacy = self.env_value("TF_USE_LEGACY_KERAS")
-        if ((legacy and legacy[1] not in ("0", "false", None))
-                or self.target.image_env.get("TF_USE_LEGACY_KERAS") not in (None, "0", "false")
-                or self.names.uses("tf_keras")):
+        if (
+            (legacy and legacy[1] not in ("0", "false", None))
+            or self.target.image_env.get("TF_USE_LEGACY_KERAS") not in (None, "0", "false")
+            or self.names.uses("tf_keras")
+        ):
             return 2
         return 3
 
@@ -291,5 +319,5 @@ def _is_model_compile(c: _Call) -> bool:
         return False
     keys = {k.arg for k in c.node.keywords}
     return bool(keys & {"optimizer", "loss", "metrics", "jit_compile"}) or (
-        len(c.node.args) >= 1 and not (len(c.node.args) == 1 and isinstance(_const(c.node.args[0]), str)
-                                       and not keys))
+        len(c.node.args) >= 1 and not (len(c.node.args) == 1 and isinstance(_const(c.node.args[0]), str) and not keys)
+    )

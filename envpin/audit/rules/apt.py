@@ -14,16 +14,18 @@ APT_UNPINNED = Rule(
     severity="warning",
     title="apt installs packages without versions or a snapshot",
     finds="`apt-get`/`apt`/`aptitude install` of packages without `=version`, in a stage without a snapshot "
-          "source (a `snapshot.ubuntu.com` or `snapshot.debian.org` URL written earlier in the stage or a stage "
-          "it is built on, or `--snapshot`).",
+    "source (a `snapshot.ubuntu.com` or `snapshot.debian.org` URL written earlier in the stage or a stage "
+    "it is built on, or `--snapshot`).",
     why="apt-get install NAME installs the archive's current version. Pin versions (NAME=VERSION) or "
-        "point apt at a dated snapshot (snapshot.ubuntu.com, snapshot.debian.org).",
+    "point apt at a dated snapshot (snapshot.ubuntu.com, snapshot.debian.org).",
     bad=EXAMPLE_BASE + "RUN apt-get update && apt-get install -y --no-install-recommends curl\n",
     good=EXAMPLE_BASE + "RUN apt-get update && apt-get install -y --no-install-recommends curl=7.81.0-1ubuntu1.15\n",
     autofix="Leaves a comment above the instruction: the version to pin, or the snapshot date, is a choice the "
-            "audit cannot make.",
-    references=(("Ubuntu snapshot service", "https://snapshot.ubuntu.com/"),
-                ("Debian snapshot archive", "https://snapshot.debian.org/")),
+    "audit cannot make.",
+    references=(
+        ("Ubuntu snapshot service", "https://snapshot.ubuntu.com/"),
+        ("Debian snapshot archive", "https://snapshot.debian.org/"),
+    ),
 )
 
 RULES: tuple[Rule, ...] = (APT_UNPINNED,)
@@ -55,7 +57,8 @@ class _Apt(RunRule):
         # Every command is searched for a snapshot host only where one may be: a word of a command is its text
         # with quotes and escapes taken off (heredoc bodies are substituted again before they are split).
         self.every_command = bool(ins.heredocs) or (
-            bool(run.texts) and _QUOTED_SNAPSHOT_HOST.search(run.texts[0]) is not None)
+            bool(run.texts) and _QUOTED_SNAPSHOT_HOST.search(run.texts[0]) is not None
+        )
 
     def wants(self, name: str, assigns: bool) -> bool:
         return name in _APT_NAMES
@@ -67,13 +70,22 @@ class _Apt(RunRule):
         pkgs = _apt_install(cmd)
         if pkgs is None or pkgs[1]:  # not apt install, or apt --snapshot ID
             return
-        loose = [p for p in pkgs[0] if "=" not in p and "$" not in p and "…" not in p
-                 and not p.endswith(".deb") and not p.startswith(("/", "./"))]
+        loose = [
+            p
+            for p in pkgs[0]
+            if "=" not in p
+            and "$" not in p
+            and "…" not in p
+            and not p.endswith(".deb")
+            and not p.startswith(("/", "./"))
+        ]
         if loose and not self.snapshot:
-            self.ctx.add(APT_UNPINNED, self.ins.line,
-                         f"{cmd.name} install without versions or a snapshot source: {', '.join(loose)}",
-                         "pin versions (NAME=VERSION) or install from a dated snapshot.ubuntu.com / "
-                         "snapshot.debian.org source")
+            self.ctx.add(
+                APT_UNPINNED,
+                self.ins.line,
+                f"{cmd.name} install without versions or a snapshot source: {', '.join(loose)}",
+                "pin versions (NAME=VERSION) or install from a dated snapshot.ubuntu.com / snapshot.debian.org source",
+            )
 
     def run_end(self) -> None:
         if not self.snapshot and any(map(_SNAPSHOT_HOST.search, self.run_script.texts)):
@@ -110,7 +122,6 @@ def _apt_install(cmd: Command) -> tuple[list[str], bool] | None:
     if not positional or positional[0] != "install":
         return None
     return positional[1:], snapshot
-
 
 
 CHECKS: tuple[Check, ...] = ()

@@ -15,12 +15,12 @@ ADD_URL = Rule(
     title="ADD downloads a URL without a checksum",
     finds="`ADD https://...` (or a git URL not pinned to a commit with `#SHA`) without `--checksum=`, in any stage.",
     why="The file behind a URL can change. Use ADD --checksum=sha256:... (BuildKit), or download in "
-        "RUN and verify with sha256sum -c.",
+    "RUN and verify with sha256sum -c.",
     bad=EXAMPLE_BASE + "ADD https://example.com/models/resnet50-v1.5.tar.gz /opt/models/\n",
     good=EXAMPLE_BASE + f"ADD --checksum=sha256:{_SHA} \\\n"
-         "    https://example.com/models/resnet50-v1.5.tar.gz /opt/models/\n",
+    "    https://example.com/models/resnet50-v1.5.tar.gz /opt/models/\n",
     autofix="Leaves a comment above the instruction: the checksum must come from a file someone has checked, not "
-            "from whatever the URL serves during the fix.",
+    "from whatever the URL serves during the fix.",
     references=(("Docker: ADD --checksum", "https://docs.docker.com/reference/dockerfile/#add---checksum"),),
 )
 
@@ -28,16 +28,15 @@ CURL_PIPE_SHELL = Rule(
     id="curl-pipe-shell",
     severity="warning",
     title="downloaded script piped to a shell",
-    finds="`curl`/`wget` piped to `sh`/`bash`/`python` (also `sh -c \"$(curl ...)\"`, `bash <(curl ...)`, "
-          "`eval`), in any stage. A script downloaded to a file and run in a second step is not reported.",
+    finds='`curl`/`wget` piped to `sh`/`bash`/`python` (also `sh -c "$(curl ...)"`, `bash <(curl ...)`, '
+    "`eval`), in any stage. A script downloaded to a file and run in a second step is not reported.",
     why="curl | sh runs whatever the server sends on the day of the build, unverified. Download a "
-        "pinned version, check its sha256, then run it.",
+    "pinned version, check its sha256, then run it.",
     bad=EXAMPLE_BASE + "RUN curl -fsSL https://example.com/install.sh | bash\n",
     good=EXAMPLE_BASE + "RUN curl -fsSLo /tmp/install.sh https://example.com/v1.2.3/install.sh \\\n"
-         f" && echo '{_SHA}  /tmp/install.sh' | sha256sum -c - \\\n"
-         " && bash /tmp/install.sh\n",
-    autofix="Leaves a comment above the instruction: which version to pin and its checksum are for a person to "
-            "check.",
+    f" && echo '{_SHA}  /tmp/install.sh' | sha256sum -c - \\\n"
+    " && bash /tmp/install.sh\n",
+    autofix="Leaves a comment above the instruction: which version to pin and its checksum are for a person to check.",
     references=(("Not checked", "#not-checked"),),
 )
 
@@ -53,15 +52,20 @@ def check_add_url(ctx: Context) -> None:
             if ins.exec_form is not None:
                 words = ins.exec_form
             else:
-                words = [expand(w, ins.scope, escape=ctx.df.escape).value
-                         for w, _, _ in split_words(ins.args, ctx.df.escape)]
+                words = [
+                    expand(w, ins.scope, escape=ctx.df.escape).value for w, _, _ in split_words(ins.args, ctx.df.escape)
+                ]
             for src in words[:-1]:
                 if not src.startswith(("http://", "https://", "git@")):
                     continue
                 if (".git" in src or src.startswith("git@")) and "#" in src and COMMIT.match(src.rsplit("#", 1)[1]):
                     continue
-                ctx.add(ADD_URL, ins.line, f"ADD {src} downloads at build time without a checksum",
-                        "use ADD --checksum=sha256:… (BuildKit) or download in RUN and verify with sha256sum -c")
+                ctx.add(
+                    ADD_URL,
+                    ins.line,
+                    f"ADD {src} downloads at build time without a checksum",
+                    "use ADD --checksum=sha256:… (BuildKit) or download in RUN and verify with sha256sum -c",
+                )
 
 
 _FETCHERS = frozenset({"curl", "wget"})
@@ -100,8 +104,12 @@ def _next_interpreters(pipe: list[Command]) -> list[Command | None]:
 def _curl_finding(ctx: Context, ins: Instruction, fetch: Command, how: str) -> None:
     """The finding for one fetch: its URL (or its arguments) and how its output is run."""
     url = next((a for a in fetch.argv[1:] if "://" in a), " ".join(fetch.argv[1:]))
-    ctx.add(CURL_PIPE_SHELL, ins.line, f"{fetch.name} {url} {how}: the script is whatever the server sends",
-            "download a pinned version, verify its sha256 (sha256sum -c), then run it")
+    ctx.add(
+        CURL_PIPE_SHELL,
+        ins.line,
+        f"{fetch.name} {url} {how}: the script is whatever the server sends",
+        "download a pinned version, verify its sha256 (sha256sum -c), then run it",
+    )
 
 
 CHECKS: tuple[Check, ...] = (check_add_url,)

@@ -20,13 +20,13 @@ GIT_CLONE_UNPINNED = Rule(
     severity="warning",
     title="git clone without a pinned commit",
     finds="`git clone` of a branch not followed (in that `RUN` or a later one of the stage) by a checkout of a "
-          "commit in its directory; a `$VARIABLE` checkout counts as a commit unless its value is known and is "
-          "not one.",
+    "commit in its directory; a `$VARIABLE` checkout counts as a commit unless its value is known and is "
+    "not one.",
     why="A clone of a branch or tag gets whatever the branch points to at build time. Check out a "
-        "commit: git clone URL dir && git -C dir checkout SHA (or git clone --revision=SHA).",
+    "commit: git clone URL dir && git -C dir checkout SHA (or git clone --revision=SHA).",
     bad=EXAMPLE_BASE + "RUN git clone https://github.com/NVIDIA/DeepLearningExamples.git /opt/dle\n",
     good=EXAMPLE_BASE + "RUN git clone https://github.com/NVIDIA/DeepLearningExamples.git /opt/dle \\\n"
-         f" && git -C /opt/dle checkout {_COMMIT_EXAMPLE}\n",
+    f" && git -C /opt/dle checkout {_COMMIT_EXAMPLE}\n",
     autofix="Leaves a comment above the instruction: which commit to build is a choice the audit cannot make.",
     references=(_GIT_CLONE, ("Not checked", "#not-checked")),
 )
@@ -36,12 +36,12 @@ GIT_CLONE_TAG = Rule(
     severity="info",
     title="git clone pinned to a release tag, not a commit",
     finds="`git clone --branch v2.4.3` (or a checkout of a release tag) without a commit: better than a branch, "
-          "but tags can move.",
+    "but tags can move.",
     why="A tag is better than a branch, but it can be deleted and pushed again pointing elsewhere (and "
-        "some projects move tags such as v2 or latest). Check out the commit the tag names now.",
+    "some projects move tags such as v2 or latest). Check out the commit the tag names now.",
     bad=EXAMPLE_BASE + "RUN git clone --branch v0.28.1 https://github.com/horovod/horovod.git /opt/horovod\n",
     good=EXAMPLE_BASE + "RUN git clone --branch v0.28.1 https://github.com/horovod/horovod.git /opt/horovod \\\n"
-         f" && git -C /opt/horovod checkout {_COMMIT_EXAMPLE}\n",
+    f" && git -C /opt/horovod checkout {_COMMIT_EXAMPLE}\n",
     autofix="Leaves a comment above the instruction: the commit the tag names must be looked up in the remote.",
     references=(_GIT_CLONE,),
 )
@@ -50,11 +50,31 @@ RULES: tuple[Rule, ...] = (GIT_CLONE_UNPINNED, GIT_CLONE_TAG)
 
 
 _GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-_CLONE_VALUE = frozenset({
-    "-b", "--branch", "--depth", "-o", "--origin", "-c", "--config", "--reference", "--reference-if-able",
-    "--separate-git-dir", "-u", "--upload-pack", "--template", "-j", "--jobs", "--filter", "--shallow-since",
-    "--shallow-exclude", "--revision", "--server-option", "--bundle-uri",
-})
+_CLONE_VALUE = frozenset(
+    {
+        "-b",
+        "--branch",
+        "--depth",
+        "-o",
+        "--origin",
+        "-c",
+        "--config",
+        "--reference",
+        "--reference-if-able",
+        "--separate-git-dir",
+        "-u",
+        "--upload-pack",
+        "--template",
+        "-j",
+        "--jobs",
+        "--filter",
+        "--shallow-since",
+        "--shallow-exclude",
+        "--revision",
+        "--server-option",
+        "--bundle-uri",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -134,13 +154,19 @@ class _Git(RunRule):
             if c.pinned:
                 continue
             if c.tag is not None:
-                self.ctx.add(GIT_CLONE_TAG, c.ins.line,
-                             f"git clone {c.url} is pinned to the tag {c.tag}, which can be moved or re-created",
-                             f"check out the commit the tag names: git -C {c.path} checkout SHA")
+                self.ctx.add(
+                    GIT_CLONE_TAG,
+                    c.ins.line,
+                    f"git clone {c.url} is pinned to the tag {c.tag}, which can be moved or re-created",
+                    f"check out the commit the tag names: git -C {c.path} checkout SHA",
+                )
             else:
-                self.ctx.add(GIT_CLONE_UNPINNED, c.ins.line,
-                             f"git clone {c.url} is not pinned to a commit (it gets whatever the branch holds today)",
-                             f"check out a commit after cloning: git -C {c.path} checkout SHA")
+                self.ctx.add(
+                    GIT_CLONE_UNPINNED,
+                    c.ins.line,
+                    f"git clone {c.url} is not pinned to a commit (it gets whatever the branch holds today)",
+                    f"check out a commit after cloning: git -C {c.path} checkout SHA",
+                )
 
 
 #: A release tag: v2.4.3, 1.15.5, r2.4, v0.19.0-rc1 (a branch name such as main or release/2.4 is not).
@@ -185,8 +211,10 @@ def _clone(ins: Instruction, args: list[str], cwd: str) -> _Clone:
 
 def _pin(clones: list[_Clone], where: str, tag: str | None = None) -> None:
     """Mark the clone checked out in `where` as pinned (to a commit), or as pinned to a release tag."""
-    for matching in (lambda c: c.path == where or posixpath.basename(c.path) == posixpath.basename(where),
-                     lambda c: True):
+    for matching in (
+        lambda c: c.path == where or posixpath.basename(c.path) == posixpath.basename(where),
+        lambda c: True,
+    ):
         for c in reversed(clones):
             if not c.pinned and matching(c):
                 if tag is None:

@@ -15,20 +15,24 @@ HOROVOD_FUSION_THRESHOLD = Rule(
     severity="warning",
     title="Horovod installed but HOROVOD_FUSION_THRESHOLD is not 0",
     finds="Horovod installed or built by the Dockerfile (`pip install horovod`, an `ENV`/`ARG` `HOROVOD_*`, "
-          "`HOROVOD_*` build variables of a command) but `HOROVOD_FUSION_THRESHOLD` is not `0` in the produced "
-          "image; reported where Horovod first comes in, or on the `ENV` that sets another value.",
+    "`HOROVOD_*` build variables of a command) but `HOROVOD_FUSION_THRESHOLD` is not `0` in the produced "
+    "image; reported where Horovod first comes in, or on the `ENV` that sets another value.",
     why="Horovod's Tensor Fusion batches allreduces in an order that can vary from run to run; NVIDIA's "
-        "determinism notes say you may need to disable it. Set HOROVOD_FUSION_THRESHOLD=0.",
+    "determinism notes say you may need to disable it. Set HOROVOD_FUSION_THRESHOLD=0.",
     bad=_NGC + "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
-        "RUN HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod==0.28.1\n",
+    "RUN HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod==0.28.1\n",
     good=_NGC + "ENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0 HOROVOD_FUSION_THRESHOLD=0\n"
-         "RUN HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod==0.28.1\n",
+    "RUN HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod==0.28.1\n",
     autofix="Sets `HOROVOD_FUSION_THRESHOLD=0` in the recipe `ENV` block after the produced stage's `FROM` (a "
-            "wrong value elsewhere in the stage chain is removed). Allreduces are no longer batched, which costs "
-            "speed on many small tensors.",
-    references=(("NVIDIA/framework-reproducibility: TensorFlow determinism (Horovod)",
-                 "https://github.com/NVIDIA/framework-reproducibility/blob/master/doc/d9m/tensorflow.md"),
-                ("Horovod: Tensor Fusion", "https://horovod.readthedocs.io/en/stable/tensor-fusion_include.html")),
+    "wrong value elsewhere in the stage chain is removed). Allreduces are no longer batched, which costs "
+    "speed on many small tensors.",
+    references=(
+        (
+            "NVIDIA/framework-reproducibility: TensorFlow determinism (Horovod)",
+            "https://github.com/NVIDIA/framework-reproducibility/blob/master/doc/d9m/tensorflow.md",
+        ),
+        ("Horovod: Tensor Fusion", "https://horovod.readthedocs.io/en/stable/tensor-fusion_include.html"),
+    ),
     fixable=True,
 )
 
@@ -72,14 +76,20 @@ class _Horovod(RunRule):
         line, how = min(self.sites)
         var = ctx.env().get("HOROVOD_FUSION_THRESHOLD")
         if var is None:
-            ctx.add(HOROVOD_FUSION_THRESHOLD, line,
-                    f"Horovod is installed ({how}) but HOROVOD_FUSION_THRESHOLD is not set, so tensor fusion "
-                    "reorders allreduces from run to run",
-                    "add ENV HOROVOD_FUSION_THRESHOLD=0 (envpin audit --fix adds it)")
+            ctx.add(
+                HOROVOD_FUSION_THRESHOLD,
+                line,
+                f"Horovod is installed ({how}) but HOROVOD_FUSION_THRESHOLD is not set, so tensor fusion "
+                "reorders allreduces from run to run",
+                "add ENV HOROVOD_FUSION_THRESHOLD=0 (envpin audit --fix adds it)",
+            )
         elif not var.unresolved and (var.value or "").strip() != "0":
-            ctx.add(HOROVOD_FUSION_THRESHOLD, var.line,
-                    f"HOROVOD_FUSION_THRESHOLD={var.value} keeps Horovod's tensor fusion on ({how})",
-                    "set ENV HOROVOD_FUSION_THRESHOLD=0")
+            ctx.add(
+                HOROVOD_FUSION_THRESHOLD,
+                var.line,
+                f"HOROVOD_FUSION_THRESHOLD={var.value} keeps Horovod's tensor fusion on ({how})",
+                "set ENV HOROVOD_FUSION_THRESHOLD=0",
+            )
 
 
 CHECKS: tuple[Check, ...] = ()

@@ -34,13 +34,13 @@ PIP_UNPINNED = Rule(
     severity="warning",
     title="pip installs packages without == pins",
     finds="`pip install/wheel/download` (also `python -m pip`, `uv pip`) of a name without `==`/`===`, or a VCS "
-          "URL without a commit; in a requirements file from the build context, such a line.",
+    "URL without a commit; in a requirements file from the build context, such a line.",
     why="An unpinned requirement resolves to whatever is newest on the day of the build. Pin exact "
-        "versions, ideally in a requirements lock with hashes (`envpin render --requirements`).",
+    "versions, ideally in a requirements lock with hashes (`envpin render --requirements`).",
     bad=EXAMPLE_BASE + "RUN pip install --no-cache-dir pandas 'scikit-learn>=1.3'\n",
     good=EXAMPLE_BASE + _LOCKED,
     autofix=_COMMENT + "which versions to pin is a choice the audit cannot make (`envpin lock` makes a hashed "
-            "lock from the versions you name).",
+    "lock from the versions you name).",
     references=(_REPEATABLE, ("envpin lock", "lock.md"), _CONTEXT),
 )
 
@@ -49,11 +49,11 @@ PIP_NO_HASHES = Rule(
     severity="warning",
     title="pip installs without hash checking",
     finds="pip installs named packages or URLs without `--require-hashes` (or `PIP_REQUIRE_HASHES`, or "
-          "`#sha256=` on a URL); in a requirements file, lines without `--hash` (one finding with the count when "
-          "no line has one, one per line when some do, since pip then refuses the file).",
+    "`#sha256=` on a URL); in a requirements file, lines without `--hash` (one finding with the count when "
+    "no line has one, one per line when some do, since pip then refuses the file).",
     why="Without --require-hashes (hashes come from a requirements file) pip accepts any file the "
-        "index serves for that version, including wheels uploaded later. Install from a requirements "
-        "file with --hash entries and --require-hashes.",
+    "index serves for that version, including wheels uploaded later. Install from a requirements "
+    "file with --hash entries and --require-hashes.",
     bad=EXAMPLE_BASE + "RUN pip install --no-cache-dir pandas==2.1.4\n",
     good=EXAMPLE_BASE + _LOCKED,
     autofix=_COMMENT + "hashes come from the files the index serves, which the audit does not download.",
@@ -65,13 +65,13 @@ PIP_REQUIREMENTS_FILE = Rule(
     severity="info",
     title="requirements file not checked",
     finds="A `-r`/`-c` file (installed without `--require-hashes`) that the build context does not provide: "
-          "copied from another stage, downloaded, in the base image, named by a variable, missing from the "
-          "context, or not read (`--no-context`).",
+    "copied from another stage, downloaded, in the base image, named by a variable, missing from the "
+    "context, or not read (`--no-context`).",
     why="The audit reads requirement and constraint files that a COPY or ADD brings in from the build "
-        "context (--context DIR, default the Dockerfile's folder) line by line. This one could not be read: "
-        "it comes from another stage, a download or the base image, its name is a variable, or the "
-        "context is not read (--no-context). Make sure it pins every package with == and --hash, or install "
-        "it with --require-hashes so pip enforces that.",
+    "context (--context DIR, default the Dockerfile's folder) line by line. This one could not be read: "
+    "it comes from another stage, a download or the base image, its name is a variable, or the "
+    "context is not read (--no-context). Make sure it pins every package with == and --hash, or install "
+    "it with --require-hashes so pip enforces that.",
     bad=EXAMPLE_BASE + "RUN pip install --no-cache-dir -r /opt/app/requirements.txt\n",
     good=EXAMPLE_BASE + "RUN pip install --no-cache-dir --require-hashes -r /opt/app/requirements.txt\n",
     autofix=_COMMENT + "the file is not the Dockerfile's to change.",
@@ -83,20 +83,22 @@ PIP_EXTRA_INDEX = Rule(
     severity="warning",
     title="extra or alternative package source without hash checking",
     finds="`--extra-index-url`, `--index-url`/`-i`, `--find-links`/`-f`, `PIP_*_URL`, `pip config set "
-          "...index-url/find-links`, or an earlier `pip install nvidia-pyindex` (it writes NVIDIA's index into "
-          "pip's configuration, for the rest of the stage and the stages built on it), with packages not "
-          "hash-checked; in a requirements file, such a source line.",
+    "...index-url/find-links`, or an earlier `pip install nvidia-pyindex` (it writes NVIDIA's index into "
+    "pip's configuration, for the rest of the stage and the stages built on it), with packages not "
+    "hash-checked; in a requirements file, such a source line.",
     why="With --extra-index-url, --index-url, --find-links (-f), the PIP_* variables, `pip config set` or "
-        "nvidia-pyindex (which writes extra-index-url into pip's configuration), pip takes the highest "
-        "version any source offers, and for a pinned version whichever file a source serves: a name can "
-        "be served by a different source tomorrow (dependency confusion). Pin exact versions with hashes "
-        "(--require-hashes), or install from one index only.",
+    "nvidia-pyindex (which writes extra-index-url into pip's configuration), pip takes the highest "
+    "version any source offers, and for a pinned version whichever file a source serves: a name can "
+    "be served by a different source tomorrow (dependency confusion). Pin exact versions with hashes "
+    "(--require-hashes), or install from one index only.",
     bad=EXAMPLE_BASE + "RUN pip install --extra-index-url https://pypi.example.com/simple mylib==1.2.0\n",
     good=EXAMPLE_BASE + "COPY requirements.lock .\n"
-         "RUN pip install --require-hashes --extra-index-url https://pypi.example.com/simple -r requirements.lock\n",
+    "RUN pip install --require-hashes --extra-index-url https://pypi.example.com/simple -r requirements.lock\n",
     autofix=_COMMENT + "which source a package should come from is for its owner to say.",
-    references=(_SECURE, ("pip install --extra-index-url",
-                          "https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-extra-index-url")),
+    references=(
+        _SECURE,
+        ("pip install --extra-index-url", "https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-extra-index-url"),
+    ),
 )
 
 PIP_TRUSTED_HOST = Rule(
@@ -104,15 +106,15 @@ PIP_TRUSTED_HOST = Rule(
     severity="warning",
     title="pip trusts a host without TLS verification",
     finds="`--trusted-host`, `PIP_TRUSTED_HOST` or `pip config set global.trusted-host` (in a `RUN`, or in a "
-          "requirements file): no TLS verification for that host.",
+    "requirements file): no TLS verification for that host.",
     why="--trusted-host (or PIP_TRUSTED_HOST, or `pip config set global.trusted-host`) turns off certificate "
-        "checks for that host, so anyone on the network path can serve the packages. Give pip the CA that "
-        "signs the host's certificate (--cert or PIP_CERT) instead, and install with hashes.",
+    "checks for that host, so anyone on the network path can serve the packages. Give pip the CA that "
+    "signs the host's certificate (--cert or PIP_CERT) instead, and install with hashes.",
     bad=EXAMPLE_BASE + "RUN pip install --trusted-host pypi.example.com \\\n"
-        "    --index-url http://pypi.example.com/simple mylib==1.2.0\n",
+    "    --index-url http://pypi.example.com/simple mylib==1.2.0\n",
     good=EXAMPLE_BASE + "COPY corp-ca.pem /etc/ssl/certs/corp-ca.pem\n"
-         "RUN pip install --cert /etc/ssl/certs/corp-ca.pem \\\n"
-         "    --index-url https://pypi.example.com/simple mylib==1.2.0\n",
+    "RUN pip install --cert /etc/ssl/certs/corp-ca.pem \\\n"
+    "    --index-url https://pypi.example.com/simple mylib==1.2.0\n",
     autofix=_COMMENT + "the CA to trust instead is not in the Dockerfile.",
     references=(("pip: HTTPS certificates", "https://pip.pypa.io/en/stable/topics/https-certificates/"),),
 )
@@ -203,8 +205,7 @@ class _PipFindings(Value):
     indexes: list[str] = field(default_factory=list)
     trusted: list[str] = field(default_factory=list)
     #: What each list holds, for membership in O(1): a RUN of many pip calls stays linear.
-    _seen: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set), init=False, repr=False,
-                                       compare=False)
+    _seen: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set), init=False, repr=False, compare=False)
 
     def _extend(self, name: str, items: Iterable[str]) -> None:
         """self.<name> += the items it does not hold yet (as it was before this call: repeats among `items`
@@ -214,8 +215,14 @@ class _PipFindings(Value):
         getattr(self, name).extend(new)
         seen.update(new)
 
-    def add(self, call: PipCall, env: dict[str, str], configured: Sequence[str] = (),
-            configured_extra: Sequence[str] = (), configured_trust: Sequence[str] = ()) -> None:
+    def add(
+        self,
+        call: PipCall,
+        env: dict[str, str],
+        configured: Sequence[str] = (),
+        configured_extra: Sequence[str] = (),
+        configured_trust: Sequence[str] = (),
+    ) -> None:
         """One call's packages, files, sources and trusted hosts; `configured*` come from pip's configuration."""
         verb = f"pip {call.subcommand}"
         if verb not in self.verbs:
@@ -237,9 +244,11 @@ class _PipFindings(Value):
         indexes = call.indexes + [env[k] for k in _PIP_INDEX_ENV if env.get(k)] + list(configured)
         if indexes:
             extra = call.extra + [env[k] for k in _EXTRA_ENV if env.get(k)] + list(configured_extra)
-            exposed = [s for s, state in states.items()
-                       if state == "unpinned"
-                       or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)]
+            exposed = [
+                s
+                for s, state in states.items()
+                if state == "unpinned" or (extra and state == "pinned" and not require_hashes and "#sha256=" not in s)
+            ]
             if exposed:
                 self._extend("indexed", exposed)
                 self._extend("indexes", indexes)
@@ -251,41 +260,65 @@ class _PipFindings(Value):
         """The RUN's findings, and the audit of each requirements file it installs from the build context."""
         verb = "/".join(self.verbs)
         if self.unpinned:
-            ctx.add(PIP_UNPINNED, ins.line, f"{verb} without == pins: {', '.join(self.unpinned)}",
-                    "pin exact versions (NAME==X.Y.Z), ideally in a hashed requirements lock")
+            ctx.add(
+                PIP_UNPINNED,
+                ins.line,
+                f"{verb} without == pins: {', '.join(self.unpinned)}",
+                "pin exact versions (NAME==X.Y.Z), ideally in a hashed requirements lock",
+            )
         if self.unhashed:
-            ctx.add(PIP_NO_HASHES, ins.line, f"{verb} of {', '.join(self.unhashed)} without hash checking",
-                    "install from a requirements file with --hash entries and --require-hashes")
+            ctx.add(
+                PIP_NO_HASHES,
+                ins.line,
+                f"{verb} of {', '.join(self.unhashed)} without hash checking",
+                "install from a requirements file with --hash entries and --require-hashes",
+            )
         for kind, name in dict.fromkeys(self.files):
             if ctx.build is None:
-                ctx.add(PIP_REQUIREMENTS_FILE, ins.line,
-                        f"cannot check {kind} file {name} (the build context is not read: --no-context)",
-                        f"pin every line of {name} with == and --hash, and install with --require-hashes")
+                ctx.add(
+                    PIP_REQUIREMENTS_FILE,
+                    ins.line,
+                    f"cannot check {kind} file {name} (the build context is not read: --no-context)",
+                    f"pin every line of {name} with == and --hash, and install with --require-hashes",
+                )
                 continue
             if "$" in name:
-                ctx.add(PIP_REQUIREMENTS_FILE, ins.line,
-                        f"cannot check {kind} file {name}: its name is a variable the audit cannot follow",
-                        "pin every line of it with == and --hash, and install with --require-hashes")
+                ctx.add(
+                    PIP_REQUIREMENTS_FILE,
+                    ins.line,
+                    f"cannot check {kind} file {name}: its name is a variable the audit cannot follow",
+                    "pin every line of it with == and --hash, and install with --require-hashes",
+                )
                 continue
             found = ctx.build.locate(ctx.df.chain(stage), ins, name)
             if found is not None and ctx.build.done(found):
                 continue  # already audited through another RUN or an include
             if found is None:
-                ctx.add(PIP_REQUIREMENTS_FILE, ins.line,
-                        f"cannot check {kind} file {name}: no COPY or ADD brings it in from the build context "
-                        f"{ctx.build.root}", f"pin every line of {name} with == and --hash, and install with "
-                        "--require-hashes (or audit with --context DIR)")
+                ctx.add(
+                    PIP_REQUIREMENTS_FILE,
+                    ins.line,
+                    f"cannot check {kind} file {name}: no COPY or ADD brings it in from the build context "
+                    f"{ctx.build.root}",
+                    f"pin every line of {name} with == and --hash, and install with "
+                    "--require-hashes (or audit with --context DIR)",
+                )
                 continue
             audit_requirements(found, kind, ctx.add_at, ctx.build, _shown_path(found))
         if self.indexed:
-            ctx.add(PIP_EXTRA_INDEX, ins.line,
-                    f"{verb} from {', '.join(self.indexes)} without hash checking of {', '.join(self.indexed)}: "
-                    "any of the sources may serve them",
-                    "pin exact versions with --hash and --require-hashes, or install from one index only")
+            ctx.add(
+                PIP_EXTRA_INDEX,
+                ins.line,
+                f"{verb} from {', '.join(self.indexes)} without hash checking of {', '.join(self.indexed)}: "
+                "any of the sources may serve them",
+                "pin exact versions with --hash and --require-hashes, or install from one index only",
+            )
         if self.trusted:
-            ctx.add(PIP_TRUSTED_HOST, ins.line,
-                    f"{verb} trusts {', '.join(self.trusted)} without TLS verification",
-                    "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)")
+            ctx.add(
+                PIP_TRUSTED_HOST,
+                ins.line,
+                f"{verb} trusts {', '.join(self.trusted)} without TLS verification",
+                "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)",
+            )
 
 
 def _shown_path(path: Path) -> str:
@@ -300,8 +333,9 @@ def _shown_path(path: Path) -> str:
 Report = Callable[[Rule, str, int, str, str], None]
 
 
-def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext, shown: str,
-                       require_hashes: bool = False, depth: int = 0) -> None:
+def audit_requirements(
+    path: Path, kind: str, report: Report, ctx: BuildContext, shown: str, require_hashes: bool = False, depth: int = 0
+) -> None:
     """Audit one requirements (or constraints) file; `shown` is how findings name it."""
     key = path.resolve()
     if key in ctx.seen or depth > MAX_INCLUDES:
@@ -311,8 +345,13 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
         raw = read_regular(path, MAX_BYTES, truncate=True)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        report(PIP_REQUIREMENTS_FILE, shown, 1, f"cannot read {kind} file {shown}: {exc}",
-               "make it a readable UTF-8 text file")
+        report(
+            PIP_REQUIREMENTS_FILE,
+            shown,
+            1,
+            f"cannot read {kind} file {shown}: {exc}",
+            "make it a readable UTF-8 text file",
+        )
         return
     from envpin.environment.requirements import logical_lines  # only for a requirements file in the context
 
@@ -324,27 +363,46 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
     for no, line in lines:
         words = line.split()
         head = words[0]
-        if head in ("-r", "--requirement", "-c", "--constraint") or head.startswith(("-r", "-c", "--requirement=",
-                                                                                    "--constraint=")):
+        if head in ("-r", "--requirement", "-c", "--constraint") or head.startswith(
+            ("-r", "-c", "--requirement=", "--constraint=")
+        ):
             name = _option_value(words)
             if name:
                 included = path.parent / name
                 sub_kind = "constraints" if head.startswith(("-c", "--constraint")) else "requirements"
                 if included.is_file() and ctx.inside(included):
-                    audit_requirements(included, sub_kind, report, ctx, posixpath.join(posixpath.dirname(shown), name),
-                                       require_hashes, depth + 1)
+                    audit_requirements(
+                        included,
+                        sub_kind,
+                        report,
+                        ctx,
+                        posixpath.join(posixpath.dirname(shown), name),
+                        require_hashes,
+                        depth + 1,
+                    )
                 else:
-                    report(PIP_REQUIREMENTS_FILE, shown, no, f"{shown} includes {name}, which is not in the "
-                           "build context", f"add {name} to the context, pinned with == and --hash")
+                    report(
+                        PIP_REQUIREMENTS_FILE,
+                        shown,
+                        no,
+                        f"{shown} includes {name}, which is not in the build context",
+                        f"add {name} to the context, pinned with == and --hash",
+                    )
             continue
         if head in ("-i", "--index-url", "--extra-index-url", "-f", "--find-links") or head.startswith(
-                ("--index-url=", "--extra-index-url=", "--find-links=", "-f", "-i")):
+            ("--index-url=", "--extra-index-url=", "--find-links=", "-f", "-i")
+        ):
             if not head.startswith(("-i", "--index-url")):
                 extra.append((no, _option_value(words) or "?"))
             continue
         if head == "--trusted-host" or head.startswith("--trusted-host="):
-            report(PIP_TRUSTED_HOST, shown, no, f"{shown} trusts {_option_value(words) or '?'} without TLS "
-                   "verification", "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)")
+            report(
+                PIP_TRUSTED_HOST,
+                shown,
+                no,
+                f"{shown} trusts {_option_value(words) or '?'} without TLS verification",
+                "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)",
+            )
             continue
         if head in ("-e", "--editable"):
             spec = words[1] if len(words) > 1 else ""
@@ -361,35 +419,74 @@ def audit_requirements(path: Path, kind: str, report: Report, ctx: BuildContext,
     for no, spec, state in specs:
         if state == "unpinned" and kind == "requirements":
             if "://" in spec or spec.startswith(("git+", "hg+", "svn+", "bzr+")):
-                report(PIP_UNPINNED, shown, no, f"{spec} in {shown} is not pinned to a commit",
-                       "name the commit: git+https://host/repo@<40-hex sha>")
+                report(
+                    PIP_UNPINNED,
+                    shown,
+                    no,
+                    f"{spec} in {shown} is not pinned to a commit",
+                    "name the commit: git+https://host/repo@<40-hex sha>",
+                )
             else:
-                report(PIP_UNPINNED, shown, no, f"{spec} in {shown} is not pinned with ==",
-                       "pin it: NAME==X.Y.Z (with --hash lines)")
+                report(
+                    PIP_UNPINNED,
+                    shown,
+                    no,
+                    f"{spec} in {shown} is not pinned with ==",
+                    "pin it: NAME==X.Y.Z (with --hash lines)",
+                )
     if unhashed and not hashed_somewhere:
         no, name = unhashed[0]
-        report(PIP_NO_HASHES, shown, no, f"{len(unhashed)} of {len(specs)} requirements in {shown} have no "
-               f"--hash (first: {name})", "generate hashes (pip-compile --generate-hashes, or envpin lock) and "
-               "install with --require-hashes")
+        report(
+            PIP_NO_HASHES,
+            shown,
+            no,
+            f"{len(unhashed)} of {len(specs)} requirements in {shown} have no --hash (first: {name})",
+            "generate hashes (pip-compile --generate-hashes, or envpin lock) and install with --require-hashes",
+        )
     elif unhashed:
         for no, name in unhashed:
-            report(PIP_NO_HASHES, shown, no, f"{name} in {shown} has no --hash, while other lines have one "
-                   "(pip will refuse it)", "add its --hash lines")
-    exposed = [s for _, s, state in specs if state == "unpinned" or (state == "pinned" and not
-                                                                       (hashed_somewhere or require_hashes))]
+            report(
+                PIP_NO_HASHES,
+                shown,
+                no,
+                f"{name} in {shown} has no --hash, while other lines have one (pip will refuse it)",
+                "add its --hash lines",
+            )
+    exposed = [
+        s
+        for _, s, state in specs
+        if state == "unpinned" or (state == "pinned" and not (hashed_somewhere or require_hashes))
+    ]
     for no, source in extra:
         if exposed:
-            report(PIP_EXTRA_INDEX, shown, no, f"{shown} adds the package source {source}; "
-                   f"{', '.join(exposed[:5])}{' …' if len(exposed) > 5 else ''} may come from it or from the index",
-                   "pin exact versions with --hash, or install from one index only")
+            report(
+                PIP_EXTRA_INDEX,
+                shown,
+                no,
+                f"{shown} adds the package source {source}; "
+                f"{', '.join(exposed[:5])}{' …' if len(exposed) > 5 else ''} may come from it or from the index",
+                "pin exact versions with --hash, or install from one index only",
+            )
 
 
 def _option_value(words: list[str]) -> str | None:
     head = words[0]
     if "=" in head and head.startswith("--"):
         return head.split("=", 1)[1]
-    if head in ("-r", "-c", "-i", "-f", "-e", "--requirement", "--constraint", "--index-url", "--extra-index-url",
-                "--find-links", "--trusted-host", "--editable"):
+    if head in (
+        "-r",
+        "-c",
+        "-i",
+        "-f",
+        "-e",
+        "--requirement",
+        "--constraint",
+        "--index-url",
+        "--extra-index-url",
+        "--find-links",
+        "--trusted-host",
+        "--editable",
+    ):
         return words[1] if len(words) > 1 else None
     if head.startswith(("-r", "-c", "-i", "-f")) and len(head) > 2:
         return head[2:]

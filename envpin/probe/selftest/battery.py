@@ -62,8 +62,17 @@ class Evaluator(object):
         return [pack(o) for o in outs]
 
 
-def run_check(check: Check, tf: Any, np: Any, evaluate: Evaluator, determinism: bool, trials: int,
-              runs: int, budget: float = 0.0, max_runs: int = 0) -> Dict[str, Any]:
+def run_check(
+    check: Check,
+    tf: Any,
+    np: Any,
+    evaluate: Evaluator,
+    determinism: bool,
+    trials: int,
+    runs: int,
+    budget: float = 0.0,
+    max_runs: int = 0,
+) -> Dict[str, Any]:
     """Run one check in `trials` trials of at least `runs` runs (more while within `budget` seconds, up to
     `max_runs` per trial) and compare every run with its trial's first run, bitwise."""
     started = time.time()
@@ -81,13 +90,21 @@ def run_check(check: Check, tf: Any, np: Any, evaluate: Evaluator, determinism: 
                 done += 1
                 n += 1
     except Exception as exc:  # an op without a deterministic kernel must not stop the battery
-        return finish_check(check.name, check.op, comparisons, time.time() - started,
-                            exc=(type(exc).__name__, str(exc)), determinism=determinism, runs=done)
+        return finish_check(
+            check.name,
+            check.op,
+            comparisons,
+            time.time() - started,
+            exc=(type(exc).__name__, str(exc)),
+            determinism=determinism,
+            runs=done,
+        )
     return finish_check(check.name, check.op, comparisons, time.time() - started, determinism=determinism, runs=done)
 
 
-def battery(determinism: bool = True, quick: bool = False, names: Optional[Sequence[str]] = None,
-            rounds: int = 1) -> Dict[str, Any]:
+def battery(
+    determinism: bool = True, quick: bool = False, names: Optional[Sequence[str]] = None, rounds: int = 1
+) -> Dict[str, Any]:
     """The battery in this process (which must be fresh, with the environment prepared by the parent)."""
     try:
         tf, info = tfchild.import_tensorflow(determinism)
@@ -104,8 +121,11 @@ def battery(determinism: bool = True, quick: bool = False, names: Optional[Seque
     checks = []
     for _ in range(rounds):
         for check in select(names, quick):
-            checks.append(run_check(check, tf, np, evaluate, determinism, plan["trials"], plan["runs"],
-                                    plan["budget"], plan["max_runs"]))
+            checks.append(
+                run_check(
+                    check, tf, np, evaluate, determinism, plan["trials"], plan["runs"], plan["budget"], plan["max_runs"]
+                )
+            )
     keras = keras_version(tf)  # after the checks: the Keras ones have imported it by now
     ngc = ngc_release()
     if table is not None:
@@ -133,7 +153,8 @@ def _gpus(tf: Any) -> List[Any]:
     """The GPUs TensorFlow sees (the expectations of GPU-only entries apply only there)."""
     config = getattr(tf, "config", None)
     lister = getattr(config, "list_physical_devices", None) or getattr(
-        getattr(config, "experimental", None), "list_physical_devices", None)
+        getattr(config, "experimental", None), "list_physical_devices", None
+    )
     return list(lister("GPU")) if lister is not None else []
 
 

@@ -14,10 +14,20 @@ VERDICTS = ("deterministic", "NONDETERMINISTIC", "raises-under-determinism", "sk
 
 # NumPy dtype name -> (struct format of one component, components per element).
 _FORMATS = {
-    "float16": ("e", 1), "float32": ("f", 1), "float64": ("d", 1),
-    "complex64": ("f", 2), "complex128": ("d", 2),
-    "int8": ("b", 1), "uint8": ("B", 1), "int16": ("h", 1), "uint16": ("H", 1),
-    "int32": ("i", 1), "uint32": ("I", 1), "int64": ("q", 1), "uint64": ("Q", 1), "bool": ("?", 1),
+    "float16": ("e", 1),
+    "float32": ("f", 1),
+    "float64": ("d", 1),
+    "complex64": ("f", 2),
+    "complex128": ("d", 2),
+    "int8": ("b", 1),
+    "uint8": ("B", 1),
+    "int16": ("h", 1),
+    "uint16": ("H", 1),
+    "int32": ("i", 1),
+    "uint32": ("I", 1),
+    "int64": ("q", 1),
+    "uint64": ("Q", 1),
+    "bool": ("?", 1),
 }
 _SIZES = {"bfloat16": 2}
 
@@ -80,15 +90,14 @@ def compare_outputs(ref: Sequence[Dict[str, Any]], other: Sequence[Dict[str, Any
     notes = []  # type: List[str]
     if len(ref) != len(other):
         notes.append("runs returned %d and %d outputs" % (len(ref), len(other)))
-    for idx, (a, b) in enumerate(zip(ref, other)):  # noqa: B905 - strict= needs Python 3.10; lengths noted above
+    for idx, (a, b) in enumerate(zip(ref, other)):
         n = _count(a["shape"])
         elements += n
         if a["data"] == b["data"] and a["dtype"] == b["dtype"] and a["shape"] == b["shape"]:
             continue  # the common case, one C-level bytes comparison
         if a["dtype"] != b["dtype"] or a["shape"] != b["shape"]:
             differing += max(n, _count(b["shape"]))
-            notes.append("output %d changed from %s%s to %s%s"
-                         % (idx, a["dtype"], a["shape"], b["dtype"], b["shape"]))
+            notes.append("output %d changed from %s%s to %s%s" % (idx, a["dtype"], a["shape"], b["dtype"], b["shape"]))
             continue
         size = _itemsize(a)
         code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)
@@ -96,7 +105,9 @@ def compare_outputs(ref: Sequence[Dict[str, Any]], other: Sequence[Dict[str, Any
             wa, wb = memoryview(a["data"]).cast(code), memoryview(b["data"]).cast(code)
             diff_idx = [i for i in range(len(wa)) if wa[i] != wb[i]]
         else:
-            diff_idx = [i for i in range(n) if a["data"][i * size:(i + 1) * size] != b["data"][i * size:(i + 1) * size]]
+            diff_idx = [
+                i for i in range(n) if a["data"][i * size : (i + 1) * size] != b["data"][i * size : (i + 1) * size]
+            ]
         differing += len(diff_idx)
         va, vb = _values(a["dtype"], a["data"], n), _values(b["dtype"], b["data"], n)
         if va is None or vb is None:
@@ -140,9 +151,19 @@ def classify_exception(type_name: str, message: str, determinism: bool) -> Tuple
         if inner:
             text = "%s %s" % (text, clean_tf_message(inner[0]))
     mentions = "determinis" in text.lower()
-    if determinism and mentions and type_name in (
-            "UnimplementedError", "InvalidArgumentError", "FailedPreconditionError", "RuntimeError", "ValueError",
-            "NotImplementedError"):
+    if (
+        determinism
+        and mentions
+        and type_name
+        in (
+            "UnimplementedError",
+            "InvalidArgumentError",
+            "FailedPreconditionError",
+            "RuntimeError",
+            "ValueError",
+            "NotImplementedError",
+        )
+    ):
         return "raises-under-determinism", "%s: %s" % (type_name, text)
     return "skipped", "could not run here: %s: %s" % (type_name, text)
 
@@ -151,16 +172,31 @@ def fmt_diff(value: Optional[float]) -> str:
     return "n/a" if value is None else "%.6g" % value
 
 
-def finish_check(name: str, op: str, comparisons: Sequence[Dict[str, Any]], seconds: float,
-                 exc: Optional[Tuple[str, str]] = None, determinism: bool = True, runs: int = 0) -> Dict[str, Any]:
+def finish_check(
+    name: str,
+    op: str,
+    comparisons: Sequence[Dict[str, Any]],
+    seconds: float,
+    exc: Optional[Tuple[str, str]] = None,
+    determinism: bool = True,
+    runs: int = 0,
+) -> Dict[str, Any]:
     """Fold a check's comparisons (or the exception it raised) into one verdict record."""
-    result = {"name": name, "op": op, "seconds": round(seconds, 3), "runs": runs,
-              "differing_elements": None, "max_abs_diff": None}  # type: Dict[str, Any]
+    result = {
+        "name": name,
+        "op": op,
+        "seconds": round(seconds, 3),
+        "runs": runs,
+        "differing_elements": None,
+        "max_abs_diff": None,
+    }  # type: Dict[str, Any]
     if exc is not None:
         result["verdict"], result["message"] = classify_exception(exc[0], exc[1], determinism)
         if result["verdict"] == "raises-under-determinism":
-            result["message"] = ("no deterministic implementation in this TensorFlow: a model using %s "
-                                 "fails once determinism is on. TensorFlow said: %s" % (op, result["message"]))
+            result["message"] = (
+                "no deterministic implementation in this TensorFlow: a model using %s "
+                "fails once determinism is on. TensorFlow said: %s" % (op, result["message"])
+            )
         return result
     differing = sum(c["differing_elements"] for c in comparisons)
     elements = max([c["elements"] for c in comparisons] or [0])
@@ -171,16 +207,16 @@ def finish_check(name: str, op: str, comparisons: Sequence[Dict[str, Any]], seco
     if differing:
         bad = sum(1 for c in comparisons if c["differing_elements"])
         result["verdict"] = "NONDETERMINISTIC"
-        result["message"] = ("%d of %d comparisons differ: %d differing elements in total (of %d per run), "
-                             "max abs diff %s" % (bad, len(comparisons), differing, elements,
-                                                   fmt_diff(result["max_abs_diff"])))
+        result["message"] = (
+            "%d of %d comparisons differ: %d differing elements in total (of %d per run), "
+            "max abs diff %s" % (bad, len(comparisons), differing, elements, fmt_diff(result["max_abs_diff"]))
+        )
     else:
         result["verdict"] = "deterministic"
         result["message"] = "%d runs bitwise identical (%d elements per run)" % (runs, elements)
     if notes:
         result["message"] += "; " + "; ".join(notes)
     return result
-
 
 
 def verdict_summary(checks: Sequence[Dict[str, Any]]) -> str:
@@ -194,8 +230,10 @@ def verdict_summary(checks: Sequence[Dict[str, Any]]) -> str:
     if by.get("NONDETERMINISTIC"):
         parts.append("%d NONDETERMINISTIC (%s)" % (len(by["NONDETERMINISTIC"]), ", ".join(by["NONDETERMINISTIC"])))
     if by.get("listed"):
-        parts.append("%d nondeterministic as the recipe table lists for this device (%s)"
-                     % (len(by["listed"]), ", ".join(by["listed"])))
+        parts.append(
+            "%d nondeterministic as the recipe table lists for this device (%s)"
+            % (len(by["listed"]), ", ".join(by["listed"]))
+        )
     if by.get("raises-under-determinism"):
         names = by["raises-under-determinism"]
         parts.append("%d raises under determinism (%s)" % (len(names), ", ".join(names)))

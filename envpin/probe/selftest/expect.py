@@ -26,7 +26,7 @@ _OVERRIDE_VERDICTS = {"deterministic": "deterministic", "nondeterministic": SILE
 
 
 def platform_name(value: "Optional[str]" = None) -> str:
-    """"windows", "linux", "darwin" ... for sys.platform (or `value`)."""
+    """ "windows", "linux", "darwin" ... for sys.platform (or `value`)."""
     value = sys.platform if value is None else value
     return "windows" if value.startswith("win") else value.rstrip("0123456789")
 
@@ -36,8 +36,9 @@ def _mm(version: "Optional[str]") -> "Optional[tuple]":
     return tuple(parsed[:2]) if parsed is not None and len(parsed) >= 2 else None
 
 
-def covers(entry: "Dict[str, Any]", mm: tuple, gpu: bool, keras: "Optional[str]" = None,
-           platform: "Optional[str]" = None) -> bool:
+def covers(
+    entry: "Dict[str, Any]", mm: tuple, gpu: bool, keras: "Optional[str]" = None, platform: "Optional[str]" = None
+) -> bool:
     """Whether `entry` speaks of this TensorFlow on this device: "gpu" entries only where the checks ran on
     a GPU, "cpu" entries only where they ran on the CPU, "any" everywhere; an entry with a Keras range only
     where that Keras is installed (an unknown Keras matches no such entry), one with a platform only there."""
@@ -53,8 +54,9 @@ def covers(entry: "Dict[str, Any]", mm: tuple, gpu: bool, keras: "Optional[str]"
     return within(mm, entry.get("tf_min"), entry.get("tf_max"))
 
 
-def ngc_overrides(table: "Dict[str, Any]", tf_version: "Optional[str]", ngc_release: "Optional[str]",
-                  gpu: "Optional[bool]" = None) -> "List[Dict[str, Any]]":
+def ngc_overrides(
+    table: "Dict[str, Any]", tf_version: "Optional[str]", ngc_release: "Optional[str]", gpu: "Optional[bool]" = None
+) -> "List[Dict[str, Any]]":
     """The table's NGC-only facts that hold for this NGC release and TensorFlow (none for stock builds).
     `gpu` None: whatever the device (the recipe view); True/False: only entries for that device."""
     mm = _mm(tf_version)
@@ -75,8 +77,15 @@ def ngc_overrides(table: "Dict[str, Any]", tf_version: "Optional[str]", ngc_rele
     return out
 
 
-def expected(name: str, tf_version: "Optional[str]", gpu: bool, table: "Dict[str, Any]", keras: "Optional[str]" = None,
-             ngc_release: "Optional[str]" = None, platform: "Optional[str]" = None) -> "Dict[str, Any]":
+def expected(
+    name: str,
+    tf_version: "Optional[str]",
+    gpu: bool,
+    table: "Dict[str, Any]",
+    keras: "Optional[str]" = None,
+    ngc_release: "Optional[str]" = None,
+    platform: "Optional[str]" = None,
+) -> "Dict[str, Any]":
     """``{"verdict", "why", "source"}`` for check `name` on this TensorFlow (on a GPU or not)."""
     mm = _mm(tf_version)
     if mm is None:
@@ -84,8 +93,11 @@ def expected(name: str, tf_version: "Optional[str]", gpu: bool, table: "Dict[str
     for entry in ngc_overrides(table, tf_version, ngc_release, gpu):
         if name in entry.get("checks", ()):
             src = table["sources"].get(entry["source"], {}).get("url")
-            return {"verdict": _OVERRIDE_VERDICTS[entry["verdict"]], "why": "NGC %s: %s" % (ngc_release, entry["why"]),
-                    "source": src}
+            return {
+                "verdict": _OVERRIDE_VERDICTS[entry["verdict"]],
+                "why": "NGC %s: %s" % (ngc_release, entry["why"]),
+                "source": src,
+            }
     for key, verdict in (("raises_under_determinism", RAISES), ("nondeterministic_under_determinism", SILENT)):
         for entry in table.get(key, ()):
             if name in entry.get("checks", ()) and covers(entry, mm, gpu, keras, platform):

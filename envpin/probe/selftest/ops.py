@@ -85,8 +85,7 @@ def _resize_nearest(c: Trial) -> Callable[[], List[Any]]:
     # on GPU; TF >= 2.7 raises there under determinism because no deterministic GPU kernel exists).
     x = c.normal(8, 32, 32, 8)
     v1 = c.tf.compat.v1.image
-    return lambda: c.grads(
-        lambda xt: v1.resize_nearest_neighbor(xt, [61, 61], half_pixel_centers=True), [c.const(x)])
+    return lambda: c.grads(lambda xt: v1.resize_nearest_neighbor(xt, [61, 61], half_pixel_centers=True), [c.const(x)])
 
 
 @_check("matmul", "MatMul")
@@ -162,7 +161,8 @@ def _softmax_xent(c: Trial) -> Callable[[], List[Any]]:
     labels = (e / e.sum(axis=1, keepdims=True)).astype(c.np.float32)
     tf = c.tf
     return lambda: c.output_and_grads(
-        lambda lg: tf.nn.softmax_cross_entropy_with_logits(labels=c.const(labels), logits=lg), [c.const(logits)])
+        lambda lg: tf.nn.softmax_cross_entropy_with_logits(labels=c.const(labels), logits=lg), [c.const(logits)]
+    )
 
 
 @_check("sparse-softmax-xent", "SparseSoftmaxCrossEntropyWithLogits")
@@ -172,8 +172,8 @@ def _sparse_softmax_xent(c: Trial) -> Callable[[], List[Any]]:
     labels = c.rs.randint(0, 1000, size=256).astype(c.np.int32)
     tf = c.tf
     return lambda: c.output_and_grads(
-        lambda lg: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=c.const(labels), logits=lg),
-        [c.const(logits)])
+        lambda lg: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=c.const(labels), logits=lg), [c.const(logits)]
+    )
 
 
 @_check("scatter-nd-add", "TensorScatterAdd")
@@ -238,8 +238,14 @@ def _ctc_loss(c: Trial) -> Callable[[], List[Any]]:
 
     def fn(lg: Any) -> Any:
         sparse = tf.SparseTensor(c.const(indices), c.const(values), [16, 20])
-        return ctc(labels=sparse, logits=lg, label_length=None, logit_length=tf.fill([16], 64),
-                   logits_time_major=True, blank_index=-1)
+        return ctc(
+            labels=sparse,
+            logits=lg,
+            label_length=None,
+            logit_length=tf.fill([16], 64),
+            logits_time_major=True,
+            blank_index=-1,
+        )
 
     return lambda: c.output_and_grads(fn, [c.const(logits)])
 
@@ -302,7 +308,8 @@ def _conv2d_transpose(c: Trial) -> Callable[[], List[Any]]:
     x, f = c.normal(8, 16, 16, 16), c.normal(3, 3, 8, 16)
     tf = c.tf
     return lambda: c.output_and_grads(
-        lambda xt, ft: tf.nn.conv2d_transpose(xt, ft, [8, 32, 32, 8], S2, "SAME"), [c.const(x), c.const(f)])
+        lambda xt, ft: tf.nn.conv2d_transpose(xt, ft, [8, 32, 32, 8], S2, "SAME"), [c.const(x), c.const(f)]
+    )
 
 
 @_check("conv3d-backprop", "Conv3D and its gradients")
@@ -476,8 +483,6 @@ def _unsorted_segment_sum_fp64(c: Trial) -> Callable[[], List[Any]]:
     ids = c.rs.randint(0, 128, size=4096).astype(c.np.int32)
     tf = c.tf
     return lambda: [tf.math.unsorted_segment_sum(c.const(data), c.const(ids), 128)]
-
-
 
 
 @_check("xla-reduce-sum", "XLA reduce (jit_compile=True)", quick=False)
@@ -664,4 +669,3 @@ def select(names: Optional[Sequence[str]], quick: bool = False) -> List[Check]:
     if unknown:
         raise ValueError("unknown check(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(known))))
     return [known[n] for n in names]
-

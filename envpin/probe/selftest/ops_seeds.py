@@ -58,8 +58,9 @@ def _uniform_unseeded(c: Trial) -> Callable[[], List[Any]]:
     return run
 
 
-@_check("random-generator-from-seed", "tf.random.Generator.from_seed (StatefulUniformFullInt / RngReadAndSkip)",
-        quick=False)
+@_check(
+    "random-generator-from-seed", "tf.random.Generator.from_seed (StatefulUniformFullInt / RngReadAndSkip)", quick=False
+)
 def _generator_from_seed(c: Trial) -> Callable[[], List[Any]]:
     # A generator made from a fixed seed draws the same stream in every process: the recommended way to get
     # random numbers that determinism allows.
@@ -170,8 +171,7 @@ def _xla_max_pool(c: Trial) -> Callable[[], List[Any]]:
     return lambda: [f(c.const(x))]
 
 
-@_check("keras-auto-jit-max-pool", "Keras model with MaxPooling2D, compile() defaults, one train step",
-        quick=False)
+@_check("keras-auto-jit-max-pool", "Keras model with MaxPooling2D, compile() defaults, one train step", quick=False)
 def _keras_auto_jit(c: Trial) -> Callable[[], List[Any]]:
     # Keras 3 (TF >= 2.16) compiles with jit_compile="auto": XLA on a GPU, where the MaxPool gradient then
     # raises under determinism; Keras 3.7+ keeps "auto" off while op determinism is on, and Keras 3 never uses
@@ -185,12 +185,14 @@ def _keras_auto_jit(c: Trial) -> Callable[[], List[Any]]:
 
     def run() -> List[Any]:
         _seed_everything(tf, SEED)
-        model = keras.Sequential([
-            keras.layers.Conv2D(2, 3, padding="same", input_shape=(8, 8, 2)),
-            keras.layers.MaxPooling2D(2),
-            keras.layers.Flatten(),
-            keras.layers.Dense(1),
-        ])
+        model = keras.Sequential(
+            [
+                keras.layers.Conv2D(2, 3, padding="same", input_shape=(8, 8, 2)),
+                keras.layers.MaxPooling2D(2),
+                keras.layers.Flatten(),
+                keras.layers.Dense(1),
+            ]
+        )
         model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
         model.train_on_batch(x, y)
         return [tf.concat([tf.reshape(w, [-1]) for w in model.trainable_weights], 0)]

@@ -21,17 +21,30 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
     the table as plain lines). A skipped self-test has ``skipped`` (the reason), no rows, and one line.
     """
     if "skipped" in result:
-        return {"title": "Determinism self-test", "skipped": result["skipped"], "tf_version": None,
-                "method": None, "headline": "", "without_determinism": "", "columns": [], "rows": [],
-                "notes": [], "golden": {"text": ""}, "hygiene": [], "errors": [],
-                "lines": ["self-test skipped: %s" % result["skipped"]]}
+        return {
+            "title": "Determinism self-test",
+            "skipped": result["skipped"],
+            "tf_version": None,
+            "method": None,
+            "headline": "",
+            "without_determinism": "",
+            "columns": [],
+            "rows": [],
+            "notes": [],
+            "golden": {"text": ""},
+            "hygiene": [],
+            "errors": [],
+            "lines": ["self-test skipped: %s" % result["skipped"]],
+        }
     det = result.get("determinism", {})
     method = det.get("method", det.get("requested"))
     off = dict((c["name"], c["verdict"]) for c in result.get("without_determinism", []))
     rows = []
     for c in result.get("checks", []):
         cells = [
-            c["name"], c["op"], c["verdict"],
+            c["name"],
+            c["op"],
+            c["verdict"],
             "-" if c["differing_elements"] is None else str(c["differing_elements"]),
             fmt_diff(c["max_abs_diff"]) if c["verdict"] != "deterministic" else "0",
             "%.2f" % c["seconds"],
@@ -47,8 +60,11 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
         "without_determinism": result.get("summary_without_determinism", ""),
         "columns": COLUMNS + (["without determinism"] if off else []),
         "rows": rows,
-        "notes": [{"check": c["name"], "message": _note(c)}
-                  for c in result.get("checks", []) if c["verdict"] != "deterministic" or c.get("surprise")],
+        "notes": [
+            {"check": c["name"], "message": _note(c)}
+            for c in result.get("checks", [])
+            if c["verdict"] != "deterministic" or c.get("surprise")
+        ],
         "golden": _golden(result.get("golden") or {}),
         "hygiene": [_hygiene(h) for h in result.get("hygiene", [])],
         "errors": [str(e) for e in result.get("errors", [])],
@@ -93,7 +109,9 @@ def _golden(gold: Dict[str, Any]) -> Dict[str, Any]:
     state = "equal in two fresh runs" if gold["runs_equal"] else "DIFFERENT in two fresh runs"
     return {
         "text": "golden hash %s (%s, %d steps) on %s" % (gold["hash"], state, gold["steps"], gold["device_class"]),
-        "hash": gold["hash"], "device_class": gold["device_class"], "runs_equal": gold["runs_equal"],
+        "hash": gold["hash"],
+        "device_class": gold["device_class"],
+        "runs_equal": gold["runs_equal"],
         "steps": gold["steps"],
     }
 
@@ -126,9 +144,14 @@ def render_markdown(result: Dict[str, Any]) -> str:
     s = summary(result)
     if "skipped" in s:
         return "## Determinism self-test\n\nSkipped: %s\n" % s["skipped"]
-    lines = ["## Determinism self-test", "",
-             "TensorFlow %s, determinism: %s." % (s["tf_version"], s["method"]), "",
-             "**%s**" % s["headline"], ""]
+    lines = [
+        "## Determinism self-test",
+        "",
+        "TensorFlow %s, determinism: %s." % (s["tf_version"], s["method"]),
+        "",
+        "**%s**" % s["headline"],
+        "",
+    ]
     header = "| " + " | ".join("seconds" if c == "s" else c for c in s["columns"]) + " |"
     rule = "|" + "".join("---:|" if c in NUMERIC else "---|" for c in s["columns"])
     lines += [header, rule]

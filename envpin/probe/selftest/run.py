@@ -15,9 +15,15 @@ from envpin.probe.selftest.report import outcome, render_markdown
 SCHEMA = "envpin.selftest/1"
 
 
-def run_battery(determinism: bool = True, quick: bool = False, names: Optional[Sequence[str]] = None,
-                rounds: int = 1, environ: Optional[Dict[str, str]] = None, timeout: float = 600,
-                python: Optional[str] = None) -> Dict[str, Any]:
+def run_battery(
+    determinism: bool = True,
+    quick: bool = False,
+    names: Optional[Sequence[str]] = None,
+    rounds: int = 1,
+    environ: Optional[Dict[str, str]] = None,
+    timeout: float = 600,
+    python: Optional[str] = None,
+) -> Dict[str, Any]:
     """Run the battery in a fresh child with determinism switched on (or off) in its environment."""
     args = ["--child", "--determinism", "on" if determinism else "off", "--rounds", str(rounds)]
     if quick:
@@ -35,9 +41,15 @@ def _verdicts(checks: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [dict(c) for c in checks]
 
 
-def run_selftest(compare: bool = False, quick: bool = False, environ: Optional[Dict[str, str]] = None,
-                 hygiene_script: Optional[str] = None, hygiene_args: Sequence[str] = (),
-                 timeout: float = 600, python: Optional[str] = None) -> Dict[str, Any]:
+def run_selftest(
+    compare: bool = False,
+    quick: bool = False,
+    environ: Optional[Dict[str, str]] = None,
+    hygiene_script: Optional[str] = None,
+    hygiene_args: Sequence[str] = (),
+    timeout: float = 600,
+    python: Optional[str] = None,
+) -> Dict[str, Any]:
     """The whole self-test as one JSON-able dict (``{"skipped": reason}`` when TensorFlow cannot be imported).
 
     Children run concurrently (up to :func:`envpin.probe.tfchild.max_jobs` TensorFlow processes at a time):
@@ -53,8 +65,9 @@ def run_selftest(compare: bool = False, quick: bool = False, environ: Optional[D
         f_on = pool.submit(run_battery, True, quick, None, 1, environ, timeout, python)
         f_off = pool.submit(run_battery, False, quick, None, 1, environ, timeout, python) if compare else None
         f_golden = pool.submit(golden.run_golden, golden.STEPS, None, None, environ, 2, timeout, python)
-        f_hygiene = pool.submit(hygiene.run_hygiene, hygiene_script, list(hygiene_args), quick, environ,
-                                timeout, python)
+        f_hygiene = pool.submit(
+            hygiene.run_hygiene, hygiene_script, list(hygiene_args), quick, environ, timeout, python
+        )
         on = f_on.result()
         off = f_off.result() if f_off is not None else None
         gold = f_golden.result()
@@ -71,23 +84,31 @@ def run_selftest(compare: bool = False, quick: bool = False, environ: Optional[D
     }  # type: Dict[str, Any]
     if "error" in on:
         errors.append("battery (determinism on): " + on["error"])
-        result.update({"tf_version": None, "determinism": {"requested": "on"}, "checks": [],
-                       "summary": "battery failed: " + on["error"]})
+        result.update(
+            {
+                "tf_version": None,
+                "determinism": {"requested": "on"},
+                "checks": [],
+                "summary": "battery failed: " + on["error"],
+            }
+        )
     else:
-        result.update({
-            "python": on["python"],  # the interpreter TensorFlow ran in
-            "tf_version": on["tf_version"],
-            "numpy_version": on["numpy_version"],
-            "keras_version": on.get("keras_version"),
-            "build": on.get("build", "stock"),
-            "eager": on["eager"],
-            "device": on.get("device", "cpu"),
-            "determinism": on["determinism"],
-            "trials": on["trials"],
-            "runs_per_trial": on["runs_per_trial"],
-            "checks": _verdicts(on["checks"]),
-            "summary": verdict_summary(on["checks"]),
-        })
+        result.update(
+            {
+                "python": on["python"],  # the interpreter TensorFlow ran in
+                "tf_version": on["tf_version"],
+                "numpy_version": on["numpy_version"],
+                "keras_version": on.get("keras_version"),
+                "build": on.get("build", "stock"),
+                "eager": on["eager"],
+                "device": on.get("device", "cpu"),
+                "determinism": on["determinism"],
+                "trials": on["trials"],
+                "runs_per_trial": on["runs_per_trial"],
+                "checks": _verdicts(on["checks"]),
+                "summary": verdict_summary(on["checks"]),
+            }
+        )
     if off is not None:
         if "error" in off or "skipped" in off:
             errors.append("battery (determinism off): " + off.get("error", off.get("skipped", "")))
@@ -130,7 +151,6 @@ def problems(result: Dict[str, Any]) -> List[str]:
     return out
 
 
-
 def verdict(result: Any, insisted: bool = False) -> Tuple[bool, str]:
     """(failed, one line) for a self-test result: failed on problems() or when it could not run; a skipped
     one (no TensorFlow) fails only when it was asked for by name (`insisted`)."""
@@ -150,7 +170,8 @@ def verdict(result: Any, insisted: bool = False) -> Tuple[bool, str]:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m envpin.probe.selftest",
-        description="Determinism self-test: per-op verdicts, the golden training hash and seed hygiene.")
+        description="Determinism self-test: per-op verdicts, the golden training hash and seed hygiene.",
+    )
     parser.add_argument("--compare", action="store_true", help="also run the battery with determinism off")
     parser.add_argument("--quick", action="store_true", help="one trial per check, no TensorFlow hygiene runs")
     parser.add_argument("--markdown", action="store_true", help="print Markdown instead of JSON")
@@ -174,4 +195,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "skipped" in result:
         return 2
     return 1 if problems(result) else 0
-

@@ -7,12 +7,14 @@ from typing import Any, Callable, List, Sequence
 
 SEED = 20210806
 
+
 class Check(object):
     """One battery entry: ``build(trial)`` makes the inputs and returns a zero-argument function that
     builds the op(s) and returns the tensors (or one tf.data.Dataset) to compare."""
 
-    def __init__(self, name: str, op: str, build: Callable[["Trial"], Callable[[], List[Any]]],
-                 quick: bool = True) -> None:
+    def __init__(
+        self, name: str, op: str, build: Callable[["Trial"], Callable[[], List[Any]]], quick: bool = True
+    ) -> None:
         self.name, self.op, self.build, self.quick = name, op, build, quick
 
 
@@ -37,9 +39,9 @@ class Trial(object):
 
     def __init__(self, tf: Any, np: Any, eager: bool, name: str, trial: int, determinism: bool) -> None:
         self.tf, self.np, self.eager, self.determinism = tf, np, eager, determinism
-        seed = (SEED + zlib.crc32(name.encode("utf-8"))) % (2 ** 31)
+        seed = (SEED + zlib.crc32(name.encode("utf-8"))) % (2**31)
         self.rs = np.random.RandomState(seed)
-        self.upstream_seed = (seed + 7919 * (trial + 1)) % (2 ** 31)
+        self.upstream_seed = (seed + 7919 * (trial + 1)) % (2**31)
 
     def normal(self, *shape: int) -> Any:
         return self.rs.standard_normal(shape).astype(self.np.float32)

@@ -27,13 +27,24 @@ def slow(features, label):
     return features, label
 
 
-data = (tf.data.Dataset.from_tensor_slices((x, y))
-        .map(slow, num_parallel_calls=4, deterministic=False)
-        .prefetch(8)  # keeps tf.data from fusing map and batch (a fused MapAndBatch fills batches in order)
-        .batch(32))
-model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(8, activation="relu"),
-                             tf.keras.layers.Dense(1, activation="sigmoid")])
+data = (
+    tf.data.Dataset.from_tensor_slices((x, y))
+    .map(slow, num_parallel_calls=4, deterministic=False)
+    .prefetch(8)  # keeps tf.data from fusing map and batch (a fused MapAndBatch fills batches in order)
+    .batch(32)
+)
+model = tf.keras.Sequential(
+    [tf.keras.Input((16,)), tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(1, activation="sigmoid")]
+)
 model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="binary_crossentropy")
 history = model.fit(data, epochs=2, verbose=0)
-print(json.dumps({"envpin_metrics": {"final_loss": history.history["loss"][-1],
-                                     "weight_sum": float(sum(float(tf.reduce_sum(w)) for w in model.weights))}}))
+print(
+    json.dumps(
+        {
+            "envpin_metrics": {
+                "final_loss": history.history["loss"][-1],
+                "weight_sum": float(sum(float(tf.reduce_sum(w)) for w in model.weights)),
+            }
+        }
+    )
+)
