@@ -68,6 +68,32 @@ def load_script(name: str) -> ModuleType:
     return module
 
 
+#: A test's tier is its folder under tests/: the markers each folder's tests get (`pytest -m unit` or
+#: `pytest tests/unit` is the inner loop). A test outside these folders is a collection error.
+FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
+    "unit": ("unit",),
+    "golden": ("golden",),
+    "cli": ("cli",),
+    "hooks": ("hooks", "slow"),
+    "docker": ("docker",),
+    "podman": ("podman",),
+    "slurm": ("slurm",),
+    "tf": ("tensorflow",),
+    "oldtf": ("oldtf", "slow"),
+    "pythons": ("pythons",),
+    "runs": (),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = Path(str(item.path)).resolve().relative_to(REPO / "tests").parts[0]
+        if folder not in FOLDER_MARKERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in one of tests/{{{','.join(FOLDER_MARKERS)}}}/")
+        for name in FOLDER_MARKERS[folder]:
+            item.add_marker(name)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files from current output")
 
