@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -206,42 +206,55 @@ def main(argv: list[str] | None = None) -> None:
             _closed_stdout()
         raise
     except EnvpinError as exc:
-        _warnings()
-        if _state["debug"]:
-            import traceback
-
-            traceback.print_exc()
-        # Messages quote user input and file contents: printed as plain text, never as markup.
-        _say(f"error: {exc.message}")
-        # Every error comes with a hint: the error's own, else where the expected input is described.
-        _say(f"hint: {exc.hint or 'see ' + repr(_command_path(command, args) + ' --help')}")
-        sys.exit(exc.exit_code)
+        _failed(exc, command, args)
     except KeyboardInterrupt:
         _say("interrupted")
         sys.exit(130)
-    except OSError as exc:
-        if exc.errno not in _PATH_ERRNOS or interrupted(exc):
-            _internal_error(exc)
-        # A path the system cannot follow (a name past NAME_MAX, a link loop) wherever a command looked at it
-        _warnings()
+    except Exception as exc:
+        _unexpected(exc)
+    _finish(rc)
+
+
+def _failed(exc: EnvpinError, command: click.Command | None, args: list[str]) -> NoReturn:
+    """An expected failure: the notices, then one error line and one hint line, and its exit code."""
+    _warnings()
+    if _state["debug"]:
+        import traceback
+
+        traceback.print_exc()
+    # Messages quote user input and file contents: printed as plain text, never as markup.
+    _say(f"error: {exc.message}")
+    # Every error comes with a hint: the error's own, else where the expected input is described.
+    _say(f"hint: {exc.hint or 'see ' + repr(_command_path(command, args) + ' --help')}")
+    sys.exit(exc.exit_code)
+
+
+def _unexpected(exc: Exception) -> NoReturn:
+    """What no command raises on purpose: Ctrl-C wrapped by Python or click (130), a path the system cannot
+    follow and click's option-parsing errors (one error line and a hint, exit 2), else an internal error."""
+    if type(exc).__name__ == "Abort" or interrupted(exc):
+        _say("interrupted")
+        sys.exit(130)
+    if isinstance(exc, OSError) and exc.errno not in _PATH_ERRNOS:
+        _internal_error(exc)
+    _warnings()
+    if isinstance(exc, OSError):  # a name past NAME_MAX or a link loop, wherever a command looked at it
         _say(f"error: {shown(exc.filename, 200)}: {exc.strerror}")
         _say("hint: shorten the path (names up to 255 bytes, paths up to 4,095) or fix the symbolic link")
         sys.exit(2)
-    except Exception as exc:
-        if type(exc).__name__ == "Abort" or interrupted(exc):
-            _say("interrupted")
-            sys.exit(130)
-        _warnings()
-        if not _is_usage_error(exc):
-            _internal_error(exc)
-        # Option-parsing errors: one line and a hint, exit 2, like every other bad input.
-        _say(f"error: {exc.format_message()}")  # type: ignore[attr-defined]
-        ctx = getattr(exc, "ctx", None)
-        _say(f"hint: see '{ctx.command_path if ctx is not None else 'envpin'} --help'")
-        sys.exit(2)
+    if not _is_usage_error(exc):
+        _internal_error(exc)
+    # Option-parsing errors: one line and a hint, exit 2, like every other bad input.
+    _say(f"error: {exc.format_message()}")  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    _say(f"hint: see '{ctx.command_path if ctx is not None else 'envpin'} --help'")
+    sys.exit(2)
+
+
+def _finish(rc: object) -> NoReturn:
+    """The command returned: its notices (or, when click turned Ctrl-C into a silent Exit(130), one line)."""
     try:  # Ctrl-C after the command's own output (while the notices print) is Ctrl-C too
-        if rc == 130:
-            # Typer (vendored click) turns Ctrl-C into a silent Exit(130); no command exits 130 by itself.
+        if rc == 130:  # no command exits 130 by itself
             _say("interrupted")
         else:
             _warnings()
@@ -265,9 +278,9 @@ def _closed_stdout() -> None:
     import os
 
     try:  # what is still buffered for stdout goes nowhere, so the flush at exit cannot fail again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno())
-    except (OSError, ValueError, AttributeError):
+        if sys.__stdout__ is not None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    except (OSError, ValueError):
         pass
     sys.exit(CLOSED_STDOUT_EXIT)
 
@@ -315,7 +328,7 @@ def _is_usage_error(exc: BaseException) -> bool:
     return hasattr(exc, "format_message") and hasattr(exc, "exit_code") and not isinstance(exc, EnvpinError)
 
 
-def _internal_error(exc: BaseException) -> None:
+def _internal_error(exc: BaseException) -> NoReturn:
     """Last resort: never show a traceback unless --debug asked for one; the exit code is 2 either way."""
     if _state["debug"]:
         import traceback

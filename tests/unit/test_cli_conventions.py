@@ -4,14 +4,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import run_envpin
 
 ENVPIN = str(Path(sys.executable).with_name("envpin"))
 
@@ -99,19 +95,6 @@ def test_quiet_drops_notes_but_never_errors(cli) -> None:  # type: ignore[no-unt
     assert both.code == 2 and "--quiet and --verbose exclude each other" in both.stderr
 
 
-def test_shell_completion_completes_commands_and_choices() -> None:
-    def complete(words: str, cword: int) -> list[str]:
-        env = {**os.environ, "_ENVPIN_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
-        res = subprocess.run([ENVPIN], env=env, capture_output=True, text=True, timeout=60)
-        assert res.returncode == 0, res.stderr
-        return res.stdout.split()
-
-    assert complete("envpin ca", 1) == ["catalog"]
-    assert complete("envpin probe --gpus ", 3) == ["auto", "all", "none"]
-    script = run_envpin("--show-completion", "bash")
-    assert script.code == 0 and "_envpin_completion" in script.stdout and "complete " in script.stdout
-
-
 def test_probe_output_option_and_the_deprecated_json_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     new = cli("probe", "-o", str(tmp_path / "a.json"))
     assert new.code == 0 and "warning" not in new.stderr and (tmp_path / "a.json").exists()
@@ -120,16 +103,3 @@ def test_probe_output_option_and_the_deprecated_json_file(cli, tmp_path: Path) -
     assert "warning: --json FILE is deprecated; use --output FILE (-o FILE)" in old.stderr
     both = cli("probe", "--json", "x", "-o", "y")
     assert both.code == 2 and both.stderr.startswith("error: --json FILE is the old spelling of --output FILE")
-
-
-def test_progress_is_off_in_a_pipe_and_plain_lines_with_verbose(tmp_path: Path) -> None:
-    """stderr is a pipe here: no spinner; -v prints the steps as lines (a CI log); -q prints nothing."""
-    out = tmp_path / "env"
-    assert run_envpin("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(out)).code == 0
-    lock = str(out / "envpin.lock")
-    plain = run_envpin("lock", "--check", "--lock", lock)
-    assert plain.code == 0 and "envpin lock: checking" not in plain.stderr
-    verbose = run_envpin("-v", "lock", "--check", "--lock", lock)
-    assert verbose.code == 0 and "envpin lock: checking" in verbose.stderr
-    quiet = run_envpin("-q", "lock", "--check", "--lock", lock)
-    assert quiet.code == 0 and quiet.stderr == ""
