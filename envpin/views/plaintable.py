@@ -1,13 +1,17 @@
 """A table laid out as rich lays out envpin's tables (`rich.table.Table(title=...)`, first column no-wrap, the
-default heavy-head box, cell padding 1), for a stream that is not a terminal, without loading rich: rich takes
-~0.1 s CPU for the 120-row catalog table, this ~2 ms.
+default heavy-head box, cell padding 1), for a stream that is not a terminal, without loading rich.
+
+Why a second layout exists (the one re-implementation of rich that envpin keeps, see docs/cli.md "Start-up"):
+rich takes about 0.25 s CPU to lay out the catalog's table, this about 2 ms. `envpin catalog` into a pipe cost
+3.66x `python -c "import typer"` drawn by rich against 1.96x with this (benchmarks/bench_cli.py, same run),
+and its start-up target is 1.3x. On a terminal rich draws every table.
 
 Only text whose layout needs no Unicode width tables is taken: printable ASCII and the em dash (each one cell), no
 markup brackets and no :emoji: codes; anything else returns None and rich renders it. The layout follows rich 13-15:
 each column as wide as its widest cell, and when the table is wider than the console, the widest wrappable columns
 narrowed first (then all evenly), words wrapped greedily and a word longer than its cell cut with "…", or in a
-column of overflow="fold" folded onto the next lines. tests/unit/test_catalog_view_plain.py compares the bytes
-with rich's on the catalog, the recipe table and on generated tables.
+column of overflow="fold" folded onto the next lines. tests/golden/test_tables.py pins the bytes of the catalog's
+and the recipe's tables at three widths.
 """
 
 from __future__ import annotations
