@@ -35,13 +35,13 @@ def fleet_report(
     `expect` (a node count) or `expect_nodes` (a file naming one node per line) says which fleet the inputs
     should cover: a node that left no file at all is then missing, and the verdict failed, rather than
     never heard of. ValueError when both are given or `expect` is below 1 (the CLI says so first)."""
+    from envpin.files.write import atomic_write, check_output_file
     from envpin.fleet import aggregate, inputs
-    from envpin.fsutil import atomic_write, check_output_file
 
     if expect is not None and expect_nodes is not None:
         raise ValueError("expect (a count) and expect_nodes (the names) exclude each other")
     if html is not None:
-        check_output_file(html, "--html")
+        check_output_file(html, "html")
         clash = inputs.output_clash(paths, html)
         if clash is not None:
             raise UsageError(f"--html {html} {clash}", hint="write the page elsewhere, or name it *.html")
@@ -76,8 +76,8 @@ def fleet_manifest(
     """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
     node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
     from envpin.environment.payload import payload
+    from envpin.files.write import atomic_write, check_output_file
     from envpin.fleet import kubernetes as kube
-    from envpin.fsutil import atomic_write, check_output_file
 
     if not kubernetes:
         raise UsageError(
@@ -85,7 +85,7 @@ def fleet_manifest(
             hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...",
         )
     if out is not None:
-        check_output_file(out, "--out")
+        check_output_file(out, "out")
     warnings = []
     if image is None:
         image = _newest_ngc_image()

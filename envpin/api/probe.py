@@ -67,7 +67,7 @@ def verify_environment(
     done: list[str] = []
     warnings: list[str] = []
     if record:
-        from envpin.fsutil import exclusive
+        from envpin.files.write import exclusive
 
         contradictions = locked.contradictions(actual, plan)
         if contradictions and not force:
@@ -170,7 +170,7 @@ def probe_machine(
 ) -> ProbeResult:
     """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
     from envpin import probe
-    from envpin.fsutil import check_output_file, check_output_folder
+    from envpin.files.write import check_output_file, check_output_folder
     from envpin.probe.report import one_file
 
     both = one_file(str(json_file) if json_file else None, str(markdown) if markdown else None)
@@ -179,9 +179,9 @@ def probe_machine(
             f"--output and --markdown both name {both}: one report would replace the other",
             hint="give each report its own file",
         )
-    for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
-        if path is not None and (str(path) != "-" or option == "--out"):  # '-': stdout, except for a folder
-            (check_output_folder if option == "--out" else check_output_file)(path, option)
+    for path, name in ((out, "out"), (json_file, "json_file"), (markdown, "markdown")):
+        if path is not None and (str(path) != "-" or name == "out"):  # '-': stdout, except for a folder
+            (check_output_folder if name == "out" else check_output_file)(path, name)
     report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
         written = probe.write_reports(
@@ -193,7 +193,7 @@ def probe_machine(
     except BrokenPipeError:
         raise  # stdout's reader went away (`envpin probe | head`): the CLI ends quietly
     except OSError as exc:
-        from envpin.fsutil import write_hint
+        from envpin.files.write import write_hint
 
         raise UsageError(f"cannot write the report: {exc}", hint=write_hint(exc)) from None
     on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
@@ -226,13 +226,13 @@ def probe_image(
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin.environment.plan import validate_image_ref
-    from envpin.fsutil import check_output_folder
+    from envpin.files.write import check_output_folder
     from envpin.image import probing
     from envpin.image.docker import docker_client
 
     ref = validate_image_ref(image)
     if out is not None:
-        check_output_folder(out, "--out")
+        check_output_folder(out, "out")
     if gpus not in probing.GPU_CHOICES:
         raise UsageError(
             f"--gpus must be one of {', '.join(probing.GPU_CHOICES)}", hint="the default, auto, asks the host"

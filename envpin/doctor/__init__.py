@@ -21,7 +21,7 @@ from typing import Any
 
 from envpin.environment import lockfile
 from envpin.errors import EngineError, LockError, UsageError
-from envpin.fsutil import read_regular
+from envpin.files.read import read_regular
 from envpin.knowledge import catalog
 from envpin.portable.versions import parse_version
 from envpin.record import Value
@@ -249,7 +249,7 @@ def read_host(environ: dict[str, str] | None = None) -> Readings:
 
 def load_fake(path: Path) -> dict[str, Any]:
     """Read and check a fake-readings file; any mistake in it is a usage error (exit 2)."""
-    from envpin.fsutil import parse_json
+    from envpin.files.read import parse_json
 
     try:
         text = read_regular(path).decode("utf-8")

@@ -138,7 +138,7 @@ def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None 
     """Every node the inputs name, in a deterministic order (files in the order given, pods by name).
     `keep` (e.g. envpin.fleet.aggregate.Reducer.add) turns each checked report file into what its entry
     holds, as it is read: the parsed report is then dropped, so a large fleet's reports are never all held."""
-    from envpin.fsutil import read_user_text
+    from envpin.files.read import read_user_text
 
     entries: list[Entry] = []
     pods: dict[str, _Pod] = {}
@@ -194,7 +194,7 @@ def read_node_list(path: Path) -> tuple[str, ...]:
     """The nodes of `--expect-nodes FILE`: one name per line; blank lines and '#' comments are skipped, and
     `kubectl get nodes -o name`'s 'node/' prefix is dropped. A list that names no node, a name given twice,
     a line of several words or a Slurm host list (gpu[01-04]) is a UsageError."""
-    from envpin.fsutil import read_user_text
+    from envpin.files.read import read_user_text
 
     text = read_user_text(path, "node list", UsageError)
     names: list[str] = []
@@ -223,7 +223,7 @@ def read_node_list(path: Path) -> tuple[str, ...]:
 
 
 def _json(text: str, path: Path) -> Any:
-    from envpin.fsutil import parse_json
+    from envpin.files.read import parse_json
 
     return parse_json(text, str(path), ReportError, hint=_HINT)
 
@@ -276,7 +276,7 @@ def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:
     closing = [i for i, line in enumerate(lines) if line.rstrip() == "}"]
     if opening and closing and opening[0] < closing[-1]:
         candidates.append("\n".join(lines[opening[0] : closing[-1] + 1]))
-    from envpin.fsutil import parse_json
+    from envpin.files.read import parse_json
 
     for candidate in candidates:
         try:

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import ReportError, SlurmError, UsageError
+from envpin.files.read import parse_json
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
-from envpin.fsutil import parse_json
 from envpin.record import Value
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
@@ -497,14 +497,14 @@ def probe(
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
     Returns (job id, partition, one outcome per node, sorted by node)."""
     from envpin.environment.payload import payload
-    from envpin.fsutil import check_output_folder
+    from envpin.files.write import check_output_folder
 
     say = progress or (lambda _text: None)
     if runtime not in RUNTIMES:
         raise UsageError(f"--runtime must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
     if timeout < 1:
         raise UsageError("--timeout must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
-    check_output_folder(out, "--out")
+    check_output_folder(out, "out")
     require_clients()
     archive = payload()
     sha = hashlib.sha256(archive).hexdigest()
@@ -601,7 +601,7 @@ def _with_path(out: Path, o: NodeOutcome) -> NodeOutcome:
 def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
     """Each node's report or its error, all at once; a node's file from an earlier run of the other kind is
     removed, so the folder never shows a stale report for a node that failed this time."""
-    from envpin.fsutil import atomic_write_many
+    from envpin.files.write import atomic_write_many
     from envpin.probe.report import to_json
 
     files: dict[Path, bytes] = {}

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from envpin import fsutil
 from envpin.api import check_lock
 from envpin.environment.lockfile import LOCK_NAME, read
+from envpin.errors import EnvpinError
+from envpin.files import write as fswrite
 from tests.conftest import run_envpin
 
 ENVPIN = str(Path(sys.executable).with_name("envpin"))
@@ -94,15 +95,15 @@ def test_a_second_writer_waits_then_says_another_envpin_is_writing(tmp_path: Pat
         fcntl.flock(fd, fcntl.LOCK_EX)
         started = time.monotonic()
         with (
-            pytest.raises(fsutil.EnvpinError, match="another envpin is writing in") as info,
-            fsutil.exclusive(out, wait=0.3),
+            pytest.raises(EnvpinError, match="another envpin is writing in") as info,
+            fswrite.exclusive(out, wait=0.3),
         ):
             pass
         assert time.monotonic() - started >= 0.3
         assert info.value.hint and "advisory lock" in info.value.hint
     finally:
         os.close(fd)
-    with fsutil.exclusive(out, wait=0.3):
+    with fswrite.exclusive(out, wait=0.3):
         pass  # free again
 
 
@@ -233,7 +234,7 @@ def test_replace_folder_leaves_the_target_untouched_when_staging_fails(tmp_path:
     target = tmp_path / "env"
     target.mkdir()
     (target / "a").write_text("old")
-    with pytest.raises(fsutil.EnvpinError, match="cannot write"), fsutil.exclusive(target):
-        fsutil.replace_folder(target, {"a": b"new", "a/b": b"a file cannot be a folder"})
+    with pytest.raises(EnvpinError, match="cannot write"), fswrite.exclusive(target):
+        fswrite.replace_folder(target, {"a": b"new", "a/b": b"a file cannot be a folder"})
     assert (target / "a").read_text() == "old"
     assert _leftovers(tmp_path) == []
