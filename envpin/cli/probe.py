@@ -28,13 +28,13 @@ def probe_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
     ] = None,
-    output: Annotated[
+    json_file: Annotated[
         Path | None,
         typer.Option(
             "--output", "-o", parser=output_file, metavar="FILE", help="Write the JSON report to FILE ('-': stdout)."
         ),
     ] = None,
-    json_file: Annotated[
+    old_json: Annotated[
         Path | None,
         typer.Option(
             "--json", parser=output_file, metavar="FILE", help="Deprecated spelling of --output FILE.", hidden=True
@@ -79,13 +79,13 @@ def probe_cmd(
     from envpin.errors import UsageError
     from envpin.views import console, probe
 
-    if json_file is not None:
-        if output is not None:
+    if old_json is not None:
+        if json_file is not None:
             raise UsageError(
                 "--json FILE is the old spelling of --output FILE; give one of them", hint="use --output FILE (-o FILE)"
             )
         console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
-        output = json_file
+        json_file = old_json
     # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
     # its JSON on stdout, which a spinner on the same terminal would interleave with.
     request: api.HostProbeRequest | api.ImageProbeRequest
@@ -97,14 +97,14 @@ def probe_cmd(
             )
         request = api.HostProbeRequest(
             out=out,
-            json_file=output,
+            json_file=json_file,
             markdown=markdown,
             with_tf=with_tf,
             selftest=bool(selftest),
             quick=quick,
             anonymize=anonymize,
         )
-    elif output or markdown or with_tf:
+    elif json_file or markdown or with_tf:
         raise UsageError(
             "--image writes both reports into --out; --output, --markdown and --with-tf are for probing this machine",
             hint="drop them, or give --out DIR",
