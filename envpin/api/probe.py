@@ -258,12 +258,12 @@ def _gpu_access() -> str | None:
     """How this host gives containers its GPUs, as `envpin doctor` reads it (the engine, CDI specs, hooks)."""
     import shutil
 
-    from envpin import doctor
+    from envpin.doctor.readings import GPU_HOOKS, Readings, read_cdi_specs, read_docker
 
-    readings = doctor.Readings(
-        docker=doctor.read_docker(),
-        cdi_specs=doctor.read_cdi_specs(),
-        container_hooks=tuple(h for h in doctor.GPU_HOOKS if shutil.which(h)),
+    readings = Readings(
+        docker=read_docker(),
+        cdi_specs=read_cdi_specs(),
+        container_hooks=tuple(h for h in GPU_HOOKS if shutil.which(h)),
     )
     return readings.gpu_access
 
