@@ -10,8 +10,9 @@ if TYPE_CHECKING:
 
 
 def diagnose_host(ngc: str | None = None, lock: Path | None = None, stock: str | None = None) -> Diagnosis:
-    """`envpin doctor`: can this host run the image of --ngc, of --stock (a stock TensorFlow GPU image) or of
-    the lock?"""
+    """`envpin doctor`: can this host run the image of `ngc` (an NGC release or tag), of `stock` (a stock
+    TensorFlow GPU image) or of the lock (`lock`, else the one every command finds)? One of them at most
+    (UsageError)."""
     from envpin.doctor import diagnosis
 
     return diagnosis.run(ngc=ngc, lock=lock, stock=stock)

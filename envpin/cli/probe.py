@@ -90,11 +90,6 @@ def probe_cmd(
     # its JSON on stdout, which a spinner on the same terminal would interleave with.
     request: api.HostProbeRequest | api.ImageProbeRequest
     if image is None:
-        if quick and not selftest:
-            raise UsageError(
-                "--quick shortens the self-test, which runs on this machine only with --selftest",
-                hint="add --selftest, or drop --quick",
-            )
         request = api.HostProbeRequest(
             out=out,
             json_file=json_file,
@@ -180,15 +175,8 @@ def verify_cmd(
     Without --report or --host the image built here from the lock is probed in a throwaway container.
     Exit 0: no breaking difference; 1: some breaking; 2: bad input."""
     from envpin import api
-    from envpin.errors import UsageError
     from envpin.views import console, diff
 
-    if report is not None and host:
-        raise UsageError(
-            "give --report FILE or --host, not both", hint="--host probes this machine instead of reading a report"
-        )
-    if force and not record:
-        raise UsageError("--force only applies to --record", hint="add --record, or drop --force")
     probing = report is None and not host
     with console.progress("probing the lock's image") if probing else contextlib.nullcontext(None) as update:
         res = api.verify_environment(lock, report, record, host=host, force=force, progress=update)

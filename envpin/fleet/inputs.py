@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import ReportError, UsageError, shown
+from envpin.errors import ReportError, UsageError, param, shown
 from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, kubernetes_node_name, node_name
 from envpin.record import Value
 
@@ -34,11 +34,23 @@ SUFFIXES = (".json", ".log")
 #: What `fleet probe --slurm` writes for a node without a report: <node>.error.txt (error_file_text).
 ERROR_SUFFIX = ".error.txt"
 _PREFIX = re.compile(r"\[pod/([^/\]]+)/([^\]]*)\] ?")
-_HINT = "pass probe reports (envpin probe -o FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
-_ERROR_HINT = (
-    "fleet probe --slurm writes <node>.error.txt as two lines, 'status: failed' (or timed_out) and "
-    "'error: <why>'; remove the file if it is not one"
-)
+
+
+def _hint() -> str:
+    """What fleet report reads: built when raised, so the probe's option is named as the caller names it."""
+    return (
+        f"pass probe reports ({param('json_file', command='probe')} FILE), 'kubectl logs --prefix' output or "
+        "'kubectl get pods -o json'"
+    )
+
+
+def _error_hint() -> str:
+    return (
+        f"{param('slurm', command='fleet probe')} writes <node>.error.txt as two lines, 'status: failed' (or "
+        "timed_out) and 'error: <why>'; remove the file if it is not one"
+    )
+
+
 _LIST_HINT = (
     "one node name per line ('#' starts a comment), e.g. from `scontrol show hostnames` or `kubectl get nodes -o name`"
 )
@@ -67,7 +79,7 @@ def _is_error_file(path: Path) -> bool:
 def files_of(paths: Sequence[Path]) -> list[Path]:
     """The files to read: files as given, folders' *.json, *.log and *.error.txt files in name order."""
     if not paths:
-        raise UsageError("no probe reports given", hint="envpin fleet report DIR or FILE...")
+        raise UsageError("no probe reports given", hint=f"name the reports, or folders of them, in {param('paths')}")
     out: list[Path] = []
     for path in paths:
         try:
@@ -86,7 +98,7 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
             if not found:
                 raise ReportError(
                     f"no probe reports (*.json, *.log, *.error.txt) in {path}",
-                    hint="write them with 'envpin probe --out DIR', or see docs/fleet.md",
+                    hint=f"write them with '{param('out', command='probe')} DIR', or see docs/fleet.md",
                 )
             out += found
         elif exists:
@@ -164,12 +176,12 @@ def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None 
         try:
             check_report(data, str(path))
         except ReportError as exc:
-            raise ReportError(exc.message, hint=exc.hint or _HINT) from None
+            raise ReportError(exc.message, hint=exc.hint or _hint()) from None
         entries.append(Entry(node_name(data, path.stem), data if keep is None else keep(data), str(path)))
     for pod in sorted(set(logs) | set(pods)):
         entries.append(_pod_entry(pod, logs.get(pod), pods.get(pod)))
     if not entries:
-        raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_HINT)
+        raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_hint())
     return entries
 
 
@@ -185,7 +197,7 @@ def parse_error_file(text: str, origin: str) -> NodeFailure:
     if status not in (FAILED, TIMED_OUT) or not rest.startswith("error: "):
         said = shown(head, 60) if head.strip() else "empty"
         raise ReportError(
-            f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})", hint=_ERROR_HINT
+            f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})", hint=_error_hint()
         )
     return NodeFailure(status, rest[len("error: ") :].rstrip("\n") or "no reason given")
 
@@ -225,7 +237,7 @@ def read_node_list(path: Path) -> tuple[str, ...]:
 def _json(text: str, path: Path) -> Any:
     from envpin.files.read import parse_json
 
-    return parse_json(text, str(path), ReportError, hint=_HINT)
+    return parse_json(text, str(path), ReportError, hint=_hint())
 
 
 def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status: _Pod | None) -> Entry:
@@ -306,7 +318,7 @@ def parse_pod_list(data: Mapping[str, Any], origin: str = "pod list") -> list[_P
     out = []
     for item in items:
         if not isinstance(item, dict):
-            raise ReportError(f"{origin}: an item is not an object", hint=_HINT)
+            raise ReportError(f"{origin}: an item is not an object", hint=_hint())
         spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
         inits = spec.get("initContainers") if isinstance(spec.get("initContainers"), list) else []
         if not any(isinstance(c, dict) and c.get("name") == PROBE_CONTAINER for c in inits):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import ReportError, SlurmError, UsageError
+from envpin.errors import ReportError, SlurmError, UsageError, param
 from envpin.files.read import parse_json
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
@@ -154,10 +154,10 @@ def plan(sinfo_text: str, partition: str | None, nodes: int | None) -> Plan:
     if name is None:
         raise UsageError(
             "this cluster has no default partition",
-            hint=f"name one with --partition ({', '.join(sorted(parts)) or 'sinfo lists none'})",
+            hint=f"name one with {param('partition')} ({', '.join(sorted(parts)) or 'sinfo lists none'})",
         )
     if name not in parts:
-        raise UsageError(f"partition {name} has no nodes", hint="see `sinfo`; choose one with --partition")
+        raise UsageError(f"partition {name} has no nodes", hint=f"see `sinfo`; choose one with {param('partition')}")
     listed = parts[name]
     usable = [n for n in listed if n.usable]
     if nodes is None:
@@ -165,13 +165,15 @@ def plan(sinfo_text: str, partition: str | None, nodes: int | None) -> Plan:
             return Plan(name, 0, (), tuple(listed))
         return Plan(name, len(usable), tuple(n.name for n in usable), tuple(n for n in listed if not n.usable))
     if nodes < 1:
-        raise UsageError("--nodes must be at least 1", hint="leave it out to probe every node of the partition")
+        raise UsageError(
+            f"{param('nodes')} must be at least 1", hint="leave it out to probe every node of the partition"
+        )
     if nodes > len(usable):
         down = [n.name for n in listed if not n.usable]
         raise UsageError(
-            f"--nodes {nodes}, but partition {name} has {len(usable)} usable node(s)"
+            f"{param('nodes')} {nodes}, but partition {name} has {len(usable)} usable node(s)"
             + (f" ({len(down)} down or drained: {', '.join(down)})" if down else ""),
-            hint="ask for fewer, or leave --nodes out to probe (and report) every node",
+            hint=f"ask for fewer, or leave {param('nodes')} out to probe (and report) every node",
         )
     return Plan(name, nodes, None, ())
 
@@ -501,9 +503,9 @@ def probe(
 
     say = progress or (lambda _text: None)
     if runtime not in RUNTIMES:
-        raise UsageError(f"--runtime must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
+        raise UsageError(f"{param('runtime')} must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
     if timeout < 1:
-        raise UsageError("--timeout must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
+        raise UsageError(f"{param('timeout')} must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
     check_output_folder(out, "out")
     require_clients()
     archive = payload()
@@ -532,13 +534,13 @@ def probe(
             if job_id is None:
                 raise SlurmError(
                     f"salloc refused the request: {_said(alloc.stderr)}",
-                    hint="check the partition and the --slurm-arg options (salloc --help)",
+                    hint=f"check the partition and the {param('slurm_args')} options (salloc --help)",
                 )
             if alloc.returncode != 0:
                 raise SlurmError(
                     f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
                     f"within {timeout} s: {_said(alloc.stderr)}",
-                    hint="the nodes may be busy: retry later, or with a longer --timeout",
+                    hint=f"the nodes may be busy: retry later, or with a longer {param('timeout')}",
                 )
             outcomes += _run_tasks(job_id, p, task, archive, timeout, image, runtime, say)
         finally:

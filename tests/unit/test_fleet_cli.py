@@ -421,7 +421,7 @@ def test_a_malformed_error_file_is_bad_input(cli, tmp_path: Path, text: str) -> 
     lines = res.stderr.splitlines()
     assert res.code == 2 and res.stdout == "" and len(lines) == 2
     assert lines[0].startswith(f"error: {tmp_path}/gpu-01.error.txt is not an error file of 'envpin fleet probe'")
-    assert lines[1].startswith("hint: fleet probe --slurm writes <node>.error.txt")
+    assert lines[1].startswith("hint: envpin fleet probe --slurm writes <node>.error.txt")
 
 
 def test_the_error_file_format_round_trips() -> None:

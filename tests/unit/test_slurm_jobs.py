@@ -85,12 +85,13 @@ def test_plan_default_partition_and_a_count() -> None:
 @pytest.mark.parametrize(
     ("partition", "nodes", "message"),
     [
-        ("gpu", 3, "--nodes 3, but partition gpu has 2 usable node(s) (2 down or drained: n3, n4)"),
-        ("gpu", 0, "--nodes must be at least 1"),
+        ("gpu", 3, "`nodes` 3, but partition gpu has 2 usable node(s) (2 down or drained: n3, n4)"),
+        ("gpu", 0, "`nodes` must be at least 1"),
         ("big", None, "partition big has no nodes"),
     ],
 )
 def test_plan_refuses(partition: str, nodes: int | None, message: str) -> None:
+    """Called from Python, the parameters are named as the api names them (the CLI says --nodes)."""
     with pytest.raises(UsageError) as exc:
         slurm.plan(SINFO, partition, nodes)
     assert exc.value.message == message and exc.value.hint
