@@ -6,6 +6,7 @@ import ast
 import inspect
 
 import envpin.api
+from envpin.portable.lazy import parse_declarations
 from tests.conftest import REPO
 
 API = REPO / "envpin" / "api"
@@ -60,3 +61,28 @@ def test_result_types_are_typed_without_any() -> None:
         if inspect.isclass(member) and hasattr(member, "__dataclass_fields__"):
             for field, hint in member.__annotations__.items():
                 assert "Any" not in str(hint), f"{name}.{field}: {hint}"
+
+
+def test_the_declaration_is_read_as_type_checkers_read_it() -> None:
+    """envpin.portable.lazy exports what an `if TYPE_CHECKING:` block imports as itself (`name as name`, mypy's
+    explicit re-export), resolving relative modules; other imports there are for type checkers only."""
+    source = (
+        "TYPE_CHECKING = False\n"
+        "if TYPE_CHECKING:  # the declaration\n"
+        "    from typing import Any\n"
+        "    from .report import collect as collect, to_json\n"
+        "    from envpin.probe.fields import (\n"
+        "        BREAKING as BREAKING,  # a comment\n"
+        "        fingerprint as fp,\n"
+        "    )\n"
+        "\n"
+        "    from ..portable import versions as versions\n"
+        "lazy_exports(__name__)\n"
+        "if TYPE_CHECKING:\n"
+        "    from envpin.other import late as late\n"
+    )
+    assert parse_declarations(source, "envpin.probe") == {
+        "collect": "envpin.probe.report",
+        "BREAKING": "envpin.probe.fields",
+        "versions": "envpin.portable",
+    }
