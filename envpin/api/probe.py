@@ -121,9 +121,9 @@ def _verify_subject(
     if report is not None:
         return diff.load_report(report), f"report {report}", str(report)
     if host:
-        from envpin import probe
+        from envpin.probe.report import collect
 
-        return probe.collect(), f"this machine ({param('host')}: the host, not the lock's image)", "host"
+        return collect(), f"this machine ({param('host')}: the host, not the lock's image)", "host"
     import tempfile
 
     from envpin.errors import EngineError
@@ -178,9 +178,9 @@ def probe_machine(
     """Probe this machine and write the report(s): both into the folder `out`, the JSON to `json_file`, the
     Markdown to `markdown` ('-': stdout); with no destination the JSON goes to stdout. `quick` shortens the
     self-test, which runs here only with `selftest` (UsageError otherwise)."""
-    from envpin import probe
     from envpin.files.write import check_output_file, check_output_folder
-    from envpin.probe.report import one_file
+    from envpin.probe.fields import fingerprint_fields
+    from envpin.probe.report import collect, one_file, write_reports
 
     if quick and not selftest:
         raise UsageError(
@@ -196,9 +196,9 @@ def probe_machine(
     for path, name in ((out, "out"), (json_file, "json_file"), (markdown, "markdown")):
         if path is not None and (str(path) != "-" or name == "out"):  # '-': stdout, except for a folder
             (check_output_folder if name == "out" else check_output_file)(path, name)
-    report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
+    report = collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
-        written = probe.write_reports(
+        written = write_reports(
             report,
             out_dir=str(out) if out else None,
             json_path=str(json_file) if json_file else None,
@@ -218,7 +218,7 @@ def probe_machine(
         failed, line = verdict(report["selftest"], insisted=True)
     return ProbeResult(
         report["fingerprint"],
-        len(probe.fingerprint_fields(report)),
+        len(fingerprint_fields(report)),
         len(report["probe"]["errors"]["value"]),
         [w for w in written if w != "-"],
         on_stdout,

@@ -282,7 +282,7 @@ def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:
     and after its closing '}' (a runtime's banner, a warning) are skipped."""
     from envpin.reports.diff import check_report
 
-    data: Any = None
+    data: Mapping[str, Any] = {}  # a report once check_report has passed it
     candidates = ["\n".join(lines)]
     opening = [i for i, line in enumerate(lines) if line.rstrip() == "{"]
     closing = [i for i, line in enumerate(lines) if line.rstrip() == "}"]
@@ -319,22 +319,31 @@ def parse_pod_list(data: Mapping[str, Any], origin: str = "pod list") -> list[_P
     for item in items:
         if not isinstance(item, dict):
             raise ReportError(f"{origin}: an item is not an object", hint=_hint())
-        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-        inits = spec.get("initContainers") if isinstance(spec.get("initContainers"), list) else []
+        spec = _object(item.get("spec"))
+        inits = _list(spec.get("initContainers"))
         if not any(isinstance(c, dict) and c.get("name") == PROBE_CONTAINER for c in inits):
             continue  # another workload's pod in the same namespace
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
-        pod = str(meta.get("name") or "?")
-        status = item.get("status") if isinstance(item.get("status"), dict) else {}
+        pod = str(_object(item.get("metadata")).get("name") or "?")
+        status = _object(item.get("status"))
         out.append(_Pod(pod, _node_of(spec), _failure(status)))
     return out
+
+
+def _object(value: object) -> dict[str, Any]:
+    """A JSON object of a pod list, or {} where the field is missing or of another type."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _node_of(spec: Mapping[str, Any]) -> str | None:
     """The node a pod runs on, or, still unscheduled, the node its DaemonSet meant it for (the controller
     pins each pod with a required node affinity on metadata.name)."""
-    if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
-        return spec["nodeName"]
+    name = spec.get("nodeName")
+    if isinstance(name, str) and name:
+        return name
     try:
         terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         for term in terms:
@@ -349,12 +358,10 @@ def _node_of(spec: Mapping[str, Any]) -> str | None:
 def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
     """None when the probe container exited 0; else failed (it exited otherwise) or timed out (it has not
     finished: pending, unschedulable, still running)."""
-    statuses = status.get("initContainerStatuses")
-    for st in statuses if isinstance(statuses, list) else []:
+    for st in _list(status.get("initContainerStatuses")):
         if not isinstance(st, dict) or st.get("name") != PROBE_CONTAINER:
             continue
-        state = st.get("state") if isinstance(st.get("state"), dict) else {}
-        last = st.get("lastState") if isinstance(st.get("lastState"), dict) else {}
+        state, last = _object(st.get("state")), _object(st.get("lastState"))
         done = state.get("terminated") or last.get("terminated")
         if isinstance(done, dict):
             code = done.get("exitCode")
@@ -366,8 +373,7 @@ def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
             return NodeFailure(TIMED_OUT, "the probe was still running when the pods were listed")
         if isinstance(state.get("waiting"), dict):
             return NodeFailure(TIMED_OUT, "the probe has not started" + _why(state["waiting"]))
-    conditions = status.get("conditions")
-    for cond in conditions if isinstance(conditions, list) else []:
+    for cond in _list(status.get("conditions")):
         if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return NodeFailure(TIMED_OUT, "the pod was not scheduled" + _why(cond))
     return NodeFailure(TIMED_OUT, f"the probe has not run (pod phase {status.get('phase') or 'unknown'})")

@@ -31,13 +31,17 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envpin.errors import ReportError, SlurmError, UsageError, param
 from envpin.files.read import parse_json
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
 from envpin.record import Value
+
+if TYPE_CHECKING:
+    from envpin.fleet.aggregate import FleetResult
+    from envpin.portable.imageref import ImageRef
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
 #: Container runtimes for --image: the first two run inside the task, pyxis is an srun plugin.
@@ -202,7 +206,7 @@ def pyxis_image(image: str) -> str:
     )
 
 
-def _image_ref(image: str) -> Any:
+def _image_ref(image: str) -> ImageRef:
     from envpin.portable import imageref
 
     try:
@@ -626,7 +630,7 @@ def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
 # --------------------------------------------------------------------------- what the reports say together
 
 
-def fleet_result(outcomes: Sequence[NodeOutcome]) -> Any:
+def fleet_result(outcomes: Sequence[NodeOutcome]) -> FleetResult:
     """The fleet comparison of the nodes (envpin.fleet.aggregate, as `fleet report` makes it): a node that
     failed or timed out stays in it as such."""
     from envpin.fleet import aggregate

@@ -89,10 +89,10 @@ def summary(result: FleetResult, console: Console, command: str | None = None) -
             )
         console.print(t)
         if len(result.spreads) > FIELDS_SHOWN:
-            more = len(result.spreads) - FIELDS_SHOWN
+            hidden = len(result.spreads) - FIELDS_SHOWN
             say(
                 console,
-                f"… and {more} more fields ({param('fmt', command)} json and {param('html', command)} show all)",
+                f"… and {hidden} more fields ({param('fmt', command)} json and {param('html', command)} show all)",
             )
     if result.golden:
         t = Table(title="golden training hashes per device class", title_justify="left", header_style="bold")
