@@ -287,7 +287,7 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
 
 def _tag(target: Path) -> str:
     """What staging names start with: '.NAME', or a hash of NAME where '.NAME.envpin-new-XXXXXXXX' would pass
-    NAME_MAX (a 255-byte --out is within the documented limit, so its staging must be too)."""
+    NAME_MAX (a 255-byte output name is within the documented limit, so its staging must be too)."""
     if len(os.fsencode(target.name)) + 1 + len(_STAGE) + 8 <= MAX_NAME_BYTES:
         return f".{target.name}"
     return ".envpin-" + hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
