@@ -40,6 +40,7 @@ sys.path.insert(0, str(REPO))
 
 from envpin.fleet import aggregate, inputs  # noqa: E402  (the repository is put on sys.path above)
 from envpin.probe import flatten  # noqa: E402
+from envpin.views.fleet import html_page  # noqa: E402
 
 GOAL_SECONDS = 2.0
 GOAL_KB_PER_REPORT = 40.0
@@ -253,7 +254,7 @@ def main() -> int:
     nodes = make_fleet(base, args.nodes)
     agg_s, agg_cpu, result = timed(lambda: aggregate.aggregate(nodes), args.runs)
     json_s, json_cpu, doc = timed(lambda: aggregate.to_json_text(result), args.runs)
-    html_s, html_cpu, page = timed(lambda: aggregate.html_bytes(result), args.runs)
+    html_s, html_cpu, page = timed(lambda: html_page(result), args.runs)
     with tempfile.TemporaryDirectory(prefix="envpin-bench-fleet-") as tmp:
         for name, item in nodes:
             if isinstance(item, dict):

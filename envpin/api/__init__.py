@@ -4,169 +4,65 @@ result that one envpin.views renderer shows. A Python caller uses the same funct
 One module per command group, mirroring envpin/cli/ and envpin/views/. The modules import the library
 inside their functions, so a command loads only what it uses (`envpin probe` never loads the catalog,
 Jinja2 or the Docker SDK); importing envpin.api itself is cheap.
+
+The block below is the one declaration of the public names: type checkers read it, and at run time
+envpin.portable.lazy reads the same lines, so each name is imported from its module on first use and
+`__all__` lists them all. A new api function goes there (tests/unit/test_api_exports.py checks that the
+block names exactly what the modules define).
 """
 
+from envpin.portable.lazy import lazy_exports
+
 TYPE_CHECKING = False  # typing's, without importing typing
-if TYPE_CHECKING:  # for type checkers and readers; at run time each name is imported on first use (__getattr__)
-    from envpin.api.audit import audit_files
-    from envpin.api.catalog import catalog_entries, catalog_release, sync_catalog
-    from envpin.api.doctor import diagnose_host
-    from envpin.api.environment import (
-        DEFAULT_IMAGES_DIR,
-        BuildRequest,
-        DryRunRequest,
-        EnvironmentInputs,
-        LockCheck,
-        LockCheckRequest,
-        LockChecks,
-        LockRequest,
-        LockResult,
-        PlannedBuild,
-        RenderResult,
-        build_environment,
-        build_formats,
-        build_or_plan,
-        check_lock,
-        check_lock_file,
-        find_lock,
-        lock_or_check,
-        lock_requirements,
-        plan_build,
-        plan_from_lock,
-        recipe_for,
-        render_environment,
-    )
-    from envpin.api.fleet import FleetManifest, FleetProbe, FleetReport, fleet_manifest, fleet_report, probe_fleet
-    from envpin.api.probe import (
-        DiffResult,
-        HostProbeRequest,
-        ImageProbeRequest,
-        ProbeResult,
-        VerifyResult,
-        diff_files,
-        probe_image,
-        probe_machine,
-        run_probe,
-        verify_environment,
-    )
-    from envpin.api.runs import bisect_runs, cost_runs, study_runs
-    from envpin.api.selftest import SelftestError, run_selftest
+if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
+    from envpin.api.audit import audit_files as audit_files
+    from envpin.api.catalog import catalog_entries as catalog_entries
+    from envpin.api.catalog import catalog_release as catalog_release
+    from envpin.api.catalog import sync_catalog as sync_catalog
+    from envpin.api.doctor import diagnose_host as diagnose_host
+    from envpin.api.environment import DEFAULT_IMAGES_DIR as DEFAULT_IMAGES_DIR
+    from envpin.api.environment import BuildRequest as BuildRequest
+    from envpin.api.environment import DryRunRequest as DryRunRequest
+    from envpin.api.environment import EnvironmentInputs as EnvironmentInputs
+    from envpin.api.environment import LockCheck as LockCheck
+    from envpin.api.environment import LockCheckRequest as LockCheckRequest
+    from envpin.api.environment import LockChecks as LockChecks
+    from envpin.api.environment import LockRequest as LockRequest
+    from envpin.api.environment import LockResult as LockResult
+    from envpin.api.environment import PlannedBuild as PlannedBuild
+    from envpin.api.environment import RenderResult as RenderResult
+    from envpin.api.environment import build_environment as build_environment
+    from envpin.api.environment import build_formats as build_formats
+    from envpin.api.environment import build_or_plan as build_or_plan
+    from envpin.api.environment import check_lock as check_lock
+    from envpin.api.environment import check_lock_file as check_lock_file
+    from envpin.api.environment import find_lock as find_lock
+    from envpin.api.environment import lock_or_check as lock_or_check
+    from envpin.api.environment import lock_requirements as lock_requirements
+    from envpin.api.environment import plan_build as plan_build
+    from envpin.api.environment import plan_from_lock as plan_from_lock
+    from envpin.api.environment import recipe_for as recipe_for
+    from envpin.api.environment import render_environment as render_environment
+    from envpin.api.fleet import FleetManifest as FleetManifest
+    from envpin.api.fleet import FleetProbe as FleetProbe
+    from envpin.api.fleet import FleetReport as FleetReport
+    from envpin.api.fleet import fleet_manifest as fleet_manifest
+    from envpin.api.fleet import fleet_report as fleet_report
+    from envpin.api.fleet import probe_fleet as probe_fleet
+    from envpin.api.probe import DiffResult as DiffResult
+    from envpin.api.probe import HostProbeRequest as HostProbeRequest
+    from envpin.api.probe import ImageProbeRequest as ImageProbeRequest
+    from envpin.api.probe import ProbeResult as ProbeResult
+    from envpin.api.probe import VerifyResult as VerifyResult
+    from envpin.api.probe import diff_files as diff_files
+    from envpin.api.probe import probe_image as probe_image
+    from envpin.api.probe import probe_machine as probe_machine
+    from envpin.api.probe import run_probe as run_probe
+    from envpin.api.probe import verify_environment as verify_environment
+    from envpin.api.runs import bisect_runs as bisect_runs
+    from envpin.api.runs import cost_runs as cost_runs
+    from envpin.api.runs import study_runs as study_runs
+    from envpin.api.selftest import SelftestError as SelftestError
+    from envpin.api.selftest import run_selftest as run_selftest
 
-#: Each api module and the public names it defines: a name is imported from its module on first use, so
-#: `from envpin import api` costs nothing and a command loads only its own group's module. A new api
-#: function goes here, in the imports above and in __all__ (tests/unit/test_api_exports.py checks all three).
-_HOMES = {
-    "audit": ("audit_files",),
-    "catalog": ("catalog_entries", "catalog_release", "sync_catalog"),
-    "doctor": ("diagnose_host",),
-    "environment": (
-        "DEFAULT_IMAGES_DIR",
-        "BuildRequest",
-        "DryRunRequest",
-        "EnvironmentInputs",
-        "LockCheck",
-        "LockCheckRequest",
-        "LockChecks",
-        "LockRequest",
-        "LockResult",
-        "PlannedBuild",
-        "RenderResult",
-        "build_environment",
-        "build_formats",
-        "build_or_plan",
-        "check_lock",
-        "check_lock_file",
-        "find_lock",
-        "lock_or_check",
-        "lock_requirements",
-        "plan_build",
-        "plan_from_lock",
-        "recipe_for",
-        "render_environment",
-    ),
-    "fleet": ("FleetManifest", "FleetProbe", "FleetReport", "fleet_manifest", "fleet_report", "probe_fleet"),
-    "probe": (
-        "DiffResult",
-        "HostProbeRequest",
-        "ImageProbeRequest",
-        "ProbeResult",
-        "VerifyResult",
-        "diff_files",
-        "probe_image",
-        "probe_machine",
-        "run_probe",
-        "verify_environment",
-    ),
-    "runs": ("bisect_runs", "cost_runs", "study_runs"),
-    "selftest": ("SelftestError", "run_selftest"),
-}
-
-__all__ = [
-    "DEFAULT_IMAGES_DIR",
-    "BuildRequest",
-    "DiffResult",
-    "DryRunRequest",
-    "EnvironmentInputs",
-    "FleetManifest",
-    "FleetProbe",
-    "FleetReport",
-    "HostProbeRequest",
-    "ImageProbeRequest",
-    "LockCheck",
-    "LockCheckRequest",
-    "LockChecks",
-    "LockRequest",
-    "LockResult",
-    "PlannedBuild",
-    "ProbeResult",
-    "RenderResult",
-    "SelftestError",
-    "VerifyResult",
-    "audit_files",
-    "bisect_runs",
-    "build_environment",
-    "build_formats",
-    "build_or_plan",
-    "catalog_entries",
-    "catalog_release",
-    "check_lock",
-    "check_lock_file",
-    "cost_runs",
-    "diagnose_host",
-    "diff_files",
-    "find_lock",
-    "fleet_manifest",
-    "fleet_report",
-    "lock_or_check",
-    "lock_requirements",
-    "plan_build",
-    "plan_from_lock",
-    "probe_fleet",
-    "probe_image",
-    "probe_machine",
-    "recipe_for",
-    "render_environment",
-    "run_probe",
-    "run_selftest",
-    "study_runs",
-    "sync_catalog",
-    "verify_environment",
-]
-
-
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+lazy_exports(__name__)

@@ -81,9 +81,9 @@ def sync_catalog(
 ) -> SyncResult:
     """`envpin catalog sync`: compare each tag's image config with the catalog, keep what was read in the
     user's image-facts cache (unless save=False), optionally write a refreshed catalog file."""
-    from envpin.fsutil import check_output_file
+    from envpin.files.write import check_output_file
     from envpin.knowledge import sync
 
     if write is not None:
-        check_output_file(write, "--write")  # before the registry is asked: a bad path fails at once
+        check_output_file(write, "write")  # before the registry is asked: a bad path fails at once
     return sync.sync_catalog(registry, tuple(releases), write, ca_bundle, progress=progress, save=save)

@@ -6,12 +6,13 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from envpin.doctor import Diagnosis
+    from envpin.doctor.diagnosis import Diagnosis
 
 
 def diagnose_host(ngc: str | None = None, lock: Path | None = None, stock: str | None = None) -> Diagnosis:
-    """`envpin doctor`: can this host run the image of --ngc, of --stock (a stock TensorFlow GPU image) or of
-    the lock?"""
-    from envpin import doctor
+    """`envpin doctor`: can this host run the image of `ngc` (an NGC release or tag), of `stock` (a stock
+    TensorFlow GPU image) or of the lock (`lock`, else the one every command finds)? One of them at most
+    (UsageError)."""
+    from envpin.doctor import diagnosis
 
-    return doctor.run(ngc=ngc, lock=lock, stock=stock)
+    return diagnosis.run(ngc=ngc, lock=lock, stock=stock)

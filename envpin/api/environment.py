@@ -127,9 +127,9 @@ def _plan_and_target(
             base_declared=imageconfig.version_env(got.env),
         )
     if inputs.out is not None:
-        from envpin.fsutil import check_output_path
+        from envpin.files.write import check_output_path
 
-        check_output_path(inputs.out, "--out")
+        check_output_path(inputs.out, "out")
     return plan, inputs.out if inputs.out is not None else DEFAULT_IMAGES_DIR / plan.name
 
 
@@ -461,11 +461,11 @@ def lock_requirements(
     (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
     from envpin.environment import resolve
     from envpin.environment.plan import make_plan
-    from envpin.fsutil import check_output_file
+    from envpin.files.write import check_output_file
     from envpin.image.docker import docker_client
 
     if out is not None:
-        check_output_file(out, "--out")
+        check_output_file(out, "out")
     _need_base("lock", ngc, stock, tf)
     plan = make_plan(ngc=ngc, stock=stock, tf=tf, base_image=base_image)  # the image named, before any file is read
     text = resolve.read_requirements_in(source)

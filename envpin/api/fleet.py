@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class FleetReport(Value):
+    """`envpin fleet report`: the fleet comparison, and where its HTML page goes (`html`, checked; the caller
+    writes envpin.views.fleet.html_page(result) there)."""
+
     result: FleetResult
     html: Path | None
 
@@ -30,21 +33,32 @@ def fleet_report(
     paths: list[Path], html: Path | None = None, *, expect: int | None = None, expect_nodes: Path | None = None
 ) -> FleetReport:
     """`envpin fleet report`: every node's report (files, folders, Slurm error files, collected Kubernetes
-    output) compared at once; with html= also the HTML page, written atomically.
+    output) compared at once.
 
-    `expect` (a node count) or `expect_nodes` (a file naming one node per line) says which fleet the inputs
-    should cover: a node that left no file at all is then missing, and the verdict failed, rather than
-    never heard of. ValueError when both are given or `expect` is below 1 (the CLI says so first)."""
+    `html` is where the caller will write the HTML page (the library returns data; envpin.views.fleet draws
+    the page): it is checked here, before any report is read, so a path that cannot take the page, or one
+    that is among the inputs, fails at once. `expect` (a node count) or `expect_nodes` (a file naming one
+    node per line) says which fleet the inputs should cover: a node that left no file at all is then
+    missing, and the verdict failed, rather than never heard of. UsageError when both are given or `expect`
+    is below 1."""
+    from envpin.files.write import check_output_file
     from envpin.fleet import aggregate, inputs
-    from envpin.fsutil import atomic_write, check_output_file
 
     if expect is not None and expect_nodes is not None:
-        raise ValueError("expect (a count) and expect_nodes (the names) exclude each other")
+        raise UsageError(
+            f"{param('expect')} and {param('expect_nodes')} exclude each other",
+            hint=f"{param('expect')} N counts the nodes, {param('expect_nodes')} FILE names them: give one",
+        )
+    if expect is not None and expect < 1:
+        raise UsageError(
+            f"{param('expect')} must be at least 1, not {expect}",
+            hint=f"give the number of nodes the fleet has, e.g. {param('expect')} 64",
+        )
     if html is not None:
-        check_output_file(html, "--html")
+        check_output_file(html, "html")
         clash = inputs.output_clash(paths, html)
         if clash is not None:
-            raise UsageError(f"--html {html} {clash}", hint="write the page elsewhere, or name it *.html")
+            raise UsageError(f"{param('html')} {html} {clash}", hint="write the page elsewhere, or name it *.html")
     expected = None
     if expect_nodes is not None:
         expected = aggregate.Expected.nodes(inputs.read_node_list(expect_nodes), str(expect_nodes))
@@ -52,8 +66,6 @@ def fleet_report(
         expected = aggregate.Expected(expect)
     entries = inputs.read(paths, aggregate.Reducer().add)  # each report reduced as read (bounded memory)
     result = aggregate.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries], expected)
-    if html is not None:
-        atomic_write(html, aggregate.html_bytes(result), make_parents=False)
     return FleetReport(result, html)
 
 
@@ -76,20 +88,20 @@ def fleet_manifest(
     """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
     node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
     from envpin.environment.payload import payload
+    from envpin.files.write import atomic_write, check_output_file
     from envpin.fleet import kubernetes as kube
-    from envpin.fsutil import atomic_write, check_output_file
 
     if not kubernetes:
         raise UsageError(
-            "say which manifest to write: --kubernetes",
-            hint="envpin fleet manifest --kubernetes --image REGISTRY/REPOSITORY:TAG@sha256:...",
+            f"say which manifest to write: {param('kubernetes')}",
+            hint=f"{param('kubernetes', command='fleet manifest')} {param('image')} REGISTRY/REPOSITORY:TAG@sha256:...",
         )
     if out is not None:
-        check_output_file(out, "--out")
+        check_output_file(out, "out")
     warnings = []
     if image is None:
         image = _newest_ngc_image()
-        warnings.append(f"no --image given: using {image}, the newest NGC TensorFlow image in the catalog")
+        warnings.append(f"no {param('image')} given: using {image}, the newest NGC TensorFlow image in the catalog")
     manifest = kube.render(image, namespace, payload(), selftest=selftest, quick=quick)
     if not manifest.pinned:
         warnings.append(
@@ -147,9 +159,10 @@ def probe_fleet(
     from envpin.fleet import slurm as slurm_backend
 
     if not slurm:
-        raise UsageError("fleet probe needs to know how to reach the nodes", hint="add --slurm")
+        raise UsageError("fleet probe needs to know how to reach the nodes", hint=f"add {param('slurm')}")
     if runtime is not None and image is None:
-        raise UsageError("--runtime chooses how --image runs", hint="add --image IMAGE, or drop --runtime")
+        runtime_, image_ = param("runtime"), param("image")
+        raise UsageError(f"{runtime_} chooses how {image_} runs", hint=f"add {image_} IMAGE, or drop {runtime_}")
     target = out or Path("fleet-reports")
     job_id, used, outcomes = slurm_backend.probe(
         target,
@@ -160,6 +173,13 @@ def probe_fleet(
         timeout=slurm_backend.DEFAULT_TIMEOUT_S if timeout is None else timeout,
         slurm_args=slurm_args or (),
         progress=progress,
-        probe_args=[*{True: ["--selftest"], False: ["--no-selftest"]}.get(selftest, []), *(["--quick"] * quick)],
+        probe_args=_probe_args(selftest, quick),
     )
     return FleetProbe(job_id, used, target, list(outcomes), slurm_backend.fleet_result(outcomes))
+
+
+def _probe_args(selftest: bool | None, quick: bool) -> list[str]:
+    """The probe's own command line on each node (envpin.pyz's options, not envpin's): the self-test where
+    the nodes' Python has TensorFlow unless `selftest` says otherwise."""
+    chosen = [] if selftest is None else ["--selftest"] if selftest else ["--no-selftest"]
+    return chosen + (["--quick"] if quick else [])

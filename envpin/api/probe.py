@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.record import Value
 
 if TYPE_CHECKING:
@@ -51,13 +51,20 @@ def verify_environment(
     The lock is found as every command finds it (envpin.environment.render.find_lock) and re-derived before use.
     Recording refuses a report whose environment contradicts the lock (another image, TensorFlow, CUDA or
     cuDNN, or the recipe's environment not in force), naming the fields, unless force=True; it writes the lock
-    only when something new was added, and never overwrites a recorded value."""
+    only when something new was added, and never overwrites a recorded value. UsageError for `report` with
+    `host`, and for `force` without `record`."""
     from envpin.environment.render import checked_lock, find_lock
     from envpin.reports import diff
 
     if report is not None and host:
         raise UsageError(
-            "give --report FILE or --host, not both", hint="--host probes this machine instead of reading a report"
+            f"give {param('report')} FILE or {param('host')}, not both",
+            hint=f"{param('host')} probes this machine instead of reading a report",
+        )
+    if force and not record:
+        raise UsageError(
+            f"{param('force')} only applies to {param('record')}",
+            hint=f"add {param('record')}, or drop {param('force')}",
         )
     path = find_lock(lock)
     locked, plan = checked_lock(path)
@@ -67,7 +74,7 @@ def verify_environment(
     done: list[str] = []
     warnings: list[str] = []
     if record:
-        from envpin.fsutil import exclusive
+        from envpin.files.write import exclusive
 
         contradictions = locked.contradictions(actual, plan)
         if contradictions and not force:
@@ -75,8 +82,8 @@ def verify_environment(
             raise UsageError(
                 f"{subject} does not come from the environment {path} describes, so it cannot be its reference: "
                 + "; ".join(contradictions),
-                hint=f"record a probe of the lock's image (`envpin verify --lock {path} --record` {how}), or add "
-                "--force to record it anyway",
+                hint=f"record a probe of the lock's image (`{param('lock', command='verify')} {path} "
+                f"{param('record')}` {how}), or add {param('force')} to record it anyway",
             )
         warnings = [f"recorded although {line}" for line in contradictions]
         with exclusive(path.parent):  # read, add, write as one step against other envpin writers
@@ -114,9 +121,9 @@ def _verify_subject(
     if report is not None:
         return diff.load_report(report), f"report {report}", str(report)
     if host:
-        from envpin import probe
+        from envpin.probe.report import collect
 
-        return probe.collect(), "this machine (--host: the host, not the lock's image)", "host"
+        return collect(), f"this machine ({param('host')}: the host, not the lock's image)", "host"
     import tempfile
 
     from envpin.errors import EngineError
@@ -133,13 +140,13 @@ def _verify_subject(
                 tail = " | ".join(probed.log_tail[-3:]) or "no output"
                 raise EngineError(
                     f"the probe failed inside {image.id[:19]}… ({image.tag}), exit {probed.exit_code}: {tail}",
-                    hint=f"`envpin probe --image {image.tag}` shows all of it",
+                    hint=f"`{param('image', command='probe')} {image.tag}` shows all of it",
                 )
             written = [Path(w) for w in probed.written if w.endswith(".json")]
             if not written:
                 raise EngineError(
                     f"the probe inside {image.tag} wrote no report",
-                    hint=f"`envpin probe --image {image.tag}` shows what happens",
+                    hint=f"`{param('image', command='probe')} {image.tag}` shows what happens",
                 )
             actual = diff.load_report(written[0])
     finally:
@@ -168,23 +175,30 @@ def probe_machine(
     quick: bool = False,
     anonymize: bool = False,
 ) -> ProbeResult:
-    """Probe this machine and write the report(s); with no destination the JSON goes to stdout."""
-    from envpin import probe
-    from envpin.fsutil import check_output_file, check_output_folder
-    from envpin.probe.report import one_file
+    """Probe this machine and write the report(s): both into the folder `out`, the JSON to `json_file`, the
+    Markdown to `markdown` ('-': stdout); with no destination the JSON goes to stdout. `quick` shortens the
+    self-test, which runs here only with `selftest` (UsageError otherwise)."""
+    from envpin.files.write import check_output_file, check_output_folder
+    from envpin.probe.fields import fingerprint_fields
+    from envpin.probe.report import collect, one_file, write_reports
 
+    if quick and not selftest:
+        raise UsageError(
+            f"{param('quick')} shortens the self-test, which runs on this machine only with {param('selftest')}",
+            hint=f"add {param('selftest')}, or drop {param('quick')}",
+        )
     both = one_file(str(json_file) if json_file else None, str(markdown) if markdown else None)
     if both is not None:
         raise UsageError(
-            f"--output and --markdown both name {both}: one report would replace the other",
+            f"{param('json_file')} and {param('markdown')} both name {both}: one report would replace the other",
             hint="give each report its own file",
         )
-    for path, option in ((out, "--out"), (json_file, "--output"), (markdown, "--markdown")):
-        if path is not None and (str(path) != "-" or option == "--out"):  # '-': stdout, except for a folder
-            (check_output_folder if option == "--out" else check_output_file)(path, option)
-    report = probe.collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
+    for path, name in ((out, "out"), (json_file, "json_file"), (markdown, "markdown")):
+        if path is not None and (str(path) != "-" or name == "out"):  # '-': stdout, except for a folder
+            (check_output_folder if name == "out" else check_output_file)(path, name)
+    report = collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
-        written = probe.write_reports(
+        written = write_reports(
             report,
             out_dir=str(out) if out else None,
             json_path=str(json_file) if json_file else None,
@@ -193,7 +207,7 @@ def probe_machine(
     except BrokenPipeError:
         raise  # stdout's reader went away (`envpin probe | head`): the CLI ends quietly
     except OSError as exc:
-        from envpin.fsutil import write_hint
+        from envpin.files.write import write_hint
 
         raise UsageError(f"cannot write the report: {exc}", hint=write_hint(exc)) from None
     on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
@@ -204,7 +218,7 @@ def probe_machine(
         failed, line = verdict(report["selftest"], insisted=True)
     return ProbeResult(
         report["fingerprint"],
-        len(probe.fingerprint_fields(report)),
+        len(fingerprint_fields(report)),
         len(report["probe"]["errors"]["value"]),
         [w for w in written if w != "-"],
         on_stdout,
@@ -226,16 +240,16 @@ def probe_image(
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
     from envpin.environment.plan import validate_image_ref
-    from envpin.fsutil import check_output_folder
+    from envpin.files.write import check_output_folder
     from envpin.image import probing
     from envpin.image.docker import docker_client
 
     ref = validate_image_ref(image)
     if out is not None:
-        check_output_folder(out, "--out")
+        check_output_folder(out, "out")
     if gpus not in probing.GPU_CHOICES:
         raise UsageError(
-            f"--gpus must be one of {', '.join(probing.GPU_CHOICES)}", hint="the default, auto, asks the host"
+            f"{param('gpus')} must be one of {', '.join(probing.GPU_CHOICES)}", hint="the default, auto, asks the host"
         )
     client = docker_client()
     try:
@@ -258,12 +272,12 @@ def _gpu_access() -> str | None:
     """How this host gives containers its GPUs, as `envpin doctor` reads it (the engine, CDI specs, hooks)."""
     import shutil
 
-    from envpin import doctor
+    from envpin.doctor.readings import GPU_HOOKS, Readings, read_cdi_specs, read_docker
 
-    readings = doctor.Readings(
-        docker=doctor.read_docker(),
-        cdi_specs=doctor.read_cdi_specs(),
-        container_hooks=tuple(h for h in doctor.GPU_HOOKS if shutil.which(h)),
+    readings = Readings(
+        docker=read_docker(),
+        cdi_specs=read_cdi_specs(),
+        container_hooks=tuple(h for h in GPU_HOOKS if shutil.which(h)),
     )
     return readings.gpu_access
 

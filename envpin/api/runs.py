@@ -29,9 +29,9 @@ def _workdir(keep: Path | None) -> Iterator[Path]:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return
-    from envpin.fsutil import check_output_path
+    from envpin.files.write import check_output_path
 
-    check_output_path(keep, "--keep")
+    check_output_path(keep, "keep")
     if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
         raise UsageError(f"--keep {keep} exists and is not an empty folder", hint="name a new or empty folder")
     keep.mkdir(exist_ok=True)
@@ -161,16 +161,18 @@ def bisect_runs(
     return result
 
 
-def _check_figure(path: Path, option: str) -> None:
+def _check_figure(path: Path, name: str) -> None:
     """A figure output checked before any run starts: a folder, socket or missing folder is refused by
     check_output_file; a FIFO too, since the figure is written only after the last run, minutes later (a
     descriptor such as /dev/stdout is written into)."""
     import os
     import stat
 
-    from envpin.fsutil import check_output_file
+    from envpin.errors import param
+    from envpin.files.write import check_output_file
 
-    check_output_file(path, option)
+    check_output_file(path, name)
+    option = param(name)
     with contextlib.suppress(OSError):
         if stat.S_ISFIFO(os.stat(path).st_mode) and not str(path).startswith("/dev/"):
             raise UsageError(
@@ -211,9 +213,9 @@ def study_runs(
     check_seed(seed, varied=runs)
     check_count(jobs, "-j", hint="pass the number of runs to make at once")
     check_timeout(timeout)
-    for path, option in ((html, "--html"), (svg, "--svg")):
+    for path, name in ((html, "html"), (svg, "svg")):
         if path is not None:
-            _check_figure(path, option)
+            _check_figure(path, name)
     if html is not None and svg is not None and html.resolve() == svg.resolve():
         raise UsageError(f"--html and --svg name the same file {html}", hint="name two different files")
     for path, option in ((html, "--html"), (svg, "--svg")):
@@ -228,7 +230,7 @@ def study_runs(
         result = study(
             args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout, progress=progress, slurm=srun
         )
-    from envpin.fsutil import atomic_write
+    from envpin.files.write import atomic_write
     from envpin.runs.figure import page, sheet
 
     if html is not None:

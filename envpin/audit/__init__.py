@@ -29,7 +29,7 @@ from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError
-from envpin.fsutil import read_regular
+from envpin.files.read import read_regular
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -299,7 +299,7 @@ def _run(
         remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
         outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
-    from envpin.fsutil import atomic_write_many
+    from envpin.files.write import atomic_write_many
 
     # All or nothing: every fixed file is staged beside its target before any is renamed into place.
     atomic_write_many(
@@ -360,7 +360,7 @@ def _script_target(
 
 def _check_output(out: Path, in_place: bool) -> None:
     """Refuse a destination the fixed file must not replace or create, before anything is written."""
-    from envpin.fsutil import check_output_path
+    from envpin.files.write import check_output_path
 
     how = "fix the file it names instead" if in_place else "choose another --fix-out"
     if out.is_symlink():
@@ -370,6 +370,6 @@ def _check_output(out: Path, in_place: bool) -> None:
         )
     if out.is_dir():
         raise UsageError(f"{out} is a directory", hint="give the path of the fixed file, not a folder")
-    check_output_path(out, "--in-place" if in_place else "--fix-out")
+    check_output_path(out, "in_place" if in_place else "fix_out")
     if out.exists() and not os.stat(out).st_mode & 0o222:
         raise UsageError(f"{out} is read-only", hint=f"make it writable (chmod u+w {out}) if it should change")

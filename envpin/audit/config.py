@@ -81,7 +81,7 @@ def _table(path: Path) -> dict[str, Any] | None:
     """The [tool.envpin.audit] table of a pyproject.toml, or None. A file whose bytes hold neither `envpin` nor a
     `\\u`/`\\U` escape cannot spell the key, so it is not parsed (the TOML parser costs more than a one-file
     audit's own work; a broken pyproject.toml of another tool is that tool's to report)."""
-    from envpin.fsutil import read_regular
+    from envpin.files.read import read_regular
 
     try:
         raw = read_regular(path)

@@ -31,7 +31,7 @@ from envpin.audit.words import (
     split_words,
 )
 from envpin.errors import EnvpinError
-from envpin.fsutil import MAX_READ_BYTES, read_regular
+from envpin.files.read import MAX_READ_BYTES, read_regular
 from envpin.record import Value
 
 # Substitution and words live in envpin.audit.words; these names stay importable from the parser.
@@ -662,7 +662,7 @@ def _arg(
     return Var(p.key, value, ins.line, kind, unresolved)
 
 
-#: The largest Dockerfile the audit reads (fsutil.MAX_READ_BYTES): a real one is kilobytes.
+#: The largest Dockerfile the audit reads (envpin.files.read.MAX_READ_BYTES): a real one is kilobytes.
 MAX_DOCKERFILE_BYTES = MAX_READ_BYTES
 
 

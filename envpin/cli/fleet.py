@@ -52,21 +52,14 @@ def fleet_report(
     Exit 0: every node probed and consistent; 1: a breaking difference, or a node failed, timed out, is
     missing (--expect, --expect-nodes) or was not expected; 2: bad input."""
     from envpin import api
-    from envpin.errors import UsageError
     from envpin.views import console, fleet
 
-    if expect is not None and expect_nodes is not None:
-        raise UsageError(
-            "--expect and --expect-nodes exclude each other",
-            hint="--expect N counts the nodes, --expect-nodes FILE names them: give one",
-        )
-    if expect is not None and expect < 1:
-        raise UsageError(
-            f"--expect must be at least 1, not {expect}",
-            hint="give the number of nodes the fleet has, e.g. --expect 64",
-        )
     chosen = "json" if wants_json(fmt, as_json) else "text"
     res = api.fleet_report(paths, html=html, expect=expect, expect_nodes=expect_nodes)
+    if res.html is not None:  # the api checked the path; the view draws the page; written here, atomically
+        from envpin.files.write import atomic_write
+
+        atomic_write(res.html, fleet.html_page(res.result), make_parents=False)
     fleet.report(res, chosen, console.out(), console.err())
     raise typer.Exit(res.exit_code)
 
@@ -140,7 +133,7 @@ def fleet_probe(
             "--timeout", metavar="SECONDS", help="Limit for the allocation and for each node's probe (default 300)."
         ),
     ] = None,
-    slurm_arg: Annotated[
+    slurm_args: Annotated[
         list[str] | None,
         typer.Option(
             "--slurm-arg", metavar="OPTION", help="Extra salloc option, repeatable: --slurm-arg=--account=ml."
@@ -173,7 +166,7 @@ def fleet_probe(
         runtime=runtime,
         out=out,
         timeout=timeout,
-        slurm_args=slurm_arg,
+        slurm_args=slurm_args,
         progress=lambda text: console.say(console.err(), text),
         selftest=selftest,
         quick=quick,

@@ -28,13 +28,13 @@ def probe_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write <hostname>-<UTC time>-<pid>.json and .md here.")
     ] = None,
-    output: Annotated[
+    json_file: Annotated[
         Path | None,
         typer.Option(
             "--output", "-o", parser=output_file, metavar="FILE", help="Write the JSON report to FILE ('-': stdout)."
         ),
     ] = None,
-    json_file: Annotated[
+    old_json: Annotated[
         Path | None,
         typer.Option(
             "--json", parser=output_file, metavar="FILE", help="Deprecated spelling of --output FILE.", hidden=True
@@ -79,32 +79,27 @@ def probe_cmd(
     from envpin.errors import UsageError
     from envpin.views import console, probe
 
-    if json_file is not None:
-        if output is not None:
+    if old_json is not None:
+        if json_file is not None:
             raise UsageError(
                 "--json FILE is the old spelling of --output FILE; give one of them", hint="use --output FILE (-o FILE)"
             )
         console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
-        output = json_file
+        json_file = old_json
     # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
     # its JSON on stdout, which a spinner on the same terminal would interleave with.
     request: api.HostProbeRequest | api.ImageProbeRequest
     if image is None:
-        if quick and not selftest:
-            raise UsageError(
-                "--quick shortens the self-test, which runs on this machine only with --selftest",
-                hint="add --selftest, or drop --quick",
-            )
         request = api.HostProbeRequest(
             out=out,
-            json_file=output,
+            json_file=json_file,
             markdown=markdown,
             with_tf=with_tf,
             selftest=bool(selftest),
             quick=quick,
             anonymize=anonymize,
         )
-    elif output or markdown or with_tf:
+    elif json_file or markdown or with_tf:
         raise UsageError(
             "--image writes both reports into --out; --output, --markdown and --with-tf are for probing this machine",
             hint="drop them, or give --out DIR",
@@ -180,15 +175,8 @@ def verify_cmd(
     Without --report or --host the image built here from the lock is probed in a throwaway container.
     Exit 0: no breaking difference; 1: some breaking; 2: bad input."""
     from envpin import api
-    from envpin.errors import UsageError
     from envpin.views import console, diff
 
-    if report is not None and host:
-        raise UsageError(
-            "give --report FILE or --host, not both", hint="--host probes this machine instead of reading a report"
-        )
-    if force and not record:
-        raise UsageError("--force only applies to --record", hint="add --record, or drop --force")
     probing = report is None and not host
     with console.progress("probing the lock's image") if probing else contextlib.nullcontext(None) as update:
         res = api.verify_environment(lock, report, record, host=host, force=force, progress=update)

@@ -24,7 +24,8 @@ import tomli_w
 from envpin import __version__
 from envpin._compat import tomllib
 from envpin.errors import LockError
-from envpin.fsutil import atomic_write, exclusive, read_regular, read_user_text, sha256_bytes
+from envpin.files.read import read_regular, read_user_text, sha256_bytes
+from envpin.files.write import atomic_write, exclusive
 from envpin.portable.imageref import is_digest
 from envpin.record import Value
 
@@ -290,7 +291,7 @@ class Lock(Value):
                 problems.append(f"{rel}: would render differently now")
             elif not _file_matches(folder / rel, self.files[rel]):
                 problems.append(f"{rel}: missing or edited in {folder}")
-        from envpin.fsutil import folder_files
+        from envpin.files.read import folder_files
 
         foreign = (rel for rel in folder_files(folder) if rel not in self.files and rel != LOCK_NAME)
         for n, rel in enumerate(foreign if folder.is_dir() else ()):
@@ -753,7 +754,7 @@ def _sorted(value: Any) -> Any:
 
 
 def _file_matches(path: Path, digest: str) -> bool:
-    from envpin.fsutil import sha256_file
+    from envpin.files.read import sha256_file
 
     try:
         return path.is_file() and sha256_file(path) == digest

@@ -23,7 +23,7 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
-from envpin.fsutil import sha256_bytes
+from envpin.files.read import sha256_bytes
 
 PAYLOAD_NAME = "envpin.pyz"
 #: Where the image keeps it (the Dockerfile's COPY target and PYTHONPATH entry).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from envpin import __version__
 from envpin.errors import UsageError, shown
-from envpin.fsutil import read_regular, sha256_bytes
+from envpin.files.read import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
 from envpin.knowledge.versions import NGCSpec, TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
 from envpin.portable import imageref

@@ -16,7 +16,8 @@ from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.environment.plan import BuildPlan
 from envpin.environment.requirements import render_lock
 from envpin.errors import LockError, RenderError, UsageError, shown
-from envpin.fsutil import exclusive, folder_files, replace_folder, sha256_file
+from envpin.files.read import folder_files, sha256_file
+from envpin.files.write import exclusive, replace_folder
 from envpin.portable import imageref
 
 GENERATED_MARK = "# envpin: generated from inputs "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envpin.errors import RequirementsError, shown
-from envpin.fsutil import read_user_text
+from envpin.files.read import read_user_text
 from envpin.record import Value
 
 _HASH = re.compile(r"sha256:[0-9a-f]{64}\Z")

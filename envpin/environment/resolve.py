@@ -28,7 +28,8 @@ from typing import Any
 
 from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
 from envpin.errors import EngineError, EnvpinError, RequirementsError
-from envpin.fsutil import atomic_write, read_regular, sha256_bytes
+from envpin.files.read import read_regular, sha256_bytes
+from envpin.files.write import atomic_write
 from envpin.knowledge.facts import cache_dir
 from envpin.record import Value
 

@@ -11,7 +11,7 @@ other collector, and nodes that failed or timed out: those stay in the result as
 Given the fleet the user expects (``Expected``: a node count or the node names), a node that left nothing
 at all is counted as missing too. A fleet with a node that failed, timed out or is missing is never
 called consistent: its verdict starts with "failed:" and its exit code is 1.
-The result renders as canonical JSON (``to_json``) and as one self-contained HTML page (``to_html``).
+The result renders as canonical JSON (``to_json``); envpin.views.fleet draws it as text and as one HTML page.
 """
 
 from __future__ import annotations
@@ -639,74 +639,3 @@ def _golden_spread(g: GoldenGroup) -> Spread:
 
     common = _most_common({h: len(n) for h, n in g.hashes.items()})
     return Spread(GOLDEN_PREFIX + g.device_class, fields.BREAKING, GOLDEN_REASON, dict(g.hashes), g.unchecked, common)
-
-
-# --- HTML ------------------------------------------------------------------------------------------------
-
-CELL_LIMIT = 40
-#: Fields shown as matrix columns (most severe first); the table of differing fields above it lists them all.
-MATRIX_COLUMNS = 150
-
-
-def _cell(text: str) -> str:
-    return text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…"
-
-
-def html_context(result: FleetResult) -> dict[str, Any]:
-    """What the HTML template shows, computed here so the template only lays it out."""
-    columns = list(result.spreads[:MATRIX_COLUMNS])
-    value_maps = [{n: v for v, ns in s.values.items() for n in ns} for s in columns]
-    absent_sets = [set(s.absent) for s in columns]
-    outliers = set(result.outliers)
-    rows = []
-    order = {c.id: i for i, c in enumerate(result.classes)}
-    probed = sorted((n for n in result.nodes if n.status == OK), key=lambda n: (order[n.class_id or 0], n.name))
-    for n in probed:
-        cells = []
-        for s, values, absent in zip(columns, value_maps, absent_sets, strict=True):
-            value = values.get(n.name)
-            if s.golden:
-                if value is None:
-                    text, full = ("not checked" if n.name in absent else ""), ""
-                    mark = ""
-                else:
-                    text, full, mark = _cell(value), value, (s.severity if value != s.common else "")
-            else:
-                text = "(absent)" if value is None else _cell(value)
-                full = "" if value is None else value
-                mark = s.severity if value != s.common else ""
-            cells.append({"text": text, "full": full if full != text else "", "mark": mark})
-        rows.append({"name": n.name, "class_id": n.class_id, "outlier": n.name in outliers, "cells": cells})
-    failed = [n for n in result.nodes if n.status != OK]
-    return {
-        "verdict": result.verdict(),
-        "counts": result.counts(),
-        "expected": result.expected,
-        "found": result.found(),
-        "unnamed_missing": result.unnamed_missing,
-        "unexpected": result.unexpected,
-        "surplus": result.surplus,
-        "classes": result.classes,
-        "outliers": result.outliers,
-        "golden": result.golden,
-        "columns": columns,
-        "fields": result.spreads,
-        "hidden_columns": len(result.spreads) - len(columns),
-        "rows": rows,
-        "failed": failed,
-        "informational": result.informational,
-        "exit_code": result.exit_code,
-    }
-
-
-def to_html(result: FleetResult) -> str:
-    """One self-contained page (inline CSS, no script, no external asset); every text is HTML-escaped."""
-    from envpin.environment.render import template_env
-
-    template = template_env("envpin.fleet", autoescape=True).get_template("fleet-report.html.j2")
-    return template.render(**html_context(result))
-
-
-def html_bytes(result: FleetResult) -> bytes:
-    """The page as UTF-8; lone surrogates from undecodable bytes in a report are written as escapes."""
-    return to_html(result).encode("utf-8", "backslashreplace")

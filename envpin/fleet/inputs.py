@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import ReportError, UsageError, shown
+from envpin.errors import ReportError, UsageError, param, shown
 from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, kubernetes_node_name, node_name
 from envpin.record import Value
 
@@ -34,11 +34,23 @@ SUFFIXES = (".json", ".log")
 #: What `fleet probe --slurm` writes for a node without a report: <node>.error.txt (error_file_text).
 ERROR_SUFFIX = ".error.txt"
 _PREFIX = re.compile(r"\[pod/([^/\]]+)/([^\]]*)\] ?")
-_HINT = "pass probe reports (envpin probe -o FILE), 'kubectl logs --prefix' output or 'kubectl get pods -o json'"
-_ERROR_HINT = (
-    "fleet probe --slurm writes <node>.error.txt as two lines, 'status: failed' (or timed_out) and "
-    "'error: <why>'; remove the file if it is not one"
-)
+
+
+def _hint() -> str:
+    """What fleet report reads: built when raised, so the probe's option is named as the caller names it."""
+    return (
+        f"pass probe reports ({param('json_file', command='probe')} FILE), 'kubectl logs --prefix' output or "
+        "'kubectl get pods -o json'"
+    )
+
+
+def _error_hint() -> str:
+    return (
+        f"{param('slurm', command='fleet probe')} writes <node>.error.txt as two lines, 'status: failed' (or "
+        "timed_out) and 'error: <why>'; remove the file if it is not one"
+    )
+
+
 _LIST_HINT = (
     "one node name per line ('#' starts a comment), e.g. from `scontrol show hostnames` or `kubectl get nodes -o name`"
 )
@@ -67,7 +79,7 @@ def _is_error_file(path: Path) -> bool:
 def files_of(paths: Sequence[Path]) -> list[Path]:
     """The files to read: files as given, folders' *.json, *.log and *.error.txt files in name order."""
     if not paths:
-        raise UsageError("no probe reports given", hint="envpin fleet report DIR or FILE...")
+        raise UsageError("no probe reports given", hint=f"name the reports, or folders of them, in {param('paths')}")
     out: list[Path] = []
     for path in paths:
         try:
@@ -86,7 +98,7 @@ def files_of(paths: Sequence[Path]) -> list[Path]:
             if not found:
                 raise ReportError(
                     f"no probe reports (*.json, *.log, *.error.txt) in {path}",
-                    hint="write them with 'envpin probe --out DIR', or see docs/fleet.md",
+                    hint=f"write them with '{param('out', command='probe')} DIR', or see docs/fleet.md",
                 )
             out += found
         elif exists:
@@ -138,7 +150,7 @@ def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None 
     """Every node the inputs name, in a deterministic order (files in the order given, pods by name).
     `keep` (e.g. envpin.fleet.aggregate.Reducer.add) turns each checked report file into what its entry
     holds, as it is read: the parsed report is then dropped, so a large fleet's reports are never all held."""
-    from envpin.fsutil import read_user_text
+    from envpin.files.read import read_user_text
 
     entries: list[Entry] = []
     pods: dict[str, _Pod] = {}
@@ -164,12 +176,12 @@ def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None 
         try:
             check_report(data, str(path))
         except ReportError as exc:
-            raise ReportError(exc.message, hint=exc.hint or _HINT) from None
+            raise ReportError(exc.message, hint=exc.hint or _hint()) from None
         entries.append(Entry(node_name(data, path.stem), data if keep is None else keep(data), str(path)))
     for pod in sorted(set(logs) | set(pods)):
         entries.append(_pod_entry(pod, logs.get(pod), pods.get(pod)))
     if not entries:
-        raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_HINT)
+        raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_hint())
     return entries
 
 
@@ -185,7 +197,7 @@ def parse_error_file(text: str, origin: str) -> NodeFailure:
     if status not in (FAILED, TIMED_OUT) or not rest.startswith("error: "):
         said = shown(head, 60) if head.strip() else "empty"
         raise ReportError(
-            f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})", hint=_ERROR_HINT
+            f"{origin} is not an error file of 'envpin fleet probe' (first line: {said})", hint=_error_hint()
         )
     return NodeFailure(status, rest[len("error: ") :].rstrip("\n") or "no reason given")
 
@@ -194,7 +206,7 @@ def read_node_list(path: Path) -> tuple[str, ...]:
     """The nodes of `--expect-nodes FILE`: one name per line; blank lines and '#' comments are skipped, and
     `kubectl get nodes -o name`'s 'node/' prefix is dropped. A list that names no node, a name given twice,
     a line of several words or a Slurm host list (gpu[01-04]) is a UsageError."""
-    from envpin.fsutil import read_user_text
+    from envpin.files.read import read_user_text
 
     text = read_user_text(path, "node list", UsageError)
     names: list[str] = []
@@ -223,9 +235,9 @@ def read_node_list(path: Path) -> tuple[str, ...]:
 
 
 def _json(text: str, path: Path) -> Any:
-    from envpin.fsutil import parse_json
+    from envpin.files.read import parse_json
 
-    return parse_json(text, str(path), ReportError, hint=_HINT)
+    return parse_json(text, str(path), ReportError, hint=_hint())
 
 
 def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status: _Pod | None) -> Entry:
@@ -270,13 +282,13 @@ def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:
     and after its closing '}' (a runtime's banner, a warning) are skipped."""
     from envpin.reports.diff import check_report
 
-    data: Any = None
+    data: Mapping[str, Any] = {}  # a report once check_report has passed it
     candidates = ["\n".join(lines)]
     opening = [i for i, line in enumerate(lines) if line.rstrip() == "{"]
     closing = [i for i, line in enumerate(lines) if line.rstrip() == "}"]
     if opening and closing and opening[0] < closing[-1]:
         candidates.append("\n".join(lines[opening[0] : closing[-1] + 1]))
-    from envpin.fsutil import parse_json
+    from envpin.files.read import parse_json
 
     for candidate in candidates:
         try:
@@ -306,23 +318,32 @@ def parse_pod_list(data: Mapping[str, Any], origin: str = "pod list") -> list[_P
     out = []
     for item in items:
         if not isinstance(item, dict):
-            raise ReportError(f"{origin}: an item is not an object", hint=_HINT)
-        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-        inits = spec.get("initContainers") if isinstance(spec.get("initContainers"), list) else []
+            raise ReportError(f"{origin}: an item is not an object", hint=_hint())
+        spec = _object(item.get("spec"))
+        inits = _list(spec.get("initContainers"))
         if not any(isinstance(c, dict) and c.get("name") == PROBE_CONTAINER for c in inits):
             continue  # another workload's pod in the same namespace
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
-        pod = str(meta.get("name") or "?")
-        status = item.get("status") if isinstance(item.get("status"), dict) else {}
+        pod = str(_object(item.get("metadata")).get("name") or "?")
+        status = _object(item.get("status"))
         out.append(_Pod(pod, _node_of(spec), _failure(status)))
     return out
+
+
+def _object(value: object) -> dict[str, Any]:
+    """A JSON object of a pod list, or {} where the field is missing or of another type."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _node_of(spec: Mapping[str, Any]) -> str | None:
     """The node a pod runs on, or, still unscheduled, the node its DaemonSet meant it for (the controller
     pins each pod with a required node affinity on metadata.name)."""
-    if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
-        return spec["nodeName"]
+    name = spec.get("nodeName")
+    if isinstance(name, str) and name:
+        return name
     try:
         terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         for term in terms:
@@ -337,12 +358,10 @@ def _node_of(spec: Mapping[str, Any]) -> str | None:
 def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
     """None when the probe container exited 0; else failed (it exited otherwise) or timed out (it has not
     finished: pending, unschedulable, still running)."""
-    statuses = status.get("initContainerStatuses")
-    for st in statuses if isinstance(statuses, list) else []:
+    for st in _list(status.get("initContainerStatuses")):
         if not isinstance(st, dict) or st.get("name") != PROBE_CONTAINER:
             continue
-        state = st.get("state") if isinstance(st.get("state"), dict) else {}
-        last = st.get("lastState") if isinstance(st.get("lastState"), dict) else {}
+        state, last = _object(st.get("state")), _object(st.get("lastState"))
         done = state.get("terminated") or last.get("terminated")
         if isinstance(done, dict):
             code = done.get("exitCode")
@@ -354,8 +373,7 @@ def _failure(status: Mapping[str, Any]) -> NodeFailure | None:
             return NodeFailure(TIMED_OUT, "the probe was still running when the pods were listed")
         if isinstance(state.get("waiting"), dict):
             return NodeFailure(TIMED_OUT, "the probe has not started" + _why(state["waiting"]))
-    conditions = status.get("conditions")
-    for cond in conditions if isinstance(conditions, list) else []:
+    for cond in _list(status.get("conditions")):
         if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return NodeFailure(TIMED_OUT, "the pod was not scheduled" + _why(cond))
     return NodeFailure(TIMED_OUT, f"the probe has not run (pod phase {status.get('phase') or 'unknown'})")

@@ -71,7 +71,7 @@ def render(image: str, namespace: str, payload: bytes, selftest: bool | None = N
     from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
     from envpin.environment.plan import validate_image_ref
     from envpin.environment.render import template_env
-    from envpin.fsutil import sha256_bytes
+    from envpin.files.read import sha256_bytes
     from envpin.portable import imageref
 
     validate_image_ref(image)

@@ -26,18 +26,24 @@ import sys
 import tempfile
 import zlib
 
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Dict, List, Sequence, Union
+
+    Result = Dict[str, Union[str, int]]
+
 MARK = "@envpin-task"
 VERSION = "1"
 CHUNK = 600
 STDERR_TAIL = 2000
 
 
-def node_name():
+def node_name() -> str:
     """Slurm's name for this node (what the allocation lists), else the host name."""
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def frame(node, result):
+def frame(node: str, result: "Result") -> "List[str]":
     """The result as protocol lines (see the module docstring)."""
     blob = base64.b64encode(zlib.compress(json.dumps(result, sort_keys=True).encode("utf-8"))).decode("ascii")
     digest = hashlib.sha256(blob.encode("ascii")).hexdigest()[:16]
@@ -45,7 +51,7 @@ def frame(node, result):
     return ["%s %s %s %d %d %s %s" % (MARK, VERSION, node, i, len(chunks), digest, c) for i, c in enumerate(chunks)]
 
 
-def run_probe(payload, expected, timeout, args):
+def run_probe(payload: bytes, expected: str, timeout: float, args: "Sequence[str]") -> "Result":
     """Run the probe archive `payload`; a result dict with status ok / failed / timeout."""
     if hashlib.sha256(payload).hexdigest() != expected:
         return {
@@ -87,7 +93,7 @@ def run_probe(payload, expected, timeout, args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv):
+def main(argv: "List[str]") -> int:
     if len(argv) < 2:
         sys.stderr.write("usage: python3 -c SOURCE SHA256 TIMEOUT [probe options] < envpin.pyz\n")
         return 2

@@ -31,13 +31,17 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envpin.errors import ReportError, SlurmError, UsageError
+from envpin.errors import ReportError, SlurmError, UsageError, param
+from envpin.files.read import parse_json
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
-from envpin.fsutil import parse_json
 from envpin.record import Value
+
+if TYPE_CHECKING:
+    from envpin.fleet.aggregate import FleetResult
+    from envpin.portable.imageref import ImageRef
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
 #: Container runtimes for --image: the first two run inside the task, pyxis is an srun plugin.
@@ -154,10 +158,10 @@ def plan(sinfo_text: str, partition: str | None, nodes: int | None) -> Plan:
     if name is None:
         raise UsageError(
             "this cluster has no default partition",
-            hint=f"name one with --partition ({', '.join(sorted(parts)) or 'sinfo lists none'})",
+            hint=f"name one with {param('partition')} ({', '.join(sorted(parts)) or 'sinfo lists none'})",
         )
     if name not in parts:
-        raise UsageError(f"partition {name} has no nodes", hint="see `sinfo`; choose one with --partition")
+        raise UsageError(f"partition {name} has no nodes", hint=f"see `sinfo`; choose one with {param('partition')}")
     listed = parts[name]
     usable = [n for n in listed if n.usable]
     if nodes is None:
@@ -165,13 +169,15 @@ def plan(sinfo_text: str, partition: str | None, nodes: int | None) -> Plan:
             return Plan(name, 0, (), tuple(listed))
         return Plan(name, len(usable), tuple(n.name for n in usable), tuple(n for n in listed if not n.usable))
     if nodes < 1:
-        raise UsageError("--nodes must be at least 1", hint="leave it out to probe every node of the partition")
+        raise UsageError(
+            f"{param('nodes')} must be at least 1", hint="leave it out to probe every node of the partition"
+        )
     if nodes > len(usable):
         down = [n.name for n in listed if not n.usable]
         raise UsageError(
-            f"--nodes {nodes}, but partition {name} has {len(usable)} usable node(s)"
+            f"{param('nodes')} {nodes}, but partition {name} has {len(usable)} usable node(s)"
             + (f" ({len(down)} down or drained: {', '.join(down)})" if down else ""),
-            hint="ask for fewer, or leave --nodes out to probe (and report) every node",
+            hint=f"ask for fewer, or leave {param('nodes')} out to probe (and report) every node",
         )
     return Plan(name, nodes, None, ())
 
@@ -200,7 +206,7 @@ def pyxis_image(image: str) -> str:
     )
 
 
-def _image_ref(image: str) -> Any:
+def _image_ref(image: str) -> ImageRef:
     from envpin.portable import imageref
 
     try:
@@ -497,14 +503,14 @@ def probe(
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
     Returns (job id, partition, one outcome per node, sorted by node)."""
     from envpin.environment.payload import payload
-    from envpin.fsutil import check_output_folder
+    from envpin.files.write import check_output_folder
 
     say = progress or (lambda _text: None)
     if runtime not in RUNTIMES:
-        raise UsageError(f"--runtime must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
+        raise UsageError(f"{param('runtime')} must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
     if timeout < 1:
-        raise UsageError("--timeout must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
-    check_output_folder(out, "--out")
+        raise UsageError(f"{param('timeout')} must be at least 1 second", hint=f"the default is {DEFAULT_TIMEOUT_S}")
+    check_output_folder(out, "out")
     require_clients()
     archive = payload()
     sha = hashlib.sha256(archive).hexdigest()
@@ -532,13 +538,13 @@ def probe(
             if job_id is None:
                 raise SlurmError(
                     f"salloc refused the request: {_said(alloc.stderr)}",
-                    hint="check the partition and the --slurm-arg options (salloc --help)",
+                    hint=f"check the partition and the {param('slurm_args')} options (salloc --help)",
                 )
             if alloc.returncode != 0:
                 raise SlurmError(
                     f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
                     f"within {timeout} s: {_said(alloc.stderr)}",
-                    hint="the nodes may be busy: retry later, or with a longer --timeout",
+                    hint=f"the nodes may be busy: retry later, or with a longer {param('timeout')}",
                 )
             outcomes += _run_tasks(job_id, p, task, archive, timeout, image, runtime, say)
         finally:
@@ -601,7 +607,7 @@ def _with_path(out: Path, o: NodeOutcome) -> NodeOutcome:
 def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
     """Each node's report or its error, all at once; a node's file from an earlier run of the other kind is
     removed, so the folder never shows a stale report for a node that failed this time."""
-    from envpin.fsutil import atomic_write_many
+    from envpin.files.write import atomic_write_many
     from envpin.probe.report import to_json
 
     files: dict[Path, bytes] = {}
@@ -624,7 +630,7 @@ def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
 # --------------------------------------------------------------------------- what the reports say together
 
 
-def fleet_result(outcomes: Sequence[NodeOutcome]) -> Any:
+def fleet_result(outcomes: Sequence[NodeOutcome]) -> FleetResult:
     """The fleet comparison of the nodes (envpin.fleet.aggregate, as `fleet report` makes it): a node that
     failed or timed out stays in it as such."""
     from envpin.fleet import aggregate

@@ -346,7 +346,7 @@ class _BuildJob(Value):
     def _settle(self, engine: Engine, built: Image, facts: ImageFacts, tag: str, *, up_to_date: bool) -> BuildResult:
         """Record the image in the lock the first time these inputs are built; afterwards, confirm it."""
         from envpin.environment import lockfile
-        from envpin.fsutil import exclusive
+        from envpin.files.write import exclusive
 
         lock_path = self.target / lockfile.LOCK_NAME
         with exclusive(self.target):  # read and record as one step against other envpin writers

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envpin.errors import EngineError
-from envpin.fsutil import atomic_write
+from envpin.files.write import atomic_write
 from envpin.image.model import BuildOutcome
 from envpin.record import Value
 

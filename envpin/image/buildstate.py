@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from envpin.errors import EnvpinError
-from envpin.fsutil import atomic_write, parse_json, read_regular
+from envpin.files.read import parse_json, read_regular
+from envpin.files.write import atomic_write
 from envpin.record import Value
 
 #: Overrides the state directory (tests, CI, shared build hosts).

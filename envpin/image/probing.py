@@ -198,7 +198,7 @@ def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> Loc
 def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:
     """What the self-test in the container found, from the JSON report it wrote (None: no report, or no
     self-test in it)."""
-    from envpin.fsutil import parse_json, read_regular
+    from envpin.files.read import parse_json, read_regular
     from envpin.probe.selftest.run import verdict
 
     for path in written:

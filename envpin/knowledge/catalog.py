@@ -478,7 +478,7 @@ def coverage(entries: Iterable[Entry]) -> Counter[tuple[str, str | None]]:
 @lru_cache(maxsize=4)
 def _load_file(path: str, mtime_ns: int, size: int, shipped: bool = False) -> Catalog:
     p = Path(path)
-    from envpin.fsutil import parse_json, read_regular
+    from envpin.files.read import parse_json, read_regular
 
     try:
         raw = read_regular(p)
@@ -497,7 +497,7 @@ def _passed(raw: bytes) -> bool:
     """The shipped file is byte for byte the one recorded after it passed the full check (catalogcheck)."""
     import hashlib
 
-    from envpin.fsutil import read_regular
+    from envpin.files.read import read_regular
 
     try:  # a SHA-256 in hex and a newline; anything else, or no regular file, is no record
         recorded = read_regular(checked_record_path(), 128).decode("ascii").strip()

@@ -316,7 +316,7 @@ def record(path: Path, record_path: Path) -> str:
     and nothing written)."""
     import json
 
-    from envpin.fsutil import atomic_write
+    from envpin.files.write import atomic_write
 
     raw = path.read_bytes()
     validate(json.loads(raw.decode("utf-8")), f"catalog file {path}")

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envpin.errors import EnvpinError, shown
-from envpin.fsutil import atomic_write, parse_json, read_regular
+from envpin.files.read import parse_json, read_regular
+from envpin.files.write import atomic_write
 from envpin.knowledge.fields import IMAGE_SOURCE, image_problems, is_repository_name
 from envpin.portable.imageref import is_digest
 from envpin.record import Value

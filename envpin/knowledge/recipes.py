@@ -128,7 +128,7 @@ class Recipe(Value):
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    from envpin.fsutil import parse_json, read_regular
+    from envpin.files.read import parse_json, read_regular
     from envpin.knowledge.catalogcheck import shipped_data_path  # not importlib.resources: ~4 ms of start-up
 
     path = shipped_data_path("recipes.json")

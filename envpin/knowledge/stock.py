@@ -216,7 +216,7 @@ def stock_path() -> str:
 @lru_cache(maxsize=1)
 def load() -> StockCatalog:
     """The shipped stock table, validated (a CatalogError names the first problem)."""
-    from envpin.fsutil import parse_json, read_regular
+    from envpin.files.read import parse_json, read_regular
 
     path = stock_path()
     try:

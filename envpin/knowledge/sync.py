@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import RegistryError, UsageError, shown
-from envpin.fsutil import atomic_write
+from envpin.files.write import atomic_write
 from envpin.knowledge import catalog, facts
 from envpin.knowledge.catalog import IMAGE_SOURCE, Catalog, Entry
 from envpin.knowledge.imageconfig import (

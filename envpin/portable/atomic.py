@@ -1,6 +1,6 @@
 """All-or-nothing file replacement (standard library only, Python 3.6+).
 
-The probe writes its reports with it inside images, and the host side (envpin.fsutil) builds its atomic
+The probe writes its reports with it inside images, and the host side (envpin.files.write) builds its atomic
 writes and folder swaps on it, so both get the same guarantees: staged and fsynced beside the target,
 renamed together with Ctrl-C and termination held back.
 """

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envpin.errors import RegistryError, shown
-from envpin.fsutil import parse_json
+from envpin.files.read import parse_json
 from envpin.portable import imageref
 from envpin.portable.imageref import ImageRef
 from envpin.record import Value

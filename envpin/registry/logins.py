@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envpin.errors import RegistryError, shown
-from envpin.fsutil import parse_json, read_regular
+from envpin.files.read import parse_json, read_regular
 from envpin.portable.imageref import DOCKER_HUB
 from envpin.record import Value
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import ReportError, shown
-from envpin.fsutil import parse_json, read_regular
+from envpin.files.read import parse_json, read_regular
 from envpin.probe import PROBE_SCHEMA, fields
 from envpin.record import Value
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError, shown
-from envpin.fsutil import read_regular, read_tail
+from envpin.files.read import read_regular, read_tail
 from envpin.record import Value
 
 #: The seed a run receives; the hook seeds Python, NumPy and TensorFlow with it.

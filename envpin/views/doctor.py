@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.doctor import Diagnosis
+    from envpin.doctor.diagnosis import Diagnosis
 
 _LABEL = {"ok": "ok", "forward-compat": "fwd-compat", "problem": "PROBLEM", "unknown": "unknown"}
 

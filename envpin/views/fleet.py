@@ -1,14 +1,16 @@
-"""Views of `envpin fleet`: the fleet summary (or its JSON), and the manifest."""
+"""Views of `envpin fleet`: the fleet summary (or its JSON), its HTML page, and the manifest."""
 
 from __future__ import annotations
 
 import sys
 
-from envpin.errors import shown
+from envpin.errors import param, shown
 from envpin.views.console import say
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.console import Console
 
     from envpin.api import FleetManifest, FleetReport
@@ -41,7 +43,9 @@ def report(res: FleetReport, fmt: str, console: Console, note: Console) -> None:
         say(note, f"wrote {res.html}")
 
 
-def summary(result: FleetResult, console: Console) -> None:
+def summary(result: FleetResult, console: Console, command: str | None = None) -> None:
+    """The text summary. Its notes name the parameters of `envpin fleet report` that show more (`command`:
+    "fleet report" when the summary follows another command, whose parameters those are not)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -51,7 +55,7 @@ def summary(result: FleetResult, console: Console) -> None:
     if expected is None:
         say(console, f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out)")
     else:
-        source = f"listed in {shown(expected.origin, 200)}" if expected.origin else "--expect"
+        source = f"listed in {shown(expected.origin, 200)}" if expected.origin else param("expect", command)
         say(
             console,
             f"nodes: {c['nodes']} ({c['ok']} probed, {c['failed']} failed, {c['timed_out']} timed out, "
@@ -85,7 +89,11 @@ def summary(result: FleetResult, console: Console) -> None:
             )
         console.print(t)
         if len(result.spreads) > FIELDS_SHOWN:
-            say(console, f"… and {len(result.spreads) - FIELDS_SHOWN} more fields (--format json and --html show all)")
+            hidden = len(result.spreads) - FIELDS_SHOWN
+            say(
+                console,
+                f"… and {hidden} more fields ({param('fmt', command)} json and {param('html', command)} show all)",
+            )
     if result.golden:
         t = Table(title="golden training hashes per device class", title_justify="left", header_style="bold")
         for col in ("device class", "verdict", "hashes (nodes)"):
@@ -116,7 +124,7 @@ def summary(result: FleetResult, console: Console) -> None:
         say(
             console,
             f"missing: {result.unnamed_missing} of the {expected.count} expected nodes left no report and "
-            f"no error file ({result.found()} found; --expect-nodes FILE would name them)",
+            f"no error file ({result.found()} found; {param('expect_nodes', command)} FILE would name them)",
         )
     if result.unexpected:
         listed = shown(expected.origin, 200) if expected is not None and expected.origin else "the expected nodes"
@@ -129,7 +137,7 @@ def summary(result: FleetResult, console: Console) -> None:
         say(
             console,
             f"not expected: {result.surplus} node(s) more than the {expected.count} expected "
-            f"({result.found()} found: a stale or duplicate report, or a wrong --expect)",
+            f"({result.found()} found: a stale or duplicate report, or a wrong {param('expect', command)})",
         )
     if result.informational:
         keys = list(result.informational)
@@ -164,3 +172,80 @@ def manifest(res: FleetManifest, console: Console, note: Console) -> None:
     else:
         sys.stdout.write(res.text)
         sys.stdout.flush()
+
+
+# --- the HTML page -----------------------------------------------------------------------------------------
+
+CELL_LIMIT = 40
+#: Fields shown as matrix columns (most severe first); the table of differing fields above it lists them all.
+MATRIX_COLUMNS = 150
+
+
+def _cell(text: str) -> str:
+    return text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…"
+
+
+def html_context(result: FleetResult) -> dict[str, Any]:
+    """What the HTML template shows, computed here so the template only lays it out."""
+    from envpin.fleet.aggregate import OK
+
+    columns = list(result.spreads[:MATRIX_COLUMNS])
+    value_maps = [{n: v for v, ns in s.values.items() for n in ns} for s in columns]
+    absent_sets = [set(s.absent) for s in columns]
+    outliers = set(result.outliers)
+    rows = []
+    order = {c.id: i for i, c in enumerate(result.classes)}
+    probed = sorted((n for n in result.nodes if n.status == OK), key=lambda n: (order[n.class_id or 0], n.name))
+    for n in probed:
+        cells = []
+        for s, values, absent in zip(columns, value_maps, absent_sets, strict=True):
+            value = values.get(n.name)
+            if s.golden:
+                if value is None:
+                    text, full = ("not checked" if n.name in absent else ""), ""
+                    mark = ""
+                else:
+                    text, full, mark = _cell(value), value, (s.severity if value != s.common else "")
+            else:
+                text = "(absent)" if value is None else _cell(value)
+                full = "" if value is None else value
+                mark = s.severity if value != s.common else ""
+            cells.append({"text": text, "full": full if full != text else "", "mark": mark})
+        rows.append({"name": n.name, "class_id": n.class_id, "outlier": n.name in outliers, "cells": cells})
+    failed = [n for n in result.nodes if n.status != OK]
+    return {
+        "verdict": result.verdict(),
+        "counts": result.counts(),
+        "expected": result.expected,
+        "found": result.found(),
+        "unnamed_missing": result.unnamed_missing,
+        "unexpected": result.unexpected,
+        "surplus": result.surplus,
+        "classes": result.classes,
+        "outliers": result.outliers,
+        "golden": result.golden,
+        "columns": columns,
+        "fields": result.spreads,
+        "hidden_columns": len(result.spreads) - len(columns),
+        "rows": rows,
+        "failed": failed,
+        "informational": result.informational,
+        "exit_code": result.exit_code,
+        # The parameters that say which fleet to expect, as the caller names them (the CLI: its options).
+        "expect_option": param("expect"),
+        "expect_nodes_option": param("expect_nodes"),
+    }
+
+
+def to_html(result: FleetResult) -> str:
+    """One self-contained page (inline CSS, no script, no external asset); every text is HTML-escaped."""
+    from envpin.environment.render import template_env
+
+    template = template_env("envpin.views", autoescape=True).get_template("fleet-report.html.j2")
+    return template.render(**html_context(result))
+
+
+def html_page(result: FleetResult) -> bytes:
+    """The page as UTF-8, for the caller to write (`envpin fleet report --html`, atomically); lone surrogates
+    from undecodable bytes in a report are written as escapes."""
+    return to_html(result).encode("utf-8", "backslashreplace")

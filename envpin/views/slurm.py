@@ -30,5 +30,5 @@ def probed(res: FleetProbe, console: Console, note: Console) -> None:
         # Text cells: node names and error text must not be read as rich markup.
         t.add_row(Text(o.node), Text(o.status.replace("_", " "), style=_STYLE.get(o.status, "")), Text(where))
     console.print(t)
-    fleet.summary(res.result, console)
+    fleet.summary(res.result, console, command="fleet report")
     say(console, f"reports in {res.out}")

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 import envpin.api
+from envpin.errors import UsageError
+from envpin.portable.lazy import parse_declarations
 from tests.conftest import REPO
 
 API = REPO / "envpin" / "api"
@@ -60,3 +66,63 @@ def test_result_types_are_typed_without_any() -> None:
         if inspect.isclass(member) and hasattr(member, "__dataclass_fields__"):
             for field, hint in member.__annotations__.items():
                 assert "Any" not in str(hint), f"{name}.{field}: {hint}"
+
+
+def test_the_declaration_is_read_as_type_checkers_read_it() -> None:
+    """envpin.portable.lazy exports what an `if TYPE_CHECKING:` block imports as itself (`name as name`, mypy's
+    explicit re-export), resolving relative modules; other imports there are for type checkers only."""
+    source = (
+        "TYPE_CHECKING = False\n"
+        "if TYPE_CHECKING:  # the declaration\n"
+        "    from typing import Any\n"
+        "    from .report import collect as collect, to_json\n"
+        "    from envpin.probe.fields import (\n"
+        "        BREAKING as BREAKING,  # a comment\n"
+        "        fingerprint as fp,\n"
+        "    )\n"
+        "\n"
+        "    from ..portable import versions as versions\n"
+        "lazy_exports(__name__)\n"
+        "if TYPE_CHECKING:\n"
+        "    from envpin.other import late as late\n"
+    )
+    assert parse_declarations(source, "envpin.probe") == {
+        "collect": "envpin.probe.report",
+        "BREAKING": "envpin.probe.fields",
+        "versions": "envpin.portable",
+    }
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda tmp: envpin.api.fleet_report([tmp], expect=2, expect_nodes=tmp / "nodes.txt"),
+            "`expect` and `expect_nodes` exclude each other",
+        ),
+        (lambda tmp: envpin.api.fleet_report([tmp], expect=0), "`expect` must be at least 1, not 0"),
+        (lambda tmp: envpin.api.fleet_manifest(kubernetes=False), "say which manifest to write: `kubernetes`"),
+        (lambda tmp: envpin.api.probe_fleet(slurm=True, runtime="pyxis"), "`runtime` chooses how `image` runs"),
+        (
+            lambda tmp: envpin.api.probe_machine(quick=True),
+            "`quick` shortens the self-test, which runs on this machine only with `selftest`",
+        ),
+        (
+            lambda tmp: envpin.api.verify_environment(report=tmp / "r.json", host=True),
+            "give `report` FILE or `host`, not both",
+        ),
+        (lambda tmp: envpin.api.verify_environment(force=True), "`force` only applies to `record`"),
+        (
+            lambda tmp: envpin.api.diagnose_host(ngc="22.06", stock="2.20"),
+            "give one of `ngc`, `stock` or `lock`, not both",
+        ),
+    ],
+)
+def test_a_python_caller_reads_parameters_not_options(
+    call: Callable[[Path], object], message: str, tmp_path: Path
+) -> None:
+    """envpin.api checks its own parameters and names them as a Python caller knows them (the CLI renders the
+    same texts with its options: tests/unit/test_fleet_cli.py and the other CLI tests)."""
+    with pytest.raises(UsageError) as info:
+        call(tmp_path)
+    assert info.value.message == message and info.value.hint and "--" not in info.value.message + info.value.hint

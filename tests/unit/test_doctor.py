@@ -7,31 +7,25 @@ The catalog's facts are real: each test first states the facts it relies on.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from envpin import api, doctor
-from envpin.doctor import (
+from envpin import api
+from envpin.doctor import diagnosis, readings
+from envpin.doctor.diagnosis import (
     CANNOT_TELL,
     FORWARD_COMPAT,
     WILL_NOT_RUN,
     WILL_RUN,
-    DockerReading,
-    Gpu,
-    Readings,
     diagnose,
     gpu_class,
     parse_branch,
     target_from_ngc,
 )
-from tests.conftest import run_envpin
+from envpin.doctor.readings import DockerReading, Gpu, Readings
 
 VERDICTS = (WILL_RUN, FORWARD_COMPAT, WILL_NOT_RUN, CANNOT_TELL)
 A100 = ("NVIDIA A100-SXM4-40GB", "8.0")
@@ -58,7 +52,7 @@ def host(
 
 
 @pytest.fixture(scope="module")
-def r2206() -> doctor.Target:
+def r2206() -> diagnosis.Target:
     t = target_from_ngc("22.06-tf2-py3")
     assert (t.driver_min.value, t.driver_compat.value, t.compute_capability_min.value) == (
         "515",
@@ -68,19 +62,19 @@ def r2206() -> doctor.Target:
     return t
 
 
-def statuses(d: doctor.Diagnosis) -> dict[str, str]:
+def statuses(d: diagnosis.Diagnosis) -> dict[str, str]:
     return {c.name: c.status for c in d.checks}
 
 
 # -- verdicts ------------------------------------------------------------------------------------------
-def test_new_driver_will_run(r2206: doctor.Target) -> None:
+def test_new_driver_will_run(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("535.104.05"))
     assert d.verdict == WILL_RUN and d.exit_code == 0
     assert statuses(d) == {"docker": "ok", "driver": "ok", "gpu 0": "ok", "gpu runtime": "ok"}
     assert "driver 535.104.05 meets 22.06's minimum 515" in [c.message for c in d.reasons]
 
 
-def test_old_driver_on_data_center_gpu_in_listed_branch_is_forward_compat(r2206: doctor.Target) -> None:
+def test_old_driver_on_data_center_gpu_in_listed_branch_is_forward_compat(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("470.82.01", gpus=(A100, ("Tesla T4", "7.5"))))
     assert d.verdict == FORWARD_COMPAT and d.exit_code == 0
     messages = " | ".join(c.message for c in d.reasons)
@@ -88,21 +82,21 @@ def test_old_driver_on_data_center_gpu_in_listed_branch_is_forward_compat(r2206:
     assert "Tesla T4 is a data-center GPU" in messages
 
 
-def test_same_driver_on_geforce_will_not_run(r2206: doctor.Target) -> None:
+def test_same_driver_on_geforce_will_not_run(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("470.82.01", gpus=(("NVIDIA GeForce RTX 3090", "8.6"),)))
     assert d.verdict == WILL_NOT_RUN and d.exit_code == 1
     (reason,) = d.reasons
     assert "GeForce RTX 3090 is a consumer GPU" in reason.message and "install NVIDIA driver 515" in reason.fix
 
 
-def test_mixed_gpus_are_judged_each(r2206: doctor.Target) -> None:
+def test_mixed_gpus_are_judged_each(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("510.47.03", gpus=(A100, ("NVIDIA TITAN RTX", "7.5"))))
     assert d.verdict == WILL_NOT_RUN
     assert [c.name for c in d.reasons] == ["gpu 1 forward compatibility"]
     assert d.reasons[0].fix.endswith("""only the data-center GPUs (docker run --gpus '"device=0"')""")
 
 
-def test_branch_not_listed_will_not_run(r2206: doctor.Target) -> None:
+def test_branch_not_listed_will_not_run(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("495.29.05"))
     assert d.verdict == WILL_NOT_RUN
     (reason,) = d.reasons
@@ -110,13 +104,13 @@ def test_branch_not_listed_will_not_run(r2206: doctor.Target) -> None:
     assert "R450 at 450.51 or later; R470 at 470.57 or later; R510 at 510.47 or later" in reason.message
 
 
-def test_listed_branch_but_too_old_within_it(r2206: doctor.Target) -> None:
+def test_listed_branch_but_too_old_within_it(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("450.36.06"))
     assert d.verdict == WILL_NOT_RUN
     assert "forward compatibility needs R450 at 450.51 or later" in d.reasons[0].message
 
 
-def test_compute_capability_below_minimum_will_not_run(r2206: doctor.Target) -> None:
+def test_compute_capability_below_minimum_will_not_run(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("535.104.05", gpus=(A100, ("Tesla K80", "3.7"))))
     assert d.verdict == WILL_NOT_RUN
     (reason,) = d.reasons
@@ -211,13 +205,13 @@ def test_gpu_class_by_name(name: str, cls: str) -> None:
     assert gpu_class(name) == cls
 
 
-def test_workstation_gpu_needing_forward_compat_cannot_tell(r2206: doctor.Target) -> None:
+def test_workstation_gpu_needing_forward_compat_cannot_tell(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("470.82.01", gpus=(("NVIDIA RTX A6000", "8.6"),)))
     assert d.verdict == CANNOT_TELL
     assert "NGC-Ready RTX server SKUs" in d.reasons[0].message and "cuda-compatibility" in d.reasons[0].fix
 
 
-def test_no_driver_visible_cannot_tell(r2206: doctor.Target) -> None:
+def test_no_driver_visible_cannot_tell(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host(None, gpus=(), docker=DockerReading(version="20.10.24", runtimes=("runc",))))
     assert d.verdict == CANNOT_TELL
     assert [c.name for c in d.reasons] == ["driver", "gpu runtime"]
@@ -225,33 +219,33 @@ def test_no_driver_visible_cannot_tell(r2206: doctor.Target) -> None:
     assert "22.06 needs driver 515 or later" in d.reasons[0].fix
 
 
-def test_driver_without_gpus_cannot_tell(r2206: doctor.Target) -> None:
+def test_driver_without_gpus_cannot_tell(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host("535.104.05", gpus=()))
     assert d.verdict == CANNOT_TELL and [c.name for c in d.reasons] == ["gpus"]
 
 
-def test_gpu_whose_compute_capability_could_not_be_read(r2206: doctor.Target) -> None:
+def test_gpu_whose_compute_capability_could_not_be_read(r2206: diagnosis.Target) -> None:
     t4 = Gpu(0, "Tesla T4", None, "compute capability: nvidia-smi of this driver does not report it")
-    readings = dataclasses.replace(host("470.57.02"), gpus=(t4,))
-    d = diagnose(r2206, readings)
+    simulated = dataclasses.replace(host("470.57.02"), gpus=(t4,))
+    d = diagnose(r2206, simulated)
     assert d.verdict == CANNOT_TELL
     assert "Tesla T4: compute capability could not be read" in d.reasons[0].message
 
 
-def test_docker_unreachable_will_not_run(r2206: doctor.Target) -> None:
+def test_docker_unreachable_will_not_run(r2206: diagnosis.Target) -> None:
     down = DockerReading(problem="the Docker engine is not reachable: connection refused", hint="start it")
     d = diagnose(r2206, host(docker=down, hooks=("nvidia-container-runtime-hook",)))
     assert d.verdict == WILL_NOT_RUN and [c.name for c in d.reasons] == ["docker"]
     assert d.reasons[0].fix == "start it"
 
 
-def test_gpu_without_container_runtime_will_not_run(r2206: doctor.Target) -> None:
+def test_gpu_without_container_runtime_will_not_run(r2206: diagnosis.Target) -> None:
     d = diagnose(r2206, host(docker=DockerReading(version="24.0.7", runtimes=("runc",))))
     assert d.verdict == WILL_NOT_RUN
     assert "containers cannot reach the GPUs" in d.reasons[0].message and "Container Toolkit" in d.reasons[0].fix
 
 
-def test_cdi_specs_or_gpus_hook_stand_in_for_the_runtime(r2206: doctor.Target) -> None:
+def test_cdi_specs_or_gpus_hook_stand_in_for_the_runtime(r2206: diagnosis.Target) -> None:
     plain = DockerReading(version="26.1.0", runtimes=("runc",), cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"))
     assert diagnose(r2206, host(docker=plain, cdi=("/etc/cdi/nvidia.yaml",))).verdict == WILL_RUN
     assert diagnose(r2206, host(docker=plain, hooks=("nvidia-container-runtime-hook",))).verdict == WILL_RUN
@@ -261,7 +255,7 @@ def test_read_cdi_specs_keeps_only_nvidia_specs(tmp_path: Path) -> None:
     (tmp_path / "nvidia.yaml").write_text('cdiVersion: "0.5.0"\nkind: nvidia.com/gpu\ndevices: []\n')
     (tmp_path / "vendor.json").write_text('{"kind": "vendor.example/fpga"}')
     (tmp_path / "notes.txt").write_text("nvidia.com/gpu")
-    assert doctor.read_cdi_specs((str(tmp_path), str(tmp_path / "absent"))) == (str(tmp_path / "nvidia.yaml"),)
+    assert readings.read_cdi_specs((str(tmp_path), str(tmp_path / "absent"))) == (str(tmp_path / "nvidia.yaml"),)
 
 
 def test_release_with_several_tags_is_checked_once() -> None:
@@ -269,7 +263,7 @@ def test_release_with_several_tags_is_checked_once() -> None:
     assert t.label == "NGC 22.06 (22.06-tf1-py3, 22.06-tf2-py3)" and t.image.endswith(":22.06-*")
 
 
-def test_diagnosis_json_is_complete(r2206: doctor.Target) -> None:
+def test_diagnosis_json_is_complete(r2206: diagnosis.Target) -> None:
     out = diagnose(r2206, host("470.82.01")).to_json()
     assert out["verdict"] == FORWARD_COMPAT and out["exit_code"] == 0
     assert out["target"]["driver_min"] == {"value": "515"}
@@ -293,12 +287,12 @@ def _fake(tmp_path: Path, **over: object) -> Path:
 
 
 def test_cli_forward_compat_from_fake_file(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path)))
+    monkeypatch.setenv(readings.FAKE_ENV, str(_fake(tmp_path)))
     res = cli("doctor", "--ngc", "22.06-tf2-py3")
     assert res.code == 0 and res.stderr == ""
     lines = res.stdout.splitlines()
     assert lines[0] == f"{FORWARD_COMPAT}: nvcr.io/nvidia/tensorflow:22.06-tf2-py3 on this host"
-    assert f"(host readings replaced from {doctor.FAKE_ENV}=" in lines[1]
+    assert f"(host readings replaced from {readings.FAKE_ENV}=" in lines[1]
     res = cli("doctor", "--ngc", "22.06-tf2-py3", "--json")
     out = json.loads(res.stdout)
     assert res.code == 0 and out["verdict"] == FORWARD_COMPAT and out["readings"]["driver_version"] == "470.82.01"
@@ -306,7 +300,7 @@ def test_cli_forward_compat_from_fake_file(cli, tmp_path: Path, monkeypatch: pyt
 
 def test_cli_geforce_will_not_run_exit_1(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     fake = _fake(tmp_path, gpus=[{"name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6"}])
-    monkeypatch.setenv(doctor.FAKE_ENV, str(fake))
+    monkeypatch.setenv(readings.FAKE_ENV, str(fake))
     res = cli("doctor", "--ngc", "22.06")
     assert res.code == 1 and res.stdout.startswith(f"{WILL_NOT_RUN}: ") and "consumer GPU" in res.stdout
 
@@ -314,7 +308,7 @@ def test_cli_geforce_will_not_run_exit_1(cli, tmp_path: Path, monkeypatch: pytes
 def test_cli_lock_of_a_rendered_environment(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     env = tmp_path / "env"
     api.render_environment(ngc="22.06-tf2-py3", tf=None, out=env)
-    monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path, driver={"version": "535.104.05"})))
+    monkeypatch.setenv(readings.FAKE_ENV, str(_fake(tmp_path, driver={"version": "535.104.05"})))
     for args in (("--lock", str(env / "envpin.lock")), ("--lock", str(env))):
         res = cli("doctor", *args)
         assert res.code == 0 and res.stdout.startswith(f"{WILL_RUN}: nvcr.io/nvidia/tensorflow:22.06-tf2-py3")
@@ -332,7 +326,7 @@ def _one_line_error(res, *needles: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_cli_bad_inputs_exit_2(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path)))
+    monkeypatch.setenv(readings.FAKE_ENV, str(_fake(tmp_path)))
     _one_line_error(cli("doctor", "--ngc", "22.6"), "'22.6' is not an NGC TensorFlow release")
     _one_line_error(
         cli("doctor", "--ngc", "20.04"),
@@ -348,7 +342,7 @@ def test_cli_bad_inputs_exit_2(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_cli_tampered_and_foreign_locks_exit_2(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv(doctor.FAKE_ENV, str(_fake(tmp_path)))
+    monkeypatch.setenv(readings.FAKE_ENV, str(_fake(tmp_path)))
     env = tmp_path / "env"
     api.render_environment(ngc="22.06-tf2-py3", tf=None, out=env)
     lock = env / "envpin.lock"
@@ -365,7 +359,7 @@ def test_cli_tampered_and_foreign_locks_exit_2(cli, tmp_path: Path, monkeypatch:
 
 def test_cli_bad_fake_file_exit_2(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "bad.json"
-    monkeypatch.setenv(doctor.FAKE_ENV, str(bad))
+    monkeypatch.setenv(readings.FAKE_ENV, str(bad))
     _one_line_error(cli("doctor", "--ngc", "22.06"), "cannot read")
     bad.write_text("{")
     _one_line_error(cli("doctor", "--ngc", "22.06"), "is not valid JSON")
@@ -379,121 +373,16 @@ def test_cli_bad_fake_file_exit_2(cli, tmp_path: Path, monkeypatch: pytest.Monke
     _one_line_error(cli("doctor", "--ngc", "22.06"), "'name' and 'compute_capability' strings")
 
 
-# -- the real read path ----------------------------------------------------------------------------------
-def _nvidia_visible() -> bool:
-    """Independent of doctor: is any NVIDIA driver interface present on this machine?"""
-    if shutil.which("nvidia-smi") or Path("/proc/driver/nvidia/version").exists():
-        return True
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return False
-    return True
-
-
-def test_real_host_through_the_cli() -> None:
-    """This host as it is (in a subprocess: an unreachable engine makes the docker SDK leak a socket)."""
-    env = {doctor.FAKE_ENV: ""}
-    res = run_envpin("doctor", "--ngc", "22.06-tf2-py3", "--json", env=env)
-    assert res.code in (0, 1, 3) and "Traceback" not in res.stderr, res.stderr
-    out = json.loads(res.stdout)
-    assert out["verdict"] in VERDICTS and out["readings"]["origin"] == "host"
-    assert out["exit_code"] == res.code
-    human = run_envpin("doctor", "--ngc", "22.06-tf2-py3", env=env)
-    assert human.code == res.code and human.stdout.split(":")[0] == out["verdict"]
-    if not _nvidia_visible():
-        # Said plainly, never "will run": this host shows no driver to judge.
-        assert out["verdict"] in (CANNOT_TELL, WILL_NOT_RUN)
-        assert out["readings"]["driver_version"] is None and out["readings"]["gpus"] == []
-        assert "no NVIDIA driver or GPU is visible on this host" in human.stdout
-
-
-def test_real_docker_unreachable_is_a_reading(tmp_path: Path) -> None:
-    """A real failed connection (in a subprocess: the docker SDK leaks its socket when the connect fails)."""
-    env = {"DOCKER_HOST": f"unix://{tmp_path}/absent.sock", doctor.FAKE_ENV: ""}
-    res = run_envpin("doctor", "--ngc", "22.06-tf2-py3", "--json", env=env)
-    out = json.loads(res.stdout)
-    assert res.code == 1 and out["verdict"] == WILL_NOT_RUN
-    assert out["readings"]["docker"]["reachable"] is False
-    assert out["reasons"][0]["message"].startswith("the Docker engine is not reachable")
-    assert "DOCKER_HOST" in out["reasons"][0]["fix"]
-    human = run_envpin("doctor", "--ngc", "22.06-tf2-py3", env=env)
-    assert human.code == 1 and human.stdout.startswith(f"{WILL_NOT_RUN}: ") and "Traceback" not in human.stderr
-
-
-FAKE_NVML_C = r"""
-#include <stdint.h>
-#include <string.h>
-int nvmlInit_v2(void) { return 0; }
-int nvmlShutdown(void) { return 0; }
-const char *nvmlErrorString(int rc) { return "Unknown Error"; }
-int nvmlSystemGetDriverVersion(char *buf, unsigned int n) { strncpy(buf, "470.82.01", n); return 0; }
-int nvmlDeviceGetCount_v2(unsigned int *n) { *n = 2; return 0; }
-int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) { *h = (void *)(uintptr_t)(i + 1); return 0; }
-int nvmlDeviceGetName(void *h, char *buf, unsigned int n) {
-    strncpy(buf, (uintptr_t)h == 1 ? "Tesla T4" : "NVIDIA GeForce RTX 3090", n); return 0;
-}
-int nvmlDeviceGetCudaComputeCapability(void *h, int *major, int *minor) {
-    *major = (uintptr_t)h == 1 ? 7 : 8; *minor = (uintptr_t)h == 1 ? 5 : 6; return 0;
-}
-"""
-
-
-def _stand_in_nvml(tmp_path: Path) -> Path:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed: cannot build the stand-in libnvidia-ml.so.1")
-    src = tmp_path / "nvml.c"
-    src.write_text(FAKE_NVML_C)
-    lib = tmp_path / "libnvidia-ml.so.1"
-    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True, capture_output=True, timeout=120)
-    return lib
-
-
-def test_driver_and_gpus_read_through_nvml(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """The real NVML reader (ctypes) against a stand-in library: one T4 and one GeForce on R470."""
-    lib = _stand_in_nvml(tmp_path)
-    nv = doctor.read_nvidia({"ENVPIN_NVML_LIBRARY": str(lib), "PATH": os.environ.get("PATH", "")})
-    assert (nv["version"], nv["source"], nv["problem"]) == ("470.82.01", "nvml:nvmlSystemGetDriverVersion", None)
-    assert nv["gpus"] == (Gpu(0, "Tesla T4", "7.5"), Gpu(1, "NVIDIA GeForce RTX 3090", "8.6"))
-    # Docker section faked (it is not what is tested here); driver and GPUs come from NVML.
-    fake = tmp_path / "docker-only.json"
-    fake.write_text(json.dumps({"docker": {"version": "24.0.7", "runtimes": ["nvidia"]}}))
-    monkeypatch.setenv(doctor.FAKE_ENV, str(fake))
-    monkeypatch.setenv("ENVPIN_NVML_LIBRARY", str(lib))
-    res = cli("doctor", "--ngc", "22.06-tf2-py3", "--json")
-    out = json.loads(res.stdout)
-    assert res.code == 1 and out["verdict"] == WILL_NOT_RUN
-    assert [r["name"] for r in out["reasons"]] == ["gpu 1 forward compatibility"]
-    assert {c["name"]: c["status"] for c in out["checks"]}["gpu 0 forward compatibility"] == "forward-compat"
-
-
-def test_driver_and_gpus_read_through_nvidia_smi(tmp_path: Path) -> None:
-    """No NVML library: the probe's nvidia-smi fallback (a stand-in script) feeds the same verdicts."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    row = (
-        "Tesla V100-SXM2-16GB, GPU-0f2b2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b, 7.0, 16160, 00000000:00:1E.0, "
-        "Enabled, [N/A], Enabled, Default, 1530, 1530, 877, 300.00, 300.00, 88.00.4F.00.09, 450.80.02"
-    )
-    smi = bindir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=name,uuid,compute_cap,*) echo "{row}";; *) exit 6;; esac\n')
-    smi.chmod(0o755)
-    nv = doctor.read_nvidia({"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"), "PATH": f"{bindir}:/usr/bin:/bin"})
-    assert nv["version"] == "450.80.02" and nv["source"] == "nvidia-smi --query-gpu"
-    assert nv["gpus"] == (Gpu(0, "Tesla V100-SXM2-16GB", "7.0"),)
-    readings = Readings(docker=DOCKER_OK, driver_version=nv["version"], driver_source=nv["source"], gpus=nv["gpus"])
-    d = diagnose(target_from_ngc("22.06-tf2-py3"), readings)
-    assert d.verdict == FORWARD_COMPAT
+# -- the real read path (the readers that start no process; the others: tests/cli/test_doctor.py) --------------
 
 
 def test_no_nvidia_anywhere_is_a_reading_not_a_crash(tmp_path: Path) -> None:
-    nv = doctor.read_nvidia({"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"), "PATH": str(tmp_path)})
+    nv = readings.read_nvidia({"ENVPIN_NVML_LIBRARY": str(tmp_path / "absent.so"), "PATH": str(tmp_path)})
     assert nv["version"] is None and nv["gpus"] == ()
     assert "absent.so could not be loaded" in nv["problem"] and "nvidia-smi is not on PATH" in nv["problem"]
 
 
 def test_docs_list_every_gpu_class_rule() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
-    for pattern, cls in doctor.GPU_CLASSES:
+    for pattern, cls in diagnosis.GPU_CLASSES:
         assert f"| `{pattern.replace('|', chr(92) + '|')}` | {cls} |" in text, pattern

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from envpin.errors import EnvpinError, ReportError
 from envpin.fleet import aggregate as fleet
 from envpin.fleet.aggregate import FAILED, MISSING, TIMED_OUT, Expected, NodeFailure, aggregate
+from envpin.views import fleet as fleet_view
 from tests.fleetdata import A100, H100, HASH_1, HASH_2, HASH_3, cudnn, fixed_fleet, node
 
 A100_CLASS = f"gpu:{A100};cc=8.0;count=1"
@@ -216,7 +217,7 @@ class _Tags(HTMLParser):
 def test_html_escapes_everything_a_report_holds_and_loads_nothing() -> None:
     evil = node(HOSTILE, env__TF_XLA_FLAGS=HOSTILE)
     res = aggregate([(HOSTILE, evil), ("n2", node("n2")), (HOSTILE + "2", NodeFailure(FAILED, HOSTILE))])
-    page = fleet.to_html(res)
+    page = fleet_view.to_html(res)
     assert "<script" not in page and "<img" not in page
     assert str(markupsafe.escape(HOSTILE)) in page
     parsed = _Tags()
@@ -232,7 +233,7 @@ def test_html_marks_cells_that_differ_from_the_common_value() -> None:
     res = _fleet(
         node("n1"), node("n2"), node("n3", gpu__driver_version="550.90.07"), node("n4", cuda__cudnn=cudnn("9.0.0"))
     )
-    ctx = fleet.html_context(res)
+    ctx = fleet_view.html_context(res)
     keys = [c.key for c in ctx["columns"]]
     rows = {r["name"]: dict(zip(keys, r["cells"], strict=True)) for r in ctx["rows"]}
     assert rows["n4"]["cuda.cudnn.version"] == {"text": "9.0.0", "full": "", "mark": "breaking"}
@@ -244,18 +245,18 @@ def test_html_marks_cells_that_differ_from_the_common_value() -> None:
 def test_html_truncates_long_values_and_keeps_them_in_the_title() -> None:
     long = "x" * 100
     res = _fleet(node("n1"), node("n2"), node("n3", env__XLA_FLAGS=long))
-    ctx = fleet.html_context(res)
+    ctx = fleet_view.html_context(res)
     (row,) = [r for r in ctx["rows"] if r["name"] == "n3"]
     cell = row["cells"][[c.key for c in ctx["columns"]].index("env.XLA_FLAGS")]
-    assert cell["full"] == long and len(cell["text"]) == fleet.CELL_LIMIT and cell["text"].endswith("…")
-    assert f'title="{long}"' in fleet.to_html(res)
+    assert cell["full"] == long and len(cell["text"]) == fleet_view.CELL_LIMIT and cell["text"].endswith("…")
+    assert f'title="{long}"' in fleet_view.to_html(res)
 
 
 def test_undecodable_bytes_in_a_report_do_not_break_the_outputs() -> None:
     """The probe records undecodable environment bytes as lone surrogates (its JSON carries them as \\u)."""
     res = _fleet(node("n1"), node("n2", env__TF_XLA_FLAGS="bad\udcff"))
     assert "\\udcff" in fleet.to_json_text(res)
-    assert b"\\udcff" in fleet.html_bytes(res)
+    assert b"\\udcff" in fleet_view.html_page(res)
 
 
 # --- property: arbitrary report-shaped input --------------------------------------------------------------
@@ -316,7 +317,7 @@ def test_aggregate_raises_nothing_but_envpin_errors(nodes: list[tuple[str, Any]]
         return
     assert len(res.nodes) >= len(nodes)
     json.loads(fleet.to_json_text(res))
-    fleet.html_bytes(res)
+    fleet_view.html_page(res)
     assert res.exit_code in (0, 1)
     # Never "consistent" unless every node is probed, none missing or unexpected, and nothing breaking differs.
     c = res.counts()
@@ -390,7 +391,7 @@ def test_named_nodes_that_left_nothing_are_missing_by_name() -> None:
         "failed: 1 node timed out (n2); 2 nodes missing (n3, n4); 1 probed node: no breaking or risk difference"
     )
     assert res.to_json()["nodes"]["n3"]["status"] == "missing"
-    page = fleet.to_html(res)
+    page = fleet_view.to_html(res)
     assert "missing: <b>2</b>" in page and ">n4<" in page
 
 

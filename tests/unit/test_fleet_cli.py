@@ -1,13 +1,12 @@
-"""`envpin fleet report` and `fleet manifest` through the real CLI, and what the report reader accepts: probe
-reports, the error files of `fleet probe --slurm`, `kubectl logs --prefix` output and `kubectl get pods -o json`,
-as docs/fleet.md collects them; the expected fleet (--expect, --expect-nodes)."""
+"""`envpin fleet report` and `fleet manifest` through the CLI in-process, and what the report reader accepts:
+probe reports, the error files of `fleet probe --slurm`, `kubectl logs --prefix` output and `kubectl get pods -o
+json`, as docs/fleet.md collects them; the expected fleet (--expect, --expect-nodes). Across real processes:
+tests/cli/test_fleet_cli.py."""
 
 from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from envpin.environment import payload
 from envpin.errors import ReportError
 from envpin.fleet import inputs
 from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure
-from tests.conftest import run_envpin
 from tests.fleetdata import PROBE, kubernetes_files, node, pod, prefixed, write_fleet, write_slurm_run
 
 DIGEST = "sha256:" + "a" * 64
@@ -96,13 +94,15 @@ def test_pod_status_rules(status: dict[str, Any], expected: NodeFailure) -> None
 
 
 @pytest.mark.parametrize("conditions", [5, "PodScheduled", {"type": "PodScheduled"}, None, [7, "x"]])
-def test_a_pod_list_with_malformed_conditions_is_a_node_that_has_not_run(conditions: object, tmp_path: Path) -> None:
+def test_a_pod_list_with_malformed_conditions_is_a_node_that_has_not_run(  # type: ignore[no-untyped-def]
+    cli, conditions: object, tmp_path: Path
+) -> None:
     """kubectl's pod list is external input: a `conditions` that is not a list of objects is read as no
     condition, never an internal error."""
     status = {"phase": "Pending", "conditions": conditions}
     listed = {"kind": "List", "items": [pod("envpin-probe-q", "gpu-q1", status)]}
     (tmp_path / "pods.json").write_text(json.dumps(listed))
-    res = run_envpin("fleet", "report", str(tmp_path / "pods.json"))
+    res = cli("fleet", "report", str(tmp_path / "pods.json"))
     assert res.code == 1, res.stderr
     assert res.stderr == ""
     assert res.stdout.startswith("failed: 1 node timed out (gpu-q1); no node was probed"), res.stdout
@@ -142,44 +142,6 @@ def test_a_finished_pod_whose_log_is_missing_is_a_failed_node(tmp_path: Path) ->
 
 
 # --- the real CLI ----------------------------------------------------------------------------------------------
-
-
-def test_reports_of_one_machine_are_consistent_end_to_end(tmp_path: Path) -> None:
-    """Two real probe runs through the installed console script: one class, exit 0."""
-    folder = tmp_path / "reports"
-    folder.mkdir()
-    for name in ("a.json", "b.json"):
-        res = run_envpin("probe", "-o", str(folder / name), env={"OMP_NUM_THREADS": "2"})
-        assert res.code == 0, res.stderr
-    res = run_envpin("fleet", "report", str(folder))
-    assert res.code == 0, res.stderr
-    assert res.stdout.splitlines()[0] == "2 nodes consistent except informational differences"
-    assert res.stderr == ""
-    res = run_envpin("fleet", "report", str(folder), "--format", "json")
-    doc = json.loads(res.stdout)
-    assert res.code == 0 and doc["counts"]["classes"] == 1 and doc["counts"]["ok"] == 2
-    assert len(doc["nodes"]) == 2  # the same host name twice: made unique
-
-
-def test_the_payload_output_collected_by_kubectl_is_read(tmp_path: Path) -> None:
-    """What the DaemonSet's probe container prints (`python3 envpin.pyz --json -`), prefixed the way
-    `kubectl logs --prefix` prefixes it, is one probed node named by ENVPIN_NODE_NAME."""
-    pyz = tmp_path / "envpin.pyz"
-    pyz.write_bytes(payload.payload())
-    proc = subprocess.run(
-        [sys.executable, "-I", str(pyz), "--json", "-", "--no-selftest"],
-        capture_output=True,
-        text=True,
-        env={"ENVPIN_NODE_NAME": "gpu-node-7", "PATH": "/usr/bin:/bin"},
-        timeout=120,
-        check=True,
-    )
-    log = tmp_path / "probe.log"
-    log.write_text(prefixed("envpin-probe-abcde", proc.stdout))
-    res = run_envpin("fleet", "report", str(log), "--format", "json")
-    assert res.code == 0, res.stderr
-    doc = json.loads(res.stdout)
-    assert list(doc["nodes"]) == ["gpu-node-7"] and doc["nodes"]["gpu-node-7"]["status"] == "ok"
 
 
 def test_fixed_fleet_exit_1_json_and_html(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -327,26 +289,6 @@ def test_inputs_naming_no_node_are_bad_input(cli, tmp_path: Path) -> None:  # ty
     assert res.code == 2 and res.stderr.startswith("error: no probe reports or probe pods in pods.json\nhint: ")
 
 
-def test_output_does_not_depend_on_hash_seed(tmp_path: Path) -> None:
-    write_fleet(tmp_path / "reports")
-    outputs = []
-    for seed in ("1", "2"):
-        res = run_envpin(
-            "fleet",
-            "report",
-            "reports",
-            "--format",
-            "json",
-            "--html",
-            f"{seed}.html",
-            cwd=tmp_path,
-            env={"PYTHONHASHSEED": seed},
-        )
-        assert res.code == 1, res.stderr
-        outputs.append((res.stdout, (tmp_path / f"{seed}.html").read_bytes()))
-    assert outputs[0] == outputs[1]
-
-
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -374,10 +316,10 @@ def _two_and_an_error(folder: Path, status: str = "failed", error: str = SLURM_F
     return write_slurm_run(folder, {"gpu-01": node("gpu-01"), "gpu-02": node("gpu-02")}, {"gpu-03": (status, error)})
 
 
-def test_an_error_file_is_a_failed_node_end_to_end(tmp_path: Path) -> None:
+def test_an_error_file_is_a_failed_node_end_to_end(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The re-run the README recommends: `fleet report DIR` on a folder `fleet probe --slurm` wrote."""
     _two_and_an_error(tmp_path / "fleet")
-    res = run_envpin("fleet", "report", "fleet", "--html", "fleet.html", cwd=tmp_path)
+    res = cli("fleet", "report", "fleet", "--html", "fleet.html", cwd=tmp_path)
     assert res.code == 1, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == "failed: 1 node failed (gpu-03); 2 probed nodes: no breaking or risk difference"
@@ -386,7 +328,7 @@ def test_an_error_file_is_a_failed_node_end_to_end(tmp_path: Path) -> None:
     page = (tmp_path / "fleet.html").read_text()
     assert '<div class="verdict bad">failed: 1 node failed (gpu-03);' in page
     assert '<td class="n">gpu-03</td>' in page and "fleet/gpu-03.error.txt" in page
-    doc = json.loads(run_envpin("fleet", "report", "fleet", "--format", "json", cwd=tmp_path).stdout)
+    doc = json.loads(cli("fleet", "report", "fleet", "--format", "json", cwd=tmp_path).stdout)
     assert doc["status"] == "failed" and doc["counts"]["failed"] == 1 and doc["counts"]["nodes"] == 3
     assert doc["nodes"]["gpu-03"] == {
         "status": "failed",
@@ -421,7 +363,7 @@ def test_a_malformed_error_file_is_bad_input(cli, tmp_path: Path, text: str) -> 
     lines = res.stderr.splitlines()
     assert res.code == 2 and res.stdout == "" and len(lines) == 2
     assert lines[0].startswith(f"error: {tmp_path}/gpu-01.error.txt is not an error file of 'envpin fleet probe'")
-    assert lines[1].startswith("hint: fleet probe --slurm writes <node>.error.txt")
+    assert lines[1].startswith("hint: envpin fleet probe --slurm writes <node>.error.txt")
 
 
 def test_the_error_file_format_round_trips() -> None:
@@ -554,44 +496,31 @@ def test_nonsense_expectations_are_one_error_and_exit_2(
     assert len(lines) == 2 and lines[1].startswith("hint: ") and "Traceback" not in res.stderr
 
 
-def test_an_allocation_that_does_not_answer_is_withdrawn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """salloc past its limit goes through the path an interrupt takes (signals held, salloc stopped, the
-    job released): it ends in one SlurmError, not an ImportError from that path (it imported signals_held
-    from where it no longer lives, so Ctrl-C left a pending job behind: tests/slurm caught it)."""
-    from envpin.errors import SlurmError
-    from envpin.fleet import slurm
-
-    monkeypatch.setenv("PATH", str(tmp_path))  # no squeue, no scancel: release() has nothing to cancel
-    hanging = [sys.executable, "-c", "import time; time.sleep(30)"]
-    with pytest.raises(SlurmError, match="salloc did not answer within 0 s"):
-        slurm.allocate(hanging, 0.3, "envpin-test-token")
-
-
 @pytest.mark.parametrize("html", ["a.json", "reports/b.json", "reports/b.log", "reports/n1.error.txt"])
-def test_html_naming_a_report_or_a_name_the_folder_is_read_for_is_refused(html: str, tmp_path: Path) -> None:
+def test_html_naming_a_report_or_a_name_the_folder_is_read_for_is_refused(cli, html: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """--html over an input report would replace it with the page, and a page named *.json in the folder of
     reports would be read as a report the next time: both refused before anything is read or written."""
     (tmp_path / "reports").mkdir()
     for path in (tmp_path / "a.json", tmp_path / "reports" / "r.json"):
-        assert run_envpin("probe", "--no-selftest", "-o", str(path)).code == 0
+        path.write_text(_report_text(node(path.stem)))
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    res = run_envpin("fleet", "report", "a.json", "reports", "--html", html, cwd=tmp_path)
+    res = cli("fleet", "report", "a.json", "reports", "--html", html, cwd=tmp_path)
     assert res.code == 2 and res.stdout == "", res
     lines = res.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith(f"error: --html {html} ") and lines[1].startswith("hint: "), lines
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
-    ok = run_envpin("fleet", "report", "a.json", "reports", "--html", "reports/page.html", cwd=tmp_path)
+    ok = cli("fleet", "report", "a.json", "reports", "--html", "reports/page.html", cwd=tmp_path)
     assert ok.code == 0, ok.stderr
 
 
-def test_a_report_named_twice_or_also_inside_a_folder_named_is_one_node(tmp_path: Path) -> None:
+def test_a_report_named_twice_or_also_inside_a_folder_named_is_one_node(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     folder = write_fleet(tmp_path / "reports", kubernetes=False)
-    once = json.loads(run_envpin("fleet", "report", str(folder), "--format", "json").stdout)
+    once = json.loads(cli("fleet", "report", str(folder), "--format", "json").stdout)
     one = sorted(folder.glob("*.json"))[0]
     (tmp_path / "link.json").symlink_to(one)
     for args in ((str(folder), str(one)), (str(one), str(folder)), (str(folder), str(tmp_path / "link.json"))):
-        res = run_envpin("fleet", "report", *args, "--format", "json")
+        res = cli("fleet", "report", *args, "--format", "json")
         doc = json.loads(res.stdout)
         assert doc["counts"] == once["counts"] and len(doc["nodes"]) == len(once["nodes"]), args
-    alone = json.loads(run_envpin("fleet", "report", str(one), str(one), "--format", "json").stdout)
+    alone = json.loads(cli("fleet", "report", str(one), str(one), "--format", "json").stdout)
     assert len(alone["nodes"]) == 1

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from envpin.fleet.aggregate import Compact, NodeFailure, Reducer, aggregate, html_bytes, to_json_text
+from envpin.fleet.aggregate import Compact, NodeFailure, Reducer, aggregate, to_json_text
 from envpin.probe import flatten
+from envpin.views.fleet import html_page
 from tests.fleetdata import H100, HASH_2, cudnn, fixed_fleet, node
 
 
@@ -37,7 +38,7 @@ def test_reduced_records_give_the_same_fleet(first: int) -> None:
     reduced = [(n, item if isinstance(item, NodeFailure) else reducer.add(item)) for n, item in pairs]
     direct, via = aggregate(pairs), aggregate(reduced)
     assert to_json_text(via) == to_json_text(direct)
-    assert html_bytes(via) == html_bytes(direct)
+    assert html_page(via) == html_page(direct)
     assert via.status == direct.status and via.exit_code == direct.exit_code
 
 

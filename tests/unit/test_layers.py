@@ -23,7 +23,7 @@ PKG = REPO / "envpin"
 LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("envpin.portable",), False),
     (("envpin.probe", "envpin"), False),  # the root: `import envpin; envpin.enable_determinism()` in images
-    (("envpin.errors", "envpin._compat", "envpin.fsutil", "envpin.record"), False),
+    (("envpin.errors", "envpin._compat", "envpin.files", "envpin.record"), False),
     (("envpin.registry",), False),
     (("envpin.knowledge",), False),
     (("envpin.reports",), False),
@@ -175,7 +175,7 @@ def test_no_import_cycles_even_inside_functions() -> None:
 
 def test_the_root_holds_only_entry_points() -> None:
     root = sorted(p.name for p in PKG.glob("*.py"))
-    assert root == ["__init__.py", "__main__.py", "_compat.py", "errors.py", "fsutil.py", "record.py"]
+    assert root == ["__init__.py", "__main__.py", "_compat.py", "errors.py", "record.py"]
 
 
 def test_stdlib_core_imports_nothing_of_the_host_side() -> None:

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import api, doctor
+from envpin import api
 from envpin.audit import base
 from envpin.audit.parser import parse
+from envpin.doctor.diagnosis import target_from_ngc
 from envpin.errors import UsageError
 from envpin.knowledge import catalog, sync
 from envpin.portable import ngc
@@ -134,7 +135,7 @@ def test_callers_agree() -> None:
         CAT.select("20.02-tf1-py3")[0],
         CAT.select("20.03-tf2-py3")[0],
     ]
-    assert doctor.target_from_ngc("nvcr.io/nvidia/tensorflow:22.06-tf2-py3", CAT).release == "22.06"
+    assert target_from_ngc("nvcr.io/nvidia/tensorflow:22.06-tf2-py3", CAT).release == "22.06"
 
 
 @pytest.mark.parametrize(
@@ -143,7 +144,7 @@ def test_callers_agree() -> None:
         lambda: api.catalog_release("20.04"),
         lambda: api.recipe_for("20.04", "2"),
         lambda: sync.select_entries(CAT, ["20.04"]),
-        lambda: doctor.target_from_ngc("20.04", CAT),
+        lambda: target_from_ngc("20.04", CAT),
     ],
 )
 def test_callers_share_the_messages(call: object) -> None:

@@ -1,15 +1,13 @@
 """`fleet probe --slurm` without a cluster: the commands it builds, what it reads back, the node-side task.
 
-The task (envpin/fleet/nodetask.py) runs here for real, on the real probe archive; the cluster tier
-(tests/slurm) runs the same through a real Slurm.
+The task itself (envpin/fleet/nodetask.py) runs in its own process in tests/cli/test_slurm_jobs.py; the
+cluster tier (tests/slurm) runs the same through a real Slurm.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,6 @@ from hypothesis import strategies as st
 from envpin.environment.payload import payload
 from envpin.errors import SlurmError, UsageError
 from envpin.fleet import nodetask, slurm
-from tests.conftest import REPO
 
 SINFO = """\
 n1|gpu|idle|none
@@ -85,12 +82,13 @@ def test_plan_default_partition_and_a_count() -> None:
 @pytest.mark.parametrize(
     ("partition", "nodes", "message"),
     [
-        ("gpu", 3, "--nodes 3, but partition gpu has 2 usable node(s) (2 down or drained: n3, n4)"),
-        ("gpu", 0, "--nodes must be at least 1"),
+        ("gpu", 3, "`nodes` 3, but partition gpu has 2 usable node(s) (2 down or drained: n3, n4)"),
+        ("gpu", 0, "`nodes` must be at least 1"),
         ("big", None, "partition big has no nodes"),
     ],
 )
 def test_plan_refuses(partition: str, nodes: int | None, message: str) -> None:
+    """Called from Python, the parameters are named as the api names them (the CLI says --nodes)."""
     with pytest.raises(UsageError) as exc:
         slurm.plan(SINFO, partition, nodes)
     assert exc.value.message == message and exc.value.hint
@@ -277,72 +275,12 @@ def test_any_interleaving_round_trips(results: dict[str, dict[str, str]], seed) 
     assert got == results and broken == {}
 
 
-# --------------------------------------------------------------------------- the node-side task, for real
-
-
-def _run_task(
-    stdin: bytes, sha: str, timeout: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ("--no-selftest",)
-) -> dict[str, object]:
-    proc = subprocess.run(
-        [sys.executable, "-c", slurm.task_source(), sha, timeout, *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "SLURMD_NODENAME": "node-7", **(env or {})},
-    )
-    assert proc.returncode == 0, proc.stderr
-    results, broken = slurm.parse_task_output(proc.stdout.decode())
-    assert broken == {} and list(results) == ["node-7"]
-    return results["node-7"]
-
-
-def test_the_task_runs_the_probe_archive_from_stdin() -> None:
-    result = _run_task(payload(), _sha(), "120", {"OMP_NUM_THREADS": "3"})
-    o = slurm.outcome("node-7", result, None, [], False, 120)
-    assert o.status == slurm.OK and o.data is not None
-    assert o.data["env"]["OMP_NUM_THREADS"]["value"] == "3"
-
-
-def test_a_report_with_a_failed_self_test_is_a_probed_node(tmp_path: Path) -> None:
-    """Exit 1 with a report on stdout is the probe saying its self-test failed: the node was probed, and
-    its report records how (a zip application standing in for a probe whose self-test fails)."""
-    import io
-    import zipfile
-
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("__main__.py", "import sys\nsys.stdout.write('{\"probe_schema\": 1}')\nsys.exit(1)\n")
-    archive = buf.getvalue()
-    result = _run_task(archive, hashlib.sha256(archive).hexdigest(), "60", args=())
-    assert result["status"] == "ok" and result["exit_code"] == 1 and result["report"] == '{"probe_schema": 1}'
+# --------------------------------------------------------------------------- the node-side task's command
 
 
 def test_the_task_command_passes_the_self_test_choice() -> None:
     task = slurm.task_command("ab" * 32, 60, probe_args=["--no-selftest", "--quick"])
     assert task[-2:] == ["--no-selftest", "--quick"]
-
-
-def test_the_task_refuses_a_damaged_archive() -> None:
-    result = _run_task(payload()[:-10], _sha(), "120")
-    assert result["status"] == "failed" and "damaged" in str(result["error"])
-
-
-def test_the_task_reports_its_own_timeout() -> None:
-    result = _run_task(payload(), _sha(), "0.001")
-    assert result["status"] == "timeout"
-    o = slurm.outcome("node-7", result, None, [], False, 1)
-    assert (o.status, o.error) == ("timed_out", "the probe did not finish within 0.001 s")
-
-
-def test_node_task_runs_on_python36() -> None:
-    vermin = Path(sys.executable).parent / "vermin"
-    if not vermin.exists():
-        pytest.skip("vermin is not installed next to this interpreter (pip install -e '.[test]')")
-    task = REPO / "envpin" / "fleet" / "nodetask.py"
-    proc = subprocess.run(
-        [str(vermin), "-t=3.6-", "--no-tips", "--violations", str(task)], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 # --------------------------------------------------------------------------- outcomes and the comparison
@@ -447,35 +385,3 @@ def test_no_slurm_on_path(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert res.code == 2
     assert "error: Slurm's client commands are not on PATH (missing: sinfo, salloc, srun" in res.stderr
     assert "hint: run this on a login node" in res.stderr and not (tmp_path / "reports").exists()
-
-
-def test_a_missing_program_is_named_by_the_task_itself(tmp_path: Path) -> None:
-    """The task's /bin/sh start checks the runtime is on PATH and says so on its node's line, which
-    node_errors attributes; slurmstepd's own execve() line is not needed (it can be lost)."""
-    task = slurm.task_command(_sha(), 60, image="/images/tf.sif", runtime="apptainer")
-    proc = subprocess.run(
-        task, input=b"", capture_output=True, timeout=60, env={"PATH": str(tmp_path), "SLURMD_NODENAME": "node-7"}
-    )
-    assert proc.returncode == 127 and proc.stdout == b""
-    errors = slurm.node_errors(
-        proc.stderr.decode() + "srun: error: node-7: task 0: Exited with exit code 127\n", ["node-7", "node-8"]
-    )
-    assert errors == {
-        "node-7": ["apptainer is not installed on the node (not found on PATH)", "task 0: Exited with exit code 127"]
-    }
-
-
-def test_the_task_start_execs_the_program_it_checked() -> None:
-    """With the program on PATH the start is a plain exec: the task's result comes back as usual."""
-    task = slurm.task_command(_sha(), 120, probe_args=["--no-selftest"])
-    bindir = str(Path(sys.executable).parent)
-    proc = subprocess.run(
-        task,
-        input=payload(),
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""), "SLURMD_NODENAME": "node-7"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    results, broken = slurm.parse_task_output(proc.stdout.decode())
-    assert broken == {} and results["node-7"]["status"] == "ok"

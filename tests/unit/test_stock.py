@@ -335,7 +335,7 @@ def test_cli_bad_stock_input_is_one_error_and_one_hint(cli, tmp_path: Path, args
 
 
 def test_cli_doctor_checks_the_stock_images_driver(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    from envpin import doctor
+    from envpin.doctor.readings import FAKE_ENV
 
     readings = {
         "docker": {"version": "24.0.7", "runtimes": ["nvidia", "runc"]},
@@ -346,7 +346,7 @@ def test_cli_doctor_checks_the_stock_images_driver(cli, tmp_path: Path, monkeypa
     }
     path = tmp_path / "readings.json"
     path.write_text(json.dumps(readings))
-    monkeypatch.setenv(doctor.FAKE_ENV, str(path))
+    monkeypatch.setenv(FAKE_ENV, str(path))
     res = cli("doctor", "--stock", "2.20", "--json")
     out = json.loads(res.stdout)
     assert out["target"]["image"] == "tensorflow/tensorflow:2.20.0-gpu" and out["target"]["release"] == "2.20.0-gpu"

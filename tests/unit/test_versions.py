@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin import doctor
 from envpin.audit.rules import seed_ok
+from envpin.doctor.diagnosis import parse_branch
 from envpin.errors import UsageError
 from envpin.knowledge import imageconfig
 from envpin.knowledge import versions as host
@@ -193,13 +193,13 @@ def test_release_index_refuses(release: str | None) -> None:
     ],
 )
 def test_doctor_driver_branches(text: str, branch: int, minimum: tuple[int, ...] | None) -> None:
-    parsed = doctor.parse_branch(text)
+    parsed = parse_branch(text)
     assert parsed is not None and (parsed.branch, parsed.minimum) == (branch, minimum)
 
 
 @pytest.mark.parametrize("text", ["450.", "1..2", "٤١٨.xx", "9" * 5000, "R418", "418.xx.1", ""])
 def test_doctor_odd_branches_are_not_branches(text: str) -> None:
-    assert doctor.parse_branch(text) is None
+    assert parse_branch(text) is None
 
 
 def test_sync_branches_and_require_cuda_on_odd_input() -> None:

@@ -10,7 +10,7 @@ from envpin.audit.engine import merge
 from envpin.audit.python.checks import Script, ScriptTarget, run_checks
 from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
-from envpin.fsutil import read_regular
+from envpin.files.read import read_regular
 
 __all__ = [
     "ScriptTarget",

@@ -20,7 +20,7 @@ from envpin.audit.parser import Instruction, Stage
 from envpin.audit.pipspec import PIP_NAMES, PipCall, is_local, pip_call, pip_config, req_name, spec_state
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command, RunScript
-from envpin.fsutil import read_regular
+from envpin.files.read import read_regular
 from envpin.record import Value
 
 _LOCKED = "COPY requirements.lock .\nRUN pip install --require-hashes --no-deps -r requirements.lock\n"

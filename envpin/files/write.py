@@ -1,4 +1,8 @@
-"""Atomic file and folder writes and content hashes: nothing envpin writes is ever left half-written.
+"""Writing files and folders atomically: nothing envpin writes is ever left half-written.
+
+Outputs are checked before any work is done (`check_output_path`, `check_output_file`,
+`check_output_folder`): the parameter that named the path is spelled through `envpin.errors.param`, never
+as an option, so the same text serves a Python caller and the CLI.
 
 A folder envpin generates (an environment folder) is written as a transaction: the whole new folder is
 staged beside the target and swapped in with one rename (Linux renameat2 RENAME_EXCHANGE; elsewhere two
@@ -13,224 +17,101 @@ import contextlib
 import errno
 import hashlib
 import os
-import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from envpin.errors import EnvpinError
+from envpin.errors import EnvpinError, param
 from envpin.portable.atomic import _temp_prefix as atomic_temp_prefix
 from envpin.portable.atomic import kept_mode, replace_all, signals_held, write_into, write_target
-from envpin.portable.atomic import kind_of as _kind
-
-TYPE_CHECKING = False  # typing's, without importing typing (every command loads this module)
-if TYPE_CHECKING:
-    from typing import Any
-
-
-def sha256_bytes(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path, limit: int | None = None) -> str:
-    """The hash of a regular file (a FIFO or device raises OSError instead of blocking or never ending)."""
-    h = hashlib.sha256()
-    with _open_regular(path) as fh:
-        read = 0
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-            read += len(chunk)
-            if limit is not None and read > limit:
-                raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
-    return "sha256:" + h.hexdigest()
-
-
-#: The most envpin reads from one file (a report, lock, catalog, Dockerfile, configuration, requirements file,
-#: CA bundle, cache): real ones are kilobytes; the bound keeps /dev/zero or a huge file from exhausting memory.
-MAX_READ_BYTES = 64 << 20
-
-
-@contextlib.contextmanager
-def _open_regular(path: Path | str) -> Iterator[Any]:
-    """A regular file opened for reading. Opened without blocking (a FIFO with no writer would block open
-    itself) and checked with fstat on the open descriptor, so nothing can be swapped in between."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({_kind(mode)})", str(path))
-        fh = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with fh:
-        yield fh
-
-
-def read_regular(path: Path | str, limit: int = MAX_READ_BYTES, *, truncate: bool = False) -> bytes:
-    """The bytes of a regular file, at most `limit` of them: a longer file raises OSError (EFBIG), or is cut
-    at `limit` with `truncate`. A FIFO, device, socket or folder raises OSError; nothing blocks."""
-    with _open_regular(path) as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        if truncate:
-            return data[:limit]
-        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, the most envpin reads from one file", str(path))
-    return data
-
-
-def read_tail(path: Path | str, limit: int = MAX_READ_BYTES) -> bytes:
-    """The last `limit` bytes of a regular file: for logs whose end is what counts (a command's last lines,
-    its metrics line), however much the command wrote before it. Nothing blocks."""
-    with _open_regular(path) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size > limit:
-            fh.seek(size - limit)
-        return fh.read(limit)
-
-
-def read_user_text(
-    path: Path, what: str, error: type[EnvpinError], missing_hint: str = "check the path", limit: int = MAX_READ_BYTES
-) -> str:
-    """A text file the user pointed at, or one `error` saying why it cannot be read as one (no traceback):
-    a regular file of at most `limit` bytes (a FIFO or device is refused, never waited on or read forever)."""
-    try:
-        raw = read_regular(path, limit)
-    except FileNotFoundError as exc:
-        raise error(f"{what} {path} does not exist", hint=missing_hint) from exc
-    except IsADirectoryError as exc:
-        raise error(f"{what} {path} is a folder, not a file", hint="pass the file's path") from exc
-    except OSError as exc:
-        raise error(
-            f"cannot read {what} {path}: {exc.strerror or exc}",
-            hint="pass a regular file; check the path and its permissions",
-        ) from exc
-    if b"\0" in raw:
-        raise error(f"{path} is a binary file, not a {what}", hint="pass the text file itself")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{path} is not UTF-8 text", hint=f"save the {what} as UTF-8") from exc
-
-
-#: Deepest nesting accepted in a JSON document envpin reads (reports, catalogs, caches, docker's config):
-#: real ones stay under 10 levels; deeper input is refused before anything walks it recursively.
-MAX_JSON_DEPTH = 64
-
-
-def parse_json(text: str, origin: str, error: type[EnvpinError], hint: str | None = None) -> Any:
-    """The one way envpin parses JSON it did not just write: syntax errors, integers of more than 4,300
-    digits (Python's conversion limit) and nesting deeper than MAX_JSON_DEPTH all become one `error`."""
-    import json
-
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise error(f"{origin} is nested more than {MAX_JSON_DEPTH} levels deep", hint=hint) from None
-    except json.JSONDecodeError as exc:
-        raise error(
-            f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint=hint
-        ) from None
-    except ValueError as exc:  # int('9' * 5000): the digit limit
-        raise error(f"{origin} holds a number too long to read ({str(exc).split(':')[0]})", hint=hint) from None
-    level, depth = [data], 0
-    while level:
-        depth += 1
-        if depth > MAX_JSON_DEPTH:
-            raise error(f"{origin} is nested more than {MAX_JSON_DEPTH} levels deep", hint=hint)
-        nxt: list[Any] = []
-        for node in level:
-            if isinstance(node, dict):
-                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
-            elif isinstance(node, list):
-                nxt.extend(v for v in node if isinstance(v, (dict, list)))
-        level = nxt
-    return data
-
 
 #: Linux's limits (NAME_MAX, PATH_MAX): longer names are refused before anything touches the disk.
 MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4095
 
 
-def check_path_length(path: Path, option: str) -> Path:
-    """Refuse a path the file system would refuse (ENAMETOOLONG) with one clear error instead."""
+def check_path_length(path: Path, name: str) -> Path:
+    """Refuse a path the file system would refuse (ENAMETOOLONG) with one clear error instead; `name` is the
+    parameter that gave the path."""
+    named = param(name)
     raw = os.fsencode(os.path.abspath(path))
     if len(raw) > MAX_PATH_BYTES:
         raise EnvpinError(
-            f"{option} is {len(raw):,} bytes long; paths are limited to {MAX_PATH_BYTES:,}",
-            hint=f"choose a shorter {option}",
+            f"{named} is {len(raw):,} bytes long; paths are limited to {MAX_PATH_BYTES:,}",
+            hint=f"choose a shorter {named}",
         )
     longest = max(raw.split(b"/"), key=len)
     if len(longest) > MAX_NAME_BYTES:
         raise EnvpinError(
-            f"{option} has a name of {len(longest):,} bytes; names are limited to {MAX_NAME_BYTES}",
-            hint=f"choose a shorter {option}",
+            f"{named} has a name of {len(longest):,} bytes; names are limited to {MAX_NAME_BYTES}",
+            hint=f"choose a shorter {named}",
         )
     return path
 
 
-def check_output_path(path: Path, option: str) -> Path:
-    """An output named on the command line: short enough for the file system, and in a folder that exists. A
+def check_output_path(path: Path, name: str) -> Path:
+    """An output the caller named (parameter `name`): short enough for the file system, and in a folder that exists. A
     missing parent is refused, never created: a typo in a path should not grow a tree of folders elsewhere.
     A symbolic link that leads nowhere (dangling, or a loop) is refused too: writing through it would
     create its target, or its target's folders."""
-    check_path_length(path, option)
+    check_path_length(path, name)
+    named = param(name)
     for where in (path.parent, path):  # a folder on the way that cannot be entered: said, not an internal error
         try:
             os.lstat(where)
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
                 raise EnvpinError(
-                    f"{option}: {where}: {exc.strerror}",
-                    hint=f"check the permissions of the folders on its path, or choose another {option}",
+                    f"{named}: {where}: {exc.strerror}",
+                    hint=f"check the permissions of the folders on its path, or choose another {named}",
                 ) from None
-    _check_link(path, option)
+    _check_link(path, named)
     parent = path.parent
-    _check_link(parent, option)
+    _check_link(parent, named)
     if parent.exists() and not parent.is_dir():
-        raise EnvpinError(f"{option}: {parent} is not a folder", hint=f"choose another {option}")
+        raise EnvpinError(f"{named}: {parent} is not a folder", hint=f"choose another {named}")
     if not parent.is_dir():
         raise EnvpinError(
-            f"{option}: the folder {parent} does not exist",
-            hint=f"create it first (mkdir -p {parent}), or choose another {option}",
+            f"{named}: the folder {parent} does not exist",
+            hint=f"create it first (mkdir -p {parent}), or choose another {named}",
         )
     return path
 
 
-def check_output_file(path: Path, option: str) -> Path:
+def check_output_file(path: Path, name: str) -> Path:
     """check_output_path for an output that is one file: a folder, a socket or a block device already there is
     refused now, before any work is done, not once the result is ready to be written."""
+    named = param(name)
     if str(path) == "-":
         raise EnvpinError(
-            f"{option} -: '-' is not stdout for {option}, and envpin writes no file named '-'",
-            hint=f"name a file, or give {option} /dev/stdout to write to stdout",
+            f"{named} -: '-' is not stdout for {named}, and envpin writes no file named '-'",
+            hint=f"name a file, or give {named} /dev/stdout to write to stdout",
         )
-    check_output_path(path, option)
+    check_output_path(path, name)
     try:
         _write_target(path)
     except OSError as exc:
-        raise EnvpinError(f"{option}: {path}: {exc.strerror or exc}", hint=f"choose another {option}") from exc
+        raise EnvpinError(f"{named}: {path}: {exc.strerror or exc}", hint=f"choose another {named}") from exc
     return path
 
 
-def check_output_folder(path: Path, option: str) -> Path:
+def check_output_folder(path: Path, name: str) -> Path:
     """check_output_path for an output that is a folder envpin writes reports into (created if missing): a
     file, device or anything else already there that is not a folder is refused now, before any work."""
+    named = param(name)
     if str(path) == "-":
         raise EnvpinError(
-            f"{option} -: {option} names a folder, and envpin makes no folder named '-'",
-            hint=f"name a folder, e.g. {option} reports",
+            f"{named} -: {named} names a folder, and envpin makes no folder named '-'",
+            hint=f"name a folder, e.g. {named} reports",
         )
-    check_output_path(path, option)
+    check_output_path(path, name)
     if path.exists() and not path.is_dir():
-        raise EnvpinError(f"{option}: {path} exists and is not a folder", hint=f"choose another {option}")
+        raise EnvpinError(f"{named}: {path} exists and is not a folder", hint=f"choose another {named}")
     return path
 
 
-def _check_link(path: Path, option: str) -> None:
-    """Refuse `path` when it is a symbolic link whose target does not exist or cannot be reached."""
+def _check_link(path: Path, named: str) -> None:
+    """Refuse `path` when it is a symbolic link whose target does not exist or cannot be reached (`named`: the
+    parameter that named it, as param() spells it)."""
     if not os.path.islink(path):
         return
     try:
@@ -238,16 +119,16 @@ def _check_link(path: Path, option: str) -> None:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise EnvpinError(
-                f"{option}: {path} is a symbolic link that loops", hint=f"remove the link, or choose another {option}"
+                f"{named}: {path} is a symbolic link that loops", hint=f"remove the link, or choose another {named}"
             ) from None
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
             raise EnvpinError(
-                f"{option}: cannot follow the symbolic link {path}: {exc.strerror or exc}",
-                hint=f"check the link, or choose another {option}",
+                f"{named}: cannot follow the symbolic link {path}: {exc.strerror or exc}",
+                hint=f"check the link, or choose another {named}",
             ) from None
         raise EnvpinError(
-            f"{option}: {path} is a symbolic link to {os.readlink(path)}, which does not exist",
-            hint=f"envpin does not write through a dangling link; remove it, or choose another {option}",
+            f"{named}: {path} is a symbolic link to {os.readlink(path)}, which does not exist",
+            hint=f"envpin does not write through a dangling link; remove it, or choose another {named}",
         ) from None
 
 
@@ -259,16 +140,6 @@ def _write_target(path: Path) -> tuple[Path, bool]:
 
 def _write_device(path: Path, data: bytes) -> None:
     write_into(str(path), data)
-
-
-def folder_files(folder: Path) -> Iterator[str]:
-    """Files and links under `folder` as relative POSIX paths, lazily (links are not followed), so a caller
-    looking for the first unexpected file stops there even in a large tree."""
-    for root, dirs, names in os.walk(folder, followlinks=False):
-        dirs.sort()
-        base = Path(root)
-        for n in sorted(names) + [d for d in dirs if (base / d).is_symlink()]:
-            yield (base / n).relative_to(folder).as_posix()
 
 
 def _temp_prefix(path: Path) -> str:
@@ -304,7 +175,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, make_paren
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):  # a closed pipe: the CLI's to end
-            raise EnvpinError(f"cannot write {path}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+            raise EnvpinError(f"cannot write {path}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
         raise
 
 
@@ -314,40 +185,36 @@ def atomic_write_many(
     """All or nothing (envpin.portable.atomic.replace_all), with missing parent folders made first (unless
     `make_parents` is False) and an OSError as one envpin error. Character devices are written into, after the
     regular files; a dangling link, folder, FIFO or socket is refused before anything is written."""
-    path = None
+    current: Path | None = None  # the file at work, for the error when the OSError names none
     try:
         regular: dict[Path, bytes] = {}
         devices: dict[Path, bytes] = {}
         kept_modes: dict[str, int] = {}
-        for path, data in files.items():
-            where, device = _write_target(path)
+        for current, data in files.items():
+            where, device = _write_target(current)
             (devices if device else regular)[where] = data
-            if modes and path in modes:
-                kept_modes[str(where)] = modes[path]
-        path = None
+            if modes and current in modes:
+                kept_modes[str(where)] = modes[current]
+        current = None
         if make_parents:
-            for path in regular:
-                path.parent.mkdir(parents=True, exist_ok=True)
+            for current in regular:
+                current.parent.mkdir(parents=True, exist_ok=True)
         replace_all({str(p): data for p, data in regular.items()}, kept_modes)
-        for path, data in devices.items():
-            _write_device(path, data)
+        for current, data in devices.items():
+            _write_device(current, data)
     except BrokenPipeError:
         raise  # the reader of a pipe went away: the CLI ends quietly
     except OSError as exc:
-        where = exc.filename or path
-        raise EnvpinError(f"cannot write {where}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+        failed = exc.filename or current
+        raise EnvpinError(f"cannot write {failed}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
 
 
 def write_hint(exc: OSError) -> str:
     """The hint for a write that failed with `exc` (a full disk, permissions, a path that cannot be a file)."""
-    return _hint(exc)
-
-
-def _hint(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "the disk is full: free some space and retry"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "check the folder's permissions, or choose another with --out"
+        return "check the folder's permissions, or choose another output path"
     if exc.errno == errno.ENXIO:
         return "start what reads the FIFO first, or choose another output path"
     if exc.errno in (errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.ELOOP, errno.ENAMETOOLONG, errno.EBUSY):
@@ -379,7 +246,7 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
         parent.mkdir(exist_ok=True)  # one level at most (images/ on first use): never a chain of folders
         key = str(parent.resolve())
     except OSError as exc:
-        raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+        raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
     if _HELD.get(key):
         _HELD[key] += 1
         try:
@@ -390,7 +257,7 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
     try:
         fd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
-        raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+        raise EnvpinError(f"cannot write in {parent}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
     try:
         deadline = time.monotonic() + (LOCK_WAIT_S if wait is None else wait)
         while True:
@@ -406,7 +273,7 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
                 time.sleep(0.02)
             except OSError as exc:
                 if exc.errno not in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
-                    raise EnvpinError(f"cannot lock {parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+                    raise EnvpinError(f"cannot lock {parent}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
                 break  # this file system cannot lock: unserialised, still atomic
         _HELD[key] = 1
         try:
@@ -420,7 +287,7 @@ def exclusive(target: Path, wait: float | None = None) -> Iterator[None]:
 
 def _tag(target: Path) -> str:
     """What staging names start with: '.NAME', or a hash of NAME where '.NAME.envpin-new-XXXXXXXX' would pass
-    NAME_MAX (a 255-byte --out is within the documented limit, so its staging must be too)."""
+    NAME_MAX (a 255-byte output name is within the documented limit, so its staging must be too)."""
     if len(os.fsencode(target.name)) + 1 + len(_STAGE) + 8 <= MAX_NAME_BYTES:
         return f".{target.name}"
     return ".envpin-" + hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
@@ -430,12 +297,12 @@ def _remove_leftovers(target: Path) -> None:
     import shutil
 
     tag = _tag(target)
-    for entry in target.parent.glob(f"{glob_escape(tag)}.envpin-*"):
+    for entry in target.parent.glob(f"{_glob_escape(tag)}.envpin-*"):
         if entry.name.startswith((f"{tag}{_STAGE}", f"{tag}{_OLD}")) and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def glob_escape(text: str) -> str:
+def _glob_escape(text: str) -> str:
     """`text` with glob's special characters taken literally."""
     import glob
 
@@ -455,7 +322,7 @@ def replace_folder(
     try:
         stage = Path(tempfile.mkdtemp(prefix=f"{_tag(target)}{_STAGE}", dir=target.parent))
     except OSError as exc:
-        raise EnvpinError(f"cannot write in {target.parent}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+        raise EnvpinError(f"cannot write in {target.parent}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
     try:
         for rel in keep:
             src, dst = target / rel, stage / rel
@@ -480,7 +347,7 @@ def replace_folder(
     except BaseException as exc:
         shutil.rmtree(stage, ignore_errors=True)
         if isinstance(exc, OSError):
-            raise EnvpinError(f"cannot write {target}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+            raise EnvpinError(f"cannot write {target}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
         raise
     _swap_in(stage, target)
 
@@ -545,6 +412,6 @@ def _swap_in(stage: Path, target: Path) -> None:
                     raise
     except OSError as exc:
         shutil.rmtree(stage, ignore_errors=True)
-        raise EnvpinError(f"cannot replace {target}: {exc.strerror or exc}", hint=_hint(exc)) from exc
+        raise EnvpinError(f"cannot replace {target}: {exc.strerror or exc}", hint=write_hint(exc)) from exc
     _fsync_dir(target.parent)
     shutil.rmtree(old, ignore_errors=True)
