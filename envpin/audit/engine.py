@@ -129,15 +129,15 @@ def check_runs(ctx: Context) -> None:
             run = ctx.run(ins)
             for r in rules:
                 r.ins, r.run_script = ins, run
-            for f in on_run:
-                f(ins, run)
+            for starts in on_run:
+                starts(ins, run)
             walker = command
             for r in readers:
                 if r.every_command:
                     walker = every_command
             run.script.visit(pipeline, walker)
-            for f in on_run_end:
-                f()
+            for ends in on_run_end:
+                ends()
         for r in rules:
             r.stage_end()
     for r in rules:
