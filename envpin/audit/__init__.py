@@ -22,7 +22,7 @@ from envpin.audit.check import Finding, finding
 from envpin.audit.config import AuditConfig, unknown_marks
 from envpin.audit.config import apply as apply_config
 from envpin.audit.engine import audit
-from envpin.audit.fix import MECHANICAL, FixOutcome, fix  # eager: a later import of the module would rebind `fix`
+from envpin.audit.fix import FixOutcome, fix  # eager: a later import of the module would rebind `fix`
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
 from envpin.audit.python import is_script, source_lines
 from envpin.audit.rule import SEVERITIES, Rule
@@ -36,7 +36,10 @@ TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-    from envpin.audit.python.audit import ScriptTarget
+    from envpin.audit.python.audit import ScriptTarget, audit_script, read_script, target_for
+
+    #: Rules --fix handles without a comment (Rule.fixable; FROM rules only when the digest can be resolved).
+    MECHANICAL: frozenset[str]
 
 #: Public names whose module loads on first use (the Python-script audit, which no Dockerfile-only call needs
 #: at import; the script fixer is imported by --fix itself). name -> module.
@@ -44,12 +47,16 @@ _LAZY = {name: "envpin.audit.python.audit" for name in ("ScriptTarget", "audit_s
 
 
 def __getattr__(name: str) -> Any:
-    """The names of _LAZY, imported when first asked for (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    """The names of _LAZY, imported when first asked for (PEP 562), and MECHANICAL, which reads every family's
+    rules (the script families' too)."""
+    if name == "MECHANICAL":
+        value: Any = frozenset(r.id for r in RULES.values() if r.fixable)
+    elif name in _LAZY:
+        import importlib
 
-    value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 
@@ -71,6 +78,7 @@ __all__ = [
     "parse",
     "parse_build_args",
     "read",
+    "read_script",
     "run",
     "target_for",
 ]

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from envpin.audit import ScriptTarget, audit_script, target_for
-from envpin.audit.python import checks
+from envpin.audit.python import table
 from envpin.knowledge import recipes
 from tests.conftest import make_unreadable, run_envpin
 
@@ -123,7 +123,7 @@ def test_the_op_named_in_a_message_has_no_half_aside(tmp_path: Path) -> None:
     ), jit["message"]
     for key in ("raises_under_determinism", "nondeterministic_under_determinism"):
         for item in recipes.table()[key]:
-            short = checks._short(item["op"])
+            short = table.short(item["op"])
             assert short.count("(") == short.count(")"), (item["op"], short)
 
 
