@@ -72,22 +72,9 @@ def _write_chunks(chunks: Iterable[str]) -> None:
     out.flush()
 
 
-def output_format(fmt: str | None, as_json: bool, sarif: bool) -> str:
-    """--format, with --json and --sarif as its aliases; two different choices are a usage error."""
-    from envpin.audit.report import FORMATS
-    from envpin.errors import UsageError, shown
-
-    chosen = {x for x in (fmt, "json" if as_json else None, "sarif" if sarif else None) if x is not None}
-    if len(chosen) > 1:
-        raise UsageError(f"{' and '.join(sorted(chosen))} output exclude each other", hint="choose one output format")
-    value = chosen.pop() if chosen else "tty"
-    if value not in FORMATS:
-        raise UsageError(f"unknown output format '{shown(value)}'", hint="use --format " + ", ".join(FORMATS))
-    return value
-
-
-def audited(res: AuditRun, fmt: str, fixing: bool, console: Console | Plain, note: Console | Plain) -> None:
-    """fmt: tty, json, sarif, gcc or github. What --fix did is progress (stderr); findings are results.
+def audited(res: AuditRun, fixing: bool, console: Console | Plain, note: Console | Plain) -> None:
+    """In the format the run was asked for (res.output: tty, json, sarif, gcc or github). What --fix did is
+    progress (stderr); findings are results.
 
     The summary goes to stdout after tty lines, to stderr after machine formats (stdout stays parseable)."""
     from envpin.audit import report
@@ -97,6 +84,7 @@ def audited(res: AuditRun, fmt: str, fixing: bool, console: Console | Plain, not
         _say(note, f"{done.source}: fixed {len(o.fixed)} finding(s), commented {len(o.commented)}; wrote {done.output}")
         for action in o.actions:
             _say(note, f"  {action}")
+    fmt = res.output
     summary = ("left in the fixed files: " if fixing else "") + report.summary_line(res.findings, len(res.files))
     if fmt == "sarif":
         _write_chunks(report.sarif_chunks(res.findings))

@@ -17,6 +17,7 @@ from envpin.audit.python.script import Call, Script, const
 from envpin.audit.python.switch import determinism_on
 from envpin.audit.python.table import apis_of, matches
 from envpin.audit.rule import Rule
+from envpin.errors import param
 from envpin.knowledge import recipes
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -174,6 +175,7 @@ def _unordered(s: Script, what: str, overridden: dict[str, dict[str, Any]], on: 
 def check_data(s: Script) -> None:
     apis = _map_hazard()
     overridden, on = _overridden(s)
+    removes = f"remove deterministic=False ({param('fix', command='audit')} removes it)"
     for c in s.calls:
         for k in c.node.keywords:
             if k.arg == "deterministic" and const(k.value) is False:
@@ -182,7 +184,7 @@ def check_data(s: Script) -> None:
                     PY_DATA_NONDETERMINISTIC,
                     c.node.lineno,
                     message,
-                    "remove deterministic=False (envpin audit --fix removes it)",
+                    removes,
                     severity=severity,
                 )
             elif k.arg == "sloppy" and const(k.value) is True:

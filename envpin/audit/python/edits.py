@@ -131,6 +131,8 @@ class Fixing(Value):
             after += lines[1]
             actions.append(lines[2])
         self.actions += actions
+        # what wrote the block, in the script itself: the same text whoever called the fix, so a script's fixed
+        # text does not depend on the caller
         head = f"# envpin audit --fix: TensorFlow {version}, recipe {recipe.id}"
         if after:
             self.edits.after.setdefault(end, []).extend([head, *after] if not before else after)

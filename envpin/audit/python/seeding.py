@@ -17,6 +17,7 @@ from envpin.audit.python.script import Call, Script
 from envpin.audit.python.switch import determinism_on
 from envpin.audit.python.table import matches, meetable
 from envpin.audit.rule import Rule
+from envpin.errors import param
 from envpin.knowledge.recipes import Recipe
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -205,8 +206,8 @@ def check_seeds(s: Script) -> None:
                 else "the script turns determinism on but sets no global TensorFlow seed"
             )
             + layers,
-            "call tf.keras.utils.set_random_seed(SEED) "
-            "(TF 2.7+) or tf.random.set_seed(SEED) before building the model (envpin audit --fix inserts it)",
+            "call tf.keras.utils.set_random_seed(SEED) (TF 2.7+) or tf.random.set_seed(SEED) before building the "
+            f"model ({param('fix', command='audit')} inserts it)",
             severity="error" if raises else None,
         )
     if trains:

@@ -13,6 +13,7 @@ from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, TABLE
 from envpin.audit.python.script import Script, major_minor
 from envpin.audit.rule import Rule
+from envpin.errors import param
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
 
@@ -155,13 +156,16 @@ def check_switch(s: Script) -> None:
         return  # no switch exists for this version: nothing to turn on
     where = f" for TensorFlow {version} ({s.target.label})" if version else ""
     if recipe is not None:
-        fix = f"add {switch_name(recipe)} before training (envpin audit --fix inserts it)"
+        fix = f"add {switch_name(recipe)} before training ({param('fix', command='audit')} inserts it)"
     elif version:  # a version the table has no recipe for: asking for --tf again would not help
         fix = (
             f"no recipe of envpin's table covers TensorFlow {version}: turn on the determinism switch that version has"
         )
     else:
-        fix = "turn on the switch of your TensorFlow's recipe (envpin recipe --tf X.Y); give --tf to judge it"
+        fix = (
+            f"turn on the switch of your TensorFlow's recipe ({param('tf', command='recipe')} X.Y); "
+            f"give {param('tf')} to judge it"
+        )
     partial = next((line for line, key, v in env_switches if key == "TF_CUDNN_DETERMINISTIC" and _truthy(v)), None)
     aside = (
         f" (TF_CUDNN_DETERMINISTIC, line {partial}, only makes cuDNN convolution and pooling deterministic)"

@@ -16,6 +16,7 @@ from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, STATUS
 from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile
 from envpin.audit.python.table import condition, matches, meetable, only, short, tf_range
 from envpin.audit.rule import Rule
+from envpin.errors import param
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ def check_xla(s: Script) -> None:
     if auto and s.keras_major() == 3:
         layer = auto[0][0]
         kind = (layer.name or "").rsplit(".", 1)[-1]  # the layer's class: a table API matched its name
+        adds = f"pass jit_compile=False to compile() ({param('fix', command='audit')} adds it)"
         for c in s.calls:
             if c.attr == "compile" and is_model_compile(c) and const(c.kw("jit_compile")) is not False:
                 s.add(
@@ -106,7 +108,7 @@ def check_xla(s: Script) -> None:
                     f"Keras 3 on TensorFlow {s.target.tf_version} compiles with XLA unless jit_compile=False, and "
                     f"the model's {kind} (line {layer.node.lineno}) has an XLA gradient "
                     f"that raises under determinism ({short(auto[0][1]['op'])})",
-                    "pass jit_compile=False to compile() (envpin audit --fix adds it)",
+                    adds,
                 )
     _check_jit(s, raisers)
 
