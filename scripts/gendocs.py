@@ -77,9 +77,9 @@ def audit_rule_reference(part: str = "rules") -> str:
     them: `index`, one table row per rule in the families' order; `rules`, one section per rule with what it
     finds, why it matters, an example it fires on and one it does not, what --fix does, suppression and
     references. SARIF's helpUri points at each section by its heading, the rule id."""
-    from envpin.audit.rules import FAMILIES
+    from envpin.audit.rules import families
 
-    rules = [(family, r) for family in FAMILIES for r in family.RULES]
+    rules = [(family, r) for family in families() for r in family.RULES]
     if part == "index":
         out = ["| rule | severity | summary | `--fix` fixes it | suppressible |", "| --- | --- | --- | --- | --- |"]
         out += [

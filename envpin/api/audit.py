@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 def audit_files(
     dockerfiles: list[Path],
     *,
+    output: str = "tty",
     fail_on: str | None = None,
     build_args: list[str] | None = None,
     target: str | None = None,
@@ -28,11 +29,21 @@ def audit_files(
 ) -> AuditRun:
     """`envpin audit`: findings for each Dockerfile and Python script (`.py`), and with fix=True the corrected
     files. The nearest pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and
-    fail-on. Scripts are judged against the TensorFlow of a Dockerfile in the same run, else --tf, else the lock
-    (./envpin.lock or the only images/*/envpin.lock)."""
+    fail-on. Scripts are judged against the TensorFlow of a Dockerfile in the same run, else `tf`, else the lock
+    (./envpin.lock or the only images/*/envpin.lock).
+
+    `output` is the format the caller will show the result in (tty, json, sarif, gcc or github), kept in the
+    result. `resolve` (asking registries for the digests FROM is pinned to) only matters with `fix`;
+    `read_context=False` reads the Dockerfiles alone, so a `context` would go unread. Every parameter is
+    checked before any file is read."""
     from envpin import audit
     from envpin.audit import config as audit_config
 
+    if not resolve and not fix:
+        raise UsageError(f"{param('no_resolve')} only makes sense with {param('fix')}", hint=f"add {param('fix')}")
+    if context is not None and not read_context:
+        raise UsageError(f"{param('context')} and {param('no_context')} exclude each other", hint="choose one")
+    audit.check_output(output)
     settings = audit_config.load(audit_config.find(Path.cwd())) if use_config else audit_config.AuditConfig()
 
     if tf is not None:
@@ -40,10 +51,13 @@ def audit_files(
 
         if len(parse_tf_spec(tf).parts) < 2:
             raise UsageError(
-                f"--tf {tf} names no minor version; a recipe is chosen by MAJOR.MINOR", hint="e.g. --tf 2.1"
+                f"{param('tf')} {tf} names no minor version; a recipe is chosen by MAJOR.MINOR",
+                hint=f"e.g. {param('tf')} 2.1",
             )
     if context is not None and not context.is_dir():
-        raise UsageError(f"--context {context} is not a directory", hint="give the folder `docker build` is given")
+        raise UsageError(
+            f"{param('context')} {context} is not a directory", hint="give the folder `docker build` is given"
+        )
     resolver = None
     if fix and resolve:
         from envpin.registry.client import RegistryClient
@@ -65,6 +79,7 @@ def audit_files(
         fix_out=fix_out,
         in_place=in_place,
         resolve=resolver,
+        output=output,
     )
 
 

@@ -22,13 +22,13 @@ from envpin.audit.check import Finding, finding
 from envpin.audit.config import AuditConfig, unknown_marks
 from envpin.audit.config import apply as apply_config
 from envpin.audit.engine import audit
-from envpin.audit.fix import MECHANICAL, FixOutcome, fix  # eager: a later import of the module would rebind `fix`
+from envpin.audit.fix import FixOutcome, fix  # eager: a later import of the module would rebind `fix`
 from envpin.audit.parser import Dockerfile, DockerfileError, parse, read
 from envpin.audit.python import is_script, source_lines
 from envpin.audit.rule import SEVERITIES, Rule
 from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular
 from envpin.record import Value
 
@@ -36,7 +36,10 @@ TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-    from envpin.audit.python.audit import ScriptTarget
+    from envpin.audit.python.audit import ScriptTarget, audit_script, read_script, target_for
+
+    #: Rules --fix handles without a comment (Rule.fixable; FROM rules only when the digest can be resolved).
+    MECHANICAL: frozenset[str]
 
 #: Public names whose module loads on first use (the Python-script audit, which no Dockerfile-only call needs
 #: at import; the script fixer is imported by --fix itself). name -> module.
@@ -44,12 +47,16 @@ _LAZY = {name: "envpin.audit.python.audit" for name in ("ScriptTarget", "audit_s
 
 
 def __getattr__(name: str) -> Any:
-    """The names of _LAZY, imported when first asked for (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    """The names of _LAZY, imported when first asked for (PEP 562), and MECHANICAL, which reads every family's
+    rules (the script families' too)."""
+    if name == "MECHANICAL":
+        value: Any = frozenset(r.id for r in RULES.values() if r.fixable)
+    elif name in _LAZY:
+        import importlib
 
-    value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 
@@ -71,6 +78,7 @@ __all__ = [
     "parse",
     "parse_build_args",
     "read",
+    "read_script",
     "run",
     "target_for",
 ]
@@ -89,12 +97,14 @@ class FixedFile(Value):
 
 @dataclass(frozen=True, slots=True)
 class AuditRun(Value):
-    """What `envpin audit` found (and with --fix wrote); its exit code follows --fail-on."""
+    """What `envpin audit` found (and with --fix wrote); its exit code follows --fail-on. `output` is the format
+    the caller asked the report in (envpin.audit.report.FORMATS; envpin.views.audit writes it)."""
 
     files: list[str]
     findings: list[Finding]
     fail_on: str
     fixed: list[FixedFile] = field(default_factory=list)
+    output: str = "tty"
 
     @property
     def exit_code(self) -> int:
@@ -103,13 +113,28 @@ class AuditRun(Value):
 
 
 def parse_build_args(values: Sequence[str]) -> dict[str, str]:
+    """NAME=VALUE strings, as `docker build --build-arg` takes them, by name (a later one wins)."""
     out: dict[str, str] = {}
     for value in values:
         name, eq, val = value.partition("=")
         if not eq or not name:
-            raise UsageError(f"--build-arg {value!r} is not NAME=VALUE", hint="e.g. --build-arg TF_TAG=22.03-tf2-py3")
+            raise UsageError(
+                f"{param('build_args')} {value!r} is not NAME=VALUE",
+                hint=f"e.g. {param('build_args')} TF_TAG=22.03-tf2-py3",
+            )
         out[name] = val
     return out
+
+
+def check_output(output: str) -> str:
+    """`output` when the report can be written in it (envpin.audit.report.FORMATS), else a UsageError."""
+    from envpin.audit.report import FORMATS
+
+    if output not in FORMATS:
+        raise UsageError(
+            f"unknown output format '{shown(output)}'", hint=f"use {param('output')} " + ", ".join(FORMATS)
+        )
+    return output
 
 
 def audit_text(text: str, path: str = "Dockerfile", **kwargs: object) -> list[Finding]:
@@ -173,23 +198,30 @@ def run(
     context: Path | None = None,
     read_context: bool = True,
     lock_target: ScriptTarget | None = None,
+    output: str = "tty",
 ) -> AuditRun:
     """Audit files (Dockerfiles, and Python scripts: `.py`); with do_fix, write corrected copies and report what
     is left in them. `config` (from pyproject.toml) and inline suppressions silence findings before anything is
-    fixed or reported. `lock_target`: the lock's TensorFlow, for scripts no Dockerfile or --tf speaks for."""
+    fixed or reported. `lock_target`: the lock's TensorFlow, for scripts no Dockerfile or --tf speaks for.
+    `output`: the report's format, kept in the result. Errors name the parameters of envpin.api.audit_files,
+    which passes its own on (do_fix is its `fix`)."""
     config = config or AuditConfig()
+    check_output(output)
     if fail_on not in SEVERITIES:
-        raise UsageError(f"--fail-on {fail_on!r} is not a severity", hint="use error, warning or info")
+        raise UsageError(f"{param('fail_on')} {fail_on!r} is not a severity", hint="use error, warning or info")
     if not paths:
-        raise UsageError("no Dockerfile or script given", hint="envpin audit Dockerfile [train.py ...]")
+        raise UsageError("no Dockerfile or script given", hint=f"name them in {param('dockerfiles')}")
     if (fix_out is not None or in_place) and not do_fix:
-        raise UsageError("--fix-out and --in-place only make sense with --fix", hint="add --fix")
+        raise UsageError(
+            f"{param('fix_out')} and {param('in_place')} only make sense with {param('fix')}",
+            hint=f"add {param('fix')}",
+        )
     if fix_out is not None and in_place:
-        raise UsageError("--fix-out and --in-place exclude each other", hint="choose one")
+        raise UsageError(f"{param('fix_out')} and {param('in_place')} exclude each other", hint="choose one")
     if fix_out is not None and len(paths) != 1:
         raise UsageError(
-            "--fix-out names one output file, but several files were given",
-            hint="fix them one at a time, or drop --fix-out to write <file>.envpin-fixed",
+            f"{param('fix_out')} names one output file, but several files were given",
+            hint=f"fix them one at a time, or drop {param('fix_out')} to write <file>.envpin-fixed",
         )
     # a file named twice (Dockerfile and ./Dockerfile, a glob that also matches it) is audited once, as it was
     # first named: its findings are not reported twice, nor counted as two files
@@ -212,7 +244,7 @@ def run(
             context,
             read_context,
             lock_target,
-        )
+        ).replace(output=output)
 
 
 @contextlib.contextmanager
@@ -274,15 +306,15 @@ def _run(
     for path in scripts:
         broken = next((f for f in findings[path] if f.rule == "parse-error"), None)
         if broken is not None:
-            raise UsageError(f"{path}:{broken.line}: {broken.message}", hint="--fix needs a script Python parses")
+            raise UsageError(
+                f"{path}:{broken.line}: {broken.message}", hint=f"{param('fix')} needs a script Python parses"
+            )
     fixed: list[FixedFile] = []
     remaining: list[Finding] = []
     outputs: dict[Path, tuple[bytes, int]] = {}
     for path, text in scripts.items():
         out = _output_path(path, fix_out, in_place)
-        if out.resolve() == Path(path).resolve() and not in_place:
-            raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
-        _check_output(out, in_place)
+        _check_output(out, Path(path), in_place)
         outcome = fix_script(text, path, findings[path], aim)
         remaining.extend(
             _kept(_Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim), config)
@@ -291,9 +323,7 @@ def _run(
         outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
     for df in parsed:
         out = _output_path(df.path, fix_out, in_place)
-        if out.resolve() == Path(df.path).resolve() and not in_place:
-            raise UsageError(f"--fix-out {out} is the input file", hint="use --in-place to overwrite the input")
-        _check_output(out, in_place)
+        _check_output(out, Path(df.path), in_place)
         outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
         again = parse(outcome.text, str(out), build_args)
         remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
@@ -320,12 +350,12 @@ def _encoded(text: str, encoding: str, path: str) -> bytes:
     except UnicodeEncodeError as exc:
         raise UsageError(
             f"{path}: the fixed script has {text[exc.start]!r}, which {encoding} cannot hold",
-            hint="save the script as UTF-8 and run --fix again",
+            hint=f"save the script as UTF-8 and run {param('fix')} again",
         ) from None
     if declared_encoding(data, path) != encoding:
         raise UsageError(
             f"{path}: the fixed script would no longer declare {encoding}",
-            hint="move the coding line to the script's first line and run --fix again",
+            hint=f"move the coding line to the script's first line and run {param('fix')} again",
         )
     return data
 
@@ -349,7 +379,7 @@ def _script_target(
             return ScriptTarget(f"{df.path}: {info.label}", info.tf_version, info.recipe, env)
         image = image or (f"{df.path}: {info.label}", env)
     if tf is not None:
-        return target_for(tf, "stock", None, f"--tf {tf}", image[1] if image else None)
+        return target_for(tf, "stock", None, f"{param('tf')} {tf}", image[1] if image else None)
     if image is None:
         return lock_target or ScriptTarget()
     # the Dockerfile of the run builds the image: what its ENV sets counts for the script, over the lock's
@@ -358,11 +388,15 @@ def _script_target(
     return lock_target.replace(image_env={**lock_target.image_env, **image[1]})
 
 
-def _check_output(out: Path, in_place: bool) -> None:
-    """Refuse a destination the fixed file must not replace or create, before anything is written."""
+def _check_output(out: Path, source: Path, in_place: bool) -> None:
+    """Refuse a destination the fixed file of `source` must not replace or create, before anything is written."""
     from envpin.files.write import check_output_path
 
-    how = "fix the file it names instead" if in_place else "choose another --fix-out"
+    if out.resolve() == source.resolve() and not in_place:
+        raise UsageError(
+            f"{param('fix_out')} {out} is the input file", hint=f"use {param('in_place')} to overwrite the input"
+        )
+    how = "fix the file it names instead" if in_place else f"choose another {param('fix_out')}"
     if out.is_symlink():
         raise UsageError(
             f"{out} is a symbolic link: writing the fixed file would replace the link with a file",

@@ -8,7 +8,7 @@ which runs the families' checks, sits above both, so rules, checks and the engin
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from envpin.audit.base import BaseInfo
@@ -71,7 +71,8 @@ class Context(Value):
     def chain(self) -> list[Stage]:
         return self.df.chain(self.target)
 
-    def env(self) -> dict[str, Var]:
+    def env(self) -> Mapping[str, Var]:
+        """The produced image's ENV (a stage's Scope: what it sets and inherits)."""
         return self.target.env
 
     def env_settings(self, name: str) -> Iterator[tuple[Instruction, str | None]]:

@@ -20,12 +20,12 @@ A `parse-error` cannot be suppressed: the line it names stops the build.
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from envpin.audit.check import Finding
+from envpin.audit.rule import IGNORE_MARK as _MARK
 from envpin.audit.rule import SEVERITIES
 from envpin.audit.rules import RULES
 from envpin.errors import UsageError, shown
@@ -35,9 +35,6 @@ TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-#: The rules nothing silences (Rule.suppressible is False): a parse-error's line stops the build.
-UNSUPPRESSIBLE = frozenset(r.id for r in RULES.values() if not r.suppressible)
-_MARK = re.compile(r"#\s*envpin:\s*ignore\s*=\s*([A-Za-z0-9_,\s-]+)")
 _KEYS = {"ignore", "fail-on", "per-path"}
 
 
@@ -162,7 +159,7 @@ def _rules(value: Any, where: str) -> frozenset[str]:
 def _check_rule(rid: str, where: str) -> None:
     if rid not in RULES:
         raise UsageError(f"{where}: unknown rule {rid!r}", hint="the rules are listed in docs/audit.md")
-    if rid in UNSUPPRESSIBLE:
+    if not RULES[rid].suppressible:
         raise UsageError(
             f"{where}: {rid} cannot be ignored", hint="the line it names stops the build; fix the line instead"
         )
@@ -188,7 +185,7 @@ def unknown_marks(lines: list[str]) -> Iterable[tuple[int, str]]:
         m = _MARK.search(text)
         if m:
             for rid in (r.strip() for r in m.group(1).split(",")):
-                if rid and (rid not in RULES or rid in UNSUPPRESSIBLE):
+                if rid and (rid not in RULES or not RULES[rid].suppressible):
                     yield n, rid
 
 
@@ -196,8 +193,10 @@ def apply(findings: list[Finding], lines_of: dict[str, list[str]], config: Audit
     """The findings neither the configuration nor an inline suppression silences."""
     out = []
     ignored: dict[str, frozenset[str]] = {}
+    # the rules nothing silences (Rule.suppressible is False): a parse-error's line stops the build
+    kept = frozenset(rid for rid in {f.rule for f in findings} if not RULES[rid].suppressible)
     for f in findings:
-        if f.rule in UNSUPPRESSIBLE:
+        if f.rule in kept:
             out.append(f)
             continue
         if f.file not in ignored:

@@ -16,12 +16,12 @@ from envpin.audit.check import Check, Context, Finding, RunRule
 from envpin.audit.context import BuildContext
 from envpin.audit.parser import Dockerfile
 from envpin.audit.rule import SEVERITIES
-from envpin.audit.rules import FAMILIES
+from envpin.audit.rules import DOCKERFILE_FAMILIES
 from envpin.audit.rules.syntax import parse_errors
 from envpin.audit.shell import Command
 
 #: The checks that read RUN commands, fed by one walk (check_runs), in the families' order.
-RUN_RULES: tuple[type[RunRule], ...] = tuple(cls for family in FAMILIES for cls in family.RUN_RULES)
+RUN_RULES: tuple[type[RunRule], ...] = tuple(cls for family in DOCKERFILE_FAMILIES for cls in family.RUN_RULES)
 
 
 def audit(
@@ -129,15 +129,15 @@ def check_runs(ctx: Context) -> None:
             run = ctx.run(ins)
             for r in rules:
                 r.ins, r.run_script = ins, run
-            for f in on_run:
-                f(ins, run)
+            for starts in on_run:
+                starts(ins, run)
             walker = command
             for r in readers:
                 if r.every_command:
                     walker = every_command
             run.script.visit(pipeline, walker)
-            for f in on_run_end:
-                f()
+            for ends in on_run_end:
+                ends()
         for r in rules:
             r.stage_end()
     for r in rules:
@@ -146,4 +146,4 @@ def check_runs(ctx: Context) -> None:
 
 #: Every check, the families' own in their order, then the one walk over the RUN commands. The order does not
 #: change the output: each rule is reported by one check, and findings are merged per rule and sorted.
-CHECKS: tuple[Check, ...] = (*(check for family in FAMILIES for check in family.CHECKS), check_runs)
+CHECKS: tuple[Check, ...] = (*(check for family in DOCKERFILE_FAMILIES for check in family.CHECKS), check_runs)

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 from envpin.audit.base import identify
 from envpin.audit.check import Finding
-from envpin.audit.config import _MARK as _IGNORE_MARK
 from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
-from envpin.audit.rules import RULES
+from envpin.audit.rule import IGNORE_MARK as _IGNORE_MARK
 from envpin.audit.rules.base_image import FROM_LATEST, FROM_NO_DIGEST
 from envpin.audit.rules.determinism import (
     CUDNN_AUTOTUNE_SET,
@@ -42,9 +41,8 @@ _ENV_RULES = _D9M_RULES | {PYTHONHASHSEED_UNSET.id, HOROVOD_FUSION_THRESHOLD.id}
 _FROM_RULES = frozenset({FROM_NO_DIGEST.id, FROM_LATEST.id})
 #: Rules whose fix is removing the variable from every ENV of the image.
 _REMOVE_RULES = frozenset({CUDNN_AUTOTUNE_SET.id, ENV_NO_EFFECT.id})
-#: Rules --fix handles without a comment (FROM rules only when the digest can be resolved): Rule.fixable. The
-#: three sets above say how; tests/unit/test_audit_rules_registry.py checks they cover exactly these.
-MECHANICAL = frozenset(r.id for r in RULES.values() if r.fixable)
+#: The three sets say how --fix handles each fixable Dockerfile rule (FROM rules only when the digest can be
+#: resolved); tests/unit/test_audit_rules_registry.py checks they cover exactly those (envpin.audit.MECHANICAL).
 
 
 @dataclass(slots=True)

@@ -141,20 +141,20 @@ def pip_call(cmd: Command) -> PipCall | None:
         else:
             call.specs.append(words[j])
             j += 1
-    for name, value in opts:
-        if name in ("-r", "--requirement") and value:
-            call.requirements.append(value)
-        elif name in ("-c", "--constraint") and value:
-            call.constraints.append(value)
-        elif name in ("-e", "--editable") and value:
-            call.editables.append(value)
-        elif name in _INDEX_OPTS and value:
-            call.indexes.append(value)
-            if name not in ("-i", "--index-url"):
-                call.extra.append(value)
-        elif name == "--trusted-host" and value:
-            call.trusted.append(value)
-        elif name == "--require-hashes":
+    for option, given in opts:
+        if option in ("-r", "--requirement") and given:
+            call.requirements.append(given)
+        elif option in ("-c", "--constraint") and given:
+            call.constraints.append(given)
+        elif option in ("-e", "--editable") and given:
+            call.editables.append(given)
+        elif option in _INDEX_OPTS and given:
+            call.indexes.append(given)
+            if option not in ("-i", "--index-url"):
+                call.extra.append(given)
+        elif option == "--trusted-host" and given:
+            call.trusted.append(given)
+        elif option == "--require-hashes":
             call.require_hashes = True
     return call
 

@@ -17,6 +17,9 @@ SEVERITIES = ("error", "warning", "info")
 #: What an audited file is written in: a Dockerfile, or a Python training script.
 LANGUAGES = ("dockerfile", "python")
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*\Z")
+#: An inline suppression: `# envpin: ignore=RULE,RULE` on a finding's line or the comment line above it
+#: (envpin.audit.config reads it; the fixers keep their notes clear of it).
+IGNORE_MARK = re.compile(r"#\s*envpin:\s*ignore\s*=\s*([A-Za-z0-9_,\s-]+)")
 
 #: A digest in the examples: a placeholder, obviously not an image (the docs say to take the real one).
 EXAMPLE_DIGEST = "sha256:" + "0" * 64

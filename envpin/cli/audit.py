@@ -17,7 +17,7 @@ def audit_cmd(
     dockerfiles: Annotated[
         list[Path], typer.Argument(help="Dockerfiles and Python training scripts (.py) to audit.", show_default=False)
     ],
-    fmt: Annotated[
+    output: Annotated[
         str | None,
         typer.Option(
             "--format",
@@ -61,7 +61,7 @@ def audit_cmd(
     no_resolve: Annotated[
         bool, typer.Option("--no-resolve", help="With --fix: do not ask registries for digests; comment instead.")
     ] = False,
-    build_arg: Annotated[
+    build_args: Annotated[
         list[str] | None, typer.Option("--build-arg", help="NAME=VALUE, as given to docker build.")
     ] = None,
     target: Annotated[str | None, typer.Option("--target", help="Audit the image of this stage.")] = None,
@@ -78,19 +78,20 @@ def audit_cmd(
 
     Exit 0: nothing at or above --fail-on; 1: something is; 2: a file cannot be read or parsed.
     """
+    # The parameters are envpin.api.audit_files's, which checks them; --json and --sarif are aliases of --format
+    # (two different choices are an error only the command line can make), and each --no-X flag is the api's X.
     from envpin import api
     from envpin.errors import UsageError
     from envpin.views import audit, console
 
-    if no_resolve and not fix:
-        raise UsageError("--no-resolve only makes sense with --fix", hint="add --fix")
-    if context is not None and no_context:
-        raise UsageError("--context and --no-context exclude each other", hint="choose one")
-    chosen = audit.output_format(fmt, as_json, sarif)
+    chosen = {x for x in (output, "json" if as_json else None, "sarif" if sarif else None) if x is not None}
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(sorted(chosen))} output exclude each other", hint="choose one output format")
     res = api.audit_files(
         dockerfiles,
+        output=chosen.pop() if chosen else "tty",
         fail_on=value(fail_on),
-        build_args=build_arg,
+        build_args=build_args,
         target=target,
         tf=tf,
         fix=fix,
@@ -101,5 +102,5 @@ def audit_cmd(
         context=context,
         read_context=not no_context,
     )
-    audit.audited(res, chosen, fix, console.results(), console.notes())
+    audit.audited(res, fix, console.results(), console.notes())
     raise typer.Exit(res.exit_code)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envpin.views.console import say
-
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 
     from envpin.audit import AuditRun
     from envpin.audit.check import Finding
+    from envpin.views.console import Plain
 
 #: SGR codes of the tty format's parts: the place bold, the rule dim, the severity by its weight.
 _SGR = {"place": "1", "rule": "2", "error": "1;31", "warning": "33", "info": "36"}
@@ -41,12 +40,17 @@ def tty_line(f: Finding, colour: bool = False) -> str:
     )
 
 
-def _takes_colour(console: Console) -> bool:
+def _say(console: Console | Plain, text: str) -> None:
+    """envpin.views.console.say on rich's console or its Plain stand-in (neither stream a terminal)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _takes_colour(console: Console | Plain) -> bool:
     """rich's judgement: a terminal (or FORCE_COLOR), with colour not turned off (NO_COLOR, TERM=dumb)."""
     return console.is_terminal and console.color_system is not None and not console.no_color
 
 
-def _write_lines(console: Console, lines: Iterable[str]) -> None:
+def _write_lines(console: Console | Plain, lines: Iterable[str]) -> None:
     """Many lines in one write: printing each through rich costs ~0.1 ms a line (3 s for 22,000 findings)."""
     out = console.file
     out.write("".join(line + "\n" for line in lines))
@@ -68,31 +72,19 @@ def _write_chunks(chunks: Iterable[str]) -> None:
     out.flush()
 
 
-def output_format(fmt: str | None, as_json: bool, sarif: bool) -> str:
-    """--format, with --json and --sarif as its aliases; two different choices are a usage error."""
-    from envpin.audit.report import FORMATS
-    from envpin.errors import UsageError, shown
-
-    chosen = {x for x in (fmt, "json" if as_json else None, "sarif" if sarif else None) if x is not None}
-    if len(chosen) > 1:
-        raise UsageError(f"{' and '.join(sorted(chosen))} output exclude each other", hint="choose one output format")
-    value = chosen.pop() if chosen else "tty"
-    if value not in FORMATS:
-        raise UsageError(f"unknown output format '{shown(value)}'", hint="use --format " + ", ".join(FORMATS))
-    return value
-
-
-def audited(res: AuditRun, fmt: str, fixing: bool, console: Console, note: Console) -> None:
-    """fmt: tty, json, sarif, gcc or github. What --fix did is progress (stderr); findings are results.
+def audited(res: AuditRun, fixing: bool, console: Console | Plain, note: Console | Plain) -> None:
+    """In the format the run was asked for (res.output: tty, json, sarif, gcc or github). What --fix did is
+    progress (stderr); findings are results.
 
     The summary goes to stdout after tty lines, to stderr after machine formats (stdout stays parseable)."""
     from envpin.audit import report
 
     for done in res.fixed:
         o = done.outcome
-        say(note, f"{done.source}: fixed {len(o.fixed)} finding(s), commented {len(o.commented)}; wrote {done.output}")
+        _say(note, f"{done.source}: fixed {len(o.fixed)} finding(s), commented {len(o.commented)}; wrote {done.output}")
         for action in o.actions:
-            say(note, f"  {action}")
+            _say(note, f"  {action}")
+    fmt = res.output
     summary = ("left in the fixed files: " if fixing else "") + report.summary_line(res.findings, len(res.files))
     if fmt == "sarif":
         _write_chunks(report.sarif_chunks(res.findings))
@@ -118,6 +110,6 @@ def audited(res: AuditRun, fmt: str, fixing: bool, console: Console, note: Conso
     else:
         colour = _takes_colour(console)
         _write_lines(console, (tty_line(f, colour) for f in res.findings))
-        say(console, summary)
+        _say(console, summary)
         return
-    say(note, summary)
+    _say(note, summary)

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from envpin.audit import RULES
-from tests.conftest import REPO
+from tests.conftest import REPO, Result
+
+#: The `cli` fixture: envpin.cli.main run in-process on these arguments.
+Cli = Callable[..., Result]
 
 DOC = (REPO / "docs" / "audit.md").read_text(encoding="utf-8")
 
@@ -50,11 +54,9 @@ def test_adding_a_rule_is_explained() -> None:
         assert needed in guide
 
 
-def test_the_script_finding_shown_in_the_readme_and_here_is_what_the_audit_prints(tmp_path: Path) -> None:
+def test_the_script_finding_shown_in_the_readme_and_here_is_what_the_audit_prints(cli: Cli, tmp_path: Path) -> None:
     """The example line (`envpin audit Dockerfile train.py` on a 21.06 base, the call on line 7) is the CLI's
     own output, not an older wording of it."""
-    from tests.conftest import run_envpin
-
     (tmp_path / "Dockerfile").write_text(
         "FROM nvcr.io/nvidia/tensorflow:21.06-tf2-py3@sha256:"
         + "cd" * 32
@@ -64,7 +66,7 @@ def test_the_script_finding_shown_in_the_readme_and_here_is_what_the_audit_print
         "import tensorflow as tf\n\ntf.random.set_seed(42)\nids = tf.constant([0, 0, 1])"
         "\n\n\ny = tf.math.unsorted_segment_sum(tf.ones(3), ids, num_segments=2)\n"
     )
-    res = run_envpin("audit", "--no-config", "Dockerfile", "train.py", cwd=tmp_path)
+    res = cli("audit", "--no-config", "Dockerfile", "train.py", cwd=tmp_path)
     [printed] = [line for line in res.stdout.splitlines() if line.startswith("train.py:7 py-op-raises error:")]
     for text in (DOC, (REPO / "README.md").read_text(encoding="utf-8")):
         shown = [line for line in text.splitlines() if line.startswith("train.py:7 py-op-raises error:")]

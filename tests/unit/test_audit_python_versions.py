@@ -4,6 +4,7 @@ TF 2.7), unseeded random ops that raise under determinism (from 2.7), the XLA Ma
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,10 @@ import pytest
 from envpin.audit import audit_script, target_for
 from envpin.errors import RecipeError
 from envpin.knowledge import recipes
-from tests.conftest import run_envpin
+from tests.conftest import Result
+
+#: The `cli` fixture: envpin.cli.main run in-process on these arguments.
+Cli = Callable[..., Result]
 
 SWITCH = "tf.keras.utils.set_random_seed(0)\ntf.config.experimental.enable_op_determinism()\n"
 DATA = (
@@ -158,9 +162,9 @@ def test_tf_nn_max_pool_under_xla_raises_from_2_8(call: str, severity: str) -> N
         ("1.15", "tf.compat.v1.set_random_seed(0)\n"),
     ],
 )
-def test_fix_seeds_tf1_with_the_name_that_version_has(tmp_path: Path, tf: str, seeding: str) -> None:
+def test_fix_seeds_tf1_with_the_name_that_version_has(cli: Cli, tmp_path: Path, tf: str, seeding: str) -> None:
     (tmp_path / "train.py").write_text("import tensorflow as tf\n\nopt = tf.train.AdamOptimizer()\nopt.minimize(l)\n")
-    res = run_envpin("audit", "--tf", tf, "--fix", "train.py", cwd=tmp_path)
+    res = cli("audit", "--tf", tf, "--fix", "train.py", cwd=tmp_path)
     fixed = (tmp_path / "train.py.envpin-fixed").read_text()
     assert seeding in fixed, (res.stdout, res.stderr)
     assert ("compat.v1" in fixed) == (seeding.startswith("tf.compat")), fixed

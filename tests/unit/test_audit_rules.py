@@ -118,7 +118,7 @@ def test_unknown_tensorflow_is_said_not_guessed() -> None:
     text = f"FROM nvcr.io/nvidia/tensorflow:25.01-tf2-py3{DIGEST}\nENV PYTHONHASHSEED=0\n"
     (finding,) = audit_text(text)
     assert finding.rule == "d9m-unknown-tf" and finding.severity == "info"
-    assert "25.01-tf2-py3" in finding.message and "--tf" in finding.fix
+    assert "25.01-tf2-py3" in finding.message and "audit with `tf` MAJOR.MINOR" in finding.fix  # a Python caller's
     assert [f.rule for f in audit_text(text, tf="2.11")] == ["d9m-env-missing"]
     for base in (
         "nvcr.io/nvidia/tensorflow:18.11-py3",

@@ -3,6 +3,7 @@ each fires on its bad example and not on its good one, through the real audit.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -39,17 +40,39 @@ def test_a_stock_image_is_a_known_base_with_its_tensorflow() -> None:
     assert info.recipe is not None and info.recipe.distribution == "stock"
 
 
+STOCK_BASES = (
+    "FROM tensorflow/tensorflow:latest-gpu AS a\nFROM tensorflow/tensorflow:2.20.0-gpu AS b\n"
+    "FROM tensorflow/tensorflow:2.9.1-gpu\n"
+)
+
+
+def _hints(findings: list[dict[str, object]]) -> dict[str, list[str]]:
+    """Each rule's fixes, from findings as JSON gives them."""
+    hints: dict[str, list[str]] = {}
+    for f in findings:
+        hints.setdefault(str(f["rule"]), []).append(str(f["fix"]))
+    return hints
+
+
 def test_from_hints_name_stock_tags_envpin_knows(tmp_path: Path) -> None:
-    text = (
-        "FROM tensorflow/tensorflow:latest-gpu AS a\nFROM tensorflow/tensorflow:2.20.0-gpu AS b\n"
-        "FROM tensorflow/tensorflow:2.9.1-gpu\n"
-    )
-    report = _audit(tmp_path, text)
-    hints: dict[str, list[str]] = {f.rule: [] for f in report.findings}
-    for f in report.findings:
-        hints[f.rule].append(f.fix)
+    """A Python caller reads the commands' parameters as envpin.errors.param names them."""
+    hints = _hints([f.to_json() for f in _audit(tmp_path, STOCK_BASES).findings])
     assert any(
-        "FROM tensorflow/tensorflow:2.20.0-gpu@sha256:… (TensorFlow 2.20.0; `envpin catalog --stock`" in h
+        "FROM tensorflow/tensorflow:2.20.0-gpu@sha256:… (TensorFlow 2.20.0; ``stock` of catalog`" in h
+        for h in hints["from-latest"]
+    )
+    nodigest = sorted(hints["from-no-digest"])
+    assert any(h.endswith("or let ``stock` of build 2.20.0-gpu` pin it") for h in nodigest)
+    assert any(h.endswith("(`fix` of audit)") and "2.9.1-gpu" in h for h in nodigest)
+
+
+def test_from_hints_name_the_commands_options_on_the_command_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "Dockerfile").write_text(STOCK_BASES)
+    res = cli("audit", "--no-config", "--format", "json", "Dockerfile", cwd=tmp_path)
+    assert res.code == 1, res.stderr
+    hints = _hints(json.loads(res.stdout)["findings"])
+    assert any(
+        "FROM tensorflow/tensorflow:2.20.0-gpu@sha256:… (TensorFlow 2.20.0; `envpin catalog --stock` lists" in h
         for h in hints["from-latest"]
     )
     nodigest = sorted(hints["from-no-digest"])

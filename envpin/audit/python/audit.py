@@ -1,13 +1,16 @@
-"""Auditing one Python training script: parse it with `ast` (never import or run it) and run the checks."""
+"""Auditing one Python training script: parse it with `ast` (never import or run it), walk it once (Script) and
+run every script family's checks over the walk."""
 
 from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.engine import merge
-from envpin.audit.python.checks import Script, ScriptTarget, run_checks
+from envpin.audit.python.script import Script, ScriptTarget
+from envpin.audit.rules import script_families
 from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
 from envpin.files.read import read_regular
@@ -20,6 +23,7 @@ __all__ = [
     "parse_script",
     "read_script",
     "read_script_encoded",
+    "run_checks",
     "target_for",
 ]
 
@@ -45,12 +49,24 @@ def parse_script(text: str, path: str) -> ast.Module | Finding:
         return finding(PARSE_ERROR, path, 1, f"Python cannot parse the script: {type(exc).__name__}", "fix the file")
 
 
+#: Every script family's checks, in the registry's order. The order does not change the output: each rule is
+#: reported by one check, and findings are merged per rule and sorted.
+CHECKS: tuple[Callable[[Script], None], ...] = tuple(check for family in script_families() for check in family.CHECKS)
+
+
+def run_checks(s: Script) -> list[Finding]:
+    """The findings of every check over one walked script, in the order the checks added them."""
+    for check in CHECKS:
+        check(s)
+    return s.findings
+
+
 def audit_script(text: str, path: str = "train.py", target: ScriptTarget | None = None) -> list[Finding]:
     """All findings for one script, one per rule and line, sorted."""
     tree = parse_script(text, path)
     if isinstance(tree, Finding):
         return [tree]
-    return merge(list(run_checks(Script(path, tree, target or ScriptTarget()))))
+    return merge(run_checks(Script(path, tree, target or ScriptTarget())))
 
 
 def read_script(path: str) -> str:

@@ -1,6 +1,6 @@
 """One walk over a Python script's syntax tree: what it imports (envpin.audit.python.names), calls, sets in its
-environment and assigns, and where; and the TensorFlow it is judged against (ScriptTarget). The checks
-(envpin.audit.python.checks) read this; nothing here knows a rule.
+environment and assigns, and where; and the TensorFlow it is judged against (ScriptTarget). The families'
+checks (envpin.audit.rules.script_families) read this; nothing here knows a rule.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from envpin.audit.check import Finding, finding
-from envpin.audit.python.names import Names
+from envpin.audit.python.names import Names, canonical
+from envpin.audit.rule import Rule
 from envpin.knowledge.recipes import Recipe
 from envpin.portable.versions import parse_version
 from envpin.record import Value
@@ -37,7 +38,7 @@ _TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "minimize"
 
 
 @dataclass(slots=True)
-class _Call(Value):
+class Call(Value):
     """One call: ``name`` its canonical dotted name, when the imports explain it; ``attr`` the method name of
     `obj.method(...)`, whatever obj is; ``alts`` the name under the other star-imported modules, when only star
     imports explain it (Names.star_alternatives)."""
@@ -47,11 +48,11 @@ class _Call(Value):
     attr: str | None
     alts: tuple[str, ...] = ()
 
-    def narrowed(self) -> list[_Call]:
+    def narrowed(self) -> list[Call]:
         """This call once per name it may have (itself when the imports name it one way)."""
         if not self.alts:
             return [self]
-        return [_Call(self.node, n, self.attr) for n in (self.name, *self.alts)]
+        return [Call(self.node, n, self.attr) for n in (self.name, *self.alts)]
 
     @property
     def last(self) -> str:
@@ -67,15 +68,15 @@ class _Call(Value):
         return bool(args) and not (len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is None)
 
 
-def _const(node: ast.AST | None) -> Any:
-    return node.value if isinstance(node, ast.Constant) else _Missing
+def const(node: ast.AST | None) -> Any:
+    return node.value if isinstance(node, ast.Constant) else Missing
 
 
-class _Missing:
+class Missing:
     """Not a constant (or not given)."""
 
 
-def _mm(version: str) -> tuple[int, ...]:
+def major_minor(version: str) -> tuple[int, ...]:
     return (parse_version(version) or (0, 0))[:2]
 
 
@@ -101,7 +102,7 @@ class Script:
             elif kind in _BINDERS:
                 binders.append(node)
         self.names = Names(tree, binders)
-        self.calls: list[_Call] = []
+        self.calls: list[Call] = []
         self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)
         self.assigned: dict[str, list[ast.expr]] = {}
         self.functions: dict[str, ast.AST] = {}
@@ -113,7 +114,7 @@ class Script:
             func = call.func
             name = resolve(func)
             self.calls.append(
-                _Call(
+                Call(
                     call,
                     name,
                     func.attr if type(func) is ast.Attribute else None,
@@ -125,32 +126,32 @@ class Script:
             elif name is None and type(func) is ast.Attribute and func.attr == "run_line_magic":
                 self._env_magic(call)
         for node in assigns:
-            if type(node) is ast.Assign:
-                for t in node.targets:  # type: ignore[attr-defined]
-                    self._assign(t, node.value, node.lineno)  # type: ignore[attr-defined]
-            elif node.value is not None:  # type: ignore[attr-defined]
-                self._assign(node.target, node.value, node.lineno)  # type: ignore[attr-defined]
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    self._assign(t, node.value, node.lineno)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                self._assign(node.target, node.value, node.lineno)
         for node in binders:
-            if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef):
-                self.functions[node.name] = node  # type: ignore[attr-defined]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
 
     def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Name):
             self.assigned.setdefault(target.id, []).append(value)
         elif isinstance(target, ast.Subscript) and self.names.resolve(target.value) == "os.environ":
-            key = _const(target.slice)
+            key = const(target.slice)
             if isinstance(key, str):
                 self.env.append((line, key, _text(value)))
         elif (
             isinstance(target, ast.Attribute)
             and target.attr in ("deterministic", "experimental_deterministic")
-            and _const(value) is False
+            and const(value) is False
         ):
             self.option_sets.append(line)
 
     def _env_call(self, node: ast.Call, name: str | None) -> None:
         if name in ("os.environ.setdefault", "os.putenv") and len(node.args) >= 2:
-            key = _const(node.args[0])
+            key = const(node.args[0])
             if isinstance(key, str):
                 self.env.append((node.lineno, key, _text(node.args[1])))
         elif name == "os.environ.update":
@@ -160,8 +161,8 @@ class Script:
             for arg in node.args:
                 if isinstance(arg, ast.Dict):
                     for key, value in zip(arg.keys, arg.values, strict=True):
-                        if isinstance(_const(key), str):
-                            self.env.append((node.lineno, _const(key), _text(value)))
+                        if isinstance(const(key), str):
+                            self.env.append((node.lineno, const(key), _text(value)))
 
     def _env_magic(self, node: ast.Call) -> None:
         """A notebook's `%env NAME=VALUE` (or `%set_env`), as nbconvert exports it to a script:
@@ -172,10 +173,10 @@ class Script:
             and isinstance(owner.func, ast.Name)
             and owner.func.id == "get_ipython"
             and len(node.args) >= 2
-            and _const(node.args[0]) in ("env", "set_env")
+            and const(node.args[0]) in ("env", "set_env")
         ):
             return
-        line = _const(node.args[1])
+        line = const(node.args[1])
         if isinstance(line, str):
             text = line.strip()
             key, sep, value = text.partition("=") if "=" in text else text.partition(" ")
@@ -218,13 +219,11 @@ class Script:
                 return True
             if c.name and c.name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) and c.last[:1].isupper():
                 return True
-            if c.attr == "compile" and _is_model_compile(c):
+            if c.attr == "compile" and is_model_compile(c):
                 return True
         return False
 
     def first_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int:
-        from envpin.audit.python.names import canonical
-
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import) and any(canonical(a.name).split(".")[0] in roots for a in node.names):
                 return node.lineno
@@ -275,7 +274,7 @@ class Script:
             return 2
         return 3
 
-    def add(self, rule: Any, line: int, message: str, fix: str, severity: str | None = None) -> None:
+    def add(self, rule: Rule, line: int, message: str, fix: str, severity: str | None = None) -> None:
         self.findings.append(finding(rule, self.path, line, message, fix, severity))
 
 
@@ -303,21 +302,21 @@ def walk(tree: ast.AST) -> list[ast.AST]:
 
 def _text(node: ast.AST) -> str | None:
     """A constant's value as the environment would hold it ('1', 'true'), None when it is computed."""
-    value = _const(node)
+    value = const(node)
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return str(value)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
-        inner = _const(node.args[0])
+        inner = const(node.args[0])
         return str(inner) if isinstance(inner, (int, str)) else None
     return None
 
 
-def _is_model_compile(c: _Call) -> bool:
+def is_model_compile(c: Call) -> bool:
     """model.compile(...) of Keras, not re.compile: a method of an object the imports do not name, given an
     optimizer or a loss."""
     if c.name is not None:
         return False
     keys = {k.arg for k in c.node.keywords}
     return bool(keys & {"optimizer", "loss", "metrics", "jit_compile"}) or (
-        len(c.node.args) >= 1 and not (len(c.node.args) == 1 and isinstance(_const(c.node.args[0]), str) and not keys)
+        len(c.node.args) >= 1 and not (len(c.node.args) == 1 and isinstance(const(c.node.args[0]), str) and not keys)
     )

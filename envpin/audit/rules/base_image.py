@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envpin.audit.check import Check, Context, RunRule
 from envpin.audit.rule import EXAMPLE_BASE, EXAMPLE_DIGEST, Rule
+from envpin.errors import param
 from envpin.portable import imageref
 
 _PIN_DOCS = (
@@ -97,26 +98,29 @@ def _stock_tag_hint(name: str) -> str | None:
         return None
     return (
         f"name an exact release tag and pin its digest, e.g. FROM {name}:{newest.tag}@sha256:… "
-        f"(TensorFlow {newest.tf_version}; `envpin catalog --stock` lists the stock GPU images envpin knows)"
+        f"(TensorFlow {newest.tf_version}; `{param('stock', command='catalog')}` lists the stock GPU images "
+        "envpin knows)"
     )
 
 
-def _pin_hint(image: str, name: str, tag: str) -> str:
-    """Where envpin knows the tag as a stock TensorFlow GPU image, say that `envpin build --stock` pins it too."""
+def _pin_hint(image: str, name: str, tag: str, fixes: str) -> str:
+    """Where envpin knows the tag as a stock TensorFlow GPU image, say that `envpin build --stock` pins it too
+    (`fixes`: how the audit's fix is named, param("fix", command="audit"), worked out once per audit)."""
     from envpin.errors import EnvpinError
     from envpin.knowledge import stock
 
-    fix = f"pin the digest the tag points to now: FROM {image}@sha256:… (envpin audit --fix)"
+    fix = f"pin the digest the tag points to now: FROM {image}@sha256:… ({fixes})"
     try:
         known = stock.names_stock_tag(f"{name}:{tag}") and tag in stock.load().tags()
     except EnvpinError:  # a damaged table only loses the hint, never a finding
         known = False
-    return f"{fix}, or let `envpin build --stock {tag}` pin it" if known else fix
+    return f"{fix}, or let `{param('stock', command='build')} {tag}` pin it" if known else fix
 
 
 def check_from(ctx: Context) -> None:
     """Every stage's external base: unresolved, floating, or a tag without a digest."""
     names = {s.name for s in ctx.df.stages if s.name}
+    fixes, build_args = param("fix", command="audit"), param("build_args")
     for st in ctx.df.stages:
         if st.parent is not None or st.image.lower() == "scratch":
             continue
@@ -127,7 +131,7 @@ def check_from(ctx: Context) -> None:
                 FROM_UNRESOLVED,
                 line,
                 f"FROM {st.image_raw}: build argument {args} has no value, so the base is chosen at build time",
-                f"give ARG {st.unresolved[0]} a default pinned by digest, or audit with --build-arg",
+                f"give ARG {st.unresolved[0]} a default pinned by digest, or audit with {build_args}",
             )
             continue
         if st.image.lower() in names:
@@ -148,7 +152,7 @@ def check_from(ctx: Context) -> None:
                 FROM_NO_DIGEST,
                 line,
                 f"FROM {st.image} is not pinned by digest; the tag can be re-pushed",
-                _pin_hint(st.image, name, tag),
+                _pin_hint(st.image, name, tag, fixes),
             )
 
 

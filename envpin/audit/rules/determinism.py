@@ -13,6 +13,7 @@ import re
 from envpin.audit.check import Check, Context, RunRule
 from envpin.audit.parser import Var
 from envpin.audit.rule import EXAMPLE_BASE, EXAMPLE_DIGEST, Rule
+from envpin.errors import param
 from envpin.knowledge import recipes
 
 #: The switches a recipe may require; the other recipe variables have rules of their own.
@@ -258,7 +259,7 @@ def check_determinism(ctx: Context) -> None:
             D9M_UNKNOWN_TF,
             line,
             base.reason or f"the TensorFlow version of {base.label} is not known",
-            "check the image's TensorFlow and audit with --tf MAJOR.MINOR (or run `envpin catalog sync`)",
+            f"check the image's TensorFlow and audit with {param('tf')} MAJOR.MINOR (or run `envpin catalog sync`)",
         )
         return
     recipe = base.recipe
@@ -267,6 +268,7 @@ def check_determinism(ctx: Context) -> None:
     if not any(k in SWITCHES for k in required):
         ctx.add(D9M_UNAVAILABLE, line, f"{what} has no GPU determinism switch", "use a newer base image")
         return
+    fixes = param("fix", command="audit")
     missing: list[str] = []
     for name, want in required.items():
         var = env.get(name)
@@ -294,7 +296,7 @@ def check_determinism(ctx: Context) -> None:
                 D9M_ENV_WRONG,
                 var.line,
                 f"{alt} {reason}; {what} needs {needed}={required[needed]}",
-                f"set {needed}={required[needed]} (envpin audit --fix adds the recipe's ENV block)",
+                f"set {needed}={required[needed]} ({fixes} adds the recipe's ENV block)",
             )
             missing.remove(needed)
     if missing:
@@ -304,7 +306,7 @@ def check_determinism(ctx: Context) -> None:
             D9M_ENV_MISSING,
             line,
             f"{what} needs {settings}, which the image does not set",
-            f"add ENV {settings} after FROM (envpin audit --fix adds the recipe's ENV block)",
+            f"add ENV {settings} after FROM ({fixes} adds the recipe's ENV block)",
             severity,
         )
 
@@ -312,13 +314,14 @@ def check_determinism(ctx: Context) -> None:
 def check_autotune(ctx: Context) -> None:
     """The recipe table's must-not-set and no-effect names, wherever an ENV of the image sets them."""
     common = recipes.table()["common"]
+    fixes = param("fix", command="audit")
     for item in common["unset"]:
         for ins, value in ctx.env_settings(item["name"]):
             ctx.add(
                 CUDNN_AUTOTUNE_SET,
                 ins.line,
                 f"{item['name']}={value} is set; {item['why']}",
-                f"remove {item['name']} from ENV (envpin audit --fix removes it)",
+                f"remove {item['name']} from ENV ({fixes} removes it)",
             )
     for item in common["no_effect"]:
         for ins, value in ctx.env_settings(item["name"]):
@@ -326,7 +329,7 @@ def check_autotune(ctx: Context) -> None:
                 ENV_NO_EFFECT,
                 ins.line,
                 f"{item['name']}={value} has no effect: TensorFlow reads {item['instead']}",
-                f"remove {item['name']} from ENV (envpin audit --fix removes it); do not set {item['instead']} either",
+                f"remove {item['name']} from ENV ({fixes} removes it); do not set {item['instead']} either",
             )
 
 
@@ -407,7 +410,7 @@ def check_hashseed(ctx: Context) -> None:
             PYTHONHASHSEED_UNSET,
             ctx.target.from_.line,
             "PYTHONHASHSEED is not set, so str/bytes hashing (set iteration order) differs per process",
-            "add ENV PYTHONHASHSEED=0 (envpin audit --fix adds it)",
+            f"add ENV PYTHONHASHSEED=0 ({param('fix', command='audit')} adds it)",
         )
     elif not var.unresolved and not seed_ok(var.value):
         ctx.add(

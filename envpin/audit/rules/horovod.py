@@ -7,6 +7,7 @@ from envpin.audit.parser import Stage
 from envpin.audit.pipspec import PIP_NAMES, pip_call, req_name
 from envpin.audit.rule import EXAMPLE_DIGEST, Rule
 from envpin.audit.shell import Command
+from envpin.errors import param
 
 _NGC = f"FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3@{EXAMPLE_DIGEST}\n"
 
@@ -81,7 +82,7 @@ class _Horovod(RunRule):
                 line,
                 f"Horovod is installed ({how}) but HOROVOD_FUSION_THRESHOLD is not set, so tensor fusion "
                 "reorders allreduces from run to run",
-                "add ENV HOROVOD_FUSION_THRESHOLD=0 (envpin audit --fix adds it)",
+                f"add ENV HOROVOD_FUSION_THRESHOLD=0 ({param('fix', command='audit')} adds it)",
             )
         elif not var.unresolved and (var.value or "").strip() != "0":
             ctx.add(

@@ -20,6 +20,7 @@ from envpin.audit.parser import Instruction, Stage
 from envpin.audit.pipspec import PIP_NAMES, PipCall, is_local, pip_call, pip_config, req_name, spec_state
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command, RunScript
+from envpin.errors import param
 from envpin.files.read import read_regular
 from envpin.record import Value
 
@@ -278,7 +279,7 @@ class _PipFindings(Value):
                 ctx.add(
                     PIP_REQUIREMENTS_FILE,
                     ins.line,
-                    f"cannot check {kind} file {name} (the build context is not read: --no-context)",
+                    f"cannot check {kind} file {name} (the build context is not read: {param('no_context')})",
                     f"pin every line of {name} with == and --hash, and install with --require-hashes",
                 )
                 continue
@@ -300,7 +301,7 @@ class _PipFindings(Value):
                     f"cannot check {kind} file {name}: no COPY or ADD brings it in from the build context "
                     f"{ctx.build.root}",
                     f"pin every line of {name} with == and --hash, and install with "
-                    "--require-hashes (or audit with --context DIR)",
+                    f"--require-hashes (or audit with {param('context')} DIR)",
                 )
                 continue
             audit_requirements(found, kind, ctx.add_at, ctx.build, _shown_path(found))

@@ -1,0 +1,230 @@
+"""Ops that raise or stay nondeterministic under determinism, as the recipe table lists them for the script's
+TensorFlow: py-op-raises, py-op-nondeterministic.
+
+Which ops, on which versions, under which names, with which escape hatches and conditions, and which library
+APIs run them inside (`built_on`), are read from the recipe table (envpin.knowledge.recipes) through
+envpin.audit.python.table: this module holds no list of ops. Neither rule has a mechanical fix: replacing an
+op changes the model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from envpin.audit.python.names import canonical
+from envpin.audit.python.refs import HEAD, SCRIPTS, STATUS, TABLE
+from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile, major_minor
+from envpin.audit.python.table import Entry, apis_of, condition, matches, meetable, only, short, tf_range
+from envpin.audit.rule import Rule
+from envpin.knowledge import recipes
+from envpin.knowledge.recipes import Recipe
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from envpin.audit.python.edits import Fix, Startup
+
+PY_OP_RAISES = Rule(
+    id="py-op-raises",
+    severity="error",
+    title="An op the script calls raises under determinism on this TensorFlow",
+    finds="A call of a TensorFlow op or a Keras class that the recipe table lists as raising once determinism is "
+    "on, for the TensorFlow version the script runs on (`tf.math.unsorted_segment_sum` on 2.5-2.6, "
+    "`tf.nn.sparse_softmax_cross_entropy_with_logits` on 2.6, `tf.image.crop_and_resize` from 2.6, Keras "
+    "`DepthwiseConv2D` on 2.7-2.9, ...), or a Keras/TF1 API the table says is built on one (Keras' sparse "
+    "categorical cross-entropy on 2.6). Names are resolved through imports and aliases. The message names "
+    "the exception and the version range; the fix, the first version that no longer raises and the "
+    "work-around and escape hatch the table gives (`TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS` "
+    "for segment sums). Where the table says the op raises only under a condition a script cannot show "
+    '(`tf.linalg.svd` from 2.11: one-column matrices), the finding says "only when ..." and is a warning.',
+    why="With determinism enabled TensorFlow refuses ops that have no deterministic GPU kernel on that version: "
+    "training stops with UnimplementedError (or another exception) at the first step that runs the op. "
+    "Use a TensorFlow version where the op is deterministic, replace the op, or take the recipe's escape hatch.",
+    bad=HEAD + "def pool(data, ids, n):\n    return tf.math.unsorted_segment_sum(data, ids, num_segments=n)\n",
+    good=HEAD + "def pool(data, ids, n):\n    return tf.matmul(tf.one_hot(ids, n), data, transpose_a=True)\n",
+    autofix="Comments the line with the version range and the escape hatch; replacing an op is a change of the "
+    "model, left to you.",
+    references=(STATUS, TABLE, SCRIPTS),
+    language="python",
+    example_tf="2.5",
+)
+
+
+PY_OP_NONDETERMINISTIC = Rule(
+    id="py-op-nondeterministic",
+    severity="warning",
+    title="An op the script calls stays nondeterministic on this TensorFlow",
+    finds="A call of a TensorFlow op that the recipe table lists as nondeterministic even with determinism on, "
+    "for the script's TensorFlow version (segment sums and `tf.gather` gradients before 2.5, "
+    "`tf.nn.softmax_cross_entropy_with_logits` before 2.6, `tf.math.bincount` with weights on CPU, ...); "
+    "and an op that would raise, where the script or the image sets the entry's escape hatch "
+    "(`TF_DISABLE_SEGMENT_REDUCTION_OP_DETERMINISM_EXCEPTIONS=1`), which turns the exception off.",
+    why="These ops give different results from run to run without any error: the determinism switch does not "
+    "cover them on this version. Move to a version where they are deterministic or replace the op.",
+    bad=HEAD + "def loss(labels, logits):\n    return tf.nn.softmax_cross_entropy_with_logits(labels, logits)\n",
+    good=HEAD + "def loss(labels, logits):\n    return -tf.reduce_sum(labels * tf.nn.log_softmax(logits), -1)\n",
+    autofix="Comments the line.",
+    references=(STATUS, TABLE, SCRIPTS),
+    language="python",
+    example_tf="2.4",
+)
+
+
+RULES: tuple[Rule, ...] = (PY_OP_RAISES, PY_OP_NONDETERMINISTIC)
+
+_DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
+
+
+def _condition_holds(c: Call, item: dict[str, Any]) -> bool:
+    """The entry's own condition, where its text states one a call shows: a seed (raises without one), weights."""
+    main = re.sub(r"\([^()]*\)", "", item["op"])
+    if "seed" in main:
+        seeds = [c.kw(k) for k in ("seed", "seed2")]
+        given = [const(s) for s in seeds if s is not None]
+        if any(v not in (0, None) for v in given):
+            return False
+    if "with weights" in main and c.kw("weights") is None and len(c.node.args) < 2:
+        return False
+    for key, default in _DEFAULT_KW.findall(main):  # "Keras UpSampling2D default interpolation='nearest'"
+        given = const(c.kw(key)) if c.kw(key) is not None else default
+        if given is not Missing and given != default:
+            return False
+    return True
+
+
+_HATCHES: dict[tuple[int, str], str] = {}
+
+
+def _hatch(item: dict[str, Any], recipe: Recipe) -> str:
+    """The way out of an entry under a recipe, worked out once per run (a script may call the op often)."""
+    key = (id(item), recipe.id)
+    if key not in _HATCHES:
+        _HATCHES[key] = _way_out(item, recipe)
+    return _HATCHES[key]
+
+
+def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
+    """The way out the table gives: the version that no longer raises, and the entry's escape hatch (the
+    setting that turns the exception off, with its source)."""
+    parts = []
+    hi = item["tf_max"]
+    if hi:
+        major, minor = major_minor(hi)
+        mine = set(apis_of(item))
+        later = [
+            e
+            for e in recipes.table()["raises_under_determinism"]
+            if set(apis_of(e)) & mine
+            and major_minor(e["tf_min"]) > (major, minor)
+            and "build_condition" not in e
+            and e.get("platform") in (None, "linux")
+        ]
+        if not later:
+            parts.append(f"TensorFlow {major}.{minor + 1} and later do not raise here")
+    work = item.get("work_around")
+    if work:
+        parts.append(f"{work['text']} ({recipe.source_url(work['source'])})")
+    hatch = item.get("escape_hatch")
+    if hatch:
+        parts.append(
+            f"escape hatch: {hatch['name']}={hatch['value']} {hatch['effect']} ({recipe.source_url(hatch['source'])})"
+        )
+    return "; ".join(parts) or "replace the op or run it outside the determinism scope"
+
+
+def check_ops(s: Script) -> None:
+    recipe = s.target.recipe
+    if recipe is None:
+        return
+    keras = s.keras_major()
+    raises, silent = meetable(recipe.raises, keras), meetable(recipe.silent, keras)
+    all_apis = [a for e in raises + silent for a in e.apis]
+    compat = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" in a}
+    plain = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" not in a}
+    split = frozenset(compat & plain)
+    # the last name component each entry can match: a call is compared with those entries only
+    lasts = {a.rsplit(".", 1)[-1] for a in all_apis}
+    wanted = {last for last in lasts if not last.endswith("*")}
+    prefixes = tuple(last[:-1] for last in lasts if last.endswith("*"))
+    version = s.target.tf_version
+    for c, shown in _uses(s):
+        last = c.name.rsplit(".", 1)[-1] if c.name else ""
+        if last not in wanted and not (prefixes and last.startswith(prefixes)):
+            continue
+        for item, when in _applying(s, c, raises, split):
+            hatch = _hatch_set(s, item)
+            if hatch:  # the exception is turned off: the op runs its nondeterministic kernel instead
+                s.add(
+                    PY_OP_NONDETERMINISTIC,
+                    c.node.lineno,
+                    f"{shown} would raise {item['exception']} under determinism on TensorFlow {version}, but "
+                    f"{hatch} turns the exception off: it runs nondeterministically{only(when)} "
+                    f"({short(item['op'], last)}; the table lists {tf_range(item)}, {item['devices']})",
+                    _hatch(item, recipe),
+                    severity="info" if when else None,
+                )
+                continue
+            s.add(
+                PY_OP_RAISES,
+                c.node.lineno,
+                f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{only(when)} "
+                f"({short(item['op'], last)}; the table lists {tf_range(item)}, {item['devices']})",
+                _hatch(item, recipe),
+                severity="warning" if when else None,
+            )
+        for item, when in _applying(s, c, silent, split):
+            s.add(
+                PY_OP_NONDETERMINISTIC,
+                c.node.lineno,
+                f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
+                f"{only(when)} ({short(item['op'], last)}, {tf_range(item)}): {item['why']}",
+                "use a TensorFlow version where the op is deterministic, or replace it",
+                severity="info" if when else None,
+            )
+
+
+def _hatch_set(s: Script, item: dict[str, Any]) -> str | None:
+    """Where the entry's escape hatch is set to its value (the script's environment, else the image's), if it is."""
+    hatch = item.get("escape_hatch")
+    if not hatch:
+        return None
+    mine = s.env_value(hatch["name"])
+    value = mine[1] if mine else s.target.image_env.get(hatch["name"])
+    accepted = {str(hatch["value"]).lower()} | ({"true"} if str(hatch["value"]) == "1" else set())  # a bool
+    if value is None or value.strip().lower() not in accepted:
+        return None
+    return f"{hatch['name']}={value} (" + (f"line {mine[0]})" if mine else "set in the image)")
+
+
+def _applying(
+    s: Script, c: Call, entries: list[Entry], split: frozenset[str]
+) -> Iterator[tuple[dict[str, Any], str | None]]:
+    """(table item, the condition the script leaves open, else None) of each entry, outside XLA, that the call `c`
+    is an API of and whose condition the call does not rule out."""
+    for e in entries:
+        if not e.xla and any(matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
+            yield e.item, condition(s, e.item, c)
+
+
+def _uses(s: Script) -> Iterator[tuple[Call, str]]:
+    """Each call of a TensorFlow or Keras name, as the name the table's entries are matched against (a library
+    function the table says is built on a listed op counts as that op) and the words the message shows; a loss
+    named by string in compile() counts as a call of keras.losses.<name> (Keras resolves it so) on compile's line."""
+    built = {canonical(a): b["calls"] for b in recipes.built_on() for a in b["apis"]}
+    for c in (n for call in s.calls for n in call.narrowed()):
+        if c.name and c.name.startswith(("tf.", "keras.")):
+            op = built.get(c.name)
+            yield (c, c.name) if op is None else (Call(c.node, op, c.attr), f"{c.name} (built on {op})")
+        elif c.attr == "compile" and is_model_compile(c):
+            loss = const(c.kw("loss"))
+            op = built.get(f"keras.losses.{loss}") if isinstance(loss, str) else None
+            if op is not None:
+                yield Call(c.node, op, c.attr), f"compile(loss={loss!r}) (built on {op})"
+
+
+CHECKS = (check_ops,)
+FIXES: dict[str, Fix] = {}
+FOLLOW_UPS: dict[str, Fix] = {}
+STARTUP: dict[str, Startup] = {}

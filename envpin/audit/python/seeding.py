@@ -1,0 +1,371 @@
+"""Seeds: a global TensorFlow seed where the script trains (py-no-global-seed), Python's and NumPy's generators
+seeded before they are drawn from (py-unseeded-random), no seed taken from the clock or the OS
+(py-seed-from-clock), and PYTHONHASHSEED, which only the interpreter's start reads (py-pythonhashseed-runtime).
+
+The fix inserts the global seeding in the start-up block (envpin.audit.python.edits.Fixing.startup), which
+seeds Python's and NumPy's generators too where TensorFlow's own call does not: that fixes the
+py-unseeded-random findings of the global generators as well.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from envpin.audit.check import Finding
+from envpin.audit.python.refs import FWR, HEAD, SCRIPTS
+from envpin.audit.python.script import Call, Script
+from envpin.audit.python.switch import determinism_on
+from envpin.audit.python.table import matches, meetable
+from envpin.audit.rule import Rule
+from envpin.errors import param
+from envpin.knowledge.recipes import Recipe
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from envpin.audit.python.edits import Fix, Fixing, Startup
+
+PY_NO_GLOBAL_SEED = Rule(
+    id="py-no-global-seed",
+    severity="warning",
+    title="The training script sets no global TensorFlow seed",
+    finds="A script that trains but never calls `tf.random.set_seed`, `tf.compat.v1.set_random_seed` / "
+    "`tf.set_random_seed`, or `keras.utils.set_random_seed`; and a script that turns determinism on (itself "
+    "or its image) without a global seed and calls a random op the recipe table lists as raising then "
+    "(`tf.random.uniform` without a `seed` from TF 2.7).",
+    why="Initializers, Dropout and shuffles without a seed draw from a fresh random state in every run, so the "
+    "weights differ from the first step; from TF 2.7 such ops even raise RuntimeError under determinism (the "
+    "finding is then an error and names the first unseeded op or layer the recipe table lists).",
+    bad=HEAD + "model = tf.keras.Sequential([tf.keras.layers.Dense(1), tf.keras.layers.Dropout(0.5)])\n"
+    "model.compile(loss='mse')\n",
+    good=HEAD + "tf.keras.utils.set_random_seed(0)\n"
+    "model = tf.keras.Sequential([tf.keras.layers.Dense(1), tf.keras.layers.Dropout(0.5)])\n"
+    "model.compile(loss='mse')\n",
+    autofix="Inserts the global seeding after the imports (`tf.keras.utils.set_random_seed(0)` from TF 2.7, "
+    "else `random.seed(0)`, `numpy.random.seed(0)` and TensorFlow's global seed). Safe: seeding only fixes "
+    "what was random.",
+    references=(
+        ("tf.random.set_seed", "https://www.tensorflow.org/api_docs/python/tf/random/set_seed"),
+        FWR,
+        SCRIPTS,
+    ),
+    fixable=True,
+    language="python",
+)
+
+
+PY_UNSEEDED_RANDOM = Rule(
+    id="py-unseeded-random",
+    severity="warning",
+    title="Python's or NumPy's global random generator is used without a seed",
+    finds="In a script that trains: calls of `random.*` or `numpy.random.*` (shuffle, choice, randint, ...) with "
+    "no `random.seed` / `numpy.random.seed` (or `keras.utils.set_random_seed`) anywhere in the script; "
+    "`numpy.random.default_rng()` / `RandomState()` without a seed; "
+    "`tf.random.Generator.from_non_deterministic_state()`.",
+    why="Data order, augmentation and splits drawn from an unseeded generator change in every run, and the "
+    "model with them. Seed the generators once at start-up, or pass a seed.",
+    bad="import random\n\nimport tensorflow as tf\n\ntf.random.set_seed(0)\nfiles = ['a', 'b', 'c']\n"
+    "random.shuffle(files)\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(loss='mse')\n",
+    good="import random\n\nimport tensorflow as tf\n\ntf.random.set_seed(0)\nrandom.seed(0)\nfiles = ['a', 'b', 'c']\n"
+    "random.shuffle(files)\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(loss='mse')\n",
+    autofix="Comments the line; `--fix` seeds Python and NumPy too when it inserts the global seeding "
+    "(`py-no-global-seed`).",
+    references=(("Python: random.seed", "https://docs.python.org/3/library/random.html#random.seed"), FWR, SCRIPTS),
+    language="python",
+)
+
+
+PY_SEED_FROM_CLOCK = Rule(
+    id="py-seed-from-clock",
+    severity="error",
+    title="A seed is taken from the clock, the process id or os.urandom",
+    finds="A seed (`random.seed`, `numpy.random.seed`, `tf.random.set_seed`, `set_random_seed`, `default_rng`, "
+    "`RandomState`, or a `seed=` argument) whose value comes from `time.time()`, `datetime.now()`, "
+    "`os.getpid()`, `os.urandom()`, `uuid`, `secrets` or `random.SystemRandom`, directly or through a "
+    "variable assigned from one; `random.seed()` and `numpy.random.seed()` given no seed (or `None`), which "
+    "take one from the OS.",
+    why="A seed that differs in every run is no seed: the run cannot be repeated. Use a constant (or one "
+    "given on the command line and logged).",
+    bad=HEAD + "import time\n\ntf.random.set_seed(int(time.time()))\n",
+    good=HEAD + "tf.random.set_seed(1234)\n",
+    autofix="Comments the line.",
+    references=(FWR, SCRIPTS),
+    language="python",
+)
+
+
+PY_HASHSEED_RUNTIME = Rule(
+    id="py-pythonhashseed-runtime",
+    severity="warning",
+    title="PYTHONHASHSEED is set inside the running script",
+    finds="`os.environ['PYTHONHASHSEED'] = ...` (or `setdefault`, `update`, `os.putenv`) in a script.",
+    why="Python reads PYTHONHASHSEED once, when the interpreter starts: setting it in the running script "
+    "changes nothing for this process (only for child processes it starts). Set it in the image "
+    "(ENV PYTHONHASHSEED=0) or the command that starts the script.",
+    bad="import os\n\nos.environ['PYTHONHASHSEED'] = '0'\n",
+    good="import os\n\nprint(os.environ.get('PYTHONHASHSEED'))\n",
+    autofix="Comments the line (the variable belongs in the image's ENV).",
+    references=(
+        ("Python documentation: PYTHONHASHSEED", "https://docs.python.org/3/using/cmdline.html#envvar-PYTHONHASHSEED"),
+        SCRIPTS,
+    ),
+    language="python",
+)
+
+
+RULES: tuple[Rule, ...] = (PY_NO_GLOBAL_SEED, PY_UNSEEDED_RANDOM, PY_SEED_FROM_CLOCK, PY_HASHSEED_RUNTIME)
+
+#: Python's global random functions (module random) that draw from the shared generator.
+_PY_RANDOM = frozenset(
+    {
+        "random",
+        "randint",
+        "randrange",
+        "choice",
+        "choices",
+        "shuffle",
+        "sample",
+        "uniform",
+        "gauss",
+        "normalvariate",
+        "triangular",
+        "betavariate",
+        "expovariate",
+        "getrandbits",
+    }
+)
+
+
+#: numpy.random attributes that are not draws from the global generator.
+_NP_NOT_DRAWS = frozenset(
+    {
+        "seed",
+        "default_rng",
+        "RandomState",
+        "Generator",
+        "SeedSequence",
+        "get_state",
+        "set_state",
+        "PCG64",
+        "MT19937",
+        "Philox",
+        "SFC64",
+        "BitGenerator",
+        "bit_generator",
+    }
+)
+
+
+#: Values that differ in every run: a seed made from one is no seed.
+_CLOCKS = frozenset(
+    {
+        "time.time",
+        "time.time_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.now",
+        "datetime.utcnow",
+        "os.getpid",
+        "os.urandom",
+        "uuid.uuid1",
+        "uuid.uuid4",
+        "random.SystemRandom",
+        "secrets.randbits",
+        "secrets.randbelow",
+        "secrets.token_bytes",
+        "secrets.token_hex",
+    }
+)
+
+
+#: Calls that set a seed (last name component), and keywords that pass one.
+_SEEDERS = frozenset({"seed", "set_seed", "set_random_seed", "default_rng", "RandomState", "Random", "manual_seed"})
+
+
+_SEED_KEYWORDS = frozenset({"seed", "random_state", "random_seed"})
+
+
+def check_seeds(s: Script) -> None:
+    trains = s.trains()
+    seeded = s.seeded()
+    # a script that only turns determinism on is judged too: an unseeded random op of the table raises there
+    layers, raises = (
+        _unseeded_layers(s) if not seeded["tf"] and (trains or determinism_on(s, usable=True)) else ("", False)
+    )
+    if not seeded["tf"] and (trains or raises):
+        s.add(
+            PY_NO_GLOBAL_SEED,
+            s.first_import_line(),
+            (
+                "the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
+                "a new random state in every run"
+                if trains
+                else "the script turns determinism on but sets no global TensorFlow seed"
+            )
+            + layers,
+            "call tf.keras.utils.set_random_seed(SEED) (TF 2.7+) or tf.random.set_seed(SEED) before building the "
+            f"model ({param('fix', command='audit')} inserts it)",
+            severity="error" if raises else None,
+        )
+    if trains:
+        firsts: dict[str, Call] = {}
+        for c in s.calls:
+            name = c.name or ""
+            if name.startswith("random.") and c.last in _PY_RANDOM and not seeded["python"]:
+                firsts.setdefault("python", c)
+            elif (
+                name.startswith("np.random.")
+                and name.count(".") == 2
+                and c.last not in _NP_NOT_DRAWS
+                and not seeded["numpy"]
+            ):
+                firsts.setdefault("numpy", c)
+        for key, c in firsts.items():
+            seed = "random.seed(SEED)" if key == "python" else "numpy.random.seed(SEED)"
+            s.add(
+                PY_UNSEEDED_RANDOM,
+                c.node.lineno,
+                f"{c.name}() draws from {'Python' if key == 'python' else 'NumPy'}'s global generator, which "
+                "the script never seeds",
+                f"call {seed} once at start-up",
+            )
+    for c in s.calls:
+        name = c.name or ""
+        if (
+            name in ("np.random.default_rng", "np.random.RandomState", "random.Random")
+            and not c.node.args
+            and not c.node.keywords
+        ):
+            s.add(
+                PY_UNSEEDED_RANDOM,
+                c.node.lineno,
+                f"{name}() without a seed starts from OS entropy",
+                f"pass a seed: {name}(SEED)",
+            )
+        elif c.last == "from_non_deterministic_state" and name.startswith("tf."):
+            s.add(
+                PY_UNSEEDED_RANDOM,
+                c.node.lineno,
+                "tf.random.Generator.from_non_deterministic_state() draws a new state in every run",
+                "use tf.random.Generator.from_seed(SEED)",
+            )
+        _clock_seed(s, c)
+
+
+def _unseeded_layers(s: Script) -> tuple[str, bool]:
+    """What the table says of the script's unseeded random ops and Keras random layers on its TensorFlow and
+    Keras: the entry for calls without a seed while no global seed is set whose APIs the script calls
+    (tf.random.uniform and Keras 2's Dropout raise from TF 2.7, Keras 3's Dropout stays nondeterministic), and the
+    first such call of the script; True when it raises."""
+    recipe, keras = s.target.recipe, s.keras_major()
+    if recipe is None:
+        return "", False
+    for kind, items in (("raises", recipe.raises), ("stays nondeterministic", recipe.silent)):
+        for e in meetable(items, keras, "no_global_seed"):
+            for c in (n for call in s.calls for n in call.narrowed()):
+                if c.kw("seed") is None and any(matches(c, a, frozenset()) for a in e.apis):
+                    how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
+                    name = c.name or ""
+                    return (
+                        f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
+                        f"{name.rsplit('.', 1)[-1] if name.startswith('keras.') else name} {how}: "
+                        f"line {c.node.lineno}",
+                        kind == "raises",
+                    )
+    return "", False
+
+
+#: Seeding calls that, given no seed (or None), take one from the OS: random.seed(), numpy.random.seed().
+_OS_SEEDED = frozenset({"random.seed", "np.random.seed"})
+
+
+def _clock_seed(s: Script, c: Call) -> None:
+    if c.name in _OS_SEEDED and not c.given_seed():
+        s.add(
+            PY_SEED_FROM_CLOCK,
+            c.node.lineno,
+            f"{c.name}() without a seed takes one from the OS (os.urandom, else the clock), a new one in every run",
+            f"pass a constant: {c.name}(SEED)",
+        )
+        return
+    values: list[ast.expr] = []
+    if c.last in _SEEDERS and (c.name is None or c.name.split(".", 1)[0] in ("tf", "keras", "np", "random")):
+        values += list(c.node.args[:1])
+    values += [k.value for k in c.node.keywords if k.arg in _SEED_KEYWORDS]
+    for value in values:
+        clock = _clock_in(s, value, depth=2)
+        if clock:
+            s.add(
+                PY_SEED_FROM_CLOCK,
+                c.node.lineno,
+                f"the seed comes from {clock}(), which differs in every run",
+                "use a constant seed (or one given on the command line and logged)",
+            )
+            return
+
+
+def _clock_in(s: Script, node: ast.AST, depth: int) -> str | None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            name = s.names.resolve(sub.func)
+            if name in _CLOCKS:
+                return name
+        elif isinstance(sub, ast.Name) and depth and sub.id in s.assigned:
+            for value in s.assigned[sub.id]:
+                found = _clock_in(s, value, depth - 1)
+                if found:
+                    return found
+    return None
+
+
+def check_hashseed(s: Script) -> None:
+    for line, key, _ in s.env:
+        if key == "PYTHONHASHSEED":
+            s.add(
+                PY_HASHSEED_RUNTIME,
+                line,
+                "PYTHONHASHSEED set inside the running script has no effect on "
+                "this interpreter (Python reads it at start-up)",
+                "set ENV PYTHONHASHSEED=0 in the image or in the command that starts the script",
+            )
+
+
+CHECKS = (check_seeds, check_hashseed)
+
+
+def _insert_seeding(fix: Fixing, f: Finding) -> bool:
+    """py-no-global-seed: the start-up block, with the global seeding in it."""
+    return fix.startup()
+
+
+def _seeded_by_startup(fix: Fixing, f: Finding) -> bool:
+    """py-unseeded-random of Python's or NumPy's global generator: fixed by the global seeding already inserted
+    (it seeds both), not by a seeding a later finding inserts (the line comes first)."""
+    return "global generator" in f.message and bool(fix.inserted) and PY_NO_GLOBAL_SEED.id in fix.rules
+
+
+def _seeding_lines(recipe: Recipe, version: str, tf: str) -> tuple[list[str], list[str], str] | None:
+    """The global seeding's part of the start-up block: keras.utils.set_random_seed(0) where the recipe has that
+    step (it seeds Python, NumPy and TensorFlow), else each generator's own seed."""
+    if any(s["step"] == "keras_set_random_seed" for s in recipe.steps):
+        after = [f"{tf}.keras.utils.set_random_seed(0)"]
+    else:
+        # tf.compat.v1 exists from TF 1.13 (the table's advice for older versions says so)
+        old = any(a["id"] == "compat-v1-before-1-13" for a in recipe.advice)
+        tf1 = f"{tf}.set_random_seed(0)" if old else f"{tf}.compat.v1.set_random_seed(0)"
+        after = [
+            "import random",
+            "import numpy",
+            "random.seed(0)",
+            "numpy.random.seed(0)",
+            f"{tf}.random.set_seed(0)" if int(version.split(".")[0]) >= 2 else tf1,
+        ]
+    return [], after, "inserted the global seeding (seed 0)"
+
+
+FIXES: dict[str, Fix] = {PY_NO_GLOBAL_SEED.id: _insert_seeding, PY_UNSEEDED_RANDOM.id: _seeded_by_startup}
+FOLLOW_UPS: dict[str, Fix] = {}
+STARTUP: dict[str, Startup] = {PY_NO_GLOBAL_SEED.id: _seeding_lines}

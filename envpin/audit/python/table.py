@@ -1,0 +1,130 @@
+"""The recipe table's entries as a script's calls meet them: which entries a script can meet at a call, whether a
+call is of an entry's API, and the words a finding quotes from an entry (its op, its versions, the condition
+the script cannot show). The families that judge calls against the table read it through here: ops (what
+raises or stays nondeterministic), seeding (unseeded random ops), data (random ops in a parallel map) and xla.
+
+Which ops raise or stay nondeterministic, on which versions, under which names (`apis`), with which conditions,
+is read from the recipe table (envpin.knowledge.recipes): this module holds no list of ops.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from envpin.audit.python.names import canonical
+from envpin.audit.python.script import Call, Script, major_minor
+from envpin.knowledge import recipes
+from envpin.record import Value
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Entry(Value):
+    """A table entry as calls meet it: ``apis`` its canonical names (envpin.audit.python.names), as a script's
+    calls are resolved; ``xla`` whether it is about XLA compilation (judged by the jit rules, not per call)."""
+
+    item: dict[str, Any]
+    apis: tuple[str, ...]
+    xla: bool
+
+
+def apis_of(item: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(canonical(a) for a in recipes.op_apis(item)))
+
+
+def meetable(items: tuple[dict[str, Any], ...], keras: int | None = None, context: str | None = None) -> list[Entry]:
+    """The entries a script can meet at a call: not those for another platform than Linux (images are Linux), nor
+    those for a Keras major version other than the script's (`keras`: 2 or 3, None when unknown), nor those that
+    depend on how TensorFlow was built; only those of `context` (the table's), none of another context."""
+    out = []
+    for item in items:
+        if "build_condition" in item or item.get("platform") not in (None, "linux"):
+            continue  # a condition on how TensorFlow was built or where it runs: nothing in a script tells
+        if item.get("context") != context or (keras is not None and not _keras_in(item, keras)):
+            continue
+        out.append(Entry(item, apis_of(item), bool(item.get("xla"))))
+    return out
+
+
+def _keras_in(item: dict[str, Any], major: int) -> bool:
+    lo, hi = item.get("keras_min"), item.get("keras_max")
+    return not ((lo and major_minor(lo)[0] > major) or (hi and major_minor(hi)[0] < major))
+
+
+def matches(c: Call, api: str, compat_split: frozenset[str]) -> bool:
+    """Whether a call is of a (canonical) API of the table. TensorFlow exports an op under several modules
+    (tf.unsorted_segment_sum, tf.math..., tf.compat.v1...), so tf. names match on their last component, raw_ops
+    only raw_ops, and compat.v1 only compat.v1 where both spellings are listed apart; Keras names match on the
+    class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is a layer)."""
+    name = c.name
+    if not name:
+        return False
+    root, _, rest = api.partition(".")
+    if not name.startswith(root + "."):
+        return False
+    last, got = api.rsplit(".", 1)[-1], name.rsplit(".", 1)[-1]
+    if not (got.startswith(last[:-1]) if last.endswith("*") else got == last):
+        return False
+    if root == "keras":
+        return rest.split(".", 1)[0] in name.split(".")[1:-1]
+    if ("raw_ops" in api) != ("raw_ops" in name):
+        return False
+    return not (last in compat_split and ("compat.v1" in api) != ("compat.v1" in name))
+
+
+def short(op: str, called: str = "") -> str:
+    """The op's name in the table without asides and lists: 'tf.math.segment_sum / tf.math.segment_prod on GPU'.
+    Asides nest ('(tf.function(jit_compile=True), auto-jit)'): they are removed from the inside out. Where the
+    entry lists several ops ('tf.image.crop_and_resize backprop, tf.sparse.sparse_dense_matmul on GPU'), the one
+    named `called` (the API's last name) rather than the first."""
+    while True:
+        bare = re.sub(r"\s*\([^()]*\)", "", op)
+        if bare == op:
+            break
+        op = bare
+    parts = [part.strip() for part in re.split(r",\s", re.split(r":\s", bare, maxsplit=1)[0])]
+    if called and called not in parts[0]:
+        return next((part for part in parts[1:] if called in part), parts[0])
+    return parts[0]
+
+
+def tf_range(item: dict[str, Any]) -> str:
+    lo, hi = item["tf_min"], item["tf_max"]
+    return f"TF {lo}-{hi}" if hi and hi != lo else (f"TF {lo}" if hi else f"TF {lo} and later")
+
+
+#: Calls that make a trainable variable: a gradient flows into what they return.
+_VARIABLES = frozenset({"Variable", "get_variable", "add_weight"})
+
+
+def condition(s: Script, item: dict[str, Any], c: Call) -> str | None:
+    """The condition a script cannot show under which the entry holds for this call: the entry's own, or the
+    one it gives for the API called (tf.gather: only when a gradient flows into the gathered tensor), unless the
+    script shows it holds (the first argument is a variable it made)."""
+    if "condition" in item:
+        return str(item["condition"])
+    apis = item.get("apis") or ()
+    split = frozenset(
+        {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" in a}
+        & {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" not in a}
+    )
+    for api, text in item.get("api_conditions", {}).items():
+        if matches(c, canonical(api), split):
+            first = c.node.args[0] if c.node.args else c.kw("params")
+            made = s.assigned.get(first.id, []) if isinstance(first, ast.Name) else []
+            if any(
+                isinstance(v, ast.Call) and (s.names.resolve(v.func) or "").rsplit(".", 1)[-1] in _VARIABLES
+                for v in made
+            ):
+                return None
+            return str(text)
+    return None
+
+
+def only(condition: str | None) -> str:
+    return f" only when {condition} (the script does not show whether it does)" if condition else ""
