@@ -402,7 +402,7 @@ def run_hygiene(
             {
                 "check": "rng-seeding",
                 "status": "skipped",
-                "message": "--quick checks only the hash seed; the RNG checks need TensorFlow runs",
+                "message": "a quick self-test checks only the hash seed; the RNG checks need TensorFlow runs",
                 "fix": "",
             }
         )

@@ -127,7 +127,9 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
     """Settings that exist only in a process that imported TensorFlow (intra/inter-op threads, op
     determinism as switched on by the API, the exact git build)."""
     if "tensorflow" not in sys.modules and not ctx.with_tf:
-        raise Unavailable("TensorFlow is not imported in this process (run the probe with --with-tf)")
+        raise Unavailable(
+            "TensorFlow is not imported in this process: the probe reads these only when asked to import it"
+        )
     import tensorflow as tf
 
     out: Dict[str, Any] = {"version": getattr(tf, "__version__", "unknown")}
