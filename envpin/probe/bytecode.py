@@ -38,7 +38,7 @@ def unpack(archive: str, dest: str, epoch: int) -> bool:
     if modes is None:
         ok = bool(compileall.compile_dir(tree, quiet=1))
     else:
-        ok = bool(compileall.compile_dir(tree, quiet=1, invalidation_mode=modes.TIMESTAMP))
+        ok = bool(compileall.compile_dir(tree, quiet=1, invalidation_mode=modes.TIMESTAMP))  # novermin (3.7+ only)
     _stamp(dest, epoch)  # the __pycache__ folders and .pyc files too: the layer holds no build time
     return ok
 

@@ -18,7 +18,7 @@ from envpin.probe import seeding
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
+    from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict  # novermin (type checking only)
 
     #: recipes.json, or one recipe row resolved from it (JSON: the keys are documented in the table itself)
     Table = Dict[str, Any]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
     from types import ModuleType
-    from typing import Any, Dict, List, Optional, Sequence, TypedDict
+    from typing import Any, Dict, List, Optional, Sequence, TypedDict  # novermin (type checking only)
 
     class Record(TypedDict, total=False):
         """What the host reads back (envpin/runs/launch.py): hook-PID.json."""

@@ -18,7 +18,7 @@ from envpin.probe.selftest.trial import Check, Trial
 # dozen runs catch those where 2 would not. Full: 3 x >= 2 runs; --quick: 1 x >= 2 runs, short budget.
 TYPE_CHECKING = False  # typing's TypedDict is 3.8+: only its type checker sees it
 if TYPE_CHECKING:
-    from typing import TypedDict
+    from typing import TypedDict  # novermin (type checking only)
 
     class Plan(TypedDict):
         """How hard the battery tries: trials per check, runs per trial (at least; more within `budget`

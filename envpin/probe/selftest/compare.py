@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 TYPE_CHECKING = False  # typing's Literal is 3.8+: only its type checker sees it
 if TYPE_CHECKING:
-    from typing import Literal
+    from typing import Literal  # novermin (type checking only)
 
 VERDICTS = ("deterministic", "NONDETERMINISTIC", "raises-under-determinism", "skipped")
 
