@@ -182,7 +182,8 @@ def weights_digest(arrays: Sequence[Any]) -> str:
 def _layers(tf: Any) -> List[Any]:
     """Conv -> max-pool -> conv -> avg-pool -> dense -> dense, every initializer seeded explicitly."""
     k = tf.keras
-    glorot = k.initializers.GlorotUniform
+    # TF 1.x's v1 Keras API names the class glorot_uniform only
+    glorot = getattr(k.initializers, "GlorotUniform", None) or k.initializers.glorot_uniform
     return [
         k.Input(shape=IMAGE),
         k.layers.Conv2D(8, 3, padding="same", activation="relu", kernel_initializer=glorot(seed=SEED + 1)),
@@ -232,8 +233,8 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
 
 
 def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[int]) -> Tuple[List[Any], float]:
-    """TF1 (1.15) path: graph + Session. Written against the TF1 API; untested here (TF 1.x cannot be
-    installed on the Python versions this project is tested on)."""
+    """TF1 path: graph + Session, run on TF 1.15 (tests/oldtf/test_golden_oldtf.py). Not on 1.12 and older:
+    their Keras takes no Input layer in a Sequential, and _layers() starts with one."""
     v1 = tf.compat.v1
     graph = tf.Graph()
     with graph.as_default():
