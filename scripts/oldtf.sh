@@ -2,11 +2,12 @@
 # scripts/oldtf.sh -- older TensorFlow releases for the `oldtf` tests of envpin bisect/study/cost.
 #
 # Makes one virtual environment per release under $ENVPIN_OLDTF_DIR (default /opt/envpin-tools/oldtf), with
-# the CPU wheel and the pins it needs on this Python, then, with --test, runs tests/runs/test_runs_oldtf.py
-# (marker oldtf; .ci/run's main pytest run runs them too, so .ci/run calls this without --test):
+# the CPU wheel and the pins it needs on this Python, then, with --test, runs tests/oldtf (marker oldtf;
+# .ci/run's main pytest run runs them too, so .ci/run calls this without --test):
 #
-#   1.12 (CPython 3.6)  NGC 19.01's TensorFlow (tf.compat without v1): envpin.enable_determinism's TF1 seeding
-#   1.15 (CPython 3.6)  the TF_CUDNN_DETERMINISTIC recipe (tests/runs/test_enable_determinism_oldtf.py)
+#   1.12 (CPython 3.6)  NGC 19.01's TensorFlow (tf.compat without v1): TF1 seeding in enable_determinism and
+#                       in the run hook of envpin study (envpin/probe/seeding.py)
+#   1.15 (CPython 3.6)  the TF_CUDNN_DETERMINISTIC recipe (tests/oldtf/test_enable_determinism_oldtf.py)
 #   2.1  (CPython 3.7)  TensorFlow's debugger dumps but cannot read them back: bisect must refuse (exit 2)
 #   2.4  (CPython 3.8)  the oldest 2.x with wheels for the oldest CPython here whose wheels install
 #   2.12 (CPython 3.11) Keras 2 (tf.keras) instead of Keras 3
@@ -79,5 +80,5 @@ done
 echo "oldtf: environments ready in $((SECONDS - start)) s"
 ((failed)) && exit 1
 if ((test)); then
-  ENVPIN_OLDTF_DIR=$root .venv/bin/python -m pytest -q --durations=0 -m oldtf tests/runs/test_runs_oldtf.py tests/runs/test_enable_determinism_oldtf.py
+  ENVPIN_OLDTF_DIR=$root .venv/bin/python -m pytest -q --durations=0 -m oldtf tests/oldtf
 fi

@@ -5,8 +5,8 @@
 # .pythons/<version> (gitignored) gets `pip install -e '.[test]'` and runs the CLI's unit and golden tiers.
 # The version of the main .venv is left out by default: .ci/run's main pytest run covers it (--all adds it).
 # Image side: the probe, envpin.pyz, envpin.enable_determinism and the Slurm node task run under real
-# CPython 3.6 to 3.9 (what NGC images ship) with warnings as errors: tests/unit/test_pythons.py, run once
-# here with the main .venv (it is part of the unit tier of every venv too).
+# CPython 3.6 to 3.9 (what NGC images ship) with warnings as errors: tests/pythons, run once here with the
+# main .venv.
 #
 # Interpreters come from pyenv ($PYENV_ROOT, default ~/.pyenv) or python3.X on PATH. A missing one is
 # skipped with a message on a laptop and is an error with CI=true (.ci/run sets it).
@@ -75,12 +75,12 @@ for minor in "${versions[@]}"; do
   ((rc == 0)) || { failed=1; summary[-1]+=" FAILED (exit $rc, log $log)"; }
 done
 
-echo "== Python 3.6-3.9: the probe, envpin.pyz, enable_determinism and the node task (tests/unit/test_pythons.py)"
+echo "== Python 3.6-3.9: the probe, envpin.pyz, enable_determinism, the run hook and the node task (tests/pythons)"
 t0=$SECONDS
 log=.pythons/old.log
 mkdir -p .pythons
 set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider -m pythons -rA tests/unit/test_pythons.py >"$log" 2>&1
+.venv/bin/python -m pytest -q -p no:cacheprovider -rA tests/pythons >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(FAILED|ERROR|SKIPPED)' "$log" || true

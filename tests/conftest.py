@@ -81,7 +81,6 @@ FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
     "tf": ("tensorflow",),
     "oldtf": ("oldtf", "slow"),
     "pythons": ("pythons",),
-    "runs": (),
 }
 
 

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def _workdir(keep: Path | None) -> Iterator[Path]:
 
     check_output_path(keep, "keep")
     if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
-        raise UsageError(f"--keep {keep} exists and is not an empty folder", hint="name a new or empty folder")
+        raise UsageError(f"{param('keep')} {keep} exists and is not an empty folder", hint="name a new or empty folder")
     keep.mkdir(exist_ok=True)
     yield keep
 
@@ -45,24 +45,27 @@ def _command(command: list[str], slurm: Srun | None = None) -> list[str]:
 
 
 def _srun(slurm: bool, partition: str | None, slurm_args: list[str] | None) -> Srun | None:
-    """`--slurm` with its partition and extra srun options, or None (the runs start here)."""
+    """`slurm` with its partition and extra srun options, or None (the runs start here)."""
     if not slurm:
         if partition is not None or slurm_args:
-            raise UsageError("--partition and --slurm-arg need --slurm", hint="add --slurm, or drop them")
+            raise UsageError(
+                f"{param('partition')} and {param('slurm_args')} need {param('slurm')}",
+                hint=f"add {param('slurm')}, or drop them",
+            )
         return None
     from envpin.runs.launch import Srun
 
     for arg in slurm_args or ():
         if not arg.startswith("-"):
             raise UsageError(
-                f"--slurm-arg {arg!r} is not an srun option",
-                hint="pass one srun option each time, with its value: --slurm-arg=--gres=gpu:1",
+                f"{param('slurm_args')} {arg!r} is not an srun option",
+                hint=f"pass one srun option each time, with its value: {param('slurm_args')}=--gres=gpu:1",
             )
     return Srun(partition=partition, options=tuple(slurm_args or ()))
 
 
 def _check_regex(op_regex: str) -> None:
-    """--op-regex compiled now (TensorFlow's debugger compiles it with Python's re): a bad one would only
+    """`op_regex` compiled now (TensorFlow's debugger compiles it with Python's re): a bad one would only
     fail inside both runs."""
     import re
 
@@ -70,13 +73,13 @@ def _check_regex(op_regex: str) -> None:
         re.compile(op_regex)
     except re.error as exc:
         raise UsageError(
-            f"--op-regex {op_regex!r} is not a valid regular expression: {exc}",
-            hint="pass a Python regular expression of op types, e.g. --op-regex 'MatMul|BiasAdd'",
+            f"{param('op_regex')} {op_regex!r} is not a valid regular expression: {exc}",
+            hint=f"pass a Python regular expression of op types, e.g. {param('op_regex')} 'MatMul|BiasAdd'",
         ) from None
 
 
 def _interpreter(python: str) -> str:
-    """--reader-python: a name found on PATH, or a path to a regular executable file."""
+    """`reader_python`: a name found on PATH, or a path to a regular executable file."""
     import os
     import stat
 
@@ -84,14 +87,15 @@ def _interpreter(python: str) -> str:
         found = shutil.which(python)
         if found is None:
             raise UsageError(
-                f"--reader-python: {python} not found on PATH", hint="pass the path of a python executable"
+                f"{param('reader_python')}: {python} not found on PATH", hint="pass the path of a python executable"
             )
         return found
     try:
         mode = os.stat(python).st_mode
     except OSError as exc:
         raise UsageError(
-            f"--reader-python: {python} not found ({exc.strerror or exc})", hint="pass the path of a python executable"
+            f"{param('reader_python')}: {python} not found ({exc.strerror or exc})",
+            hint="pass the path of a python executable",
         ) from None
     if not stat.S_ISREG(mode) or not os.access(python, os.X_OK):
         kind = (
@@ -104,7 +108,7 @@ def _interpreter(python: str) -> str:
             else "a special file"
         )
         raise UsageError(
-            f"--reader-python: {python} is {kind}, not a regular executable file",
+            f"{param('reader_python')}: {python} is {kind}, not a regular executable file",
             hint="pass the path of a python executable",
         )
     return python
@@ -129,11 +133,11 @@ def bisect_runs(
 
     check_seed(seed)
     if steps is not None:
-        check_count(steps, "--steps", high=None, hint="pass the number of training steps to record")
+        check_count(steps, "steps", high=None, hint="pass the number of training steps to record")
     if max_ops is not None:
         check_count(
             max_ops,
-            "--max-ops",
+            "max_ops",
             high=None,
             hint="pass how many op executions to compare (1 or more), or leave it out for all",
         )
@@ -157,28 +161,8 @@ def bisect_runs(
             progress=progress,
         )
     if keep is None:
-        result.dumps = []  # removed with the temporary work folder: only dumps kept by --keep are named
+        result.dumps = []  # removed with the temporary work folder: only dumps kept in `keep` are named
     return result
-
-
-def _check_figure(path: Path, name: str) -> None:
-    """A figure output checked before any run starts: a folder, socket or missing folder is refused by
-    check_output_file; a FIFO too, since the figure is written only after the last run, minutes later (a
-    descriptor such as /dev/stdout is written into)."""
-    import os
-    import stat
-
-    from envpin.errors import param
-    from envpin.files.write import check_output_file
-
-    check_output_file(path, name)
-    option = param(name)
-    with contextlib.suppress(OSError):
-        if stat.S_ISFIFO(os.stat(path).st_mode) and not str(path).startswith("/dev/"):
-            raise UsageError(
-                f"{option}: {path} is a FIFO; the figure is written only once every run has ended",
-                hint=f"choose a regular file for {option}",
-            )
 
 
 def study_runs(
@@ -188,8 +172,6 @@ def study_runs(
     seed: int = 42,
     recipe: str = "off",
     jobs: int = 1,
-    html: Path | None = None,
-    svg: Path | None = None,
     keep: Path | None = None,
     timeout: float | None = None,
     progress: Callable[[str], None] | None = None,
@@ -198,46 +180,32 @@ def study_runs(
     slurm_args: list[str] | None = None,
 ) -> StudyResult:
     """`runs` runs with every seed fixed against `runs` with the seed varied (with the recipe off, on or
-    both); the picture is written to `html` (a page) and `svg` (one image) when given. With `slurm` each
-    run is one Slurm task (srun, with `partition` and the extra srun options `slurm_args`)."""
+    both). With `slurm` each run is one Slurm task (srun, with `partition` and the extra srun options
+    `slurm_args`). The study's picture is drawn from the result by envpin.views.figures."""
     from envpin.runs.study import study
 
     recipes = {"off": (False,), "on": (True,), "both": (False, True)}.get(recipe)
     if recipes is None:
-        raise UsageError(f"--recipe must be off, on or both, not {recipe!r}", hint="pass --recipe off|on|both")
+        raise UsageError(
+            f"{param('recipe')} must be off, on or both, not {recipe!r}", hint=f"pass {param('recipe')} off|on|both"
+        )
     from envpin.runs.launch import check_count, check_seed, check_timeout
 
     check_count(
-        runs, "-n", low=2, hint="a spread needs at least 2 runs per arm: pass -n 2 or more (5 or more is better)"
+        runs,
+        "runs",
+        low=2,
+        hint=f"a spread needs at least 2 runs per arm: pass {param('runs')} 2 or more (5 or more is better)",
     )
     check_seed(seed, varied=runs)
-    check_count(jobs, "-j", hint="pass the number of runs to make at once")
+    check_count(jobs, "jobs", hint="pass the number of runs to make at once")
     check_timeout(timeout)
-    for path, name in ((html, "html"), (svg, "svg")):
-        if path is not None:
-            _check_figure(path, name)
-    if html is not None and svg is not None and html.resolve() == svg.resolve():
-        raise UsageError(f"--html and --svg name the same file {html}", hint="name two different files")
-    for path, option in ((html, "--html"), (svg, "--svg")):
-        if path is not None and keep is not None and path.resolve() == keep.resolve():
-            raise UsageError(
-                f"{option} and --keep name the same path {path}",
-                hint=f"--keep is a folder for the runs' logs: write {option} to a file beside or in it",
-            )
     srun = _srun(slurm, partition, slurm_args)
     args = _command(command, srun)
     with _workdir(keep) as root:
-        result = study(
+        return study(
             args, root, runs=runs, seed=seed, recipes=recipes, jobs=jobs, timeout=timeout, progress=progress, slurm=srun
         )
-    from envpin.files.write import atomic_write
-    from envpin.runs.figure import page, sheet
-
-    if html is not None:
-        atomic_write(html, page(result.to_dict()).encode("utf-8"), make_parents=False)
-    if svg is not None:
-        atomic_write(svg, sheet(result.to_dict()).encode("utf-8"), make_parents=False)
-    return result
 
 
 def cost_runs(
@@ -258,7 +226,9 @@ def cost_runs(
     from envpin.runs.launch import check_count, check_seed, check_timeout
 
     check_seed(seed)
-    check_count(repeat, "--repeat", low=2, hint="an interval needs at least 2 runs per arm: pass --repeat 2 or more")
+    check_count(
+        repeat, "repeat", low=2, hint=f"an interval needs at least 2 runs per arm: pass {param('repeat')} 2 or more"
+    )
     check_timeout(timeout)
     srun = _srun(slurm, partition, slurm_args)
     args = _command(command, srun)

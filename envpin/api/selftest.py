@@ -6,13 +6,9 @@ from pathlib import Path
 
 from envpin.errors import UsageError
 
-TYPE_CHECKING = False  # typing's, without importing typing
-if TYPE_CHECKING:
-    pass
-
 
 def _check_python(interpreter: str) -> None:
-    """--python must be a Python 3.6+ that starts: anything else is a usage error (exit 2), not a failed test."""
+    """`python` must be a Python 3.6+ that starts: anything else is a usage error (exit 2), not a failed test."""
     import subprocess
 
     code = "import sys; print('%d.%d' % sys.version_info[:2])"
@@ -38,7 +34,7 @@ def run_selftest(
     """The determinism self-test in fresh child processes; its result, or SelftestError if it cannot run."""
     import shutil
 
-    from envpin.probe import selftest
+    from envpin.probe.selftest.run import problems, run_selftest
 
     if hygiene_script is not None and not hygiene_script.is_file():
         raise UsageError(f"hygiene script {hygiene_script} does not exist", hint="pass the path of a Python script")
@@ -48,7 +44,7 @@ def run_selftest(
         if interpreter is None:
             raise UsageError(f"interpreter {python} not found", hint="pass the path of a python executable")
         _check_python(interpreter)
-    result = selftest.run_selftest(
+    result: dict[str, object] = run_selftest(
         compare=compare, quick=quick, python=interpreter, hygiene_script=str(hygiene_script) if hygiene_script else None
     )
     if "skipped" in result:
@@ -56,5 +52,5 @@ def run_selftest(
             f"self-test skipped: {result['skipped']}",
             hint="install TensorFlow here, or run it inside the image: python3 -m envpin.probe.selftest",
         )
-    result["problems"] = selftest.problems(result)
+    result["problems"] = problems(result)
     return result

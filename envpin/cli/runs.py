@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -113,9 +113,7 @@ study_app = command_app()
 @study_app.command("study", context_settings=_COMMAND_SETTINGS)
 def study_cmd(
     command: CommandArg,
-    runs_per_arm: Annotated[
-        int, typer.Option("--runs", "-n", help="Runs per arm (fixed, varied seeds), 2 to 1000.")
-    ] = 5,
+    runs: Annotated[int, typer.Option("--runs", "-n", help="Runs per arm (fixed, varied seeds), 2 to 1000.")] = 5,
     seed: SeedOpt = 42,
     recipe: Annotated[
         RecipeArms, typer.Option("--recipe", help="Without envpin's recipe, with it, or both.")
@@ -138,7 +136,7 @@ def study_cmd(
     timeout: TimeoutOpt = None,
     slurm: SlurmOpt = False,
     partition: PartitionOpt = None,
-    slurm_arg: SlurmArgOpt = None,
+    slurm_args: SlurmArgOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -148,28 +146,73 @@ def study_cmd(
 
     Exit 0: measured; 2: a run failed or reported no metrics."""
     from envpin import api
-    from envpin.views import console, runs
+    from envpin.views import console
+    from envpin.views.runs import show_study
 
+    _check_figures(html, svg, keep)
     with console.progress("study") as update:
         result = api.study_runs(
             command,
-            runs=runs_per_arm,
+            runs=runs,
             seed=seed,
             recipe=recipe.value,
             jobs=jobs,
-            html=html,
-            svg=svg,
             keep=keep,
             timeout=timeout,
             progress=update,
             slurm=slurm,
             partition=partition,
-            slurm_args=slurm_arg,
+            slurm_args=slurm_args,
         )
+    data = result.to_dict()
+    _write_figures(data, html, svg)
     if wants_json(fmt, as_json):
-        console.print_json(result.to_dict())
+        console.print_json(data)
     else:
-        runs.show_study(result.to_dict(), console.out())
+        show_study(data, console.out())
+
+
+def _check_figures(html: Path | None, svg: Path | None, keep: Path | None) -> None:
+    """--html and --svg checked before any run starts (the figure is written once the last run has ended,
+    minutes later): check_output_file refuses a folder, a socket or a missing folder; a FIFO is refused too
+    (a descriptor such as /dev/stdout is written into), and so are two options naming one path."""
+    import contextlib
+    import os
+    import stat
+
+    from envpin.errors import UsageError
+    from envpin.files.write import check_output_file
+
+    for path, option in ((html, "--html"), (svg, "--svg")):
+        if path is None:
+            continue
+        check_output_file(path, option.removeprefix("--"))
+        with contextlib.suppress(OSError):
+            if stat.S_ISFIFO(os.stat(path).st_mode) and not str(path).startswith("/dev/"):
+                raise UsageError(
+                    f"{option}: {path} is a FIFO; the figure is written only once every run has ended",
+                    hint=f"choose a regular file for {option}",
+                )
+    if html is not None and svg is not None and html.resolve() == svg.resolve():
+        raise UsageError(f"--html and --svg name the same file {html}", hint="name two different files")
+    for path, option in ((html, "--html"), (svg, "--svg")):
+        if path is not None and keep is not None and path.resolve() == keep.resolve():
+            raise UsageError(
+                f"{option} and --keep name the same path {path}",
+                hint=f"--keep is a folder for the runs' logs: write {option} to a file beside or in it",
+            )
+
+
+def _write_figures(data: dict[str, Any], html: Path | None, svg: Path | None) -> None:
+    """The study's picture where --html (a page) and --svg (one image) ask for it, each written whole or not
+    at all."""
+    from envpin.files.write import atomic_write
+    from envpin.views.figures import page, sheet
+
+    if html is not None:
+        atomic_write(html, page(data).encode("utf-8"), make_parents=False)
+    if svg is not None:
+        atomic_write(svg, sheet(data).encode("utf-8"), make_parents=False)
 
 
 cost_app = command_app()
@@ -186,7 +229,7 @@ def cost_cmd(
     timeout: TimeoutOpt = None,
     slurm: SlurmOpt = False,
     partition: PartitionOpt = None,
-    slurm_arg: SlurmArgOpt = None,
+    slurm_args: SlurmArgOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -207,7 +250,7 @@ def cost_cmd(
             progress=update,
             slurm=slurm,
             partition=partition,
-            slurm_args=slurm_arg,
+            slurm_args=slurm_args,
         )
     if wants_json(fmt, as_json):
         console.print_json(result.to_dict())

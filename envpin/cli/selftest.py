@@ -20,7 +20,7 @@ def selftest_cmd(
     ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = Format.text,
-    script: Annotated[
+    hygiene_script: Annotated[
         Path | None,
         typer.Option("--hygiene-script", help="Check this training script's seeding (runs it twice)."),
     ] = None,
@@ -39,7 +39,7 @@ def selftest_cmd(
 
     with console.progress("determinism self-test" + (" (quick)" if quick else "")) as update:
         update("TensorFlow children running")
-        result = api.run_selftest(compare=compare, quick=quick, hygiene_script=script, python=python)
+        result = api.run_selftest(compare=compare, quick=quick, hygiene_script=hygiene_script, python=python)
     if wants_json(fmt, as_json):
         console.print_json(result)
     else:

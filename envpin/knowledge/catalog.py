@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from envpin.errors import CatalogError, UsageError
+from envpin.errors import CatalogError, UsageError, param
 from envpin.knowledge import catalogcheck, notices, trust
 from envpin.knowledge.catalogcheck import FIRST_RELEASE as FIRST_RELEASE  # the schema's constants, kept here too
 from envpin.knowledge.catalogcheck import KINDS as KINDS
@@ -330,7 +330,7 @@ class Catalog:
         try:
             return _posted(self._selector.release_entries(release), notify)
         except SpecError as exc:
-            raise UsageError(exc.message, hint=exc.hint) from None
+            raise UsageError(exc.message, hint=exc.hint_naming(param)) from None
 
     def select(
         self,
@@ -349,7 +349,7 @@ class Catalog:
         try:
             return _posted(self._select(ngc, tf, flavor, single), notify)
         except SpecError as exc:
-            raise UsageError(exc.message, hint=exc.hint) from None
+            raise UsageError(exc.message, hint=exc.hint_naming(param)) from None
 
     def _select(self, spec: NGCSpec | str | None, tf: TFSpec | None, flavor: str | None, single: bool) -> list[Entry]:
         """A known release's spec picks among that release alone; anything else, and every error, the whole."""

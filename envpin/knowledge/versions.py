@@ -6,7 +6,7 @@ its SpecError into the CLI's UsageError, with the same message and hint.
 
 from __future__ import annotations
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.portable import versions as _v
 from envpin.portable.versions import NGCSpec, SpecError, TFSpec, parse_version
 
@@ -32,7 +32,7 @@ def _as_usage_error(parse: Callable[[str], _T], text: str) -> _T:
     try:
         return parse(text)
     except SpecError as exc:
-        raise UsageError(exc.message, hint=exc.hint) from None
+        raise UsageError(exc.message, hint=exc.hint_naming(param)) from None
 
 
 def parse_tf_spec(text: str) -> TFSpec:

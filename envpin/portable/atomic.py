@@ -13,7 +13,7 @@ import stat
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
 if TYPE_CHECKING:
-    from typing import Dict, Iterator, List, Optional, Tuple  # noqa: F401 (type comments and quoted annotations)
+    from typing import Dict, Iterator, List, Optional, Tuple
 
 
 @contextlib.contextmanager
@@ -184,7 +184,7 @@ def replace_all(files: "Dict[str, bytes]", modes: "Optional[Dict[str, int]]" = N
     error raised. The probe's reports and envpin's host-side writes both use this."""
     import tempfile
 
-    staged = []  # type: List[Tuple[str, str]]
+    staged: List[Tuple[str, str]] = []
     try:
         for path, data in files.items():
             folder = os.path.dirname(os.path.abspath(path))

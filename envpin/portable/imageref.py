@@ -8,11 +8,11 @@ logins) is the registry client's business, on the host side.
 """
 
 import re
-from collections import namedtuple
+from typing import NamedTuple, Optional
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
 if TYPE_CHECKING:
-    from typing import Optional, Tuple
+    from typing import Any, Tuple
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
@@ -77,14 +77,20 @@ def is_loopback(host: str) -> bool:
     return name in ("localhost", "::1") or re.match(r"127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z", name) is not None
 
 
-class ImageRef(namedtuple("ImageRef", "registry repository tag digest")):
-    """A parsed reference: `registry` is the canonical registry name ('docker.io' for Docker Hub)."""
+class ImageRef(NamedTuple):
+    """A parsed reference: `registry` is the canonical registry name ('docker.io' for Docker Hub).
 
-    __slots__ = ()
+    A typing.NamedTuple (Python 3.6 has no dataclasses): fields declared once, seen by type checkers, and
+    `.replace()` as the host side's value classes have it (envpin.record.Value)."""
+
     registry: str
     repository: str
-    tag: "Optional[str]"
-    digest: "Optional[str]"
+    tag: Optional[str]
+    digest: Optional[str]
+
+    def replace(self, **changes: "Any") -> "ImageRef":
+        """A copy with `changes` applied; an unknown name is a ValueError, as namedtuple's _replace says."""
+        return self._replace(**changes)
 
     @property
     def api_host(self) -> str:

@@ -116,7 +116,7 @@ class Selector(object):
                     len(entries),
                     ", ".join("%s (TF %s)" % (e.tag, e.tf_version or "unknown") for e in entries),
                 ),
-                hint="add --tf, or name the tag, e.g. --ngc %s" % entries[-1].tag,
+                hint="add {tf}, or name the tag, e.g. {ngc} %s" % entries[-1].tag,
             )
         return entries
 
@@ -126,7 +126,7 @@ class Selector(object):
             return matching
         unknown = [e for e in entries if e.tf_version is None and _FLAVOR_MAJOR.get(e.flavor) in (None, tf.major)]
         if unknown and len(tf.parts) >= 2:
-            # The catalog does not know this tag's TF version: the user's --tf is taken as their claim.
+            # The catalog does not know this tag's TF version: the user's `tf` is taken as their claim.
             return unknown
         if tf.major == 1 and all(e.flavor == "tf2" for e in entries):
             raise SpecError(
@@ -139,11 +139,12 @@ class Selector(object):
         )
 
     def where_is(self, tf: TFSpec, near: str) -> str:
+        """Where TensorFlow `tf` is, nearest `near` first: a SpecError hint (its {tf of catalog} a field)."""
         have = sorted(set(e.release for e in self.entries if tf.matches(e.tf_version)), key=release_index)
         if not have:
             return "no NGC release in the catalog is known to contain TensorFlow %s; see 'envpin catalog'" % tf.text
         ordered = nearest_releases(near, have, 6)
-        more = "" if len(have) <= 6 else " (and %d more: envpin catalog --tf %s)" % (len(have) - 6, tf.text)
+        more = "" if len(have) <= 6 else " (and %d more: {tf of catalog} %s)" % (len(have) - 6, tf.text)
         return "TensorFlow %s is in NGC %s%s" % (tf.text, ", ".join(ordered), more)
 
     def tf1_hint(self, release: str) -> str:

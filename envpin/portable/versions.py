@@ -7,13 +7,13 @@ never accepted.
 """
 
 import re
-from collections import namedtuple
+from typing import NamedTuple, Optional, Tuple
 
 from envpin.portable import imageref
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
 if TYPE_CHECKING:
-    from typing import List, Optional, Tuple
+    from typing import Any, Callable, List
 
 # Greedy runs of ASCII digits: '1234567890' is one number, never cut to (123456789,). Input is at most
 # _MAX_TEXT characters, far below int()'s 4,300-digit limit.
@@ -27,13 +27,33 @@ NGC_REPOSITORY = "nvidia/tensorflow"
 _MAX_TEXT = 200  # nothing a user types here is longer; longer input is refused, never parsed
 
 
+#: A parameter a hint speaks of: {tf} (the caller's `tf`), {tf of catalog} (the `tf` of another command).
+_PARAM = re.compile(r"\{([a-z_]+)(?: of ([a-z]+))?\}")
+
+
+def python_name(name: str, command: "Optional[str]" = None) -> str:
+    """How a parameter reads to a Python caller (envpin.errors.param's own default): `tf`, `tf` of catalog."""
+    return "`%s`" % name if command is None else "`%s` of %s" % (name, command)
+
+
 class SpecError(ValueError):
-    """Text that is not a version or release spec; `hint` says what is accepted."""
+    """Text that is not a version or release spec; `hint` says what is accepted.
+
+    This layer knows no command line: a hint that names a parameter (the `tf` or `ngc` the spec was given as)
+    keeps it as a field, {tf} or {tf of catalog}, in `template`; `hint` names it as a Python caller would,
+    and the host side names it as its caller knows it with `hint_naming(envpin.errors.param)`."""
 
     def __init__(self, message: str, hint: "Optional[str]" = None) -> None:
         ValueError.__init__(self, message)
         self.message = message
-        self.hint = hint
+        self.template = hint
+        self.hint = self.hint_naming(python_name)
+
+    def hint_naming(self, name: "Callable[[str, Optional[str]], str]") -> "Optional[str]":
+        """The hint with each parameter it speaks of named by `name(parameter, command or None)`."""
+        if self.template is None:
+            return None
+        return _PARAM.sub(lambda m: name(m.group(1), m.group(2)), self.template)
 
 
 def parse_version(text: "Optional[str]", exact: bool = False) -> "Optional[Tuple[int, ...]]":
@@ -71,11 +91,15 @@ def matches(prefix: "Tuple[int, ...]", version: "Optional[str]") -> bool:
     return parsed[:n] == prefix[:n]
 
 
-class TFSpec(namedtuple("TFSpec", "parts")):
-    """A TensorFlow version as the user typed it: '2', '2.1' or '2.1.0' (a prefix to match)."""
+class TFSpec(NamedTuple):
+    """A TensorFlow version as the user typed it: '2', '2.1' or '2.1.0' (a prefix to match). A typing.NamedTuple
+    with `.replace()`, as envpin.portable.imageref.ImageRef."""
 
-    __slots__ = ()
-    parts: "Tuple[int, ...]"
+    parts: Tuple[int, ...]
+
+    def replace(self, **changes: "Any") -> "TFSpec":
+        """A copy with `changes` applied (namedtuple's _replace)."""
+        return self._replace(**changes)
 
     @property
     def text(self) -> str:
@@ -94,17 +118,21 @@ def parse_tf_spec(text: str) -> TFSpec:
     if not m:
         raise SpecError(
             "'%s' is not a TensorFlow version" % _shown(text),
-            hint="give MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. --tf 2.1 or --tf 1.15.2",
+            hint="give MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. {tf} 2.1 or {tf} 1.15.2",
         )
     return TFSpec(tuple(int(g) for g in m.groups() if g is not None))
 
 
-class NGCSpec(namedtuple("NGCSpec", "release flavor")):
-    """An NGC release ('20.02') optionally narrowed to one tag's flavor ('20.02-tf2-py3' -> tf2)."""
+class NGCSpec(NamedTuple):
+    """An NGC release ('20.02') optionally narrowed to one tag's flavor ('20.02-tf2-py3' -> tf2). A
+    typing.NamedTuple with `.replace()`, as envpin.portable.imageref.ImageRef."""
 
-    __slots__ = ()
     release: str
-    flavor: "Optional[str]"
+    flavor: Optional[str]
+
+    def replace(self, **changes: "Any") -> "NGCSpec":
+        """A copy with `changes` applied (namedtuple's _replace)."""
+        return self._replace(**changes)
 
     @property
     def text(self) -> str:
@@ -121,7 +149,7 @@ def parse_ngc_spec(text: str) -> NGCSpec:
     if not m:
         raise SpecError(
             "'%s' is not an NGC TensorFlow release" % _shown(text),
-            hint="give YY.MM or a tag, e.g. --ngc 20.02 or --ngc 20.02-tf2-py3",
+            hint="give YY.MM or a tag, e.g. {ngc} 20.02 or {ngc} 20.02-tf2-py3",
         )
     yy, mm, suffix = m.groups()
     if not 1 <= int(mm) <= 12:

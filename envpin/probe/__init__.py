@@ -17,6 +17,10 @@ object becomes an instance of a module subclass that has one (assigning ``__clas
 import sys
 import types
 
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Any, List
+
 #: Public name -> the submodule that defines it.
 _HOMES = {
     "BREAKING": "fields",
@@ -40,7 +44,7 @@ class LazyPackage(types.ModuleType):
     """A package whose public names (its module-level `_HOMES`: name -> submodule) are imported from their
     submodule on first access, then kept; envpin.probe and envpin.probe.selftest are both one."""
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> "Any":
         home = self.__dict__.get("_HOMES", {}).get(name)
         if home is None:
             raise AttributeError("module {!r} has no attribute {!r}".format(self.__name__, name))
@@ -50,7 +54,7 @@ class LazyPackage(types.ModuleType):
         setattr(self, name, value)
         return value
 
-    def __dir__(self):
+    def __dir__(self) -> "List[str]":
         return sorted(set(super().__dir__()) | set(self.__dict__.get("_HOMES", ())))
 
 

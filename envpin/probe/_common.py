@@ -56,7 +56,7 @@ class Context(object):
         self.root = root or "/"
         self.environ = dict(os.environ if environ is None else environ)
         self.with_tf = with_tf
-        self.cache = {}  # type: Dict[str, Any]
+        self.cache: Dict[str, Any] = {}
 
     def path(self, absolute: str) -> str:
         """Map an absolute system path (``/proc/cpuinfo``) to the path read under the context's root."""

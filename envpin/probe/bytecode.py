@@ -17,11 +17,15 @@ import py_compile
 import sys
 import zipfile
 
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import List, Optional
+
 #: The archive's members that are unpacked: the package, not the archive's own __main__.py.
 PREFIX = "envpin/"
 
 
-def unpack(archive, dest, epoch):
+def unpack(archive: str, dest: str, epoch: int) -> bool:
     """Unpack `archive`'s envpin/ tree into `dest` with every mtime `epoch`, then compile it; False when a
     module did not compile (the archive would still be imported, from source)."""
     with zipfile.ZipFile(archive) as zf:
@@ -29,23 +33,24 @@ def unpack(archive, dest, epoch):
         for name in names:
             zf.extract(name, dest)
     _stamp(dest, epoch)
-    options = {}
+    tree = os.path.join(dest, "envpin")
     modes = getattr(py_compile, "PycInvalidationMode", None)  # 3.7+; 3.6 writes timestamp .pyc only
-    if modes is not None:
-        options["invalidation_mode"] = modes.TIMESTAMP
-    ok = bool(compileall.compile_dir(os.path.join(dest, "envpin"), quiet=1, **options))
+    if modes is None:
+        ok = bool(compileall.compile_dir(tree, quiet=1))
+    else:
+        ok = bool(compileall.compile_dir(tree, quiet=1, invalidation_mode=modes.TIMESTAMP))  # novermin (3.7+ only)
     _stamp(dest, epoch)  # the __pycache__ folders and .pyc files too: the layer holds no build time
     return ok
 
 
-def _stamp(dest, epoch):
+def _stamp(dest: str, epoch: int) -> None:
     for root, dirs, files in os.walk(dest):
         for name in files + dirs:
             os.utime(os.path.join(root, name), (epoch, epoch))
     os.utime(dest, (epoch, epoch))
 
 
-def main(argv=None):
+def main(argv: "Optional[List[str]]" = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         sys.stderr.write("usage: python3 -m envpin.probe.bytecode PYZ DEST\n")

@@ -43,7 +43,7 @@ def parse_cpuinfo(text: str) -> Dict[str, Any]:
     blocks = [b for b in re.split(r"\n\s*\n", text) if b.strip()]
     if not blocks:
         raise ValueError("empty cpuinfo")
-    first = {}  # type: Dict[str, str]
+    first: Dict[str, str] = {}
     for line in blocks[0].splitlines():
         key, sep, val = line.partition(":")
         if sep:
@@ -85,25 +85,19 @@ def _affinity() -> List[int]:
 
 def _ranges(cpus: List[int]) -> str:
     """[0,1,2,5] -> '0-2,5' (the cpuset notation)."""
-    out = []
-    start = prev = None
+    spans: List[List[int]] = []  # [first, last] of each run of consecutive numbers
     for c in cpus:
-        if start is None:
-            start = prev = c
-        elif c == prev + 1:
-            prev = c
+        if spans and c == spans[-1][1] + 1:
+            spans[-1][1] = c
         else:
-            out.append(str(start) if start == prev else "%d-%d" % (start, prev))
-            start = prev = c
-    if start is not None:
-        out.append(str(start) if start == prev else "%d-%d" % (start, prev))
-    return ",".join(out)
+            spans.append([c, c])
+    return ",".join(str(first) if first == last else "%d-%d" % (first, last) for first, last in spans)
 
 
 def collect_cpu(ctx: Context) -> Dict[str, Any]:
     src = ctx.path("/proc/cpuinfo")
     info = capture(src, lambda: parse_cpuinfo(ctx.read_text("/proc/cpuinfo")))
-    section = {}  # type: Dict[str, Any]
+    section: Dict[str, Any] = {}
     if "value" in info:
         v = info["value"]
         flags = set(v["flags"])

@@ -15,7 +15,7 @@ For each library the probe:
 import ctypes
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from envpin.probe import pyenv
 from envpin.probe._common import Context, Unavailable, capture, describe, read_file
@@ -105,7 +105,7 @@ LIBRARIES = (
 
 def mapped_libraries(ctx: Context) -> Dict[str, str]:
     """basename -> path of every shared object mapped into this process."""
-    out = {}  # type: Dict[str, str]
+    out: Dict[str, str] = {}
     for line in ctx.read_text("/proc/self/maps", limit=64 * 1024 * 1024).splitlines():
         parts = line.split(None, 5)
         if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5]:
@@ -127,7 +127,7 @@ def _version_key(name: str) -> Tuple[int, ...]:
 
 def _ld_cache_names(ctx: Context) -> List[str]:
     if "ldcache" not in ctx.cache:
-        names = []  # type: List[str]
+        names: List[str] = []
         try:
             data = read_file(ctx.path("/etc/ld.so.cache"), 16 * 1024 * 1024)
             for m in re.finditer(rb"(?:^|\x00)(lib[A-Za-z0-9_+\-]*\.so[0-9.]*)\x00", data):
@@ -135,12 +135,13 @@ def _ld_cache_names(ctx: Context) -> List[str]:
         except (IOError, OSError):
             pass
         ctx.cache["ldcache"] = sorted(set(names))
-    return ctx.cache["ldcache"]
+    found: List[str] = ctx.cache["ldcache"]
+    return found
 
 
 def _dir_names(ctx: Context, directory: str) -> List[str]:
     """Cached directory listing (five libraries look through the same folders)."""
-    listings = ctx.cache.setdefault("listings", {})
+    listings: Dict[str, List[str]] = ctx.cache.setdefault("listings", {})
     if directory not in listings:
         try:
             listings[directory] = os.listdir(directory)
@@ -173,7 +174,7 @@ def _declared_major(ctx: Context, which: Optional[str]) -> Optional[str]:
 def _candidates(ctx: Context, stem: str, prefer_major: Optional[str]) -> List[Tuple[str, str]]:
     """(how, name-or-path) pairs to try, best first."""
     pattern = _soname_re(stem)
-    sonames = set()
+    sonames: Set[str] = set()
     ld_path = ctx.environ.get("LD_LIBRARY_PATH", "")
     for directory in ld_path.split(":"):
         if directory:
@@ -202,7 +203,7 @@ def _load(
     mapped = mapped_libraries(ctx)
     pattern = re.compile(r"^" + re.escape(stem) + r"\.so")
     already = sorted(p for b, p in mapped.items() if pattern.match(b))
-    attempts = []  # type: List[Tuple[str, str]]
+    attempts: List[Tuple[str, str]] = []
     if already:
         attempts.append(("process", already[0]))
     attempts.extend(_candidates(ctx, stem, _declared_major(ctx, prefer)))
@@ -268,7 +269,7 @@ def collect_cuda(ctx: Context) -> Dict[str, Any]:
     declared = capture(
         "environ CUDA_VERSION/CUDNN_VERSION/NCCL_VERSION, /usr/local/cuda/version.*, TF build_info", _declared, ctx
     )
-    section = {"declared": declared}  # type: Dict[str, Any]
+    section: Dict[str, Any] = {"declared": declared}
     d = declared.get("value", {})
     # Prefer what TensorFlow was built for, then what the image declares.
     ctx.cache["declared"] = {

@@ -8,7 +8,7 @@ credential, or whose value does, is stored as ``{"present": true, "redacted": tr
 import hashlib
 import os
 import re
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from envpin.probe import secrets
 from envpin.probe._common import Context, Unavailable, capture, read_file
@@ -96,11 +96,11 @@ def _env_value(ctx: Context, name: str) -> str:
     field = env_field(name, ctx.environ[name])
     if "value" not in field:
         raise Unavailable("%s is set but redacted" % name)
-    return field["value"]
+    return str(field["value"])
 
 
 def _lock_file(ctx: Context) -> Dict[str, Any]:
-    candidates = []  # type: List[str]
+    candidates: List[str] = []
     if ctx.environ.get("ENVPIN_LOCK"):
         candidates.append(ctx.environ["ENVPIN_LOCK"])
     candidates.extend(LOCK_CANDIDATES)
@@ -109,7 +109,7 @@ def _lock_file(ctx: Context) -> Dict[str, Any]:
         if os.path.isfile(real):
             data = read_file(real, whole=True)
             text = data.decode("utf-8", "replace")
-            info = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}  # type: Dict[str, Any]
+            info: Dict[str, Any] = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}
             # A light read of the TOML (no tomllib on 3.6): the lock's expected fingerprint, if any.
             expected = re.search(r'(?ms)^\[expected\]\s*$.*?^fingerprint\s*=\s*"(sha256:[0-9a-f]+)"', text)
             if expected:
@@ -134,7 +134,7 @@ def _plan_file(ctx: Context) -> Dict[str, Any]:
         if os.path.isfile(real):
             data = read_file(real, whole=True)
             plan = json.loads(data.decode("utf-8"))
-            info = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}  # type: Dict[str, Any]
+            info: Dict[str, Any] = {"path": path, "sha256": "sha256:" + hashlib.sha256(data).hexdigest()}
             for key in ("name", "tag", "release", "tf_version", "envpin_version", "base_digest"):
                 if isinstance(plan.get(key), str):
                     info[key] = plan[key]
@@ -148,7 +148,7 @@ def _plan_file(ctx: Context) -> Dict[str, Any]:
 def _labels(ctx: Context) -> Dict[str, Any]:
     import json
 
-    out = {}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {}
     for name in sorted(ctx.environ):
         if name.startswith("ENVPIN_") and name not in PROBE_KNOBS:
             field = env_field(name, ctx.environ[name])

@@ -251,7 +251,7 @@ def field_text(field: Any) -> Optional[str]:
 
 def flatten(report: Dict[str, Any]) -> Dict[str, str]:
     """Every field of every section as dotted key -> string, plus golden.<device class>."""
-    out = {}  # type: Dict[str, str]
+    out: Dict[str, str] = {}
     for section in SECTIONS:
         fields = report.get(section)
         if not isinstance(fields, dict):
@@ -266,7 +266,8 @@ def flatten(report: Dict[str, Any]) -> Dict[str, str]:
                 else:
                     flatten_value(key, v, out)
             else:
-                out[key] = field_text(field)
+                text = field_text(field)
+                out[key] = "error: malformed field" if text is None else text
     golden = golden_field(report)
     if golden is not None:
         out[golden[0]] = golden[1]
@@ -283,8 +284,9 @@ def device_class(report: Dict[str, Any], flat: Optional[Dict[str, str]] = None) 
     what TensorFlow used), else the same rule (envpin.portable.device) applied to the report's fields."""
     selftest = report.get("selftest")
     golden = selftest.get("golden") if isinstance(selftest, dict) else None
-    if isinstance(golden, dict) and isinstance(golden.get("device_class"), str) and golden["device_class"]:
-        return golden["device_class"]
+    chosen = golden.get("device_class") if isinstance(golden, dict) else None
+    if isinstance(chosen, str) and chosen:
+        return chosen
     return device.from_flat(flat if flat is not None else _flat_sections(report))
 
 

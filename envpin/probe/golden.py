@@ -20,10 +20,10 @@ import platform
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envpin.portable import device
-from envpin.probe import tfchild
+from envpin.probe import seeding, tfchild
 
 MODEL = "envpin-golden-cnn-v1"
 STEPS = 40
@@ -97,14 +97,14 @@ def _threads_source(explicit: Optional[int], env_name: str) -> str:
 
 def onednn_setting(
     tf_version: Optional[str] = None,
-    environ: Optional[Dict[str, str]] = None,
+    environ: Optional[Mapping[str, str]] = None,
     machine: Optional[str] = None,
     flags: Optional[Sequence[str]] = None,
 ) -> str:
     """'on' or 'off' as TensorFlow will decide it: TF_ENABLE_ONEDNN_OPTS wins; unset, the default rule of
     :func:`envpin.portable.device.onednn_default` for this CPU; 'unknown' without a TensorFlow version."""
-    environ = os.environ if environ is None else environ
-    explicit = device.onednn_switch(environ.get("TF_ENABLE_ONEDNN_OPTS"))
+    env = os.environ if environ is None else environ
+    explicit = device.onednn_switch(env.get("TF_ENABLE_ONEDNN_OPTS"))
     if explicit is not None:
         return explicit
     if tf_version is None:
@@ -140,7 +140,7 @@ def device_class(
     intra_op: Optional[int] = None,
     inter_op: Optional[int] = None,
     onednn: Optional[str] = None,
-    environ: Optional[Dict[str, str]] = None,
+    environ: Optional[Mapping[str, str]] = None,
     cpu: Optional[str] = None,
 ) -> str:
     """The key a golden hash is stored under: machines with equal classes should train bit-identically.
@@ -149,7 +149,7 @@ def device_class(
     and the rest from this process's environment; the golden child passes what TensorFlow itself reports
     (a CPU-only TF on a GPU host trains on the CPU).
     """
-    environ = os.environ if environ is None else environ
+    env = os.environ if environ is None else environ
     if gpus is None:
         gpus = _nvidia_smi_gpus()
     if gpus:
@@ -157,9 +157,9 @@ def device_class(
     return device.device_class(
         [],
         cpu or cpu_isa(),
-        _threads_field(intra_op, environ.get("TF_NUM_INTRAOP_THREADS")),
-        _threads_field(inter_op, environ.get("TF_NUM_INTEROP_THREADS")),
-        onednn or onednn_setting(environ=environ),
+        _threads_field(intra_op, env.get("TF_NUM_INTRAOP_THREADS")),
+        _threads_field(inter_op, env.get("TF_NUM_INTEROP_THREADS")),
+        onednn or onednn_setting(environ=env),
     )
 
 
@@ -182,7 +182,8 @@ def weights_digest(arrays: Sequence[Any]) -> str:
 def _layers(tf: Any) -> List[Any]:
     """Conv -> max-pool -> conv -> avg-pool -> dense -> dense, every initializer seeded explicitly."""
     k = tf.keras
-    glorot = k.initializers.GlorotUniform
+    # TF 1.x's v1 Keras API names the class glorot_uniform only
+    glorot = getattr(k.initializers, "GlorotUniform", None) or k.initializers.glorot_uniform
     return [
         k.Input(shape=IMAGE),
         k.layers.Conv2D(8, 3, padding="same", activation="relu", kernel_initializer=glorot(seed=SEED + 1)),
@@ -205,19 +206,8 @@ def _data(tf: Any) -> Tuple[Any, Any]:
 
 
 def _seed_everything(tf: Any) -> None:
-    import random
-
-    import numpy as np
-
-    random.seed(SEED)
-    np.random.seed(SEED)
-    if hasattr(tf, "random") and hasattr(tf.random, "set_seed"):
-        tf.random.set_seed(SEED)
-    else:
-        tf.compat.v1.set_random_seed(SEED)
-    keras_utils = getattr(getattr(tf, "keras", None), "utils", None)
-    if hasattr(keras_utils, "set_random_seed"):
-        keras_utils.set_random_seed(SEED)
+    """Python, NumPy, TensorFlow and, from TF 2.7, Keras's set_random_seed (what the recipes ask for)."""
+    seeding.seed(SEED, tf, seeding.STEPS)
 
 
 def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
@@ -225,8 +215,7 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
     x_all, y_all = _data(tf)
     variables = model.trainable_variables
 
-    @tf.function
-    def step(x, y):
+    def one_step(x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
             logits = model(x, training=True)
             loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
@@ -235,7 +224,8 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
             v.assign_sub(LEARNING_RATE * grads[i])
         return loss
 
-    loss = None
+    step: Callable[[Any, Any], Any] = tf.function(one_step)
+    loss: Any = None
     for i in range(steps):
         lo = (i * BATCH) % EXAMPLES
         loss = step(x_all[lo : lo + BATCH], y_all[lo : lo + BATCH])
@@ -243,12 +233,12 @@ def _train_eager(tf: Any, steps: int) -> Tuple[List[Any], float]:
 
 
 def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[int]) -> Tuple[List[Any], float]:
-    """TF1 (1.15) path: graph + Session. Written against the TF1 API; untested here (TF 1.x cannot be
-    installed on the Python versions this project is tested on)."""
+    """TF1 path: graph + Session, run on TF 1.15 (tests/oldtf/test_golden_oldtf.py). Not on 1.12 and older:
+    their Keras takes no Input layer in a Sequential, and _layers() starts with one."""
     v1 = tf.compat.v1
     graph = tf.Graph()
     with graph.as_default():
-        v1.set_random_seed(SEED)
+        seeding.seed(SEED, tf, ("seed_tf",))  # the graph's own seed: set inside as_default()
         model = tf.keras.Sequential(_layers(tf))
         x_all, y_all = _data(tf)
         x_ph = v1.placeholder(tf.float32, (BATCH, *IMAGE))
@@ -262,7 +252,7 @@ def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[
         with v1.Session(graph=graph, config=config) as sess:
             sess.run(v1.global_variables_initializer())
             xs, ys = sess.run([x_all, y_all])
-            value = None
+            value: Any = None
             for i in range(steps):
                 lo = (i * BATCH) % EXAMPLES
                 _, value = sess.run([train, loss], {x_ph: xs[lo : lo + BATCH], y_ph: ys[lo : lo + BATCH]})
@@ -349,7 +339,7 @@ def run_golden(
     steps: int = STEPS,
     intra_op: Optional[int] = None,
     inter_op: Optional[int] = None,
-    environ: Optional[Dict[str, str]] = None,
+    environ: Optional[Mapping[str, str]] = None,
     runs: int = 2,
     timeout: float = 600,
     python: Optional[str] = None,

@@ -22,6 +22,7 @@ import json
 import os
 import runpy
 import sys
+from types import FrameType, ModuleType
 from typing import Any, Dict, List, Optional, Sequence
 
 from envpin.probe import tfchild
@@ -60,7 +61,7 @@ def _hex(arr: Any) -> str:
 
 def _tensorflow_record(tf: Any) -> Dict[str, Any]:
     """What TensorFlow's RNGs will do next in this process; draws are hashed, never printed."""
-    rec = {"tf_version": getattr(tf, "__version__", "unknown")}  # type: Dict[str, Any]
+    rec: Dict[str, Any] = {"tf_version": getattr(tf, "__version__", "unknown")}
     eager = tfchild.is_eager(tf)
     try:
         if eager:
@@ -134,7 +135,7 @@ def _watch_python_random(draws: Dict[str, Any]) -> None:
 
     def wrap(fn: Any) -> Any:
         def spy(*args: Any, **kwargs: Any) -> Any:
-            frame = sys._getframe(1)
+            frame: Optional[FrameType] = sys._getframe(1)
             caller = None
             importing = False
             while frame is not None:
@@ -163,16 +164,16 @@ def child(target: str, script: Optional[str], script_args: Sequence[str], seed: 
     """One fresh run: record the RNG states around the target."""
     import random
 
-    draws = {"import_time": 0, "runtime": 0}  # type: Dict[str, Any]
+    draws: Dict[str, Any] = {"import_time": 0, "runtime": 0}
     _watch_python_random(draws)
-    rec = {
+    rec: Dict[str, Any] = {
         "hash": hash("envpin-hygiene"),
         "set_order": list(set(_PROBE_STRINGS)),
         "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED"),
         "random_start": _digest(random.getstate()),
-    }  # type: Dict[str, Any]
-    np = None
-    unseeded_rngs = []  # type: List[str]
+    }
+    np: Optional[ModuleType] = None
+    unseeded_rngs: List[str] = []
     if target != "none":
         try:
             import numpy as np
@@ -197,6 +198,8 @@ def child(target: str, script: Optional[str], script_args: Sequence[str], seed: 
         except Exception as exc:
             rec["target_error"] = "envpin.enable_determinism is unusable here: %s: %s" % (type(exc).__name__, exc)
     elif target == "script":
+        if script is None:
+            raise ValueError("the script target needs the script's path")
         saved_argv, saved_path = sys.argv, list(sys.path)
         sys.argv = [script, *list(script_args)]
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` would
@@ -244,8 +247,8 @@ def _state_check(check: str, label: str, runs: Sequence[Dict[str, Any]], start: 
 
 def _python_random_check(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     entry = _state_check("python-random", "Python's random module", runs, "random_start", "random_end")
-    counts = [r.get("random_draws") for r in runs]
-    if entry["status"] != "finding" or not all(counts):
+    counts: List[Dict[str, Any]] = [c for c in (r.get("random_draws") for r in runs) if c]
+    if entry["status"] != "finding" or len(counts) != len(runs):
         return entry
     if all(c["runtime"] == 0 for c in counts):
         return _entry(
@@ -304,8 +307,8 @@ def compare_runs(runs: Sequence[Dict[str, Any]], target: str) -> List[Dict[str, 
         out.append(entry)
     else:
         out.append({"check": "numpy-random", "status": "skipped", "message": "NumPy is not installed", "fix": ""})
-    tfs = [r.get("tensorflow") for r in runs]
-    if not all(tfs):
+    tfs: List[Dict[str, Any]] = [t for t in (r.get("tensorflow") for r in runs) if t]
+    if len(tfs) != len(runs):
         out.append(
             {
                 "check": "tensorflow-random",
@@ -399,7 +402,7 @@ def run_hygiene(
             {
                 "check": "rng-seeding",
                 "status": "skipped",
-                "message": "--quick checks only the hash seed; the RNG checks need TensorFlow runs",
+                "message": "a quick self-test checks only the hash seed; the RNG checks need TensorFlow runs",
                 "fix": "",
             }
         )

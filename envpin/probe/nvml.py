@@ -12,7 +12,7 @@ import contextlib
 import ctypes
 import os
 import re
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envpin.probe._common import Context, Unavailable, capture, describe, unavailable, value
 
@@ -145,7 +145,7 @@ def load_library(ctx: Context) -> Any:
 def _device_fields(nv: Nvml, index: int, handle: Any) -> Dict[str, Any]:
     p = "devices.%d." % index
     src = "nvml:"
-    out = {}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {}
 
     def cc() -> str:
         major, minor = ctypes.c_int(0), ctypes.c_int(0)
@@ -162,7 +162,8 @@ def _device_fields(nv: Nvml, index: int, handle: Any) -> Dict[str, Any]:
         nv.call(
             ("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"), handle, ctypes.byref(info)
         )
-        return info.busId.decode("ascii", "replace")
+        bus_id: bytes = info.busId
+        return bus_id.decode("ascii", "replace")
 
     def clocks_max() -> Dict[str, int]:
         return {
@@ -220,7 +221,7 @@ def _collect_nvml(ctx: Context) -> Dict[str, Any]:
             raise Unavailable(str(exc)) from None
         raise
     try:
-        out = {"backend": value("nvml", "ctypes " + NVML_LIBRARY)}  # type: Dict[str, Any]
+        out: Dict[str, Any] = {"backend": value("nvml", "ctypes " + NVML_LIBRARY)}
         out["driver_version"] = _nvml_field(
             "nvml:nvmlSystemGetDriverVersion", lambda: nv.string(("nvmlSystemGetDriverVersion",))
         )
@@ -319,10 +320,10 @@ def _smi_value(raw: str, key: str) -> Any:
 
 
 def parse_smi(text: str, fields: List[Tuple[str, str]], source: str) -> Dict[str, Any]:
-    out = {"backend": value("nvidia-smi", source)}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {"backend": value("nvidia-smi", source)}
     rows = [line for line in text.splitlines() if line.strip()]
     out["count"] = value(len(rows), source)
-    nested = {}  # type: Dict[str, Dict[str, Any]]
+    nested: Dict[str, Dict[str, Any]] = {}
     for index, line in enumerate(rows):
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(fields):
@@ -369,8 +370,8 @@ def _kernel_module(ctx: Context) -> str:
 
 
 def collect_gpu(ctx: Context) -> Dict[str, Any]:
-    reasons = []  # type: List[str]
-    section = None  # type: Optional[Dict[str, Any]]
+    reasons: List[str] = []
+    section: Optional[Dict[str, Any]] = None
     nvml_error = None
     try:
         section = _collect_nvml(ctx)

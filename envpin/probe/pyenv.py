@@ -92,8 +92,8 @@ def search_paths() -> List[str]:
 def scan_distributions(paths: List[str]) -> Tuple[List[Dict[str, str]], Dict[str, List[str]]]:
     """Every distribution on the given paths; the first one of a name on sys.path is the one imported,
     later ones are returned as shadowed."""
-    winners = {}  # type: Dict[str, Dict[str, str]]
-    shadowed = {}  # type: Dict[str, List[str]]
+    winners: Dict[str, Dict[str, str]] = {}
+    shadowed: Dict[str, List[str]] = {}
     for location in paths:
         try:
             entries = sorted(os.listdir(location))
@@ -123,7 +123,8 @@ def distributions(ctx: Context) -> Tuple[List[Dict[str, str]], Dict[str, List[st
         paths = search_paths()
         dists, shadowed = scan_distributions(paths)
         ctx.cache["dists"] = (dists, shadowed, paths)
-    return ctx.cache["dists"]
+    found: Tuple[List[Dict[str, str]], Dict[str, List[str]], List[str]] = ctx.cache["dists"]
+    return found
 
 
 def site_hash(dists: List[Dict[str, str]]) -> str:

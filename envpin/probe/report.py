@@ -58,11 +58,11 @@ def _selftest(compare: bool, quick: bool, requested: bool) -> Dict[str, Any]:
         if missing:
             return {"skipped": missing + "; the fingerprint is complete without it"}
     try:
-        from envpin.probe import selftest as module
+        from envpin.probe.selftest.run import run_selftest
     except Exception as exc:
         return {"error": "self-test unavailable: " + describe(exc)}
     try:
-        result = module.run_selftest(compare=compare, quick=quick)
+        result = run_selftest(compare=compare, quick=quick)
     except Exception as exc:
         return {"error": "self-test failed to run: " + describe(exc)}
     if not isinstance(result, dict):
@@ -91,7 +91,7 @@ def collect(
     started = time.monotonic()
     env = dict(os.environ if environ is None else environ)
     ctx = Context(root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf)
-    report = {"probe_schema": PROBE_SCHEMA, "envpin_version": __version__}  # type: Dict[str, Any]
+    report: Dict[str, Any] = {"probe_schema": PROBE_SCHEMA, "envpin_version": __version__}
     for name, fn in COLLECTORS:
         report[name] = guarded_section(name, fn, ctx)
         if name == "tensorflow":
@@ -152,7 +152,7 @@ def _field_rows(section: Dict[str, Any]) -> List[List[str]]:
         if text is not None:
             rows.append([name, text if text != "unavailable" else "unavailable: " + f["unavailable"], src])
             continue
-        flat = {}  # type: Dict[str, str]
+        flat: Dict[str, str] = {}
         fields.flatten_value(name, f["value"], flat)
         for key in sorted(flat):
             rows.append([key, flat[key], src])
@@ -206,8 +206,8 @@ def _selftest_markdown(result: Dict[str, Any]) -> List[str]:
 def write_all(texts: Dict[str, str]) -> None:
     """Write several files all or nothing (envpin.portable.atomic.replace_all); devices and pipes ('-',
     /dev/null, a fifo) are written directly."""
-    files = {}  # type: Dict[str, bytes]
-    direct_files = {}  # type: Dict[str, bytes]
+    files: Dict[str, bytes] = {}
+    direct_files: Dict[str, bytes] = {}
     for path, text in texts.items():
         # Bytes, not the locale's encoding: C-locale Python 3.6 would refuse non-ASCII (Markdown may hold some).
         data = text.encode("utf-8", "backslashreplace")
@@ -267,7 +267,7 @@ def write_reports(
 ) -> List[str]:
     """Write the requested outputs, all or nothing; with none requested, JSON goes to stdout. Returns the
     paths written. A report folder this call created is removed again when the writing fails."""
-    texts = {}  # type: Dict[str, str]
+    texts: Dict[str, str] = {}
     created = None
     if out_dir:
         if not os.path.isdir(out_dir):
@@ -296,4 +296,5 @@ def load_schema() -> Dict[str, Any]:
     """The report's JSON Schema, shipped next to this module (also inside envpin.pyz)."""
     from envpin.probe._common import package_data
 
-    return json.loads(package_data("envpin.probe", "report.schema.json").decode("utf-8"))
+    schema: Dict[str, Any] = json.loads(package_data("envpin.probe", "report.schema.json").decode("utf-8"))
+    return schema

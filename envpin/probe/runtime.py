@@ -13,6 +13,27 @@ import sys
 import warnings
 
 from envpin.portable.versions import parse_version, release_index
+from envpin.probe import seeding
+
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict  # novermin (type checking only)
+
+    #: recipes.json, or one recipe row resolved from it (JSON: the keys are documented in the table itself)
+    Table = Dict[str, Any]
+    Recipe = Dict[str, Any]
+
+    class Report(TypedDict):
+        """What enable_determinism returns (a plain dict at run time: TypedDict needs Python 3.8)."""
+
+        seed: int
+        recipe: Optional[str]
+        tf_version: Optional[str]
+        applied: List[str]
+        skipped: List[str]
+        warnings: List[str]
+
 
 _TF_DIST = re.compile(
     r"^(tensorflow|tensorflow_cpu|tensorflow_gpu|nvidia_tensorflow|tf_nightly|intel_tensorflow)-"
@@ -23,25 +44,37 @@ _TF_DIST = re.compile(
 _NGC_RELEASE = re.compile(r"([0-9]{2}\.(?:0[1-9]|1[0-2]))(?![0-9])")
 
 
-def load_table(path=None):
+def load_table(path: "Optional[str]" = None) -> "Table":
     """The recipe table: envpin/data/recipes.json, read through the import system so that it is found
     inside the envpin.pyz archive images carry, or the file at `path`."""
     if path is None:
         from envpin.probe._common import package_data
 
-        return json.loads(package_data("envpin", "data/recipes.json").decode("utf-8"))
+        table: "Table" = json.loads(package_data("envpin", "data/recipes.json").decode("utf-8"))
+        return table
     with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+        table = json.load(fh)
+    return table
 
 
-def within(mm, lo, hi):
+def within(mm: "Tuple[int, ...]", lo: "Optional[str]", hi: "Optional[str]") -> bool:
     """MAJOR.MINOR `mm` inside a table entry's [tf_min, tf_max] (either end may be open)."""
-    if lo is not None and mm < parse_version(lo)[:2]:
+    if lo is not None and mm < _bound(lo):
         return False
-    return not (hi is not None and mm > parse_version(hi)[:2])
+    return not (hi is not None and mm > _bound(hi))
 
 
-def resolve(table, tf_version, distribution="ngc", ngc_release=None):
+def _bound(text: str) -> "Tuple[int, ...]":
+    """A table entry's version bound as (MAJOR, MINOR); ValueError for one that is no version."""
+    parsed = parse_version(text)
+    if parsed is None:
+        raise ValueError("the recipe table's version bound %r is not a version" % (text,))
+    return parsed[:2]
+
+
+def resolve(
+    table: "Table", tf_version: str, distribution: str = "ngc", ngc_release: "Optional[str]" = None
+) -> "Recipe":
     """Resolve one recipe row plus the shared settings into a plain dict (the one selection rule).
 
     Raises LookupError when no row matches and ValueError for an unusable version.
@@ -83,7 +116,7 @@ def resolve(table, tf_version, distribution="ngc", ngc_release=None):
     raise LookupError("no determinism recipe covers TensorFlow %s (%s)" % (tf_version, distribution))
 
 
-def installed_tf_version():
+def installed_tf_version() -> "Optional[str]":
     """TensorFlow's version without importing it (importing TF first would be too late for its env)."""
     tf = sys.modules.get("tensorflow")
     if tf is not None:
@@ -100,13 +133,13 @@ def installed_tf_version():
     return None
 
 
-def ngc_release():
+def ngc_release() -> "Optional[str]":
     """The NGC release this process runs in ('20.02'), from the image's own NVIDIA_TENSORFLOW_VERSION."""
     m = _NGC_RELEASE.match(os.environ.get("NVIDIA_TENSORFLOW_VERSION", ""))
     return m.group(1) if m else None
 
 
-def current_recipe(table=None):
+def current_recipe(table: "Optional[Table]" = None) -> "Optional[Recipe]":
     """The recipe for this process's TensorFlow and distribution, or None without TensorFlow."""
     version = installed_tf_version()
     if version is None:
@@ -115,7 +148,7 @@ def current_recipe(table=None):
     return resolve(table or load_table(), version, "ngc" if release else "stock", release)
 
 
-def check_environment(recipe, environ=None):
+def check_environment(recipe: "Recipe", environ: "Optional[Mapping[str, str]]" = None) -> "List[str]":
     """Problems with the environment for this recipe: wrong or missing env vars, forbidden ones set, and
     misspelt names that TensorFlow never reads (whoever set one believes a setting is in force that is not)."""
     environ = os.environ if environ is None else environ
@@ -133,27 +166,13 @@ def check_environment(recipe, environ=None):
     return problems
 
 
-def _step(name, seed, tf, report):
-    if name == "seed_python":
-        import random  # here, not at the top: `envpin audit` loads this module and never seeds
-
-        random.seed(seed)
-    elif name == "seed_numpy":
-        try:
-            import numpy
-        except ImportError:
-            report["skipped"].append("seed_numpy: NumPy is not installed")
-            return
-        numpy.random.seed(seed)
-    elif name == "seed_tf":
-        if hasattr(tf, "random") and hasattr(tf.random, "set_seed"):
-            tf.random.set_seed(seed)
-        else:  # TF 1.x: tf.compat.v1 from 1.13 (1.12 has tf.compat without v1), tf.set_random_seed in every 1.x
-            v1 = getattr(getattr(tf, "compat", None), "v1", None)
-            (v1 if hasattr(v1, "set_random_seed") else tf).set_random_seed(seed)
-    elif name == "keras_set_random_seed":
-        tf.keras.utils.set_random_seed(seed)
-    elif name == "enable_op_determinism":
+def _step(name: str, seed: int, tf: "ModuleType", report: "Report") -> None:
+    if name in seeding.STEPS:
+        applied, skipped = seeding.seed(seed, tf, (name,))
+        report["applied"] += applied
+        report["skipped"] += skipped
+        return
+    if name == "enable_op_determinism":
         tf.config.experimental.enable_op_determinism()
     elif name == "keras3_no_auto_xla":
         problem = _keras_auto_xla(tf)
@@ -179,7 +198,7 @@ def _step(name, seed, tf, report):
 KERAS_AUTO_XLA_FIXED = (3, 7)
 
 
-def _keras_auto_xla(tf):
+def _keras_auto_xla(tf: "ModuleType") -> "Optional[str]":
     """Why this Keras would still compile models with XLA under determinism, or None. Keras 2 (tf.keras
     before 2.16, or tf_keras) defaults to no XLA; Keras 3 before 3.7 defaults to jit_compile="auto", which
     compiles with XLA on a GPU, where the MaxPool gradient has no deterministic implementation."""
@@ -199,20 +218,17 @@ def _keras_auto_xla(tf):
     )
 
 
-def enable_determinism(seed=42, strict=False, table=None):
+def enable_determinism(seed: int = 42, strict: bool = False, table: "Optional[Table]" = None) -> "Report":
     """Apply the recipe for the TensorFlow found at run time; returns what was done.
 
     Environment variables are set before TensorFlow is imported (TF reads some of them once). With
     strict=True any warning (e.g. PYTHONHASHSEED not set before start-up) raises RuntimeError.
     """
-    report = {"seed": seed, "recipe": None, "tf_version": None, "applied": [], "skipped": [], "warnings": []}
+    report: "Report" = {"seed": seed, "recipe": None, "tf_version": None, "applied": [], "skipped": [], "warnings": []}
     tf_was_imported = "tensorflow" in sys.modules
     recipe = current_recipe(table)
     if recipe is None:
-        import random
-
-        random.seed(seed)
-        report["applied"].append("seed_python")
+        report["applied"] += seeding.seed(seed, None, ("seed_python",))[0]
         report["warnings"].append("TensorFlow is not installed: only Python's random module was seeded")
     else:
         report["recipe"], report["tf_version"] = recipe["id"], recipe["tf_version"]
@@ -247,7 +263,7 @@ def enable_determinism(seed=42, strict=False, table=None):
     return report
 
 
-def main(argv=None):
+def main(argv: "Optional[List[str]]" = None) -> int:
     """`--check`: exit 1 if this environment does not match its recipe (the image build runs this)."""
     args = sys.argv[1:] if argv is None else argv
     recipe = current_recipe()

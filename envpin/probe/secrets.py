@@ -17,7 +17,7 @@ values of credential-named parameters inside any string (``?sig=...``, ``--some_
 
 import math
 import re
-from typing import Any, Dict, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
+from typing import Any, Dict, List, Optional, Tuple
 
 REDACTED = "<redacted>"
 
@@ -133,7 +133,7 @@ def _keyed_name(name: str) -> bool:
     )
 
 
-def _redact_flag(m: Any) -> str:
+def _redact_flag(m: "re.Match[str]") -> str:
     if m.group(3) == REDACTED:
         return m.group(0)
     if not _keyed_name(m.group(1)):  # a quoted value is one match: what it quotes is judged on its own
@@ -143,7 +143,7 @@ def _redact_flag(m: Any) -> str:
     return m.group(1) + m.group(2) + REDACTED
 
 
-def _redact_pair(m: Any) -> str:
+def _redact_pair(m: "re.Match[str]") -> str:
     if m.group(3) == REDACTED:
         return m.group(0)
     if not _keyed_name(m.group(1)):  # a quoted value is one match: what it quotes is judged on its own
@@ -165,7 +165,7 @@ def secret_name(name: str) -> bool:
 
 
 def _entropy(text: str) -> float:
-    counts = {}  # type: dict
+    counts: Dict[str, int] = {}
     for ch in text:
         counts[ch] = counts.get(ch, 0) + 1
     n = float(len(text))
@@ -249,7 +249,7 @@ def identity(environ: Dict[str, str], hostname: str) -> Dict[str, str]:
     and the home folder."""
     import os
 
-    out = {"host": hostname}  # type: Dict[str, str]
+    out: Dict[str, str] = {"host": hostname}
     try:
         import pwd
 
@@ -270,7 +270,7 @@ def anonymize(obj: Any, who: Dict[str, str]) -> Any:
     the home folder /) are left alone."""
     home = (who.get("home") or "").rstrip("/")
     home_re = re.compile(re.escape(home) + r"(?=/|$|[\s:;,\"'])") if len(home) > 1 else None
-    names = []  # type: List[Tuple[str, str, Any]]
+    names: List[Tuple[str, str, Any]] = []
     for key, placeholder in (("user", USER), ("host", HOST)):
         word = who.get(key) or ""
         if len(word) >= 2:

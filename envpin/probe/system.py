@@ -101,7 +101,7 @@ _SINGULARITY_DIR = "/.singularity.d"
 def _apptainer(ctx: Context) -> Tuple[Optional[str], List[str], Optional[str]]:
     """(runtime, evidence, image file) from what Apptainer and SingularityCE leave in every container."""
     evidence = ["environ:" + name for name in _APPTAINER_VARS + _SINGULARITY_VARS if ctx.environ.get(name)]
-    runtime = None  # type: Optional[str]
+    runtime: Optional[str] = None
     if any(ctx.environ.get(name) for name in _APPTAINER_VARS):
         runtime = "apptainer"
     elif any(ctx.environ.get(name) for name in _SINGULARITY_VARS):
@@ -222,7 +222,7 @@ def collect_memory(ctx: Context) -> Dict[str, Any]:
 def cgroup_paths(ctx: Context) -> Tuple[Optional[str], Dict[str, str]]:
     """(v2 path or None, {v1 controller: path}) from /proc/self/cgroup."""
     v2 = None
-    v1 = {}  # type: Dict[str, str]
+    v1: Dict[str, str] = {}
     for line in ctx.read_text("/proc/self/cgroup").splitlines():
         parts = line.strip().split(":", 2)
         if len(parts) != 3:
@@ -271,8 +271,8 @@ def _cpu_limit(ctx: Context) -> Dict[str, Any]:
     if v2 is not None and os.path.isfile(ctx.path("/sys/fs/cgroup/cgroup.controllers")):
         path, text = _first_file(ctx, _cgroup_candidates("/sys/fs/cgroup", v2, "cpu.max"))
         quota, _, period = text.partition(" ")
-        cpus = "max" if quota == "max" else round(int(quota) / float(int(period or "100000")), 3)
-        return {"cgroup": "v2", "cpus": cpus, "file": path}
+        limit = "max" if quota == "max" else round(int(quota) / float(int(period or "100000")), 3)
+        return {"cgroup": "v2", "cpus": limit, "file": path}
     raise Unavailable("no cgroup CPU controller visible")
 
 

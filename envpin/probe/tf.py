@@ -49,7 +49,7 @@ _KEEP = (
 def parse_build_info(source: str) -> Dict[str, Any]:
     """Literal values of TF's generated build_info.py, without executing it."""
     tree = ast.parse(source)
-    found = {}  # type: Dict[str, Any]
+    found: Dict[str, Any] = {}
     for node in tree.body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
@@ -127,10 +127,12 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
     """Settings that exist only in a process that imported TensorFlow (intra/inter-op threads, op
     determinism as switched on by the API, the exact git build)."""
     if "tensorflow" not in sys.modules and not ctx.with_tf:
-        raise Unavailable("TensorFlow is not imported in this process (run the probe with --with-tf)")
+        raise Unavailable(
+            "TensorFlow is not imported in this process: the probe reads these only when asked to import it"
+        )
     import tensorflow as tf
 
-    out = {"version": getattr(tf, "__version__", "unknown")}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {"version": getattr(tf, "__version__", "unknown")}
     version_mod = getattr(tf, "version", None)
     if version_mod is not None:
         out["git_version"] = getattr(version_mod, "GIT_VERSION", "unknown")
@@ -155,7 +157,7 @@ def onednn_enabled() -> Optional[bool]:
     """Whether TensorFlow runs oneDNN's custom CPU ops in this process (its own IsMklEnabled(), which
     applies TF_ENABLE_ONEDNN_OPTS and the CPU-feature default); None where this TensorFlow lacks it."""
     try:
-        from tensorflow.python.util import _pywrap_util_port  # type: ignore[import-not-found]
+        from tensorflow.python.util import _pywrap_util_port
 
         return bool(_pywrap_util_port.IsMklEnabled())
     except (ImportError, AttributeError):

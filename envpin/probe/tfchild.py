@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 # Variables that switch TensorFlow's determinism on; removed for the "determinism off" comparison run.
 DETERMINISM_SWITCHES = ("TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC")
@@ -48,7 +48,7 @@ _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 # 8-10 s) with a summed peak of ~1.65 GB, under the 2 GB goal. ENVPIN_SELFTEST_JOBS overrides it
 # (1 = strictly one child at a time, for small machines).
 _slots_lock = threading.Lock()
-_slots = {"n": 0, "sem": None}  # type: Dict[str, Any]
+_slots: "Dict[str, Any]" = {"n": 0, "sem": None}
 
 
 def max_jobs() -> int:
@@ -62,13 +62,15 @@ def max_jobs() -> int:
 def _semaphore() -> threading.Semaphore:
     with _slots_lock:
         n = max_jobs()
-        if _slots["sem"] is None or _slots["n"] != n:
-            _slots["sem"], _slots["n"] = threading.Semaphore(n), n
-        return _slots["sem"]
+        sem: Optional[threading.Semaphore] = _slots["sem"]
+        if sem is None or _slots["n"] != n:
+            sem = threading.Semaphore(n)
+            _slots["sem"], _slots["n"] = sem, n
+        return sem
 
 
 def child_env(
-    base: Optional[Dict[str, str]] = None, determinism: Optional[bool] = True, extra: Optional[Dict[str, str]] = None
+    base: Optional[Mapping[str, str]] = None, determinism: Optional[bool] = True, extra: Optional[Dict[str, str]] = None
 ) -> Dict[str, str]:
     """The environment for a child: the caller's (so thread and oneDNN settings pass through) plus the
     determinism switch turned on or off, and envpin importable even from a source checkout."""
@@ -92,10 +94,10 @@ def child_env(
     return env
 
 
-def relevant_env(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def relevant_env(environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """The determinism- and numerics-relevant variables that are set (values echoed as they are)."""
-    environ = os.environ if environ is None else environ
-    return {k: environ[k] for k in RELEVANT_ENV if k in environ}
+    env = os.environ if environ is None else environ
+    return {k: env[k] for k in RELEVANT_ENV if k in env}
 
 
 def tail(text: str, lines: int = 6, chars: int = 1200) -> str:
@@ -162,7 +164,7 @@ def run_children(
     module: str, args: List[str], env: Dict[str, str], timeout: float, python: Optional[str] = None, runs: int = 2
 ) -> List[Any]:
     """Run the same child `runs` times in parallel fresh processes (comparing fresh processes is the point)."""
-    results = [None] * runs  # type: List[Any]
+    results: List[Any] = [None] * runs
 
     def one(i: int) -> None:
         results[i] = run_child(module, args, env, timeout, python)
@@ -191,12 +193,12 @@ def import_tensorflow(determinism: bool) -> Tuple[Any, Dict[str, Any]]:
     import tensorflow as tf
 
     version = getattr(tf, "__version__", None) or getattr(tf, "VERSION", "unknown")
-    info = {
+    info: Dict[str, Any] = {
         "requested": "on" if determinism else "off",
         "TF_DETERMINISTIC_OPS": os.environ.get("TF_DETERMINISTIC_OPS"),
         "enable_op_determinism": "not called",
         "env": relevant_env(),
-    }  # type: Dict[str, Any]
+    }
     experimental = getattr(getattr(tf, "config", None), "experimental", None)
     enable = getattr(experimental, "enable_op_determinism", None)
     disable = getattr(experimental, "disable_op_determinism", None)

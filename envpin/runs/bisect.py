@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import shown
+from envpin.errors import param, shown
 from envpin.record import Value
 from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, unseeded
 
@@ -136,8 +136,9 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
         proc = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunError(
-            f"comparing the dumps took longer than --timeout ({timeout:g} s)",
-            hint="raise --timeout, or compare less: --max-ops N, fewer --steps, --op-regex",
+            f"comparing the dumps took longer than {param('timeout')} ({timeout:g} s)",
+            hint=f"raise {param('timeout')}, or compare less: {param('max_ops')} N, fewer {param('steps')}, "
+            f"{param('op_regex')}",
         ) from None
     except OSError as exc:
         raise RunError(
@@ -149,13 +150,13 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
     if proc.returncode == _NO_READER:  # dumpdiff's own line comes last (a wrapper may print before it)
         raise RunError(
             f"{python} cannot read TensorFlow's debugger dumps: {''.join(errors[-1:])}",
-            hint="pass --reader-python with a Python whose TensorFlow is 2.2 or later",
+            hint=f"pass {param('reader_python')} with a Python whose TensorFlow is 2.2 or later",
         )
     if proc.returncode != 0:
         tail = " | ".join(errors[-3:])
         raise RunError(
             f"comparing the dumps failed (exit {proc.returncode}): {tail}",
-            hint="re-run with --keep DIR and open the dumps with TensorFlow's DebugDataReader",
+            hint=f"re-run with {param('keep')} DIR and open the dumps with TensorFlow's DebugDataReader",
         )
     try:
         result = json.loads(lines[-1]) if lines else None
@@ -165,7 +166,8 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
         last = (proc.stdout.strip().splitlines() or ["nothing"])[-1]
         raise RunError(
             f"comparing the dumps gave no result envpin can read: {shown(last, 200)}",
-            hint="--reader-python must run the program it is given, with a Python whose TensorFlow is 2.2 or later",
+            hint=f"{param('reader_python')} must run the program it is given, with a Python whose TensorFlow is 2.2 "
+            "or later",
         )
     return result
 
@@ -175,7 +177,7 @@ def _dump_of(run: Run) -> tuple[str, dict[str, Any]]:
     if record is None:
         raise RunError(
             "the command never imported TensorFlow in a Python envpin could observe",
-            hint="run a Python training script (e.g. -- python train.py); the hook is found through "
+            hint="run a Python training script (e.g. python train.py); the hook is found through "
             "PYTHONPATH, which the command must not reset",
         )
     if not record.get("dump"):
@@ -227,14 +229,14 @@ def bisect(
     if reader_python is None and not Path(python).exists():
         raise RunError(
             f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
-            hint="pass --reader-python with a Python of this machine that has TensorFlow 2.2 or later",
+            hint=f"pass {param('reader_python')} with a Python of this machine that has TensorFlow 2.2 or later",
         )
     found = _reader(python, dump_a, dump_b, max_ops, timeout, root)
     if not found["executions"] or not any(found["executions"]):
         raise RunError(
             f"TensorFlow {record.get('tf_version')}'s debugger dumped no op execution in either run",
             hint="check that the command runs TensorFlow ops after it imports TensorFlow "
-            "(--op-regex may match no op type)",
+            f"({param('op_regex')} may match no op type)",
         )
     first = found.get("first_difference")
     # Nothing compared and no op execution left without its counterpart: neither identical nor different. (Op
@@ -244,7 +246,8 @@ def bisect(
             f"nothing was compared: run 1 executed {found['executions'][0]} ops and run 2 "
             f"{found['executions'][1]}, but none could be compared ({found['unmatched']} without a "
             f"counterpart in the other run, {found.get('skipped', 0)} unreadable or uninitialised)",
-            hint="record more of the runs (raise --steps, or --whole-run), or widen --op-regex",
+            hint=f"record more of the runs (raise {param('steps')}, or record the whole run), or widen "
+            f"{param('op_regex')}",
         )
     frame = user_frame(first["stack"]) if first else None
     if first:  # the user's frames, and the innermost one (where TensorFlow created the op)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.record import Value
 from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
 from envpin.runs.study import BOOTSTRAP, BOOTSTRAP_SEED
@@ -89,7 +89,7 @@ def cost(
 ) -> CostResult:
     """Alternate runs without and with the recipe, one at a time (timings of parallel runs mean little)."""
     if repeat < 2:
-        raise UsageError("an interval needs at least 2 runs per arm", hint="pass --repeat 2 or more")
+        raise UsageError("an interval needs at least 2 runs per arm", hint=f"pass {param('repeat')} 2 or more")
     specs = []
     for i in range(repeat):
         specs += [
@@ -105,11 +105,12 @@ def cost(
     if not any(r.tf_record for r in runs if r.spec.recipe):
         raise UsageError(
             "the command never imported TensorFlow in a Python envpin could observe: the recipe had nothing to act on",
-            hint="time a TensorFlow training command (e.g. -- python train.py)",
+            hint="time a TensorFlow training command (e.g. python train.py)",
         )
     steps = [step_time(r) for r in runs]
-    unit = "step" if all(s is not None for s in steps) else "run"
-    times = [s if unit == "step" else r.seconds for s, r in zip(steps, runs, strict=False)]
+    per_step = [s for s in steps if s is not None]
+    unit = "step" if len(per_step) == len(runs) else "run"
+    times = per_step if unit == "step" else [r.seconds for r in runs]
     off = [t for t, r in zip(times, runs, strict=False) if not r.spec.recipe]
     on = [t for t, r in zip(times, runs, strict=False) if r.spec.recipe]
     with_recipe = next((r.tf_record for r in runs if r.spec.recipe and r.tf_record), None)
@@ -119,7 +120,7 @@ def cost(
         seed=seed,
         unit=unit,
         off=off,
-        on=on,  # type: ignore[arg-type]
+        on=on,
         run_seconds={
             "without_recipe": [round(r.seconds, 3) for r in runs if not r.spec.recipe],
             "with_recipe": [round(r.seconds, 3) for r in runs if r.spec.recipe],

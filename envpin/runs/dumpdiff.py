@@ -17,16 +17,31 @@ import json
 import re
 import sys
 
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+    import numpy as np
+
+    #: Where an execution happened: (eager or graph, function, op name, output slot) ...
+    Place = Tuple[str, str, str, int]
+    #: ... and how many times that place executed before.
+    Key = Tuple[str, str, str, int, int]
+    #: (wall time, key, "eager" or "graph", TensorFlow's digest of the execution)
+    Event = Tuple[float, Key, str, Any]
+    #: One output value of an execution (None when it is not a plain tensor).
+    Value = Optional[np.ndarray]
+
 _SUFFIX = re.compile(r"_[0-9]+$")
 #: Ops whose output is uninitialised memory by design: their values differ without anything being wrong.
 UNINITIALISED = frozenset({"Empty", "_ScopedAllocator", "TensorListReserve"})
 
 
-def _stem(name):
+def _stem(name: "Optional[str]") -> str:
     return _SUFFIX.sub("", name or "")
 
 
-def _frames(stack):
+def _frames(stack: "Optional[Sequence[Sequence[Any]]]") -> "List[Dict[str, Any]]":
     """(file, line, function) of each frame, innermost last."""
     out = []
     for frame in stack or ():
@@ -37,15 +52,15 @@ def _frames(stack):
     return out
 
 
-def _index(reader):
+def _index(reader: "Any") -> "List[Event]":
     """Every op execution of one dump: (wall time, key, kind, digest), in the order they happened."""
-    seen = {}
-    events = []
+    seen: Dict[Place, int] = {}
+    events: List[Event] = []
     for digest in reader.executions(digest=True):
         key = ("eager", _stem(digest.op_type), "", 0)
         seen[key] = seen.get(key, -1) + 1
         events.append((digest.wall_time, (*key, seen[key]), "eager", digest))
-    names = {}
+    names: Dict[str, str] = {}
     for digest in reader.graph_execution_traces(digest=True):
         graph = names.get(digest.graph_id)
         if graph is None:
@@ -57,7 +72,7 @@ def _index(reader):
     return events
 
 
-def _values(reader, kind, digest):
+def _values(reader: "Any", kind: str, digest: "Any") -> "List[Value]":
     """The output value(s) of one execution, as NumPy arrays (None when not a plain tensor)."""
     import numpy as np
 
@@ -65,8 +80,9 @@ def _values(reader, kind, digest):
         values = [reader.graph_execution_trace_to_tensor_value(digest)]
     else:
         values = reader.execution_to_tensor_values(reader.read_execution(digest))
-    out = []
+    out: List[Value] = []
     for value in values:
+        array: Value
         try:
             array = np.asarray(value)
         except Exception:
@@ -79,7 +95,7 @@ def _values(reader, kind, digest):
     return out
 
 
-def compare(a, b):
+def compare(a: "Value", b: "Value") -> "Optional[Dict[str, Any]]":
     """None when a and b are bit-identical, else how they differ."""
     import numpy as np
 
@@ -97,7 +113,7 @@ def compare(a, b):
     bit_equal = int(equal.sum())
     if bit_equal == a.size:
         return None
-    found = {
+    found: Dict[str, Any] = {
         "kind": "values",
         "dtype": str(a.dtype),
         "shape": list(a.shape),
@@ -119,7 +135,7 @@ def compare(a, b):
     return found
 
 
-def _where(reader, kind, digest):
+def _where(reader: "Any", kind: str, digest: "Any") -> "Dict[str, Any]":
     """Op type, name, device and the Python stack that created (graph) or ran (eager) the op."""
     if kind == "graph":
         graph = reader.graph_by_id(digest.graph_id)
@@ -149,7 +165,7 @@ def _where(reader, kind, digest):
     }
 
 
-def _fingerprint(values):
+def _fingerprint(values: "Sequence[Value]") -> str:
     import hashlib
 
     h = hashlib.sha256()
@@ -163,15 +179,15 @@ def _fingerprint(values):
     return h.hexdigest()
 
 
-def _unordered(key):
+def _unordered(key: "Key") -> bool:
     """tf.data runs its functions on several threads at once (a parallel map keeps its output order, not
     the order of its calls): their executions are compared as a multiset, not one by one."""
     return key[0] == "graph" and key[1].startswith("Dataset_")
 
 
-def _fingerprints(reader, events):
+def _fingerprints(reader: "Any", events: "Sequence[Event]") -> "Dict[Place, List[Tuple[Key, str]]]":
     """Group -> list of (key, fingerprint) of the executions inside tf.data functions, in time order."""
-    groups = {}
+    groups: Dict[Place, List[Tuple[Key, str]]] = {}
     for _, key, kind, digest in events:
         if _unordered(key) and digest.op_type not in UNINITIALISED:
             try:
@@ -182,7 +198,7 @@ def _fingerprints(reader, events):
     return groups
 
 
-def _extra(readers, events_a, events_b):
+def _extra(readers: "Sequence[Any]", events_a: "Sequence[Event]", events_b: "Sequence[Event]") -> "Set[Key]":
     """Keys of run A's executions inside tf.data functions whose value the other run never produced.
 
     A run may compute a few more elements than the other (prefetching runs ahead of the last step), so
@@ -192,7 +208,7 @@ def _extra(readers, events_a, events_b):
     from collections import Counter
 
     groups_a, groups_b = _fingerprints(readers[0], events_a), _fingerprints(readers[1], events_b)
-    extra = set()
+    extra: Set[Key] = set()
     for group, items_a in groups_a.items():
         items_b = groups_b.get(group, [])
         small, large = (items_a, items_b) if len(items_a) <= len(items_b) else (items_b, items_a)
@@ -205,11 +221,11 @@ def _extra(readers, events_a, events_b):
     return extra
 
 
-def diff(root_a, root_b, max_ops=None):
+def diff(root_a: str, root_b: str, max_ops: "Optional[int]" = None) -> "Dict[str, Any]":
     """The first op execution of run A whose output differs from run B's, or none, as a plain dict."""
     from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
 
-    readers = []
+    readers: List[Any] = []
     for root in (root_a, root_b):
         reader = DebugDataReader(root)
         reader.update()
@@ -218,7 +234,7 @@ def diff(root_a, root_b, max_ops=None):
     by_key = {e[1]: e for e in events_b}
     extra = _extra(readers, events_a, events_b)
     keys_a = {e[1] for e in events_a}
-    result = {
+    result: Dict[str, Any] = {
         "tf_version": None,
         "executions": [len(events_a), len(events_b)],
         "compared": 0,
@@ -273,7 +289,7 @@ def diff(root_a, root_b, max_ops=None):
     return result
 
 
-def main(argv=None):
+def main(argv: "Optional[List[str]]" = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     max_ops = None
     if "--max-ops" in args:

@@ -21,8 +21,33 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False  # typing's without importing it at every start-up; annotations naming its types are quoted
+if TYPE_CHECKING:
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Any, Dict, List, Optional, Sequence, TypedDict  # novermin (type checking only)
+
+    class Record(TypedDict, total=False):
+        """What the host reads back (envpin/runs/launch.py): hook-PID.json."""
+
+        pid: int
+        python: str
+        started: float
+        ended: float
+        tf_version: Optional[str]
+        gpus: Optional[int]
+        seed: Optional[int]
+        recipe: Optional[Dict[str, Any]]
+        dump: Optional[str]
+        history: Dict[str, List[float]]
+        step_seconds: List[float]
+        stopped_after_steps: Optional[int]
+        errors: List[str]
+
+
 #: What this process saw and did; written as JSON when it exits.
-RECORD = {
+RECORD: "Record" = {
     "pid": os.getpid(),
     "python": sys.executable,
     "started": time.time(),
@@ -41,7 +66,7 @@ NO_DEBUGGER = 86
 _STATE = {"tensorflow": False, "keras_importing": 0, "ready": False, "busy": False, "steps": 0}
 
 
-def _env_int(name):
+def _env_int(name: str) -> "Optional[int]":
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
@@ -52,7 +77,7 @@ def _env_int(name):
         return None
 
 
-def _write_record():
+def _write_record() -> None:
     out = os.environ.get("ENVPIN_RUNS_OUT")
     if not out or not _STATE["tensorflow"]:  # a process that never imported TensorFlow has nothing to say
         return
@@ -68,7 +93,7 @@ def _write_record():
         pass
 
 
-def _recipe_environment():
+def _recipe_environment() -> None:
     """The recipe's variables, before TensorFlow is imported (it reads some of them only once)."""
     try:
         from envpin.probe import runtime
@@ -86,26 +111,15 @@ def _recipe_environment():
         os.environ.pop(item["name"], None)
 
 
-def _seed(seed):
-    import random
+def _seed(seed: int) -> None:
+    """ENVPIN_SEED without the recipe: Python, NumPy (when installed) and TensorFlow, the way envpin seeds
+    everywhere (envpin/probe/seeding.py, from the envpin.pyz on PYTHONPATH beside this hook)."""
+    from envpin.probe import seeding
 
-    random.seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is None:
-        try:
-            import numpy
-        except ImportError:
-            numpy = None
-    if numpy is not None:
-        numpy.random.seed(seed)
-    tf = sys.modules["tensorflow"]
-    if hasattr(tf, "random") and hasattr(tf.random, "set_seed"):
-        tf.random.set_seed(seed)
-    else:
-        tf.compat.v1.set_random_seed(seed)
+    seeding.seed(seed, sys.modules["tensorflow"])
 
 
-def _reader_missing():
+def _reader_missing() -> bool:
     try:
         from tensorflow.python.debug.lib import debug_events_reader
     except Exception:
@@ -113,7 +127,7 @@ def _reader_missing():
     return not hasattr(debug_events_reader, "DebugDataReader")
 
 
-def _dump(tf, root):
+def _dump(tf: "ModuleType", root: str) -> None:
     """Turn on full-tensor dumps, or end the process with NO_DEBUGGER when this TensorFlow cannot."""
     experimental = getattr(getattr(tf, "debugging", None), "experimental", None)
     enable = getattr(experimental, "enable_dump_debug_info", None)
@@ -140,33 +154,33 @@ def _dump(tf, root):
     RECORD["dump"] = root
 
 
-def _callback_class(base):
+def _callback_class(base: type) -> type:
+    """A subclass of this Keras's Callback (made with type(): the base is only known at run time) that times
+    each training step and, after ENVPIN_RUNS_STEPS steps, stops the training. (Turning the dump off while
+    the process runs crashes TensorFlow 2.21 with a segmentation fault: the run is ended instead.)"""
     steps = _env_int("ENVPIN_RUNS_STEPS")
 
-    class EnvpinRunHook(base):
-        """Times each training step; after ENVPIN_RUNS_STEPS steps stops the training. (Turning the dump off
-        while the process runs crashes TensorFlow 2.21 with a segmentation fault: the run is ended instead.)"""
+    def on_train_batch_begin(self: "Any", batch: int, logs: "Optional[Dict[str, Any]]" = None) -> None:
+        self._envpin_t0 = time.perf_counter()
 
-        def on_train_batch_begin(self, batch, logs=None):
-            self._envpin_t0 = time.perf_counter()
+    def on_train_batch_end(self: "Any", batch: int, logs: "Optional[Dict[str, Any]]" = None) -> None:
+        RECORD["step_seconds"].append(time.perf_counter() - getattr(self, "_envpin_t0", time.perf_counter()))
+        _STATE["steps"] += 1
+        if steps is not None and _STATE["steps"] >= steps and RECORD["stopped_after_steps"] is None:
+            RECORD["stopped_after_steps"] = _STATE["steps"]
+            self.model.stop_training = True
 
-        def on_train_batch_end(self, batch, logs=None):
-            RECORD["step_seconds"].append(time.perf_counter() - getattr(self, "_envpin_t0", time.perf_counter()))
-            _STATE["steps"] += 1
-            if steps is not None and _STATE["steps"] >= steps and RECORD["stopped_after_steps"] is None:
-                RECORD["stopped_after_steps"] = _STATE["steps"]
-                self.model.stop_training = True
-
-    return EnvpinRunHook
+    methods = {"on_train_batch_begin": on_train_batch_begin, "on_train_batch_end": on_train_batch_end}
+    return type("EnvpinRunHook", (base,), methods)
 
 
-def _patch_fit(model_class, callback_base):
-    original = model_class.fit
+def _patch_fit(model_class: type, callback_base: type) -> None:
+    original = getattr(model_class, "fit")  # noqa: B009 (mypy knows no `fit` of a type)
     if getattr(original, "_envpin_hooked", False):
         return
     callback = _callback_class(callback_base)
 
-    def fit(self, *args, **kwargs):
+    def fit(self: "Any", *args: "Any", **kwargs: "Any") -> "Any":
         if RECORD["stopped_after_steps"] is not None:  # the step budget is spent: later fits do nothing
             kwargs["epochs"] = kwargs.get("initial_epoch", 0)
         kwargs["callbacks"] = [*list(kwargs.get("callbacks") or []), callback()]
@@ -178,11 +192,11 @@ def _patch_fit(model_class, callback_base):
                 continue
         return history
 
-    fit._envpin_hooked = True
-    model_class.fit = fit
+    setattr(fit, "_envpin_hooked", True)  # noqa: B010 (an attribute functions do not declare)
+    setattr(model_class, "fit", fit)  # noqa: B010
 
 
-def _keras():
+def _keras() -> None:
     """Hook Model.fit of every Keras this process uses (keras, and tf.keras when it is another one)."""
     seen = []
     for name in ("keras", "tensorflow.keras"):
@@ -196,7 +210,7 @@ def _keras():
             _patch_fit(model, callbacks)
 
 
-def _ready():
+def _ready() -> None:
     """TensorFlow (and the Keras importing it) are loaded: seed, apply the recipe, dump, hook Keras."""
     tf = sys.modules["tensorflow"]
     RECORD["tf_version"] = getattr(tf, "__version__", None) or getattr(tf, "VERSION", None)
@@ -225,19 +239,25 @@ def _ready():
         RECORD["errors"].append("keras: %s: %s" % (type(exc).__name__, exc))
 
 
-class _Loader(object):
+if TYPE_CHECKING:
+    _LoaderBase = Loader
+else:
+    _LoaderBase = object  # importlib.abc costs start-up time; the protocol is what the import system uses
+
+
+class _Loader(_LoaderBase):
     """Wraps the loader of tensorflow/keras to learn when their import has finished."""
 
-    def __init__(self, loader, name):
+    def __init__(self, loader: "Loader", name: str) -> None:
         self._loader, self._name = loader, name
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> "Any":
         return getattr(self._loader, attr)
 
-    def create_module(self, spec):
+    def create_module(self, spec: "ModuleSpec") -> "Optional[ModuleType]":
         return self._loader.create_module(spec)
 
-    def exec_module(self, module):
+    def exec_module(self, module: "ModuleType") -> None:
         keras = self._name == "keras"
         _STATE["keras_importing"] += keras
         try:
@@ -252,7 +272,9 @@ class _Loader(object):
 
 
 class _Finder(object):
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(
+        self, name: str, path: "Optional[Sequence[str]]" = None, target: "Optional[ModuleType]" = None
+    ) -> "Optional[ModuleSpec]":
         if name not in ("tensorflow", "keras") or _STATE["busy"] or _STATE["ready"]:
             return None
         import importlib.util
@@ -268,7 +290,7 @@ class _Finder(object):
         return spec
 
 
-def _chain():
+def _chain() -> None:
     """Run the sitecustomize this one shadows, if the environment has one (Debian's Python does)."""
     here = os.path.dirname(os.path.abspath(__file__))
     for entry in sys.path:
@@ -277,6 +299,8 @@ def _chain():
             import importlib.util
 
             spec = importlib.util.spec_from_file_location("_envpin_next_sitecustomize", candidate)
+            if spec is None or spec.loader is None:
+                return
             try:
                 spec.loader.exec_module(importlib.util.module_from_spec(spec))
             except Exception as exc:
@@ -284,7 +308,7 @@ def _chain():
             return
 
 
-def install():
+def install() -> None:
     if os.environ.get("ENVPIN_RUNS_RECIPE") == "1":
         _recipe_environment()
     atexit.register(_write_record)

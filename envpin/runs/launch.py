@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import UsageError, shown
+from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular, read_tail
 from envpin.record import Value
 
@@ -42,8 +42,8 @@ _NO_DEBUGGER = 86  # envpin.runs.hook.NO_DEBUGGER (the hook runs elsewhere and i
 _NODE_MARK = "@envpin-run-record"  # envpin.runs.nodeboot.MARK (a node program, not imported here)
 
 
-#: The most runs one option may ask for (study -n, cost --repeat, study -j): a typo such as -n 100000000
-#: would otherwise run until killed.
+#: The most runs one parameter may ask for (study's `runs` and `jobs`, cost's `repeat`): a typo such as
+#: 100000000 runs would otherwise run until killed.
 MAX_RUNS = 1000
 
 
@@ -51,16 +51,16 @@ class RunError(UsageError):
     """A run could not be made or observed (exit 2)."""
 
 
-def check_count(value: int, option: str, low: int = 1, high: int | None = MAX_RUNS, *, hint: str = "") -> int:
-    """A count option within [low, high]: refused before any run starts. `hint` says what to do when it is
-    too small."""
+def check_count(value: int, name: str, low: int = 1, high: int | None = MAX_RUNS, *, hint: str = "") -> int:
+    """A count, the parameter `name`, within [low, high]: refused before any run starts. `hint` says what to
+    do when it is too small."""
     bounds = f"between {low} and {high}" if high is not None else f"{low} or more"
     if value < low:
-        raise UsageError(f"{option} must be {bounds}, not {value}", hint=hint or f"pass {option} {bounds}")
+        raise UsageError(f"{param(name)} must be {bounds}, not {value}", hint=hint or f"pass {param(name)} {bounds}")
     if high is not None and value > high:
         raise UsageError(
-            f"{option} must be {bounds}, not {value}",
-            hint=f"pass {option} {high} or less (envpin's bound on runs, see docs/runs.md)",
+            f"{param(name)} must be {bounds}, not {value}",
+            hint=f"pass {param(name)} {high} or less (envpin's bound on runs, see docs/runs.md)",
         )
     return value
 
@@ -70,24 +70,24 @@ MAX_SEED = 2**32 - 1
 
 
 def check_seed(seed: int, varied: int = 0) -> int:
-    """--seed within what the hook can seed NumPy with, for it and the `varied` seeds after it (study's seed+1 ...
+    """`seed` within what the hook can seed NumPy with, for it and the `varied` seeds after it (study's seed+1 ...
     seed+n): outside it the hook's seeding fails inside each run, which would then not be seeded as reported."""
     if not 0 <= seed <= MAX_SEED - varied:
-        extra = f" (and --seed+{varied}, the last varied seed)" if varied else ""
+        extra = f" (and {param('seed')}+{varied}, the last varied seed)" if varied else ""
         raise UsageError(
-            f"--seed must be between 0 and {MAX_SEED}{extra}, not {seed}",
-            hint=f"pass --seed between 0 and {MAX_SEED - varied} (NumPy takes seeds of 0 to {MAX_SEED})",
+            f"{param('seed')} must be between 0 and {MAX_SEED}{extra}, not {seed}",
+            hint=f"pass {param('seed')} between 0 and {MAX_SEED - varied} (NumPy takes seeds of 0 to {MAX_SEED})",
         )
     return seed
 
 
 def check_timeout(timeout: float | None) -> float | None:
-    """--timeout: a finite number of seconds above 0 (0, a negative number, nan or inf would stop every run
+    """`timeout`: a finite number of seconds above 0 (0, a negative number, nan or inf would stop every run
     at once or never)."""
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise UsageError(
-            f"--timeout must be a finite number of seconds above 0, not {timeout}",
-            hint="pass --timeout SECONDS (e.g. --timeout 600), or leave it out for no limit",
+            f"{param('timeout')} must be a finite number of seconds above 0, not {timeout}",
+            hint=f"pass {param('timeout')} SECONDS (e.g. {param('timeout')} 600), or leave it out for no limit",
         )
     return timeout
 
@@ -114,12 +114,12 @@ class Run(Value):
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
-    #: Stopped by --timeout (its returncode is then the kill's, which a command killed otherwise also has).
+    #: Stopped by `timeout` (its returncode is then the kill's, which a command killed otherwise also has).
     timed_out: bool = False
 
     @property
     def failed(self) -> bool:
-        """It exited non-zero, was killed, or ran past --timeout (whatever status it ended with)."""
+        """It exited non-zero, was killed, or ran past `timeout` (whatever status it ended with)."""
         return self.returncode != 0 or self.timed_out
 
     @property
@@ -139,7 +139,7 @@ class Run(Value):
 
 @dataclass(frozen=True, slots=True)
 class Srun(Value):
-    """Each run as one Slurm task (`--slurm`): srun starts envpin/runs/nodeboot.py under the node's python3 with
+    """Each run as one Slurm task (`slurm`): srun starts envpin/runs/nodeboot.py under the node's python3 with
     the hook bundle on its standard input; the node unpacks it, runs the command with the hook and sends the
     hook's records back on standard output. No shared storage is needed."""
 
@@ -165,17 +165,19 @@ _NODE_VARS = (SEED_VAR, "ENVPIN_RUNS_RECIPE", "PYTHONHASHSEED", "ENVPIN_RUNS_STE
 
 def check_command(command: Sequence[str], slurm: Srun | None = None) -> list[str]:
     """The command as a list, or a usage error when there is none or its program cannot be found (here, or,
-    with --slurm, srun: the program is looked for on the node)."""
+    with `slurm`, srun: the program is looked for on the node)."""
     args = list(command)
     if not args:
-        raise UsageError("no command to run", hint="put the training command after --, e.g. -- python train.py")
+        raise UsageError("no command to run", hint="give the program to run and its arguments, e.g. python train.py")
     if slurm is not None:
         if shutil.which("srun") is None:
-            raise UsageError("--slurm needs srun, which is not on PATH", hint="run envpin on a Slurm login node")
+            raise UsageError(
+                f"{param('slurm')} needs srun, which is not on PATH", hint="run envpin on a Slurm login node"
+            )
         if args[0] == "srun":
             raise UsageError(
-                "with --slurm envpin starts srun itself",
-                hint="drop srun from the command and pass its options as --slurm-arg=OPTION",
+                f"with {param('slurm')} envpin starts srun itself",
+                hint=f"drop srun from the command and pass its options as {param('slurm_args')}=OPTION",
             )
         return args
     if shutil.which(args[0]) is None:
@@ -184,8 +186,8 @@ def check_command(command: Sequence[str], slurm: Srun | None = None) -> list[str
         if os.sep in args[0] and os.path.exists(args[0]):
             raise UsageError(
                 f"command {args[0]!r} is not executable",
-                hint="make it executable (chmod +x), or run it through its interpreter (e.g. -- bash "
-                "train.sh, -- python train.py)",
+                hint="make it executable (chmod +x), or run it through its interpreter (e.g. bash train.sh, "
+                "python train.py)",
             )
         raise UsageError(f"command {args[0]!r} not found", hint="give the program's path or put it on PATH")
     return args
@@ -347,7 +349,7 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a run that ran past --timeout with everything it started (a wrapper script's training process
+    """Stop a run that ran past its `timeout` with everything it started (a wrapper script's training process
     would otherwise go on, orphaned, after envpin has reported the run stopped). Each process is stopped
     (SIGSTOP) before any is killed, so none can react to another's end (a wrapper exiting 0 once its child
     dies, a retry loop starting another), and found before its parent dies (its orphans are re-parented)."""
@@ -484,11 +486,11 @@ def run_all(
 
 def failed(run: Run) -> RunError:
     """The error for a run that exited non-zero or was killed, with the end of its stderr. Only a run envpin
-    stopped is said to have run past --timeout (the out-of-memory killer's SIGKILL is not a timeout)."""
+    stopped is said to have run past `timeout` (the out-of-memory killer's SIGKILL is not a timeout)."""
     if run.timed_out:
         return RunError(
-            f"the command did not finish within --timeout ({run.spec.label}, {run.seconds:.0f} s)",
-            hint="raise --timeout, or make the runs shorter (fewer epochs or steps)",
+            f"the command did not finish within {param('timeout')} ({run.spec.label}, {run.seconds:.0f} s)",
+            hint=f"raise {param('timeout')}, or make the runs shorter (fewer epochs or steps)",
         )
     if run.returncode < 0:
         try:
@@ -499,8 +501,9 @@ def failed(run: Run) -> RunError:
     else:
         how = f"exited with status {run.returncode}"
     tail = run.log_tail()
-    # The work folder is removed when the command ends unless it was --keep's: name the run's folder in it.
+    # The work folder is removed when the command ends unless it was `keep`'s: name the run's folder in it.
     return RunError(
         f"the command {how} ({run.spec.label})" + (f": {tail}" if tail else ""),
-        hint=f"run the command by itself to see why; with --keep DIR its output stays in DIR/{run.folder.name}",
+        hint=f"run the command by itself to see why; with {param('keep')} DIR its output stays in "
+        f"DIR/{run.folder.name}",
     )

@@ -27,6 +27,10 @@ import tempfile
 import zipfile
 import zlib
 
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List
+
 MARK = "@envpin-run-record"
 VERSION = "1"
 CHUNK = 600
@@ -38,7 +42,7 @@ MAX_BUNDLE = 64 << 20
 MAX_RECORD = 64 << 20
 
 
-def frame(record):
+def frame(record: "Dict[str, Any]") -> "List[str]":
     """One hook record as protocol lines (see the module docstring)."""
     blob = base64.b64encode(zlib.compress(json.dumps(record, sort_keys=True).encode("utf-8"))).decode("ascii")
     digest = hashlib.sha256(blob.encode("ascii")).hexdigest()[:16]
@@ -46,12 +50,12 @@ def frame(record):
     return ["%s %s %d %d %s %s" % (MARK, VERSION, i, len(chunks), digest, c) for i, c in enumerate(chunks)]
 
 
-def _fail(message):
+def _fail(message: str) -> int:
     sys.stderr.write("envpin-run: %s\n" % message)
     return BROKEN
 
 
-def main(argv):
+def main(argv: "List[str]") -> int:
     if "--" not in argv or argv.index("--") < 1:
         return _fail("usage: nodeboot SHA256 [NAME=VALUE...] -- COMMAND...")
     at = argv.index("--")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.record import Value
 from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
 
@@ -230,7 +230,9 @@ def study(
     """Run both arms (per recipe setting) and compare them metric by metric (each run a Slurm task with
     `slurm`)."""
     if runs < 2:
-        raise UsageError("a spread needs at least 2 runs per arm", hint="pass -n 2 or more (5 or more is better)")
+        raise UsageError(
+            "a spread needs at least 2 runs per arm", hint=f"pass {param('runs')} 2 or more (5 or more is better)"
+        )
     done = run_all(
         command,
         plan(runs, seed, recipes),

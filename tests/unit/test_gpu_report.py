@@ -1,5 +1,6 @@
 """Reports the standard-library probe wrote on a real GPU host (one NVIDIA H200, NVML through ctypes, Python
-3.12, no TensorFlow; tests/gpu_reports/README.md): the host side reads them as the probe wrote them."""
+3.12, no TensorFlow; tests/gpu_reports/README.md): the host side reads them as the probe wrote them (the CLI
+in-process)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from envpin.probe.fields import device_class, fingerprint, fingerprint_fields
-from tests.conftest import REPO, run_envpin
+from tests.conftest import REPO
 
 REPORTS = REPO / "tests" / "gpu_reports"
 REPORT = REPORTS / "h200-nvml.json"
@@ -39,8 +40,8 @@ def test_the_gpu_fields_that_change_results_are_fingerprinted() -> None:
     assert "TensorFlow is not installed" in report["selftest"]["skipped"]
 
 
-def test_diff_of_two_runs_on_the_gpu_host_is_identical_but_for_informational_fields() -> None:
-    res = run_envpin("diff", str(REPORT), str(NO_SELFTEST), "--format", "json")
+def test_diff_of_two_runs_on_the_gpu_host_is_identical_but_for_informational_fields(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("diff", str(REPORT), str(NO_SELFTEST), "--format", "json")
     doc = json.loads(res.stdout)
     assert res.code == 0 and doc["counts"]["breaking"] == 0 and doc["counts"]["risk"] == 0
     assert {d["key"] for d in doc["differences"]} == {
@@ -51,20 +52,20 @@ def test_diff_of_two_runs_on_the_gpu_host_is_identical_but_for_informational_fie
     }
 
 
-def test_diff_against_a_cpu_host_names_every_gpu_field_as_breaking(tmp_path: Path) -> None:
+def test_diff_against_a_cpu_host_names_every_gpu_field_as_breaking(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cpu = tmp_path / "cpu.json"
-    assert run_envpin("probe", "--no-selftest", "-o", str(cpu)).code == 0
-    res = run_envpin("diff", str(cpu), str(REPORT), "--format", "json")
+    assert cli("probe", "--no-selftest", "-o", str(cpu)).code == 0
+    res = cli("diff", str(cpu), str(REPORT), "--format", "json")
     doc = json.loads(res.stdout)
     breaking = {d["key"] for d in doc["differences"] if d["severity"] == "breaking"}
     assert res.code == 1
     assert {"gpu.count", "gpu.devices.0.name", "gpu.devices.0.compute_capability", "gpu.driver_major"} <= breaking
 
 
-def test_fleet_report_puts_both_runs_in_one_class(tmp_path: Path) -> None:
+def test_fleet_report_puts_both_runs_in_one_class(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     shutil.copy(REPORT, tmp_path / "gpu-a.json")
     shutil.copy(NO_SELFTEST, tmp_path / "gpu-b.json")
-    res = run_envpin("fleet", "report", str(tmp_path), "--format", "json")
+    res = cli("fleet", "report", str(tmp_path), "--format", "json")
     doc = json.loads(res.stdout)
     assert res.code == 0 and doc["status"] == "consistent"
     assert doc["counts"]["classes"] == 1 and doc["counts"]["nodes"] == 2 and doc["counts"]["breaking"] == 0

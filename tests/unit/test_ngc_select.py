@@ -70,7 +70,7 @@ def test_the_users_example_explains_itself() -> None:
             "20.02",
             None,
             "NGC 20.02 has 2 images: 20.02-tf1-py3 (TF 1.15), 20.02-tf2-py3 (TF 2.1)",
-            "add --tf, or name the tag, e.g. --ngc 20.02-tf2-py3",
+            "add `tf`, or name the tag, e.g. `ngc` 20.02-tf2-py3",
         ),
         ("20.02", "3", "NGC 20.02 contains", "no NGC release in the catalog is known to contain TensorFlow 3"),
     ],
@@ -229,3 +229,18 @@ def test_every_tag_selects_itself(tag: str, prefix: str) -> None:
     assert entry in CAT.select(entry.release) and entry in CAT.select(entry.release, flavor=entry.flavor)
     if entry.tf_version:
         assert entry in CAT.select(entry.release, parse_tf_spec(entry.tf_version.split("+")[0]))
+
+
+def test_a_hint_names_the_parameter_for_python_and_the_option_for_the_command_line(cli) -> None:  # type: ignore[no-untyped-def]
+    """The selection rules (envpin.portable, no command line there) keep the parameters a hint speaks of as
+    fields: a Python caller reads `tf`, the CLI its option, and another command's option with that command."""
+    with pytest.raises(UsageError) as info:
+        CAT.select("19.01", parse_tf_spec("2"), single=True)
+    assert info.value.hint is not None and info.value.hint.startswith("TensorFlow 2 is in NGC 19.11, ")
+    assert info.value.hint.endswith(" more: `tf` of catalog 2)") and "--" not in info.value.hint
+    result = cli("render", "--ngc", "19.01", "--tf", "2")
+    error, hint = result.stderr.splitlines()
+    assert result.code == 2 and error.startswith("error: NGC 19.01 contains TF ")
+    assert hint.startswith("hint: TensorFlow 2 is in NGC 19.11, ") and hint.endswith(" more: envpin catalog --tf 2)")
+    result = cli("render", "--ngc", "20.02")
+    assert result.stderr.splitlines()[-1] == "hint: add --tf, or name the tag, e.g. --ngc 20.02-tf2-py3"

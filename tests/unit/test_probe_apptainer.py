@@ -6,17 +6,13 @@ as a separate Python 3.6+ process); nothing of the collector is replaced.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 
 from envpin.probe import fields, load_schema, system
 from envpin.probe._common import Context
-from tests.unit.test_probe_run import _STUB, REPO, _old_pythons
 
 SIF = "/scratch/alice/tf-20.02.sif"
 # What Apptainer sets in every container it starts (both prefixes: env.ApptainerPrefixes in its launcher).
@@ -129,29 +125,6 @@ def test_classification_of_the_container_fields() -> None:
     # Neither enters the fingerprint: the same image run by Docker and by Apptainer fingerprints the same.
     flat = {"container.runtime": "apptainer", "container.image": SIF, "os.arch": "x86_64"}
     assert [k for k in flat if fields.severity(k, cpu_compute=False)[0] == fields.BREAKING] == ["os.arch"]
-
-
-@pytest.mark.parametrize("python", _old_pythons() or [None])
-def test_probe_process_under_old_interpreters_reports_apptainer(tmp_path: Path, python: str | None) -> None:
-    """The probe as a separate process (-I -S: standard library only) on the Pythons NGC images ship."""
-    if python is None:
-        pytest.skip("no python3.6-3.9 interpreter on this machine (PATH or pyenv)")
-    root = _root(tmp_path, {".singularity.d/": ""})
-    out = tmp_path / "r.json"
-    res = subprocess.run(
-        [python, "-I", "-S", "-c", _STUB.format(repo=str(REPO)), "--root", str(root), "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", **APPTAINER_ENV},
-    )
-    assert res.returncode == 0, res.stderr
-    report = json.loads(out.read_text())
-    jsonschema.validate(report, load_schema())
-    container = report["container"]
-    assert container["runtime"]["value"] == "apptainer" and container["image"]["value"] == SIF
-    assert "environ:APPTAINER_CONTAINER" in container["evidence"]["value"]
 
 
 def test_schema_refuses_an_unknown_container_field() -> None:

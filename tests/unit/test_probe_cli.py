@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -15,7 +12,6 @@ import envpin.probe as probe_package
 from envpin import api
 from envpin.errors import EnvpinError
 from envpin.probe import fingerprint, load_schema
-from tests.conftest import run_envpin
 
 
 def test_probe_writes_out_dir_and_markdown(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -60,13 +56,15 @@ def test_host_probe_leaves_the_self_test_out_unless_asked(cli) -> None:  # type:
 
 
 def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """--out names a folder: a file (or a device) there is refused up front, as `probe --image --out` does,
     not after the probe (and a self-test) has run."""
     (tmp_path / "taken").write_text("mine\n")
     for target in (tmp_path / "taken", Path("/dev/null")):
-        res = run_envpin("probe", "--no-selftest", "--out", str(target))
+        res = cli("probe", "--no-selftest", "--out", str(target))
         assert res.code == 2 and res.stdout == "", res
         assert res.stderr.splitlines() == [
             f"error: --out: {target} exists and is not a folder",
@@ -82,70 +80,27 @@ def test_probe_out_that_is_a_file_is_refused_before_the_probe_runs(
 
 @pytest.mark.parametrize("same", [("r.out", "r.out"), ("r.out", "./r.out"), ("-", "-")])
 def test_output_and_markdown_naming_one_file_are_refused_before_the_probe_runs(
-    same: tuple[str, str], tmp_path: Path
+    cli,  # type: ignore[no-untyped-def]
+    same: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Both reports into one file (or both to stdout) would leave only the Markdown: refused up front, on the
-    host and by the probe inside images, and nothing is written."""
-    res = run_envpin("probe", "--no-selftest", "-o", same[0], "--markdown", same[1], cwd=tmp_path)
+    host and by the probe inside images (its program's main, in-process), and nothing is written."""
+    res = cli("probe", "--no-selftest", "-o", same[0], "--markdown", same[1], cwd=tmp_path)
     assert res.code == 2 and res.stdout == "", res
     where = "stdout" if same[0] == "-" else same[0]
     assert res.stderr.splitlines() == [
         f"error: --output and --markdown both name {where}: one report would replace the other",
         "hint: give each report its own file",
     ]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    inner = subprocess.run(
-        [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json", same[0], "--markdown", same[1]],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert inner.returncode == 2 and inner.stdout == "", inner
-    assert inner.stderr.splitlines() == [
+    from envpin.probe.__main__ import main as probe_main
+
+    code = probe_main(["--no-selftest", "--json", same[0], "--markdown", same[1]])  # the cli fixture chdir'd
+    inner = capsys.readouterr()
+    assert code == 2 and inner.out == "", inner
+    assert inner.err.splitlines() == [
         f"error: --json and --markdown both name {where}: one report would replace the other",
         "hint: give each report its own file",
     ]
     assert list(tmp_path.iterdir()) == []
-
-
-def test_probe_output_through_a_descriptor_or_a_link_is_written_into(tmp_path: Path) -> None:
-    """-o /dev/fd/1 (or /dev/stdout) with stdout redirected to a file appends the report to that file, never
-    renames a file over the descriptor's name; -o LINK to an existing file writes the file and the link stays:
-    on the host and in the probe images run, as fsutil does for every other output."""
-    redirected = tmp_path / "redirected.txt"
-    redirected.write_text("kept\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    commands = {
-        "host": [str(Path(sys.executable).with_name("envpin")), "probe", "--no-selftest", "-o"],
-        "image": [sys.executable, "-m", "envpin.probe", "--no-selftest", "--json"],
-    }
-    for where, command in commands.items():
-        with redirected.open("a") as out:
-            proc = subprocess.run(
-                [*command, "/dev/fd/1"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120
-            )
-        assert proc.returncode == 0, (where, proc.stderr)
-        text = redirected.read_text()
-        assert text.startswith("kept\n") and text.count('"probe_schema"') == (1 if where == "host" else 2), where
-    for where, command in commands.items():  # `> file`: the report and the summary after it, both whole
-        with redirected.open("w") as out:
-            proc = subprocess.run(
-                [*command, "/dev/fd/1"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120
-            )
-        assert proc.returncode == 0, (where, proc.stderr)
-        report, end = json.JSONDecoder().raw_decode(redirected.read_text())
-        tail = redirected.read_text()[end:]
-        assert report["probe_schema"] == 1 and report["fingerprint"].startswith("sha256:")
-        assert tail == "\n" if where == "image" else tail.startswith(f"\nfingerprint {report['fingerprint']} ("), tail
-    real = tmp_path / "real"
-    real.mkdir()
-    (real / "r.json").write_text("old\n")
-    link = tmp_path / "link.json"
-    link.symlink_to("real/r.json")
-    for command in commands.values():
-        proc = subprocess.run([*command, str(link)], capture_output=True, text=True, env=env, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert link.is_symlink() and json.loads((real / "r.json").read_text())["probe_schema"] == 1
-        (real / "r.json").write_text("old\n")

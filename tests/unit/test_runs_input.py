@@ -1,21 +1,21 @@
-"""envpin bisect/study/cost refuse bad input through the real CLI before any run starts (one error line, one
-hint line, exit 2, nothing written), and a metric that is nan or inf is reported as such, never as a spread."""
+"""envpin bisect/study/cost refuse bad input before any run starts, through the CLI in-process and through
+envpin.api (one error line, one hint line, exit 2, nothing written; the api names its parameters, the CLI
+their options), and a metric that is nan or inf is reported as such, never as a spread (the study that
+writes such a figure runs in tests/cli/test_runs_input.py)."""
 
 from __future__ import annotations
 
-import json
+import io
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from envpin import api
+from envpin.errors import UsageError
 from envpin.runs import launch, study
-
-#: A command that leaves a mark when it runs: refused input must leave none.
-MARK = "import sys; open(sys.argv[1], 'w').write('ran')"
+from tests.unit.test_runs_failures import MARK_COMMAND
 
 
 def _refused(result, needle: str, option: str) -> None:  # type: ignore[no-untyped-def]
@@ -37,10 +37,10 @@ def _refused(result, needle: str, option: str) -> None:  # type: ignore[no-untyp
         (("study", "--timeout", "inf"), "--timeout", "not inf"),
         (("cost", "--timeout", "0"), "--timeout", "above 0"),
         (("bisect", "--op-regex", "("), "--op-regex", "not a valid regular expression"),
-        (("study", "-n", "1"), "-n", "between 2 and 1000"),
-        (("study", "-n", "100000000"), "-n", "between 2 and 1000"),
-        (("study", "-n", "3", "-j", "0"), "-j", "between 1 and 1000"),
-        (("study", "-n", "3", "-j", "1001"), "-j", "between 1 and 1000"),
+        (("study", "-n", "1"), "--runs", "between 2 and 1000"),
+        (("study", "-n", "100000000"), "--runs", "between 2 and 1000"),
+        (("study", "-n", "3", "-j", "0"), "--jobs", "between 1 and 1000"),
+        (("study", "-n", "3", "-j", "1001"), "--jobs", "between 1 and 1000"),
         (("cost", "-r", "1"), "--repeat", "between 2 and 1000"),
         (("cost", "-r", "1001"), "--repeat", "between 2 and 1000"),
     ],
@@ -53,7 +53,7 @@ def test_bad_counts_and_options_are_refused_before_any_run(
     needle: str,
 ) -> None:
     mark, keep = tmp_path / "mark", tmp_path / "keep"
-    result = cli(*args, "--keep", str(keep), "--", sys.executable, "-c", MARK, str(mark))
+    result = cli(*args, "--keep", str(keep), "--", *MARK_COMMAND, str(mark))
     _refused(result, needle, option)
     assert not mark.exists() and not keep.exists()
 
@@ -62,11 +62,11 @@ def test_reader_python_that_is_a_fifo_is_named_for_what_it_is(cli, tmp_path: Pat
     fifo, mark = tmp_path / "python", tmp_path / "mark"
     os.mkfifo(fifo)
     os.chmod(fifo, 0o755)
-    result = cli("bisect", "--reader-python", str(fifo), "--", sys.executable, "-c", MARK, str(mark))
+    result = cli("bisect", "--reader-python", str(fifo), "--", *MARK_COMMAND, str(mark))
     _refused(result, "is a FIFO, not a regular executable file", "--reader-python")
-    result = cli("bisect", "--reader-python", str(tmp_path), "--", sys.executable, "-c", MARK, str(mark))
+    result = cli("bisect", "--reader-python", str(tmp_path), "--", *MARK_COMMAND, str(mark))
     _refused(result, "is a folder, not a regular executable file", "--reader-python")
-    result = cli("bisect", "--reader-python", str(tmp_path / "none"), "--", sys.executable, "-c", MARK, str(mark))
+    result = cli("bisect", "--reader-python", str(tmp_path / "none"), "--", *MARK_COMMAND, str(mark))
     _refused(result, "not found", "--reader-python")
     assert not mark.exists()
 
@@ -81,48 +81,9 @@ def test_study_outputs_are_checked_before_the_runs(cli, tmp_path: Path, option: 
         os.mkfifo(target)
     else:
         target = tmp_path / "no" / "such" / "figure"
-    result = cli("study", "-n", "2", option, str(target), "--", sys.executable, "-c", MARK, str(mark))
+    result = cli("study", "-n", "2", option, str(target), "--", *MARK_COMMAND, str(mark))
     _refused(result, str(target.parent if kind == "missing-parent" else target), option)
     assert not mark.exists() and not (tmp_path / "no").exists()
-
-
-def test_nan_metrics_are_reported_as_such_never_as_a_spread(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """`always` is nan in every run, `once` only in the varied run with seed 43, `fine` is a real spread: the
-    first two get no ratio and say so; the JSON stays valid JSON (nan as a string); the figure is written."""
-    script = tmp_path / "nan.py"
-    script.write_text(
-        "import json, os, random\nseed = int(os.environ['ENVPIN_SEED'])\nrandom.seed(seed)\n"
-        "metrics = {'always': float('nan'), 'once': float('nan') if seed == 43 else 1.0, 'fine': random.random()}\n"
-        "print(json.dumps({'envpin_metrics': metrics}))\n"
-    )
-    html, svg = tmp_path / "study.html", tmp_path / "study.svg"
-    result = cli(
-        "study",
-        "-n",
-        "3",
-        "--html",
-        str(html),
-        "--svg",
-        str(svg),
-        "--format",
-        "json",
-        "--",
-        sys.executable,
-        str(script),
-    )
-    assert result.code == 0, result.stderr
-    data = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON output"))
-    by_name = {m["metric"]: m for m in data["metrics"]}
-    for name, bad in (("always", 6), ("once", 1)):
-        metric = by_name[name]
-        assert metric["ratio"] is None and metric["ratio_ci95"] is None and metric["non_finite"] == bad
-        assert f"{bad} of 6 runs gave a value that is not a finite number" in metric["verdict"]
-        assert "exactly" not in metric["verdict"] and "part of" not in metric["verdict"]
-    assert by_name["always"]["fixed"]["values"] == ["nan"] * 3 and by_name["always"]["fixed"]["std"] is None
-    assert by_name["fine"]["non_finite"] == 0 and by_name["fine"]["ratio"] == 0.0
-    assert "nan" not in svg.read_text() and html.read_text().count("no finite value") == 2
-    text = cli("study", "-n", "2", "--", sys.executable, str(script))
-    assert text.code == 0 and "not a finite number" in text.stdout and "exactly the same" in text.stdout
 
 
 def test_verdict_never_calls_nan_the_same_value_nor_a_share() -> None:
@@ -139,15 +100,18 @@ def test_verdict_never_calls_nan_the_same_value_nor_a_share() -> None:
     assert math.isnan(float(study.as_json_number(nan))) and study.as_json_number(0.5) == 0.5
 
 
-def test_the_node_bootstrap_reads_a_bounded_bundle(tmp_path: Path) -> None:
-    """nodeboot.py reads at most MAX_BUNDLE bytes of standard input: a larger one stops before the command."""
+def test_the_node_bootstrap_reads_a_bounded_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nodeboot.py reads at most MAX_BUNDLE bytes of standard input: a larger one stops before the command
+    (its main, in-process, with that standard input; srun runs the same source as `python3 -c`)."""
     from envpin.runs import nodeboot
 
     mark = tmp_path / "mark"
-    boot = Path(nodeboot.__file__).read_text()
-    args = [sys.executable, "-c", boot, "0" * 64, "--", sys.executable, "-c", MARK, str(mark)]
-    proc = subprocess.run(args, input=b"\0" * (nodeboot.MAX_BUNDLE + 1), capture_output=True, timeout=120)
-    assert proc.returncode == nodeboot.BROKEN and b"larger than" in proc.stderr and not mark.exists()
+    stdin = io.TextIOWrapper(io.BytesIO(b"\0" * (nodeboot.MAX_BUNDLE + 1)))
+    monkeypatch.setattr("sys.stdin", stdin)
+    code = nodeboot.main(["0" * 64, "--", *MARK_COMMAND, str(mark)])
+    assert code == nodeboot.BROKEN and "larger than" in capsys.readouterr().err and not mark.exists()
 
 
 def test_counts_have_one_documented_bound() -> None:
@@ -159,8 +123,30 @@ def test_counts_have_one_documented_bound() -> None:
 def test_a_figure_named_as_the_keep_folder_is_refused_before_the_runs(cli, tmp_path: Path, option: str) -> None:  # type: ignore[no-untyped-def]
     """--keep makes that folder: the figure could not be written there once every run had ended."""
     keep, mark = tmp_path / "keep", tmp_path / "mark"
-    result = cli(
-        "study", "-n", "2", "--keep", str(keep), option, str(keep), "--", sys.executable, "-c", MARK, str(mark)
-    )
+    result = cli("study", "-n", "2", "--keep", str(keep), option, str(keep), "--", *MARK_COMMAND, str(mark))
     _refused(result, "name the same path", option)
     assert not mark.exists() and not keep.exists()
+
+
+def test_a_python_caller_is_told_the_parameter_and_the_command_line_the_option(cli) -> None:  # type: ignore[no-untyped-def]
+    """The library names parameters through envpin.errors.param: `runs` to a notebook calling
+    envpin.api.study_runs (it once read "pass -n 2 or more"), --runs on the command line."""
+    with pytest.raises(UsageError) as info:
+        api.study_runs(["true"], runs=1)
+    assert info.value.message == "`runs` must be between 2 and 1000, not 1"
+    assert info.value.hint == "a spread needs at least 2 runs per arm: pass `runs` 2 or more (5 or more is better)"
+    assert "-n" not in info.value.message + info.value.hint
+    result = cli("study", "--runs", "1", "--", "true")
+    assert result.code == 2 and result.stderr.splitlines() == [
+        "error: --runs must be between 2 and 1000, not 1",
+        "hint: a spread needs at least 2 runs per arm: pass --runs 2 or more (5 or more is better)",
+    ]
+    for call, words in (
+        (lambda: api.study_runs(["true"], jobs=0), "`jobs` must be between 1 and 1000, not 0"),
+        (lambda: api.cost_runs(["true"], repeat=1), "`repeat` must be between 2 and 1000, not 1"),
+        (lambda: api.bisect_runs(["true"], seed=-1), "`seed` must be between 0 and 4294967295, not -1"),
+        (lambda: api.study_runs(["true"], partition="gpu"), "`partition` and `slurm_args` need `slurm`"),
+    ):
+        with pytest.raises(UsageError) as info:
+            call()
+        assert info.value.message == words and "--" not in info.value.message + (info.value.hint or "")

@@ -73,7 +73,14 @@ def test_components_and_matches() -> None:
 
 # --- TensorFlow specs ------------------------------------------------------------------------------------
 
-TF_HINT = "give MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. --tf 2.1 or --tf 1.15.2"
+#: A spec's hint names the parameter as a Python caller reads it; the CLI names it through envpin.errors.param.
+TF_HINT = "give MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. `tf` 2.1 or `tf` 1.15.2"
+TF_HINT_CLI = "give MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. --tf 2.1 or --tf 1.15.2"
+
+
+def _option(name: str, command: str | None) -> str:
+    """How the CLI names a parameter (envpin.cli renders it from the click option; here, by hand)."""
+    return f"--{name}" if command is None else f"envpin {command} --{name}"
 
 
 @pytest.mark.parametrize(("text", "parts"), [("2", (2,)), ("2.1", (2, 1)), ("2.1.0", (2, 1, 0)), (" 1.15\n", (1, 15))])
@@ -93,6 +100,7 @@ def test_tf_spec_refused_with_a_hint(text: str) -> None:
     with pytest.raises(SpecError) as info:
         versions.parse_tf_spec(text)
     assert "is not a TensorFlow version" in info.value.message and info.value.hint == TF_HINT
+    assert info.value.hint_naming(_option) == TF_HINT_CLI
     assert "\n" not in info.value.message and len(info.value.message) < 120
     with pytest.raises(UsageError) as host_info:
         host.parse_tf_spec(text)
@@ -101,7 +109,8 @@ def test_tf_spec_refused_with_a_hint(text: str) -> None:
 
 # --- NGC specs -------------------------------------------------------------------------------------------
 
-NGC_HINT = "give YY.MM or a tag, e.g. --ngc 20.02 or --ngc 20.02-tf2-py3"
+NGC_HINT = "give YY.MM or a tag, e.g. `ngc` 20.02 or `ngc` 20.02-tf2-py3"
+NGC_HINT_CLI = "give YY.MM or a tag, e.g. --ngc 20.02 or --ngc 20.02-tf2-py3"
 
 
 @pytest.mark.parametrize(
@@ -146,6 +155,7 @@ def test_ngc_spec_refused_with_a_hint(text: str) -> None:
     with pytest.raises(SpecError) as info:
         versions.parse_ngc_spec(text)
     assert "is not an NGC TensorFlow release" in info.value.message and info.value.hint == NGC_HINT
+    assert info.value.hint_naming(_option) == NGC_HINT_CLI
     with pytest.raises(UsageError) as host_info:
         host.parse_ngc_spec(text)
     assert (host_info.value.message, host_info.value.hint) == (info.value.message, info.value.hint)

@@ -27,6 +27,10 @@ import sys
 
 from envpin.probe import LazyPackage
 
+TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 #: Public name -> the module that defines it.
 _HOMES = {
     "FULL": "battery",
@@ -61,13 +65,13 @@ class _Package(LazyPackage):
     # it was when the package imported it eagerly: importing the module (which sets the package attribute
     # of that name) must not replace it.
     @property
-    def battery(self):
+    def battery(self) -> "Callable[..., Any]":
         from envpin.probe.selftest.battery import battery
 
         return battery
 
     @battery.setter
-    def battery(self, value):
+    def battery(self, value: object) -> None:
         pass
 
 

@@ -16,8 +16,22 @@ from envpin.probe.selftest.trial import Check, Trial
 # keep running until the check has used `budget` seconds (at most `max_runs` per trial): some kernels
 # differ only now and then (measured here: weighted Bincount on CPU in 2 to 35 of 50 runs), and a few
 # dozen runs catch those where 2 would not. Full: 3 x >= 2 runs; --quick: 1 x >= 2 runs, short budget.
-FULL = {"trials": 3, "runs": 2, "budget": 0.25, "max_runs": 40}
-QUICK = {"trials": 1, "runs": 2, "budget": 0.05, "max_runs": 10}
+TYPE_CHECKING = False  # typing's TypedDict is 3.8+: only its type checker sees it
+if TYPE_CHECKING:
+    from typing import TypedDict  # novermin (type checking only)
+
+    class Plan(TypedDict):
+        """How hard the battery tries: trials per check, runs per trial (at least; more within `budget`
+        seconds, up to `max_runs`)."""
+
+        trials: int
+        runs: int
+        budget: float
+        max_runs: int
+
+
+FULL: "Plan" = {"trials": 3, "runs": 2, "budget": 0.25, "max_runs": 40}
+QUICK: "Plan" = {"trials": 1, "runs": 2, "budget": 0.05, "max_runs": 10}
 
 
 class Evaluator(object):
@@ -76,7 +90,7 @@ def run_check(
     """Run one check in `trials` trials of at least `runs` runs (more while within `budget` seconds, up to
     `max_runs` per trial) and compare every run with its trial's first run, bitwise."""
     started = time.time()
-    comparisons = []  # type: List[Dict[str, Any]]
+    comparisons: List[Dict[str, Any]] = []
     done = 0
     try:
         for trial in range(trials):

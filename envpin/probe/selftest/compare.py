@@ -9,6 +9,10 @@ import re
 import struct
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+TYPE_CHECKING = False  # typing's Literal is 3.8+: only its type checker sees it
+if TYPE_CHECKING:
+    from typing import Literal  # novermin (type checking only)
+
 VERDICTS = ("deterministic", "NONDETERMINISTIC", "raises-under-determinism", "skipped")
 
 
@@ -30,6 +34,10 @@ _FORMATS = {
     "bool": ("?", 1),
 }
 _SIZES = {"bfloat16": 2}
+
+
+#: Item size in bytes -> the memoryview format of an unsigned integer that wide (values compared word by word).
+_WORDS: "Dict[int, Literal['B', 'H', 'I', 'Q']]" = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
 def pack(array: Any) -> Dict[str, Any]:
@@ -86,8 +94,8 @@ def compare_outputs(ref: Sequence[Dict[str, Any]], other: Sequence[Dict[str, Any
     ``max_abs_diff`` covers differing elements that are finite in both runs; None if there were none.
     """
     elements = differing = 0
-    max_abs = None  # type: Optional[float]
-    notes = []  # type: List[str]
+    max_abs: Optional[float] = None
+    notes: List[str] = []
     if len(ref) != len(other):
         notes.append("runs returned %d and %d outputs" % (len(ref), len(other)))
     for idx, (a, b) in enumerate(zip(ref, other)):
@@ -100,7 +108,7 @@ def compare_outputs(ref: Sequence[Dict[str, Any]], other: Sequence[Dict[str, Any
             notes.append("output %d changed from %s%s to %s%s" % (idx, a["dtype"], a["shape"], b["dtype"], b["shape"]))
             continue
         size = _itemsize(a)
-        code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)
+        code = _WORDS.get(size)
         if code is not None:
             wa, wb = memoryview(a["data"]).cast(code), memoryview(b["data"]).cast(code)
             diff_idx = [i for i in range(len(wa)) if wa[i] != wb[i]]
@@ -182,14 +190,14 @@ def finish_check(
     runs: int = 0,
 ) -> Dict[str, Any]:
     """Fold a check's comparisons (or the exception it raised) into one verdict record."""
-    result = {
+    result: Dict[str, Any] = {
         "name": name,
         "op": op,
         "seconds": round(seconds, 3),
         "runs": runs,
         "differing_elements": None,
         "max_abs_diff": None,
-    }  # type: Dict[str, Any]
+    }
     if exc is not None:
         result["verdict"], result["message"] = classify_exception(exc[0], exc[1], determinism)
         if result["verdict"] == "raises-under-determinism":
@@ -222,7 +230,7 @@ def finish_check(
 def verdict_summary(checks: Sequence[Dict[str, Any]]) -> str:
     """'17/19 deterministic, 1 raises under determinism (bincount), 1 skipped'."""
     total = len(checks)
-    by = {}  # type: Dict[str, List[str]]
+    by: Dict[str, List[str]] = {}
     for c in checks:
         listed = c["verdict"] == "NONDETERMINISTIC" and (c.get("expected") or {}).get("verdict") == "NONDETERMINISTIC"
         by.setdefault("listed" if listed else c["verdict"], []).append(c["name"])

@@ -18,7 +18,7 @@ from envpin.probe.runtime import within
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
 RAISES = "raises-under-determinism"
 SILENT = "NONDETERMINISTIC"
@@ -31,13 +31,17 @@ def platform_name(value: "Optional[str]" = None) -> str:
     return "windows" if value.startswith("win") else value.rstrip("0123456789")
 
 
-def _mm(version: "Optional[str]") -> "Optional[tuple]":
+def _mm(version: "Optional[str]") -> "Optional[Tuple[int, ...]]":
     parsed = parse_version(version or "")
     return tuple(parsed[:2]) if parsed is not None and len(parsed) >= 2 else None
 
 
 def covers(
-    entry: "Dict[str, Any]", mm: tuple, gpu: bool, keras: "Optional[str]" = None, platform: "Optional[str]" = None
+    entry: "Dict[str, Any]",
+    mm: "Tuple[int, ...]",
+    gpu: bool,
+    keras: "Optional[str]" = None,
+    platform: "Optional[str]" = None,
 ) -> bool:
     """Whether `entry` speaks of this TensorFlow on this device: "gpu" entries only where the checks ran on
     a GPU, "cpu" entries only where they ran on the CPU, "any" everywhere; an entry with a Keras range only

@@ -8,8 +8,9 @@ clears TensorFlow's global seed, so it shows what a script that forgot the seed 
 these checks are about seeds and compilation, not about reductions spread over many thread blocks.
 """
 
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional
 
+from envpin.probe import seeding
 from envpin.probe.selftest.trial import Trial, xla_function
 from envpin.probe.selftest.trial import check as _check
 
@@ -20,22 +21,15 @@ class Unsupported(Exception):
     """The check cannot run in this TensorFlow or on this device (reported as skipped, with the reason)."""
 
 
-def _set_global_seed(tf: Any, seed: Any) -> None:
-    """tf.random.set_seed (TF2) or the TF1 graph-level seed; None clears it."""
-    random = getattr(tf, "random", None)
-    setter = getattr(random, "set_seed", None) or tf.compat.v1.set_random_seed
-    setter(seed)
+def _set_global_seed(tf: Any, seed: Optional[int]) -> None:
+    """TensorFlow's global seed (the TF1 graph-level seed); None clears it."""
+    seeding.seed(seed, tf, ("seed_tf",))
 
 
 def _seed_everything(tf: Any, seed: int) -> None:
-    """What the recipe's seeding step does: tf.keras.utils.set_random_seed from TF 2.7 (Python, NumPy and
-    TensorFlow; Keras 3 also its own seed generator), else tf.random.set_seed."""
-    utils = getattr(getattr(tf, "keras", None), "utils", None)
-    setter = getattr(utils, "set_random_seed", None)
-    if setter is not None:
-        setter(seed)
-    else:
-        _set_global_seed(tf, seed)
+    """What a script seeding itself by the recipe does: Python, NumPy, TensorFlow and, from TF 2.7,
+    tf.keras.utils.set_random_seed (in Keras 3 also Keras's own seed generator)."""
+    seeding.seed(seed, tf, seeding.STEPS)
 
 
 def _generator(tf: Any) -> Any:

@@ -52,7 +52,7 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
         if off:
             cells.append(off.get(c["name"], "-"))
         rows.append({"cells": cells, "verdict": c["verdict"]})
-    out = {
+    out: Dict[str, Any] = {
         "title": "TensorFlow %s: %s" % (result.get("tf_version"), "" if method is None else method),
         "tf_version": result.get("tf_version"),
         "method": method,
@@ -68,7 +68,7 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
         "golden": _golden(result.get("golden") or {}),
         "hygiene": [_hygiene(h) for h in result.get("hygiene", [])],
         "errors": [str(e) for e in result.get("errors", [])],
-    }  # type: Dict[str, Any]
+    }
     out["lines"] = _lines(out)
     return out
 
@@ -99,7 +99,7 @@ def _note(check: Dict[str, Any]) -> str:
         source = (check.get("expected") or {}).get("source")
         cite = " (%s)" % source if source else ""
         return "%s%s. %s" % (check["surprise"], cite, check["message"])
-    return check["message"]
+    return str(check["message"])
 
 
 def _golden(gold: Dict[str, Any]) -> Dict[str, Any]:

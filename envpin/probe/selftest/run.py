@@ -75,13 +75,13 @@ def run_selftest(
     if "skipped" in on:
         return {"skipped": on["skipped"]}
     errors = []
-    result = {
+    result: Dict[str, Any] = {
         "schema": SCHEMA,
         "mode": "quick" if quick else "full",
         "python": tfchild.python_info(),
         "golden": gold,
         "hygiene": hyg,
-    }  # type: Dict[str, Any]
+    }
     if "error" in on:
         errors.append("battery (determinism on): " + on["error"])
         result.update(

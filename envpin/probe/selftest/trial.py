@@ -18,8 +18,8 @@ class Check(object):
         self.name, self.op, self.build, self.quick = name, op, build, quick
 
 
-CHECKS = []  # type: List[Check]
-PLANTED = []  # type: List[Check]
+CHECKS: "List[Check]" = []
+PLANTED: "List[Check]" = []
 
 
 def check(name: str, op: str, planted: bool = False, quick: bool = True) -> Callable[[Any], Any]:
@@ -83,9 +83,10 @@ def xla_function(c: Trial, fn: Callable[..., Any]) -> Callable[..., Any]:
     if not c.eager:
         raise XlaUnavailable("XLA checks run eagerly (tf.function(jit_compile=True)); TF1 graph mode has no such API")
     try:
-        return tf.function(fn, jit_compile=True)
+        compiled: Callable[..., Any] = tf.function(fn, jit_compile=True)
     except TypeError:
-        return tf.function(fn, experimental_compile=True)
+        compiled = tf.function(fn, experimental_compile=True)
+    return compiled
 
 
 class XlaUnavailable(Exception):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envpin.environment.payload import payload
-from tests.unit.test_pythons import IMAGE_PYTHONS, find_python, run
+from tests.pythons.test_pythons import IMAGE_PYTHONS, find_python, run
 
 EPOCH = 1582848000  # a SOURCE_DATE_EPOCH as the templates give it
 
@@ -20,7 +20,7 @@ EPOCH = 1582848000  # a SOURCE_DATE_EPOCH as the templates give it
 def _interpreters() -> list[object]:
     params: list[object] = [pytest.param(sys.executable, id="host")]
     for minor in IMAGE_PYTHONS:
-        params.append(pytest.param(minor, id=minor, marks=pytest.mark.pythons))
+        params.append(pytest.param(minor, id=minor))
     return params
 
 

@@ -1,7 +1,7 @@
 """The run hook and the dump comparison on the image-side Pythons (3.6 to 3.9), as they run inside NGC
 images: the hook loads as sitecustomize, waits for `import tensorflow`, seeds from ENVPIN_SEED, applies the
 recipe from envpin.pyz, turns the debugger on and writes its record. TensorFlow itself cannot be installed on
-these Pythons here, so a stand-in package records what the hook calls (as tests/unit/test_pythons.py does)."""
+these Pythons here, so a stand-in package records what the hook calls (as tests/pythons/test_pythons.py does)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envpin.runs import launch
-from tests.unit.test_pythons import find_python
+from tests.pythons.test_pythons import find_python
 
 # What the hook calls on TensorFlow, recorded (the version decides the recipe row: 2.9 -> stock-2.8-2.15).
 FAKE_TF = """
@@ -46,7 +46,6 @@ def old_python(request: pytest.FixtureRequest) -> str:
     return exe
 
 
-@pytest.mark.pythons
 @pytest.mark.parametrize("recipe", [False, True])
 def test_the_hook_on_an_image_python(
     old_python: str, tmp_path: Path, recipe: bool, monkeypatch: pytest.MonkeyPatch
@@ -84,14 +83,12 @@ def test_the_hook_on_an_image_python(
     assert run.metrics == {"r": random.random()}  # Python's random module was seeded before the script drew
 
 
-@pytest.mark.pythons
 def test_the_dump_comparison_starts_on_an_image_python(old_python: str) -> None:
     program = Path(launch.__file__).with_name("dumpdiff.py")
     proc = subprocess.run([old_python, "-W", "error", str(program)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("usage: dumpdiff.py")
 
 
-@pytest.mark.pythons
 def test_the_slurm_node_bootstrap_on_an_image_python(old_python: str, tmp_path: Path) -> None:
     """envpin/runs/nodeboot.py under a node's old python3: unpacks the hook and runs the command with it."""
     import hashlib

@@ -1,6 +1,6 @@
 """Call functions of envpin's standard-library part and print what they returned, as canonical JSON.
 
-tests/unit/test_pythons.py runs this file under every CPython the probe supports (3.6 to 3.9, as NGC images
+tests/pythons/test_pythons.py runs this file under every CPython the probe supports (3.6 to 3.9, as NGC images
 ship them) and under the host's Python, with the same calls, and requires the same output: the same code
 must mean the same thing on every version (re.split on empty matches, for one, does not).
 

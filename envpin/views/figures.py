@@ -1,7 +1,9 @@
-"""The study's picture: one self-contained HTML page (inline SVG, no script, no external file), one panel per
-metric and recipe setting, each arm drawn as its runs (dots) over a box of quartiles with the mean marked.
+"""The picture of `envpin study` (`--html`, `--svg`): one self-contained HTML page (inline SVG, no script, no
+external file), one panel per metric and recipe setting, each arm drawn as its runs (dots) over a box of
+quartiles with the mean marked; or the same panels as one SVG image.
 
-Output is a pure function of the study result (no clock, no randomness): the same runs, the same bytes.
+Drawn from the study's result (StudyResult.to_dict()), as every view is: output is a pure function of it (no
+clock, no randomness), so the same runs give the same bytes. The CLI writes the text where it is asked to.
 """
 
 from __future__ import annotations

@@ -33,7 +33,6 @@ def _cluster_error() -> str | None:
 
 _ERROR = _cluster_error()
 pytestmark = [
-    pytest.mark.slurm,
     pytest.mark.slow,
     pytest.mark.skipif(_ERROR is not None, reason=f"Slurm test cluster unavailable: {_ERROR}"),
 ]
@@ -82,7 +81,7 @@ def test_study_one_run_per_slurm_task() -> None:
 
 
 # With --slurm envpin starts srun itself and the hook travels on srun's standard input. TensorFlow is not on
-# the test cluster's nodes (nor NumPy), so the script installs the stand-in of tests/unit/test_runs_pythons.py
+# the test cluster's nodes (nor NumPy), so the script installs the stand-in of tests/pythons/test_runs_pythons.py
 # in a folder of the node and imports it: the hook must see that import, seed Python's random and the
 # stand-in from ENVPIN_SEED (the script never seeds), apply the recipe from the shipped envpin.pyz, and its
 # record must come back through srun.
@@ -114,7 +113,7 @@ def _envpin(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_study_with_slurm_ships_the_hook_to_the_nodes(tmp_path: Path) -> None:
-    from tests.unit.test_runs_pythons import FAKE_TF
+    from tests.pythons.test_runs_pythons import FAKE_TF
 
     script = f"FAKE_TF = {FAKE_TF!r}\n{NODE_SCRIPT}"
     proc = _envpin(

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runs.test_runs_oldtf import _python
+from tests.oldtf.test_runs_oldtf import _python
 
-pytestmark = [pytest.mark.oldtf, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 #: What the training script does: the helper first, then a random op (graph mode on TF 1.x, eager on 2.x).

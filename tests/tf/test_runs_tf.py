@@ -13,20 +13,9 @@ import pytest
 
 from tests.conftest import Result
 
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
-
-
-def _tensorflow_error() -> str | None:
-    proc = subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True, text=True, timeout=300)
-    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["import failed"])[-1]
-
-
-_ERROR = _tensorflow_error()
-pytestmark = [
-    pytest.mark.tensorflow,
-    pytest.mark.slow,
-    pytest.mark.skipif(_ERROR is not None, reason=f"TensorFlow is not importable: {_ERROR}"),
-]
+#: The training scripts of the runs tests (tests/tf, tests/oldtf, tests/slurm share them).
+SCRIPTS = Path(__file__).resolve().parents[1] / "runs" / "scripts"
+pytestmark = pytest.mark.slow  # tests/tf/conftest.py marks them `tensorflow` and skips them without it
 
 
 def run_envpin(*args: str) -> Result:
