@@ -12,10 +12,10 @@ from envpin import __version__
 from envpin.errors import UsageError, shown
 from envpin.fsutil import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
-from envpin.knowledge.versions import NGCSpec, TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
+from envpin.knowledge.versions import major_minor, parse_ngc_spec, parse_tf_spec
 from envpin.portable import imageref
 from envpin.portable.ngc import PY2_FLAVORS
-from envpin.portable.versions import version_text
+from envpin.portable.versions import NGCSpec, TFSpec, parse_version, version_text
 from envpin.record import Value
 
 if TYPE_CHECKING:  # loaded where used: `recipe` needs neither the payload, requirements nor the stock table
@@ -83,8 +83,8 @@ class BuildPlan(Value):
     @property
     def pip_compiles_reproducibly(self) -> bool:
         """Python 3.6's py_compile ignores SOURCE_DATE_EPOCH (its .pyc hold the source mtime): pip must not compile."""
-        python = parse_version(self.entry.portable_value("python") or "")
-        return python is not None and python[:2] >= (3, 7)
+        python = major_minor(self.entry.portable_value("python"))
+        return python is not None and python >= (3, 7)
 
     def to_dict(self) -> dict[str, Any]:
         e = self.entry
@@ -110,8 +110,8 @@ class BuildPlan(Value):
                 "id": self.recipe.id,
                 "hash": self.recipe.hash,
                 "env": self.recipe.env_dict(),
-                "unset": [u["name"] for u in self.recipe.unset],
-                "steps": [s["step"] for s in self.recipe.steps],
+                "unset": [u.name for u in self.recipe.records.unset],
+                "steps": [s.step for s in self.recipe.records.steps],
             },
             "requirements": [f"{r.name}{r.extras}=={r.version}" for r in self.requirements],
             "requirements_hash": sha256_bytes("".join(r.render() for r in self.requirements).encode())
@@ -158,13 +158,10 @@ def release_version(declared: str) -> str:
     return version_text(parts[:3])
 
 
-def _minor(version: str) -> tuple[int, ...]:
-    return tuple((parse_version(version) or ())[:2])
-
-
 def same_minor(a: str, b: str) -> bool:
     """Same TensorFlow major.minor: the unit recipes are chosen by."""
-    return len(_minor(a)) == 2 and _minor(a) == _minor(b)
+    mm = major_minor(a)
+    return mm is not None and mm == major_minor(b)
 
 
 def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | None = None) -> tuple[str, str]:
@@ -180,10 +177,12 @@ def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | No
             return written, "catalog"
         if tf_spec is not None and same_minor(tf_spec.text, declared):
             return declared, "image"
+        mm = major_minor(declared)
+        assert mm is not None  # release_version gave it two components at least
         raise UsageError(
             f"{entry.tag}: the catalog gives TensorFlow {written}, but the image config (kept by "
             f"`envpin catalog sync`) declares {declared}; the recipe depends on which is right",
-            hint=f"pass --tf {'.'.join(map(str, _minor(declared)))} to build for what the image declares, or "
+            hint=f"pass --tf {mm[0]}.{mm[1]} to build for what the image declares, or "
             f"re-read it with `envpin catalog sync --release {entry.tag}`",
         )
     if declared is not None:
@@ -299,8 +298,8 @@ def _ngc_base(
             f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
             hint=f"use {entry.tag.replace('py2', 'py3')}",
         )
-    python = parse_version(entry.value("python"))
-    if python is not None and python[:2] < MIN_IMAGE_PYTHON:
+    python = major_minor(entry.value("python"))
+    if python is not None and python < MIN_IMAGE_PYTHON:
         raise UsageError(
             f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
             hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",

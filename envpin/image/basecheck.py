@@ -12,6 +12,7 @@ from __future__ import annotations
 from envpin.environment.plan import release_version, same_minor
 from envpin.errors import UsageError
 from envpin.knowledge import imageconfig
+from envpin.knowledge.versions import major_minor
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -27,7 +28,9 @@ def cross_check(plan: BuildPlan, got: ImageRead) -> list[str]:
     declared, entry, ref = got.declared, plan.entry, got.ref
     tf = declared.get("tf_version")
     if tf and not same_minor(release_version(tf), plan.tf_version):
-        mm = ".".join(release_version(tf).split(".")[:2])
+        parts = major_minor(tf)
+        assert parts is not None  # release_version took it: two components at least
+        mm = f"{parts[0]}.{parts[1]}"
         where = {"catalog": "from the catalog", "image": "from the image config read earlier", "user": "from --tf"}.get(
             plan.tf_version_source, plan.tf_version_source
         )

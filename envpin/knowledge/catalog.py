@@ -40,18 +40,12 @@ from pathlib import Path
 
 from envpin.errors import CatalogError, UsageError
 from envpin.knowledge import catalogcheck, notices, trust
-from envpin.knowledge.catalogcheck import FIRST_RELEASE as FIRST_RELEASE  # the schema's constants, kept here too
-from envpin.knowledge.catalogcheck import KINDS as KINDS
-from envpin.knowledge.catalogcheck import LAST_RELEASE as LAST_RELEASE
-from envpin.knowledge.catalogcheck import SCHEMA_VERSION as SCHEMA_VERSION
-from envpin.knowledge.catalogcheck import SOURCE_KINDS as SOURCE_KINDS
-from envpin.knowledge.catalogcheck import TF_SPLIT_RELEASE as TF_SPLIT_RELEASE
 from envpin.knowledge.catalogcheck import checked_record_path, shipped_catalog_path
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
-from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
+from envpin.knowledge.versions import release_index
 from envpin.portable import ngc
-from envpin.portable.versions import SpecError, parse_ngc_spec
+from envpin.portable.versions import NGCSpec, SpecError, TFSpec, parse_ngc_spec
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
@@ -424,7 +418,7 @@ def load(path: str | None = None, *, cache: bool = True) -> Catalog:
         # Keyed on the path and its stat, so a file rewritten in place (catalog sync --write) is read again.
         cat = _load_file(str(p), st.st_mtime_ns, st.st_size, not path and not override)
     except CatalogError as exc:
-        if bad_hint and not exc.hint:
+        if bad_hint:  # the variable that names the file says more than the schema's hint
             raise CatalogError(exc.message, hint=bad_hint) from exc
         raise
     if not cache:

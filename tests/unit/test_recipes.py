@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -306,32 +307,101 @@ def _anchors(markdown: str) -> set[str]:
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda d: d["raises_under_determinism"][0].update(platform="amiga"), "platform"),
-        (lambda d: d["raises_under_determinism"][0].update(keras_min="3"), "MAJOR.MINOR"),
-        (lambda d: d["raises_under_determinism"][0].update(colour="red"), "optionally"),
-        (lambda d: d["ngc_overrides"][0].update(verdict="better"), "verdict"),
-        (lambda d: d["ngc_overrides"][0].update(ngc_min="2020.3"), "NGC releases"),
-        (lambda d: d["advice"][0].update(doc="https://elsewhere"), "docs/"),
-        (lambda d: d["advice"].append(dict(d["advice"][0])), "unique id"),
-        (lambda d: d["raises_under_determinism"][0].pop("apis"), "apis"),
-        (lambda d: d["raises_under_determinism"][0].update(apis="tf.math.segment_sum"), "apis must be a list"),
-        (lambda d: d["raises_under_determinism"][0].update(apis=["segment_sum"]), "apis must be a list"),
-        (lambda d: d["nondeterministic_under_determinism"][0].update(escape_hatch={}), "optionally"),
-        (lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(colour="red"), "escape_hatch needs"),
-        (lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(name="not a var"), "escape_hatch needs"),
-        (lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(source="nowhere"), "unknown source"),
-        (lambda d: d["raises_under_determinism"][0].update(condition=1), "condition"),
-        (lambda d: d["raises_under_determinism"][0].update(xla="yes"), "xla a bool"),
-        (lambda d: d["raises_under_determinism"][0].update(context="somewhere"), "context one of"),
-        (lambda d: d["raises_under_determinism"][0].update(range_source="nowhere"), "unknown source"),
-        (lambda d: d["raises_under_determinism"][1]["work_around"].update(source="nowhere"), "unknown source"),
-        (lambda d: d["raises_under_determinism"][1]["work_around"].update(colour="red"), "work_around needs"),
-        (lambda d: d["raises_under_determinism"][1]["api_conditions"].update({"tf.nn.relu": "x"}), "api_conditions"),
-        (lambda d: d["nondeterministic_under_determinism"][0].update(work_around={}), "optionally"),
-        (lambda d: d["built_on"][0].update(calls="tf.nn.relu"), "calls an API"),
-        (lambda d: d["built_on"][0].update(colour="red"), "needs exactly"),
-        (lambda d: d["common"]["caveats"][0].update(colour="red"), "common.caveats"),
-        (lambda d: d["sources"].update({"unused": {"title": "t", "url": "https://x"}}), "cited by nothing"),
+        (
+            lambda d: d["raises_under_determinism"][0].update(platform="amiga"),
+            "raises_under_determinism[0].platform: 'amiga' is not one of windows, linux, darwin",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(keras_min="3"),
+            "raises_under_determinism[0].keras_min: '3' is not a version MAJOR.MINOR (null: open)",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(colour="red"),
+            "raises_under_determinism[0]: unknown key 'colour'",
+        ),
+        (
+            lambda d: d["ngc_overrides"][0].update(verdict="better"),
+            "ngc_overrides[0].verdict: 'better' is not one of deterministic, nondeterministic, raises",
+        ),
+        (
+            lambda d: d["ngc_overrides"][0].update(ngc_min="2020.3"),
+            "ngc_overrides[0].ngc_min: '2020.3' is not an NGC release YY.MM (null: open)",
+        ),
+        (
+            lambda d: d["advice"][0].update(doc="https://elsewhere"),
+            "advice[0].doc: 'https://elsewhere' is not a page under docs/",
+        ),
+        (
+            lambda d: d["advice"].append(dict(d["advice"][0])),
+            "advice[8].id: 'enable-op-determinism-before-2-8' is the id of another advice or overridden",
+        ),
+        (lambda d: d["raises_under_determinism"][0].pop("apis"), "raises_under_determinism[0]: needs 'apis'"),
+        (
+            lambda d: d["raises_under_determinism"][0].update(apis="tf.math.segment_sum"),
+            "raises_under_determinism[0].apis: must be a list",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(apis=["segment_sum"]),
+            "raises_under_determinism[0].apis[0]: 'segment_sum' is not a Python name under tf. or keras",
+        ),
+        (
+            lambda d: d["nondeterministic_under_determinism"][0].update(escape_hatch={}),
+            "nondeterministic_under_determinism[0]: unknown key 'escape_hatch'",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(colour="red"),
+            "raises_under_determinism[0].escape_hatch: unknown key 'colour'",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(name="not a var"),
+            "raises_under_determinism[0].escape_hatch.name: 'not a var' is not an environment variable ",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0]["escape_hatch"].update(source="nowhere"),
+            "raises_under_determinism[0].escape_hatch.source: unknown source 'nowhere'",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(condition=1),
+            "raises_under_determinism[0].condition: must be a string",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(xla="yes"),
+            "raises_under_determinism[0].xla: must be true or false",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(context="somewhere"),
+            "raises_under_determinism[0].context: 'somewhere' is not one of no_global_seed, parallel_ma",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][0].update(range_source="nowhere"),
+            "raises_under_determinism[0].range_source: unknown source 'nowhere'",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][1]["work_around"].update(source="nowhere"),
+            "raises_under_determinism[1].work_around.source: unknown source 'nowhere'",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][1]["work_around"].update(colour="red"),
+            "raises_under_determinism[1].work_around: unknown key 'colour'",
+        ),
+        (
+            lambda d: d["raises_under_determinism"][1]["api_conditions"].update({"tf.nn.relu": "x"}),
+            "raises_under_determinism[1].api_conditions: names an API the entry does not list in apis",
+        ),
+        (
+            lambda d: d["nondeterministic_under_determinism"][0].update(work_around={}),
+            "nondeterministic_under_determinism[0]: unknown key 'work_around'",
+        ),
+        (
+            lambda d: d["built_on"][0].update(calls="tf.nn.relu"),
+            "built_on[0].calls: 'tf.nn.relu' is no API an op entry lists",
+        ),
+        (lambda d: d["built_on"][0].update(colour="red"), "built_on[0]: unknown key 'colour'"),
+        (lambda d: d["common"]["caveats"][0].update(colour="red"), "common.caveats[0]: unknown key 'colour'"),
+        (
+            lambda d: d["sources"].update({"unused": {"title": "t", "url": "https://x"}}),
+            "sources: defined but cited by nothing: ['unused']",
+        ),
     ],
 )
 def test_schema_refuses_bad_new_entries(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -339,8 +409,9 @@ def test_schema_refuses_bad_new_entries(mutate, message: str) -> None:  # type: 
 
     data = copy.deepcopy(recipes.table())
     mutate(data)
-    with pytest.raises(RecipeError, match=message):
+    with pytest.raises(RecipeError, match="^recipes.json is invalid: " + re.escape(message)) as caught:
         recipes.validate(data)
+    assert caught.value.hint and "recipes.schema.json" in caught.value.hint
 
 
 def test_every_source_is_cited_and_the_structured_facts_have_sources() -> None:
@@ -363,10 +434,10 @@ def test_every_source_is_cited_and_the_structured_facts_have_sources() -> None:
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "broken"])
 def test_an_unreadable_recipe_table_is_one_recipe_error_never_a_wait(kind: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from envpin.knowledge import catalogcheck
+    from envpin.knowledge import schema
 
     make_unreadable(tmp_path / "recipes.json", kind)
-    monkeypatch.setattr(catalogcheck, "shipped_data_path", lambda name: tmp_path / name)
+    monkeypatch.setattr(schema, "shipped_data_path", lambda name: tmp_path / name)
     recipes.table.cache_clear()
     try:
         with pytest.raises(RecipeError, match="cannot be read" if kind != "broken" else "recipe table"):
