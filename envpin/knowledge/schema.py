@@ -105,9 +105,12 @@ def _keywords(schema: Any) -> set[str]:
 
 
 def problems(data: Any, table: str, ref: str = "#") -> Iterator[str]:
-    """Each way `data` breaks the schema of `table` (at `ref`, e.g. "#/$defs/image"), one phrase each."""
+    """Each way `data` breaks the schema of `table` (at `ref`, e.g. "#/$defs/image"), one phrase each. A first
+    pass only asks whether it holds (what a sound table needs, 1.5 ms for the recipe table); the one that
+    names the problems runs only when it does not."""
     node, root = _resolve(load(table), f"{table}.schema.json{ref}")
-    yield from _check(data, node, root, "")
+    if not _holds(data, node, root):
+        yield from _check(data, node, root, "")
 
 
 def validate(
@@ -139,9 +142,21 @@ def where(path: str, key: Any) -> str:
     return f"{path}[{shown(key)!r}]"
 
 
+#: (id of a loaded schema, $ref) -> what _resolve found: the schemas load once (`load` keeps them).
+_RESOLVED: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
 def _resolve(root: dict[str, Any], ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The schema `ref` names, and the root of its file: "#/$defs/fact" in `root`'s own file,
     "catalog.schema.json#/$defs/fact" in another schema beside it."""
+    key = (id(root), ref)
+    found = _RESOLVED.get(key)
+    if found is None:
+        found = _RESOLVED[key] = _find(root, ref)
+    return found
+
+
+def _find(root: dict[str, Any], ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
     name, _, pointer = ref.partition("#")
     if name:
         root = load(name.removesuffix(".schema.json"))
@@ -162,6 +177,64 @@ def _named(schema: dict[str, Any], fallback: str) -> str:
 
 def _shown(value: Any) -> str:
     return repr(shown(value)) if isinstance(value, str) else shown(json.dumps(value))
+
+
+#: The Python types of each JSON type (true and false are no integers or numbers: see _is_type).
+_PYTHON = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+    "integer": (int, float),
+    "number": (int, float),
+}
+
+
+def _holds(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
+    """Whether `value` satisfies `schema`: the same checks as _check, without a word about what is wrong."""
+    ref = schema.get("$ref")
+    if ref is not None and not _holds(value, *_resolve(root, ref)):
+        return False
+    types = schema.get("type")
+    if types is not None:
+        if isinstance(types, str):
+            if not isinstance(value, _PYTHON[types]) or not _is_type(value, types):
+                return False
+        elif not any(_is_type(value, t) for t in types):
+            return False
+    if ("const" in schema and not _same(value, schema["const"])) or (
+        "enum" in schema and not any(_same(value, e) for e in schema["enum"])
+    ):
+        return False
+    if isinstance(value, str):
+        return len(value) >= schema.get("minLength", 0) and (
+            "pattern" not in schema or _regex(schema["pattern"]).search(value) is not None
+        )
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return False
+        if schema.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in value}) < len(value):
+            return False
+        items = schema.get("items")
+        return items is None or all(_holds(v, items, root) for v in value)
+    if isinstance(value, dict):
+        if len(value) < schema.get("minProperties", 0) or any(k not in value for k in schema.get("required", ())):
+            return False
+        names = schema.get("propertyNames")
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if names is not None and not _holds(key, names, root):
+                return False
+            sub = props.get(key)
+            if sub is None:
+                if extra is False:
+                    return False
+                sub = extra if isinstance(extra, dict) else None
+            if sub is not None and not _holds(item, sub, root):
+                return False
+    return True
 
 
 def _is_type(value: Any, name: str) -> bool:

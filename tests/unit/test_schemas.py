@@ -190,7 +190,11 @@ def test_the_loader_reads_the_schema_as_jsonschema_does(
         parent[key] = value
     data = parent[key] if not place else data
     check = jsonschema.Draft202012Validator({"$ref": f"{table}.schema.json{ref}"}, registry=_registry())
-    assert bool(list(schema.problems(data, table, ref))) == (not check.is_valid(data))
+    valid = check.is_valid(data)
+    assert bool(list(schema.problems(data, table, ref))) == (not valid)
+    # Both passes read the schema alike: the quick one that only asks, and the one that names what is wrong.
+    node, root = schema._resolve(schema.load(table), f"{table}.schema.json{ref}")
+    assert schema._holds(data, node, root) == valid == (not list(schema._check(data, node, root, "")))
 
 
 # -- the names the code keeps beside the schemas ------------------------------------------------------------------
