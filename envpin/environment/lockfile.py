@@ -507,9 +507,10 @@ def plan_of(locked: Lock, folder: Path) -> BuildPlan:
     from envpin.knowledge.stock import is_stock_flavor
 
     inp = locked.inputs
-    base = {"stock": inp.tag} if is_stock_flavor(inp.flavor) else {"ngc": inp.tag}
+    stock = is_stock_flavor(inp.flavor)
     return make_plan(
-        **base,
+        ngc=None if stock else inp.tag,
+        stock=inp.tag if stock else None,
         tf=inp.tf_version if inp.tf_version_source != "catalog" else None,
         name=inp.name,
         requirements=folder / "requirements.lock" if inp.requirements_hash else None,
@@ -608,10 +609,16 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         inputs_hash=s.sha(meta, "lock.inputs_hash", meta.get("inputs_hash")),
         envpin_version=s.text(meta, "lock.envpin_version", meta.get("envpin_version")),
         inputs=Inputs(
-            **{
-                k: (s.text if k in _REQUIRED_INPUTS else s.opt_text)(inp, f"inputs.{k}", inp.get(k))
-                for k in Inputs.__dataclass_fields__
-            }
+            name=s.text(inp, "inputs.name", inp.get("name")),
+            release=s.text(inp, "inputs.release", inp.get("release")),
+            flavor=s.text(inp, "inputs.flavor", inp.get("flavor")),
+            tag=s.text(inp, "inputs.tag", inp.get("tag")),
+            tf_version=s.text(inp, "inputs.tf_version", inp.get("tf_version")),
+            tf_version_source=s.text(inp, "inputs.tf_version_source", inp.get("tf_version_source")),
+            payload_hash=s.text(inp, "inputs.payload_hash", inp.get("payload_hash")),
+            build_from=s.opt_text(inp, "inputs.build_from", inp.get("build_from")),
+            requirements_hash=s.opt_text(inp, "inputs.requirements_hash", inp.get("requirements_hash")),
+            ca_bundle_hash=s.opt_text(inp, "inputs.ca_bundle_hash", inp.get("ca_bundle_hash")),
         ),
         base=Base(
             s.text(base, "base.image", base.get("image")),
@@ -630,9 +637,6 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         golden=golden,
         image=image,
     )
-
-
-_REQUIRED_INPUTS = {"name", "release", "flavor", "tag", "tf_version", "tf_version_source", "payload_hash"}
 
 
 class _Shape:
@@ -665,7 +669,7 @@ class _Shape:
         return None if value is None else self.text(_t, name, value)
 
     def sha(self, _t: dict[str, Any], name: str, value: Any) -> str:
-        if not is_digest(value):
+        if not isinstance(value, str) or not is_digest(value):
             raise self.fail(f"{name} must be a digest: 'sha256:' and 64 hex digits (or 'sha512:' and 128)")
         return value
 
@@ -746,10 +750,9 @@ def _drop_none(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    return value
+def _sorted(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with its keys sorted, at every level."""
+    return {k: _sorted(v) if isinstance(v, dict) else v for k, v in sorted(table.items())}
 
 
 def _file_matches(path: Path, digest: str) -> bool:

@@ -201,5 +201,5 @@ def resolve_engine(
             return ChosenEngine(engine)
         why = "; ".join(f"{skipped}: {exc.message}" for skipped, exc in refused)
         return ChosenEngine(engine, f"engine auto chose {name}, because {why}")
-    first = refused[0][1] if refused else EngineError("no engine is known")
-    raise EngineError(f"no container engine answers: {first.message}", hint=NO_ENGINE_HINT) from first
+    why_not = refused[0][1] if refused else EngineError("no engine is known")
+    raise EngineError(f"no container engine answers: {why_not.message}", hint=NO_ENGINE_HINT) from why_not

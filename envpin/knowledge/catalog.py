@@ -155,7 +155,8 @@ class Entry(Value):
 
     @property
     def tf_version(self) -> str | None:
-        return self.facts["tf_version"].value
+        value = self.facts["tf_version"].value
+        return value if isinstance(value, str) else None
 
     def source_url(self, name: str) -> str | None:
         """Where the value came from: a written source's URL, or REPOSITORY@DIGEST for an image-declared one."""
@@ -204,8 +205,9 @@ class Entry(Value):
                 prov["conflicts"] = [{"value": v, **self._cited(sid)} for v, sid in fact.conflicts]
             provenance[name] = prov
         if self.stated_digest is not None and not (self.verified or {}).get("digest"):
+            stated = self.stated_digest.source
             provenance["digest"] = {
-                "source": self.sources[self.stated_digest.source]["url"],
+                "source": self.sources[stated]["url"] if stated is not None else None,
                 "kind": self.stated_digest.kind,
             }
         for name, fact in self.outranked.items():
@@ -349,7 +351,7 @@ class Catalog:
         """A known release's spec picks among that release alone; anything else, and every error, the whole."""
         with contextlib.suppress(SpecError):
             release = None if spec is None else (parse_ngc_spec(spec) if isinstance(spec, str) else spec).release
-            if release in self.data["releases"]:
+            if release is not None and release in self.data["releases"]:
                 return ngc.Selector(self._release(release), self.missing).select(spec, tf, flavor, single)
         return self._selector.select(spec, tf, flavor, single)
 

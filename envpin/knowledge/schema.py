@@ -180,7 +180,7 @@ def _shown(value: Any) -> str:
 
 
 #: The Python types of each JSON type (true and false are no integers or numbers: see _is_type).
-_PYTHON = {
+_PYTHON: dict[str, type | tuple[type, ...]] = {
     "object": dict,
     "array": list,
     "string": str,

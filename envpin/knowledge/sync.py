@@ -24,7 +24,8 @@ from typing import Any
 from envpin.errors import RegistryError, UsageError, shown
 from envpin.fsutil import atomic_write
 from envpin.knowledge import catalog, facts
-from envpin.knowledge.catalog import IMAGE_SOURCE, Catalog, Entry
+from envpin.knowledge.catalog import Catalog, Entry
+from envpin.knowledge.fields import IMAGE_SOURCE
 from envpin.knowledge.imageconfig import (
     AGREES,
     DISAGREES,
@@ -237,7 +238,8 @@ class ImageRead(Value):
 
     @property
     def declared(self) -> dict[str, Any]:
-        return self.image["declared"]
+        declared: dict[str, Any] = self.image["declared"]
+        return declared
 
 
 def read_image(client: RegistryClient, ref: str) -> ImageRead:

@@ -42,8 +42,6 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         width = width_of(console.file)
         if width is not None and _plain_heading(heading, width):
             table = plaintable.render("environment", headers, rows, width, first_no_wrap=False, fold=frozenset({2}))
-        if table is None:
-            console = console.rich()
     if table is not None:
         console.print(heading)
         say(console, r.summary)
@@ -53,6 +51,7 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         from rich.markup import escape
         from rich.table import Table
 
+        console = console.rich() if isinstance(console, Plain) else console
         console.print(f"[bold]{escape(tag)}[/]: TensorFlow {escape(r.tf_version)} → recipe [bold]{escape(r.id)}[/]")
         say(console, r.summary)
         t = Table(title="environment")
