@@ -23,7 +23,7 @@ import tomli_w
 
 from envpin import __version__
 from envpin._compat import tomllib
-from envpin.errors import LockError
+from envpin.errors import LockError, param
 from envpin.fsutil import atomic_write, exclusive, read_regular, read_user_text, sha256_bytes
 from envpin.portable.imageref import is_digest
 from envpin.record import Value
@@ -41,8 +41,12 @@ HEADER = (
 )
 #: Fingerprint fields under this prefix are golden hashes; the lock keeps them in [golden] only.
 GOLDEN_PREFIX = "golden."
-GOLDEN_NOT_CHECKED = "golden hash not checked: the report has no self-test (probe with --selftest)"
 _SHA = "sha256:"
+
+
+def golden_not_checked() -> str:
+    """The note of a verification whose report holds no golden hash (a probe without the self-test)."""
+    return f"golden hash not checked: the report has no self-test (probe with `{param('selftest', command='probe')}`)"
 
 
 # --- the model ----------------------------------------------------------------------------------------
@@ -366,7 +370,7 @@ class Lock(Value):
         if self.expected is None:
             raise LockError(
                 f"lock {origin} has no 'expected' table: there is no fingerprint to verify against",
-                hint="record one with 'envpin verify --record' on a machine whose results you trust",
+                hint=f"record one with '{param('record', command='verify')}' on a machine whose results you trust",
             )
         actual = fingerprint_fields(report)
         actual_fp = _fingerprint_of(actual)
@@ -396,7 +400,7 @@ class Lock(Value):
 
         found = report_golden(report)
         if found is None:
-            return [], [GOLDEN_NOT_CHECKED] if self.golden else []
+            return [], [golden_not_checked()] if self.golden else []
         device, digest = found
         key = GOLDEN_PREFIX + device
         want = self.golden.get(device)
@@ -407,7 +411,7 @@ class Lock(Value):
                     fields.INFO,
                     None,
                     digest,
-                    "no golden hash recorded for this device class (envpin verify --record adds it)",
+                    f"no golden hash recorded for this device class ({param('record', command='verify')} adds it)",
                 )
             ], []
         if want != digest:
@@ -472,7 +476,9 @@ def _said(value: Any) -> str:
 
 def read(path: Path) -> Lock:
     """Read and check a lock file: TOML, schema, self-hash, then every table's shape."""
-    text = read_user_text(path, "lock file", LockError, "check the path, or create one with `envpin build --ngc R`")
+    text = read_user_text(
+        path, "lock file", LockError, f"check the path, or create one with `{param('ngc', command='build')} R`"
+    )
     return loads(text, str(path))
 
 
@@ -491,12 +497,12 @@ def loads(text: str, origin: str = LOCK_NAME) -> Lock:
             f"{origin} uses lock schema {schema!r}; this envpin ({__version__}) reads schema {LOCK_SCHEMA}",
             hint="upgrade envpin"
             if newer
-            else "re-render it with this envpin (`envpin render --force`), then record again",
+            else f"re-render it with this envpin (`{param('force', command='render')}`), then record again",
         )
     if meta.get("self_hash") != self_hash(data):
         raise LockError(
             f"{origin} was edited by hand (its self-hash does not match)",
-            hint="restore it from git, or re-render with --force",
+            hint=f"restore it from git, or re-render with `{param('force', command='render')}`",
         )
     return _parse(data, origin)
 
@@ -535,11 +541,12 @@ def read_checked(path: Path, renderer: Renderer | None = None) -> tuple[Lock, Bu
     plan = plan_of(locked, path.parent)
     problems = locked.disagreements(plan, renderer(locked, plan) if renderer is not None else None)
     if problems:
-        more = f" (and {len(problems) - 1} more: `envpin lock --check` lists them)" if len(problems) > 1 else ""
+        listed = f"`{param('check', command='lock')}` lists them"
+        more = f" (and {len(problems) - 1} more: {listed})" if len(problems) > 1 else ""
         raise LockError(
             f"{path} does not match what its inputs produce: {problems[0]}{more}",
-            hint="restore it from git, or re-render it with `envpin render --force` and review the lock's diff "
-            "(its self-hash detects accidents, not edits)",
+            hint=f"restore it from git, or re-render it with `{param('force', command='render')}` and review the "
+            "lock's diff (its self-hash detects accidents, not edits)",
         )
     return locked, plan
 
@@ -584,13 +591,13 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         if not isinstance(fp, str) or not fp.startswith(_SHA):
             raise LockError(
                 f"lock {origin}: expected.fingerprint must be a 'sha256:...' string",
-                hint="remove [expected] and record it again with 'envpin verify --record'",
+                hint=f"remove [expected] and record it again with '{param('record', command='verify')}'",
             )
         fp_fields = s.str_map(exp, "expected.fields", exp.get("fields", {}))
         if fp_fields and _fingerprint_of(fp_fields) != fp:
             raise LockError(
                 f"lock {origin}: expected.fingerprint does not match expected.fields",
-                hint="record it again with 'envpin verify --record' after removing [expected]",
+                hint=f"record it again with '{param('record', command='verify')}' after removing [expected]",
             )
         expected = Expected(fp, fp_fields)
     golden = s.str_map(data, "golden", data.get("golden", {}))
@@ -646,7 +653,10 @@ class _Shape:
         self.origin = origin
 
     def fail(self, what: str) -> LockError:
-        return LockError(f"lock {self.origin}: {what}", hint="restore it from git, or re-render with --force")
+        return LockError(
+            f"lock {self.origin}: {what}",
+            hint=f"restore it from git, or re-render with `{param('force', command='render')}`",
+        )
 
     def keys(self, table: dict[str, Any], name: str, allowed: set[str]) -> None:
         extra = sorted(set(table) - allowed)

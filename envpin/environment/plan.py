@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envpin import __version__
-from envpin.errors import UsageError, shown
+from envpin.errors import UsageError, param, shown
 from envpin.fsutil import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
 from envpin.knowledge.versions import major_minor, parse_ngc_spec, parse_tf_spec
@@ -136,12 +136,12 @@ class BuildPlan(Value):
 
 
 class UnknownTF(UsageError):
-    """No source gives the tag's TensorFlow version and --tf was not given: the caller may read the image config."""
+    """No source gives the tag's TensorFlow version and `tf` was not given: the caller may read the image config."""
 
     def __init__(self, entry: catalog.Entry) -> None:
         super().__init__(
             f"the catalog does not know which TensorFlow {entry.tag} contains",
-            hint=f"give it as --tf MAJOR.MINOR (check with: docker run --rm {entry.image} "
+            hint=f"give it as {param('tf')} MAJOR.MINOR (check with: docker run --rm {entry.image} "
             "python -c 'import tensorflow as tf; print(tf.__version__)'), or run `envpin catalog sync`",
         )
         self.entry = entry
@@ -153,7 +153,7 @@ def release_version(declared: str) -> str:
     if parts is None or len(parts) < 2:
         raise UsageError(
             f"the image declares TensorFlow '{shown(declared)}', which is not a version",
-            hint="give the version with --tf MAJOR.MINOR",
+            hint=f"give the version with {param('tf')} MAJOR.MINOR",
         )
     return version_text(parts[:3])
 
@@ -182,8 +182,8 @@ def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | No
         raise UsageError(
             f"{entry.tag}: the catalog gives TensorFlow {written}, but the image config (kept by "
             f"`envpin catalog sync`) declares {declared}; the recipe depends on which is right",
-            hint=f"pass --tf {mm[0]}.{mm[1]} to build for what the image declares, or "
-            f"re-read it with `envpin catalog sync --release {entry.tag}`",
+            hint=f"pass {param('tf')} {mm[0]}.{mm[1]} to build for what the image declares, or "
+            f"re-read it with `{param('releases', command='catalog sync')} {entry.tag}`",
         )
     if declared is not None:
         return declared, "image"
@@ -215,7 +215,7 @@ def validate_name(name: str) -> str:
 
 
 def validate_image_ref(ref: str) -> str:
-    """--base-image: a reference envpin.portable.imageref accepts, kept exactly as written for FROM."""
+    """A base image: a reference envpin.portable.imageref accepts, kept exactly as written for FROM."""
     try:
         return imageref.validate(ref)
     except imageref.RefError as exc:
@@ -242,8 +242,8 @@ def make_plan(
     tag) or, with neither, the newest stock image of `tf` (envpin.knowledge.stock)."""
     if ngc is not None and stock is not None:
         raise UsageError(
-            "give --ngc or --stock, not both",
-            hint="--ngc for an NGC image, --stock for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu",
+            f"give {param('ngc')} or {param('stock')}, not both",
+            hint=f"{param('ngc')} for an NGC image, {param('stock')} for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu",
         )
     if ngc is not None:
         from envpin.knowledge.stock import refuse_as_ngc

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from envpin.errors import CatalogError, UsageError, shown
+from envpin.errors import CatalogError, UsageError, param, shown
 from envpin.knowledge import schema
 from envpin.knowledge.catalog import Entry, Fact
 from envpin.knowledge.fields import FIELDS
@@ -69,15 +69,16 @@ class StockCatalog(Value):
         return [e for e in self.entries if tf is None or tf.matches(e.tf_version)]
 
     def select(self, spec: str | None = None, tf: TFSpec | None = None) -> Entry:
-        """The one tag for --stock SPEC ('2.20', '2.20.0', '2.20.0-gpu', 'tensorflow/tensorflow:2.20.0-gpu')
-        and/or --tf: the newest patch release that fits both; a UsageError naming what exists otherwise."""
+        """The one tag for a stock SPEC ('2.20', '2.20.0', '2.20.0-gpu', 'tensorflow/tensorflow:2.20.0-gpu')
+        and/or a TensorFlow spec: the newest patch release that fits both; a UsageError naming what exists
+        otherwise."""
         known = ", ".join(self.tags())
         wanted = tf
         if spec is not None:
             wanted = _spec(spec)
             if tf is not None and not (tf.matches(wanted.text) or wanted.matches(tf.text)):
                 raise UsageError(
-                    f"--stock {shown(spec)} and --tf {tf.text} name different TensorFlow releases",
+                    f"{param('stock')} {shown(spec)} and {param('tf')} {tf.text} name different TensorFlow releases",
                     hint="give one of them",
                 )
             if tf is not None and len(tf.parts) > len(wanted.parts):
@@ -85,23 +86,26 @@ class StockCatalog(Value):
         if wanted is None:
             raise UsageError(
                 "a stock image needs a TensorFlow version",
-                hint=f"give --tf MAJOR.MINOR or --stock TAG (the catalog knows {known})",
+                hint=f"give {param('tf')} MAJOR.MINOR or {param('stock')} TAG (the catalog knows {known})",
             )
         found = self.filtered(wanted)
         if not found:
             raise UsageError(
                 f"no stock TensorFlow GPU image in the catalog holds TensorFlow {wanted.text}",
-                hint=f"the catalog knows {known} (see `envpin catalog --stock`); for an NGC image give --ngc RELEASE",
+                hint=f"the catalog knows {known} (see `{param('stock', command='catalog')}`); for an NGC image give "
+                f"{param('ngc')} RELEASE",
             )
         return found[0]
 
 
 def _spec(text: str) -> TFSpec:
-    """--stock: a version or a tag, optionally with the repository in front; a UsageError otherwise."""
+    """The `stock` parameter: a version or a tag, optionally with the repository in front; a UsageError
+    otherwise."""
     raw = text.strip()
+    stock = param("stock")
     bad = UsageError(
-        f"--stock {shown(text) if raw else repr(text)} is not a version or a tag of {REPOSITORY}",
-        hint="give a version or a tag, e.g. --stock 2.20 or --stock 2.20.0-gpu",
+        f"{stock} {shown(text) if raw else repr(text)} is not a version or a tag of {REPOSITORY}",
+        hint=f"give a version or a tag, e.g. {stock} 2.20 or {stock} 2.20.0-gpu",
     )
     if ":" in raw:
         try:
@@ -113,9 +117,9 @@ def _spec(text: str) -> TFSpec:
         copy = not ours and full.endswith(f"/{REPOSITORY}")  # the repository under another host (a mirror)
         if copy and tag is not None and not digest and _TAG.match(tag):
             raise UsageError(
-                f"--stock {shown(text)} is not {REPOSITORY} on Docker Hub: --stock names the upstream "
-                "tag, --base-image the copy to build from",
-                hint=f"give --stock {shown(tag)} --base-image {shown(raw)}",
+                f"{stock} {shown(text)} is not {REPOSITORY} on Docker Hub: {stock} names the upstream "
+                f"tag, {param('base_image')} the copy to build from",
+                hint=f"give {stock} {shown(tag)} {param('base_image')} {shown(raw)}",
             )
         if digest or tag is None or not ours:
             raise bad
@@ -123,8 +127,8 @@ def _spec(text: str) -> TFSpec:
             # the -gpu one (the image without GPU support), so it is never taken as that one
             gpu = f"{tag}-gpu" if tag.count(".") == 2 else "2.20.0-gpu"
             raise UsageError(
-                f"--stock {shown(text)} names {REPOSITORY}:{shown(tag)}, which is not a -gpu image (tags X.Y.Z-gpu)",
-                hint=f"give the -gpu tag, e.g. --stock {REPOSITORY}:{gpu}, or a version alone (--stock 2.20)",
+                f"{stock} {shown(text)} names {REPOSITORY}:{shown(tag)}, which is not a -gpu image (tags X.Y.Z-gpu)",
+                hint=f"give the -gpu tag, e.g. {stock} {REPOSITORY}:{gpu}, or a version alone ({stock} 2.20)",
             )
         raw = tag
     try:
@@ -194,12 +198,13 @@ def names_stock_tag(text: str) -> bool:
 
 
 def refuse_as_ngc(text: str) -> None:
-    """--ngc given a stock image's tag ('2.20.0-gpu'): a UsageError that names --stock (the NGC shape hint would
-    only ask for YY.MM)."""
+    """The `ngc` parameter given a stock image's tag ('2.20.0-gpu'): a UsageError that names the `stock` one (the
+    NGC shape hint would only ask for YY.MM)."""
     if names_stock_tag(text):
         raise UsageError(
-            f"--ngc {shown(text.strip())} names a stock TensorFlow GPU image ({REPOSITORY}), not an NGC release",
-            hint=f"give it as --stock {shown(text.strip())}",
+            f"{param('ngc')} {shown(text.strip())} names a stock TensorFlow GPU image ({REPOSITORY}), not an NGC "
+            "release",
+            hint=f"give it as {param('stock')} {shown(text.strip())}",
         )
 
 

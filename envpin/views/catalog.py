@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from envpin.errors import param
 from envpin.views.console import Plain, say, width_of
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -93,7 +94,7 @@ def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
         return None
     return (
         f"notice: below TensorFlow's and NVIDIA's own text: {'; '.join(parts)} (docs/catalog-sources.md); "
-        "confirm in the image itself (`envpin probe --image IMAGE`)"
+        f"confirm in the image itself (`{param('image', command='probe')} IMAGE`)"
     )
 
 
@@ -156,7 +157,7 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
     say(
         console,
         f"{images}; `envpin catalog show YY.MM` for sources and unknowns; "
-        "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images",
+        f"`{param('stock', command='catalog')}` for Docker Hub's stock TensorFlow GPU images",
     )
     weak = sum(len(e.weak(_SHORT)) for e in entries)
     if weak:

@@ -250,7 +250,7 @@ def test_unknown_tf_asks_unless_given() -> None:
     e = _entry("23.10-tf2-py3")
     with pytest.raises(UnknownTF) as info:
         resolve_tf(e, None)
-    assert info.value.entry is e and "--tf" in (info.value.hint or "")
+    assert info.value.entry is e and "`tf`" in (info.value.hint or "")
     with pytest.raises(UnknownTF):
         resolve_tf(e, parse_tf_spec("2"))  # a major alone does not choose a recipe
     assert resolve_tf(e, parse_tf_spec("2.14")) == ("2.14", "user")
@@ -272,7 +272,7 @@ def test_a_cached_tf_contradicting_the_catalog_is_refused_unless_chosen() -> Non
     e = _entry("20.02-tf2-py3")
     with pytest.raises(UsageError) as info:
         resolve_tf(e, None)
-    assert "2.1" in info.value.message and "2.2.0" in info.value.message and "--tf 2.2" in (info.value.hint or "")
+    assert "2.1" in info.value.message and "2.2.0" in info.value.message and "`tf` 2.2" in (info.value.hint or "")
     assert resolve_tf(e, parse_tf_spec("2.2")) == ("2.2.0", "image")
 
 
@@ -367,11 +367,11 @@ def test_cross_check_refuses_another_tensorflow_minor_with_both_values() -> None
         basecheck.cross_check(plan, _read(TENSORFLOW_VERSION="1.15.2"))
     message = info.value.message
     assert "declares TensorFlow 1.15.2" in message and "TensorFlow 2.1 (from the catalog)" in message
-    assert "catalog sync --release 20.02-tf2-py3" in (info.value.hint or "")
+    assert "`releases` of catalog sync 20.02-tf2-py3" in (info.value.hint or "")
     user = make_plan(ngc="23.10-tf2-py3", tf="2.13")
     with pytest.raises(UsageError) as info:
         basecheck.cross_check(user, _read(TENSORFLOW_VERSION="2.14.0"))
-    assert info.value.hint == "pass --tf 2.14, the version the image holds"
+    assert info.value.hint == "pass `tf` 2.14, the version the image holds"
 
 
 def test_cross_check_warns_about_other_differences() -> None:

@@ -63,7 +63,7 @@ def test_record_from_selftest_then_plain_verify_is_not_breaking(tmp_path: Path, 
     lock.write(path)
     checked = lockfile.read(path).verify(report)
     assert [d for d in checked.differences if d.severity == fields.BREAKING] == []
-    assert checked.notes == [lockfile.GOLDEN_NOT_CHECKED]
+    assert checked.notes == [lockfile.golden_not_checked()]
     assert checked.expected_fingerprint == checked.actual_fingerprint
 
 
@@ -253,10 +253,11 @@ def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report:
     assert f"recorded: golden hash for {DEVICE}" in rec.stderr
     res = cli("verify", "--lock", str(lock), "--report", str(plain))
     assert res.code == 0, res.stdout
-    assert res.stdout.splitlines()[:2] == ["identical", lockfile.GOLDEN_NOT_CHECKED]
+    not_checked = "golden hash not checked: the report has no self-test (probe with `envpin probe --selftest`)"
+    assert res.stdout.splitlines()[:2] == ["identical", not_checked]
     assert res.stderr.splitlines()[0] == f"verify: report {plain} against the reference of {lock}"
     doc = json.loads(cli("verify", "--lock", str(lock), "--report", str(plain), "--json").stdout)
-    assert doc["verdict"] == "identical" and doc["notes"] == [lockfile.GOLDEN_NOT_CHECKED] and doc["recorded"] == []
+    assert doc["verdict"] == "identical" and doc["notes"] == [not_checked] and doc["recorded"] == []
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(_with_golden(report, "sha256:" + "b" * 64)))
     bad = cli("verify", "--lock", str(lock), "--report", str(changed), "--json")

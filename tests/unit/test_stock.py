@@ -163,7 +163,7 @@ def test_select(spec: str | None, tf: str | None, tag: str) -> None:
         (
             "127.0.0.1:5000/tensorflow/tensorflow:2.20.0-gpu",
             None,
-            "--stock names the upstream tag, --base-image the copy",
+            "`stock` names the upstream tag, `base_image` the copy",
         ),
         (None, None, "needs a TensorFlow version"),
     ],
@@ -211,7 +211,7 @@ def test_plan_from_tf_alone_is_the_stock_image_with_the_stock_recipe() -> None:
 def test_ngc_plans_do_not_change() -> None:
     plan = make_plan(ngc="20.02", tf="2.1")
     assert "distribution" not in plan.to_dict() and plan.distribution == "ngc"
-    with pytest.raises(UsageError, match="give --ngc or --stock, not both"):
+    with pytest.raises(UsageError, match="give `ngc` or `stock`, not both"):
         make_plan(ngc="20.02", stock="2.20")
 
 
