@@ -7,6 +7,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ import pytest
 
 from envpin.errors import CatalogError, UsageError
 from envpin.knowledge import catalog, catalogcheck, imageconfig, sync
-from tests.conftest import run_envpin
+from tests.conftest import Result
+
+Cli = Callable[..., Result]
 
 REQUIRE_21_06 = (
     "cuda>=11.3 brand=tesla,driver>=418,driver<419 brand=tesla,driver>=440,driver<441 "
@@ -356,23 +359,27 @@ def test_a_bad_override_names_the_file(
     assert info.value.hint and catalog.CATALOG_ENV in info.value.hint
 
 
-def test_catalog_show_uses_the_override(tmp_path: Path, shipped: dict[str, Any]) -> None:
+def test_catalog_show_uses_the_override(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shipped: dict[str, Any]
+) -> None:
     path = tmp_path / "catalog.json"
     image = _write_override(path, shipped, cuda="10.2.89", cuda_min="10.2")
-    res = run_envpin("catalog", "show", "20.03", "--json", env={catalog.CATALOG_ENV: str(path)})
+    monkeypatch.setenv(catalog.CATALOG_ENV, str(path))
+    res = cli("catalog", "show", "20.03", "--json")
     assert res.code == 0, res.stderr
     by_tag = {e["tag"]: e for e in json.loads(res.stdout)}
     assert by_tag["20.03-tf2-py3"]["digest"] == image["digest"]
     assert by_tag["20.03-tf2-py3"]["verified_from_image"]["declared"] == {"cuda": "10.2.89", "cuda_min": "10.2"}
     assert by_tag["20.03-tf1-py3"]["digest"] is None and "verified_from_image" not in by_tag["20.03-tf1-py3"]
-    res = run_envpin("catalog", "show", "20.03-tf2-py3", env={catalog.CATALOG_ENV: str(path)})
+    res = cli("catalog", "show", "20.03-tf2-py3")
     assert res.code == 0 and f"verified from image: digest {image['digest']}" in res.stdout
 
 
-def test_cli_bad_override_is_one_line(tmp_path: Path) -> None:
+def test_cli_bad_override_is_one_line(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bad = tmp_path / "c.json"
     bad.write_text("[]", encoding="utf-8")
-    res = run_envpin("catalog", "show", "20.03", env={catalog.CATALOG_ENV: str(bad)})
+    monkeypatch.setenv(catalog.CATALOG_ENV, str(bad))
+    res = cli("catalog", "show", "20.03")
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2 and res.stdout == "" and "Traceback" not in res.stderr
     assert lines[0] == f"error: {bad} is invalid: must be an object"
@@ -387,9 +394,9 @@ def test_cli_bad_override_is_one_line(tmp_path: Path) -> None:
         (["--ca-bundle", "/nonexistent/ca.pem"], "CA bundle /nonexistent/ca.pem does not exist"),
     ],
 )
-def test_sync_bad_input_fails_before_the_network(args: list[str], message: str, tmp_path: Path) -> None:
+def test_sync_bad_input_fails_before_the_network(cli: Cli, args: list[str], message: str, tmp_path: Path) -> None:
     out = tmp_path / "catalog.json"
-    res = run_envpin("catalog", "sync", *args, "--write", str(out))
+    res = cli("catalog", "sync", *args, "--write", str(out))
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2 and res.stdout == "" and "Traceback" not in res.stderr
     assert lines[0].startswith("error: ") and message in lines[0] and len(lines) <= 2
