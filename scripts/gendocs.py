@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from envpin.knowledge import catalog, recipes
+from envpin.knowledge.catalogcheck import KINDS
+from envpin.knowledge.fields import FIELDS
 
 
 def recipe_table() -> str:
@@ -54,7 +56,7 @@ def coverage_table() -> str:
     cat = catalog.load(cache=False)
     entries = cat.entries()
     count = catalog.coverage(entries)
-    kinds = [k for k in catalog.KINDS if any(kind == k for _, kind in count)]
+    kinds = [k for k in KINDS if any(kind == k for _, kind in count)]
     rows = [
         f"{len(cat.releases())} releases ({cat.releases()[0]}–{cat.releases()[-1]}), {len(entries)} image tags; "
         f"months without a release: {', '.join(sorted(cat.missing))}. Values per field by kind of evidence "
@@ -64,10 +66,10 @@ def coverage_table() -> str:
         "| field | " + " | ".join(kinds) + " | unknown |",
         "| --- | " + " | ".join("---:" for _ in kinds) + " | ---: |",
     ]
-    for name in catalog.FIELDS:
+    for name in FIELDS:
         cells = [str(count[(name, k)]) for k in kinds] + [str(count[(name, None)])]
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
-    total = [str(sum(count[(n, k)] for n in catalog.FIELDS)) for k in [*kinds, None]]
+    total = [str(sum(count[(n, k)] for n in FIELDS)) for k in [*kinds, None]]
     rows.append("| **all** | " + " | ".join(total) + " |")
     return "\n".join(rows) + "\n"
 

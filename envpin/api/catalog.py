@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -24,23 +24,26 @@ def catalog_entries(tf: str | None = None, flavor: str | None = None, stock: boo
     spec = parse_tf_spec(tf) if tf is not None else None
     if stock:
         if flavor is not None:
-            raise UsageError("--flavor names NGC tags; stock images have one flavor (-gpu)", hint="drop --flavor")
+            raise UsageError(
+                f"{param('flavor')} names NGC tags; stock images have one flavor (-gpu)", hint=f"drop {param('flavor')}"
+            )
         found = stock_table.load().filtered(spec)
         if not found:
             raise UsageError(
                 f"no stock TensorFlow GPU image in the catalog holds TensorFlow {tf}",
-                hint="see 'envpin catalog --stock'",
+                hint=f"see '{param('stock', command='catalog')}'",
             )
         return found
     if flavor is not None and not flavor.strip():
-        raise UsageError("--flavor is empty", hint="use one of: py2, py3, tf1, tf1-py2, tf2")
+        raise UsageError(f"{param('flavor')} is empty", hint="use one of: py2, py3, tf1, tf1-py2, tf2")
     entries = catalog.load().select(None, tf=spec, flavor=flavor)
     if not entries:
         what = " and ".join(x for x in (f"TensorFlow {tf}" if tf else "", f"flavor {flavor}" if flavor else "") if x)
         held = stock_table.load().filtered(spec) if spec is not None and flavor is None else []
         raise UsageError(
             f"no NGC release in the catalog matches {what}",
-            hint=f"stock images hold it: {', '.join(e.tag for e in held)} (envpin catalog --stock --tf {tf})"
+            hint=f"stock images hold it: {', '.join(e.tag for e in held)} "
+            f"({param('stock', command='catalog')} {param('tf')} {tf})"
             if held
             else "see 'envpin catalog'",
         )
@@ -59,7 +62,7 @@ def catalog_release(release: str) -> list[Entry]:
 
     try:
         parse_ngc_spec(release)
-    except SpecError as exc:  # a shape's hint speaks of --ngc; `catalog show` takes a stock tag too, no option
+    except SpecError as exc:  # a shape's hint speaks of the `ngc` parameter; `catalog show` takes a stock tag too
         shape = exc.message.endswith("is not an NGC TensorFlow release")
         raise UsageError(
             exc.message,

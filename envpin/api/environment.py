@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.record import Value
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ DEFAULT_IMAGES_DIR = Path("images")
 
 
 def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None) -> tuple[Entry, Recipe]:
-    """The recipe of an NGC image (--ngc), or of a stock TensorFlow GPU image (--stock, or --tf alone)."""
+    """The recipe of an NGC image (`ngc`), or of a stock TensorFlow GPU image (`stock`, or `tf` alone)."""
     from envpin.environment.plan import make_plan
 
     _need_base("recipe", ngc, stock, tf)
@@ -31,11 +31,13 @@ def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None) -> tup
 
 
 def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None) -> None:
-    """A command that needs an image: --ngc, --stock, or --tf alone (the stock image of that TensorFlow)."""
+    """A command that needs an image: `ngc`, `stock`, or `tf` alone (the stock image of that TensorFlow)."""
     if ngc is None and stock is None and tf is None:  # one given, even empty, is checked as what it is
         raise UsageError(
-            f"{command} needs --ngc RELEASE, or --stock TAG / --tf VERSION for a stock TensorFlow GPU image",
-            hint=f"e.g. envpin {command} --ngc 20.02 --tf 2.1, or envpin {command} --tf 2.20",
+            f"{command} needs {param('ngc')} RELEASE, or {param('stock')} TAG / {param('tf')} VERSION for a stock "
+            "TensorFlow GPU image",
+            hint=f"e.g. {param('ngc', command=command)} 20.02 {param('tf')} 2.1, or "
+            f"{param('tf', command=command)} 2.20",
         )
 
 
@@ -68,12 +70,13 @@ class EnvironmentInputs(Value):
     lock: Path | None = None
 
     def __post_init__(self) -> None:
-        """--lock names the image as --ngc, --stock and --tf do: given together, one of them would be ignored."""
-        named = next((f"--{k}" for k in ("ngc", "stock", "tf") if getattr(self, k) is not None), None)
+        """`lock` names the image as `ngc`, `stock` and `tf` do: given together, one of them would be ignored."""
+        named = next((param(k) for k in ("ngc", "stock", "tf") if getattr(self, k) is not None), None)
         if self.lock is not None and named is not None:
+            lock = param("lock")
             raise UsageError(
-                f"give --lock or {named}, not both: each names the image to build",
-                hint=f"--lock builds everything from the lock; {named} renders anew (without --lock)",
+                f"give {lock} or {named}, not both: each names the image to build",
+                hint=f"{lock} builds everything from the lock; {named} renders anew (without {lock})",
             )
 
     @property
@@ -148,26 +151,26 @@ def _read_unknown_tf(
     except RegistryError as exc:
         raise UsageError(
             f"{what}, and {ref}'s image config could not be read: {exc.message}",
-            hint="give it as --tf MAJOR.MINOR, or read it from a mirror that holds the tag with "
-            "--base-image MIRROR/nvidia/tensorflow:TAG",
+            hint=f"give it as {param('tf')} MAJOR.MINOR, or read it from a mirror that holds the tag with "
+            f"{param('base_image')} MIRROR/nvidia/tensorflow:TAG",
         ) from exc
     declared = got.declared.get("tf_version")
     if not declared:
         raise UsageError(
             f"{what}, and {ref}'s image config does not declare it (no ENV TENSORFLOW_VERSION)",
-            hint="give it as --tf MAJOR.MINOR",
+            hint=f"give it as {param('tf')} MAJOR.MINOR",
         )
     version = release_version(declared)
     if tf is not None and not (version + ".").startswith(tf.strip() + "."):
         raise UsageError(
-            f"--tf {tf} does not match TensorFlow {declared}, which {ref} declares",
-            hint=f"drop --tf, or build from an image that holds TensorFlow {tf}",
+            f"{param('tf')} {tf} does not match TensorFlow {declared}, which {ref} declares",
+            hint=f"drop {param('tf')}, or build from an image that holds TensorFlow {tf}",
         )
     named = got.declared.get("nvidia_tensorflow_version")
     if named and imageconfig.compare_ngc_version(entry.tag, named) != imageconfig.AGREES:
         raise UsageError(
             f"{ref} declares it is NGC {named} (ENV NVIDIA_TENSORFLOW_VERSION), not {entry.tag}",
-            hint="--base-image must be a copy of the tag named with --ngc",
+            hint=f"{param('base_image')} must be a copy of the tag named with {param('ngc')}",
         )
     note = f"read TensorFlow {declared} from the image config of {ref} ({got.digest[:19]}…)"
     if named and keep:
@@ -193,7 +196,7 @@ def render_environment(
     write: bool = True,
     formats: tuple[str, ...] | None = None,
 ) -> RenderResult:
-    """Resolve, render, and (unless write=False, as for --dry-run) write the environment folder.
+    """Resolve, render, and (unless write=False, as for a dry run) write the environment folder.
 
     formats: docker and/or apptainer; None keeps what the folder's lock records (docker for a new folder)."""
     from envpin.environment.render import (
@@ -207,7 +210,7 @@ def render_environment(
 
     _need_base("render", ngc, stock, tf)
     if formats is not None:
-        formats = parse_formats(formats)  # a bad --format is reported before any catalog look-up
+        formats = parse_formats(formats)  # a bad format is reported before any catalog look-up
     notes: list[str] = []
     inputs = EnvironmentInputs(
         ngc=ngc,
@@ -225,7 +228,7 @@ def render_environment(
         notes.append(
             f"{DEF_NAME}: {plan.from_ref} is not pinned by digest (none is known for it), so Apptainer "
             "pulls what the tag names on the day of the build; `envpin build` pins it, or give "
-            "--base-image REF@sha256:DIGEST"
+            f"{param('base_image')} REF@sha256:DIGEST"
         )
     files = render(plan, chosen)
     if write:
@@ -234,25 +237,25 @@ def render_environment(
 
 
 def find_lock(explicit: Path | None = None) -> Path:
-    """The lock a command acts on: --lock (a folder: its envpin.lock), else ./envpin.lock, else the only
+    """The lock a command acts on: `explicit` (a folder: its envpin.lock), else ./envpin.lock, else the only
     images/*/envpin.lock (envpin.environment.render.find_lock, the one rule; docs/lock.md)."""
     from envpin.environment import render
 
     return render.find_lock(explicit)
 
 
-#: What a flag-less `envpin build` needs when there is no lock.
-_BUILD_HINT = (
-    "pass --ngc (and --tf), --stock TAG or --tf alone (a stock TensorFlow GPU image), or run from a "
-    "checkout that holds images/<name>/envpin.lock"
-)
-
-
 def _build_lock(explicit: Path | None) -> Path:
-    """The lock a build without --ngc works from (render.find_lock), said as a build says it."""
+    """The lock a build without `ngc` works from (render.find_lock), said as a build says it: with no lock, what
+    a build needs instead."""
     from envpin.environment import render
 
-    return render.find_lock(explicit, context="no --ngc given and ", hint=_BUILD_HINT)
+    ngc, tf = param("ngc"), param("tf")
+    return render.find_lock(
+        explicit,
+        context=f"no {ngc} given and ",
+        hint=f"pass {ngc} (and {tf}), {param('stock')} TAG or {tf} alone (a stock TensorFlow GPU image), or run "
+        "from a checkout that holds images/<name>/envpin.lock",
+    )
 
 
 def build_formats(folder: Path) -> tuple[str, ...]:
@@ -310,7 +313,7 @@ class BuildRequest(Value):
 
 @dataclass(frozen=True, slots=True)
 class DryRunRequest(Value):
-    """`envpin build --dry-run`: the plan a build would use; nothing is written and no engine is asked."""
+    """`envpin build`'s dry run: the plan a build would use; nothing is written and no engine is asked."""
 
     inputs: EnvironmentInputs = EnvironmentInputs()
 

@@ -76,7 +76,7 @@ def catalog_sync(
             "HOST/PREFIX/nvidia/tensorflow. http:// only for loopback.",
         ),
     ] = DEFAULT_REGISTRY,
-    release: Annotated[
+    releases: Annotated[
         list[str] | None,
         typer.Option(
             "--release", metavar="R", help="Only this release or tag (20.03, 20.03-tf2-py3); repeat for more."
@@ -112,7 +112,7 @@ def catalog_sync(
     from envpin.views import catalog, console
 
     with console.progress("reading image configs") as update:
-        result = api.sync_catalog(registry, release or [], write, ca_bundle, progress=update, save=not no_save)
+        result = api.sync_catalog(registry, releases or [], write, ca_bundle, progress=update, save=not no_save)
     if wants_json(fmt, as_json):
         console.print_json(result.to_json())
         for line in (catalog.mirror_line(result), catalog.sync_summary(result)):

@@ -23,7 +23,7 @@ import tomli_w
 
 from envpin import __version__
 from envpin._compat import tomllib
-from envpin.errors import LockError
+from envpin.errors import LockError, param
 from envpin.files.read import read_regular, read_user_text, sha256_bytes
 from envpin.files.write import atomic_write, exclusive
 from envpin.portable.imageref import is_digest
@@ -42,8 +42,12 @@ HEADER = (
 )
 #: Fingerprint fields under this prefix are golden hashes; the lock keeps them in [golden] only.
 GOLDEN_PREFIX = "golden."
-GOLDEN_NOT_CHECKED = "golden hash not checked: the report has no self-test (probe with --selftest)"
 _SHA = "sha256:"
+
+
+def golden_not_checked() -> str:
+    """The note of a verification whose report holds no golden hash (a probe without the self-test)."""
+    return f"golden hash not checked: the report has no self-test (probe with `{param('selftest', command='probe')}`)"
 
 
 # --- the model ----------------------------------------------------------------------------------------
@@ -167,8 +171,8 @@ class Lock(Value):
                 id=plan.recipe.id,
                 hash=plan.recipe.hash,
                 env=dict(plan.recipe.env_dict()),
-                unset=tuple(u["name"] for u in plan.recipe.unset),
-                steps=tuple(s["step"] for s in plan.recipe.steps),
+                unset=tuple(u.name for u in plan.recipe.records.unset),
+                steps=tuple(s.step for s in plan.recipe.records.steps),
             ),
             files={rel: sha256_bytes(data) for rel, data in sorted(files.items())},
             expected=previous.expected if keep and previous else None,
@@ -367,7 +371,7 @@ class Lock(Value):
         if self.expected is None:
             raise LockError(
                 f"lock {origin} has no 'expected' table: there is no fingerprint to verify against",
-                hint="record one with 'envpin verify --record' on a machine whose results you trust",
+                hint=f"record one with '{param('record', command='verify')}' on a machine whose results you trust",
             )
         actual = fingerprint_fields(report)
         actual_fp = _fingerprint_of(actual)
@@ -397,7 +401,7 @@ class Lock(Value):
 
         found = report_golden(report)
         if found is None:
-            return [], [GOLDEN_NOT_CHECKED] if self.golden else []
+            return [], [golden_not_checked()] if self.golden else []
         device, digest = found
         key = GOLDEN_PREFIX + device
         want = self.golden.get(device)
@@ -408,7 +412,7 @@ class Lock(Value):
                     fields.INFO,
                     None,
                     digest,
-                    "no golden hash recorded for this device class (envpin verify --record adds it)",
+                    f"no golden hash recorded for this device class ({param('record', command='verify')} adds it)",
                 )
             ], []
         if want != digest:
@@ -473,7 +477,9 @@ def _said(value: Any) -> str:
 
 def read(path: Path) -> Lock:
     """Read and check a lock file: TOML, schema, self-hash, then every table's shape."""
-    text = read_user_text(path, "lock file", LockError, "check the path, or create one with `envpin build --ngc R`")
+    text = read_user_text(
+        path, "lock file", LockError, f"check the path, or create one with `{param('ngc', command='build')} R`"
+    )
     return loads(text, str(path))
 
 
@@ -492,12 +498,12 @@ def loads(text: str, origin: str = LOCK_NAME) -> Lock:
             f"{origin} uses lock schema {schema!r}; this envpin ({__version__}) reads schema {LOCK_SCHEMA}",
             hint="upgrade envpin"
             if newer
-            else "re-render it with this envpin (`envpin render --force`), then record again",
+            else f"re-render it with this envpin (`{param('force', command='render')}`), then record again",
         )
     if meta.get("self_hash") != self_hash(data):
         raise LockError(
             f"{origin} was edited by hand (its self-hash does not match)",
-            hint="restore it from git, or re-render with --force",
+            hint=f"restore it from git, or re-render with `{param('force', command='render')}`",
         )
     return _parse(data, origin)
 
@@ -508,9 +514,10 @@ def plan_of(locked: Lock, folder: Path) -> BuildPlan:
     from envpin.knowledge.stock import is_stock_flavor
 
     inp = locked.inputs
-    base = {"stock": inp.tag} if is_stock_flavor(inp.flavor) else {"ngc": inp.tag}
+    stock = is_stock_flavor(inp.flavor)
     return make_plan(
-        **base,
+        ngc=None if stock else inp.tag,
+        stock=inp.tag if stock else None,
         tf=inp.tf_version if inp.tf_version_source != "catalog" else None,
         name=inp.name,
         requirements=folder / "requirements.lock" if inp.requirements_hash else None,
@@ -535,11 +542,12 @@ def read_checked(path: Path, renderer: Renderer | None = None) -> tuple[Lock, Bu
     plan = plan_of(locked, path.parent)
     problems = locked.disagreements(plan, renderer(locked, plan) if renderer is not None else None)
     if problems:
-        more = f" (and {len(problems) - 1} more: `envpin lock --check` lists them)" if len(problems) > 1 else ""
+        listed = f"`{param('check', command='lock')}` lists them"
+        more = f" (and {len(problems) - 1} more: {listed})" if len(problems) > 1 else ""
         raise LockError(
             f"{path} does not match what its inputs produce: {problems[0]}{more}",
-            hint="restore it from git, or re-render it with `envpin render --force` and review the lock's diff "
-            "(its self-hash detects accidents, not edits)",
+            hint=f"restore it from git, or re-render it with `{param('force', command='render')}` and review the "
+            "lock's diff (its self-hash detects accidents, not edits)",
         )
     return locked, plan
 
@@ -584,13 +592,13 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         if not isinstance(fp, str) or not fp.startswith(_SHA):
             raise LockError(
                 f"lock {origin}: expected.fingerprint must be a 'sha256:...' string",
-                hint="remove [expected] and record it again with 'envpin verify --record'",
+                hint=f"remove [expected] and record it again with '{param('record', command='verify')}'",
             )
         fp_fields = s.str_map(exp, "expected.fields", exp.get("fields", {}))
         if fp_fields and _fingerprint_of(fp_fields) != fp:
             raise LockError(
                 f"lock {origin}: expected.fingerprint does not match expected.fields",
-                hint="record it again with 'envpin verify --record' after removing [expected]",
+                hint=f"record it again with '{param('record', command='verify')}' after removing [expected]",
             )
         expected = Expected(fp, fp_fields)
     golden = s.str_map(data, "golden", data.get("golden", {}))
@@ -609,10 +617,16 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         inputs_hash=s.sha(meta, "lock.inputs_hash", meta.get("inputs_hash")),
         envpin_version=s.text(meta, "lock.envpin_version", meta.get("envpin_version")),
         inputs=Inputs(
-            **{
-                k: (s.text if k in _REQUIRED_INPUTS else s.opt_text)(inp, f"inputs.{k}", inp.get(k))
-                for k in Inputs.__dataclass_fields__
-            }
+            name=s.text(inp, "inputs.name", inp.get("name")),
+            release=s.text(inp, "inputs.release", inp.get("release")),
+            flavor=s.text(inp, "inputs.flavor", inp.get("flavor")),
+            tag=s.text(inp, "inputs.tag", inp.get("tag")),
+            tf_version=s.text(inp, "inputs.tf_version", inp.get("tf_version")),
+            tf_version_source=s.text(inp, "inputs.tf_version_source", inp.get("tf_version_source")),
+            payload_hash=s.text(inp, "inputs.payload_hash", inp.get("payload_hash")),
+            build_from=s.opt_text(inp, "inputs.build_from", inp.get("build_from")),
+            requirements_hash=s.opt_text(inp, "inputs.requirements_hash", inp.get("requirements_hash")),
+            ca_bundle_hash=s.opt_text(inp, "inputs.ca_bundle_hash", inp.get("ca_bundle_hash")),
         ),
         base=Base(
             s.text(base, "base.image", base.get("image")),
@@ -633,9 +647,6 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
     )
 
 
-_REQUIRED_INPUTS = {"name", "release", "flavor", "tag", "tf_version", "tf_version_source", "payload_hash"}
-
-
 class _Shape:
     """Type checks that turn a malformed (but self-consistent) lock into one clear LockError."""
 
@@ -643,7 +654,10 @@ class _Shape:
         self.origin = origin
 
     def fail(self, what: str) -> LockError:
-        return LockError(f"lock {self.origin}: {what}", hint="restore it from git, or re-render with --force")
+        return LockError(
+            f"lock {self.origin}: {what}",
+            hint=f"restore it from git, or re-render with `{param('force', command='render')}`",
+        )
 
     def keys(self, table: dict[str, Any], name: str, allowed: set[str]) -> None:
         extra = sorted(set(table) - allowed)
@@ -666,7 +680,7 @@ class _Shape:
         return None if value is None else self.text(_t, name, value)
 
     def sha(self, _t: dict[str, Any], name: str, value: Any) -> str:
-        if not is_digest(value):
+        if not isinstance(value, str) or not is_digest(value):
             raise self.fail(f"{name} must be a digest: 'sha256:' and 64 hex digits (or 'sha512:' and 128)")
         return value
 
@@ -747,10 +761,9 @@ def _drop_none(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    return value
+def _sorted(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with its keys sorted, at every level."""
+    return {k: _sorted(v) if isinstance(v, dict) else v for k, v in sorted(table.items())}
 
 
 def _file_matches(path: Path, digest: str) -> bool:

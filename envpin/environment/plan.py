@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envpin import __version__
-from envpin.errors import UsageError, shown
+from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
-from envpin.knowledge.versions import NGCSpec, TFSpec, parse_ngc_spec, parse_tf_spec, parse_version
+from envpin.knowledge.versions import major_minor, parse_ngc_spec, parse_tf_spec
 from envpin.portable import imageref
 from envpin.portable.ngc import PY2_FLAVORS
-from envpin.portable.versions import version_text
+from envpin.portable.versions import NGCSpec, TFSpec, parse_version, version_text
 from envpin.record import Value
 
 if TYPE_CHECKING:  # loaded where used: `recipe` needs neither the payload, requirements nor the stock table
@@ -83,8 +83,8 @@ class BuildPlan(Value):
     @property
     def pip_compiles_reproducibly(self) -> bool:
         """Python 3.6's py_compile ignores SOURCE_DATE_EPOCH (its .pyc hold the source mtime): pip must not compile."""
-        python = parse_version(self.entry.portable_value("python") or "")
-        return python is not None and python[:2] >= (3, 7)
+        python = major_minor(self.entry.portable_value("python"))
+        return python is not None and python >= (3, 7)
 
     def to_dict(self) -> dict[str, Any]:
         e = self.entry
@@ -110,8 +110,8 @@ class BuildPlan(Value):
                 "id": self.recipe.id,
                 "hash": self.recipe.hash,
                 "env": self.recipe.env_dict(),
-                "unset": [u["name"] for u in self.recipe.unset],
-                "steps": [s["step"] for s in self.recipe.steps],
+                "unset": [u.name for u in self.recipe.records.unset],
+                "steps": [s.step for s in self.recipe.records.steps],
             },
             "requirements": [f"{r.name}{r.extras}=={r.version}" for r in self.requirements],
             "requirements_hash": sha256_bytes("".join(r.render() for r in self.requirements).encode())
@@ -136,12 +136,12 @@ class BuildPlan(Value):
 
 
 class UnknownTF(UsageError):
-    """No source gives the tag's TensorFlow version and --tf was not given: the caller may read the image config."""
+    """No source gives the tag's TensorFlow version and `tf` was not given: the caller may read the image config."""
 
     def __init__(self, entry: catalog.Entry) -> None:
         super().__init__(
             f"the catalog does not know which TensorFlow {entry.tag} contains",
-            hint=f"give it as --tf MAJOR.MINOR (check with: docker run --rm {entry.image} "
+            hint=f"give it as {param('tf')} MAJOR.MINOR (check with: docker run --rm {entry.image} "
             "python -c 'import tensorflow as tf; print(tf.__version__)'), or run `envpin catalog sync`",
         )
         self.entry = entry
@@ -153,18 +153,15 @@ def release_version(declared: str) -> str:
     if parts is None or len(parts) < 2:
         raise UsageError(
             f"the image declares TensorFlow '{shown(declared)}', which is not a version",
-            hint="give the version with --tf MAJOR.MINOR",
+            hint=f"give the version with {param('tf')} MAJOR.MINOR",
         )
     return version_text(parts[:3])
 
 
-def _minor(version: str) -> tuple[int, ...]:
-    return tuple((parse_version(version) or ())[:2])
-
-
 def same_minor(a: str, b: str) -> bool:
     """Same TensorFlow major.minor: the unit recipes are chosen by."""
-    return len(_minor(a)) == 2 and _minor(a) == _minor(b)
+    mm = major_minor(a)
+    return mm is not None and mm == major_minor(b)
 
 
 def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | None = None) -> tuple[str, str]:
@@ -180,11 +177,13 @@ def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | No
             return written, "catalog"
         if tf_spec is not None and same_minor(tf_spec.text, declared):
             return declared, "image"
+        mm = major_minor(declared)
+        assert mm is not None  # release_version gave it two components at least
         raise UsageError(
             f"{entry.tag}: the catalog gives TensorFlow {written}, but the image config (kept by "
             f"`envpin catalog sync`) declares {declared}; the recipe depends on which is right",
-            hint=f"pass --tf {'.'.join(map(str, _minor(declared)))} to build for what the image declares, or "
-            f"re-read it with `envpin catalog sync --release {entry.tag}`",
+            hint=f"pass {param('tf')} {mm[0]}.{mm[1]} to build for what the image declares, or "
+            f"re-read it with `{param('releases', command='catalog sync')} {entry.tag}`",
         )
     if declared is not None:
         return declared, "image"
@@ -216,7 +215,7 @@ def validate_name(name: str) -> str:
 
 
 def validate_image_ref(ref: str) -> str:
-    """--base-image: a reference envpin.portable.imageref accepts, kept exactly as written for FROM."""
+    """A base image: a reference envpin.portable.imageref accepts, kept exactly as written for FROM."""
     try:
         return imageref.validate(ref)
     except imageref.RefError as exc:
@@ -243,8 +242,8 @@ def make_plan(
     tag) or, with neither, the newest stock image of `tf` (envpin.knowledge.stock)."""
     if ngc is not None and stock is not None:
         raise UsageError(
-            "give --ngc or --stock, not both",
-            hint="--ngc for an NGC image, --stock for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu",
+            f"give {param('ngc')} or {param('stock')}, not both",
+            hint=f"{param('ngc')} for an NGC image, {param('stock')} for Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu",
         )
     if ngc is not None:
         from envpin.knowledge.stock import refuse_as_ngc
@@ -299,8 +298,8 @@ def _ngc_base(
             f"{entry.tag} is a Python 2 image; envpin's in-image probe and helper need Python 3.6+",
             hint=f"use {entry.tag.replace('py2', 'py3')}",
         )
-    python = parse_version(entry.value("python"))
-    if python is not None and python[:2] < MIN_IMAGE_PYTHON:
+    python = major_minor(entry.value("python"))
+    if python is not None and python < MIN_IMAGE_PYTHON:
         raise UsageError(
             f"{entry.tag} ships Python {entry.value('python')}; envpin's in-image probe and helper need 3.6+",
             hint="use NGC 19.06 or later (Ubuntu 18.04, Python 3.6)",

@@ -15,7 +15,7 @@ from envpin.environment import lockfile
 from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME, payload
 from envpin.environment.plan import BuildPlan
 from envpin.environment.requirements import render_lock
-from envpin.errors import LockError, RenderError, UsageError, shown
+from envpin.errors import LockError, RenderError, UsageError, param, shown
 from envpin.files.read import folder_files, sha256_file
 from envpin.files.write import exclusive, replace_folder
 from envpin.portable import imageref
@@ -54,12 +54,13 @@ def _env() -> jinja2.Environment:
 
 
 def parse_formats(asked: Sequence[str]) -> tuple[str, ...]:
-    """--format values, checked, once each, in FORMATS order."""
+    """The output formats asked for, checked, once each, in FORMATS order."""
     unknown = [name for name in asked if name not in FORMATS]
     if unknown or not asked:
+        given = param("formats")
         raise UsageError(
             f"'{shown(unknown[0] if unknown else '')}' is not an output format",
-            hint="use --format docker or --format apptainer; repeat --format for both",
+            hint=f"use {given} docker or {given} apptainer; repeat {given} for both",
         )
     return tuple(name for name in FORMATS if name in asked)
 
@@ -134,19 +135,26 @@ def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[st
 # --- the lock a command acts on -----------------------------------------------------------------------
 
 
-#: Where `find_lock` looks when no --lock is given: ./envpin.lock, then images/*/envpin.lock.
+#: Where `find_lock` looks when no lock is named: ./envpin.lock, then images/*/envpin.lock.
 IMAGES_DIR = Path("images")
-#: The next step when there is no lock at all (commands that can do without one say theirs).
-CREATE_HINT = "create one with `envpin build --ngc RELEASE` (it writes images/<name>/envpin.lock), or pass --lock PATH"
 
 
-def find_lock(explicit: Path | None = None, *, context: str = "", hint: str = CREATE_HINT) -> Path:
+def create_hint() -> str:
+    """The next step when there is no lock at all (commands that can do without one say theirs)."""
+    return (
+        f"create one with `{param('ngc', command='build')} RELEASE` (it writes images/<name>/envpin.lock), or "
+        f"pass {param('lock')} PATH"
+    )
+
+
+def find_lock(explicit: Path | None = None, *, context: str = "", hint: str | None = None) -> Path:
     """The lock a command acts on; the one rule every command that reads a lock follows (docs/lock.md):
-    --lock PATH (a folder: its envpin.lock); else ./envpin.lock; else the only images/*/envpin.lock.
+    `explicit` (a folder: its envpin.lock); else ./envpin.lock; else the only images/*/envpin.lock.
 
     Nothing found: UsageError '<context>no envpin.lock here or under images/' with the command's next step
-    as `hint`; several under images/: LockError naming them; --lock naming nothing: LockError that names
-    the locks the rule would find, if any."""
+    as `hint` (default create_hint()); several under images/: LockError naming them; `explicit` naming
+    nothing: LockError that names the locks the rule would find, if any."""
+    hint = create_hint() if hint is None else hint
     if explicit is not None:
         path = explicit / lockfile.LOCK_NAME if explicit.is_dir() else explicit
         if not path.exists() and not path.is_symlink():
@@ -163,7 +171,7 @@ def find_lock(explicit: Path | None = None, *, context: str = "", hint: str = CR
         raise UsageError(f"{context}no {lockfile.LOCK_NAME} here or under {IMAGES_DIR}/", hint=hint)
     raise LockError(
         f"several locks under {IMAGES_DIR}/: {', '.join(str(p) for p in found)}",
-        hint=f"choose one with --lock {IMAGES_DIR}/<name>/{lockfile.LOCK_NAME}",
+        hint=f"choose one with {param('lock')} {IMAGES_DIR}/<name>/{lockfile.LOCK_NAME}",
     )
 
 
@@ -195,11 +203,11 @@ def checked_lock(path: Path) -> tuple[lockfile.Lock, BuildPlan]:
 def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     """Refuse to overwrite anything envpin did not write or that was edited since; returns stale paths."""
     if out.exists() and not out.is_dir():
-        raise RenderError(f"{out} exists and is not a folder", hint="choose another --out")
+        raise RenderError(f"{out} exists and is not a folder", hint=f"choose another {param('out')}")
     if out.resolve() == Path(out.resolve().anchor) or out.resolve() == Path.home().resolve():
         raise RenderError(
             f"{out} is a root or home folder, not an environment folder",
-            hint="choose a folder of its own, e.g. --out images/<name>",
+            hint=f"choose a folder of its own, e.g. {param('out')} images/<name>",
         )
     lock_path = out / lockfile.LOCK_NAME
     recorded: dict[str, str] = {}
@@ -209,7 +217,7 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
         except LockError as exc:
             if not force:
                 raise RenderError(
-                    f"{lock_path} cannot be trusted ({exc.message})", hint="re-run with --force to overwrite"
+                    f"{lock_path} cannot be trusted ({exc.message})", hint=f"re-run with {param('force')} to overwrite"
                 ) from exc
     if force:
         # Generated files that are no longer generated (e.g. an older envpin's copy of its sources) go,
@@ -221,7 +229,7 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
     if foreign is not None:
         raise RenderError(
             f"{out / foreign} was not written by envpin",
-            hint="an environment folder holds only generated files: move it away, or re-run with --force "
+            hint=f"an environment folder holds only generated files: move it away, or re-run with {param('force')} "
             "to write the generated files and leave it where it is",
         )
     for rel in files:
@@ -231,19 +239,19 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
         want = recorded.get(rel)
         if want is None:
             raise RenderError(
-                f"{path} exists and was not generated by envpin", hint="move it away, or re-run with --force"
+                f"{path} exists and was not generated by envpin", hint=f"move it away, or re-run with {param('force')}"
             )
         if sha256_file(path) != want:
             raise RenderError(
                 f"{path} was edited by hand since envpin generated it",
-                hint="put the change into the inputs, or re-run with --force to overwrite it",
+                hint=f"put the change into the inputs, or re-run with {param('force')} to overwrite it",
             )
     stale = [rel for rel in recorded if rel not in files and (out / rel).exists()]
     for rel in stale:
         if not _unchanged(out, rel, recorded[rel]):
             raise RenderError(
                 f"{out / rel} was edited by hand (or replaced by a link) since envpin generated it",
-                hint="re-run with --force to replace the folder's generated files",
+                hint=f"re-run with {param('force')} to replace the folder's generated files",
             )
     return stale
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from envpin.errors import RequirementsError, shown
+from envpin.errors import RequirementsError, param, shown
 from envpin.files.read import read_user_text
 from envpin.record import Value
 
@@ -155,7 +155,9 @@ def read_text(path: Path) -> str:
 def read_lock(path: Path) -> tuple[Requirement, ...]:
     reqs = parse_lock(read_text(path), str(path))
     if not reqs:
-        raise RequirementsError(f"{path} lists no packages", hint="drop --requirements or add pinned packages")
+        raise RequirementsError(
+            f"{path} lists no packages", hint=f"drop {param('requirements')} or add pinned packages"
+        )
     return reqs
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
-from envpin.errors import EngineError, EnvpinError, RequirementsError
+from envpin.errors import EngineError, EnvpinError, RequirementsError, param
 from envpin.files.read import read_regular, sha256_bytes
 from envpin.files.write import atomic_write
 from envpin.knowledge.facts import cache_dir
@@ -129,7 +129,9 @@ def _run(client: Any, image: str, command: list[str], work: Path) -> tuple[int, 
             entrypoint=[],
         )
     except ImageNotFound as exc:
-        raise EngineError(f"image {image} is not available", hint="check --base-image, or docker pull it") from exc
+        raise EngineError(
+            f"image {image} is not available", hint=f"check {param('base_image')}, or docker pull it"
+        ) from exc
     except APIError as exc:
         raise EngineError(f"cannot start a container of {image}: {exc.explanation or exc}") from exc
     try:
@@ -160,7 +162,7 @@ def image_facts(client: Any, image: str) -> ImageFacts:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EngineError(
             f"could not list the packages in {image}: unexpected output {lines[-1][:200]!r}",
-            hint="run `envpin probe --image` on it to see what its Python says",
+            hint=f"run `{param('image', command='probe')}` on it to see what its Python says",
         ) from exc
     if cached is not None:
         data = {"python": facts.python, "dists": facts.dists, "tags": list(facts.tags) if facts.tags else None}
@@ -214,21 +216,21 @@ def choose(resolver: str, python: str) -> str:
     """Where to resolve: `resolver` as asked, or for auto the image when its Python runs a recent pip."""
     if resolver not in RESOLVERS:
         raise RequirementsError(f"unknown resolver {resolver!r}", hint="use one of " + ", ".join(RESOLVERS))
-    from envpin.knowledge.versions import parse_version
+    from envpin.knowledge.versions import major_minor
 
-    version = (parse_version(python) or (0,))[:2]
+    version = major_minor(python) or (0, 0)
     where = resolver if resolver != "auto" else ("image" if version >= IMAGE_RESOLVER_MIN else "host")
     if where == "image" and version < IMAGE_RESOLVER_MIN:
         raise RequirementsError(
             f"the image's Python {python} cannot run the pip that resolves inside it (pip>=23.1 needs Python 3.7)",
-            hint="use --resolver host (or auto)",
+            hint=f"use {param('resolver')} host (or auto)",
         )
     if where == "host" and version < HOST_RESOLVER_MIN:
         raise RequirementsError(
             f"envpin lock cannot resolve for Python {python}: pip's resolver needs 3.7 in the image and uv "
             "resolves for 3.6 at the oldest",
             hint="use a later NGC release (19.07 onwards ship Python 3.6), or pin and hash the "
-            "requirements yourself and pass them with --requirements",
+            f"requirements yourself and pass them with {param('requirements', command='render')}",
         )
     return where
 
@@ -252,8 +254,8 @@ def resolve_in_image(client: Any, image: str, requirements_in: str, facts: Image
         if code == 3:
             raise EngineError(
                 f"could not install a recent pip inside {image} to resolve with: {_conflict_hint(logs)}",
-                hint="the container needs to reach PyPI: check proxies, or render with --ca-bundle; or lock "
-                "with --resolver host",
+                hint="the container needs to reach PyPI: check proxies, or render with "
+                f"{param('ca_bundle', command='render')}; or lock with {param('resolver')} host",
             )
         if code != 0:
             raise RequirementsError(
@@ -305,7 +307,7 @@ def manylinux_platform(tags: tuple[str, ...]) -> str:
         raise RequirementsError(
             "the image's pip accepts no manylinux wheels (x86_64 or aarch64), which is all "
             "the host-side resolution knows how to choose for",
-            hint="lock with --resolver image",
+            hint=f"lock with {param('resolver')} image",
         )
     arch, (major, minor) = max(levels.items(), key=lambda kv: kv[1])
     known = [17, *range(28, 41)]
@@ -380,7 +382,7 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
     if facts.tags is None:
         raise RequirementsError(
             f"cannot tell which wheels {image}'s pip installs (it has no pip envpin can ask)",
-            hint="install pip in the base image, or lock with --resolver image",
+            hint=f"install pip in the base image, or lock with {param('resolver')} image",
         )
     from envpin._compat import tomllib
 

@@ -10,8 +10,9 @@ and the lock would tell a teammate other numbers than the image holds.
 from __future__ import annotations
 
 from envpin.environment.plan import release_version, same_minor
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.knowledge import imageconfig
+from envpin.knowledge.versions import major_minor
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -27,16 +28,22 @@ def cross_check(plan: BuildPlan, got: ImageRead) -> list[str]:
     declared, entry, ref = got.declared, plan.entry, got.ref
     tf = declared.get("tf_version")
     if tf and not same_minor(release_version(tf), plan.tf_version):
-        mm = ".".join(release_version(tf).split(".")[:2])
-        where = {"catalog": "from the catalog", "image": "from the image config read earlier", "user": "from --tf"}.get(
-            plan.tf_version_source, plan.tf_version_source
-        )
+        parts = major_minor(tf)
+        assert parts is not None  # release_version took it: two components at least
+        mm = f"{parts[0]}.{parts[1]}"
+        given = param("tf")
+        sources = {
+            "catalog": "from the catalog",
+            "image": "from the image config read earlier",
+            "user": f"from {given}",
+        }
+        where = sources.get(plan.tf_version_source, plan.tf_version_source)
         if plan.tf_version_source == "user":
-            hint = f"pass --tf {mm}, the version the image holds"
+            hint = f"pass {given} {mm}, the version the image holds"
         else:
             hint = (
                 f"build from a copy of {entry.tag}; if {entry.tag} itself holds TensorFlow {tf}, record it with "
-                f"`envpin catalog sync --release {entry.tag}` and pass --tf {mm}"
+                f"`{param('releases', command='catalog sync')} {entry.tag}` and pass {given} {mm}"
             )
         raise UsageError(
             f"{ref} declares TensorFlow {tf} (ENV TENSORFLOW_VERSION), but the plan is for TensorFlow "

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from envpin.errors import UsageError
+from envpin.errors import UsageError, param
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -60,12 +60,12 @@ def _reproducible(engine: Engine) -> ReproducibleEngine | None:
 
 
 def require_bit_identical(engine: Engine) -> ReproducibleEngine:
-    """`build --check` compares image IDs, which only a bit-identical engine can reproduce."""
+    """A build's check compares image IDs, which only a bit-identical engine can reproduce."""
     reproducible = _reproducible(engine)
     if reproducible is None:
         raise UsageError(
-            "--check rebuilds with podman, the engine whose images are reproducible",
-            hint="add --engine podman (Docker 20.10's classic builder stamps build times)",
+            f"{param('check')} rebuilds with podman, the engine whose images are reproducible",
+            hint=f"add {param('engine')} podman (Docker 20.10's classic builder stamps build times)",
         )
     return reproducible
 
@@ -92,7 +92,8 @@ def check_base_moved(lock: Lock | None, ref: str, digest: str, update: bool) -> 
     if pinned and pinned != digest and not update:
         raise RegistryError(
             f"{ref} now points to {digest[:19]}…, but envpin.lock pins {pinned[:19]}…: the tag was re-pushed",
-            hint="keep building the pinned image from a mirror, or accept the new base with --update and re-verify",
+            hint=f"keep building the pinned image from a mirror, or accept the new base with {param('update')} and "
+            "re-verify",
         )
 
 
@@ -184,7 +185,7 @@ def check_declared(previous: Lock | None, digest: str, declared: dict[str, str],
         more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
         raise LockError(
             f"{folder / lockfile.LOCK_NAME} does not match what its base declares: {wrong[0]}{more}",
-            hint="restore it from git, or let `envpin build --update` record what the image declares "
+            hint=f"restore it from git, or let `{param('update', command='build')}` record what the image declares "
             "(and review the lock's diff)",
         )
 
@@ -201,9 +202,10 @@ def _refuse_rewrite(previous: Lock, plan: BuildPlan, files: dict[str, bytes], fo
         return
     path = folder / lockfile.LOCK_NAME
     more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+    given = param("update")
     raise UsageError(
-        f"building would rewrite {path}: {changes[0]}{more}; a build changes a lock only with --update",
-        hint="add --update to let this build rewrite it (then review and commit the lock's diff)",
+        f"building would rewrite {path}: {changes[0]}{more}; a build changes a lock only with {given}",
+        hint=f"add {given} to let this build rewrite it (then review and commit the lock's diff)",
     )
 
 
@@ -280,7 +282,7 @@ class _BuildJob(Value):
         if locked is not None:
             notes = (
                 f"envpin.lock records the reproducible image {locked.id[:19]}… ({locked.engine}); Docker's "
-                "classic builder stamps build times, so confirm it with `envpin build --engine podman`",
+                f"classic builder stamps build times, so confirm it with `{param('engine', command='build')} podman`",
             )
         recorded = self._unchanged(engine)
         if recorded is not None:
@@ -329,7 +331,7 @@ class _BuildJob(Value):
         if locked is None:
             raise UsageError(
                 f"{self.target / lockfile.LOCK_NAME} records no image to check against",
-                hint="build it once with `envpin build --engine podman` and commit the lock",
+                hint=f"build it once with `{param('engine', command='build')} podman` and commit the lock",
             )
         check_folder(self.target, self.files, self.force)
         with engine.scratch(buildstate.state_dir() / engine.name) as scratch:
@@ -386,7 +388,8 @@ class _BuildJob(Value):
         elif unrecorded:
             notes = (
                 f"{lock_name} records no image for these inputs and was left as it is (a build changes a lock "
-                f"only with --update): `envpin build --engine {engine.name} --update` records {image_id} in it",
+                f"only with {param('update')}): `{param('engine', command='build')} {engine.name} {param('update')}` "
+                f"records {image_id} in it",
             )
         elif recorded_now:
             notes = (
@@ -412,7 +415,8 @@ def compare_image(expected: Image, built: Image, facts: ImageFacts) -> str | Non
     if expected.inputs_hash != built.inputs_hash:
         why.append(
             f"the inputs changed since it was recorded ({expected.inputs_hash[:19]}… -> "
-            f"{built.inputs_hash[:19]}…): a new image is expected; `envpin build --engine podman` records it"
+            f"{built.inputs_hash[:19]}…): a new image is expected; `{param('engine', command='build')} podman` "
+            "records it"
         )
     if expected.engine != built.engine or expected.storage_driver != built.storage_driver:
         why.append(

@@ -95,7 +95,7 @@ class DockerEngine:
         progress: ProgressCallback | None = None,
     ) -> BuildOutcome:
         """Run the classic builder on the written folder through the SDK, streaming the log to `log_path`."""
-        image_id = None
+        image_id: str | None = None
         with BuildLog(log_path, f"building {tag}", _STEP, progress) as log:
             try:
                 stream = self.client.api.build(
@@ -124,6 +124,8 @@ class DockerEngine:
             log.save()
         if image_id is None:
             image_id = self.client.images.get(tag).id
+        if not image_id:  # the SDK's Image.id is optional; a built image always has one
+            raise EngineError(f"the build of {tag} left no image ID", hint=f"full log: {log_path}")
         return log.outcome(image_id, tag)
 
     def exists(self, image: str) -> bool:

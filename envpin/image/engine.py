@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from envpin.errors import EngineError, UsageError, shown
+from envpin.errors import EngineError, UsageError, param, shown
 from envpin.image.buildlog import ProgressCallback
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
 from envpin.record import Value
@@ -170,12 +170,12 @@ def resolve_engine(
     names = [AUTO, *engines]
     if choice not in names:
         raise UsageError(
-            f"unknown engine '{shown(choice)}'", hint=f"use --engine {', '.join(names[:-1])} or {names[-1]}"
+            f"unknown engine '{shown(choice)}'", hint=f"use {param('engine')} {', '.join(names[:-1])} or {names[-1]}"
         )
     if choice != AUTO:
         return ChosenEngine(engines[choice]())
     if locked is not None and locked.name in engines:
-        others = " or ".join(f"--engine {n}" for n in engines if n != locked.name)
+        others = " or ".join(f"{param('engine')} {n}" for n in engines if n != locked.name)
         try:
             engine = engines[locked.name]()
         except EngineError as exc:
@@ -201,5 +201,5 @@ def resolve_engine(
             return ChosenEngine(engine)
         why = "; ".join(f"{skipped}: {exc.message}" for skipped, exc in refused)
         return ChosenEngine(engine, f"engine auto chose {name}, because {why}")
-    first = refused[0][1] if refused else EngineError("no engine is known")
-    raise EngineError(f"no container engine answers: {first.message}", hint=NO_ENGINE_HINT) from first
+    why_not = refused[0][1] if refused else EngineError("no engine is known")
+    raise EngineError(f"no container engine answers: {why_not.message}", hint=NO_ENGINE_HINT) from why_not

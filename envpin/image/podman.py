@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import EngineError
+from envpin.errors import EngineError, param
 from envpin.image.buildlog import BuildLog, ProgressCallback
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
 from envpin.record import Value
@@ -61,7 +61,7 @@ def binary() -> str:
     """The podman executable, or EngineError saying how to get it."""
     found = shutil.which("podman")
     if not found:
-        raise EngineError("podman is not installed (needed for --engine podman)", hint=FIX_PODMAN)
+        raise EngineError(f"podman is not installed (needed for {param('engine')} podman)", hint=FIX_PODMAN)
     return found
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envpin.errors import EngineError, UsageError
+from envpin.errors import EngineError, UsageError, param
 from envpin.record import Value
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _device_requests(gpus: str, gpu_access: Callable[[], str | None]) -> tuple[l
     from docker.types import DeviceRequest
 
     if gpus == "none":
-        return None, "without GPUs (--gpus none)"
+        return None, f"without GPUs ({param('gpus')} none)"
     access = gpu_access()
     if access == "runtime":
         return [DeviceRequest(count=-1, capabilities=[["gpu"]])], "with all GPUs (NVIDIA container runtime)"
@@ -54,8 +54,8 @@ def _device_requests(gpus: str, gpu_access: Callable[[], str | None]) -> tuple[l
         return [DeviceRequest(driver="cdi", device_ids=["nvidia.com/gpu=all"])], "with all GPUs (CDI)"
     if gpus == "all":
         raise EngineError(
-            "--gpus all, but this host has no NVIDIA container runtime or CDI spec",
-            hint="install the NVIDIA Container Toolkit, or use --gpus auto (see `envpin doctor`)",
+            f"{param('gpus')} all, but this host has no NVIDIA container runtime or CDI spec",
+            hint=f"install the NVIDIA Container Toolkit, or use {param('gpus')} auto (see `envpin doctor`)",
         )
     return None, "without GPUs: this host has no NVIDIA container runtime or CDI spec (`envpin doctor` says more)"
 
@@ -80,9 +80,9 @@ def run(
     from envpin.environment.payload import payload
 
     if not out.parent.is_dir():
-        raise UsageError(f"{out.parent} does not exist", hint="create it, or choose another --out")
+        raise UsageError(f"{out.parent} does not exist", hint=f"create it, or choose another {param('out')}")
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} exists and is not a folder", hint="choose another --out")
+        raise UsageError(f"{out} exists and is not a folder", hint=f"choose another {param('out')}")
     requests, said = _device_requests(gpus, gpu_access)
     try:
         client.images.get(image)
@@ -164,8 +164,8 @@ def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> Loc
     UsageError whose hint is the build that makes it."""
     from envpin.image import buildstate
 
-    build = f"build it with `envpin build --lock {lock_path}`"
-    other = "or compare a report (--report FILE) or this machine (--host) instead"
+    build = f"build it with `{param('lock', command='build')} {lock_path}`"
+    other = f"or compare a report ({param('report')} FILE) or this machine ({param('host')}) instead"
     record = buildstate.load(locked.inputs_hash, "docker")
     if record is not None:
         client = connect()
@@ -184,9 +184,9 @@ def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> Loc
     if image_id is not None:
         raise UsageError(
             f"the image of {lock_path} ({image_id[:19]}…) was built with podman; `verify` probes "
-            "images through Docker, as `probe --image` does",
-            hint=f"build it with Docker too (`envpin build --lock {lock_path} --engine docker`; the "
-            f"lock does not change), {other}",
+            f"images through Docker, as `{param('image', command='probe')}` does",
+            hint=f"build it with Docker too (`{param('engine', command='build')} docker` with that lock; it does not "
+            f"change), {other}",
         )
     raise UsageError(
         f"no image of {lock_path} was built on this machine (no build record for its inputs "

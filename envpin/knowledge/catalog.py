@@ -40,18 +40,12 @@ from pathlib import Path
 
 from envpin.errors import CatalogError, UsageError, param
 from envpin.knowledge import catalogcheck, notices, trust
-from envpin.knowledge.catalogcheck import FIRST_RELEASE as FIRST_RELEASE  # the schema's constants, kept here too
-from envpin.knowledge.catalogcheck import KINDS as KINDS
-from envpin.knowledge.catalogcheck import LAST_RELEASE as LAST_RELEASE
-from envpin.knowledge.catalogcheck import SCHEMA_VERSION as SCHEMA_VERSION
-from envpin.knowledge.catalogcheck import SOURCE_KINDS as SOURCE_KINDS
-from envpin.knowledge.catalogcheck import TF_SPLIT_RELEASE as TF_SPLIT_RELEASE
 from envpin.knowledge.catalogcheck import checked_record_path, shipped_catalog_path
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
-from envpin.knowledge.versions import NGCSpec, TFSpec, release_index
+from envpin.knowledge.versions import release_index
 from envpin.portable import ngc
-from envpin.portable.versions import SpecError, parse_ngc_spec
+from envpin.portable.versions import NGCSpec, SpecError, TFSpec, parse_ngc_spec
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
@@ -161,7 +155,8 @@ class Entry(Value):
 
     @property
     def tf_version(self) -> str | None:
-        return self.facts["tf_version"].value
+        value = self.facts["tf_version"].value
+        return value if isinstance(value, str) else None
 
     def source_url(self, name: str) -> str | None:
         """Where the value came from: a written source's URL, or REPOSITORY@DIGEST for an image-declared one."""
@@ -210,8 +205,9 @@ class Entry(Value):
                 prov["conflicts"] = [{"value": v, **self._cited(sid)} for v, sid in fact.conflicts]
             provenance[name] = prov
         if self.stated_digest is not None and not (self.verified or {}).get("digest"):
+            stated = self.stated_digest.source
             provenance["digest"] = {
-                "source": self.sources[self.stated_digest.source]["url"],
+                "source": self.sources[stated]["url"] if stated is not None else None,
                 "kind": self.stated_digest.kind,
             }
         for name, fact in self.outranked.items():
@@ -355,7 +351,7 @@ class Catalog:
         """A known release's spec picks among that release alone; anything else, and every error, the whole."""
         with contextlib.suppress(SpecError):
             release = None if spec is None else (parse_ngc_spec(spec) if isinstance(spec, str) else spec).release
-            if release in self.data["releases"]:
+            if release is not None and release in self.data["releases"]:
                 return ngc.Selector(self._release(release), self.missing).select(spec, tf, flavor, single)
         return self._selector.select(spec, tf, flavor, single)
 
@@ -424,7 +420,7 @@ def load(path: str | None = None, *, cache: bool = True) -> Catalog:
         # Keyed on the path and its stat, so a file rewritten in place (catalog sync --write) is read again.
         cat = _load_file(str(p), st.st_mtime_ns, st.st_size, not path and not override)
     except CatalogError as exc:
-        if bad_hint and not exc.hint:
+        if bad_hint:  # the variable that names the file says more than the schema's hint
             raise CatalogError(exc.message, hint=bad_hint) from exc
         raise
     if not cache:

@@ -1,5 +1,8 @@
-"""The catalog's fields and the shape of an image object (what `catalog sync` read from an image config),
-defined once for the catalog file and the user's image-facts cache, which both hold image objects."""
+"""The catalog's fields and the check of an image object (what `catalog sync` read from an image config),
+defined once for the catalog file and the user's image-facts cache, which both hold image objects. The names
+here are the schema's too: catalog.schema.json lists them as a fact's fields (driver_compat a list, every other
+one a string) and, with the facts release notes do not carry (cuda_min from NVIDIA_REQUIRE_CUDA, build_id,
+nvidia_tensorflow_version), as what an image object may declare (tests/unit/test_schemas.py)."""
 
 from __future__ import annotations
 
@@ -28,11 +31,6 @@ FIELDS = (
     "driver_compat",
     "compute_capability_min",
 )
-LIST_FIELDS = frozenset({"driver_compat"})
-_IMAGE_KEYS = {"digest", "created", "registry", "declared", "source"}
-#: What `envpin catalog sync` may record under a flavor's image.declared: catalog fields plus facts the
-#: release notes do not carry (minimum CUDA from NVIDIA_REQUIRE_CUDA, NVIDIA_BUILD_ID, NVIDIA_TENSORFLOW_VERSION).
-DECLARED_KEYS = frozenset(FIELDS) | {"cuda_min", "build_id", "nvidia_tensorflow_version"}
 IMAGE_SOURCE = "image config"
 
 
@@ -50,35 +48,21 @@ def is_repository_name(text: object) -> bool:
 
 
 def image_problems(image: Any) -> Iterator[str]:
-    """What `catalog sync` recorded from the image config: digest, created, registry, declared, source."""
-    if not isinstance(image, dict) or set(image) != _IMAGE_KEYS:
-        got = sorted(image) if isinstance(image, dict) else type(image).__name__
-        yield f"must be an object with exactly {sorted(_IMAGE_KEYS)}, got {got}"
-        return
-    if not is_digest(image["digest"]):  # the same grammar the registry client accepts
-        yield f"digest {image['digest']!r} is not sha256:<64 hex digits> or sha512:<128 hex digits>"
-    if image["created"] is not None and (not isinstance(image["created"], str) or not image["created"]):
-        yield "created must be a non-empty string or null"
-    if not isinstance(image["registry"], str) or not image["registry"]:
-        yield "registry must be a non-empty string (the repository the image was read from)"
-    elif not is_repository_name(image["registry"]):
+    """What is wrong with an image object (what `catalog sync` recorded from an image config, in the catalog
+    file or the image-facts cache): its shape (catalog.schema.json's image), then its references."""
+    from envpin.knowledge import schema
+
+    shape = list(schema.problems(image, "catalog", "#/$defs/image"))
+    yield from shape or reference_problems(image)
+
+
+def reference_problems(image: dict[str, Any]) -> Iterator[str]:
+    """The digest and the repository of an image object of the schema's shape, in the grammar the registry
+    client accepts (envpin.portable.imageref), which a schema pattern would only copy."""
+    if not is_digest(image["digest"]):
+        yield f"digest: {shown(image['digest'])!r} is not sha256:<64 hex digits> or sha512:<128 hex digits>"
+    if not is_repository_name(image["registry"]):
         yield (
-            f"registry {shown(image['registry'])!r} is not a repository name "
+            f"registry: {shown(image['registry'])!r} is not a repository name "
             "(HOST[:PORT]/PATH, e.g. nvcr.io/nvidia/tensorflow)"
         )
-    if image["source"] != IMAGE_SOURCE:
-        yield f"source must be {IMAGE_SOURCE!r}, got {image['source']!r}"
-    declared = image["declared"]
-    if not isinstance(declared, dict):
-        yield "declared must be an object"
-        return
-    unknown = set(declared) - DECLARED_KEYS
-    if unknown:
-        yield f"declared holds unknown keys {sorted(unknown)}"
-    for key in sorted(set(declared) & DECLARED_KEYS):
-        value = declared[key]
-        if key in LIST_FIELDS:
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                yield f"declared.{key} must be a list of strings"
-        elif not isinstance(value, str) or not value:
-            yield f"declared.{key} must be a non-empty string"

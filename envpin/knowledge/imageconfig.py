@@ -20,8 +20,11 @@ class CatalogEntry(Protocol):
     """What compare() reads of a catalog entry (envpin.knowledge.catalog.Entry): this module stays free of
     the catalog, so the catalog's own rules (envpin.knowledge.trust) can use the comparisons below."""
 
-    tag: str
-    verified: dict[str, Any] | None
+    @property
+    def tag(self) -> str: ...
+
+    @property
+    def verified(self) -> dict[str, Any] | None: ...
 
     def written_value(self, name: str) -> Any: ...
 

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import RegistryError, UsageError, shown
+from envpin.errors import RegistryError, UsageError, param, shown
 from envpin.files.write import atomic_write
 from envpin.knowledge import catalog, facts
-from envpin.knowledge.catalog import IMAGE_SOURCE, Catalog, Entry
+from envpin.knowledge.catalog import Catalog, Entry
+from envpin.knowledge.fields import IMAGE_SOURCE
 from envpin.knowledge.imageconfig import (
     AGREES,
     DISAGREES,
@@ -60,16 +61,18 @@ def repository_for(registry: str, upstream: str) -> str:
         scheme = m.group(1).lower()
         text = text[m.end() :]
         if scheme not in ("http", "https"):
-            raise UsageError(f"--registry '{registry}': scheme {scheme}:// is not supported", hint="use https://HOST")
+            raise UsageError(
+                f"{param('registry')} '{registry}': scheme {scheme}:// is not supported", hint="use https://HOST"
+            )
     host, _, path = text.partition("/")
     if not is_registry_host(host):
         raise UsageError(
-            f"--registry '{registry}' does not start with a registry host",
+            f"{param('registry')} '{registry}' does not start with a registry host",
             hint="give HOST[:PORT][/PREFIX] with a dot or a port in HOST, e.g. nvcr.io or 127.0.0.1:5000/mirror",
         )
     if path and not is_repository_path(path):
         raise UsageError(
-            f"--registry '{registry}': '{path}' is not a repository path",
+            f"{param('registry')} '{registry}': '{path}' is not a repository path",
             hint="repository paths are lower-case letters, digits, '.', '_', '-' and '/'",
         )
     up_path = upstream.split("/", 1)[1]
@@ -82,12 +85,12 @@ def repository_for(registry: str, upstream: str) -> str:
     plain = is_loopback(host)
     if scheme == "http" and not plain:
         raise UsageError(
-            f"--registry '{registry}': plain HTTP is used only for loopback registries",
+            f"{param('registry')} '{registry}': plain HTTP is used only for loopback registries",
             hint=f"use https://{host}",
         )
     if scheme == "https" and plain:
         raise UsageError(
-            f"--registry '{registry}': loopback registries are reached over plain HTTP",
+            f"{param('registry')} '{registry}': loopback registries are reached over plain HTTP",
             hint=f"use http://{text}",
         )
     return f"{host}/{repo}"
@@ -103,7 +106,7 @@ def registry_client(ca_bundle: Path | None) -> RegistryClient:
     if ca_bundle is None:
         return RegistryClient()
     if not ca_bundle.is_file():
-        raise UsageError(f"CA bundle {ca_bundle} does not exist", hint="give a PEM file with --ca-bundle")
+        raise UsageError(f"CA bundle {ca_bundle} does not exist", hint=f"give a PEM file with {param('ca_bundle')}")
     try:
         return RegistryClient(ca_file=str(ca_bundle))
     except (OSError, ssl.SSLError) as exc:
@@ -206,18 +209,19 @@ def select_entries(cat: Catalog, releases: Sequence[str]) -> list[Entry]:
         for item in (x.strip() for x in text.split(",") if x.strip()):
             if names_stock_tag(item):
                 raise UsageError(
-                    f"--release {shown(item)} is a stock TensorFlow GPU image; catalog sync reads NGC "
+                    f"{param('releases')} {shown(item)} is a stock TensorFlow GPU image; catalog sync reads NGC "
                     "tags from nvcr.io/nvidia/tensorflow or a mirror of it",
-                    hint=f"envpin catalog show {shown(item)} gives its sources; `envpin probe --image "
+                    hint=f"envpin catalog show {shown(item)} gives its sources; `{param('image', command='probe')} "
                     "IMAGE` reads what the image itself holds",
                 )
             try:
                 parse_ngc_spec(item)
-            except SpecError as exc:  # its shape hint speaks of --ngc: this option is --release
+            except SpecError as exc:  # its shape hint speaks of the `ngc` parameter: this one is `releases`
                 shape = exc.message.endswith("is not an NGC TensorFlow release")
+                given = param("releases")
                 raise UsageError(
                     exc.message,
-                    hint="give YY.MM or a tag, e.g. --release 20.02 or --release 20.02-tf2-py3" if shape else exc.hint,
+                    hint=f"give YY.MM or a tag, e.g. {given} 20.02 or {given} 20.02-tf2-py3" if shape else exc.hint,
                 ) from None
             # No notices: sync compares every value itself, and what it reads may replace what they are about.
             chosen.update((e.tag, e) for e in cat.select(item, notify=False))
@@ -237,7 +241,8 @@ class ImageRead(Value):
 
     @property
     def declared(self) -> dict[str, Any]:
-        return self.image["declared"]
+        declared: dict[str, Any] = self.image["declared"]
+        return declared
 
 
 def read_image(client: RegistryClient, ref: str) -> ImageRead:
@@ -331,7 +336,7 @@ def sync_catalog(
     if results and all(r.missing is not None for r in results):
         raise RegistryError(
             f"{repository} holds none of the {len(results)} selected tags (first: {results[0].missing})",
-            hint="check --registry: the tags must be at HOST[/PREFIX]/nvidia/tensorflow:TAG",
+            hint=f"check {param('registry')}: the tags must be at HOST[/PREFIX]/nvidia/tensorflow:TAG",
         )
     images = read_images(results)
     # As every command sees the catalog once what was read here is kept (the cache's rule, not --write's).

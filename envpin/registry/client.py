@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envpin.errors import RegistryError, shown
+from envpin.errors import RegistryError, param, shown
 from envpin.files.read import parse_json
 from envpin.portable import imageref
 from envpin.portable.imageref import ImageRef
@@ -285,11 +285,12 @@ class RegistryClient:
         if isinstance(reason, ssl.SSLCertVerificationError):
             return RegistryError(
                 f"{ref.api_host}'s TLS certificate is not trusted: {reason.verify_message}",
-                hint="give the CA that signed it with --ca-bundle CA.pem (a private registry or an intercepting proxy)",
+                hint=f"give the CA that signed it with {param('ca_bundle')} CA.pem (a private registry or an "
+                "intercepting proxy)",
             )
         return RegistryError(
             f"registry {ref.api_host} is unreachable: {shown(reason, 200)}",
-            hint="check the network or proxy, or build from a reachable mirror with --base-image",
+            hint=f"check the network or proxy, or build from a reachable mirror with {param('base_image')}",
         )
 
     @staticmethod

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from envpin.errors import RegistryError, shown
 from envpin.files.read import parse_json, read_regular
@@ -74,7 +75,7 @@ def _same_server(key: str, registry: str) -> bool:
     return host == registry
 
 
-def load_config(path: Path | None = None) -> dict:
+def load_config(path: Path | None = None) -> dict[str, Any]:
     """The parsed config.json, {} when there is none; a broken one is an error that names the file."""
     path = path or config_dir() / "config.json"
     try:
@@ -92,7 +93,7 @@ def load_config(path: Path | None = None) -> dict:
     return data
 
 
-def lookup(registry: str, config: dict | None = None) -> Credentials | None:
+def lookup(registry: str, config: dict[str, Any] | None = None) -> Credentials | None:
     """The credentials docker would send to `registry` (canonical name, 'docker.io' for the Hub), or None."""
     data = load_config() if config is None else config
     key = server_key(registry)
@@ -113,7 +114,7 @@ def lookup(registry: str, config: dict | None = None) -> Credentials | None:
     return _from_entry(entry, registry) if isinstance(entry, dict) else None
 
 
-def _from_entry(entry: dict, registry: str) -> Credentials | None:
+def _from_entry(entry: dict[str, Any], registry: str) -> Credentials | None:
     token = entry.get("identitytoken")
     user, password = entry.get("username"), entry.get("password")
     encoded = entry.get("auth")

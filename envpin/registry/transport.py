@@ -155,7 +155,7 @@ def _watched(base: type[http.client.HTTPConnection], watch: _Watch) -> Callable[
         def connect(
             address: tuple[str, int], timeout: float | None = None, source_address: tuple[str, int] | None = None
         ) -> socket.socket:
-            sock = create(address, watch.timeout(), source_address)
+            sock: socket.socket = create(address, watch.timeout(), source_address)
             watch.adopt(sock)
             return sock
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from envpin.errors import ReportError, shown
 from envpin.files.read import parse_json, read_regular
-from envpin.probe import PROBE_SCHEMA, fields
+from envpin.probe import fields
+from envpin.probe.report import PROBE_SCHEMA
 from envpin.record import Value
 
 _ORDER = {fields.BREAKING: 0, fields.RISK: 1, fields.INFO: 2}
@@ -46,7 +47,8 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"cannot read report {p}: {exc.strerror or exc}") from None
     data = parse_json(text, f"report {p}", ReportError, hint="write it again with `envpin probe`")
     check_report(data, str(p))
-    return data
+    report: dict[str, Any] = data  # check_report: an object
+    return report
 
 
 def check_report(data: Any, name: str = "report") -> None:

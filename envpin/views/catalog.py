@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from envpin.errors import param
 from envpin.views.console import Plain, say, width_of
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -36,7 +37,7 @@ def graded(fact: Fact) -> str:
 def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -> str | None:
     """One line naming every value (of `names`) that rests on a grade below NVIDIA's own text (for a stock
     image: below TensorFlow's and NVIDIA's own text), or None."""
-    from envpin.knowledge.catalog import FIELDS
+    from envpin.knowledge.fields import FIELDS
     from envpin.knowledge.trust import MIRROR_KIND
 
     wanted = tuple(FIELDS if names is None else names)
@@ -79,7 +80,7 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
 
 def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
     """Stock images: weak values among `wanted`; with "digest" in `wanted`, a stated digest on a weak grade."""
-    from envpin.knowledge.catalog import FIELDS
+    from envpin.knowledge.fields import FIELDS
 
     parts = []
     for e in entries:
@@ -93,11 +94,11 @@ def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:
         return None
     return (
         f"notice: below TensorFlow's and NVIDIA's own text: {'; '.join(parts)} (docs/catalog-sources.md); "
-        "confirm in the image itself (`envpin probe --image IMAGE`)"
+        f"confirm in the image itself (`{param('image', command='probe')} IMAGE`)"
     )
 
 
-def notice(entries: Iterable[Entry], console: Console, names: Iterable[str] | None = None) -> None:
+def notice(entries: Iterable[Entry], console: Console | Plain, names: Iterable[str] | None = None) -> None:
     """The grade notice on `console` (stderr), when there is one (a line per kind of base)."""
     text = grade_notice(entries, names)
     for line in (text or "").splitlines():
@@ -156,7 +157,7 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
     say(
         console,
         f"{images}; `envpin catalog show YY.MM` for sources and unknowns; "
-        "`envpin catalog --stock` for Docker Hub's stock TensorFlow GPU images",
+        f"`{param('stock', command='catalog')}` for Docker Hub's stock TensorFlow GPU images",
     )
     weak = sum(len(e.weak(_SHORT)) for e in entries)
     if weak:
@@ -229,7 +230,7 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
     agree and sources that disagree; with `note` (stderr), one notice line when a value rests on a weak grade."""
     from rich.table import Table
 
-    from envpin.knowledge.catalog import FIELDS
+    from envpin.knowledge.fields import FIELDS
 
     for e in entries:
         t = Table(title=f"{e.image}", show_lines=False)
@@ -254,9 +255,10 @@ def detail(entries: list[Entry], console: Console, note: Console | None = None) 
             say(console, f"  published: {e.sources[sid]['url']} uses {e.image}")
         if e.stated_digest is not None:
             d = e.stated_digest
+            where = e.sources[d.source]["url"] if d.source is not None else "no source"
             say(
                 console,
-                f"  digest: {d.value} ({d.kind} evidence, {e.sources[d.source]['url']}); "
+                f"  digest: {d.value} ({d.kind} evidence, {where}); "
                 "render pins it, build checks it against the registry",
             )
         for name, old in sorted(e.outranked.items()):
@@ -315,13 +317,13 @@ def sync_report(result: SyncResult, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from envpin.knowledge import sync
+    from envpin.knowledge.imageconfig import AGREES, DISAGREES, FILLED, MORE_PRECISE
 
     style = {
-        sync.AGREES: "green",
-        sync.MORE_PRECISE: "cyan",
-        sync.FILLED: "yellow",
-        sync.DISAGREES: "bold red",
+        AGREES: "green",
+        MORE_PRECISE: "cyan",
+        FILLED: "yellow",
+        DISAGREES: "bold red",
         "missing": "magenta",
     }
     t = Table(title=f"catalog sync: {result.repository} vs {result.catalog}")
@@ -331,7 +333,7 @@ def sync_report(result: SyncResult, console: Console) -> None:
         if tag.missing is not None:
             t.add_row(tag.entry.tag, "—", "", "not in the registry", "", Text("missing", style=style["missing"]))
             continue
-        shown = [c for c in tag.comparisons if c.status != sync.AGREES]
+        shown = [c for c in tag.comparisons if c.status != AGREES]
         agreeing = len(tag.comparisons) - len(shown)
         for c in shown:
             t.add_row(
@@ -344,7 +346,7 @@ def sync_report(result: SyncResult, console: Console) -> None:
                 "",
                 "",
                 "",
-                Text(sync.AGREES, style=style[sync.AGREES]),
+                Text(AGREES, style=style[AGREES]),
             )
     console.print(t)
     coverage(result, console)
@@ -358,7 +360,7 @@ def coverage(result: SyncResult, console: Console) -> None:
     """Values per kind of evidence over the whole catalog, before and after what this sync read."""
     from rich.table import Table
 
-    from envpin.knowledge.catalog import KINDS
+    from envpin.knowledge.catalogcheck import KINDS
 
     before, after = result.coverage_before, result.coverage_after
     t = Table(title="catalog coverage (values over all tags)")
@@ -372,12 +374,12 @@ def coverage(result: SyncResult, console: Console) -> None:
 
 
 def sync_summary(result: SyncResult) -> str:
-    from envpin.knowledge import sync
+    from envpin.knowledge.imageconfig import AGREES, DISAGREES, FILLED, MORE_PRECISE
 
     n = result.counts()
     line = (
-        f"{n['read']} of {n['tags']} tags read ({n['missing']} missing): {n[sync.DISAGREES]} disagree, "
-        f"{n[sync.FILLED]} filled, {n[sync.MORE_PRECISE]} more precise, {n[sync.AGREES]} agree"
+        f"{n['read']} of {n['tags']} tags read ({n['missing']} missing): {n[DISAGREES]} disagree, "
+        f"{n[FILLED]} filled, {n[MORE_PRECISE]} more precise, {n[AGREES]} agree"
     )
     if result.written:
         line += f"; wrote {result.written} (use it with ENVPIN_CATALOG={result.written})"

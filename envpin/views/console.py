@@ -135,7 +135,7 @@ def notes() -> Console | Plain:
     return Plain(True, settings["quiet"]) if plain_possible() else err()
 
 
-def say(console: Console, text: str) -> None:
+def say(console: Console | Plain, text: str) -> None:
     """One plain line: no markup, no highlighting, no wrapping (messages quote user input)."""
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 

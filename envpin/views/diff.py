@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from envpin.errors import param
 from envpin.views.console import print_json, say
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def cell(value: str | None) -> str:
         return ABSENT
     if len(value) <= MAX_CELL:
         return value
-    return f"{value[:MAX_CELL]}… ({len(value):,} characters; --json shows the whole value)"
+    return f"{value[:MAX_CELL]}… ({len(value):,} characters; {param('as_json')} shows the whole value)"
 
 
 def lines(diffs: list[Difference], a_label: str, b_label: str) -> str:

@@ -25,14 +25,15 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
     Plain console (no terminal) without loading rich where envpin.views.plaintable lays the table out (the same
     bytes as rich's), else through rich."""
     heading = f"{tag}: TensorFlow {r.tf_version} → recipe {r.id}"
+    parts = r.records
     rows = []
-    for e in r.env:
-        unverified = f"; unverified {e['unverified']}" if "unverified" in e else ""
-        rows.append([e["name"], e["value"], f"{e['why']}{unverified} ({r.source_url(e['source'])})"])
-    for u in r.unset:
-        rows.append([u["name"], "must NOT be set", f"{u['why']} ({r.source_url(u['source'])})"])
-    for u in r.no_effect:
-        rows.append([u["name"], f"no effect: use {u['instead']}", f"{u['why']} ({r.source_url(u['source'])})"])
+    for e in parts.env:
+        unverified = f"; unverified {e.unverified}" if e.unverified is not None else ""
+        rows.append([e.name, e.value or "", f"{e.why}{unverified} ({r.source_url(e.source)})"])
+    for u in parts.unset:
+        rows.append([u.name, "must NOT be set", f"{u.why} ({r.source_url(u.source)})"])
+    for u in parts.no_effect:
+        rows.append([u.name, f"no effect: use {u.instead}", f"{u.why} ({r.source_url(u.source)})"])
     headers = ["variable", "value", "why (source)"]
     table = None
     if isinstance(console, Plain):
@@ -41,8 +42,6 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         width = width_of(console.file)
         if width is not None and _plain_heading(heading, width):
             table = plaintable.render("environment", headers, rows, width, first_no_wrap=False, fold=frozenset({2}))
-        if table is None:
-            console = console.rich()
     if table is not None:
         console.print(heading)
         say(console, r.summary)
@@ -52,6 +51,7 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         from rich.markup import escape
         from rich.table import Table
 
+        console = console.rich() if isinstance(console, Plain) else console
         console.print(f"[bold]{escape(tag)}[/]: TensorFlow {escape(r.tf_version)} → recipe [bold]{escape(r.id)}[/]")
         say(console, r.summary)
         t = Table(title="environment")
@@ -61,32 +61,31 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         for row in rows:
             t.add_row(*row)
         console.print(t)
-    say(console, "Python steps: " + ", ".join(s["step"] for s in r.steps))
-    for s in r.steps:
-        if s["step"] == "keras3_no_auto_xla":  # the one step that asks something of the model code itself
-            say(console, f"Keras 3 step: {s['why']} ({r.source_url(s['source'])})")
-    for x in r.raises:
-        where = "on GPUs" if x["devices"] == "gpu" else "on every device"
-        unverified = f"; unverified: {x['unverified']}" if "unverified" in x else ""
+    say(console, "Python steps: " + ", ".join(s.step for s in parts.steps))
+    for s in parts.steps:
+        if s.step == "keras3_no_auto_xla":  # the one step that asks something of the model code itself
+            say(console, f"Keras 3 step: {s.why} ({r.source_url(s.source)})")
+    for x in parts.raises:
+        where = "on GPUs" if x.devices == "gpu" else "on every device"
+        unverified = f"; unverified: {x.unverified}" if x.unverified is not None else ""
         say(
             console,
-            f"raises under determinism {where}: {x['op']}: {x['exception']}: {x['message']} "
-            f"({r.source_url(x['source'])}{unverified})",
+            f"raises under determinism {where}: {x.op}: {x.exception}: {x.message} "
+            f"({r.source_url(x.source)}{unverified})",
         )
-    for x in r.silent:
-        where = "on GPUs" if x["devices"] == "gpu" else "on every device"
-        unverified = f"; unverified: {x['unverified']}" if "unverified" in x else ""
+    for x in parts.silent:
+        where = "on GPUs" if x.devices == "gpu" else "on every device"
+        unverified = f"; unverified: {x.unverified}" if x.unverified is not None else ""
         say(
             console,
-            f"stays nondeterministic {where}, no exception: {x['op']}: {x['why']} "
-            f"({r.source_url(x['source'])}{unverified})",
+            f"stays nondeterministic {where}, no exception: {x.op}: {x.why} ({r.source_url(x.source)}{unverified})",
         )
-    for c in r.caveats:
-        say(console, f"caveat: {c['text']}")
-    for o in r.ngc_overrides:
-        say(console, f"NGC differs from stock TensorFlow here: {o['op']}: {o['why']} ({r.source_url(o['source'])})")
-    for a in r.advice:
-        say(console, f"common advice that is wrong here: {a['text']} (see {HOMEPAGE}/blob/main/{a['doc']})")
+    for c in parts.caveats:
+        say(console, f"caveat: {c.text}")
+    for o in parts.ngc_overrides:
+        say(console, f"NGC differs from stock TensorFlow here: {o.op}: {o.why} ({r.source_url(o.source)})")
+    for a in parts.advice:
+        say(console, f"common advice that is wrong here: {a.text} (see {HOMEPAGE}/blob/main/{a.doc})")
 
 
 def _plain_heading(text: str, width: int) -> bool:

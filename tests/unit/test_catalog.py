@@ -8,7 +8,8 @@ import json
 import pytest
 
 from envpin.errors import CatalogError, UsageError
-from envpin.knowledge import catalog, recipes
+from envpin.knowledge import catalog, catalogcheck, recipes
+from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.knowledge.versions import parse_ngc_spec, parse_tf_spec, release_index
 
 
@@ -80,8 +81,8 @@ def test_each_fact_stored_once() -> None:
         (lambda d: d["releases"]["20.02"]["fields"].__setitem__("cuda", {"value": None}), "null without a reason"),
         (lambda d: d["releases"]["20.03"]["fields"]["cuda"].__setitem__("source", "nowhere"), "not a known source"),
         (lambda d: d["missing_months"].pop("20.04"), "20.04 is neither a release nor a known missing month"),
-        (lambda d: d.__setitem__("schema", 1), "schema 1"),
-        (lambda d: d["sources"]["rn-20.03"].__setitem__("kind", "blog"), "kind .blog. is not one of"),
+        (lambda d: d.__setitem__("schema", 1), "schema: must be 2, not 1"),
+        (lambda d: d["sources"]["rn-20.03"].__setitem__("kind", "blog"), "kind: .blog. is not one of"),
         (lambda d: d["sources"]["rn-20.03"].__setitem__("kind", "usage"), "backs no value"),
         (lambda d: d["releases"]["20.03"]["flavors"]["tf2"].__setitem__("tag", "20.03-tf2"), "should be"),
         (
@@ -168,22 +169,22 @@ def test_json_shape(cat: catalog.Catalog) -> None:
     for e in cat.entries():
         obj = e.to_json()
         assert required <= set(obj)
-        assert set(obj["provenance"]) == set(catalog.FIELDS)
+        assert set(obj["provenance"]) == set(FIELDS)
 
 
 def test_every_value_carries_its_kind_and_an_image_outranks_the_notes() -> None:
-    data = json.loads(catalog.shipped_catalog_path().read_text())
+    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
     cat = catalog.Catalog(copy.deepcopy(data), "shipped")
     e = next(x for x in cat.entries() if x.tag == "20.03-tf2-py3")
     assert e.facts["cuda"].kind == "notes" and e.facts["tf_version"].kind == "nvidia"
     assert all(f.kind is None for f in e.facts.values() if not f.known)
-    assert {f.kind for x in cat.entries() for f in x.facts.values() if f.known} <= set(catalog.KINDS)
+    assert {f.kind for x in cat.entries() for f in x.facts.values() if f.known} <= set(catalogcheck.KINDS)
     fl = data["releases"]["20.03"]["flavors"]["tf2"]
     fl["image"] = {
         "digest": "sha256:" + "b" * 64,
         "created": None,
         "registry": "127.0.0.1:5000/nvidia/tensorflow",
-        "source": catalog.IMAGE_SOURCE,
+        "source": IMAGE_SOURCE,
         "declared": {"tf_version": "2.1.0", "cuda": "10.2.90"},
     }
     e = next(x for x in catalog.Catalog(data, "synced").entries() if x.tag == "20.03-tf2-py3")
@@ -196,7 +197,7 @@ def test_every_value_carries_its_kind_and_an_image_outranks_the_notes() -> None:
 
 
 def test_sibling_notes_give_base_stack_fields_only() -> None:
-    data = json.loads(catalog.shipped_catalog_path().read_text())
+    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
     sibling = next(sid for sid, src in data["sources"].items() if src["kind"] == "sibling")
     data["releases"]["20.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {"value": "2.1", "source": sibling}
     with pytest.raises(CatalogError, match="base-stack fields only"):
@@ -307,7 +308,7 @@ def _tf2(d: dict, release: str) -> dict:  # type: ignore[type-arg]
         (lambda d: _tf2(d, "25.02")["tf_version"]["also"].append("nowhere"), "not a known source"),
         (
             lambda d: _tf2(d, "23.05")["tf_version"].__setitem__("conflicts", [{"value": "2.15.0"}]),
-            "exactly 'value' and 'source'",
+            r"tf_version.conflicts\[0\]: needs 'source'",
         ),
         (lambda d: _tf2(d, "24.07")["tf_version"]["conflicts"].pop(), "at least two different candidate values"),
         (
@@ -318,7 +319,7 @@ def _tf2(d: dict, release: str) -> dict:  # type: ignore[type-arg]
         (lambda d: d["sources"]["tufts-25.02"].__setitem__("url", "http://example.org/x"), "https:// address"),
         (
             lambda d: _tf2(d, "24.03").__setitem__("tf_version", {"value": "2.15", "source": "x", "grade": "jetson"}),
-            "must be an object",
+            "tf_version: unknown key 'grade'",
         ),
     ],
 )
@@ -329,9 +330,9 @@ def test_schema_checks_grades_also_and_conflicts(mutate, message: str) -> None: 
 
 def test_every_grade_is_a_schema_kind_and_ranks_below_nvidia() -> None:
     data = _with(lambda d: None)
-    assert {s["kind"] for s in data["sources"].values()} <= catalog.SOURCE_KINDS
-    assert catalog.KINDS.index("sibling") < min(catalog.KINDS.index(k) for k in catalog.WEAK_KINDS)
-    assert set(catalog.KIND_TEXT) == set(catalog.KINDS)
+    assert {s["kind"] for s in data["sources"].values()} <= catalogcheck.SOURCE_KINDS
+    assert catalogcheck.KINDS.index("sibling") < min(catalogcheck.KINDS.index(k) for k in catalog.WEAK_KINDS)
+    assert set(catalog.KIND_TEXT) == set(catalogcheck.KINDS)
     # A weak grade may back a value the schema accepts, and is ranked for conflicts like any other.
     data["releases"]["24.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {
         "value": "2.15.0",

@@ -13,11 +13,11 @@ from envpin.knowledge import catalog, catalogcheck
 
 
 def test_the_shipped_catalog_passes_the_full_check_and_is_the_one_recorded() -> None:
-    raw = catalog.shipped_catalog_path().read_bytes()
+    raw = catalogcheck.shipped_catalog_path().read_bytes()
     import json
 
     catalogcheck.validate(json.loads(raw), "the shipped catalog")
-    recorded = catalog.checked_record_path().read_text(encoding="ascii").strip()
+    recorded = catalogcheck.checked_record_path().read_text(encoding="ascii").strip()
     assert recorded == catalogcheck.digest(raw), (
         "envpin/data/catalog.json changed since it was recorded: "
         "run `.venv/bin/python -m envpin.knowledge.catalogcheck`"
@@ -52,7 +52,7 @@ def test_an_envpin_catalog_file_is_checked_in_full_even_when_identical(
     checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copy = tmp_path / "catalog.json"
-    shutil.copyfile(catalog.shipped_catalog_path(), copy)
+    shutil.copyfile(catalogcheck.shipped_catalog_path(), copy)
     monkeypatch.setenv(catalog.CATALOG_ENV, str(copy))
     catalog.load(cache=False)
     assert checks == [str(copy)]
@@ -65,7 +65,7 @@ def test_a_shipped_file_that_differs_from_the_record_is_checked_in_full(
     record.write_text("0" * 64 + "\n")
     monkeypatch.setattr(catalog, "checked_record_path", lambda: record)
     catalog.load(cache=False)
-    assert checks == [str(catalog.shipped_catalog_path())]
+    assert checks == [str(catalogcheck.shipped_catalog_path())]
 
 
 def test_a_missing_record_means_a_full_check(
@@ -88,11 +88,11 @@ def test_a_record_that_is_no_regular_small_file_means_a_full_check_never_a_wait(
     elif kind == "folder":
         record.mkdir()
     else:  # the right digest, then more: not the one-line record
-        digest = catalog.checked_record_path().read_text(encoding="ascii").strip()
+        digest = catalogcheck.checked_record_path().read_text(encoding="ascii").strip()
         record.write_text(digest + "\n" + " " * 4096)
     monkeypatch.setattr(catalog, "checked_record_path", lambda: record)
     catalog.load(cache=False)
-    assert checks == [str(catalog.shipped_catalog_path())]
+    assert checks == [str(catalogcheck.shipped_catalog_path())]
 
 
 def test_recording_refuses_an_invalid_file_and_writes_nothing(tmp_path: Path) -> None:

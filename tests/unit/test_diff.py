@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from envpin.probe import collect, fingerprint, fingerprint_fields
 from envpin.reports import diff
-from tests.conftest import run_envpin
+from tests.conftest import Result
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +20,23 @@ def report() -> dict[str, Any]:
     return collect()
 
 
-def _probe(tmp_path: Path, name: str, **env: str) -> Path:
-    """A real report from the real CLI in a separate process."""
+Cli = Callable[..., Result]
+
+
+def _probe(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, **env: str) -> Path:
+    """A real report from the CLI, run in this process with `env` set (the probe reads the environment as it
+    runs; tests/cli/test_diff.py compares two separate processes)."""
     path = tmp_path / name
-    base = {"OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1"}
-    res = run_envpin("probe", "-o", str(path), env={**base, **env})
+    for key, value in {"OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1", **env}.items():
+        monkeypatch.setenv(key, value)
+    res = cli("probe", "-o", str(path))
     assert res.code == 0, res.stderr
     assert res.stderr == "" and "fingerprint sha256:" in res.stdout  # the report went to a file
     return path
 
 
-def _diff_json(a: Path, b: Path) -> tuple[int, dict[str, Any]]:
-    res = run_envpin("diff", str(a), str(b), "--json")
+def _diff_json(cli: Cli, a: Path, b: Path) -> tuple[int, dict[str, Any]]:
+    res = cli("diff", str(a), str(b), "--json")
     assert res.code in (0, 1), res.stderr
     return res.code, json.loads(res.stdout)
 
@@ -39,44 +45,37 @@ def _breaking(doc: dict[str, Any]) -> list[str]:
     return [d["key"] for d in doc["differences"] if d["severity"] == "breaking"]
 
 
-def test_thread_count_difference_is_breaking(tmp_path: Path) -> None:
-    a = _probe(tmp_path, "a.json", OMP_NUM_THREADS="1")
-    b = _probe(tmp_path, "b.json", OMP_NUM_THREADS="8")
-    code, doc = _diff_json(a, b)
+def test_thread_count_difference_is_breaking(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    a = _probe(cli, monkeypatch, tmp_path, "a.json", OMP_NUM_THREADS="1")
+    b = _probe(cli, monkeypatch, tmp_path, "b.json", OMP_NUM_THREADS="8")
+    code, doc = _diff_json(cli, a, b)
     assert code == 1 and _breaking(doc) == ["env.OMP_NUM_THREADS"]
     assert doc["verdict"] == "1 breaking difference"
     assert doc["fingerprint"]["a"] != doc["fingerprint"]["b"]
     assert {d["severity"] for d in doc["differences"] if d["key"] != "env.OMP_NUM_THREADS"} <= {"info"}
 
 
-def test_onednn_setting_difference_is_breaking(tmp_path: Path) -> None:
-    a = _probe(tmp_path, "a.json", TF_ENABLE_ONEDNN_OPTS="0")
-    b = _probe(tmp_path, "b.json", TF_ENABLE_ONEDNN_OPTS="1")
-    code, doc = _diff_json(a, b)
+def test_onednn_setting_difference_is_breaking(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    a = _probe(cli, monkeypatch, tmp_path, "a.json", TF_ENABLE_ONEDNN_OPTS="0")
+    b = _probe(cli, monkeypatch, tmp_path, "b.json", TF_ENABLE_ONEDNN_OPTS="1")
+    code, doc = _diff_json(cli, a, b)
     assert code == 1 and _breaking(doc) == ["env.TF_ENABLE_ONEDNN_OPTS"]
 
 
-def test_hostname_only_difference_is_info(tmp_path: Path) -> None:
-    a = _probe(tmp_path, "a.json")
+def test_hostname_only_difference_is_info(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    a = _probe(cli, monkeypatch, tmp_path, "a.json")
     data = json.loads(a.read_text())
     data["host"]["hostname"]["value"] = "another-machine"
     b = tmp_path / "b.json"
     b.write_text(json.dumps(data))
-    code, doc = _diff_json(a, b)
+    code, doc = _diff_json(cli, a, b)
     assert code == 0
     assert [(d["key"], d["severity"]) for d in doc["differences"]] == [("host.hostname", "info")]
     assert doc["verdict"] == "identical except informational differences"
-    res = run_envpin("diff", str(a), str(b))
+    res = cli("diff", str(a), str(b))
     assert res.code == 0 and res.stderr == ""
     assert res.stdout.splitlines()[0] == "identical except informational differences"
     assert "host.hostname" in res.stdout
-
-
-def test_two_runs_of_one_environment_differ_only_in_volatile_fields(tmp_path: Path) -> None:
-    a, b = _probe(tmp_path, "a.json"), _probe(tmp_path, "b.json")
-    code, doc = _diff_json(a, b)
-    assert code == 0 and doc["counts"]["breaking"] == 0 and doc["counts"]["risk"] == 0
-    assert doc["fingerprint"]["a"] == doc["fingerprint"]["b"]
 
 
 def _with(report: dict[str, Any], section: str, name: str, value: Any) -> dict[str, Any]:
@@ -228,17 +227,19 @@ def test_many_differences_become_lines_and_long_values_are_shortened(cli, tmp_pa
     assert any(d["a"] == "x" * 5000 for d in whole["differences"])
 
 
-def test_a_recorded_fingerprint_that_is_not_its_fields_is_said_beside_identical(tmp_path: Path) -> None:
+def test_a_recorded_fingerprint_that_is_not_its_fields_is_said_beside_identical(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The fingerprints diff shows are those of the fields it compared, so an "identical" verdict never stands
     beside two different fingerprints; a report whose recorded fingerprint is not that of its fields (edited,
     or written by other fingerprint rules) is named in a note."""
-    a = _probe(tmp_path, "a.json")
+    a = _probe(cli, monkeypatch, tmp_path, "a.json")
     data = json.loads(a.read_text())
     real = data["fingerprint"]
     data["fingerprint"] = "sha256:" + "0" * 64
     b = tmp_path / "b.json"
     b.write_text(json.dumps(data))
-    code, doc = _diff_json(a, b)
+    code, doc = _diff_json(cli, a, b)
     note = (
         f"b.json records the fingerprint sha256:{'0' * 64}, but its fields' fingerprint is {real} (the "
         "report was edited, or written with other fingerprint rules)"
@@ -246,9 +247,9 @@ def test_a_recorded_fingerprint_that_is_not_its_fields_is_said_beside_identical(
     assert code == 0 and doc["verdict"] == "identical" and doc["differences"] == []
     assert doc["fingerprint"] == {"a": real, "b": real}
     assert doc["notes"] == [note]
-    res = run_envpin("diff", str(a), str(b))
+    res = cli("diff", str(a), str(b))
     assert res.code == 0 and res.stderr == ""
     assert res.stdout.splitlines() == ["identical", note]
     # Reports whose recorded fingerprints are their fields': no note.
-    code, doc = _diff_json(a, a)
+    code, doc = _diff_json(cli, a, a)
     assert code == 0 and doc["notes"] == [] and doc["fingerprint"] == {"a": real, "b": real}

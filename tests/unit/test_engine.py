@@ -52,9 +52,9 @@ def test_only_podman_is_bit_identical_and_reproducible() -> None:
     for member in REPRODUCIBLE_MEMBERS:
         assert _signature(getattr(podman, member)) == _signature(getattr(ReproducibleEngine, member))[1:], member
     assert require_bit_identical(podman) is podman
-    with pytest.raises(UsageError, match="--check rebuilds with podman") as refused:
+    with pytest.raises(UsageError, match="`check` rebuilds with podman") as refused:
         require_bit_identical(docker)
-    assert refused.value.hint.startswith("add --engine podman")
+    assert refused.value.hint.startswith("add `engine` podman")
 
 
 def test_the_registry_names_every_engine_once_in_auto_order() -> None:
@@ -128,7 +128,7 @@ def test_an_unknown_engine_is_a_usage_error(name: str) -> None:
     with pytest.raises(UsageError) as refused:
         resolve_engine(name, environ={})
     assert refused.value.message == f"unknown engine '{name}'"
-    assert refused.value.hint == "use --engine auto, docker or podman"
+    assert refused.value.hint == "use `engine` auto, docker or podman"
     with pytest.raises(UsageError, match="unknown engine 'rkt'"):
         resolve_engine(None, environ={"ENVPIN_ENGINE": "rkt"})
 
@@ -190,7 +190,7 @@ def test_auto_refuses_to_leave_the_lock_s_engine() -> None:
         "L records an image built with podman 4.3.1, and podman does not answer here: "
         "podman is not installed; auto does not switch engines for a built lock"
     )
-    assert refused.value.hint == "start it; or build with another engine on purpose: --engine docker"
+    assert refused.value.hint == "start it; or build with another engine on purpose: `engine` docker"
     docker_lock = engines.lock_engine(_lock(PINNED, None), "L")  # and vice versa
     with pytest.raises(
         EngineError,

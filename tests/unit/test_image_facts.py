@@ -16,7 +16,8 @@ from envpin.environment.plan import UnknownTF, make_plan, release_version, resol
 from envpin.environment.render import render
 from envpin.errors import UsageError
 from envpin.image import basecheck
-from envpin.knowledge import catalog, facts, imageconfig, sync
+from envpin.knowledge import catalog, catalogcheck, facts, imageconfig, sync
+from envpin.knowledge.fields import FIELDS
 from envpin.knowledge.sync import ImageRead
 from envpin.knowledge.versions import parse_tf_spec
 
@@ -115,7 +116,7 @@ def test_a_schema_1_cache_is_read_and_rewritten_as_schema_2() -> None:
         ),
         (
             json.dumps({"schema": 1, "image_repository": REPO, "tags": {"x": {"digest": "nope"}}}),
-            "tag x: must be",
+            "tag x: needs 'created', 'registry', 'declared', 'source'",
             False,
         ),
         (
@@ -222,7 +223,7 @@ def test_a_cache_with_no_catalog_tag_changes_nothing() -> None:
 def test_coverage_counts_values_per_kind() -> None:
     cat = catalog.load()
     before = sync.coverage_by_kind(cat)
-    assert sum(before.values()) == len(cat.entries()) * len(catalog.FIELDS)
+    assert sum(before.values()) == len(cat.entries()) * len(FIELDS)
     facts.save(REPO, {"23.10-tf2-py3": _image(tf_version="2.14.0")})
     after = sync.coverage_by_kind(catalog.load())
     assert after["image"] == before.get("image", 0) + 1 and after["unknown"] == before["unknown"] - 1
@@ -249,7 +250,7 @@ def test_unknown_tf_asks_unless_given() -> None:
     e = _entry("23.10-tf2-py3")
     with pytest.raises(UnknownTF) as info:
         resolve_tf(e, None)
-    assert info.value.entry is e and "--tf" in (info.value.hint or "")
+    assert info.value.entry is e and "`tf`" in (info.value.hint or "")
     with pytest.raises(UnknownTF):
         resolve_tf(e, parse_tf_spec("2"))  # a major alone does not choose a recipe
     assert resolve_tf(e, parse_tf_spec("2.14")) == ("2.14", "user")
@@ -271,7 +272,7 @@ def test_a_cached_tf_contradicting_the_catalog_is_refused_unless_chosen() -> Non
     e = _entry("20.02-tf2-py3")
     with pytest.raises(UsageError) as info:
         resolve_tf(e, None)
-    assert "2.1" in info.value.message and "2.2.0" in info.value.message and "--tf 2.2" in (info.value.hint or "")
+    assert "2.1" in info.value.message and "2.2.0" in info.value.message and "`tf` 2.2" in (info.value.hint or "")
     assert resolve_tf(e, parse_tf_spec("2.2")) == ("2.2.0", "image")
 
 
@@ -288,7 +289,7 @@ def test_a_plan_does_not_depend_on_one_users_cache() -> None:
 def test_a_digest_is_pinned_only_for_the_repository_it_was_read_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = json.loads(catalog.shipped_catalog_path().read_text())
+    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
     image = _image(registry="127.0.0.1:5000/mirror/nvidia/tensorflow", tf_version="2.1.0")
     data["releases"]["20.02"]["flavors"]["tf2"]["image"] = image
     path = tmp_path / "catalog.json"
@@ -366,11 +367,11 @@ def test_cross_check_refuses_another_tensorflow_minor_with_both_values() -> None
         basecheck.cross_check(plan, _read(TENSORFLOW_VERSION="1.15.2"))
     message = info.value.message
     assert "declares TensorFlow 1.15.2" in message and "TensorFlow 2.1 (from the catalog)" in message
-    assert "catalog sync --release 20.02-tf2-py3" in (info.value.hint or "")
+    assert "`releases` of catalog sync 20.02-tf2-py3" in (info.value.hint or "")
     user = make_plan(ngc="23.10-tf2-py3", tf="2.13")
     with pytest.raises(UsageError) as info:
         basecheck.cross_check(user, _read(TENSORFLOW_VERSION="2.14.0"))
-    assert info.value.hint == "pass --tf 2.14, the version the image holds"
+    assert info.value.hint == "pass `tf` 2.14, the version the image holds"
 
 
 def test_cross_check_warns_about_other_differences() -> None:

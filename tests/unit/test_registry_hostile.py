@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from envpin.errors import RegistryError
 from envpin.registry import transport
 from envpin.registry.client import Limits, RegistryClient
 from envpin.registry.logins import Credentials
-from tests.conftest import run_envpin
+from tests.conftest import Result
 from tests.hostile_registry import (
     INDEX,
     Answer,
@@ -370,8 +370,11 @@ def test_manifests_that_are_not_json_objects(reg: HostileRegistry, body: bytes) 
     assert _ref(reg) in err.message and "manifest" in err.message
 
 
-# -- end to end through the CLI ----------------------------------------------------------------------------------
-def _one_error(res, *needles: str) -> str:  # type: ignore[no-untyped-def]
+# -- end to end through the CLI (its entry point, in this process) -------------------------------------------------
+Cli = Callable[..., Result]
+
+
+def _one_error(res: Result, *needles: str) -> str:
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2, res.stderr
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
@@ -381,29 +384,24 @@ def _one_error(res, *needles: str) -> str:  # type: ignore[no-untyped-def]
     return lines[0]
 
 
-def test_catalog_sync_refuses_a_lying_registry_and_records_nothing(reg: HostileRegistry, tmp_path: Path) -> None:
+def test_catalog_sync_refuses_a_lying_registry_and_records_nothing(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, reg: HostileRegistry, tmp_path: Path
+) -> None:
     image = make_image({"TENSORFLOW_VERSION": "1.15.2"})
     lie = digest(b"not what was sent")
     for tag in ("20.02-tf1-py3", "20.02-tf2-py3"):
         reg.routes.update(image_routes(REPO, tag, image))
         reg.routes[f"{BASE}/manifests/{tag}"] = manifest_answer(image.manifest, header=lie)
     out, cache = tmp_path / "catalog.json", tmp_path / "cache"
-    res = run_envpin(
-        "catalog",
-        "sync",
-        "--registry",
-        f"http://{reg.host}",
-        "--release",
-        "20.02",
-        "--write",
-        str(out),
-        env={"XDG_CACHE_HOME": str(cache)},
-    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    res = cli("catalog", "sync", "--registry", f"http://{reg.host}", "--release", "20.02", "--write", str(out))
     _one_error(res, lie, digest(image.manifest), f"{reg.host}/{REPO}:20.02-tf1-py3")
     assert res.stdout == "" and not out.exists() and not any(cache.rglob("*"))
 
 
-def test_render_refuses_a_base_image_whose_config_does_not_match(reg: HostileRegistry, tmp_path: Path) -> None:
+def test_render_refuses_a_base_image_whose_config_does_not_match(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, reg: HostileRegistry, tmp_path: Path
+) -> None:
     """23.02-tf2-py3: the catalog does not know its TensorFlow, so render reads the base image's config."""
     tag = "23.02-tf2-py3"
     image = make_image({"TENSORFLOW_VERSION": "2.11.0", "NVIDIA_TENSORFLOW_VERSION": "23.02-tf2"})
@@ -411,16 +409,8 @@ def test_render_refuses_a_base_image_whose_config_does_not_match(reg: HostileReg
     forged = image.config.replace(b"2.11.0", b"2.99.0")
     reg.routes[f"{BASE}/blobs/{digest(image.config)}"] = Answer(200, forged)
     out = tmp_path / "env"
-    res = run_envpin(
-        "render",
-        "--ngc",
-        tag,
-        "--base-image",
-        f"{reg.host}/{REPO}:{tag}",
-        "--out",
-        str(out),
-        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    res = cli("render", "--ngc", tag, "--base-image", f"{reg.host}/{REPO}:{tag}", "--out", str(out))
     _one_error(res, digest(image.config), digest(forged))
     assert not out.exists() and not any((tmp_path / "cache").rglob("*"))
 
@@ -441,20 +431,14 @@ def test_a_compressed_body_is_refused_before_it_is_hashed(reg: HostileRegistry) 
     assert "encoded as 'gzip'" in err.message
 
 
-def test_render_refuses_a_base_image_config_of_the_wrong_shape(reg: HostileRegistry, tmp_path: Path) -> None:
+def test_render_refuses_a_base_image_config_of_the_wrong_shape(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, reg: HostileRegistry, tmp_path: Path
+) -> None:
     """23.02-tf2-py3: render reads the base image's config, whose Env is a string here."""
     tag = "23.02-tf2-py3"
     reg.routes.update(image_routes(REPO, tag, image_with_config({"config": {"Env": "TENSORFLOW_VERSION=2.11.0"}})))
     out = tmp_path / "env"
-    res = run_envpin(
-        "render",
-        "--ngc",
-        tag,
-        "--base-image",
-        f"{reg.host}/{REPO}:{tag}",
-        "--out",
-        str(out),
-        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    res = cli("render", "--ngc", tag, "--base-image", f"{reg.host}/{REPO}:{tag}", "--out", str(out))
     _one_error(res, "'config.Env' is not a list of strings")
     assert not out.exists()

@@ -63,9 +63,9 @@ def test_third_party_values_are_weak_and_a_weaker_conflict_is_kept() -> None:
 @pytest.mark.parametrize(
     "edit, problem",
     [
-        (lambda d: d["tags"]["2.19.0-gpu"].update(published=[]), "at least one public file that uses the tag"),
-        (lambda d: d["tags"]["2.19.0-gpu"].update(published=["tf-tested-gpu"]), "at least one public file"),
-        (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(value="sha256:1f16"), "sha256:<64 hex>"),
+        (lambda d: d["tags"]["2.19.0-gpu"].update(published=[]), "published: needs at least 1 item"),
+        (lambda d: d["tags"]["2.19.0-gpu"].update(published=["tf-tested-gpu"]), "must list public files that use"),
+        (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(value="sha256:1f16"), "must be sha256:<64 hex digits>"),
         (lambda d: d["tags"]["2.18.0-gpu"]["digest"].update(source="dondi01-dockerfile"), "not usage"),
         (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["tf_version"].update(value="2.19.1"), "the version the tag names"),
         (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["cuda"].update(source="dondi01-dockerfile"), "backs no value"),
@@ -74,7 +74,7 @@ def test_third_party_values_are_weak_and_a_weaker_conflict_is_kept() -> None:
             lambda d: d["tags"]["2.20.0-gpu"]["fields"]["python"].update(
                 conflicts=[{"value": "3.11", "source": "tf-tested-gpu"}]
             ),
-            "weaker source",
+            "is not weaker than the value's source",
         ),
         (lambda d: d["tags"].update({"2.20-gpu": d["tags"]["2.20.0-gpu"]}), "X.Y.Z-gpu"),
         (lambda d: d["sources"]["cuda-drivers"].update(kind="notes"), "is not one of"),
@@ -87,6 +87,26 @@ def test_schema_refuses(edit, problem: str) -> None:  # type: ignore[no-untyped-
     edit(data)
     with pytest.raises(CatalogError, match=re.escape(problem)):
         stock.validate(data)
+
+
+@pytest.mark.parametrize(
+    "edit, place",
+    [
+        (lambda d: d["tags"]["2.19.0-gpu"]["fields"]["cuda"].pop("source"), "tags['2.19.0-gpu'].fields.cuda: "),
+        (
+            lambda d: d["tags"]["2.20.0-gpu"]["fields"]["python"].update(conflicts=[{"value": "3.11"}]),
+            "tags['2.20.0-gpu'].fields.python.conflicts[0]: ",
+        ),
+    ],
+)
+def test_a_fact_without_its_source_is_one_catalog_error_naming_the_place(edit, place: str) -> None:  # type: ignore[no-untyped-def]
+    """The stock table's facts are checked by the catalog's own fact check: a missing source is a one-line
+    CatalogError that names the tag and the field, never a KeyError from a copy of that check."""
+    data = copy.deepcopy(_data())
+    edit(data)
+    with pytest.raises(CatalogError) as caught:
+        stock.validate(data)
+    assert "\n" not in caught.value.message and place in caught.value.message, caught.value.message
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
@@ -143,7 +163,7 @@ def test_select(spec: str | None, tf: str | None, tag: str) -> None:
         (
             "127.0.0.1:5000/tensorflow/tensorflow:2.20.0-gpu",
             None,
-            "--stock names the upstream tag, --base-image the copy",
+            "`stock` names the upstream tag, `base_image` the copy",
         ),
         (None, None, "needs a TensorFlow version"),
     ],
@@ -191,7 +211,7 @@ def test_plan_from_tf_alone_is_the_stock_image_with_the_stock_recipe() -> None:
 def test_ngc_plans_do_not_change() -> None:
     plan = make_plan(ngc="20.02", tf="2.1")
     assert "distribution" not in plan.to_dict() and plan.distribution == "ngc"
-    with pytest.raises(UsageError, match="give --ngc or --stock, not both"):
+    with pytest.raises(UsageError, match="give `ngc` or `stock`, not both"):
         make_plan(ngc="20.02", stock="2.20")
 
 

@@ -7,14 +7,17 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from envpin.errors import CatalogError, UsageError
-from envpin.knowledge import catalog, imageconfig, sync
-from tests.conftest import run_envpin
+from envpin.knowledge import catalog, catalogcheck, imageconfig, sync
+from tests.conftest import Result
+
+Cli = Callable[..., Result]
 
 REQUIRE_21_06 = (
     "cuda>=11.3 brand=tesla,driver>=418,driver<419 brand=tesla,driver>=440,driver<441 "
@@ -30,7 +33,7 @@ def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def shipped() -> dict[str, Any]:
-    return json.loads(catalog.shipped_catalog_path().read_text(encoding="utf-8"))
+    return json.loads(catalogcheck.shipped_catalog_path().read_text(encoding="utf-8"))
 
 
 def _entry(tag: str) -> catalog.Entry:
@@ -254,7 +257,7 @@ def test_release_selection() -> None:
 
 # -- the refreshed catalog file ------------------------------------------------------------------------------------
 def test_canonical_form_is_the_shipped_files_form(shipped: dict[str, Any]) -> None:
-    assert sync.dump_catalog(shipped) == catalog.shipped_catalog_path().read_bytes()
+    assert sync.dump_catalog(shipped) == catalogcheck.shipped_catalog_path().read_bytes()
 
 
 def test_refreshed_catalog_keeps_release_notes_and_validates(shipped: dict[str, Any]) -> None:
@@ -272,20 +275,21 @@ def test_refreshed_catalog_keeps_release_notes_and_validates(shipped: dict[str, 
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda i: i.pop("created"), "must be an object with exactly"),
-        (lambda i: i.__setitem__("extra", 1), "must be an object with exactly"),
-        (lambda i: i.__setitem__("digest", "sha256:abc"), "is not sha256:<64 hex digits>"),
-        (lambda i: i.__setitem__("digest", "md5:" + "0" * 32), "is not sha256:<64 hex digits>"),
-        (lambda i: i.__setitem__("digest", "sha256:zz/../../etc"), "is not sha256:<64 hex digits>"),
-        (lambda i: i.__setitem__("digest", "sha256:" + "A" * 64), "is not sha256:<64 hex digits>"),
-        (lambda i: i.__setitem__("digest", "sha512:" + "a" * 64), "or sha512:<128 hex digits>"),
-        (lambda i: i.__setitem__("source", "release notes"), "source must be 'image config'"),
-        (lambda i: i.__setitem__("registry", ""), "registry must be a non-empty string"),
-        (lambda i: i.__setitem__("created", 2020), "created must be a non-empty string or null"),
-        (lambda i: i.__setitem__("declared", ["cuda"]), "declared must be an object"),
-        (lambda i: i["declared"].__setitem__("cuda_version", "10.2"), "unknown keys \\['cuda_version'\\]"),
-        (lambda i: i["declared"].__setitem__("driver_compat", "418"), "declared.driver_compat must be a list"),
-        (lambda i: i["declared"].__setitem__("cuda", 10.2), "declared.cuda must be a non-empty string"),
+        (lambda i: i.pop("created"), "image: needs 'created'"),
+        (lambda i: i.__setitem__("extra", 1), "image: unknown key 'extra'"),
+        (lambda i: i.__setitem__("digest", "sha256:abc"), "image.digest: .* is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "md5:" + "0" * 32), "image.digest: .* is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "sha256:zz/../../etc"), "image.digest: .* is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "sha256:" + "A" * 64), "image.digest: .* is not sha256:<64 hex digits>"),
+        (lambda i: i.__setitem__("digest", "sha512:" + "a" * 64), "image.digest: .* or sha512:<128 hex digits>"),
+        (lambda i: i.__setitem__("source", "release notes"), 'image.source: must be "image config"'),
+        (lambda i: i.__setitem__("registry", ""), "image.registry: must not be empty"),
+        (lambda i: i.__setitem__("registry", "tensorflow"), "image.registry: 'tensorflow' is not a repository name"),
+        (lambda i: i.__setitem__("created", 2020), "image.created: must be a string or null"),
+        (lambda i: i.__setitem__("declared", ["cuda"]), "image.declared: must be an object"),
+        (lambda i: i["declared"].__setitem__("cuda_version", "10.2"), "image.declared: unknown key 'cuda_version'"),
+        (lambda i: i["declared"].__setitem__("driver_compat", "418"), "image.declared.driver_compat: must be a list"),
+        (lambda i: i["declared"].__setitem__("cuda", 10.2), "image.declared.cuda: must be a string"),
     ],
 )
 def test_schema_rejects_malformed_image(shipped: dict[str, Any], mutate, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -294,7 +298,7 @@ def test_schema_rejects_malformed_image(shipped: dict[str, Any], mutate, message
     good["releases"]["20.02"]["flavors"]["tf2"]["image"] = image
     catalog.validate(good)
     mutate(image)
-    with pytest.raises(CatalogError, match=f"20.02/tf2.image: .*{message}"):
+    with pytest.raises(CatalogError, match=f"releases\\['20.02'\\].flavors.tf2.{message}"):
         catalog.validate(good)
 
 
@@ -342,7 +346,8 @@ def test_a_bad_override_names_the_file(
     data["releases"]["20.03"]["flavors"]["tf2"]["image"] = {"digest": "latest"}
     bad.write_text(json.dumps(data), encoding="utf-8")
     monkeypatch.setenv(catalog.CATALOG_ENV, str(bad))
-    with pytest.raises(CatalogError, match=re.escape(f"{bad} is invalid: 20.03/tf2.image: must be an object")) as info:
+    problem = "releases['20.03'].flavors.tf2.image: needs 'created'"
+    with pytest.raises(CatalogError, match=re.escape(f"{bad} is invalid: {problem}")) as info:
         catalog.load()
     assert info.value.hint and catalog.CATALOG_ENV in info.value.hint
     bad.write_text("{not json", encoding="utf-8")
@@ -354,26 +359,30 @@ def test_a_bad_override_names_the_file(
     assert info.value.hint and catalog.CATALOG_ENV in info.value.hint
 
 
-def test_catalog_show_uses_the_override(tmp_path: Path, shipped: dict[str, Any]) -> None:
+def test_catalog_show_uses_the_override(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shipped: dict[str, Any]
+) -> None:
     path = tmp_path / "catalog.json"
     image = _write_override(path, shipped, cuda="10.2.89", cuda_min="10.2")
-    res = run_envpin("catalog", "show", "20.03", "--json", env={catalog.CATALOG_ENV: str(path)})
+    monkeypatch.setenv(catalog.CATALOG_ENV, str(path))
+    res = cli("catalog", "show", "20.03", "--json")
     assert res.code == 0, res.stderr
     by_tag = {e["tag"]: e for e in json.loads(res.stdout)}
     assert by_tag["20.03-tf2-py3"]["digest"] == image["digest"]
     assert by_tag["20.03-tf2-py3"]["verified_from_image"]["declared"] == {"cuda": "10.2.89", "cuda_min": "10.2"}
     assert by_tag["20.03-tf1-py3"]["digest"] is None and "verified_from_image" not in by_tag["20.03-tf1-py3"]
-    res = run_envpin("catalog", "show", "20.03-tf2-py3", env={catalog.CATALOG_ENV: str(path)})
+    res = cli("catalog", "show", "20.03-tf2-py3")
     assert res.code == 0 and f"verified from image: digest {image['digest']}" in res.stdout
 
 
-def test_cli_bad_override_is_one_line(tmp_path: Path) -> None:
+def test_cli_bad_override_is_one_line(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bad = tmp_path / "c.json"
     bad.write_text("[]", encoding="utf-8")
-    res = run_envpin("catalog", "show", "20.03", env={catalog.CATALOG_ENV: str(bad)})
+    monkeypatch.setenv(catalog.CATALOG_ENV, str(bad))
+    res = cli("catalog", "show", "20.03")
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2 and res.stdout == "" and "Traceback" not in res.stderr
-    assert lines[0] == f"error: {bad} is invalid: top level is not an object"
+    assert lines[0] == f"error: {bad} is invalid: must be an object"
     assert len(lines) == 2 and lines[1].startswith("hint: ENVPIN_CATALOG names this file")
 
 
@@ -385,9 +394,9 @@ def test_cli_bad_override_is_one_line(tmp_path: Path) -> None:
         (["--ca-bundle", "/nonexistent/ca.pem"], "CA bundle /nonexistent/ca.pem does not exist"),
     ],
 )
-def test_sync_bad_input_fails_before_the_network(args: list[str], message: str, tmp_path: Path) -> None:
+def test_sync_bad_input_fails_before_the_network(cli: Cli, args: list[str], message: str, tmp_path: Path) -> None:
     out = tmp_path / "catalog.json"
-    res = run_envpin("catalog", "sync", *args, "--write", str(out))
+    res = cli("catalog", "sync", *args, "--write", str(out))
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.code == 2 and res.stdout == "" and "Traceback" not in res.stderr
     assert lines[0].startswith("error: ") and message in lines[0] and len(lines) <= 2
