@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from envpin.errors import ReportError, shown
+from envpin.errors import ReportError, param, shown
 from envpin.files.read import parse_json, read_regular
 from envpin.probe import fields
 from envpin.probe.report import PROBE_SCHEMA
@@ -40,7 +40,9 @@ def load_report(path: str | Path) -> dict[str, Any]:
     try:
         text = read_regular(p).decode("utf-8")
     except FileNotFoundError:
-        raise ReportError(f"report {p} does not exist", hint="write one with 'envpin probe -o FILE'") from None
+        raise ReportError(
+            f"report {p} does not exist", hint=f"write one with '{param('json_file', command='probe')} FILE'"
+        ) from None
     except UnicodeDecodeError:
         raise ReportError(f"cannot read report {p}: it is not UTF-8 text") from None
     except OSError as exc:
