@@ -18,9 +18,36 @@ from tests.unit.test_layers import module_name
 PROGRAMS = ("envpin.probe.__main__", "envpin.runs.dumpdiff", "envpin.runs.nodeboot", "envpin.fleet.nodetask")
 #: Documentation of the command line kept as data (the audit rules' texts become docs/audit.md and SARIF help).
 RULE_DOCS = ("title", "finds", "why", "bad", "good", "autofix")
-#: Other programs' options that envpin's texts quote (an audit finding about pip's `--hash`, the srun options a
-#: Slurm job takes, the engine's flags): (module, option) -> whose option it is.
-OTHER_PROGRAMS: dict[tuple[str, str], str] = {}
+#: Other programs' options that a module's strings spell, by module and program: an audit finding quotes pip's
+#: `-r`, a Slurm job is started with srun's `--partition`, the node runs the in-image probe with its own
+#: `--selftest`. The same spelling as one of envpin's options is a coincidence of names, not envpin's option.
+OTHER_PROGRAMS: dict[str, dict[str, frozenset[str]]] = {
+    "envpin.doctor.diagnosis": {"docker run, nvidia-smi": frozenset({"--gpus", "--format"})},
+    "envpin.environment.resolve": {
+        "pip install --dry-run --report, uv pip compile": frozenset(
+            {"-q", "--quiet", "--target", "--dry-run", "--report", "-r", "--format", "-o", "--python"}
+        )
+    },
+    "envpin.fleet.inputs": {"kubectl get -o": frozenset({"-o"})},
+    "envpin.fleet.kubernetes": {
+        "the in-image probe (python3 envpin.pyz)": frozenset({"--json", "--selftest", "--no-selftest", "--quick"})
+    },
+    "envpin.api.fleet": {
+        "the in-image probe (python3 envpin.pyz)": frozenset({"--selftest", "--no-selftest", "--quick"})
+    },
+    "envpin.fleet.slurm": {
+        "salloc, srun, sinfo, squeue, scontrol": frozenset({"--partition", "--nodes", "-o", "-j", "-n", "-v"})
+    },
+    "envpin.runs.launch": {"srun": frozenset({"--nodes", "--partition"})},
+    "envpin.image.podman": {
+        "podman build, podman image inspect": frozenset({"--format", "--pull", "--no-cache", "--force"})
+    },
+    "envpin.image.probing": {
+        "the in-image probe (python3 -m envpin.probe)": frozenset(
+            {"--out", "--anonymize", "--quick", "--selftest", "--no-selftest"}
+        )
+    },
+}
 _OPTION = re.compile(r"(?<![\w/.-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
 
 
@@ -67,7 +94,8 @@ def spelled_options(path: Path, options: set[str]) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             for match in _OPTION.finditer(node.value):
                 option = match.group(1)
-                if option in options and (name, option) not in OTHER_PROGRAMS:
+                theirs = any(option in spelled for spelled in OTHER_PROGRAMS.get(name, {}).values())
+                if option in options and not theirs:
                     found.append(f"{name}:{node.lineno} {option}")
     return found
 
