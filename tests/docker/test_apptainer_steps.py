@@ -15,15 +15,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from envpin.environment.plan import make_plan
 from envpin.environment.render import DEF_NAME, render
 from tests.conftest import run_envpin
-from tests.docker.conftest import push_with_env
+from tests.engines import push_with_env
 from tests.unit.test_apptainer_def import parse_definition
-
-pytestmark = pytest.mark.docker
 
 PREFIX = "envpin-apptainer-steps"
 

@@ -12,8 +12,6 @@ import pytest
 
 from tests.conftest import REPO, run_envpin
 
-pytestmark = pytest.mark.docker
-
 
 def _git(cwd: Path, *args: str) -> str:
     proc = subprocess.run(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from envpin.audit import MECHANICAL, audit, read
 from envpin.knowledge import catalog, recipes
-from tests.docker.conftest import MANIFEST_ACCEPT, STAND_IN_REPO, registry_request
+from tests.engines import MANIFEST_ACCEPT, STAND_IN_REPO, registry_request
 
 
 def _digest(registry: str, tag: str) -> str:

@@ -14,8 +14,6 @@ from envpin.environment import lockfile
 from envpin.image import buildstate
 from tests.conftest import run_envpin
 
-pytestmark = pytest.mark.docker
-
 
 def _digest(registry: str, repo: str, tag: str) -> str:
     req = urllib.request.Request(

@@ -23,9 +23,7 @@ import pytest
 from envpin.environment import lockfile
 from envpin.knowledge import catalog, facts
 from tests.conftest import run_envpin
-from tests.docker.conftest import push_with_env
-
-pytestmark = pytest.mark.docker
+from tests.engines import push_with_env
 
 PREFIX = "envpin-facts-test"
 REPO = f"{PREFIX}/nvidia/tensorflow"

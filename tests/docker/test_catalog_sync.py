@@ -25,7 +25,7 @@ import pytest
 
 from envpin.knowledge import catalog, sync
 from tests.conftest import Result, run_envpin
-from tests.docker.conftest import MANIFEST_ACCEPT, push_with_env, registry_request
+from tests.engines import MANIFEST_ACCEPT, push_with_env, registry_request
 
 PREFIX = "envpin-sync-test"
 REPO = f"{PREFIX}/nvidia/tensorflow"

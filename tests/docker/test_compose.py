@@ -12,8 +12,6 @@ import pytest
 
 from tests.conftest import REPO, run_envpin
 
-pytestmark = pytest.mark.docker
-
 
 def test_compose_probe_writes_reports(stand_in_image: str, tmp_path: Path) -> None:
     if shutil.which("docker") is None:

@@ -15,9 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.docker.conftest import MANIFEST_ACCEPT, STAND_IN_REPO, registry_request
-
-pytestmark = pytest.mark.docker
+from tests.engines import MANIFEST_ACCEPT, STAND_IN_REPO, registry_request
 
 PY_VERSION_CMD = ["python3", "-c", "import ssl,sys;print(sys.version)"]
 

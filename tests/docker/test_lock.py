@@ -12,8 +12,6 @@ import pytest
 from envpin.environment.requirements import read_lock
 from tests.conftest import run_envpin
 
-pytestmark = pytest.mark.docker
-
 
 @pytest.fixture(scope="module")
 def base_with_six(docker_client, local_registry: str, stand_in_image: str) -> str:  # type: ignore[no-untyped-def]

@@ -12,8 +12,6 @@ import pytest
 
 from envpin.environment import resolve
 
-pytestmark = pytest.mark.docker
-
 
 def test_the_facts_of_one_image_are_read_once(
     docker_client: Any, stand_in_image: str, monkeypatch: pytest.MonkeyPatch

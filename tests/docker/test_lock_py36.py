@@ -20,8 +20,6 @@ import pytest
 from envpin.environment.requirements import read_lock
 from tests.conftest import run_envpin
 
-pytestmark = pytest.mark.docker
-
 PY36 = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions" / "3.6.15"
 # Left out of the image: the test suite, caches, and .pth hooks this machine's interpreter may carry.
 _SKIP = re.compile(r"(^|/)(test|__pycache__|idlelib|tkinter)(/|$)|\.pth$")

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_envpin
-from tests.docker.conftest import push_with_env
-
-pytestmark = pytest.mark.docker
+from tests.engines import push_with_env
 
 _PIP = ["python3", "-m", "pip", "install", "--no-deps", "--dry-run", "--disable-pip-version-check", "six"]
 

@@ -14,9 +14,7 @@ import pytest
 
 from envpin.environment.payload import PAYLOAD_NAME
 from envpin.probe import collect, fields, load_schema
-from tests.docker.conftest import payload_tar
-
-pytestmark = pytest.mark.docker
+from tests.engines import payload_tar
 
 REGISTRY = "127.0.0.1:5000"
 IMAGES = [
@@ -36,7 +34,7 @@ FACTS = (
 
 @pytest.fixture(scope="module")
 def engine(docker_client: Any) -> Any:
-    """The shared engine client (tests/docker/conftest.py decides whether an engine answers)."""
+    """The shared engine client (tests/engines.py decides whether an engine answers)."""
     return docker_client
 
 

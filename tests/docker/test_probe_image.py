@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_envpin
-from tests.docker.conftest import push_with_env
-
-pytestmark = pytest.mark.docker
+from tests.engines import push_with_env
 
 
 def test_probe_an_image_without_gpus(stand_in_image: str, tmp_path: Path) -> None:

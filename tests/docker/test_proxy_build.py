@@ -17,8 +17,6 @@ import pytest
 
 from tests.conftest import run_envpin
 
-pytestmark = pytest.mark.docker
-
 TOOLS = Path(os.environ.get("ENVPIN_TOOLS_DIR", "/opt/envpin-tools"))
 # six 1.16.0's wheel, hashed: pip installs it with --require-hashes through the proxy.
 SIX = "six==1.16.0 \\\n    --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n"

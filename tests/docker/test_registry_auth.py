@@ -17,8 +17,6 @@ from envpin.errors import RegistryError
 from envpin.registry.client import RegistryClient
 from tests.conftest import run_envpin
 
-pytestmark = pytest.mark.docker
-
 
 def _free_port() -> int:
     with socket.socket() as s:

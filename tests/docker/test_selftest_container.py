@@ -17,9 +17,7 @@ import jsonschema
 import pytest
 
 from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
-from tests.docker.conftest import payload_tar
-
-pytestmark = pytest.mark.docker
+from tests.engines import payload_tar
 
 REPO = Path(__file__).resolve().parents[2]
 STAND_IN = "127.0.0.1:5000/nvidia/tensorflow:21.06-tf2-py3"

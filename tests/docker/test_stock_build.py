@@ -12,9 +12,7 @@ import pytest
 from envpin.environment import lockfile
 from envpin.image import buildstate
 from tests.conftest import run_envpin
-from tests.docker.conftest import MANIFEST_ACCEPT, REGISTRY, STOCK_REPO
-
-pytestmark = pytest.mark.docker
+from tests.engines import MANIFEST_ACCEPT, REGISTRY, STOCK_REPO
 
 
 def _digest(tag: str) -> str:
@@ -66,7 +64,7 @@ def test_render_then_build_from_the_stock_stand_in(docker_client, stock_stand_in
 def test_a_stock_environment_builds_bit_identically_with_podman(stock_stand_in_image: str, tmp_path: Path) -> None:
     """The stock table's fixed SOURCE_DATE_EPOCH makes a stock image reproducible like an NGC one: the first
     podman build records the image ID, a rebuild in a scratch store (--check) gives the same one."""
-    from tests.docker.test_podman import Store
+    from tests.podman.test_podman import Store
 
     podman = shutil.which("podman")
     if podman is None:

@@ -13,8 +13,6 @@ import pytest
 
 from tests.conftest import REPO, run_envpin
 
-pytestmark = pytest.mark.slow
-
 
 def _pre_commit() -> str:
     exe = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))

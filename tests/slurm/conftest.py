@@ -22,13 +22,6 @@ CONF = Path(os.environ.get("ENVPIN_SLURM_CONF", str(RUN_DIR / "slurm" / "conf" /
 SLURM_SH = REPO / "scripts" / "slurm.sh"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Everything under tests/slurm needs the cluster."""
-    for item in items:
-        if HERE in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.slurm)
-
-
 @dataclass(frozen=True)
 class Cluster:
     """The test cluster as its login node sees it: SLURM_CONF, the node names, a way into each node."""

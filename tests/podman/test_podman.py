@@ -21,8 +21,6 @@ import pytest
 from envpin.environment import lockfile
 from tests.conftest import REPO, Result
 
-pytestmark = pytest.mark.podman
-
 EXAMPLE = "images/20.02-tf2"
 #: Two real packages from PyPI, pinned by hash (pure-Python wheels that install on any Python 3.7+).
 TWO_PACKAGES = (
