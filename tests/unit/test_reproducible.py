@@ -1,5 +1,5 @@
 """The pure parts of reproducible builds: the fixed timestamp, the normalised context, the lock's [image]
-table, where two images part, engine choice and per-engine state (podman itself: tests/docker/test_podman.py)."""
+table, where two images part, engine choice and per-engine state (podman itself: tests/podman/test_podman.py)."""
 
 from __future__ import annotations
 
