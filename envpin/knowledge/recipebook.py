@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from envpin.knowledge.versions import major_minor
+from envpin.portable.versions import major_minor
 from envpin.probe import runtime
 from envpin.record import Value
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from envpin.errors import RecipeError, param
 from envpin.knowledge import schema
-from envpin.knowledge.versions import major_minor
+from envpin.portable.versions import major_minor
 from envpin.probe import runtime
 from envpin.probe.selftest.expect import ngc_overrides
 from envpin.record import Value
