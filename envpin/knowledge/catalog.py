@@ -39,8 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from envpin.errors import CatalogError, UsageError, param
-from envpin.knowledge import catalogcheck, notices, trust
-from envpin.knowledge.catalogcheck import checked_record_path, shipped_catalog_path
+from envpin.knowledge import notices, schema, trust
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
 from envpin.knowledge.versions import release_index
@@ -235,7 +234,7 @@ class Catalog:
         notices: Iterable[str] = (),
         checked: bool = False,
     ) -> None:
-        if not checked:  # checked: this very data was validated, or is the shipped file that passed (catalogcheck)
+        if not checked:  # checked: this very data was validated, or is the shipped file as recorded (schema)
             validate(data, origin)
         self.data = data
         self.origin = origin
@@ -393,6 +392,11 @@ def catalog_path() -> Path:
     return Path(override).expanduser().absolute() if override else shipped_catalog_path()
 
 
+def shipped_catalog_path() -> Path:
+    """envpin/data/catalog.json: the catalog shipped with envpin."""
+    return schema.shipped_data_path("catalog.json")
+
+
 def load(path: str | None = None, *, cache: bool = True) -> Catalog:
     """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`), with the
     user's image-facts cache merged in unless cache=False (the README's tables describe the shipped file only).
@@ -481,28 +485,16 @@ def _load_file(path: str, mtime_ns: int, size: int, shipped: bool = False) -> Ca
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
-    checked = shipped and _passed(raw)
-    if checked:  # the very bytes that passed the full check: parse_json's depth walk has nothing to find
-        import json
+    if shipped and schema.recorded("catalog", raw):  # the very bytes that passed the full check: parse_json's
+        import json  # depth walk has nothing to find
 
         return Catalog(json.loads(text), str(p), checked=True)
     return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p), checked=False)
 
 
-def _passed(raw: bytes) -> bool:
-    """The shipped file is byte for byte the one recorded after it passed the full check (catalogcheck)."""
-    import hashlib
-
-    from envpin.files.read import read_regular
-
-    try:  # a SHA-256 in hex and a newline; anything else, or no regular file, is no record
-        recorded = read_regular(checked_record_path(), 128).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return False
-    return hashlib.sha256(raw).hexdigest() == recorded
-
-
 def validate(data: Any, origin: str = "catalog") -> None:
     """Check the catalog's shape and invariants (envpin.knowledge.catalogcheck); raise CatalogError naming the
     first problem."""
+    from envpin.knowledge import catalogcheck
+
     catalogcheck.validate(data, origin)

@@ -100,16 +100,21 @@ class Recipe(Value):
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    """The table as recipes.json holds it, validated (a RecipeError names the first problem)."""
+    """The table as recipes.json holds it: trusted as it is when its bytes are the recorded ones
+    (envpin.knowledge.schema), else checked in full (a RecipeError names the first problem)."""
     from envpin.files.read import parse_json, read_regular
 
     path = schema.shipped_data_path("recipes.json")
     try:
-        text = read_regular(path).decode("utf-8")
+        raw = read_regular(path)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeError(f"recipe table {path} cannot be read: {exc}", hint="reinstall envpin") from exc
-    data: dict[str, Any] = parse_json(text, f"recipe table {path}", RecipeError)
-    validate(data)
+    if schema.recorded("recipes", raw):
+        data: dict[str, Any] = json.loads(text)
+    else:
+        data = parse_json(text, f"recipe table {path}", RecipeError)
+        validate(data)
     return data
 
 
