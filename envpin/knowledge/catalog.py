@@ -268,33 +268,37 @@ class Catalog:
             by_tag.setdefault(tag, []).append(image)
         for release in releases:
             rel = self.data["releases"][release]
+            shared = {name: self._written(raw) for name, raw in rel["fields"].items()}  # one Fact for every flavor
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
-                merged = {**rel["fields"], **fl["fields"]}
-                written = {name: self._written(merged[name]) for name in FIELDS}
-                uses = trust.images_for(self.repository, fl["tag"], fl.get("image"), by_tag.get(fl["tag"], []))
-                facts = _resolve(written, uses)
+                own_fields = fl["fields"]
+                written = {name: shared.get(name) or self._written(own_fields[name]) for name in FIELDS}
+                tag, recorded, cached = fl["tag"], fl.get("image"), by_tag.get(fl["tag"], [])
+                uses = trust.images_for(self.repository, tag, recorded, cached) if recorded or cached else []
+                facts = _resolve(written, uses) if uses else dict(written)
                 # The facts every machine with this catalog file resolves: what only this cache gives is left
                 # out (Entry.portable_value), so a plan never depends on one person's cache.
-                own = _resolve(written, trust.images_for(self.repository, fl["tag"], fl.get("image"), []))
-                cited = {
-                    name: (f.value, self.sources.get(f.source) if f.known and f.source else None)
-                    for name, f in written.items()
-                }
-                applied = next((u.image for u in uses if u.grade == IMAGE_KIND), None)
+                own = _resolve(written, trust.images_for(self.repository, tag, recorded, [])) if cached else facts
                 yield Entry(
                     release=release,
                     flavor=flavor,
-                    tag=fl["tag"],
-                    image=f"{self.repository}:{fl['tag']}",
+                    tag=tag,
+                    image=f"{self.repository}:{tag}",
                     facts=facts,
                     sources=self.sources,
-                    verified=applied,
+                    verified=next((u.image for u in uses if u.grade == IMAGE_KIND), None),
                     written=written,
                     portable=own if own != facts else None,
                     images=tuple(uses),
-                    notices=tuple(trust.contradictions(self.repository, fl["tag"], cited, uses)),
+                    notices=tuple(self._contradictions(tag, written, uses)) if uses else (),
                 )
+
+    def _contradictions(self, tag: str, written: dict[str, Fact], uses: list[ImageUse]) -> Iterator[str]:
+        """What the image configs of `tag` declare against its written values (envpin.knowledge.trust)."""
+        cited = {
+            name: (f.value, self.sources.get(f.source) if f.known and f.source else None) for name, f in written.items()
+        }
+        return trust.contradictions(self.repository, tag, cited, uses)
 
     def _written(self, raw: dict[str, Any]) -> Fact:
         """A field as the written sources give it."""

@@ -6,10 +6,10 @@ per-version lists of ops that raise or stay nondeterministic, into a Recipe.
 
 Reading the table: a Recipe's fields (`env`, `steps`, `raises`, ...) and `table()` are the table's own entries,
 dicts as recipes.json holds them: what `envpin recipe --json`, the recipe hash and the lock are made of, read by
-key only here. Every other module reads them as typed records: `Recipe.records` (the resolved recipe) and
-`book()` (the whole table), whose classes live in envpin.knowledge.recipebook. The standard-library code inside
-images (envpin.probe.runtime, envpin.probe.selftest.expect) reads the same file with its own few look-ups, as it
-cannot import the host side.
+key only here. Every other module reads them as typed records: `Recipe.records` (the resolved recipe; classes in
+envpin.knowledge.reciperecords) and `book()` (the whole table; envpin.knowledge.recipebook). The standard-library
+code inside images (envpin.probe.runtime, envpin.probe.selftest.expect) reads the same file with its own few
+look-ups, as it cannot import the host side.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ TYPE_CHECKING = False  # typing's, without importing typing (annotations are str
 if TYPE_CHECKING:
     from typing import Any
 
-    from envpin.knowledge.recipebook import Item, RecipeBook, RecipeRecords
+    from envpin.knowledge.recipebook import RecipeBook
+    from envpin.knowledge.reciperecords import Item, RecipeRecords
 
 #: Distributions a recipe row is for (the schema's enum of match.distribution).
 DISTRIBUTIONS = ("ngc", "stock")
@@ -62,8 +63,8 @@ class Recipe(Value):
 
     @property
     def records(self) -> RecipeRecords:
-        """The recipe's parts as typed records (envpin.knowledge.recipebook), field for field."""
-        from envpin.knowledge.recipebook import RecipeRecords
+        """The recipe's parts as typed records (envpin.knowledge.reciperecords), field for field."""
+        from envpin.knowledge.reciperecords import RecipeRecords
 
         return RecipeRecords.of(self.to_dict())
 
