@@ -24,7 +24,7 @@ from envpin.knowledge.catalog import Entry, Fact
 from envpin.knowledge.fields import FIELDS
 from envpin.portable import imageref
 from envpin.portable.imageref import is_digest
-from envpin.portable.versions import SpecError, TFSpec, parse_tf_spec
+from envpin.portable.versions import SpecError, TFSpec, parse_tf_spec, parse_version
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
@@ -236,7 +236,7 @@ def load() -> StockCatalog:
         data = parse_json(text, f"stock image table {path}", CatalogError)
         validate(data, path)
     entries = [entry(tag, rel, data["sources"]) for tag, rel in data["tags"].items()]
-    entries.sort(key=lambda e: tuple(int(p) for p in e.release.split(".")), reverse=True)
+    entries.sort(key=lambda e: parse_version(e.release) or (), reverse=True)
     return StockCatalog(tuple(entries), data["sources"], epoch_of(data["epoch"]["value"]), path)
 
 
