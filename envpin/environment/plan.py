@@ -12,10 +12,10 @@ from envpin import __version__
 from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular, sha256_bytes
 from envpin.knowledge import catalog, recipes
-from envpin.knowledge.versions import major_minor, parse_ngc_spec, parse_tf_spec
+from envpin.knowledge.versions import parse_ngc_spec, parse_tf_spec
 from envpin.portable import imageref
 from envpin.portable.ngc import PY2_FLAVORS
-from envpin.portable.versions import NGCSpec, TFSpec, parse_version, version_text
+from envpin.portable.versions import NGCSpec, TFSpec, major_minor, parse_version, version_text
 from envpin.record import Value
 
 if TYPE_CHECKING:  # loaded where used: `recipe` needs neither the payload, requirements nor the stock table

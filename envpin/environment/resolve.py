@@ -216,7 +216,7 @@ def choose(resolver: str, python: str) -> str:
     """Where to resolve: `resolver` as asked, or for auto the image when its Python runs a recent pip."""
     if resolver not in RESOLVERS:
         raise RequirementsError(f"unknown resolver {resolver!r}", hint="use one of " + ", ".join(RESOLVERS))
-    from envpin.knowledge.versions import major_minor
+    from envpin.portable.versions import major_minor
 
     version = major_minor(python) or (0, 0)
     where = resolver if resolver != "auto" else ("image" if version >= IMAGE_RESOLVER_MIN else "host")

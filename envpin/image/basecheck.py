@@ -12,7 +12,7 @@ from __future__ import annotations
 from envpin.environment.plan import release_version, same_minor
 from envpin.errors import UsageError, param
 from envpin.knowledge import imageconfig
-from envpin.knowledge.versions import major_minor
+from envpin.portable.versions import major_minor
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:

@@ -39,8 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from envpin.errors import CatalogError, UsageError, param
-from envpin.knowledge import catalogcheck, notices, trust
-from envpin.knowledge.catalogcheck import checked_record_path, shipped_catalog_path
+from envpin.knowledge import notices, schema, trust
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.knowledge.trust import IMAGE_KIND, MIRROR_KIND, ImageUse
 from envpin.knowledge.versions import release_index
@@ -235,7 +234,7 @@ class Catalog:
         notices: Iterable[str] = (),
         checked: bool = False,
     ) -> None:
-        if not checked:  # checked: this very data was validated, or is the shipped file that passed (catalogcheck)
+        if not checked:  # checked: this very data was validated, or is the shipped file as recorded (schema)
             validate(data, origin)
         self.data = data
         self.origin = origin
@@ -269,33 +268,37 @@ class Catalog:
             by_tag.setdefault(tag, []).append(image)
         for release in releases:
             rel = self.data["releases"][release]
+            shared = {name: self._written(raw) for name, raw in rel["fields"].items()}  # one Fact for every flavor
             for flavor in sorted(rel["flavors"]):
                 fl = rel["flavors"][flavor]
-                merged = {**rel["fields"], **fl["fields"]}
-                written = {name: self._written(merged[name]) for name in FIELDS}
-                uses = trust.images_for(self.repository, fl["tag"], fl.get("image"), by_tag.get(fl["tag"], []))
-                facts = _resolve(written, uses)
+                own_fields = fl["fields"]
+                written = {name: shared.get(name) or self._written(own_fields[name]) for name in FIELDS}
+                tag, recorded, cached = fl["tag"], fl.get("image"), by_tag.get(fl["tag"], [])
+                uses = trust.images_for(self.repository, tag, recorded, cached) if recorded or cached else []
+                facts = _resolve(written, uses) if uses else dict(written)
                 # The facts every machine with this catalog file resolves: what only this cache gives is left
                 # out (Entry.portable_value), so a plan never depends on one person's cache.
-                own = _resolve(written, trust.images_for(self.repository, fl["tag"], fl.get("image"), []))
-                cited = {
-                    name: (f.value, self.sources.get(f.source) if f.known and f.source else None)
-                    for name, f in written.items()
-                }
-                applied = next((u.image for u in uses if u.grade == IMAGE_KIND), None)
+                own = _resolve(written, trust.images_for(self.repository, tag, recorded, [])) if cached else facts
                 yield Entry(
                     release=release,
                     flavor=flavor,
-                    tag=fl["tag"],
-                    image=f"{self.repository}:{fl['tag']}",
+                    tag=tag,
+                    image=f"{self.repository}:{tag}",
                     facts=facts,
                     sources=self.sources,
-                    verified=applied,
+                    verified=next((u.image for u in uses if u.grade == IMAGE_KIND), None),
                     written=written,
                     portable=own if own != facts else None,
                     images=tuple(uses),
-                    notices=tuple(trust.contradictions(self.repository, fl["tag"], cited, uses)),
+                    notices=tuple(self._contradictions(tag, written, uses)) if uses else (),
                 )
+
+    def _contradictions(self, tag: str, written: dict[str, Fact], uses: list[ImageUse]) -> Iterator[str]:
+        """What the image configs of `tag` declare against its written values (envpin.knowledge.trust)."""
+        cited = {
+            name: (f.value, self.sources.get(f.source) if f.known and f.source else None) for name, f in written.items()
+        }
+        return trust.contradictions(self.repository, tag, cited, uses)
 
     def _written(self, raw: dict[str, Any]) -> Fact:
         """A field as the written sources give it."""
@@ -393,6 +396,11 @@ def catalog_path() -> Path:
     return Path(override).expanduser().absolute() if override else shipped_catalog_path()
 
 
+def shipped_catalog_path() -> Path:
+    """envpin/data/catalog.json: the catalog shipped with envpin."""
+    return schema.shipped_data_path("catalog.json")
+
+
 def load(path: str | None = None, *, cache: bool = True) -> Catalog:
     """Load and validate the catalog in use (or another file, e.g. one refreshed by `catalog sync`), with the
     user's image-facts cache merged in unless cache=False (the README's tables describe the shipped file only).
@@ -481,28 +489,16 @@ def _load_file(path: str, mtime_ns: int, size: int, shipped: bool = False) -> Ca
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"catalog file {p} cannot be read: {exc}") from exc
-    checked = shipped and _passed(raw)
-    if checked:  # the very bytes that passed the full check: parse_json's depth walk has nothing to find
-        import json
+    if shipped and schema.recorded("catalog", raw):  # the very bytes that passed the full check: parse_json's
+        import json  # depth walk has nothing to find
 
         return Catalog(json.loads(text), str(p), checked=True)
     return Catalog(parse_json(text, f"catalog file {p}", CatalogError), str(p), checked=False)
 
 
-def _passed(raw: bytes) -> bool:
-    """The shipped file is byte for byte the one recorded after it passed the full check (catalogcheck)."""
-    import hashlib
-
-    from envpin.files.read import read_regular
-
-    try:  # a SHA-256 in hex and a newline; anything else, or no regular file, is no record
-        recorded = read_regular(checked_record_path(), 128).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return False
-    return hashlib.sha256(raw).hexdigest() == recorded
-
-
 def validate(data: Any, origin: str = "catalog") -> None:
     """Check the catalog's shape and invariants (envpin.knowledge.catalogcheck); raise CatalogError naming the
     first problem."""
+    from envpin.knowledge import catalogcheck
+
     catalogcheck.validate(data, origin)

@@ -5,16 +5,14 @@ by envpin.knowledge.schema; the rules here are those between its parts: sources 
 field (envpin.knowledge.provenance, shared with the stock table), every month from FIRST_RELEASE to
 LAST_RELEASE a release or a known gap, flavors of their era with their tags, each field stored once.
 
-Loading the shipped catalog skips this check when the file is byte for byte the one it last passed: its SHA-256
-is recorded in envpin/data/catalog.checked by `python -m envpin.knowledge.catalogcheck`, which validates the
-file first, and tests/unit/test_catalog_checked.py fails when the record and the file differ. Any other file (an
-ENVPIN_CATALOG copy, a refreshed catalog, an edited shipped file) is checked in full on every load.
+Loading the shipped catalog skips this check when the file is byte for byte the one that last passed, as
+recorded by `python -m envpin.knowledge.tablecheck`; any other file (an ENVPIN_CATALOG copy, a refreshed
+catalog, an edited shipped file) is checked in full on every load (envpin.knowledge.schema).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 from envpin.errors import CatalogError
 from envpin.knowledge import schema
@@ -50,15 +48,6 @@ FIRST_RELEASE = "19.01"
 LAST_RELEASE = "25.02"
 #: Flavor naming changed with 19.11 (tf1/tf2 instead of py2/py3); tf1 images ended with LAST_TF1_RELEASE.
 TF_SPLIT_RELEASE = "19.11"
-
-
-def shipped_catalog_path() -> Path:
-    return schema.shipped_data_path("catalog.json")
-
-
-def checked_record_path() -> Path:
-    """The SHA-256 of the shipped catalog as last validated in full (envpin.knowledge.catalogcheck)."""
-    return shipped_catalog_path().with_name("catalog.checked")
 
 
 def validate(data: Any, origin: str = "catalog") -> None:
@@ -114,27 +103,3 @@ def _release_problems(release: str, rel: dict[str, Any], sources: dict[str, Any]
                 yield f"{where}: field {name} missing (at release or flavor level)"
                 continue
             yield from (f"{place}: {p}" for p in fact_problems(name, fact, sources, GRADES))
-
-
-def digest(raw: bytes) -> str:
-    """What the record holds: the SHA-256 of the catalog file's bytes, in hex."""
-    import hashlib
-
-    return hashlib.sha256(raw).hexdigest()
-
-
-def record(path: Path, record_path: Path) -> str:
-    """Validate the catalog file at `path` in full, then record its digest (a CatalogError if it is invalid,
-    and nothing written)."""
-    import json
-
-    from envpin.files.write import atomic_write
-
-    raw = path.read_bytes()
-    validate(json.loads(raw.decode("utf-8")), f"catalog file {path}")
-    atomic_write(record_path, (digest(raw) + "\n").encode("ascii"))
-    return digest(raw)
-
-
-if __name__ == "__main__":  # the record is the output: nothing is printed
-    record(shipped_catalog_path(), checked_record_path())

@@ -21,6 +21,12 @@ on the next save: nothing in it is lost.
 The cache is envpin's own file, so damage never stops a command: `read` keeps what is valid and describes the
 rest in one line (CacheRead.notice), which the catalog carries to the command line (envpin.knowledge.notices); the next
 save writes the file anew without it.
+
+Checking an image object's shape imports jsonschema (envpin.knowledge.schema), which costs more than a command's own
+work, and every command that loads the catalog reads the cache. So `save`, which writes only objects it checked,
+records the SHA-256 of the bytes it wrote beside the file (``image-facts.checked``, as the shipped tables' records),
+and `read` checks the image objects of exactly those bytes no more; a cache edited by hand, or written by another
+program, is checked in full.
 """
 
 from __future__ import annotations
@@ -34,8 +40,8 @@ from pathlib import Path
 
 from envpin.errors import EnvpinError, shown
 from envpin.files.read import parse_json, read_regular
-from envpin.files.write import atomic_write
 from envpin.knowledge.fields import IMAGE_SOURCE, image_problems, is_repository_name
+from envpin.knowledge.schema import matches_record, write_record
 from envpin.portable.imageref import is_digest
 from envpin.record import Value
 
@@ -101,7 +107,8 @@ def read(repository: str, path: Path | None = None) -> CacheRead:
     """The usable image objects of the cache for the catalog of `repository` (empty when there is no cache)."""
     path = path or cache_path()
     try:
-        text = read_regular(path).decode("utf-8")
+        raw = read_regular(path)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         return CacheRead(path, {})
     except (OSError, UnicodeDecodeError) as exc:
@@ -115,8 +122,16 @@ def read(repository: str, path: Path | None = None) -> CacheRead:
     if why:
         return CacheRead(path, {}, (why,), whole=True)
     images: Images = {}
-    problems = list(_v1_entries(data["tags"], images) if data["schema"] == 1 else _v2_entries(data["images"], images))
+    if data["schema"] == 1:
+        problems = list(_v1_entries(data["tags"], images))
+    else:  # image objects save() checked and recorded are not checked again
+        problems = list(_v2_entries(data["images"], images, matches_record(record_path(path), raw)))
     return CacheRead(path, images, tuple(problems))
+
+
+def record_path(path: Path) -> Path:
+    """Where the record of the cache file `path` is: beside it, image-facts.checked."""
+    return path.with_suffix(".checked")
 
 
 def _file_problem(data: Any, repository: str) -> str | None:
@@ -150,10 +165,11 @@ def _v1_entries(tags: dict[str, Any], out: Images) -> Iterator[str]:
             out[(image["registry"], tag)] = dict(image)
 
 
-def _v2_entries(records: dict[str, Any], out: Images) -> Iterator[str]:
-    """Schema 2: REPOSITORY@DIGEST -> tags, created, declared."""
+def _v2_entries(records: dict[str, Any], out: Images, recorded: bool = False) -> Iterator[str]:
+    """Schema 2: REPOSITORY@DIGEST -> tags, created, declared; with `recorded`, the image objects are those save()
+    checked."""
     for key in sorted(records):
-        problem = _record_problem(key, records[key])
+        problem = _record_problem(key, records[key], recorded)
         if problem:
             yield f"{shown(key)}: {problem}"
             continue
@@ -172,7 +188,7 @@ def _v2_entries(records: dict[str, Any], out: Images) -> Iterator[str]:
             }
 
 
-def _record_problem(key: str, record: Any) -> str | None:
+def _record_problem(key: str, record: Any, recorded: bool = False) -> str | None:
     registry, at, digest = key.rpartition("@")
     if not at or not is_repository_name(registry):
         return "the key is not REPOSITORY@DIGEST (e.g. nvcr.io/nvidia/tensorflow@sha256:…)"
@@ -193,7 +209,7 @@ def _record_problem(key: str, record: Any) -> str | None:
         "declared": record["declared"],
         "source": IMAGE_SOURCE,
     }
-    return next(iter(image_problems(image)), None)
+    return None if recorded else next(iter(image_problems(image)), None)
 
 
 def dumps(repository: str, images: Mapping[tuple[str, str], dict[str, Any]]) -> bytes:
@@ -225,5 +241,9 @@ def save(repository: str, images: Mapping[str, dict[str, Any]], path: Path | Non
         merged.pop((image["registry"], tag), None)  # re-inserted last: the newest read wins a shared digest
         merged[(image["registry"], tag)] = dict(image)
     newest_first = dict(reversed(list(merged.items())))
-    atomic_write(path, dumps(repository, newest_first))
+    from envpin.files.write import atomic_write
+
+    blob = dumps(repository, newest_first)
+    atomic_write(path, blob)
+    write_record(record_path(path), blob)  # after the file: a crash between them leaves a full check
     return path

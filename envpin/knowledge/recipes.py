@@ -6,10 +6,10 @@ per-version lists of ops that raise or stay nondeterministic, into a Recipe.
 
 Reading the table: a Recipe's fields (`env`, `steps`, `raises`, ...) and `table()` are the table's own entries,
 dicts as recipes.json holds them: what `envpin recipe --json`, the recipe hash and the lock are made of, read by
-key only here. Every other module reads them as typed records: `Recipe.records` (the resolved recipe) and
-`book()` (the whole table), whose classes live in envpin.knowledge.recipebook. The standard-library code inside
-images (envpin.probe.runtime, envpin.probe.selftest.expect) reads the same file with its own few look-ups, as it
-cannot import the host side.
+key only here. Every other module reads them as typed records: `Recipe.records` (the resolved recipe; classes in
+envpin.knowledge.reciperecords) and `book()` (the whole table; envpin.knowledge.recipebook). The standard-library
+code inside images (envpin.probe.runtime, envpin.probe.selftest.expect) reads the same file with its own few
+look-ups, as it cannot import the host side.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from envpin.errors import RecipeError, param
 from envpin.knowledge import schema
-from envpin.knowledge.versions import major_minor
+from envpin.portable.versions import major_minor
 from envpin.probe import runtime
 from envpin.probe.selftest.expect import ngc_overrides
 from envpin.record import Value
@@ -31,7 +31,8 @@ TYPE_CHECKING = False  # typing's, without importing typing (annotations are str
 if TYPE_CHECKING:
     from typing import Any
 
-    from envpin.knowledge.recipebook import Item, RecipeBook, RecipeRecords
+    from envpin.knowledge.recipebook import RecipeBook
+    from envpin.knowledge.reciperecords import Item, RecipeRecords
 
 #: Distributions a recipe row is for (the schema's enum of match.distribution).
 DISTRIBUTIONS = ("ngc", "stock")
@@ -62,8 +63,8 @@ class Recipe(Value):
 
     @property
     def records(self) -> RecipeRecords:
-        """The recipe's parts as typed records (envpin.knowledge.recipebook), field for field."""
-        from envpin.knowledge.recipebook import RecipeRecords
+        """The recipe's parts as typed records (envpin.knowledge.reciperecords), field for field."""
+        from envpin.knowledge.reciperecords import RecipeRecords
 
         return RecipeRecords.of(self.to_dict())
 
@@ -100,16 +101,21 @@ class Recipe(Value):
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    """The table as recipes.json holds it, validated (a RecipeError names the first problem)."""
+    """The table as recipes.json holds it: trusted as it is when its bytes are the recorded ones
+    (envpin.knowledge.schema), else checked in full (a RecipeError names the first problem)."""
     from envpin.files.read import parse_json, read_regular
 
     path = schema.shipped_data_path("recipes.json")
     try:
-        text = read_regular(path).decode("utf-8")
+        raw = read_regular(path)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeError(f"recipe table {path} cannot be read: {exc}", hint="reinstall envpin") from exc
-    data: dict[str, Any] = parse_json(text, f"recipe table {path}", RecipeError)
-    validate(data)
+    if schema.recorded("recipes", raw):
+        data: dict[str, Any] = json.loads(text)
+    else:
+        data = parse_json(text, f"recipe table {path}", RecipeError)
+        validate(data)
     return data
 
 

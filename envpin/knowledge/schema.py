@@ -1,23 +1,27 @@
-"""The shape of envpin's data tables: JSON Schema files beside them, read with the standard library.
+"""The shape of envpin's data tables: JSON Schema files beside them, checked with the ``jsonschema`` package.
 
 ``envpin/data/catalog.schema.json``, ``stock.schema.json`` and ``recipes.schema.json`` (Draft 2020-12) say what
 each table may hold: the JSON types, the keys an object needs and may have, the words a field may take, the
-patterns of versions and releases. Editors use them (each table names its schema in ``$schema``), the tests
-validate the shipped tables with the ``jsonschema`` package, and the loaders check every table they read
-against them here, so a table has one description of its shape. What a schema cannot say (a source that
-must exist, a value its tag names, ranks between grades) stays as code beside each loader: the cross-field rules.
+patterns of versions and releases. Editors use them (each table names its schema in ``$schema``) and
+``jsonschema`` checks every table against them, so a table has one description of its shape and one validator.
+What a schema cannot say (a source that must exist, a value its tag names, ranks between grades) stays as code
+beside each loader: the cross-field rules.
 
-The ``jsonschema`` package costs 0.3 s to import, more than every command's own work, so this module
-interprets the few keywords the three schemas use (KEYWORDS), with the same meaning; a schema that uses any
-other is refused, so none is ever silently ignored (tests/unit/test_schemas.py compares the verdicts with
-``jsonschema``'s on the shipped tables and on broken ones). Each problem is one phrase, ``where: what``, with
-``where`` the path into the table (``releases['20.02'].flavors.tf2``).
+``jsonschema`` costs about 0.15 s to import, more than a command's own work, so a table is checked in full once
+and its bytes recorded: the tests and ``python -m envpin.knowledge.tablecheck`` check each shipped table and
+write its SHA-256 to ``envpin/data/TABLE.checked``. A loader trusts a table whose bytes hash to its record
+(`recorded`) without importing ``jsonschema``, and checks anything else in full here, importing it at that
+moment: a catalog named by ENVPIN_CATALOG, an edited install, the image objects of the user's image-facts cache
+(unless they are the bytes envpin last wrote and recorded, envpin.knowledge.facts).
+
+Each problem is one phrase, ``where: what``: ``where`` the place in the table that jsonschema's error names
+(``releases['20.02'].flavors.tf2``), ``what`` worded from the keyword that failed (`_phrase`; jsonschema's own
+message quotes whole values, a table's worth on one line, and changes between its versions).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
@@ -28,28 +32,12 @@ TYPE_CHECKING = False  # typing's, without importing typing (annotations are str
 if TYPE_CHECKING:
     from typing import Any
 
-#: The keywords checked here; annotations (title, description, $comment, ...) are read only for messages.
-KEYWORDS = frozenset(
-    {
-        "$ref",
-        "type",
-        "enum",
-        "const",
-        "properties",
-        "required",
-        "additionalProperties",
-        "propertyNames",
-        "minProperties",
-        "items",
-        "minItems",
-        "uniqueItems",
-        "minLength",
-        "pattern",
-    }
-)
-ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "$comment", "title", "description", "examples", "default"})
-#: The dialect every schema file declares.
-DIALECT = "https://json-schema.org/draft/2020-12/schema"
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+#: The shipped tables, each envpin/data/TABLE.json with TABLE.schema.json and TABLE.checked beside it.
+TABLES = ("catalog", "stock", "recipes")
+#: What each JSON type is called in a phrase.
 _TYPES = {
     "object": "an object",
     "array": "a list",
@@ -59,7 +47,6 @@ _TYPES = {
     "boolean": "true or false",
     "null": "null",
 }
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def shipped_data_path(name: str) -> Path:
@@ -80,37 +67,78 @@ def schema_path(table: str) -> Path:
     return shipped_data_path(f"{table}.schema.json")
 
 
+def record_path(table: str) -> Path:
+    """envpin/data/TABLE.checked: the SHA-256 of TABLE.json as last checked in full (envpin.knowledge.tablecheck)."""
+    return shipped_data_path(f"{table}.checked")
+
+
+def digest(raw: bytes) -> str:
+    """What a record holds: the SHA-256 of a table file's bytes, in hex."""
+    import hashlib
+
+    return hashlib.sha256(raw).hexdigest()
+
+
+def recorded(table: str, raw: bytes) -> bool:
+    """`raw` is byte for byte the shipped TABLE.json that last passed the full check: its digest is the record's."""
+    return matches_record(record_path(table), raw)
+
+
+def matches_record(record: Path, raw: bytes) -> bool:
+    """The file `record` holds the digest of `raw`. A record that is missing, no small regular file, or anything
+    but a digest and a newline is no record (the data is then checked in full)."""
+    from envpin.files.read import read_regular
+
+    try:
+        held = read_regular(record, 128).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return digest(raw) == held
+
+
+def write_record(record: Path, raw: bytes) -> None:
+    """Record that `raw` passed the full check (atomically: a reader sees the old record or the new one)."""
+    from envpin.files.write import atomic_write
+
+    atomic_write(record, (digest(raw) + "\n").encode("ascii"))
+
+
 @cache
 def load(table: str) -> dict[str, Any]:
-    """The schema of TABLE (catalog, stock, recipes); a ValueError names a keyword this module cannot check."""
+    """The schema of TABLE (catalog, stock, recipes), as its file holds it."""
     schema: dict[str, Any] = json.loads(schema_path(table).read_text(encoding="utf-8"))
-    unknown = sorted(_keywords(schema) - KEYWORDS - ANNOTATIONS)
-    if unknown or schema.get("$schema") != DIALECT:
-        raise ValueError(f"{table}.schema.json: not a Draft 2020-12 schema of the keywords envpin checks: {unknown}")
     return schema
 
 
-def _keywords(schema: Any) -> set[str]:
-    """Every keyword used anywhere in `schema` (the names under properties and $defs are not keywords)."""
-    found: set[str] = set()
-    if isinstance(schema, dict):
-        for key, sub in schema.items():
-            found.add(key)
-            if key in ("properties", "$defs"):
-                for part in sub.values():
-                    found |= _keywords(part)
-            elif isinstance(sub, dict) and key not in ("const", "default"):
-                found |= _keywords(sub)
-    return found
+@cache
+def validator(table: str, ref: str = "#") -> Validator:
+    """A Draft 2020-12 validator of the schema `ref` names in TABLE's schema file ("#", "#/$defs/image"), with
+    every shipped schema registered under its file name, so `catalog.schema.json#/$defs/textFact` in the stock
+    schema resolves as an editor resolves it. Imports jsonschema (the first call of a process pays for it)."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    registry: Registry[Any] = Registry().with_resources(
+        (f"{name}.schema.json", Resource.from_contents(load(name))) for name in TABLES
+    )
+    return jsonschema.Draft202012Validator({"$ref": f"{table}.schema.json{ref}"}, registry=registry)
 
 
 def problems(data: Any, table: str, ref: str = "#") -> Iterator[str]:
-    """Each way `data` breaks the schema of `table` (at `ref`, e.g. "#/$defs/image"), one phrase each. A first
-    pass only asks whether it holds (what a sound table needs, 1.5 ms for the recipe table); the one that
-    names the problems runs only when it does not."""
-    node, root = _resolve(load(table), f"{table}.schema.json{ref}")
-    if not _holds(data, node, root):
-        yield from _check(data, node, root, "")
+    """Each way `data` breaks the schema of `table` (at `ref`, e.g. "#/$defs/image"), one phrase each, in the
+    order jsonschema finds them (the same phrase for one place is given once)."""
+    seen: set[str] = set()
+    for error in validator(table, ref).iter_errors(data):
+        place = ""
+        for key in error.absolute_path:
+            place = where(place, key)
+        what = _phrase(error)
+        if _about_a_key(error):  # propertyNames checks each key as the instance, at the object's place
+            what = f"key {what}"
+        found = f"{place}: {what}" if place else what
+        if found not in seen:
+            seen.add(found)
+            yield found
 
 
 def validate(
@@ -134,207 +162,58 @@ def validate(
 
 
 def where(path: str, key: Any) -> str:
-    """`path` one level down: `.name` for a plain name, `['20.02']` for any other key."""
+    """`path` one level down: `.name` for a plain name, `['20.02']` for any other key, `[3]` for an index."""
     if isinstance(key, int):
         return f"{path}[{key}]"
-    if _NAME.match(key):
+    if key.isascii() and key.isidentifier():
         return f"{path}.{key}" if path else key
     return f"{path}[{shown(key)!r}]"
 
 
-#: (id of a loaded schema, $ref) -> what _resolve found: the schemas load once (`load` keeps them).
-_RESOLVED: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any]]] = {}
-
-
-def _resolve(root: dict[str, Any], ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The schema `ref` names, and the root of its file: "#/$defs/fact" in `root`'s own file,
-    "catalog.schema.json#/$defs/fact" in another schema beside it."""
-    key = (id(root), ref)
-    found = _RESOLVED.get(key)
-    if found is None:
-        found = _RESOLVED[key] = _find(root, ref)
-    return found
-
-
-def _find(root: dict[str, Any], ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    name, _, pointer = ref.partition("#")
-    if name:
-        root = load(name.removesuffix(".schema.json"))
-    node: Any = root
-    for part in pointer.strip("/").split("/") if pointer.strip("/") else ():
-        node = node[part]
-    return node, root
-
-
-def _at(path: str) -> str:
-    return f"{path}: " if path else ""
-
-
-def _named(schema: dict[str, Any], fallback: str) -> str:
-    """What a value must be, as its schema's description says it (a noun phrase), else `fallback`."""
-    return str(schema.get("description") or fallback)
+def _about_a_key(error: ValidationError) -> bool:
+    """The error is about a key of an object (the schema's propertyNames), not a value."""
+    steps = list(error.absolute_schema_path)
+    return any(s == "propertyNames" and (n == 0 or steps[n - 1] != "properties") for n, s in enumerate(steps))
 
 
 def _shown(value: Any) -> str:
     return repr(shown(value)) if isinstance(value, str) else shown(json.dumps(value))
 
 
-#: The Python types of each JSON type (true and false are no integers or numbers: see _is_type).
-_PYTHON: dict[str, type | tuple[type, ...]] = {
-    "object": dict,
-    "array": list,
-    "string": str,
-    "boolean": bool,
-    "null": type(None),
-    "integer": (int, float),
-    "number": (int, float),
-}
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _holds(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
-    """Whether `value` satisfies `schema`: the same checks as _check, without a word about what is wrong."""
-    ref = schema.get("$ref")
-    if ref is not None and not _holds(value, *_resolve(root, ref)):
-        return False
-    types = schema.get("type")
-    if types is not None:
-        if isinstance(types, str):
-            if not isinstance(value, _PYTHON[types]) or not _is_type(value, types):
-                return False
-        elif not any(_is_type(value, t) for t in types):
-            return False
-    if ("const" in schema and not _same(value, schema["const"])) or (
-        "enum" in schema and not any(_same(value, e) for e in schema["enum"])
-    ):
-        return False
-    if isinstance(value, str):
-        return len(value) >= schema.get("minLength", 0) and (
-            "pattern" not in schema or _regex(schema["pattern"]).search(value) is not None
+def _phrase(error: ValidationError) -> str:
+    """What is wrong, worded from the keyword jsonschema found broken and the schema's own text (a pattern's
+    `description` names what the pattern means); a keyword the schemas do not use keeps jsonschema's message."""
+    kind = error.validator
+    want: Any = error.validator_value  # the keyword's own value in the schema (set on every error jsonschema yields)
+    value: Any = error.instance
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if kind == "type":
+        return "must be " + " or ".join(_TYPES.get(t, t) for t in ([want] if isinstance(want, str) else want))
+    if kind == "const":
+        return f"must be {json.dumps(want)}, not {_shown(value)}"
+    if kind == "enum":
+        return f"{_shown(value)} is not one of {', '.join(map(str, want))}"
+    if kind == "pattern":
+        return f"{_shown(value)} is not {schema.get('description') or 'of the form ' + want}"
+    if kind == "minLength":
+        return "must not be empty" if want == 1 else f"must have at least {_plural(want, 'character')}"
+    if kind == "minItems":
+        return f"needs at least {_plural(want, 'item')}"
+    if kind == "minProperties":
+        return f"needs at least {_plural(want, 'key')}"
+    if kind == "uniqueItems":
+        return "lists an item twice"
+    if kind == "required":  # one error per missing key, each naming every one: given once (problems)
+        return "needs " + ", ".join(repr(k) for k in want if k not in value)
+    if kind == "additionalProperties" and "patternProperties" not in schema:
+        allowed = list(schema.get("properties", {}))
+        extra = [k for k in value if k not in allowed]
+        return (
+            f"unknown key{'' if len(extra) == 1 else 's'} {', '.join(_shown(k) for k in extra)} "
+            f"(allowed: {', '.join(allowed) or 'none'})"
         )
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return False
-        if schema.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in value}) < len(value):
-            return False
-        items = schema.get("items")
-        return items is None or all(_holds(v, items, root) for v in value)
-    if isinstance(value, dict):
-        if len(value) < schema.get("minProperties", 0) or any(k not in value for k in schema.get("required", ())):
-            return False
-        names = schema.get("propertyNames")
-        props = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            if names is not None and not _holds(key, names, root):
-                return False
-            sub = props.get(key)
-            if sub is None:
-                if extra is False:
-                    return False
-                sub = extra if isinstance(extra, dict) else None
-            if sub is not None and not _holds(item, sub, root):
-                return False
-    return True
-
-
-def _is_type(value: Any, name: str) -> bool:
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if isinstance(value, bool):
-        return False
-    if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    return isinstance(value, (int, float))  # number
-
-
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality: true is not 1, 1.0 is 1."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return a == b  # type: ignore[no-any-return]
-
-
-@cache
-def _regex(pattern: str) -> re.Pattern[str]:
-    """An ECMA-262 pattern as Python reads it: a final `$` is the end of the text (Python's `$` also
-    matches before a final newline)."""
-    if pattern.endswith("$") and not pattern.endswith("\\$"):
-        pattern = pattern[:-1] + r"\Z"
-    return re.compile(pattern)
-
-
-def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) -> Iterator[str]:
-    if "$ref" in schema:
-        yield from _check(value, *_resolve(root, schema["$ref"]), path)
-    types = schema.get("type")
-    if types is not None:
-        names = [types] if isinstance(types, str) else types
-        if not any(_is_type(value, t) for t in names):
-            yield f"{_at(path)}must be {' or '.join(_TYPES[t] for t in names)}"
-            return
-    if "const" in schema and not _same(value, schema["const"]):
-        yield f"{_at(path)}must be {json.dumps(schema['const'])}, not {_shown(value)}"
-        return
-    if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
-        yield f"{_at(path)}{_shown(value)} is not one of {', '.join(map(str, schema['enum']))}"
-        return
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            yield f"{_at(path)}must not be empty" if schema["minLength"] == 1 else f"{_at(path)}is too short"
-        elif "pattern" in schema and not _regex(schema["pattern"]).search(value):
-            yield f"{_at(path)}{_shown(value)} is not {_named(schema, 'of the form ' + schema['pattern'])}"
-    elif isinstance(value, list):
-        yield from _array(value, schema, root, path)
-    elif isinstance(value, dict):
-        yield from _object(value, schema, root, path)
-
-
-def _array(value: list[Any], schema: dict[str, Any], root: dict[str, Any], path: str) -> Iterator[str]:
-    least = schema.get("minItems", 0)
-    if len(value) < least:
-        yield f"{_at(path)}needs at least {least} item{'' if least == 1 else 's'}"
-    if schema.get("uniqueItems"):
-        seen: set[str] = set()
-        for item in value:
-            key = json.dumps(item, sort_keys=True)
-            if key in seen:
-                yield f"{_at(path)}lists {_shown(item)} twice"
-                break
-            seen.add(key)
-    items = schema.get("items")
-    if items is not None:
-        for n, item in enumerate(value):
-            yield from _check(item, items, root, where(path, n))
-
-
-def _object(value: dict[str, Any], schema: dict[str, Any], root: dict[str, Any], path: str) -> Iterator[str]:
-    least = schema.get("minProperties", 0)
-    if len(value) < least:
-        yield f"{_at(path)}needs at least {least} key{'' if least == 1 else 's'}"
-    missing = [k for k in schema.get("required", ()) if k not in value]
-    if missing:
-        yield f"{_at(path)}needs {', '.join(map(repr, missing))}"
-    names = schema.get("propertyNames")
-    props = schema.get("properties", {})
-    extra = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        if names is not None:
-            bad = next(_check(key, names, root, ""), None)
-            if bad is not None:
-                yield f"{_at(path)}key {bad}"
-                continue
-        if key in props:
-            yield from _check(item, props[key], root, where(path, key))
-        elif extra is False:
-            allowed = ", ".join(props) or "none"
-            yield f"{_at(path)}unknown key {_shown(key)} (allowed: {allowed})"
-        elif isinstance(extra, dict):
-            yield from _check(item, extra, root, where(path, key))
+    return shown(error.message, 200)

@@ -22,15 +22,16 @@ from envpin.errors import CatalogError, UsageError, param, shown
 from envpin.knowledge import schema
 from envpin.knowledge.catalog import Entry, Fact
 from envpin.knowledge.fields import FIELDS
-from envpin.knowledge.provenance import USAGE, Grades, fact_problems
 from envpin.portable import imageref
 from envpin.portable.imageref import is_digest
-from envpin.portable.versions import SpecError, TFSpec, parse_tf_spec
+from envpin.portable.versions import SpecError, TFSpec, parse_tf_spec, parse_version
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
     from typing import Any
+
+    from envpin.knowledge.provenance import Grades
 
 #: The lock's [inputs].flavor of a stock image (NGC flavors are py2, py3, tf1, tf1-py2, tf2).
 STOCK_FLAVOR = "gpu"
@@ -39,7 +40,6 @@ REPOSITORY = "tensorflow/tensorflow"
 #: Kinds of evidence, strongest first; "usage" shows only that a tag was published and backs no value. The
 #: schema's enum of source kinds is these and usage (tests/unit/test_schemas.py).
 KINDS = ("tensorflow", "nvidia-cuda", "third-party")
-GRADES = Grades(KINDS)
 KIND_TEXT = {
     "tensorflow": "TensorFlow's own documentation (Docker guide, tested build configurations)",
     "nvidia-cuda": "NVIDIA's CUDA release notes (driver of that CUDA release)",
@@ -218,18 +218,25 @@ def stock_path() -> str:
 
 @lru_cache(maxsize=1)
 def load() -> StockCatalog:
-    """The shipped stock table, validated (a CatalogError names the first problem)."""
+    """The shipped stock table: trusted as it is when its bytes are the recorded ones (envpin.knowledge.schema),
+    else checked in full (a CatalogError names the first problem)."""
     from envpin.files.read import parse_json, read_regular
 
     path = stock_path()
     try:
-        text = read_regular(path).decode("utf-8")
+        raw = read_regular(path)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"stock image table {path} cannot be read: {exc}", hint="reinstall envpin") from exc
-    data = parse_json(text, f"stock image table {path}", CatalogError)
-    validate(data, path)
+    if schema.recorded("stock", raw):
+        import json
+
+        data = json.loads(text)
+    else:
+        data = parse_json(text, f"stock image table {path}", CatalogError)
+        validate(data, path)
     entries = [entry(tag, rel, data["sources"]) for tag, rel in data["tags"].items()]
-    entries.sort(key=lambda e: tuple(int(p) for p in e.release.split(".")), reverse=True)
+    entries.sort(key=lambda e: parse_version(e.release) or (), reverse=True)
     return StockCatalog(tuple(entries), data["sources"], epoch_of(data["epoch"]["value"]), path)
 
 
@@ -240,12 +247,18 @@ def validate(data: Any, origin: str = "stock image table") -> None:
 
 
 def _problems(data: dict[str, Any]) -> Iterator[str]:
-    """The rules between the parts of a stock table of the schema's shape."""
+    """The rules between the parts of a stock table of the schema's shape (provenance's, imported here: a recorded
+    table is never checked)."""
+    from envpin.knowledge.provenance import Grades
+
+    grades = Grades(KINDS)
     for tag, rel in data["tags"].items():
-        yield from _tag_problems(tag, rel, data["sources"], schema.where("tags", tag))
+        yield from _tag_problems(tag, rel, data["sources"], schema.where("tags", tag), grades)
 
 
-def _tag_problems(tag: str, rel: dict[str, Any], sources: dict[str, Any], where: str) -> Iterator[str]:
+def _tag_problems(tag: str, rel: dict[str, Any], sources: dict[str, Any], where: str, grades: Grades) -> Iterator[str]:
+    from envpin.knowledge.provenance import USAGE, fact_problems
+
     m = _TAG.match(tag)
     if not m:  # the grammar names_stock_tag reads, so not a copy of it as a schema pattern
         yield f"{where}: not a tag of the form X.Y.Z-gpu"
@@ -262,4 +275,4 @@ def _tag_problems(tag: str, rel: dict[str, Any], sources: dict[str, Any], where:
     if fields["tf_version"]["value"] != ".".join(m.groups()):
         yield f"{where}.fields.tf_version: must be the version the tag names"
     for name in RECORDED:
-        yield from (f"{where}.fields.{name}: {p}" for p in fact_problems(name, fields[name], sources, GRADES))
+        yield from (f"{where}.fields.{name}: {p}" for p in fact_problems(name, fields[name], sources, grades))

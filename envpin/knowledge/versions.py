@@ -1,16 +1,15 @@
 """The two things users type, TensorFlow version specs and NGC release/tag specs, for the host side.
 
 Parsing lives in envpin.portable.versions (standard library, also used inside images); this module turns its
-SpecError into the CLI's UsageError, with the same message and hint, and holds `major_minor`, the one
-truncation of a version to the unit recipes are chosen by (the probe keeps its own until it moves to
-envpin.portable.versions).
+SpecError into the CLI's UsageError, with the same message and hint. The truncation of a version to MAJOR.MINOR
+is envpin.portable.versions.major_minor, imported from there by the host side and the probe alike.
 """
 
 from __future__ import annotations
 
 from envpin.errors import UsageError, param
 from envpin.portable import versions as _v
-from envpin.portable.versions import NGCSpec, SpecError, TFSpec, parse_version
+from envpin.portable.versions import NGCSpec, SpecError, TFSpec
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
@@ -40,10 +39,3 @@ def parse_ngc_spec(text: str) -> NGCSpec:
 def release_index(release: str) -> int:
     """Months since 2000-01 ('20.02' -> 241)."""
     return _as_usage_error(_v.release_index, release)
-
-
-def major_minor(version: str | None) -> tuple[int, int] | None:
-    """'2.1.0' -> (2, 1), '3.6.9' -> (3, 6), '1.15.5+nv22.12' -> (1, 15): the leading MAJOR.MINOR of a version,
-    or None when it has no minor ('2', 'latest', None). Recipes, advice and the image's Python are chosen by it."""
-    parts = parse_version(version)
-    return (parts[0], parts[1]) if parts is not None and len(parts) >= 2 else None

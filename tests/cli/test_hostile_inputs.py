@@ -619,11 +619,19 @@ def test_an_audit_configuration_with_a_5000_digit_number_is_one_error(tmp_path: 
 @pytest.mark.parametrize(
     ("where", "value", "needle"),
     [
-        (["sources"], [], "sources must be an object"),
-        (["releases", "20.02", "flavors"], ["tf2"], "'fields' and 'flavors' must be objects"),
-        (["releases", "20.02", "flavors", "tf2", "tag"], 2002, "string 'tag'"),
-        (["releases", "20.02", "fields", "cuda", "source"], ["a"], "source must be a string"),
-        (["missing_months", "20.04"], "none", "missing month 20.04"),
+        (["sources"], [], "is invalid: sources: must be an object"),
+        (["releases", "20.02", "flavors"], ["tf2"], "is invalid: releases['20.02'].flavors: must be an object"),
+        (
+            ["releases", "20.02", "flavors", "tf2", "tag"],
+            2002,
+            "is invalid: releases['20.02'].flavors.tf2.tag: must be a string",
+        ),
+        (
+            ["releases", "20.02", "fields", "cuda", "source"],
+            ["a"],
+            "releases['20.02'].fields.cuda.source: must be a string or null",
+        ),
+        (["missing_months", "20.04"], "none", "is invalid: missing_months['20.04']: must be an object"),
     ],
 )
 @pytest.mark.parametrize(

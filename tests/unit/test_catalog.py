@@ -173,7 +173,7 @@ def test_json_shape(cat: catalog.Catalog) -> None:
 
 
 def test_every_value_carries_its_kind_and_an_image_outranks_the_notes() -> None:
-    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
+    data = json.loads(catalog.shipped_catalog_path().read_text())
     cat = catalog.Catalog(copy.deepcopy(data), "shipped")
     e = next(x for x in cat.entries() if x.tag == "20.03-tf2-py3")
     assert e.facts["cuda"].kind == "notes" and e.facts["tf_version"].kind == "nvidia"
@@ -197,7 +197,7 @@ def test_every_value_carries_its_kind_and_an_image_outranks_the_notes() -> None:
 
 
 def test_sibling_notes_give_base_stack_fields_only() -> None:
-    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
+    data = json.loads(catalog.shipped_catalog_path().read_text())
     sibling = next(sid for sid, src in data["sources"].items() if src["kind"] == "sibling")
     data["releases"]["20.03"]["flavors"]["tf2"]["fields"]["tf_version"] = {"value": "2.1", "source": sibling}
     with pytest.raises(CatalogError, match="base-stack fields only"):

@@ -16,7 +16,7 @@ from envpin.environment.plan import UnknownTF, make_plan, release_version, resol
 from envpin.environment.render import render
 from envpin.errors import UsageError
 from envpin.image import basecheck
-from envpin.knowledge import catalog, catalogcheck, facts, imageconfig, sync
+from envpin.knowledge import catalog, facts, imageconfig, sync
 from envpin.knowledge.fields import FIELDS
 from envpin.knowledge.sync import ImageRead
 from envpin.knowledge.versions import parse_tf_spec
@@ -289,7 +289,7 @@ def test_a_plan_does_not_depend_on_one_users_cache() -> None:
 def test_a_digest_is_pinned_only_for_the_repository_it_was_read_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
+    data = json.loads(catalog.shipped_catalog_path().read_text())
     image = _image(registry="127.0.0.1:5000/mirror/nvidia/tensorflow", tf_version="2.1.0")
     data["releases"]["20.02"]["flavors"]["tf2"]["image"] = image
     path = tmp_path / "catalog.json"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from envpin.environment.plan import resolve_tf
-from envpin.knowledge import catalog, catalogcheck, facts, notices, sync
+from envpin.knowledge import catalog, facts, notices, sync
 
 REPO = "nvcr.io/nvidia/tensorflow"
 STAND_IN = "127.0.0.1:5000/nvidia/tensorflow"
@@ -118,7 +118,7 @@ def test_a_mirrors_copy_of_a_recorded_digest_counts_as_the_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same digest is the same image: a mirror's read of the digest the catalog file records applies."""
-    data = json.loads(catalogcheck.shipped_catalog_path().read_text())
+    data = json.loads(catalog.shipped_catalog_path().read_text())
     recorded = _image(REPO, tf_version="2.1.0")
     data["releases"]["20.03"]["flavors"]["tf2"]["image"] = recorded
     path = tmp_path / "catalog.json"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from envpin.errors import CatalogError, UsageError
-from envpin.knowledge import catalog, catalogcheck, imageconfig, sync
+from envpin.knowledge import catalog, imageconfig, sync
 from tests.conftest import Result
 
 Cli = Callable[..., Result]
@@ -33,7 +33,7 @@ def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def shipped() -> dict[str, Any]:
-    return json.loads(catalogcheck.shipped_catalog_path().read_text(encoding="utf-8"))
+    return json.loads(catalog.shipped_catalog_path().read_text(encoding="utf-8"))
 
 
 def _entry(tag: str) -> catalog.Entry:
@@ -257,7 +257,7 @@ def test_release_selection() -> None:
 
 # -- the refreshed catalog file ------------------------------------------------------------------------------------
 def test_canonical_form_is_the_shipped_files_form(shipped: dict[str, Any]) -> None:
-    assert sync.dump_catalog(shipped) == catalogcheck.shipped_catalog_path().read_bytes()
+    assert sync.dump_catalog(shipped) == catalog.shipped_catalog_path().read_bytes()
 
 
 def test_refreshed_catalog_keeps_release_notes_and_validates(shipped: dict[str, Any]) -> None:
