@@ -70,6 +70,14 @@ def parse_version(text: "Optional[str]", exact: bool = False) -> "Optional[Tuple
     return tuple(int(p) for p in parts)
 
 
+def major_minor(version: "Optional[str]") -> "Optional[Tuple[int, int]]":
+    """'2.1.0' -> (2, 1), '3.6.9' -> (3, 6), '1.15.5+nv22.12' -> (1, 15): the leading MAJOR.MINOR of a version,
+    or None when it has no minor ('2', 'latest', None). The one truncation of a version to the unit recipes,
+    advice and the image's Python are chosen by, on the host and in images alike."""
+    parts = parse_version(version)
+    return (parts[0], parts[1]) if parts is not None and len(parts) >= 2 else None
+
+
 def components(text: str) -> "List[str]":
     """A version as comparable text components: '1.15.5+nv21.06' -> ['1', '15', '5', 'nv21', '6'] (split at
     '.' and '+', numbers without leading zeros), for lenient comparisons of versions that carry suffixes."""
