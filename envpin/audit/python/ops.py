@@ -97,6 +97,8 @@ def _condition_holds(c: Call, item: OpEntry) -> bool:
 
 #: id(entry) -> (the entry, its way out); the entry is kept so that its id is not reused while it is here.
 _HATCHES: dict[int, tuple[OpEntry, str]] = {}
+#: Entries kept at most (a run meets a few dozen; a library caller judging many versions would add more).
+_HATCHES_KEPT = 4096
 
 
 def _hatch(item: OpEntry, recipe: Recipe) -> str:
@@ -104,6 +106,8 @@ def _hatch(item: OpEntry, recipe: Recipe) -> str:
     recipe are the same objects for every script, envpin.audit.facts)."""
     kept = _HATCHES.get(id(item))
     if kept is None:
+        if len(_HATCHES) >= _HATCHES_KEPT:
+            _HATCHES.clear()
         kept = _HATCHES[id(item)] = (item, _way_out(item, recipe))
     return kept[1]
 
@@ -120,7 +124,7 @@ def _way_out(item: OpEntry, recipe: Recipe) -> str:
             e
             for e in recipes.book().raises
             if set(apis_of(e)) & mine
-            and (major_minor(e.tf_min) or (0, 0)) > hi
+            and (major_minor(e.tf_min) or (0, 0)) > hi  # an open start: from the first version on
             and e.build_condition is None
             and e.platform in (None, "linux")
         ]
