@@ -21,32 +21,31 @@ def recipe_table() -> str:
         "| recipe | applies to | env set in the image | Python steps (envpin.enable_determinism) |",
         "| --- | --- | --- | --- |",
     ]
-    common = recipes.table()["common"]
-    shared = ", ".join(f"`{e['name']}={e['value']}`" for e in common["env"])
-    for row in recipes.rows():
-        m = row["match"]
-        tf = f"TF {m['tf_min']}–{m['tf_max']}" if m["tf_max"] else f"TF {m['tf_min']}+"
+    book = recipes.book()
+    shared = ", ".join(f"`{e.name}={e.value}`" for e in book.env)
+    for row in book.rows:
+        tf = f"TF {row.tf_min}–{row.tf_max}" if row.tf_max else f"TF {row.tf_min}+"
         where = (
             "stock"
-            if m["distribution"] == "stock"
-            else (f"NGC {m.get('ngc_min')}–{m.get('ngc_max')}" if m.get("ngc_max") else f"NGC {m.get('ngc_min')}+")
+            if row.distribution == "stock"
+            else (f"NGC {row.ngc_min}–{row.ngc_max}" if row.ngc_max else f"NGC {row.ngc_min}+")
         )
         env = (
             ", ".join(
-                f"`{e['name']}={e['value']}`"
-                + (f" (unverified {e['unverified'].split(':')[0]})" if "unverified" in e else "")
-                for e in row["env"]
+                f"`{e.name}={e.value}`"
+                + (f" (unverified {e.unverified.split(':')[0]})" if e.unverified is not None else "")
+                for e in row.env
             )
             or "—"
         )
-        steps = ", ".join(s["step"] for s in row["steps"])
-        rows.append(f"| `{row['id']}` | {where}, {tf} | {env} | {steps} |")
-    unset = ", ".join(f"`{u['name']}`" for u in common["unset"])
+        steps = ", ".join(s.step for s in row.steps)
+        rows.append(f"| `{row.id}` | {where}, {tf} | {env} | {steps} |")
+    unset = ", ".join(f"`{u.name}`" for u in book.unset)
     rows.append("")
     rows.append(f"Every recipe also sets {shared} and requires that {unset} is **not** set.")
-    for item in common["no_effect"]:
+    for item in book.no_effect:
         rows.append(
-            f"`{item['name']}` has no effect: TensorFlow reads `{item['instead']}` "
+            f"`{item.name}` has no effect: TensorFlow reads `{item.instead}` "
             "(audit and the runtime check report the misspelt name)."
         )
     return "\n".join(rows) + "\n"

@@ -30,35 +30,19 @@ from envpin.audit.rules import RULES
 from envpin.audit.rules.syntax import SUPPRESSION_UNKNOWN
 from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular
+from envpin.portable.lazy import lazy_exports
 from envpin.record import Value
 
+#: Public names whose module loads on first use (envpin.portable.lazy reads this block; `name as name` exports
+#: it): the Python-script audit, which no Dockerfile-only call needs at import (the script fixer is imported by
+#: --fix itself), and MECHANICAL, which reads every family's rules (the script families' too).
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from typing import Any
-
-    from envpin.audit.python.audit import ScriptTarget, audit_script, read_script, target_for
-
-    #: Rules --fix handles without a comment (Rule.fixable; FROM rules only when the digest can be resolved).
-    MECHANICAL: frozenset[str]
-
-#: Public names whose module loads on first use (the Python-script audit, which no Dockerfile-only call needs
-#: at import; the script fixer is imported by --fix itself). name -> module.
-_LAZY = {name: "envpin.audit.python.audit" for name in ("ScriptTarget", "audit_script", "read_script", "target_for")}
-
-
-def __getattr__(name: str) -> Any:
-    """The names of _LAZY, imported when first asked for (PEP 562), and MECHANICAL, which reads every family's
-    rules (the script families' too)."""
-    if name == "MECHANICAL":
-        value: Any = frozenset(r.id for r in RULES.values() if r.fixable)
-    elif name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+    from envpin.audit.mechanical import MECHANICAL as MECHANICAL
+    from envpin.audit.python.audit import ScriptTarget as ScriptTarget
+    from envpin.audit.python.audit import audit_script as audit_script
+    from envpin.audit.python.audit import read_script as read_script
+    from envpin.audit.python.audit import target_for as target_for
 
 
 __all__ = [
@@ -407,3 +391,6 @@ def _check_output(out: Path, source: Path, in_place: bool) -> None:
     check_output_path(out, "in_place" if in_place else "fix_out")
     if out.exists() and not os.stat(out).st_mode & 0o222:
         raise UsageError(f"{out} is read-only", hint=f"make it writable (chmod u+w {out}) if it should change")
+
+
+lazy_exports(__name__)

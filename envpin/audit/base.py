@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envpin.audit import facts
 from envpin.audit.parser import Dockerfile, Stage
 from envpin.errors import EnvpinError
 from envpin.knowledge import catalog, recipes
@@ -17,6 +18,10 @@ from envpin.knowledge.versions import parse_ngc_spec
 from envpin.portable import imageref
 from envpin.portable.versions import is_ngc_repository
 from envpin.record import Value
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from envpin.knowledge.recipebook import RecipeRecords
 
 _STOCK_TAG = re.compile(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:rc[0-9]+)?(?:-.*)?\Z")
 
@@ -35,6 +40,11 @@ class BaseInfo(Value):
     reason: str | None = None
     release: str | None = None
     distribution: str | None = None
+
+    @property
+    def records(self) -> RecipeRecords | None:
+        """The recipe's parts as typed records (envpin.audit.facts), None without a recipe."""
+        return None if self.recipe is None else facts.records(self.recipe)
 
 
 def root_stage(df: Dockerfile, stage: Stage) -> Stage:

@@ -85,27 +85,23 @@ def merge(findings: list[Finding]) -> list[Finding]:
     return sorted(merged.values(), key=lambda f: (f.file, f.line, f.rule))
 
 
-def check_runs(ctx: Context) -> None:
-    """Walk every stage's instructions once, each RUN's pipelines and commands once (nested scripts included),
-    and hand each step to every rule of RUN_RULES: a RUN is split once and its commands built once for all of
-    them, and nothing of it is kept after its last rule has seen it."""
-    rules = [cls(ctx) for cls in RUN_RULES]
+#: Hands one walk's step to the rules that want it: a pipeline, a command.
+_Step = Callable[[list[Command]], None]
+_Command = Callable[[Command], None]
 
-    def overrides(name: str) -> list[RunRule]:
-        return [r for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
 
-    on_run, on_run_end = [r.run for r in overrides("run")], [r.run_end for r in overrides("run_end")]
-    on_pipeline = [r.pipeline for r in overrides("pipeline")]
-    readers = overrides("command")
-    #: The command() handlers that want a command, by its name, for commands without and with assignments.
-    plain: dict[str, list[Callable[[Command], None]]] = {}
-    assigning: dict[str, list[Callable[[Command], None]]] = {}
+def _dispatch(rules: list[RunRule]) -> tuple[_Step, _Command, _Command]:
+    """What the walk calls for each pipeline and each command: the pipeline() of the rules that override it, and
+    command() of those readers that want a command of its name (asked once per name, for commands without and
+    with assignments); the third calls every reader, for a RUN where one wants every command."""
+    readers = _overriding(rules, "command")
+    on_pipeline = [r.pipeline for r in _overriding(rules, "pipeline")]
+    plain: dict[str, list[_Command]] = {}
+    assigning: dict[str, list[_Command]] = {}
 
     def pipelines(pipe: list[Command]) -> None:
         for f in on_pipeline:
             f(pipe)
-
-    pipeline = on_pipeline[0] if len(on_pipeline) == 1 else pipelines
 
     def command(cmd: Command) -> None:
         by_name = assigning if cmd.assigns else plain
@@ -119,6 +115,23 @@ def check_runs(ctx: Context) -> None:
         for r in readers:
             r.command(cmd)
 
+    return (on_pipeline[0] if len(on_pipeline) == 1 else pipelines), command, every_command
+
+
+def _overriding(rules: list[RunRule], name: str) -> list[RunRule]:
+    """The rules whose class overrides RunRule's hook `name` (the others are never called for it)."""
+    return [r for r in rules if getattr(type(r), name) is not getattr(RunRule, name)]
+
+
+def check_runs(ctx: Context) -> None:
+    """Walk every stage's instructions once, each RUN's pipelines and commands once (nested scripts included),
+    and hand each step to every rule of RUN_RULES: a RUN is split once and its commands built once for all of
+    them, and nothing of it is kept after its last rule has seen it."""
+    rules = [cls(ctx) for cls in RUN_RULES]
+    on_run = [r.run for r in _overriding(rules, "run")]
+    on_run_end = [r.run_end for r in _overriding(rules, "run_end")]
+    readers = _overriding(rules, "command")
+    pipeline, command, every_command = _dispatch(rules)
     for st in ctx.df.stages:
         for r in rules:
             r.st = st
@@ -131,11 +144,8 @@ def check_runs(ctx: Context) -> None:
                 r.ins, r.run_script = ins, run
             for starts in on_run:
                 starts(ins, run)
-            walker = command
-            for r in readers:
-                if r.every_command:
-                    walker = every_command
-            run.script.visit(pipeline, walker)
+            # run() may ask for every command of this RUN (RunRule.every_command)
+            run.script.visit(pipeline, every_command if any(r.every_command for r in readers) else command)
             for ends in on_run_end:
                 ends()
         for r in rules:

@@ -200,7 +200,8 @@ def _env_block(
 ) -> None:
     base = identify(df, stage, tf)
     rules = {f.rule for f in env_findings}
-    common = {e["name"]: e["value"] for e in recipes.table()["common"]["env"]}
+    book = recipes.book()
+    common = {e.name: e.value for e in book.env if e.value is not None}  # the schema: every env entry has one
     if base.recipe is not None and rules & _D9M_RULES:
         desired = base.recipe.env_dict()
     else:
@@ -214,8 +215,7 @@ def _env_block(
     else:
         title = f"{MARKER}settings every TensorFlow version needs (the base's TensorFlow is not known)"
     block = {k: v for k, v in sorted(desired.items()) if not _ok(k, stage.env.get(k), v)}
-    shared = recipes.table()["common"]
-    forbidden = {u["name"] for u in shared["unset"]} | {u["name"] for u in shared["no_effect"]}
+    forbidden = {u.name for u in book.unset} | {u.name for u in book.no_effect}
     remove = set(block) | (forbidden if remove_forbidden else set())
     chain = df.chain(stage)
     existing = _existing_block(df, stage)

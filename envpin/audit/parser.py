@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from envpin.audit.scopes import Scope, StageScope
@@ -295,9 +295,42 @@ def _continues(line: str, escape: str) -> tuple[str, bool]:
 _JOIN_EVERY = 1024
 
 
-def _instructions(  # type: ignore[no-untyped-def]
+def _continued(
+    lines: list[str], start: int, first: str, escape: str, path: str, problem: Callable[[DockerfileError], None]
+) -> tuple[str, int]:
+    """The logical line of an instruction whose line `start` (`first`, without its continuation character)
+    continues: the following lines joined up to the first that does not continue, blank and comment lines between
+    them skipped; and the index of that last line (len(lines) where the file ends first, which is a problem).
+    A long chain is joined as it goes, so its pieces never all exist at once beside the file's lines."""
+    i, n = start, len(lines)
+    parts: list[str] = [first]
+    joined: list[str] = []
+    more = True
+    while more:
+        i += 1
+        while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+            i += 1
+        if i >= n:
+            problem(
+                _err(
+                    path,
+                    start + 1,
+                    "the instruction's last line ends with a line continuation, but the file ends there",
+                    hint=f"remove the trailing {escape} or finish the instruction",
+                )
+            )
+            break
+        body, more = _continues(lines[i], escape)
+        parts.append(body)
+        if len(parts) >= _JOIN_EVERY:
+            joined.append("".join(parts))
+            parts = []
+    return ("".join(joined + parts) if joined else "".join(parts)), i
+
+
+def _instructions(
     lines: list[str], first: int, escape: str, path: str, problem: Callable[[DockerfileError], None]
-):
+) -> Iterator[Instruction]:
     i, n = first, len(lines)
     seen_from = False
     while i < n:
@@ -310,29 +343,7 @@ def _instructions(  # type: ignore[no-untyped-def]
         last = line[-1]
         logical, more = _continues(line, escape) if last == escape or last in " \t" else (line, False)
         if more:
-            # A long chain is joined as it goes, so its pieces never all exist at once beside the file's lines.
-            parts: list[str] = [logical]
-            joined: list[str] = []
-            while more:
-                i += 1
-                while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
-                    i += 1
-                if i >= n:
-                    problem(
-                        _err(
-                            path,
-                            start + 1,
-                            "the instruction's last line ends with a line continuation, but the file ends there",
-                            hint=f"remove the trailing {escape} or finish the instruction",
-                        )
-                    )
-                    break
-                body, more = _continues(lines[i], escape)
-                parts.append(body)
-                if len(parts) >= _JOIN_EVERY:
-                    joined.append("".join(parts))
-                    parts = []
-            logical = "".join(joined + parts) if joined else "".join(parts)
+            logical, i = _continued(lines, start, logical, escape, path, problem)
             if not logical.strip():  # only continuation characters (a lone escape line): no instruction
                 i += 1
                 continue
@@ -456,30 +467,9 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
     """What the builder itself refuses, plus the NAME=VALUE pairs of ENV, ARG and LABEL."""
     kw, args = ins.keyword, ins.args
     if kw in ("ENV", "LABEL"):
-        words = split_words(args, escape)
-        if not words:
-            raise ValueError(f"{kw} needs NAME=VALUE")
-        if "=" not in words[0][0]:  # the legacy form: NAME VALUE (the rest of the line)
-            if len(words) < 2:
-                raise ValueError(f"{kw} {words[0][0]} has no value (write {kw} {words[0][0]}=VALUE)")
-            value = args[words[1][1] :].strip()
-            ins.pairs = [Pair(words[0][0], value, args)]
-            ins.legacy_env = True
-            return
-        for raw, _, _ in words:
-            key, eq, value = raw.partition("=")
-            if not eq or not key:
-                raise ValueError(f"cannot find NAME=VALUE in {raw!r}")
-            ins.pairs.append(Pair(_unquote(key, escape), value, raw))
+        _pairs(ins, escape)
     elif kw == "ARG":
-        words = split_words(args, escape)
-        if not words:
-            raise ValueError("ARG needs a name")
-        for raw, _, _ in words:
-            key, eq, value = raw.partition("=")
-            if not _NAME_RE.fullmatch(key):
-                raise ValueError(f"{key!r} is not a valid argument name")
-            ins.pairs.append(Pair(key, value if eq else None, raw))
+        _arg_pairs(ins, escape)
     elif kw == "FROM":
         words = split_words(args, escape)
         if len(words) not in (1, 3) or (len(words) == 3 and words[1][0].lower() != "as"):
@@ -498,6 +488,38 @@ def _check(ins: Instruction, escape: str, path: str) -> None:
             inner_kw = inner.group(1).upper() if inner else ""
             if inner_kw not in INSTRUCTIONS or inner_kw in ("ONBUILD", "FROM", "MAINTAINER"):
                 raise ValueError(f"ONBUILD cannot trigger {inner_kw or 'nothing'}")
+
+
+def _pairs(ins: Instruction, escape: str) -> None:
+    """The NAME=VALUE pairs of an ENV or LABEL, or its one legacy NAME VALUE pair (the rest of the line)."""
+    kw, args = ins.keyword, ins.args
+    words = split_words(args, escape)
+    if not words:
+        raise ValueError(f"{kw} needs NAME=VALUE")
+    if "=" not in words[0][0]:  # the legacy form: NAME VALUE (the rest of the line)
+        if len(words) < 2:
+            raise ValueError(f"{kw} {words[0][0]} has no value (write {kw} {words[0][0]}=VALUE)")
+        value = args[words[1][1] :].strip()
+        ins.pairs = [Pair(words[0][0], value, args)]
+        ins.legacy_env = True
+        return
+    for raw, _, _ in words:
+        key, eq, value = raw.partition("=")
+        if not eq or not key:
+            raise ValueError(f"cannot find NAME=VALUE in {raw!r}")
+        ins.pairs.append(Pair(_unquote(key, escape), value, raw))
+
+
+def _arg_pairs(ins: Instruction, escape: str) -> None:
+    """The NAME[=DEFAULT] pairs of an ARG, each name one the builder accepts."""
+    words = split_words(ins.args, escape)
+    if not words:
+        raise ValueError("ARG needs a name")
+    for raw, _, _ in words:
+        key, eq, value = raw.partition("=")
+        if not _NAME_RE.fullmatch(key):
+            raise ValueError(f"{key!r} is not a valid argument name")
+        ins.pairs.append(Pair(key, value if eq else None, raw))
 
 
 def _unquote(word: str, escape: str) -> str:
@@ -581,26 +603,7 @@ def _apply(
         state.glob = glob
         return
     if ins.keyword == "FROM":
-        words = [w for w, _, _ in split_words(ins.args, esc)]
-        ins.scope = state.glob
-        e = budget.expand(words[0], state.glob, esc, closed=True)
-        name = _unquote(words[2], esc).lower() if len(words) == 3 else None
-        if name is not None and name in names:
-            raise ValueError(
-                f"stage name '{name}' is already used by the stage on line {df.stages[names[name]].from_.line}"
-            )
-        parent = names.get(e.value.lower())
-        st = Stage(len(df.stages), name, ins, e.value, words[0], e.unresolved, parent)
-        if parent is not None:
-            up = df.stages[parent]
-            st.env, st.workdir, st.posix_shell = up.env, up.workdir, up.posix_shell  # shared, never copied
-        ins.stage = st.index
-        ins.workdir = st.workdir
-        st.instructions.append(ins)
-        df.stages.append(st)
-        state.view = None
-        if name is not None:
-            names[name] = st.index
+        _start_stage(df, ins, state, names, esc)
         return
     st = df.stages[-1]
     workdir = st.workdir  # where the instruction runs (a WORKDIR changes it for the next ones)
@@ -632,6 +635,31 @@ def _apply(
     st.instructions.append(ins)
     ins.scope = scope
     ins.workdir = workdir
+
+
+def _start_stage(df: Dockerfile, ins: Instruction, state: _State, names: dict[str, int], esc: str) -> None:
+    """A FROM: the stage it starts (named in `names`), which shares the ENV, working directory and shell of the
+    stage it is built on, if any."""
+    words = [w for w, _, _ in split_words(ins.args, esc)]
+    ins.scope = state.glob
+    e = state.budget.expand(words[0], state.glob, esc, closed=True)
+    name = _unquote(words[2], esc).lower() if len(words) == 3 else None
+    if name is not None and name in names:
+        raise ValueError(
+            f"stage name '{name}' is already used by the stage on line {df.stages[names[name]].from_.line}"
+        )
+    parent = names.get(e.value.lower())
+    st = Stage(len(df.stages), name, ins, e.value, words[0], e.unresolved, parent)
+    if parent is not None:
+        up = df.stages[parent]
+        st.env, st.workdir, st.posix_shell = up.env, up.workdir, up.posix_shell  # shared, never copied
+    ins.stage = st.index
+    ins.workdir = st.workdir
+    st.instructions.append(ins)
+    df.stages.append(st)
+    state.view = None
+    if name is not None:
+        names[name] = st.index
 
 
 def _arg(

@@ -97,17 +97,48 @@ PIP_NAMES = ("pip", "python", "uv")
 
 def pip_call(cmd: Command) -> PipCall | None:
     """The install/wheel/download call a command makes, with its options sorted out, or None."""
+    rest = _pip_arguments(cmd)
+    if rest is None:
+        return None
+    opts, positional = _options(rest)
+    if not positional or positional[0] not in ("install", "wheel", "download"):
+        return None
+    call = PipCall(positional[0], specs=_requirements(positional[1:]))
+    for option, given in opts:
+        if option in ("-r", "--requirement") and given:
+            call.requirements.append(given)
+        elif option in ("-c", "--constraint") and given:
+            call.constraints.append(given)
+        elif option in ("-e", "--editable") and given:
+            call.editables.append(given)
+        elif option in _INDEX_OPTS and given:
+            call.indexes.append(given)
+            if option not in ("-i", "--index-url"):
+                call.extra.append(given)
+        elif option == "--trusted-host" and given:
+            call.trusted.append(given)
+        elif option == "--require-hashes":
+            call.require_hashes = True
+    return call
+
+
+def _pip_arguments(cmd: Command) -> list[str] | None:
+    """What a command gives pip (`pip ...`, `python -m pip ...`, `uv pip ...`), or None when it runs no pip."""
     argv = cmd.argv
     if not cmd.name.startswith(PIP_NAMES):
         return None
     if _PIP.match(cmd.name):
-        rest = argv[1:]
-    elif _PYTHON.match(cmd.name) and len(argv) > 2 and argv[1] == "-m" and _PIP.match(argv[2]):
-        rest = argv[3:]
-    elif cmd.name == "uv" and argv[1:2] == ["pip"]:
-        rest = argv[2:]
-    else:
-        return None
+        return argv[1:]
+    if _PYTHON.match(cmd.name) and len(argv) > 2 and argv[1] == "-m" and _PIP.match(argv[2]):
+        return argv[3:]
+    if cmd.name == "uv" and argv[1:2] == ["pip"]:
+        return argv[2:]
+    return None
+
+
+def _options(rest: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """pip's arguments as (option, its value or None) in order, and the positional words (everything after
+    `--` among them): `--opt=value`, `--opt value` for the options that take one, `-rFILE` glued."""
     opts: list[tuple[str, str | None]] = []
     positional: list[str] = []
     i = 0
@@ -129,34 +160,21 @@ def pip_call(cmd: Command) -> PipCall | None:
         else:
             positional.append(tok)
         i += 1
-    if not positional or positional[0] not in ("install", "wheel", "download"):
-        return None
-    call = PipCall(positional[0])
-    words = positional[1:]
+    return opts, positional
+
+
+def _requirements(words: list[str]) -> list[str]:
+    """The requirements named after the subcommand, a PEP 508 direct reference (NAME @ URL) as one."""
+    specs = []
     j = 0
-    while j < len(words):  # PEP 508 direct references: NAME @ URL
+    while j < len(words):
         if j + 2 < len(words) and words[j + 1] == "@":
-            call.specs.append(f"{words[j]} @ {words[j + 2]}")
+            specs.append(f"{words[j]} @ {words[j + 2]}")
             j += 3
         else:
-            call.specs.append(words[j])
+            specs.append(words[j])
             j += 1
-    for option, given in opts:
-        if option in ("-r", "--requirement") and given:
-            call.requirements.append(given)
-        elif option in ("-c", "--constraint") and given:
-            call.constraints.append(given)
-        elif option in ("-e", "--editable") and given:
-            call.editables.append(given)
-        elif option in _INDEX_OPTS and given:
-            call.indexes.append(given)
-            if option not in ("-i", "--index-url"):
-                call.extra.append(given)
-        elif option == "--trusted-host" and given:
-            call.trusted.append(given)
-        elif option == "--require-hashes":
-            call.require_hashes = True
-    return call
+    return specs
 
 
 def is_local(spec: str) -> bool:

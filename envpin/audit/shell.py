@@ -432,16 +432,9 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
                 redirect = False
             elif not deeper or "$" not in tok:  # most words: nothing nested in them
                 words.append(tok)
-            elif tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
-                end = _matching(tokens, i + 2)
-                nested.append(_nested(Script.from_tokens(tokens[i + 2 : end - 1], depth + 1), check))
-                words.append(sys.intern(tok + "(…)"))  # one object however many $(...) a line has
-                i = end
-                continue
             else:
-                words.append(tok)
-                if "$(" in tok:
-                    nested.extend(_nested(_script(sub, depth + 1), check) for sub in _substitutions(tok))
+                i = _substituting(tokens, i, words, nested, depth, check)
+                continue
             i += 1
             continue
         if deeper and tok in _PROCESS:
@@ -470,6 +463,22 @@ def _pipelines(tokens: list[str], depth: int, check: bool) -> Iterator[list[Comm
         pipe.append(_command(words, nested, depth, check))
     if pipe:
         yield pipe
+
+
+def _substituting(tokens: list[str], i: int, words: list[str], nested: list[Script], depth: int, check: bool) -> int:
+    """A word with a `$` in it (tokens[i]): added to `words`, and the scripts of its command substitutions to
+    `nested`, a `$(` split off into tokens of its own (up to its `)`) or one inside a quoted word. The index of
+    the token after it."""
+    tok, n = tokens[i], len(tokens)
+    if tok.endswith("$") and i + 1 < n and tokens[i + 1] is _OPEN:
+        end = _matching(tokens, i + 2)
+        nested.append(_nested(Script.from_tokens(tokens[i + 2 : end - 1], depth + 1), check))
+        words.append(sys.intern(tok + "(…)"))  # one object however many $(...) a line has
+        return end
+    words.append(tok)
+    if "$(" in tok:
+        nested.extend(_nested(_script(sub, depth + 1), check) for sub in _substitutions(tok))
+    return i + 1
 
 
 def _substitutions(word: str) -> list[str]:

@@ -252,6 +252,22 @@ def _dollar(
             op, word = rest[0], rest[1:]
         else:  # ${VAR#pattern} and friends: not evaluated here
             return literal, len(literal), (name,)
+    return _braced(literal, name, op, word, scope, escape, keep_quotes, closed, level)
+
+
+def _braced(
+    literal: str,
+    name: str,
+    op: str | None,
+    word: str,
+    scope: Mapping[str, Var],
+    escape: str,
+    keep_quotes: bool,
+    closed: bool,
+    level: int,
+) -> tuple[str, int, Sequence[str]]:
+    """`literal`, ${NAME} or ${NAME<op>word} with op one of :- - :+ + :? ?, as the builder evaluates it: (text,
+    characters used, unresolved names). With `closed`, a name no ARG or ENV declares is known to be unset."""
     used = len(literal)
     var = scope.get(name)
     if var is None and closed:

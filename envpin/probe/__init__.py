@@ -8,54 +8,26 @@ optional and loaded lazily; TensorFlow is imported only for the self-test or wit
     fingerprint_fields(report)              # {"cpu.isa_level": "x86-64-v3", ...}: result-affecting only
     fingerprint(report)                     # "sha256:..." over exactly those fields
 
-The names below are loaded on first use, not when the package is imported: `envpin.probe.runtime` (inside
-every training script) and `envpin.probe.ngc` users would otherwise pay for the report, field, CUDA-library
-and env-var modules they never call. Module-level ``__getattr__`` (PEP 562) needs Python 3.7, so the package
-object becomes an instance of a module subclass that has one (assigning ``__class__`` works from 3.5).
+The names below are loaded on first use, not when the package is imported (envpin.portable.lazy reads the
+block): `envpin.probe.runtime` (inside every training script) and `envpin.probe.ngc` users would otherwise pay
+for the report, field, CUDA-library and env-var modules they never call.
 """
 
-import sys
-import types
+from envpin.portable.lazy import lazy_exports
 
-TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
-if TYPE_CHECKING:
-    from typing import Any, List
+TYPE_CHECKING = False  # typing's without importing it
+if TYPE_CHECKING:  # the one declaration of the public names: `name as name` exports it
+    from envpin.probe.fields import BREAKING as BREAKING
+    from envpin.probe.fields import INFO as INFO
+    from envpin.probe.fields import RISK as RISK
+    from envpin.probe.fields import fingerprint as fingerprint
+    from envpin.probe.fields import fingerprint_fields as fingerprint_fields
+    from envpin.probe.fields import flatten as flatten
+    from envpin.probe.report import PROBE_SCHEMA as PROBE_SCHEMA
+    from envpin.probe.report import collect as collect
+    from envpin.probe.report import load_schema as load_schema
+    from envpin.probe.report import to_json as to_json
+    from envpin.probe.report import to_markdown as to_markdown
+    from envpin.probe.report import write_reports as write_reports
 
-#: Public name -> the submodule that defines it.
-_HOMES = {
-    "BREAKING": "fields",
-    "INFO": "fields",
-    "RISK": "fields",
-    "fingerprint": "fields",
-    "fingerprint_fields": "fields",
-    "flatten": "fields",
-    "PROBE_SCHEMA": "report",
-    "collect": "report",
-    "load_schema": "report",
-    "to_json": "report",
-    "to_markdown": "report",
-    "write_reports": "report",
-}
-
-__all__ = sorted(_HOMES)
-
-
-class LazyPackage(types.ModuleType):
-    """A package whose public names (its module-level `_HOMES`: name -> submodule) are imported from their
-    submodule on first access, then kept; envpin.probe and envpin.probe.selftest are both one."""
-
-    def __getattr__(self, name: str) -> "Any":
-        home = self.__dict__.get("_HOMES", {}).get(name)
-        if home is None:
-            raise AttributeError("module {!r} has no attribute {!r}".format(self.__name__, name))
-        import importlib
-
-        value = getattr(importlib.import_module(self.__name__ + "." + home), name)
-        setattr(self, name, value)
-        return value
-
-    def __dir__(self) -> "List[str]":
-        return sorted(set(super().__dir__()) | set(self.__dict__.get("_HOMES", ())))
-
-
-sys.modules[__name__].__class__ = LazyPackage
+lazy_exports(__name__)

@@ -12,7 +12,7 @@ import re
 import sys
 import warnings
 
-from envpin.portable.versions import parse_version, release_index
+from envpin.portable.versions import major_minor, release_index
 from envpin.probe import seeding
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
@@ -64,12 +64,13 @@ def within(mm: "Tuple[int, ...]", lo: "Optional[str]", hi: "Optional[str]") -> b
     return not (hi is not None and mm > _bound(hi))
 
 
-def _bound(text: str) -> "Tuple[int, ...]":
-    """A table entry's version bound as (MAJOR, MINOR); ValueError for one that is no version."""
-    parsed = parse_version(text)
-    if parsed is None:
+def _bound(text: str) -> "Tuple[int, int]":
+    """A table entry's version bound as (MAJOR, MINOR) (the schema has no other); ValueError for one that is no
+    version."""
+    mm = major_minor(text)
+    if mm is None:
         raise ValueError("the recipe table's version bound %r is not a version" % (text,))
-    return parsed[:2]
+    return mm
 
 
 def resolve(
@@ -79,10 +80,9 @@ def resolve(
 
     Raises LookupError when no row matches and ValueError for an unusable version.
     """
-    parsed = parse_version(tf_version)
-    if parsed is None or len(parsed) < 2:  # a bare major cannot be placed in a recipe range
+    mm = major_minor(tf_version)
+    if mm is None:  # a bare major cannot be placed in a recipe range
         raise ValueError("a recipe needs the TensorFlow version as MAJOR.MINOR, got %r" % (tf_version,))
-    mm = parsed[:2]
     for row in table["recipes"]:
         match = row["match"]
         if match["distribution"] != distribution or not within(mm, match["tf_min"], match["tf_max"]):
@@ -209,8 +209,8 @@ def _keras_auto_xla(tf: "ModuleType") -> "Optional[str]":
         except ImportError:
             return None
         version = getattr(keras, "__version__", None)
-    parsed = parse_version(str(version or ""))
-    if parsed is None or parsed[0] != 3 or tuple(parsed[:2]) >= KERAS_AUTO_XLA_FIXED:
+    mm = major_minor(str(version or ""))
+    if mm is None or mm[0] != 3 or mm >= KERAS_AUTO_XLA_FIXED:
         return None
     return (
         "Keras %s compiles models with XLA by default (jit_compile='auto'), and XLA has no deterministic "

@@ -86,38 +86,34 @@ def _device_class(device: str | None) -> str | None:
 def table_notes(op_type: str, tf_version: str | None, device: str | None) -> list[dict[str, Any]]:
     """What envpin's recipe table says about an op type on this TensorFlow (and device, when known)."""
     from envpin.knowledge import recipes
-    from envpin.portable.versions import parse_version
+    from envpin.portable.versions import major_minor
     from envpin.probe.runtime import within
 
     if not op_type:
         return []
     word = re.compile(r"(?<![A-Za-z0-9])" + re.escape(op_type) + r"(?![A-Za-z0-9])")
-    parsed = parse_version(tf_version or "")
-    mm = tuple(parsed[:2]) if parsed and len(parsed) >= 2 else None
+    mm = major_minor(tf_version)
     where = _device_class(device)
-    data = recipes.table()
+    book = recipes.book()
     notes = []
-    for key, kind in (
-        ("nondeterministic_under_determinism", "nondeterministic"),
-        ("raises_under_determinism", "raises"),
-    ):
-        for row in data[key]:
-            if not word.search(row["op"]):
+    for kind, entries in (("nondeterministic", book.silent), ("raises", book.raises)):
+        for e in entries:
+            if not word.search(e.op):
                 continue
-            if mm is not None and not within(mm, row["tf_min"], row["tf_max"]):
+            if mm is not None and not within(mm, e.tf_min, e.tf_max):
                 continue
-            if where is not None and row["devices"] not in ("any", where):
+            if where is not None and e.devices not in ("any", where):
                 continue
-            source = data["sources"].get(row["source"], {})
+            source = book.sources.get(e.source, {})
             notes.append(
                 {
                     "kind": kind,
-                    "op": row["op"],
-                    "devices": row["devices"],
-                    "tf_min": row["tf_min"],
-                    "tf_max": row["tf_max"],
-                    "detail": row.get("why") or f"{row['exception']}: {row['message']}",
-                    "source": source.get("url", row["source"]),
+                    "op": e.op,
+                    "devices": e.devices,
+                    "tf_min": e.tf_min,
+                    "tf_max": e.tf_max,
+                    "detail": e.why or f"{e.exception}: {e.message}",
+                    "source": source.get("url", e.source),
                 }
             )
     return notes

@@ -12,9 +12,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from rich.console import Console
+    from rich.table import Table
 
     from envpin.api import FleetManifest, FleetReport
-    from envpin.fleet.aggregate import FleetResult, Spread
+    from envpin.fleet.aggregate import FleetResult, Node, Spread
 
 _STYLE = {"breaking": "bold red", "risk": "yellow", "info": "dim"}
 #: Node names listed per value/class before "and N more": a summary stays readable for thousands of nodes.
@@ -46,9 +47,6 @@ def report(res: FleetReport, fmt: str, console: Console, note: Console) -> None:
 def summary(result: FleetResult, console: Console, command: str | None = None) -> None:
     """The text summary. Its notes name the parameters of `envpin fleet report` that show more (`command`:
     "fleet report" when the summary follows another command, whose parameters those are not)."""
-    from rich.table import Table
-    from rich.text import Text
-
     c = result.counts()
     say(console, result.verdict())
     expected = result.expected
@@ -62,32 +60,11 @@ def summary(result: FleetResult, console: Console, command: str | None = None) -
             f"{c['missing']} missing); expected: {expected.count} ({source})",
         )
     if result.classes:
-        t = Table(title="classes (identical result-affecting fields)", title_justify="left", header_style="bold")
-        for col in ("class", "nodes", "fingerprint", "device classes", "members"):
-            t.add_column(col, overflow="fold")
-        for k in result.classes:
-            t.add_row(
-                Text(f"{k.id}{' (reference)' if k.reference else ''}"),
-                Text(str(len(k.nodes))),
-                Text(k.fingerprint[:19] + "…"),
-                Text("\n".join(shown(d, 200) for d in k.device_classes)),
-                Text(_names(k.nodes)),
-            )
-        console.print(t)
+        console.print(_classes(result))
     if result.outliers:
         say(console, f"outliers: {_names(result.outliers, 20)}")
     if result.spreads:
-        t = Table(title="fields that differ", title_justify="left", header_style="bold")
-        for col in ("severity", "field", "values (nodes)", "why it matters"):
-            t.add_column(col, overflow="fold")
-        for s in result.spreads[:FIELDS_SHOWN]:
-            t.add_row(
-                Text(s.severity, style=_STYLE.get(s.severity, "")),
-                Text(shown(s.key, 200)),
-                Text(_values(s)),
-                Text(s.reason),
-            )
-        console.print(t)
+        console.print(_spreads(result))
         if len(result.spreads) > FIELDS_SHOWN:
             hidden = len(result.spreads) - FIELDS_SHOWN
             say(
@@ -95,31 +72,95 @@ def summary(result: FleetResult, console: Console, command: str | None = None) -
                 f"… and {hidden} more fields ({param('fmt', command)} json and {param('html', command)} show all)",
             )
     if result.golden:
-        t = Table(title="golden training hashes per device class", title_justify="left", header_style="bold")
-        for col in ("device class", "verdict", "hashes (nodes)"):
-            t.add_column(col, overflow="fold")
-        for g in result.golden:
-            lines = [f"{shown(h, 80)[:19]}… ({len(ns)}: {_names(ns, 3)})" for h, ns in g.hashes.items()]
-            if g.unchecked:
-                lines.append(f"not checked, no self-test ({len(g.unchecked)}: {_names(g.unchecked, 3)})")
-            t.add_row(
-                Text(shown(g.device_class, 200)),
-                Text("consistent" if g.consistent else "differs", style="" if g.consistent else "bold red"),
-                Text("\n".join(lines)),
-            )
-        console.print(t)
+        console.print(_golden(result))
     failed = [n for n in result.nodes if n.status != "ok"]
     if failed:
-        t = Table(title="nodes without a report", title_justify="left", header_style="bold")
-        for col in ("node", "status", "reason"):
-            t.add_column(col, overflow="fold")
-        for n in failed:
-            t.add_row(
-                Text(shown(n.name, 80)),
-                Text(n.status.replace("_", " "), style="bold red"),
-                Text(shown(n.reason or "", 300)),
-            )
-        console.print(t)
+        console.print(_failed(failed))
+    _unexpected(result, console, command)
+    if result.informational:
+        keys = list(result.informational)
+        more = f" and {len(keys) - 8} more" if len(keys) > 8 else ""
+        say(console, f"informational differences (not shown): {', '.join(shown(k, 80) for k in keys[:8])}{more}")
+
+
+def _table(title: str, *columns: str) -> Table:
+    """A summary table: titled on the left, bold headers, every column folding long values."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    return t
+
+
+def _classes(result: FleetResult) -> Table:
+    """The classes of nodes whose result-affecting fields are identical, the reference marked."""
+    from rich.text import Text
+
+    t = _table(
+        "classes (identical result-affecting fields)", "class", "nodes", "fingerprint", "device classes", "members"
+    )
+    for k in result.classes:
+        t.add_row(
+            Text(f"{k.id}{' (reference)' if k.reference else ''}"),
+            Text(str(len(k.nodes))),
+            Text(k.fingerprint[:19] + "…"),
+            Text("\n".join(shown(d, 200) for d in k.device_classes)),
+            Text(_names(k.nodes)),
+        )
+    return t
+
+
+def _spreads(result: FleetResult) -> Table:
+    """The first FIELDS_SHOWN fields that differ, with their values and the nodes of each."""
+    from rich.text import Text
+
+    t = _table("fields that differ", "severity", "field", "values (nodes)", "why it matters")
+    for s in result.spreads[:FIELDS_SHOWN]:
+        t.add_row(
+            Text(s.severity, style=_STYLE.get(s.severity, "")),
+            Text(shown(s.key, 200)),
+            Text(_values(s)),
+            Text(s.reason),
+        )
+    return t
+
+
+def _golden(result: FleetResult) -> Table:
+    """The golden training hashes per device class, and the nodes that ran no self-test."""
+    from rich.text import Text
+
+    t = _table("golden training hashes per device class", "device class", "verdict", "hashes (nodes)")
+    for g in result.golden:
+        lines = [f"{shown(h, 80)[:19]}… ({len(ns)}: {_names(ns, 3)})" for h, ns in g.hashes.items()]
+        if g.unchecked:
+            lines.append(f"not checked, no self-test ({len(g.unchecked)}: {_names(g.unchecked, 3)})")
+        t.add_row(
+            Text(shown(g.device_class, 200)),
+            Text("consistent" if g.consistent else "differs", style="" if g.consistent else "bold red"),
+            Text("\n".join(lines)),
+        )
+    return t
+
+
+def _failed(failed: list[Node]) -> Table:
+    """The nodes without a report: failed, timed out or missing, and why."""
+    from rich.text import Text
+
+    t = _table("nodes without a report", "node", "status", "reason")
+    for n in failed:
+        t.add_row(
+            Text(shown(n.name, 80)),
+            Text(n.status.replace("_", " "), style="bold red"),
+            Text(shown(n.reason or "", 300)),
+        )
+    return t
+
+
+def _unexpected(result: FleetResult, console: Console, command: str | None) -> None:
+    """Where the nodes found and the nodes expected disagree: expected ones that left nothing, and reports of
+    nodes not expected (named, or counted)."""
+    expected = result.expected
     if result.unnamed_missing and expected is not None:
         say(
             console,
@@ -139,10 +180,6 @@ def summary(result: FleetResult, console: Console, command: str | None = None) -
             f"not expected: {result.surplus} node(s) more than the {expected.count} expected "
             f"({result.found()} found: a stale or duplicate report, or a wrong {param('expect', command)})",
         )
-    if result.informational:
-        keys = list(result.informational)
-        more = f" and {len(keys) - 8} more" if len(keys) > 8 else ""
-        say(console, f"informational differences (not shown): {', '.join(shown(k, 80) for k in keys[:8])}{more}")
 
 
 def _values(s: Spread) -> str:

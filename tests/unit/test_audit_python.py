@@ -15,6 +15,7 @@ import pytest
 from envpin.audit import ScriptTarget, audit_script, target_for
 from envpin.audit.python import table
 from envpin.knowledge import recipes
+from envpin.knowledge.recipebook import Note
 from tests.conftest import Result, make_unreadable
 
 #: The `cli` fixture: envpin.cli.main run in-process on these arguments.
@@ -124,10 +125,9 @@ def test_the_op_named_in_a_message_has_no_half_aside(cli: Cli, tmp_path: Path) -
     assert jit["message"].endswith(
         "then raises under determinism (MaxPool gradient under XLA compilation, TF 2.8 and later)"
     ), jit["message"]
-    for key in ("raises_under_determinism", "nondeterministic_under_determinism"):
-        for item in recipes.table()[key]:
-            short = table.short(item["op"])
-            assert short.count("(") == short.count(")"), (item["op"], short)
+    for item in recipes.book().raises + recipes.book().silent:
+        short = table.short(item.op)
+        assert short.count("(") == short.count(")"), (item.op, short)
 
 
 def test_a_seeding_call_given_no_seed_takes_one_from_the_os(cli: Cli, tmp_path: Path) -> None:
@@ -210,15 +210,17 @@ def test_conditions_the_table_states_are_honoured() -> None:
 def test_the_escape_hatch_comes_from_the_table_with_its_source() -> None:
     found = audit_script(SEGMENT, "t.py", target_for("2.5", "stock", None, "x"))
     f = next(f for f in found if f.rule == "py-op-raises")
-    entry = next(e for e in recipes.select("2.5", "stock").raises if "tf.math.unsorted_segment_sum" in e["apis"])
-    hatch = entry["escape_hatch"]
-    assert f"{hatch['name']}={hatch['value']}" in f.fix and recipes.table()["sources"][hatch["source"]]["url"] in f.fix
+    entry = next(e for e in recipes.select("2.5", "stock").records.raises if "tf.math.unsorted_segment_sum" in e.apis)
+    hatch = entry.escape_hatch
+    assert hatch is not None
+    assert f"{hatch.name}={hatch.value}" in f.fix and recipes.book().sources[hatch.source]["url"] in f.fix
     assert "TensorFlow 2.7 and later do not raise here" in f.fix
 
 
-def test_op_apis_reads_the_apis_list_only() -> None:
-    assert recipes.op_apis({"op": "tf.raw_ops.X called directly"}) == ()
-    assert recipes.op_apis({"op": "anything", "apis": ["tf.x", "keras.layers.Y"]}) == ("tf.x", "keras.layers.Y")
+def test_the_apis_an_entry_is_about_are_its_apis_list_only() -> None:
+    assert table.apis_of(Note.of({"text": "tf.raw_ops.X called directly", "source": "s"})) == ()
+    listed = Note.of({"text": "anything", "source": "s", "apis": ["tf.x", "keras.layers.Y", "tf.keras.layers.Y"]})
+    assert table.apis_of(listed) == ("tf.x", "keras.layers.Y")  # canonical names, each once
 
 
 def test_a_condition_a_script_cannot_show_lowers_the_severity() -> None:

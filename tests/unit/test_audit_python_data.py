@@ -45,7 +45,7 @@ def test_no_request_in_strings_comments_or_other_values(tmp_path: Path, words: s
 
 
 def test_from_the_version_the_table_gives_determinism_overrides_the_request(tmp_path: Path) -> None:
-    overrides = {o["id"]: o["tf_min"] for o in recipes.table()["overridden_under_determinism"]}
+    overrides = {o.id: o.tf_min for o in recipes.book().overridden}
     assert overrides["tf-data-deterministic-false"] == overrides["tf-data-stateful-map-serial"] == "2.7"
     text = ON + AUGMENT + "ds = ds.map(aug, num_parallel_calls=4, deterministic=False)\n"
     assert {(f.rule, f.severity) for f in findings(tmp_path, text, "2.6")} == {

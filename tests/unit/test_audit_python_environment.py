@@ -13,9 +13,9 @@ from tests.unit.test_audit_python_families import findings, fix_twice, seen
 
 
 def test_the_names_are_the_tables() -> None:
-    common = recipes.table()["common"]
-    assert [u["name"] for u in common["unset"]] == ["TF_CUDNN_USE_AUTOTUNE"]
-    assert [u["name"] for u in common["no_effect"]] == ["TF_USE_CUDNN_AUTOTUNE"]
+    book = recipes.book()
+    assert [u.name for u in book.unset] == ["TF_CUDNN_USE_AUTOTUNE"]
+    assert [u.name for u in book.no_effect] == ["TF_USE_CUDNN_AUTOTUNE"]
 
 
 @pytest.mark.parametrize(

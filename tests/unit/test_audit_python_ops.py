@@ -8,19 +8,18 @@ from pathlib import Path
 import pytest
 
 from envpin.knowledge import recipes
+from envpin.knowledge.recipebook import OpEntry
 from tests.unit.test_audit_python_families import findings, fix_twice, seen
 
 SEGMENT = "import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum(a, b, 2)\n"
 
 
-def _segment_entry() -> dict[str, object]:
+def _segment_entry() -> OpEntry:
     """The table's raising entry for unsorted_segment_sum that a script on Linux meets (not a build condition)."""
     [entry] = [
         e
-        for e in recipes.table()["raises_under_determinism"]
-        if "tf.math.unsorted_segment_sum" in e.get("apis", ())
-        and "build_condition" not in e
-        and e.get("platform") in (None, "linux")
+        for e in recipes.book().raises
+        if "tf.math.unsorted_segment_sum" in e.apis and e.build_condition is None and e.platform in (None, "linux")
     ]
     return entry
 
@@ -57,7 +56,7 @@ def test_a_name_in_a_string_comment_or_another_module_is_no_call(tmp_path: Path,
 
 def test_the_versions_are_the_tables(tmp_path: Path) -> None:
     entry = _segment_entry()
-    assert (entry["tf_min"], entry["tf_max"]) == ("2.5", "2.6")
+    assert (entry.tf_min, entry.tf_max) == ("2.5", "2.6")
     assert seen(tmp_path, SEGMENT, "2.4") == {(3, "py-op-nondeterministic")}  # before: silently nondeterministic
     for tf in ("2.5", "2.6"):
         [f] = findings(tmp_path, SEGMENT, tf)

@@ -51,12 +51,8 @@ def test_a_seed_in_a_string_or_a_comment_is_no_seed(tmp_path: Path, words: str) 
 
 
 def test_unseeded_keras_2_layers_raise_from_the_version_the_table_gives(tmp_path: Path) -> None:
-    [entry] = [
-        e
-        for e in recipes.table()["raises_under_determinism"]
-        if e.get("context") == "no_global_seed" and "keras.layers.Dropout" in e.get("apis", ())
-    ]
-    assert entry["tf_min"] == "2.7"
+    [entry] = [e for e in recipes.book().raises if e.context == "no_global_seed" and "keras.layers.Dropout" in e.apis]
+    assert entry.tf_min == "2.7"
     text = (
         "import os\nos.environ['TF_DETERMINISTIC_OPS'] = '1'\nimport tensorflow as tf\n"
         "m = tf.keras.Sequential([tf.keras.layers.Dropout(0.5)])\nm.fit(x)\n"

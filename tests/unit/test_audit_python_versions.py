@@ -36,16 +36,16 @@ def _data(text: str, tf: str, image_env: dict[str, str] | None = None) -> dict[t
 
 
 def test_the_table_says_what_determinism_overrides_in_tf_data_and_from_which_version() -> None:
-    assert {o["id"] for o in recipes.overridden("2.8")} == {
+    book = recipes.book()
+    assert {o.id for o in book.overridden_on("2.8")} == {
         "tf-data-deterministic-false",
         "tf-data-stateful-map-serial",
     }
-    assert {o["id"] for o in recipes.overridden("2.7.4")} == {o["id"] for o in recipes.overridden("2.21")}
-    assert recipes.overridden("2.6") == [] and recipes.overridden("1.15") == []
-    sources = recipes.table()["sources"]
-    for o in recipes.overridden("2.8"):
-        assert "irrespective of its setting" in sources[o["source"]]["title"]
-        assert o["range_source"] in sources
+    assert {o.id for o in book.overridden_on("2.7.4")} == {o.id for o in book.overridden_on("2.21")}
+    assert book.overridden_on("2.6") == () and book.overridden_on("1.15") == ()
+    for o in book.overridden_on("2.8"):
+        assert "irrespective of its setting" in book.sources[o.source]["title"]
+        assert o.range_source in book.sources
 
 
 def test_with_determinism_on_where_the_table_overrides_it_the_cost_is_speed_not_results() -> None:
@@ -114,13 +114,10 @@ def test_a_script_that_turns_determinism_on_and_calls_an_unseeded_random_op_is_t
 
 
 def test_the_unseeded_random_op_entry_starts_at_2_7_as_read_in_the_wheels() -> None:
-    entry = next(
-        e
-        for e in recipes.table()["raises_under_determinism"]
-        if e.get("context") == "no_global_seed" and "tf.random.uniform" in e["apis"]
-    )
-    assert entry["tf_min"] == "2.7" and entry["exception"] == "RuntimeError"
-    assert "2.6.5" in recipes.table()["sources"][entry["source"]]["title"]
+    book = recipes.book()
+    entry = next(e for e in book.raises if e.context == "no_global_seed" and "tf.random.uniform" in e.apis)
+    assert entry.tf_min == "2.7" and entry.exception == "RuntimeError"
+    assert "2.6.5" in book.sources[entry.source]["title"]
     text = "import os\n\nos.environ['TF_DETERMINISTIC_OPS'] = '1'\n" + UNSEEDED.format(switch="")
     assert [f.severity for f in _seed_findings(text, "2.7")] == ["error"]
     assert [f.severity for f in _seed_findings(text, "2.6")] == []  # 2.6 does not refuse it: no training, no seed rule
@@ -171,7 +168,7 @@ def test_fix_seeds_tf1_with_the_name_that_version_has(cli: Cli, tmp_path: Path, 
 
 
 def test_the_compat_v1_advice_covers_exactly_1_0_to_1_12() -> None:
-    ids = lambda tf: {a["id"] for a in recipes.select(tf, "stock").advice}  # noqa: E731
+    ids = lambda tf: {a.id for a in recipes.select(tf, "stock").records.advice}  # noqa: E731
     assert "compat-v1-before-1-13" in ids("1.12") and "compat-v1-before-1-13" not in ids("1.13")
     bad = recipes.table()
     bad = {**bad, "overridden_under_determinism": [{**bad["overridden_under_determinism"][0], "extra": 1}]}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from envpin.knowledge import recipes
+from envpin.knowledge.recipebook import OpEntry
 from tests.unit.test_audit_python_families import findings, fix_twice, seen
 
 SEEDED = (
@@ -17,13 +18,9 @@ SEEDED = (
 )
 
 
-def _xla_entry(keras: bool) -> dict[str, object]:
+def _xla_entry(keras: bool) -> OpEntry:
     """The table's XLA entry for MaxPool's gradient: Keras 3's own compilation, or any XLA compilation."""
-    [entry] = [
-        e
-        for e in recipes.table()["raises_under_determinism"]
-        if e.get("xla") and bool(e.get("keras_min")) is keras and "MaxPool" in e["op"]
-    ]
+    [entry] = [e for e in recipes.book().raises if e.xla and bool(e.keras_min) is keras and "MaxPool" in e.op]
     return entry
 
 
@@ -43,7 +40,7 @@ def test_a_maxpooling_layer_however_imported_makes_keras_3_compile_raise(tmp_pat
 
 def test_keras_3_automatic_xla_only_on_the_versions_the_table_gives(tmp_path: Path) -> None:
     entry = _xla_entry(keras=True)
-    assert (entry["tf_min"], entry["tf_max"], entry["keras_min"], entry["keras_max"]) == ("2.16", "2.19", "3.0", "3.6")
+    assert (entry.tf_min, entry.tf_max, entry.keras_min, entry.keras_max) == ("2.16", "2.19", "3.0", "3.6")
     text = (
         SEEDED + "m = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\nm.compile(optimizer='adam', loss='mse')\n"
     )
@@ -56,7 +53,7 @@ def test_keras_3_automatic_xla_only_on_the_versions_the_table_gives(tmp_path: Pa
 
 
 def test_jit_compile_with_maxpool_raises_from_the_version_the_table_gives(tmp_path: Path) -> None:
-    assert _xla_entry(keras=False)["tf_min"] == "2.8"
+    assert _xla_entry(keras=False).tf_min == "2.8"
     text = (
         "import tensorflow as tf\n\nm = tf.keras.Sequential([tf.keras.layers.MaxPooling2D()])\n\n\n"
         "@tf.function(jit_compile=True)\ndef step(x):\n    return m(x)\n"

@@ -87,7 +87,7 @@ def test_determinism_rule_follows_catalog_and_recipe(entry: catalog.Entry) -> No
     env = " ".join(f"{k}={v}" for k, v in needed.items())
     done = audit_text(head + f"ENV {env}\n")
     # From TF 2.16 keras3-auto-xla speaks of the training code (jit_compile), which no ENV settles.
-    keras3 = any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps)
+    keras3 = any(s.step == "keras3_no_auto_xla" for s in recipe.records.steps)
     assert [f.rule for f in done] == (["keras3-auto-xla"] if keras3 else [])
 
 

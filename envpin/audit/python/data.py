@@ -22,9 +22,8 @@ from envpin.knowledge import recipes
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from typing import Any
-
     from envpin.audit.python.edits import Fix, Fixing, Startup
+    from envpin.knowledge.recipebook import Overridden
 
 PY_DATA_NONDETERMINISTIC = Rule(
     id="py-data-nondeterministic",
@@ -113,9 +112,7 @@ def _map_hazard() -> tuple[str, ...]:
     """The APIs the table's common caveat about parallel tf.data maps names (stateful random ops, Keras random
     preprocessing layers): each keeps a random state that every call advances, so parallel calls take from it in
     the order they happen to run."""
-    return tuple(
-        a for c in recipes.table()["common"]["caveats"] if c.get("context") == "parallel_map" for a in apis_of(c)
-    )
+    return tuple(a for c in recipes.book().caveats if c.context == "parallel_map" for a in apis_of(c))
 
 
 def _racy(s: Script, node: ast.Call, apis: tuple[str, ...]) -> bool:
@@ -146,23 +143,23 @@ def _stateful_random(s: Script, fn: ast.AST, apis: tuple[str, ...], depth: int =
     return None
 
 
-def _overridden(s: Script) -> tuple[dict[str, dict[str, Any]], bool]:
+def _overridden(s: Script) -> tuple[dict[str, Overridden], bool]:
     """What op determinism overrides on the script's TensorFlow (the table's entries by id), and whether the
     script or its image turns determinism on, so the override takes effect."""
     version = s.target.tf_version
     try:
-        found = {o["id"]: o for o in recipes.overridden(version)} if version else {}
+        found = {o.id: o for o in recipes.book().overridden_on(version)} if version else {}
     except ValueError:
         found = {}
     return found, bool(found) and determinism_on(s, usable=True)
 
 
-def _unordered(s: Script, what: str, overridden: dict[str, dict[str, Any]], on: bool) -> tuple[str, str | None]:
+def _unordered(s: Script, what: str, overridden: dict[str, Overridden], on: bool) -> tuple[str, str | None]:
     """The message for a request of nondeterministic order, and its severity: on a TensorFlow whose determinism
     overrides it and with determinism on, the cost is speed, not results (info)."""
     over = overridden.get("tf-data-deterministic-false")
     if over and on:
-        return f"{what}: on TensorFlow {s.target.tf_version} with determinism on, {over['effect']}", "info"
+        return f"{what}: on TensorFlow {s.target.tf_version} with determinism on, {over.effect}", "info"
     if over:
         return (
             f"{what}: the pipeline hands out elements in the order they finish, since determinism, which on "
@@ -220,7 +217,7 @@ def check_data(s: Script) -> None:
                         PY_DATA_RANDOM_MAP,
                         c.node.lineno,
                         f"map(num_parallel_calls=...) runs {name} (line {op.lineno}) {how}: on TensorFlow "
-                        f"{s.target.tf_version} with determinism on, {serial['effect']}",
+                        f"{s.target.tf_version} with determinism on, {serial.effect}",
                         fix,
                         severity="info",
                     )

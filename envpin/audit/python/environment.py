@@ -54,14 +54,14 @@ RULES: tuple[Rule, ...] = (PY_ENV_UNSET, PY_ENV_NO_EFFECT)
 
 
 def check_env(s: Script) -> None:
-    common = recipes.table()["common"]
-    unset = {u["name"]: u for u in common["unset"]}
-    no_effect = {u["name"]: u for u in common["no_effect"]}
+    book = recipes.book()
+    unset = {u.name: u for u in book.unset}
+    no_effect = {u.name: u for u in book.no_effect}
     for line, key, _ in s.env:
         if key in unset:
-            s.add(PY_ENV_UNSET, line, f"{key} is set: {unset[key]['why']}", "remove the line")
+            s.add(PY_ENV_UNSET, line, f"{key} is set: {unset[key].why}", "remove the line")
         elif key in no_effect:
-            s.add(PY_ENV_NO_EFFECT, line, f"{key} is never read: {no_effect[key]['why']}", "remove the line")
+            s.add(PY_ENV_NO_EFFECT, line, f"{key} is never read: {no_effect[key].why}", "remove the line")
 
 
 CHECKS = (check_env,)

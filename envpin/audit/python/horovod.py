@@ -40,7 +40,7 @@ RULES: tuple[Rule, ...] = (PY_HOROVOD_FUSION,)
 def check_horovod(s: Script) -> None:
     if not s.names.uses("horovod"):
         return
-    want = next((e["value"] for e in recipes.table()["common"]["env"] if e["name"] == "HOROVOD_FUSION_THRESHOLD"), "0")
+    want = next((e.value for e in recipes.book().env if e.name == "HOROVOD_FUSION_THRESHOLD"), "0")
     mine = s.env_value("HOROVOD_FUSION_THRESHOLD")
     value = mine[1] if mine else s.target.image_env.get("HOROVOD_FUSION_THRESHOLD")
     if value != want:

@@ -54,24 +54,36 @@ class Names:
         self.modules: set[str] = set()
         for node in ast.walk(tree) if nodes is None else nodes:
             if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.modules.add(a.name)
-                    if a.asname:
-                        self.alias[a.asname] = canonical(a.name)
-                    else:
-                        top = a.name.split(".", 1)[0]
-                        self.alias.setdefault(top, canonical(top))
+                self._import(node)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                self.modules.add(node.module)
-                base = canonical(node.module)
-                for a in node.names:
-                    if a.name == "*":
-                        if base.split(".", 1)[0] in _STAR_ROOTS:
-                            self.star.append(base)
-                    else:
-                        self.alias[a.asname or a.name] = f"{base}.{a.name}"
+                self._import_from(node.module, node.names)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.local.add(node.name)
+        self._module_level(tree)
+
+    def _import(self, node: ast.Import) -> None:
+        """`import a.b` binds a (the first import of it wins), `import a.b as c` binds c to a.b."""
+        for a in node.names:
+            self.modules.add(a.name)
+            if a.asname:
+                self.alias[a.asname] = canonical(a.name)
+            else:
+                top = a.name.split(".", 1)[0]
+                self.alias.setdefault(top, canonical(top))
+
+    def _import_from(self, module: str, names: list[ast.alias]) -> None:
+        """`from module import x [as y]` binds y to module.x; a star import of a root the rules read is kept."""
+        self.modules.add(module)
+        base = canonical(module)
+        for a in names:
+            if a.name == "*":
+                if base.split(".", 1)[0] in _STAR_ROOTS:
+                    self.star.append(base)
+            else:
+                self.alias[a.asname or a.name] = f"{base}.{a.name}"
+
+    def _module_level(self, tree: ast.Module) -> None:
+        """The names the module level assigns: local to the script, and an alias where bound once to a name."""
         bound: dict[str, list[ast.expr]] = {}
         for node in tree.body:
             if isinstance(node, ast.Assign):

@@ -12,19 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from envpin.audit import facts
 from envpin.audit.python.names import canonical
 from envpin.audit.python.refs import HEAD, SCRIPTS, STATUS, TABLE
-from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile, major_minor
+from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile
 from envpin.audit.python.table import Entry, apis_of, condition, matches, meetable, only, short, tf_range
 from envpin.audit.rule import Rule
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
+from envpin.portable.versions import major_minor
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from typing import Any
-
     from envpin.audit.python.edits import Fix, Startup
+    from envpin.knowledge.recipebook import OpEntry
 
 PY_OP_RAISES = Rule(
     id="py-op-raises",
@@ -77,9 +78,9 @@ RULES: tuple[Rule, ...] = (PY_OP_RAISES, PY_OP_NONDETERMINISTIC)
 _DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 
 
-def _condition_holds(c: Call, item: dict[str, Any]) -> bool:
+def _condition_holds(c: Call, item: OpEntry) -> bool:
     """The entry's own condition, where its text states one a call shows: a seed (raises without one), weights."""
-    main = re.sub(r"\([^()]*\)", "", item["op"])
+    main = re.sub(r"\([^()]*\)", "", item.op)
     if "seed" in main:
         seeds = [c.kw(k) for k in ("seed", "seed2")]
         given = [const(s) for s in seeds if s is not None]
@@ -94,43 +95,47 @@ def _condition_holds(c: Call, item: dict[str, Any]) -> bool:
     return True
 
 
-_HATCHES: dict[tuple[int, str], str] = {}
+#: id(entry) -> (the entry, its way out); the entry is kept so that its id is not reused while it is here.
+_HATCHES: dict[int, tuple[OpEntry, str]] = {}
+#: Entries kept at most (a run meets a few dozen; a library caller judging many versions would add more).
+_HATCHES_KEPT = 4096
 
 
-def _hatch(item: dict[str, Any], recipe: Recipe) -> str:
-    """The way out of an entry under a recipe, worked out once per run (a script may call the op often)."""
-    key = (id(item), recipe.id)
-    if key not in _HATCHES:
-        _HATCHES[key] = _way_out(item, recipe)
-    return _HATCHES[key]
+def _hatch(item: OpEntry, recipe: Recipe) -> str:
+    """The way out of an entry, worked out once per run (a script may call the op often; the records of a
+    recipe are the same objects for every script, envpin.audit.facts)."""
+    kept = _HATCHES.get(id(item))
+    if kept is None:
+        if len(_HATCHES) >= _HATCHES_KEPT:
+            _HATCHES.clear()
+        kept = _HATCHES[id(item)] = (item, _way_out(item, recipe))
+    return kept[1]
 
 
-def _way_out(item: dict[str, Any], recipe: Recipe) -> str:
+def _way_out(item: OpEntry, recipe: Recipe) -> str:
     """The way out the table gives: the version that no longer raises, and the entry's escape hatch (the
     setting that turns the exception off, with its source)."""
     parts = []
-    hi = item["tf_max"]
-    if hi:
-        major, minor = major_minor(hi)
+    hi = major_minor(item.tf_max)
+    if hi is not None:
+        major, minor = hi
         mine = set(apis_of(item))
         later = [
             e
-            for e in recipes.table()["raises_under_determinism"]
+            for e in recipes.book().raises
             if set(apis_of(e)) & mine
-            and major_minor(e["tf_min"]) > (major, minor)
-            and "build_condition" not in e
-            and e.get("platform") in (None, "linux")
+            and (major_minor(e.tf_min) or (0, 0)) > hi  # an open start: from the first version on
+            and e.build_condition is None
+            and e.platform in (None, "linux")
         ]
         if not later:
             parts.append(f"TensorFlow {major}.{minor + 1} and later do not raise here")
-    work = item.get("work_around")
+    work = item.work_around
     if work:
-        parts.append(f"{work['text']} ({recipe.source_url(work['source'])})")
-    hatch = item.get("escape_hatch")
+        parts.append(f"{work.text} ({recipe.source_url(work.source)})")
+    hatch = item.escape_hatch
     if hatch:
-        parts.append(
-            f"escape hatch: {hatch['name']}={hatch['value']} {hatch['effect']} ({recipe.source_url(hatch['source'])})"
-        )
+        parts.append(f"escape hatch: {hatch.name}={hatch.value} {hatch.effect} ({recipe.source_url(hatch.source)})")
     return "; ".join(parts) or "replace the op or run it outside the determinism scope"
 
 
@@ -138,8 +143,8 @@ def check_ops(s: Script) -> None:
     recipe = s.target.recipe
     if recipe is None:
         return
-    keras = s.keras_major()
-    raises, silent = meetable(recipe.raises, keras), meetable(recipe.silent, keras)
+    keras, records = s.keras_major(), facts.records(recipe)
+    raises, silent = meetable(records.raises, keras), meetable(records.silent, keras)
     all_apis = [a for e in raises + silent for a in e.apis]
     compat = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" in a}
     plain = {a.rsplit(".", 1)[-1] for a in all_apis if "compat.v1" not in a}
@@ -159,9 +164,9 @@ def check_ops(s: Script) -> None:
                 s.add(
                     PY_OP_NONDETERMINISTIC,
                     c.node.lineno,
-                    f"{shown} would raise {item['exception']} under determinism on TensorFlow {version}, but "
+                    f"{shown} would raise {item.exception} under determinism on TensorFlow {version}, but "
                     f"{hatch} turns the exception off: it runs nondeterministically{only(when)} "
-                    f"({short(item['op'], last)}; the table lists {tf_range(item)}, {item['devices']})",
+                    f"({short(item.op, last)}; the table lists {tf_range(item)}, {item.devices})",
                     _hatch(item, recipe),
                     severity="info" if when else None,
                 )
@@ -169,8 +174,8 @@ def check_ops(s: Script) -> None:
             s.add(
                 PY_OP_RAISES,
                 c.node.lineno,
-                f"{shown} raises {item['exception']} under determinism on TensorFlow {version}{only(when)} "
-                f"({short(item['op'], last)}; the table lists {tf_range(item)}, {item['devices']})",
+                f"{shown} raises {item.exception} under determinism on TensorFlow {version}{only(when)} "
+                f"({short(item.op, last)}; the table lists {tf_range(item)}, {item.devices})",
                 _hatch(item, recipe),
                 severity="warning" if when else None,
             )
@@ -179,28 +184,26 @@ def check_ops(s: Script) -> None:
                 PY_OP_NONDETERMINISTIC,
                 c.node.lineno,
                 f"{shown} stays nondeterministic on TensorFlow {version} even with determinism on"
-                f"{only(when)} ({short(item['op'], last)}, {tf_range(item)}): {item['why']}",
+                f"{only(when)} ({short(item.op, last)}, {tf_range(item)}): {item.why}",
                 "use a TensorFlow version where the op is deterministic, or replace it",
                 severity="info" if when else None,
             )
 
 
-def _hatch_set(s: Script, item: dict[str, Any]) -> str | None:
+def _hatch_set(s: Script, item: OpEntry) -> str | None:
     """Where the entry's escape hatch is set to its value (the script's environment, else the image's), if it is."""
-    hatch = item.get("escape_hatch")
+    hatch = item.escape_hatch
     if not hatch:
         return None
-    mine = s.env_value(hatch["name"])
-    value = mine[1] if mine else s.target.image_env.get(hatch["name"])
-    accepted = {str(hatch["value"]).lower()} | ({"true"} if str(hatch["value"]) == "1" else set())  # a bool
+    mine = s.env_value(hatch.name)
+    value = mine[1] if mine else s.target.image_env.get(hatch.name)
+    accepted = {hatch.value.lower()} | ({"true"} if hatch.value == "1" else set())  # a bool
     if value is None or value.strip().lower() not in accepted:
         return None
-    return f"{hatch['name']}={value} (" + (f"line {mine[0]})" if mine else "set in the image)")
+    return f"{hatch.name}={value} (" + (f"line {mine[0]})" if mine else "set in the image)")
 
 
-def _applying(
-    s: Script, c: Call, entries: list[Entry], split: frozenset[str]
-) -> Iterator[tuple[dict[str, Any], str | None]]:
+def _applying(s: Script, c: Call, entries: list[Entry], split: frozenset[str]) -> Iterator[tuple[OpEntry, str | None]]:
     """(table item, the condition the script leaves open, else None) of each entry, outside XLA, that the call `c`
     is an API of and whose condition the call does not rule out."""
     for e in entries:
@@ -212,7 +215,7 @@ def _uses(s: Script) -> Iterator[tuple[Call, str]]:
     """Each call of a TensorFlow or Keras name, as the name the table's entries are matched against (a library
     function the table says is built on a listed op counts as that op) and the words the message shows; a loss
     named by string in compile() counts as a call of keras.losses.<name> (Keras resolves it so) on compile's line."""
-    built = {canonical(a): b["calls"] for b in recipes.built_on() for a in b["apis"]}
+    built = {canonical(a): b.calls for b in recipes.book().built_on for a in b.apis}
     for c in (n for call in s.calls for n in call.narrowed()):
         if c.name and c.name.startswith(("tf.", "keras.")):
             op = built.get(c.name)

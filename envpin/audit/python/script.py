@@ -9,16 +9,18 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from envpin.audit import facts
 from envpin.audit.check import Finding, finding
 from envpin.audit.python.names import Names, canonical
 from envpin.audit.rule import Rule
 from envpin.knowledge.recipes import Recipe
-from envpin.portable.versions import parse_version
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from typing import Any
+
+    from envpin.knowledge.recipebook import RecipeRecords
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,11 @@ class ScriptTarget(Value):
     recipe: Recipe | None = None
     #: The produced image's ENV (a determinism switch or HOROVOD_FUSION_THRESHOLD set there counts for the script).
     image_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def records(self) -> RecipeRecords | None:
+        """The recipe's parts as typed records (envpin.audit.facts), None without a recipe."""
+        return None if self.recipe is None else facts.records(self.recipe)
 
 
 #: Calls that train a model (method names): a script with none of them is a library module, not a training run.
@@ -74,10 +81,6 @@ def const(node: ast.AST | None) -> Any:
 
 class Missing:
     """Not a constant (or not given)."""
-
-
-def major_minor(version: str) -> tuple[int, ...]:
-    return (parse_version(version) or (0, 0))[:2]
 
 
 _ASSIGNS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
@@ -260,10 +263,10 @@ class Script:
     def keras_major(self) -> int | None:
         """The Keras the script runs: 3 from TensorFlow 2.16 (the recipe's keras3_no_auto_xla step) unless
         tf_keras is selected (TF_USE_LEGACY_KERAS, import tf_keras), else 2; None without a version."""
-        recipe = self.target.recipe
-        if recipe is None:
+        records = self.target.records
+        if records is None:
             return None
-        if not any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps):
+        if not any(st.step == "keras3_no_auto_xla" for st in records.steps):
             return 2
         legacy = self.env_value("TF_USE_LEGACY_KERAS")
         if (

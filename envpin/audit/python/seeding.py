@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from envpin.audit import facts
 from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS
 from envpin.audit.python.script import Call, Script
@@ -260,14 +261,14 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
     Keras: the entry for calls without a seed while no global seed is set whose APIs the script calls
     (tf.random.uniform and Keras 2's Dropout raise from TF 2.7, Keras 3's Dropout stays nondeterministic), and the
     first such call of the script; True when it raises."""
-    recipe, keras = s.target.recipe, s.keras_major()
-    if recipe is None:
+    records, keras = s.target.records, s.keras_major()
+    if records is None:
         return "", False
-    for kind, items in (("raises", recipe.raises), ("stays nondeterministic", recipe.silent)):
+    for kind, items in (("raises", records.raises), ("stays nondeterministic", records.silent)):
         for e in meetable(items, keras, "no_global_seed"):
             for c in (n for call in s.calls for n in call.narrowed()):
                 if c.kw("seed") is None and any(matches(c, a, frozenset()) for a in e.apis):
-                    how = f"{kind} ({e.item['exception']})" if "exception" in e.item else kind
+                    how = f"{kind} ({e.item.exception})" if e.item.exception is not None else kind
                     name = c.name or ""
                     return (
                         f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
@@ -350,11 +351,12 @@ def _seeded_by_startup(fix: Fixing, f: Finding) -> bool:
 def _seeding_lines(recipe: Recipe, version: str, tf: str) -> tuple[list[str], list[str], str] | None:
     """The global seeding's part of the start-up block: keras.utils.set_random_seed(0) where the recipe has that
     step (it seeds Python, NumPy and TensorFlow), else each generator's own seed."""
-    if any(s["step"] == "keras_set_random_seed" for s in recipe.steps):
+    records = facts.records(recipe)
+    if any(st.step == "keras_set_random_seed" for st in records.steps):
         after = [f"{tf}.keras.utils.set_random_seed(0)"]
     else:
         # tf.compat.v1 exists from TF 1.13 (the table's advice for older versions says so)
-        old = any(a["id"] == "compat-v1-before-1-13" for a in recipe.advice)
+        old = any(a.id == "compat-v1-before-1-13" for a in records.advice)
         tf1 = f"{tf}.set_random_seed(0)" if old else f"{tf}.compat.v1.set_random_seed(0)"
         after = [
             "import random",

@@ -9,13 +9,15 @@ variables before TensorFlow is imported.
 
 from __future__ import annotations
 
+from envpin.audit import facts
 from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, TABLE
-from envpin.audit.python.script import Script, major_minor
+from envpin.audit.python.script import Script
 from envpin.audit.rule import Rule
 from envpin.errors import param
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
+from envpin.portable.versions import major_minor
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -80,7 +82,12 @@ RULES: tuple[Rule, ...] = (PY_SWITCH_MISSING, PY_SWITCH_UNAVAILABLE)
 
 def _switch_env(recipe: Recipe | None) -> set[str]:
     """The determinism variables the recipe sets (TF_DETERMINISTIC_OPS, TF_CUDNN_DETERMINISTIC)."""
-    return {e["name"] for e in recipe.env if "DETERMINISTIC" in e["name"]} if recipe else set()
+    return {e.name for e in facts.records(recipe).env if "DETERMINISTIC" in e.name} if recipe else set()
+
+
+def _has_step(recipe: Recipe, step: str) -> bool:
+    """Whether the recipe has the Python step `step` (enable_op_determinism: the switch from TF 2.8)."""
+    return any(st.step == step for st in facts.records(recipe).steps)
 
 
 def _truthy(value: str | None) -> bool:
@@ -88,7 +95,7 @@ def _truthy(value: str | None) -> bool:
 
 
 def switch_name(recipe: Recipe) -> str | None:
-    if any(st["step"] == "enable_op_determinism" for st in recipe.steps):
+    if _has_step(recipe, "enable_op_determinism"):
         return "tf.config.experimental.enable_op_determinism()"
     names = sorted(_switch_env(recipe))
     return " and ".join(f"{n}=1" for n in names) or None
@@ -103,7 +110,7 @@ def _env_switches(s: Script) -> list[tuple[int, str, str | None]]:
 def _readable(recipe: Recipe) -> set[str]:
     """The determinism variables TensorFlow reads as a switch under the recipe (TF_DETERMINISTIC_OPS also from 2.8,
     where enable_op_determinism() is the recipe's step)."""
-    has_step = any(st["step"] == "enable_op_determinism" for st in recipe.steps)
+    has_step = _has_step(recipe, "enable_op_determinism")
     return _switch_env(recipe) | ({"TF_DETERMINISTIC_OPS"} if has_step else set())
 
 
@@ -112,7 +119,7 @@ def determinism_on(s: Script, usable: bool = False) -> bool:
     A variable the recipe does not use is no switch for it (TF_CUDNN_DETERMINISTIC on 2.1+: cuDNN only); with
     `usable`, neither is an enable_op_determinism() the version lacks (py-determinism-switch-unavailable)."""
     recipe, image = s.target.recipe, s.target.image_env
-    lacks = usable and recipe is not None and not any(st["step"] == "enable_op_determinism" for st in recipe.steps)
+    lacks = usable and recipe is not None and not _has_step(recipe, "enable_op_determinism")
     calls = ("enable_determinism",) if lacks else ("enable_op_determinism", "enable_determinism")
     on = (
         any(c.last in calls for c in s.calls)
@@ -129,7 +136,7 @@ def check_switch(s: Script) -> None:
     enables = [c for c in s.calls if c.last == "enable_op_determinism"]
     env_switches = _env_switches(s)
     if recipe is not None:
-        has_step = any(st["step"] == "enable_op_determinism" for st in recipe.steps)
+        has_step = _has_step(recipe, "enable_op_determinism")
         wanted = switch_name(recipe) or "none exists"
         if not has_step:
             for c in enables:
@@ -186,11 +193,12 @@ def _cudnn_switch_read(version: str | None) -> bool:
     tensorflow/python/kernel_tests/nn_ops/cudnn_deterministic_base.py: deprecated, "only makes ops using cuDNN
     deterministic"), which is why the recipes from 2.1 set TF_DETERMINISTIC_OPS instead."""
     firsts = [
-        row["match"]["tf_min"]
-        for row in recipes.rows()
-        if any(e["name"] == "TF_CUDNN_DETERMINISTIC" for e in row["env"]) and row["match"].get("tf_min")
+        mm
+        for row in recipes.book().rows
+        if any(e.name == "TF_CUDNN_DETERMINISTIC" for e in row.env) and (mm := major_minor(row.tf_min)) is not None
     ]
-    return version is not None and bool(firsts) and major_minor(version) >= min(major_minor(v) for v in firsts)
+    mine = major_minor(version)
+    return mine is not None and bool(firsts) and mine >= min(firsts)
 
 
 CHECKS = (check_switch,)
@@ -207,9 +215,9 @@ def _switch_lines(recipe: Recipe, version: str, tf: str) -> tuple[list[str], lis
     name = switch_name(recipe)
     if name is None:
         return None
-    if any(s["step"] == "enable_op_determinism" for s in recipe.steps):
+    if _has_step(recipe, "enable_op_determinism"):
         return [], [f"{tf}.config.experimental.enable_op_determinism()"], f"inserted the determinism switch ({name})"
-    env = sorted(e["name"] for e in recipe.env if "DETERMINISTIC" in e["name"])
+    env = sorted(e.name for e in facts.records(recipe).env if "DETERMINISTIC" in e.name)
     before = ["import os", *(f'os.environ["{n}"] = "1"' for n in env)]
     return before, [], f"inserted the determinism switch ({name})"
 

@@ -14,13 +14,13 @@ import re
 from dataclasses import dataclass
 
 from envpin.audit.python.names import canonical
-from envpin.audit.python.script import Call, Script, major_minor
-from envpin.knowledge import recipes
+from envpin.audit.python.script import Call, Script
+from envpin.portable.versions import major_minor
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from typing import Any
+    from envpin.knowledge.recipebook import Note, OpEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,32 +28,34 @@ class Entry(Value):
     """A table entry as calls meet it: ``apis`` its canonical names (envpin.audit.python.names), as a script's
     calls are resolved; ``xla`` whether it is about XLA compilation (judged by the jit rules, not per call)."""
 
-    item: dict[str, Any]
+    item: OpEntry
     apis: tuple[str, ...]
     xla: bool
 
 
-def apis_of(item: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(canonical(a) for a in recipes.op_apis(item)))
+def apis_of(item: OpEntry | Note) -> tuple[str, ...]:
+    """The Python names an op entry (or a common caveat) is about, canonical (envpin.audit.python.names)."""
+    return tuple(dict.fromkeys(canonical(a) for a in item.apis))
 
 
-def meetable(items: tuple[dict[str, Any], ...], keras: int | None = None, context: str | None = None) -> list[Entry]:
+def meetable(items: tuple[OpEntry, ...], keras: int | None = None, context: str | None = None) -> list[Entry]:
     """The entries a script can meet at a call: not those for another platform than Linux (images are Linux), nor
     those for a Keras major version other than the script's (`keras`: 2 or 3, None when unknown), nor those that
     depend on how TensorFlow was built; only those of `context` (the table's), none of another context."""
     out = []
     for item in items:
-        if "build_condition" in item or item.get("platform") not in (None, "linux"):
+        if item.build_condition is not None or item.platform not in (None, "linux"):
             continue  # a condition on how TensorFlow was built or where it runs: nothing in a script tells
-        if item.get("context") != context or (keras is not None and not _keras_in(item, keras)):
+        if item.context != context or (keras is not None and not _keras_in(item, keras)):
             continue
-        out.append(Entry(item, apis_of(item), bool(item.get("xla"))))
+        out.append(Entry(item, apis_of(item), item.xla))
     return out
 
 
-def _keras_in(item: dict[str, Any], major: int) -> bool:
-    lo, hi = item.get("keras_min"), item.get("keras_max")
-    return not ((lo and major_minor(lo)[0] > major) or (hi and major_minor(hi)[0] < major))
+def _keras_in(item: OpEntry, major: int) -> bool:
+    """Whether the entry's Keras range (MAJOR.MINOR bounds, either open) admits Keras `major`."""
+    lo, hi = major_minor(item.keras_min), major_minor(item.keras_max)
+    return not ((lo is not None and lo[0] > major) or (hi is not None and hi[0] < major))
 
 
 def matches(c: Call, api: str, compat_split: frozenset[str]) -> bool:
@@ -93,8 +95,8 @@ def short(op: str, called: str = "") -> str:
     return parts[0]
 
 
-def tf_range(item: dict[str, Any]) -> str:
-    lo, hi = item["tf_min"], item["tf_max"]
+def tf_range(item: OpEntry) -> str:
+    lo, hi = item.tf_min, item.tf_max
     return f"TF {lo}-{hi}" if hi and hi != lo else (f"TF {lo}" if hi else f"TF {lo} and later")
 
 
@@ -102,18 +104,18 @@ def tf_range(item: dict[str, Any]) -> str:
 _VARIABLES = frozenset({"Variable", "get_variable", "add_weight"})
 
 
-def condition(s: Script, item: dict[str, Any], c: Call) -> str | None:
+def condition(s: Script, item: OpEntry, c: Call) -> str | None:
     """The condition a script cannot show under which the entry holds for this call: the entry's own, or the
     one it gives for the API called (tf.gather: only when a gradient flows into the gathered tensor), unless the
     script shows it holds (the first argument is a variable it made)."""
-    if "condition" in item:
-        return str(item["condition"])
-    apis = item.get("apis") or ()
+    if item.condition is not None:
+        return item.condition
+    apis = item.apis
     split = frozenset(
         {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" in a}
         & {a.rsplit(".", 1)[-1] for a in apis if "compat.v1" not in a}
     )
-    for api, text in item.get("api_conditions", {}).items():
+    for api, text in item.api_conditions.items():
         if matches(c, canonical(api), split):
             first = c.node.args[0] if c.node.args else c.kw("params")
             made = s.assigned.get(first.id, []) if isinstance(first, ast.Name) else []
@@ -122,7 +124,7 @@ def condition(s: Script, item: dict[str, Any], c: Call) -> str | None:
                 for v in made
             ):
                 return None
-            return str(text)
+            return text
     return None
 
 

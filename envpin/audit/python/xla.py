@@ -20,9 +20,8 @@ from envpin.errors import param
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from typing import Any
-
     from envpin.audit.python.edits import Fix, Fixing, Startup
+    from envpin.knowledge.recipebook import OpEntry
 
 PY_KERAS3_AUTO_XLA = Rule(
     id="py-keras3-auto-xla",
@@ -77,12 +76,12 @@ RULES: tuple[Rule, ...] = (PY_KERAS3_AUTO_XLA, PY_JIT_COMPILE)
 _XLA_AUTO = re.compile(r"--tf_xla_auto_jit=(-?\d+|\w+)")
 
 
-def xla_raisers(s: Script) -> list[tuple[Call, dict[str, Any]]]:
+def xla_raisers(s: Script) -> list[tuple[Call, OpEntry]]:
     """Calls of ops whose XLA-compiled gradient raises on the script's TensorFlow (the table's XLA entries)."""
-    recipe = s.target.recipe
-    if recipe is None:
+    records = s.target.records
+    if records is None:
         return []
-    entries = [e for e in meetable(recipe.raises, s.keras_major()) if e.xla]
+    entries = [e for e in meetable(records.raises, s.keras_major()) if e.xla]
     return [
         (c, e.item)
         for call in s.calls
@@ -95,7 +94,7 @@ def xla_raisers(s: Script) -> list[tuple[Call, dict[str, Any]]]:
 def check_xla(s: Script) -> None:
     raisers = xla_raisers(s)
     # the table's entry for Keras 3's own XLA compilation (compile() with jit_compile='auto'), for this version
-    auto = [(c, item) for c, item in raisers if item.get("keras_min", "").startswith("3")]
+    auto = [(c, item) for c, item in raisers if (item.keras_min or "").startswith("3")]
     if auto and s.keras_major() == 3:
         layer = auto[0][0]
         kind = (layer.name or "").rsplit(".", 1)[-1]  # the layer's class: a table API matched its name
@@ -107,13 +106,13 @@ def check_xla(s: Script) -> None:
                     c.node.lineno,
                     f"Keras 3 on TensorFlow {s.target.tf_version} compiles with XLA unless jit_compile=False, and "
                     f"the model's {kind} (line {layer.node.lineno}) has an XLA gradient "
-                    f"that raises under determinism ({short(auto[0][1]['op'])})",
+                    f"that raises under determinism ({short(auto[0][1].op)})",
                     adds,
                 )
     _check_jit(s, raisers)
 
 
-def _check_jit(s: Script, raisers: list[tuple[Call, dict[str, Any]]]) -> None:
+def _check_jit(s: Script, raisers: list[tuple[Call, OpEntry]]) -> None:
     sites: list[tuple[int, str]] = []
     for c in s.calls:
         for k in c.node.keywords:
@@ -139,7 +138,7 @@ def _check_jit(s: Script, raisers: list[tuple[Call, dict[str, Any]]]) -> None:
                 PY_JIT_COMPILE,
                 line,
                 f"{what} compiles with XLA, and {layer.name} (line {layer.node.lineno}) then raises under "
-                f"determinism{only(min(when, key=bool))} ({short(item['op'])}, {tf_range(item)})",
+                f"determinism{only(min(when, key=bool))} ({short(item.op)}, {tf_range(item)})",
                 "drop it, or compile with jit_compile=False",
                 severity="warning" if all(when) else "error",
             )

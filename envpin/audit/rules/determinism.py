@@ -313,23 +313,23 @@ def check_determinism(ctx: Context) -> None:
 
 def check_autotune(ctx: Context) -> None:
     """The recipe table's must-not-set and no-effect names, wherever an ENV of the image sets them."""
-    common = recipes.table()["common"]
+    book = recipes.book()
     fixes = param("fix", command="audit")
-    for item in common["unset"]:
-        for ins, value in ctx.env_settings(item["name"]):
+    for item in book.unset:
+        for ins, value in ctx.env_settings(item.name):
             ctx.add(
                 CUDNN_AUTOTUNE_SET,
                 ins.line,
-                f"{item['name']}={value} is set; {item['why']}",
-                f"remove {item['name']} from ENV ({fixes} removes it)",
+                f"{item.name}={value} is set; {item.why}",
+                f"remove {item.name} from ENV ({fixes} removes it)",
             )
-    for item in common["no_effect"]:
-        for ins, value in ctx.env_settings(item["name"]):
+    for item in book.no_effect:
+        for ins, value in ctx.env_settings(item.name):
             ctx.add(
                 ENV_NO_EFFECT,
                 ins.line,
-                f"{item['name']}={value} has no effect: TensorFlow reads {item['instead']}",
-                f"remove {item['name']} from ENV ({fixes} removes it); do not set {item['instead']} either",
+                f"{item.name}={value} has no effect: TensorFlow reads {item.instead}",
+                f"remove {item.name} from ENV ({fixes} removes it); do not set {item.instead} either",
             )
 
 
@@ -365,13 +365,13 @@ def check_xla(ctx: Context) -> None:
 
 def check_keras3(ctx: Context) -> None:
     """Keras 3's jit_compile='auto' where the base's TensorFlow is 2.16 or later (the recipe's Keras 3 step)."""
-    recipe = ctx.base.recipe
-    if recipe is None or not any(s["step"] == "keras3_no_auto_xla" for s in recipe.steps):
+    records = ctx.base.records
+    if records is None or not any(s.step == "keras3_no_auto_xla" for s in records.steps):
         return
     if truthy(ctx.env().get("TF_USE_LEGACY_KERAS")):
         return
     what = f"{ctx.base.label} (TensorFlow {ctx.base.tf_version})"
-    if any(_AUTO_JIT_CHECK in e["checks"] for e in recipe.raises):
+    if any(_AUTO_JIT_CHECK in e.checks for e in records.raises):
         ctx.add(
             KERAS3_AUTO_XLA,
             ctx.target.from_.line,

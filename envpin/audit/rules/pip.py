@@ -369,26 +369,8 @@ def audit_requirements(
         ):
             name = _option_value(words)
             if name:
-                included = path.parent / name
-                sub_kind = "constraints" if head.startswith(("-c", "--constraint")) else "requirements"
-                if included.is_file() and ctx.inside(included):
-                    audit_requirements(
-                        included,
-                        sub_kind,
-                        report,
-                        ctx,
-                        posixpath.join(posixpath.dirname(shown), name),
-                        require_hashes,
-                        depth + 1,
-                    )
-                else:
-                    report(
-                        PIP_REQUIREMENTS_FILE,
-                        shown,
-                        no,
-                        f"{shown} includes {name}, which is not in the build context",
-                        f"add {name} to the context, pinned with == and --hash",
-                    )
+                kind_of = "constraints" if head.startswith(("-c", "--constraint")) else "requirements"
+                _include(path, name, kind_of, report, ctx, (shown, no), require_hashes, depth)
             continue
         if head in ("-i", "--index-url", "--extra-index-url", "-f", "--find-links") or head.startswith(
             ("--index-url=", "--extra-index-url=", "--find-links=", "-f", "-i")
@@ -405,54 +387,18 @@ def audit_requirements(
                 "drop --trusted-host and give pip the host's CA with --cert (or PIP_CERT)",
             )
             continue
-        if head in ("-e", "--editable"):
-            spec = words[1] if len(words) > 1 else ""
-        elif head.startswith("-"):
+        spec = _package(line, words)
+        if spec is None:
             continue  # --no-binary, --pre, --require-hashes ...: options, not packages
-        else:
-            spec = line.split(" --hash")[0].strip()
         state = spec_state(spec)
         if state == "local":
             continue
         specs.append((no, spec, state))
         if kind == "requirements" and not ("--hash" in line or require_hashes) and state in ("pinned", "unpinned"):
             unhashed.append((no, req_name(spec) or spec))
-    for no, spec, state in specs:
-        if state == "unpinned" and kind == "requirements":
-            if "://" in spec or spec.startswith(("git+", "hg+", "svn+", "bzr+")):
-                report(
-                    PIP_UNPINNED,
-                    shown,
-                    no,
-                    f"{spec} in {shown} is not pinned to a commit",
-                    "name the commit: git+https://host/repo@<40-hex sha>",
-                )
-            else:
-                report(
-                    PIP_UNPINNED,
-                    shown,
-                    no,
-                    f"{spec} in {shown} is not pinned with ==",
-                    "pin it: NAME==X.Y.Z (with --hash lines)",
-                )
-    if unhashed and not hashed_somewhere:
-        no, name = unhashed[0]
-        report(
-            PIP_NO_HASHES,
-            shown,
-            no,
-            f"{len(unhashed)} of {len(specs)} requirements in {shown} have no --hash (first: {name})",
-            "generate hashes (pip-compile --generate-hashes, or envpin lock) and install with --require-hashes",
-        )
-    elif unhashed:
-        for no, name in unhashed:
-            report(
-                PIP_NO_HASHES,
-                shown,
-                no,
-                f"{name} in {shown} has no --hash, while other lines have one (pip will refuse it)",
-                "add its --hash lines",
-            )
+    if kind == "requirements":
+        _report_unpinned(specs, report, shown)
+    _report_unhashed(unhashed, len(specs), hashed_somewhere, report, shown)
     exposed = [
         s
         for _, s, state in specs
@@ -467,6 +413,92 @@ def audit_requirements(
                 f"{shown} adds the package source {source}; "
                 f"{', '.join(exposed[:5])}{' …' if len(exposed) > 5 else ''} may come from it or from the index",
                 "pin exact versions with --hash, or install from one index only",
+            )
+
+
+def _include(
+    path: Path,
+    name: str,
+    kind: str,
+    report: Report,
+    ctx: BuildContext,
+    where: tuple[str, int],
+    require_hashes: bool,
+    depth: int,
+) -> None:
+    """A `-r`/`-c` line (at `where`: the including file as findings name it, and the line) of the file at `path`:
+    the file it names audited in turn, when the build context holds it."""
+    shown, no = where
+    included = path.parent / name
+    if included.is_file() and ctx.inside(included):
+        audit_requirements(
+            included, kind, report, ctx, posixpath.join(posixpath.dirname(shown), name), require_hashes, depth + 1
+        )
+    else:
+        report(
+            PIP_REQUIREMENTS_FILE,
+            shown,
+            no,
+            f"{shown} includes {name}, which is not in the build context",
+            f"add {name} to the context, pinned with == and --hash",
+        )
+
+
+def _package(line: str, words: list[str]) -> str | None:
+    """The requirement a line names (an editable's target), or None for a line of options."""
+    head = words[0]
+    if head in ("-e", "--editable"):
+        return words[1] if len(words) > 1 else ""
+    if head.startswith("-"):
+        return None
+    return line.split(" --hash")[0].strip()
+
+
+def _report_unpinned(specs: list[tuple[int, str, str]], report: Report, shown: str) -> None:
+    """Each requirement (line, spec, state) not pinned: to a version with ==, a URL to a commit."""
+    for no, spec, state in specs:
+        if state != "unpinned":
+            continue
+        if "://" in spec or spec.startswith(("git+", "hg+", "svn+", "bzr+")):
+            report(
+                PIP_UNPINNED,
+                shown,
+                no,
+                f"{spec} in {shown} is not pinned to a commit",
+                "name the commit: git+https://host/repo@<40-hex sha>",
+            )
+        else:
+            report(
+                PIP_UNPINNED,
+                shown,
+                no,
+                f"{spec} in {shown} is not pinned with ==",
+                "pin it: NAME==X.Y.Z (with --hash lines)",
+            )
+
+
+def _report_unhashed(
+    unhashed: list[tuple[int, str]], count: int, hashed_somewhere: bool, report: Report, shown: str
+) -> None:
+    """Requirements (line, name) without --hash: one finding where no line of the file has one (of `count`
+    requirements), else one per line, as pip then refuses each."""
+    if unhashed and not hashed_somewhere:
+        no, name = unhashed[0]
+        report(
+            PIP_NO_HASHES,
+            shown,
+            no,
+            f"{len(unhashed)} of {count} requirements in {shown} have no --hash (first: {name})",
+            "generate hashes (pip-compile --generate-hashes, or envpin lock) and install with --require-hashes",
+        )
+    elif unhashed:
+        for no, name in unhashed:
+            report(
+                PIP_NO_HASHES,
+                shown,
+                no,
+                f"{name} in {shown} has no --hash, while other lines have one (pip will refuse it)",
+                "add its --hash lines",
             )
 
 

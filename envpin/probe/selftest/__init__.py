@@ -19,47 +19,46 @@ Modules: ``compare`` (bitwise comparison and per-check verdicts), ``ops`` (the c
 ``battery`` (runs the checks in the child), ``run`` (the parent: children, the whole result, problems),
 ``report`` (one neutral summary that the Markdown report and the terminal view both draw from).
 
-The names below are loaded from their module on first use (as in envpin.probe): importing the package,
-e.g. for ``envpin.probe.selftest.expect``, does not load the battery, its checks and the runner.
+The names below are loaded from their module on first use (envpin.portable.lazy, as in envpin.probe):
+importing the package, e.g. for ``envpin.probe.selftest.expect``, does not load the battery, its checks and the
+runner.
 """
 
 import sys
 
-from envpin.probe import LazyPackage
+from envpin.portable.lazy import LazyModule
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the one declaration of the public names: `name as name` exports it
     from typing import Any, Callable
 
-#: Public name -> the module that defines it.
-_HOMES = {
-    "FULL": "battery",
-    "QUICK": "battery",
-    "VERDICTS": "compare",
-    "classify_exception": "compare",
-    "clean_tf_message": "compare",
-    "compare_outputs": "compare",
-    "finish_check": "compare",
-    "pack": "compare",
-    "verdict_summary": "compare",
-    "select": "ops",
-    "render_markdown": "report",
-    "summary": "report",
-    "SCHEMA": "run",
-    "main": "run",
-    "problems": "run",
-    "run_battery": "run",
-    "run_selftest": "run",
-    "CHECKS": "ops",  # the registry lives in trial, but only importing ops (and ops_seeds) fills it
-    "PLANTED": "ops",
-    "SEED": "trial",
-}
+    from envpin.probe.selftest.battery import FULL as FULL
+    from envpin.probe.selftest.battery import QUICK as QUICK
+    from envpin.probe.selftest.battery import battery as battery
+    from envpin.probe.selftest.compare import VERDICTS as VERDICTS
+    from envpin.probe.selftest.compare import classify_exception as classify_exception
+    from envpin.probe.selftest.compare import clean_tf_message as clean_tf_message
+    from envpin.probe.selftest.compare import compare_outputs as compare_outputs
+    from envpin.probe.selftest.compare import finish_check as finish_check
+    from envpin.probe.selftest.compare import pack as pack
+    from envpin.probe.selftest.compare import verdict_summary as verdict_summary
 
-__all__ = sorted([*_HOMES, "battery"])
+    # the registries live in trial, but only importing ops (and ops_seeds) fills them
+    from envpin.probe.selftest.ops import CHECKS as CHECKS
+    from envpin.probe.selftest.ops import PLANTED as PLANTED
+    from envpin.probe.selftest.ops import select as select
+    from envpin.probe.selftest.report import render_markdown as render_markdown
+    from envpin.probe.selftest.report import summary as summary
+    from envpin.probe.selftest.run import SCHEMA as SCHEMA
+    from envpin.probe.selftest.run import main as main
+    from envpin.probe.selftest.run import problems as problems
+    from envpin.probe.selftest.run import run_battery as run_battery
+    from envpin.probe.selftest.run import run_selftest as run_selftest
+    from envpin.probe.selftest.trial import SEED as SEED
 
 
-class _Package(LazyPackage):
-    """envpin.probe.selftest: public names imported from their module on first access, then kept."""
+class _Package(LazyModule):
+    """envpin.probe.selftest: its declared names imported from their module on first access, then kept."""
 
     # `battery` names both a module and the function it defines; the package's attribute is the function, as
     # it was when the package imported it eagerly: importing the module (which sets the package attribute

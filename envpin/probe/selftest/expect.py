@@ -13,7 +13,7 @@ environment is not what the table says, or the table is missing something.
 
 import sys
 
-from envpin.portable.versions import parse_version, release_index
+from envpin.portable.versions import major_minor, release_index
 from envpin.probe.runtime import within
 
 TYPE_CHECKING = False  # typing's without importing it; annotations naming its types are quoted (3.6 evaluates them)
@@ -29,11 +29,6 @@ def platform_name(value: "Optional[str]" = None) -> str:
     """ "windows", "linux", "darwin" ... for sys.platform (or `value`)."""
     value = sys.platform if value is None else value
     return "windows" if value.startswith("win") else value.rstrip("0123456789")
-
-
-def _mm(version: "Optional[str]") -> "Optional[Tuple[int, ...]]":
-    parsed = parse_version(version or "")
-    return tuple(parsed[:2]) if parsed is not None and len(parsed) >= 2 else None
 
 
 def covers(
@@ -52,7 +47,7 @@ def covers(
     if entry.get("platform") and entry["platform"] != platform_name(platform):
         return False
     if "keras_min" in entry or "keras_max" in entry:
-        kmm = _mm(keras)
+        kmm = major_minor(keras)
         if kmm is None or not within(kmm, entry.get("keras_min"), entry.get("keras_max")):
             return False
     return within(mm, entry.get("tf_min"), entry.get("tf_max"))
@@ -63,7 +58,7 @@ def ngc_overrides(
 ) -> "List[Dict[str, Any]]":
     """The table's NGC-only facts that hold for this NGC release and TensorFlow (none for stock builds).
     `gpu` None: whatever the device (the recipe view); True/False: only entries for that device."""
-    mm = _mm(tf_version)
+    mm = major_minor(tf_version)
     if ngc_release is None or mm is None:
         return []
     idx = release_index(ngc_release)
@@ -91,7 +86,7 @@ def expected(
     platform: "Optional[str]" = None,
 ) -> "Dict[str, Any]":
     """``{"verdict", "why", "source"}`` for check `name` on this TensorFlow (on a GPU or not)."""
-    mm = _mm(tf_version)
+    mm = major_minor(tf_version)
     if mm is None:
         return {"verdict": None, "why": "TensorFlow version unknown", "source": None}
     for entry in ngc_overrides(table, tf_version, ngc_release, gpu):
