@@ -21,7 +21,7 @@ from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from envpin.knowledge.recipebook import RecipeRecords
+    from envpin.knowledge.reciperecords import RecipeRecords
 
 _STOCK_TAG = re.compile(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:rc[0-9]+)?(?:-.*)?\Z")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from envpin.knowledge.recipebook import RecipeRecords
+    from envpin.knowledge.reciperecords import RecipeRecords
     from envpin.knowledge.recipes import Recipe
 
 #: (id, distribution, tf_version) -> the recipe and its records, oldest first.

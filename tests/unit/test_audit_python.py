@@ -15,7 +15,7 @@ import pytest
 from envpin.audit import ScriptTarget, audit_script, target_for
 from envpin.audit.python import table
 from envpin.knowledge import recipes
-from envpin.knowledge.recipebook import Note
+from envpin.knowledge.reciperecords import Note
 from tests.conftest import Result, make_unreadable
 
 #: The `cli` fixture: envpin.cli.main run in-process on these arguments.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envpin.knowledge import recipes
-from envpin.knowledge.recipebook import OpEntry
+from envpin.knowledge.reciperecords import OpEntry
 from tests.unit.test_audit_python_families import findings, fix_twice, seen
 
 SEGMENT = "import tensorflow as tf\n\ny = tf.math.unsorted_segment_sum(a, b, 2)\n"

@@ -25,7 +25,7 @@ from envpin.portable.versions import major_minor
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from envpin.audit.python.edits import Fix, Startup
-    from envpin.knowledge.recipebook import OpEntry
+    from envpin.knowledge.reciperecords import OpEntry
 
 PY_OP_RAISES = Rule(
     id="py-op-raises",

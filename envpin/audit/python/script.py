@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-    from envpin.knowledge.recipebook import RecipeRecords
+    from envpin.knowledge.reciperecords import RecipeRecords
 
 
 @dataclass(frozen=True, slots=True)

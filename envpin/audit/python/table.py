@@ -20,7 +20,7 @@ from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from envpin.knowledge.recipebook import Note, OpEntry
+    from envpin.knowledge.reciperecords import Note, OpEntry
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from envpin.errors import param
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from envpin.audit.python.edits import Fix, Fixing, Startup
-    from envpin.knowledge.recipebook import OpEntry
+    from envpin.knowledge.reciperecords import OpEntry
 
 PY_KERAS3_AUTO_XLA = Rule(
     id="py-keras3-auto-xla",
