@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 
 def shown(text: object, limit: int = 100) -> str:
@@ -14,21 +14,23 @@ def shown(text: object, limit: int = 100) -> str:
 
 #: Who names parameters in messages and hints (`param`): envpin.cli installs its options' names while a
 #: command runs (`speaking`); otherwise, for a Python caller, the names of envpin.api's parameters.
-_speakers: list[Callable[[str, str | None], str]] = []
+_speakers: list[Callable[[str, str | None, Sequence[str]], str]] = []
 
 
-def param(name: str, command: str | None = None) -> str:
+def param(name: str, command: str | None = None, values: Sequence[str] = ()) -> str:
     """A parameter of the envpin.api function at work (or of the function behind another `command`), as a message
-    or a hint names it: `name` in backticks for a Python caller, the option for a command-line user. The library
-    names parameters only through here, so no layer below envpin.cli spells an option."""
+    or a hint names it, with the `values` to give it if any: `name` in backticks for a Python caller, the option
+    (repeated once per value) for a command-line user. The library names parameters only through here, so no
+    layer below envpin.cli spells an option."""
     if _speakers:
-        return _speakers[-1](name, command)
-    return f"`{name}`" if command is None else f"`{name}` of {command}"
+        return _speakers[-1](name, command, values)
+    given = f" ({', '.join(values)})" if values else ""
+    return f"`{name}`{given}" if command is None else f"`{name}`{given} of {command}"
 
 
 @contextlib.contextmanager
-def speaking(names: Callable[[str, str | None], str]) -> Iterator[None]:
-    """While the block runs, `param` names parameters through `names` (name, command or None -> text)."""
+def speaking(names: Callable[[str, str | None, Sequence[str]], str]) -> Iterator[None]:
+    """While the block runs, `param` names parameters through `names` (name, command or None, values -> text)."""
     _speakers.append(names)
     try:
         yield

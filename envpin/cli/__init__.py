@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         if "envpin.views.console" in sys.modules:
             sys.modules["envpin.views.console"].settings.update(quiet=False, verbose=False)
         command = root = typer.main.get_command(app)
-        with speaking(lambda name, other: _option(root, args, name, other)):
+        with speaking(lambda name, other, values: _option(root, args, name, other, values)):
             rc = command.main(args=args, prog_name="envpin", standalone_mode=False)
         if argv is None and rc != 130:
             # The command is done and has said so: a Ctrl-C from here on must not kill the process by signal
@@ -305,10 +305,10 @@ def _walk(command: click.Command | None, args: list[str]) -> tuple[list[str], cl
     return names, current
 
 
-def _option(root: click.Command, args: list[str], name: str, command: str | None) -> str:
+def _option(root: click.Command, args: list[str], name: str, command: str | None, values: Sequence[str] = ()) -> str:
     """How envpin.errors.param names parameter `name` on the command line: the option of the command `args` run
     that sets it (its long name; for `no_x`, the second name of a --x/--no-x flag; an argument's metavar), or
-    `envpin COMMAND --option` for a parameter of another `command`."""
+    `envpin COMMAND --option` for a parameter of another `command`; with `values`, the option once per value."""
     names, leaf = _walk(root, command.split() if command else args)
     negative = name.startswith("no_")
     for p in getattr(leaf, "params", ()):
@@ -319,8 +319,9 @@ def _option(root: click.Command, args: list[str], name: str, command: str | None
                 if p.param_type_name == "option"
                 else p.human_readable_name
             )
-            return f"envpin {' '.join(names)} {flag}" if command else flag
-    return f"`{name}`"  # no option sets it (tests/unit/test_cli_shape.py checks that every name has one)
+            given = " ".join(f"{flag} {value}" for value in values) if values else flag
+            return f"envpin {' '.join(names)} {given}" if command else given
+    return f"`{name}`"  # no option sets it (tests/unit/test_flags_stay_in_cli.py checks that every name has one)
 
 
 def _is_usage_error(exc: BaseException) -> bool:

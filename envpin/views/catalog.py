@@ -63,7 +63,7 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
             kinds |= {f.kind for f in weak.values()}
     if not parts:
         return None
-    sync = " ".join(f"--release {r}" for r in dict.fromkeys(releases))
+    sync = param("releases", command="catalog sync", values=list(dict.fromkeys(releases)))
     docs = ", ".join(
         d
         for d, shown in (
@@ -72,10 +72,7 @@ def grade_notice(entries: Iterable[Entry], names: Iterable[str] | None = None) -
         )
         if shown
     )
-    return (
-        f"notice: below NVIDIA's own notes: {'; '.join(parts)} ({docs}); "
-        f"confirm from the image with `envpin catalog sync {sync}`"
-    )
+    return f"notice: below NVIDIA's own notes: {'; '.join(parts)} ({docs}); confirm from the image with `{sync}`"
 
 
 def _stock_notice(entries: list[Entry], wanted: tuple[str, ...]) -> str | None:

@@ -390,7 +390,15 @@ def test_grade_notice_view(cat: catalog.Catalog) -> None:
     assert view.grade_notice([_tag(cat, "25.02-tf2-py3")], ("cuda",)) is None
     line = view.grade_notice([_tag(cat, "24.05-tf2-py3"), _tag(cat, "25.02-tf2-py3")], view.PLAN_FIELDS)
     assert line is not None and "\n" not in line and line.count("notice:") == 1
-    assert "--release 24.05 --release 25.02" in line
+    assert "`releases` (24.05, 25.02) of catalog sync" in line  # a Python caller reads the parameter
+
+
+def test_grade_notice_names_the_option_once_per_release_on_the_command_line(cli) -> None:  # type: ignore[no-untyped-def]
+    res = cli("catalog", "--tf", "2.15")
+    assert (
+        res.code == 0
+        and "confirm from the image with `envpin catalog sync --release 24.02 --release 24.03" in res.stderr
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,18 @@ from tests.unit.test_layers import module_name
 
 #: Programs of their own that run inside images and on nodes, with their own argument parsers: their options
 #: are theirs (the in-image probe's `--selftest` is not `envpin probe --selftest`).
-PROGRAMS = ("envpin.probe.__main__", "envpin.runs.dumpdiff", "envpin.runs.nodeboot", "envpin.fleet.nodetask")
+PROGRAMS = (
+    "envpin.probe.__main__",
+    "envpin.probe.selftest.run",
+    "envpin.probe.hygiene",
+    "envpin.probe.golden",
+    "envpin.probe.runtime",
+    "envpin.runs.dumpdiff",
+    "envpin.runs.nodeboot",
+    "envpin.fleet.nodetask",
+)
 #: Documentation of the command line kept as data (the audit rules' texts become docs/audit.md and SARIF help).
-RULE_DOCS = ("title", "finds", "why", "bad", "good", "autofix")
+RULE_DOCS = ("title", "finds", "why", "bad", "good", "autofix", "references")
 #: Other programs' options that a module's strings spell, by module and program: an audit finding quotes pip's
 #: `-r`, a Slurm job is started with srun's `--partition`, the node runs the in-image probe with its own
 #: `--selftest`. The same spelling as one of envpin's options is a coincidence of names, not envpin's option.
@@ -47,6 +56,18 @@ OTHER_PROGRAMS: dict[str, dict[str, frozenset[str]]] = {
             {"--out", "--anonymize", "--quick", "--selftest", "--no-selftest"}
         )
     },
+    "envpin.audit.pipspec": {"pip": frozenset({"-r", "--target", "--timeout", "--python", "--report"})},
+    "envpin.audit.rules.pip": {"pip": frozenset({"-r"})},
+    "envpin.audit.rules.apt": {"apt-get": frozenset({"-o"})},
+    "envpin.audit.rules.git": {"git clone, git -C": frozenset({"--namespace", "-o", "-j", "--jobs"})},
+    "envpin.audit.shell": {"sh, bash (set -o, sh -n)": frozenset({"-r", "-n", "-o"})},
+    # The rule reference (docs/audit.md) describes what `envpin audit --fix` does: a rule text kept in a constant.
+    "envpin.audit.rules.determinism": {"the rule reference of envpin audit": frozenset({"--fix"})},
+    # The comment --fix writes above the block it inserts in a script names the command that wrote it, the same
+    # text whoever called the fix, so a fixed script does not depend on its caller.
+    "envpin.audit.python.edits": {"the marker comment in a fixed script": frozenset({"--fix"})},
+    "envpin.probe.nvml": {"nvidia-smi": frozenset({"--format"})},
+    "envpin.runs.bisect": {"the dump reader (envpin/runs/dumpdiff.py)": frozenset({"--max-ops"})},
 }
 _OPTION = re.compile(r"(?<![\w/.-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
 
