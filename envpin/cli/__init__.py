@@ -23,8 +23,9 @@ from envpin.errors import EnvpinError, interrupted, shown, speaking
 if TYPE_CHECKING:
     from typer import _click as click  # Typer's own copy of click: the types it builds commands of
 
-#: Every command, in the order `envpin --help` lists them: name -> "module:attribute", the Typer app that
-#: defines it under envpin.cli. A new command is one line here and its module.
+#: Every command, in the order `envpin --help` lists them: its words -> "module:attribute", the Typer app that
+#: defines it under envpin.cli. A group (catalog, fleet) is a LazyGroup app holding only its callback, and its
+#: subcommands are entries of their own ("catalog show"). A new command is one line here and its module.
 COMMANDS: dict[str, str] = {
     "recipe": "environment:recipe_app",
     "render": "environment:render_app",
@@ -40,74 +41,89 @@ COMMANDS: dict[str, str] = {
     "study": "runs:study_app",
     "cost": "runs:cost_app",
     "catalog": "catalog:catalog_app",
+    "catalog show": "catalog:show_app",
+    "catalog sync": "catalog:sync_app",
     "fleet": "fleet:fleet_app",
+    "fleet report": "fleet:report_app",
+    "fleet manifest": "fleet:manifest_app",
+    "fleet probe": "fleet:probe_app",
 }
 
 
-def _typer_app(name: str) -> typer.Typer:
+def _typer_app(path: str) -> typer.Typer:
     import importlib
 
-    module, _, attribute = COMMANDS[name].partition(":")
+    module, _, attribute = COMMANDS[path].partition(":")
     app: typer.Typer = getattr(importlib.import_module(f"envpin.cli.{module}"), attribute)
     return app
 
 
+def _children(prefix: str) -> list[str]:
+    """The names of the commands one word below `prefix` ("" for the root, "catalog " for its group)."""
+    return [path[len(prefix) :] for path in COMMANDS if path.startswith(prefix) and " " not in path[len(prefix) :]]
+
+
 class _Commands(MutableMapping[str, "click.Command"]):
-    """The root's commands by name, each module imported and its command built on first use (TyperGroup reads
+    """A group's commands by name, each module imported and its command built on first use (TyperGroup reads
     its commands from this mapping: running one, listing, completing, suggesting a close name)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self._names = _children(prefix)
         self._built: dict[str, click.Command] = {}
 
     def __getitem__(self, name: str) -> click.Command:
         if name not in self._built:
-            if name not in COMMANDS:
+            if name not in self._names:
                 raise KeyError(name)
-            self._built[name] = typer.main.get_command(_typer_app(name))
+            self._built[name] = typer.main.get_command(_typer_app(self._prefix + name))
         return self._built[name]
 
     def __setitem__(self, name: str, command: click.Command) -> None:
         self._built[name] = command
 
     def __delitem__(self, name: str) -> None:
-        raise TypeError("the root's commands come from envpin.cli.COMMANDS")
+        raise TypeError("a group's commands come from envpin.cli.COMMANDS")
 
     def __iter__(self) -> Iterator[str]:
-        return iter(COMMANDS)
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(COMMANDS)
+        return len(self._names)
+
+    def summaries(self) -> dict[str, click.Command]:
+        """Stand-ins for a help page's listing: each command's name and help, no options (building every
+        command's options costs half again the start-up of `envpin --help`)."""
+        return {name: _summary(self._prefix + name, name) for name in self._names}
 
 
-def _summary(name: str) -> click.Command:
-    """A stand-in for the listing of `envpin --help`: the command's name and help, no options (building every
-    command's options costs half again the start-up of the help page)."""
+def _summary(path: str, name: str) -> click.Command:
     import inspect
 
-    app = _typer_app(name)
+    app = _typer_app(path)
     if len(app.registered_commands) == 1 and not app.registered_callback:  # a command, not a group
         info = app.registered_commands[0]
         help_text = inspect.cleandoc(info.help) if info.help else inspect.getdoc(info.callback)
         return TyperCommand(name=name, help=help_text, short_help=info.short_help, hidden=info.hidden)
-    assert isinstance(app.info.help, str), f"the group {name} states its help"
+    assert isinstance(app.info.help, str), f"the group {path} states its help"
     return TyperCommand(name=name, help=inspect.cleandoc(app.info.help))
 
 
 class LazyGroup(TyperGroup):
-    """The root group: its commands come from COMMANDS, built when one is used."""
+    """A group whose commands come from COMMANDS, each built when it is used: the root, and a group app made
+    with `command_app(name=..., cls=LazyGroup)` whose subcommands are COMMANDS entries under its name."""
 
     def __init__(self, **attrs: object) -> None:
         super().__init__(**attrs)  # type: ignore[arg-type]
-        self.commands = _Commands()
+        self.commands = self._lazy = _Commands("" if self.name == "envpin" else f"{self.name} ")
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Typer's listing, over the commands' help texts alone."""
-        built = self.commands
-        self.commands = {name: _summary(name) for name in COMMANDS}
+        self.commands = self._lazy.summaries()
         try:
             super().format_commands(ctx, formatter)
         finally:
-            self.commands = built
+            self.commands = self._lazy
 
 
 app = typer.Typer(

@@ -7,12 +7,20 @@ from typing import Annotated
 
 import typer
 
+from envpin.cli import LazyGroup
 from envpin.cli.options import Flavor, Format, FormatOpt, JsonOpt, TfOpt, command_app, value, wants_json
 
 DEFAULT_REGISTRY = "nvcr.io"  # kept equal to envpin.knowledge.sync.DEFAULT_REGISTRY by a test
 
 
-catalog_app = command_app(help="Every NGC TensorFlow release with its versions and sources.", no_args_is_help=False)
+catalog_app = command_app(
+    name="catalog",
+    cls=LazyGroup,
+    help="Every NGC TensorFlow release with its versions and sources.",
+    no_args_is_help=False,
+)
+show_app = command_app()
+sync_app = command_app()
 
 
 @catalog_app.callback(invoke_without_command=True)
@@ -45,7 +53,7 @@ def catalog_list(
         catalog.table(entries, console.results(), note=console.notes() if tf is not None else None)
 
 
-@catalog_app.command("show")
+@show_app.command("show")
 def catalog_show(
     release: Annotated[
         str,
@@ -65,7 +73,7 @@ def catalog_show(
         catalog.detail(entries, console.out(), note=console.err())
 
 
-@catalog_app.command("sync")
+@sync_app.command("sync")
 def catalog_sync(
     registry: Annotated[
         str,

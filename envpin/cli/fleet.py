@@ -7,14 +7,26 @@ from typing import Annotated
 
 import typer
 
+from envpin.cli import LazyGroup
 from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, command_app, output_file, wants_json
 
 fleet_app = command_app(
-    help="Compare the probe reports of many machines; probe every GPU node of a cluster.", no_args_is_help=True
+    name="fleet",
+    cls=LazyGroup,
+    help="Compare the probe reports of many machines; probe every GPU node of a cluster.",
+    no_args_is_help=True,
 )
+report_app = command_app()
+manifest_app = command_app()
+probe_app = command_app()
 
 
-@fleet_app.command("report")
+@fleet_app.callback()
+def fleet() -> None:
+    """The fleet commands (the group's help is fleet_app's)."""
+
+
+@report_app.command("report")
 def fleet_report(
     paths: Annotated[
         list[Path],
@@ -64,7 +76,7 @@ def fleet_report(
     raise typer.Exit(res.exit_code)
 
 
-@fleet_app.command("manifest")
+@manifest_app.command("manifest")
 def fleet_manifest(
     kubernetes: Annotated[
         bool, typer.Option("--kubernetes", help="A DaemonSet that runs the probe on every NVIDIA GPU node.")
@@ -101,7 +113,7 @@ def fleet_manifest(
     fleet.manifest(res, console.out(), console.err())
 
 
-@fleet_app.command("probe")
+@probe_app.command("probe")
 def fleet_probe(
     slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
     nodes: Annotated[

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from envpin.knowledge.recipebook import RecipeBook
-    from envpin.knowledge.reciperecords import Item, RecipeRecords
+    from envpin.knowledge.reciperecords import Item, RecipeRecords, Variable
 
 #: Distributions a recipe row is for (the schema's enum of match.distribution).
 DISTRIBUTIONS = ("ngc", "stock")
@@ -125,6 +125,14 @@ def book() -> RecipeBook:
     from envpin.knowledge.recipebook import RecipeBook
 
     return RecipeBook.of(table())
+
+
+def shared(kind: str) -> tuple[Variable, ...]:
+    """The variables every recipe shares of one `kind` (env, unset, no_effect) as records, without the whole
+    book's classes: a Dockerfile's audit reads only these of the table's common part."""
+    from envpin.knowledge.reciperecords import Variable
+
+    return tuple(map(Variable.of, table()["common"][kind]))
 
 
 def validate(data: Any, origin: str = "recipes.json") -> None:

@@ -313,9 +313,8 @@ def check_determinism(ctx: Context) -> None:
 
 def check_autotune(ctx: Context) -> None:
     """The recipe table's must-not-set and no-effect names, wherever an ENV of the image sets them."""
-    book = recipes.book()
     fixes = param("fix", command="audit")
-    for item in book.unset:
+    for item in recipes.shared("unset"):
         for ins, value in ctx.env_settings(item.name):
             ctx.add(
                 CUDNN_AUTOTUNE_SET,
@@ -323,7 +322,7 @@ def check_autotune(ctx: Context) -> None:
                 f"{item.name}={value} is set; {item.why}",
                 f"remove {item.name} from ENV ({fixes} removes it)",
             )
-    for item in book.no_effect:
+    for item in recipes.shared("no_effect"):
         for ins, value in ctx.env_settings(item.name):
             ctx.add(
                 ENV_NO_EFFECT,
