@@ -27,6 +27,12 @@ USER_SWITCHES = (
     "ENVPIN_SELFTEST_JOBS",
     "ENVPIN_DOCTOR_FAKE",
     "ENVPIN_NODE_NAME",
+    # how wide and how colourful output is: the tests' expected output is what a pipe of the default width gets
+    "COLUMNS",
+    "LINES",
+    "FORCE_COLOR",
+    "NO_COLOR",
+    "TTY_COMPATIBLE",
 )
 
 
@@ -138,6 +144,10 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  #
         if cwd is not None:
             monkeypatch.chdir(cwd)
         capsys.readouterr()
+        # A process runs one command: its consoles measure the streams they are made on, once. Each command run
+        # here gets consoles made on this test's captured streams, as a fresh process would.
+        if "envpin.views.console" in sys.modules:
+            sys.modules["envpin.views.console"]._console.cache_clear()
         try:
             main(list(args))
             code = 0

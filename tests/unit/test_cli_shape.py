@@ -41,8 +41,8 @@ def test_every_command_calls_one_api_function() -> None:
     commands = _commands()
     assert len(commands) >= 14  # catalog, show, sync, recipe, render, build, lock, probe, diff, verify, ...
     for path, fn in commands:
-        if fn.name == "_root":
-            continue
+        if fn.name == "_root" or (len(fn.body) == 1 and isinstance(fn.body[0], ast.Expr)):
+            continue  # the root's options, a group's callback that only states its help
         api_calls = [name for name in _calls(fn, "api") if not name[0].isupper()]  # request types are data
         assert len(api_calls) == 1, f"{path.name}:{fn.name} calls {api_calls or 'no'} envpin.api function(s)"
 
