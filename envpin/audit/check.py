@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from envpin.audit.base import BaseInfo
 from envpin.audit.context import BuildContext
-from envpin.audit.parser import Dockerfile, Instruction, Stage, Var
+from envpin.audit.parser import Dockerfile, Instruction, Stage
 from envpin.audit.rule import Rule
 from envpin.audit.shell import Command, RunScript, run_script
+from envpin.audit.words import Var
 from envpin.record import Value
 
 #: A commit as the rules accept it for a pin: 7 to 40 lower-case hex digits.

@@ -13,7 +13,8 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envpin.audit.parser import Instruction, Stage, split_words
+from envpin.audit.parser import Instruction, Stage
+from envpin.audit.words import split_words
 from envpin.record import Value
 
 #: How deep -r/-c includes are followed (pip itself has no limit; a cycle is cut at the first repeat).

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from envpin.audit.base import identify
 from envpin.audit.check import Finding
-from envpin.audit.parser import Dockerfile, Instruction, Stage, Var, parse, split_words
+from envpin.audit.parser import Dockerfile, Instruction, Stage, parse
 from envpin.audit.rule import IGNORE_MARK as _IGNORE_MARK
 from envpin.audit.rules.base_image import FROM_LATEST, FROM_NO_DIGEST
 from envpin.audit.rules.determinism import (
@@ -29,6 +29,7 @@ from envpin.audit.rules.determinism import (
     seed_ok,
 )
 from envpin.audit.rules.horovod import HOROVOD_FUSION_THRESHOLD
+from envpin.audit.words import Var, split_words
 from envpin.errors import EnvpinError
 from envpin.knowledge import recipes
 from envpin.portable import imageref

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 
 from envpin.audit.scopes import Scope, StageScope
 from envpin.audit.words import (
-    MAX_EXPANSION,
-    MAX_SUBSTITUTION_NESTING,
     Expansion,
     Var,
     count_words,
@@ -34,27 +32,19 @@ from envpin.errors import EnvpinError
 from envpin.files.read import MAX_READ_BYTES, read_regular
 from envpin.record import Value
 
-# Substitution and words live in envpin.audit.words; these names stay importable from the parser.
 __all__ = [
     "BUILTIN_ARGS",
     "INSTRUCTIONS",
-    "MAX_EXPANSION",
-    "MAX_SUBSTITUTION_NESTING",
     "MAX_TOTAL_EXPANSION",
     "Dockerfile",
     "DockerfileError",
-    "Expansion",
     "Heredoc",
     "Instruction",
     "Pair",
     "Problem",
     "Stage",
-    "Var",
-    "expand",
-    "iter_words",
     "parse",
     "read",
-    "split_words",
 ]
 
 

@@ -18,7 +18,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from envpin.audit.parser import Instruction, expand
+from envpin.audit.parser import Instruction
+from envpin.audit.words import expand
 from envpin.record import Value
 
 _PUNCT = ";&|()<>\n"

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envpin.audit.parser import MAX_SUBSTITUTION_NESTING, DockerfileError, Var, expand, parse, read
+from envpin.audit.parser import DockerfileError, parse, read
 from envpin.audit.shell import parse_script, run_script
-from envpin.audit.words import _Braces
+from envpin.audit.words import MAX_SUBSTITUTION_NESTING, Var, _Braces, expand
 
 
 def _kw(df) -> list[tuple[str, int, int]]:  # type: ignore[no-untyped-def]

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from envpin.audit import audit_text
 from envpin.audit import shell as shell_mod
-from envpin.audit.parser import expand, iter_words, split_words
 from envpin.audit.shell import KEEP_COMMANDS, ShellSyntaxError, parse_script, split_tokens
+from envpin.audit.words import expand, iter_words, split_words
 
 FROM = "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
 #: (head, unit repeated, tail) of one long RUN line, and the findings (line, rule) it must give.

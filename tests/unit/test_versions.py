@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envpin.audit.rules import seed_ok
+from envpin.audit.rules.determinism import seed_ok
 from envpin.doctor.diagnosis import parse_branch
 from envpin.errors import UsageError
 from envpin.knowledge import imageconfig

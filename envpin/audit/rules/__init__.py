@@ -25,13 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 
-from envpin.audit.rule import SEVERITIES, Rule
+from envpin.audit.rule import Rule
 from envpin.audit.rules import apt, base_image, determinism, downloads, git, horovod, pip, syntax
 
-# seed_ok lived in the single rules module: kept importable from here for the code that used it there.
-from envpin.audit.rules.determinism import seed_ok
-
-__all__ = ["DOCKERFILE_FAMILIES", "RULES", "SEVERITIES", "Rule", "families", "script_families", "seed_ok"]
+__all__ = ["DOCKERFILE_FAMILIES", "RULES", "families", "script_families"]
 
 #: The Dockerfile families in the order their checks run (the order findings are merged in; they are sorted
 #: afterwards).

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from envpin.audit.check import Check, Context, RunRule
-from envpin.audit.parser import Var
 from envpin.audit.rule import EXAMPLE_BASE, EXAMPLE_DIGEST, Rule
+from envpin.audit.words import Var
 from envpin.errors import param
 from envpin.knowledge import recipes
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from envpin.audit.check import COMMIT, Check, Context, RunRule
-from envpin.audit.parser import Instruction, expand, split_words
+from envpin.audit.parser import Instruction
 from envpin.audit.rule import EXAMPLE_BASE, Rule
 from envpin.audit.shell import Command
+from envpin.audit.words import expand, split_words
 
 _SHA = "0" * 64  # a placeholder checksum: take the real one from the file you reviewed
 
