@@ -51,9 +51,10 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
         [
             str(venv / "bin" / "python"),
             "-c",
-            "import envpin.environment.render as r, envpin.fleet as f; "
+            "import envpin.environment.render as r; "
             "print(r.template_env().get_template('Dockerfile.j2').filename); "
-            "print(r.template_env('envpin.fleet').get_template('fleet-report.html.j2').filename)",
+            "print(r.template_env('envpin.fleet').get_template('kubernetes-probe.yaml.j2').filename); "
+            "print(r.template_env('envpin.views').get_template('fleet-report.html.j2').filename)",
         ],
         cwd=work,
         capture_output=True,
@@ -61,7 +62,9 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert where[0].startswith(str(venv)) and where[0].endswith("envpin/environment/templates/Dockerfile.j2")
-    assert where[1].startswith(str(venv)) and where[1].endswith("envpin/fleet/templates/fleet-report.html.j2")
+    assert where[1].startswith(str(venv)) and where[1].endswith("envpin/fleet/templates/kubernetes-probe.yaml.j2")
+    assert where[2].startswith(str(venv)) and where[2].endswith("envpin/views/templates/fleet-report.html.j2")
+
     # Packaging metadata: license file, classifiers, URLs, the typing marker.
     import zipfile
 
@@ -69,6 +72,12 @@ def test_wheel_renders_from_a_fresh_venv(tmp_path: Path) -> None:
         names = zf.namelist()
         meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "envpin/py.typed" in names
+    # The data tables' schemas and check records travel with the tables.
+    assert all(
+        f"envpin/data/{t}.{kind}" in names
+        for t in ("catalog", "stock", "recipes")
+        for kind in ("schema.json", "checked")
+    )
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta
     assert "Classifier: Typing :: Typed" in meta
