@@ -98,3 +98,19 @@ def test_lock_check_hook_fails_on_a_stale_lock(scratch: Path, home: Path) -> Non
     _git(scratch, "add", "-A")
     stale = _try(scratch, home, "envpin-lock-check")
     assert stale.returncode == 1 and "images/21.06-tf2/envpin.lock is stale" in stale.stdout + stale.stderr
+
+
+def test_the_repositorys_own_hooks_pass_on_a_clean_clone_and_change_nothing(home: Path, tmp_path: Path) -> None:
+    """.pre-commit-config.yaml (ruff check, ruff format, mypy from the dev environment) on a clone of this
+    checkout's last commit: every hook passes and no file changes, the audit corpora (excluded from formatting:
+    their answer keys name lines) included."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, capture_output=True)
+    (clone / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
+    proc = subprocess.run(
+        [_pre_commit(), "run", "--all-files"], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    changed = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    assert changed.stdout == ""
