@@ -12,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+import tests.props  # noqa: F401 (registers and loads the Hypothesis profile before any test module)
+
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
 REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons", "renderers", "oldtf")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from envpin.audit import audit_script, target_for
 from envpin.audit.python.fixer import FIXABLE, fix_script
+from tests.props import examples
 
 HEAD = [
     "import os",
@@ -45,7 +46,7 @@ BODY = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     head=st.lists(st.sampled_from(HEAD), min_size=1, max_size=5, unique=True),
     body=st.lists(st.sampled_from(BODY), max_size=12),
@@ -93,7 +94,7 @@ def assert_inserted_names_are_bound_above(before: str, after: str) -> None:
             assert used <= bound, (node.lineno, used - bound, after)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.sampled_from([*list("tf.()=:,\n #'\"abcxy0123_\t\\[]{}"), "import ", "def ", "tf.", "\n    "]), max_size=120

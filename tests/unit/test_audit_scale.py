@@ -17,6 +17,7 @@ from envpin.audit import audit_text
 from envpin.audit import shell as shell_mod
 from envpin.audit.shell import KEEP_COMMANDS, ShellSyntaxError, parse_script, split_tokens
 from envpin.audit.words import expand, iter_words, split_words
+from tests.props import examples
 
 FROM = "FROM nvcr.io/nvidia/tensorflow:22.03-tf2-py3\nENV TF_DETERMINISTIC_OPS=1 PYTHONHASHSEED=0\n"
 #: (head, unit repeated, tail) of one long RUN line, and the findings (line, rule) it must give.
@@ -96,7 +97,7 @@ def test_visit_gives_commands_and_pipelines_in_their_own_orders() -> None:
 _PLAIN = st.lists(st.sampled_from(list("ab1$=-/. \t\r;&|()<>\n")), max_size=40).map("".join)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(_PLAIN)
 def test_plain_text_is_tokenized_in_chunks_as_quoted_text_is_whole(text: str) -> None:
     # A closing '' sends the text down the general path (one empty word at the end); tiny chunks put chunk
@@ -106,13 +107,13 @@ def test_plain_text_is_tokenized_in_chunks_as_quoted_text_is_whole(text: str) ->
     assert plain == split_tokens(text + " ''")[:-1]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.sampled_from(list("ab1 \t\r\n=-$")), max_size=30).map("".join))
 def test_plain_words_split_as_the_general_splitter_splits_them(text: str) -> None:
     assert split_words(text) == list(iter_words(text)) == split_words(text, "`")
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.sampled_from(list("ab \t\n'\"\\;|")), max_size=30).map("".join))
 def test_shell_text_without_substitutions_is_kept_as_written(text: str) -> None:
     assert expand(text, {}, keep_quotes=True).value == text

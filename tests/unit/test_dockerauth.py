@@ -18,6 +18,7 @@ from envpin.errors import RegistryError
 from envpin.registry import client as registry
 from envpin.registry import logins
 from envpin.registry.logins import Credentials
+from tests.props import examples
 
 
 def _auth(user: str, password: str) -> str:
@@ -95,7 +96,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.dictionaries(st.sampled_from(["auths", "credHelpers", "credsStore", "x"]), _json, max_size=3),
     st.sampled_from(["docker.io", "r.example.com", "127.0.0.1:5000"]),

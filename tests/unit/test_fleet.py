@@ -17,6 +17,7 @@ from envpin.fleet import aggregate as fleet
 from envpin.fleet.aggregate import FAILED, MISSING, TIMED_OUT, Expected, NodeFailure, aggregate
 from envpin.views import fleet as fleet_view
 from tests.fleetdata import A100, H100, HASH_1, HASH_2, HASH_3, cudnn, fixed_fleet, node
+from tests.props import examples
 
 A100_CLASS = f"gpu:{A100};cc=8.0;count=1"
 H100_CLASS = f"gpu:{H100};cc=9.0;count=1"
@@ -308,7 +309,7 @@ _expected = (
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_text, _item), max_size=5), _expected)
 def test_aggregate_raises_nothing_but_envpin_errors(nodes: list[tuple[str, Any]], expected: Expected | None) -> None:
     try:

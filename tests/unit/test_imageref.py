@@ -15,6 +15,7 @@ from envpin.knowledge import sync
 from envpin.portable import imageref
 from envpin.portable.imageref import ImageRef, RefError
 from envpin.registry import client
+from tests.props import examples
 
 DIGEST = "sha256:" + "a" * 64
 EXAMPLE = "registry.example.com/mirror/tensorflow:20.02-tf2-py3"
@@ -241,7 +242,7 @@ def test_round_trip_and_idempotent(
         assert ref.registry == "docker.io" and ref.api_host == "registry-1.docker.io"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.text(max_size=80) | st.from_regex(r"[a-z0-9.:/@\[\]_-]{1,40}", fullmatch=True))
 def test_arbitrary_text_raises_only_ref_error(text: str) -> None:
     try:

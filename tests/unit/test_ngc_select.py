@@ -21,6 +21,7 @@ from envpin.errors import UsageError
 from envpin.knowledge import catalog, sync
 from envpin.portable import ngc
 from envpin.portable.versions import SpecError, parse_tf_spec
+from tests.props import examples
 
 CAT = catalog.load()
 TAGS = [e.tag for e in CAT.entries()]
@@ -208,7 +209,7 @@ def test_selector_on_plain_entries_raises_spec_error() -> None:
 # --- properties ------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=60), st.sampled_from([None, "1", "2", "2.1", "1.15"]), st.booleans())
 def test_arbitrary_specs_raise_only_usage_error(text: str, tf: str | None, single: bool) -> None:
     try:
@@ -219,7 +220,7 @@ def test_arbitrary_specs_raise_only_usage_error(text: str, tf: str | None, singl
         assert entries and len({e.release for e in entries}) == 1 and (not single or len(entries) == 1)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.sampled_from(TAGS), st.sampled_from(["", "nvcr.io/nvidia/tensorflow:", "127.0.0.1:5000/m/nvidia/tensorflow:"])
 )

@@ -20,6 +20,7 @@ from envpin.audit import audit_text
 from envpin.environment.lockfile import HEADER, loads, self_hash
 from envpin.errors import EnvpinError
 from envpin.reports import diff
+from tests.props import examples
 
 # JSON-shaped values with the awkward parts: huge and negative integers, booleans where numbers go, lone
 # surrogates, deep nesting (bounded by the strategy), empty keys.
@@ -36,7 +37,7 @@ _json = st.recursive(
     max_leaves=25,
 )
 # No deadline: timing belongs in benchmarks/; a pathological input that hung would stop the run instead.
-_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _field(value: Any) -> dict[str, Any]:
@@ -337,7 +338,7 @@ def _mutations() -> st.SearchStrategy[tuple[list[str | int], Any]]:
 
 # A hundred catalogs: each mutated one is checked in full against its schema by jsonschema (about 55 ms a
 # catalog on a 2-core machine), where the other readers here take well under a millisecond an example.
-@settings(_SETTINGS, max_examples=100)
+@settings(_SETTINGS, max_examples=examples(100))
 @given(mutation=_mutations())
 def test_catalog_files_with_any_value_anywhere_raise_only_catalog_errors(mutation: tuple[list[Any], Any]) -> None:
     """An ENVPIN_CATALOG file with a wrong-typed value at any level: a CatalogError, or a catalog that works."""

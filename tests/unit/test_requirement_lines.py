@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from envpin.environment.requirements import parse_line, parse_lock
 from envpin.errors import RequirementsError
+from tests.props import examples
 
 H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 
@@ -54,7 +55,7 @@ def test_lines_refused(line: str, message: str) -> None:
         parse_line(line, "r:1")
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=200))
 def test_any_line_parses_or_is_refused_cleanly(text: str) -> None:
     try:
@@ -66,7 +67,7 @@ def test_any_line_parses_or_is_refused_cleanly(text: str) -> None:
             assert req.hashes and all(h.startswith("sha256:") for h in req.hashes)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.from_regex(r"[A-Za-z][A-Za-z0-9._-]{0,20}[A-Za-z0-9]", fullmatch=True),
     st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}", fullmatch=True),

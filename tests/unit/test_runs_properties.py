@@ -10,19 +10,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envpin.runs.launch import metrics_line
+from tests.props import examples
 
 NAMES = st.text(min_size=1, max_size=12)
 VALUES = st.one_of(st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=2000))
 def test_any_output_is_read_without_an_exception(text: str) -> None:
     found = metrics_line(text)
     assert all(isinstance(k, str) and isinstance(v, float) for k, v in found.items())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=500), st.dictionaries(NAMES, VALUES, max_size=5))
 def test_a_last_metrics_line_is_always_found(before: str, metrics: dict[str, float]) -> None:
     out = before + "\n" + json.dumps({"envpin_metrics": metrics}) + "\n"
@@ -31,7 +32,7 @@ def test_a_last_metrics_line_is_always_found(before: str, metrics: dict[str, flo
     assert all(math.isclose(found[k], float(v)) for k, v in metrics.items())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(min_value=10**308, max_value=10**1000), st.sampled_from([1, -1]))
 def test_an_integer_too_large_for_a_float_is_infinite_not_an_error(big: int, sign: int) -> None:
     found = metrics_line(json.dumps({"envpin_metrics": {"a": sign * big, "b": 0.5}}))

@@ -18,6 +18,7 @@ from envpin.errors import CatalogError, RecipeError, shown
 from envpin.knowledge import catalogcheck, imageconfig, recipes, schema, stock
 from envpin.knowledge.fields import FIELDS, IMAGE_SOURCE
 from envpin.probe import runtime
+from tests.props import examples
 
 TABLES = schema.TABLES
 CHECKS = {"catalog": catalogcheck.validate, "stock": stock.validate, "recipes": recipes.validate}
@@ -160,7 +161,7 @@ _DOCS = {
 _PLACES = {name: _paths(doc) for name, (_, _, doc) in _DOCS.items()}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     name=st.sampled_from(sorted(_DOCS)),
     choice=st.data(),

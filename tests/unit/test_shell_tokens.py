@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envpin.audit.shell import _PUNCT, ShellSyntaxError, _split_operators, split_tokens
+from tests.props import examples
 
 ALPHABET = st.sampled_from(list("ab1 $(){}`\"'\\;&|<>\n\t=-/.*#~"))
 
@@ -34,7 +35,7 @@ def _ours(text: str) -> list[str]:
     return out
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.lists(ALPHABET, max_size=24).map("".join))
 def test_same_tokens_and_same_failures_as_shlex(text: str) -> None:
     try:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from envpin.environment.payload import payload
 from envpin.errors import SlurmError, UsageError
 from envpin.fleet import nodetask, slurm
+from tests.props import examples
 
 SINFO = """\
 n1|gpu|idle|none
@@ -258,7 +259,7 @@ def test_missing_and_damaged_lines_are_named() -> None:
     assert results == {} and "damaged" in broken["n1"]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     results=st.dictionaries(
         st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),

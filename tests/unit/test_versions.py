@@ -19,6 +19,7 @@ from envpin.knowledge import versions as host
 from envpin.portable import versions
 from envpin.portable.versions import NGCSpec, SpecError, TFSpec
 from envpin.probe import runtime
+from tests.props import examples
 
 # --- version tuples --------------------------------------------------------------------------------------
 
@@ -260,7 +261,7 @@ def test_hash_seed_values(value: str, ok: bool) -> None:
 _numbers = st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=5)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.text(max_size=80) | st.from_regex(r"[0-9.]{1,30}[^\n]{0,5}", fullmatch=True))
 def test_parsers_raise_only_spec_error(text: str) -> None:
     parsed = versions.parse_version(text)
