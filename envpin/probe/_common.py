@@ -19,11 +19,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple  # noqa:
 MAX_READ_BYTES = 64 * 1024 * 1024
 
 
-def read_file(path: str, limit: int = MAX_READ_BYTES, whole: bool = False) -> bytes:
-    """At most `limit` bytes of a regular file (/proc and /sys files are regular); with `whole`, a longer file
-    raises OSError (a file hashed or parsed whole must not be cut). A FIFO, device or socket raises OSError
-    instead of blocking or being read forever: it is opened without blocking and checked on the open
-    descriptor."""
+def _open_regular(path: str, limit: int, whole: bool) -> int:
+    """A descriptor of a regular file, opened without blocking (a FIFO, device or socket raises OSError
+    instead of blocking or being read forever) and checked on the open descriptor; with `whole`, a file
+    already larger than `limit` is refused before anything is read (/proc files say 0 here)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         st = os.fstat(fd)
@@ -31,17 +30,50 @@ def read_file(path: str, limit: int = MAX_READ_BYTES, whole: bool = False) -> by
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", path)
-        if whole and st.st_size > limit:  # refused before anything is read (/proc files say 0 here)
+        if whole and st.st_size > limit:
             raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            data = fh.read(limit + 1 if whole else limit)
-        if whole and len(data) > limit:
-            raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
-        return data
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(path: str, limit: int = MAX_READ_BYTES, whole: bool = False) -> bytes:
+    """At most `limit` bytes of a regular file (/proc and /sys files are regular); with `whole`, a longer file
+    raises OSError (a file hashed or parsed whole must not be cut). A FIFO, device or socket raises OSError
+    instead of blocking or being read forever: it is opened without blocking and checked on the open
+    descriptor."""
+    fd = _open_regular(path, limit, whole)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1 if whole else limit)
+    if whole and len(data) > limit:
+        raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
+    return data
+
+
+#: The most the probe hashes of one file it does not parse (a shared library, a topology file).
+MAX_HASH_BYTES = 1024 * 1024 * 1024
+
+
+def hash_file(path: str, limit: int = MAX_HASH_BYTES) -> Tuple[str, int]:
+    """("sha256:<hex>", size) of a whole regular file, read in 1 MiB blocks so that a large library costs no
+    more memory than a small one; refused like read_file(whole=True) when it is no regular file or larger
+    than `limit` (a file that grows while it is read included)."""
+    import hashlib
+
+    fd = _open_regular(path, limit, True)
+    digest = hashlib.sha256()
+    size = 0
+    with os.fdopen(fd, "rb") as fh:
+        while True:
+            block = fh.read(1 << 20)
+            if not block:
+                break
+            size += len(block)
+            if size > limit:
+                raise OSError(errno.EFBIG, "larger than %d bytes" % limit, path)
+            digest.update(block)
+    return "sha256:" + digest.hexdigest(), size
 
 
 class Unavailable(Exception):

@@ -125,18 +125,72 @@ def _version_key(name: str) -> Tuple[int, ...]:
     return tuple(int(n) for n in nums)
 
 
+def _ld_cache_data(ctx: Context) -> bytes:
+    """/etc/ld.so.cache, read once per probe (b"" when it cannot be read)."""
+    if "ldcache_data" not in ctx.cache:
+        try:
+            ctx.cache["ldcache_data"] = read_file(ctx.path("/etc/ld.so.cache"), 16 * 1024 * 1024)
+        except (IOError, OSError):
+            ctx.cache["ldcache_data"] = b""
+    data: bytes = ctx.cache["ldcache_data"]
+    return data
+
+
 def _ld_cache_names(ctx: Context) -> List[str]:
     if "ldcache" not in ctx.cache:
         names: List[str] = []
-        try:
-            data = read_file(ctx.path("/etc/ld.so.cache"), 16 * 1024 * 1024)
-            for m in re.finditer(rb"(?:^|\x00)(lib[A-Za-z0-9_+\-]*\.so[0-9.]*)\x00", data):
-                names.append(m.group(1).decode("ascii", "replace"))
-        except (IOError, OSError):
-            pass
+        for m in re.finditer(rb"(?:^|\x00)(lib[A-Za-z0-9_+\-]*\.so[0-9.]*)\x00", _ld_cache_data(ctx)):
+            names.append(m.group(1).decode("ascii", "replace"))
         ctx.cache["ldcache"] = sorted(set(names))
     found: List[str] = ctx.cache["ldcache"]
     return found
+
+
+# An absolute path to a shared object among the cache's NUL-separated strings. The cache's own string table
+# shares suffixes (a soname is stored as the tail of its path), so the paths are what can be read reliably.
+_CACHE_PATH = re.compile(rb"(?:^|\x00)(/[^\x00]*/(lib[^\x00/]*\.so[^\x00/]*))(?=\x00)")
+
+#: The loader's own folders after LD_LIBRARY_PATH and the cache (glibc's trusted directories; Debian's
+#: multiarch ones are in the cache).
+DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
+
+
+def ld_cache_paths(ctx: Context) -> Dict[str, str]:
+    """basename -> path of every library /etc/ld.so.cache names (the first path given for a name; the loader
+    would choose among several by architecture and hardware capabilities)."""
+    if "ldcache_paths" not in ctx.cache:
+        found: Dict[str, str] = {}
+        for m in _CACHE_PATH.finditer(_ld_cache_data(ctx)):
+            name = m.group(2).decode("utf-8", "surrogateescape")
+            found.setdefault(name, m.group(1).decode("utf-8", "surrogateescape"))
+        ctx.cache["ldcache_paths"] = found
+    paths: Dict[str, str] = ctx.cache["ldcache_paths"]
+    return paths
+
+
+def find_library(ctx: Context, name: str) -> Optional[Tuple[str, str]]:
+    """(how, path) of the file ``dlopen(name)`` would map, found without loading it (loading a library runs
+    its constructors): a name with a '/' is that path; otherwise the folders of LD_LIBRARY_PATH in order,
+    then /etc/ld.so.cache, then the loader's default folders. The RPATH/RUNPATH of the library that calls
+    dlopen is not read. None when no such file exists."""
+    if not name:
+        return None
+    if "/" in name:
+        where = ctx.path(name) if name.startswith("/") else name
+        return ("path", where) if os.path.isfile(where) else None
+    for directory in ctx.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if directory and name in _dir_names(ctx, directory):
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                return "LD_LIBRARY_PATH", candidate
+    cached = ld_cache_paths(ctx).get(name)
+    if cached is not None and os.path.isfile(ctx.path(cached)):
+        return "/etc/ld.so.cache", ctx.path(cached)
+    for directory in DEFAULT_DIRS:
+        candidate = os.path.join(ctx.path(directory), name)
+        if os.path.isfile(candidate):
+            return "default folder", candidate
+    return None
 
 
 def _dir_names(ctx: Context, directory: str) -> List[str]:
@@ -279,6 +333,8 @@ def collect_cuda(ctx: Context) -> Dict[str, Any]:
     }
     for name, stem, fn, symbol, prefer in LIBRARIES:
         section[name] = capture("ctypes %s.so %s()" % (stem, symbol), _load, ctx, stem, symbol, fn, prefer)
+    nccl = section["nccl"].get("value")
+    ctx.cache["nccl_version"] = nccl.get("version") if isinstance(nccl, dict) else None
     section["loaded_libraries"] = capture(
         ctx.path("/proc/self/maps"),
         lambda: {b: p for b, p in sorted(mapped_libraries(ctx).items()) if _INTERESTING.match(b)},

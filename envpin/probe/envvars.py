@@ -71,14 +71,47 @@ def relevant(name: str) -> bool:
     return name in RELEVANT_NAMES or name.startswith(RELEVANT_PREFIXES)
 
 
+#: Variables whose value names a host and a port (NCCL's bootstrap root, its RAS listener): the address is
+#: replaced by ADDRESS and the port kept. A report never holds IP addresses or other machines' names (the
+#: probe's own host name is the one it records, and --anonymize replaces it); these differ per job, not per
+#: environment, so they are classified info (envpin.probe.fields).
+ADDRESS_VARIABLES = ("NCCL_COMM_ID", "NCCL_RAS_ADDR")
+ADDRESS = "<address>"
+#: Values kept out of reports whole, with why: a per-job handshake value (the NCCL docs suggest deriving it
+#: from SLURM_JOB_ID), and TensorFlow's cluster description, whose host names the distributed section leaves
+#: out while it records the cluster's shape.
+WITHHELD = {
+    "NCCL_SOCKET_MAGIC": "a per-job handshake value",
+    "TF_CONFIG": "holds the cluster's host names; its shape is recorded as distributed.tf_config",
+}
+
+
+def address_redacted(raw: str) -> str:
+    """``host:port`` (a name, an IPv4 address or ``[IPv6]``) as ``<address>:port``; without a port (or with
+    something else after the last ':'), ``<address>``."""
+    text = raw.strip()
+    head, sep, port = text.rpartition(":")
+    bracketed = head.startswith("[") and head.endswith("]")
+    # a bare IPv6 address (a:b::c) has no port to keep
+    if sep and port.isdigit() and head and (bracketed or (":" not in head and not head.startswith("["))):
+        return "%s:%s" % (ADDRESS, port)
+    return ADDRESS
+
+
 def env_field(name: str, raw: str) -> Dict[str, Any]:
-    """One environment variable as a field, redacted when it looks like a credential."""
+    """One environment variable as a field: redacted when it looks like a credential or is withheld,
+    an address's host replaced (ADDRESS_VARIABLES). NCCL's configuration files give their lines the same
+    treatment (envpin.probe.distributed), so a setting reads the same wherever it was made."""
     source = "environ:" + name
+    if name in WITHHELD:
+        return {"present": True, "redacted": True, "reason": WITHHELD[name], "source": source}
     if secrets.secret_name(name):
         return {"present": True, "redacted": True, "reason": "name looks like a credential", "source": source}
     why = secrets.secret_value(raw)
     if why:
         return {"present": True, "redacted": True, "reason": why, "source": source}
+    if name in ADDRESS_VARIABLES:
+        return {"value": address_redacted(raw), "source": source + " (address left out)"}
     return {"value": raw, "source": source}
 
 

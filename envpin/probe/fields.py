@@ -45,6 +45,7 @@ SECTIONS = (
     "cuda",
     "gpu",
     "env",
+    "distributed",
 )
 
 
@@ -71,6 +72,28 @@ class Rule(object):
         self.cpu_only = cpu_only
         self.fingerprint = fingerprint
         self.absent = absent
+
+
+#: NCCL variables that are not numerics settings, whether the environment sets them (env.*) or an NCCL
+#: configuration file does (distributed.nccl.from_files.*): one table, so a setting is classified the same
+#: wherever it was made. Every other NCCL_* variable is breaking.
+NCCL_VARIABLE_RULES = (
+    ("NCCL_DEBUG*", INFO, "logging only"),
+    ("NCCL_COMM_ID", INFO, "where rank 0 listens (its address left out): differs per job"),
+    ("NCCL_RAS_ADDR", INFO, "where NCCL's RAS service listens (its address left out)"),
+    ("NCCL_SOCKET_MAGIC", INFO, "a per-job handshake value (withheld)"),
+    ("NCCL_MNNVL_UUID", INFO, "names one multi-node NVLink domain, not its kind"),
+    ("NCCL_CONF_FILE", INFO, "a path: the file's settings are compared as distributed.nccl.*"),
+    ("NCCL_TOPO_FILE", INFO, "a path: the file's contents are compared as distributed.nccl.topo_file"),
+    ("NCCL_GRAPH_FILE", INFO, "a path: the file's contents are compared as distributed.nccl.graph_file"),
+    ("NCCL_TOPO_DUMP_FILE", INFO, "where NCCL writes the topology it detected"),
+    ("NCCL_GRAPH_DUMP_FILE", INFO, "where NCCL writes the rings and trees it chose"),
+    ("NCCL_*_PLUGIN", INFO, "which plugin: the library NCCL would load is compared as distributed.nccl.plugins.*"),
+)
+
+
+def _nccl_variable_rules(prefix: str) -> "List[Rule]":
+    return [Rule(prefix + pattern, severity, reason) for pattern, severity, reason in NCCL_VARIABLE_RULES]
 
 
 RULES = [
@@ -137,12 +160,37 @@ RULES = [
     Rule("gpu.devices.*.uuid", INFO, "GPU identity"),
     Rule("gpu.devices.*.pci_bus_id", INFO, "GPU slot"),
     Rule("gpu.devices.*.persistence_mode", INFO, "driver persistence"),
+    Rule(
+        "gpu.devices.*.nvlink_active_links",
+        BREAKING,
+        "active NVLink links: the paths NCCL builds rings and trees on, and TensorFlow's ring order",
+    ),
+    Rule(
+        "gpu.devices.*.fabric.state",
+        BREAKING,
+        "NVSwitch fabric: NCCL can reduce through NVLink SHARP (NVLS), not deterministic between calls "
+        "(NVIDIA/nccl#1497)",
+    ),
+    Rule("gpu.devices.*.fabric.health", RISK, "NVLink fabric health: bandwidth"),
+    Rule("gpu.devices.*.fabric.*", INFO, "NVLink fabric registration (clique, status)"),
+    Rule("gpu.devices.*.mig_devices", BREAKING, "MIG instances: CUDA sees these slices, not the whole GPU"),
     Rule("gpu.backend", INFO, "how the GPUs were read"),
     Rule("gpu.fallback_reason", INFO, "how the GPUs were read"),
     Rule("gpu.driver_version", RISK, "NVIDIA driver minor version (major is compared as gpu.driver_major)"),
     Rule("gpu.*", RISK, "GPU configuration (memory, ECC, MIG, clocks, power)"),
     Rule("env.TF_CPP_*", INFO, "logging only"),
-    Rule("env.NCCL_DEBUG*", INFO, "logging only"),
+    Rule(
+        "env.TF_CONFIG",
+        INFO,
+        "the cluster's host names (withheld): its shape, task and RPC layer are compared as distributed.tf_config.*",
+    ),
+    Rule(
+        "env.CUDA_VISIBLE_DEVICES",
+        INFO,
+        "which GPUs, by index or UUID: compared as distributed.gpus.* by place and device class (a UUID names "
+        "one card, not its kind)",
+    ),
+    *_nccl_variable_rules("env."),
     Rule("env.HOROVOD_LOG_LEVEL", INFO, "logging only"),
     Rule("env.CUDA_CACHE_*", INFO, "JIT cache location"),
     Rule("env.ENVPIN_*", INFO, "envpin bookkeeping"),
@@ -181,6 +229,61 @@ RULES = [
     Rule("env.NCCL_*", BREAKING, "collective communication setting"),
     Rule("env.HOROVOD_*", BREAKING, "collective communication setting"),
     Rule("env.*", BREAKING, "TensorFlow, CUDA library or numerics setting"),
+    Rule("distributed.nccl.rules", INFO, "which NCCL release's rules the files and plugins were read by"),
+    Rule(
+        "distributed.nccl.conf.*.sha256",
+        RISK,
+        "the configuration file's bytes: a comment or a line the environment overrides changes only this "
+        "(what NCCL takes from it is compared as distributed.nccl.from_files.*)",
+    ),
+    Rule("distributed.nccl.conf.*.*", INFO, "the configuration file's own lines (compared as they take effect)"),
+    Rule("distributed.nccl.conf.*", RISK, "an NCCL configuration file that could not be read"),
+    *_nccl_variable_rules("distributed.nccl.from_files."),
+    Rule(
+        "distributed.nccl.from_files.*",
+        BREAKING,
+        "set by an NCCL configuration file: NCCL uses it as if the environment had it",
+    ),
+    Rule(
+        "distributed.nccl.effective.*",
+        INFO,
+        "NCCL's view of each variable and where it comes from (compared as env.* or distributed.nccl.from_files.*)",
+    ),
+    Rule(
+        "distributed.nccl.topo_file*.sha256",
+        BREAKING,
+        "the topology NCCL reads instead of detecting it: it decides rings, trees and channels",
+    ),
+    Rule(
+        "distributed.nccl.graph_file*.sha256",
+        BREAKING,
+        "the rings and trees NCCL loads instead of searching for them",
+    ),
+    Rule("distributed.nccl.topo_file.*", INFO, "how the topology file was found"),
+    Rule("distributed.nccl.graph_file.*", INFO, "how the graph file was found"),
+    Rule("distributed.nccl.plugins.*.found_by", INFO, "where the dynamic loader finds the plugin"),
+    Rule(
+        "distributed.nccl.*",
+        BREAKING,
+        "an NCCL input: a plugin library (network, algorithm and protocol choices), a topology or graph file",
+    ),
+    Rule(
+        "distributed.gpus.*",
+        BREAKING,
+        "the GPUs the process sees, in order: the rank-to-GPU mapping decides the reduction order (NVIDIA/nccl#23)",
+    ),
+    Rule("distributed.tf_config.cluster*", BREAKING, "the cluster's shape: its jobs and how many tasks each has"),
+    Rule("distributed.tf_config.task_index", INFO, "this task's index: the workers of one job differ only in it"),
+    Rule("distributed.tf_config.task_type", RISK, "this task's role (chief, worker, evaluator, ps)"),
+    Rule("distributed.tf_config", BREAKING, "a TF_CONFIG TensorFlow cannot read as a cluster"),
+    Rule("distributed.tf_config.*", RISK, "how the tasks talk (rpc_layer) and where the cluster runs (environment)"),
+    Rule(
+        "distributed.horovod.*",
+        INFO,
+        "Horovod and its settings in effect: a variable that is set is compared as env.HOROVOD_*, a default "
+        "as the Horovod version (packages.distributions.horovod)",
+    ),
+    Rule("distributed.*", RISK, "a part of the distributed stack that could not be read"),
 ]
 
 DEFAULT_RULE = Rule("*", RISK, "unclassified field")

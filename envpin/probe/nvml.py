@@ -19,6 +19,7 @@ from envpin.probe._common import Context, Unavailable, capture, describe, unavai
 NVML_LIBRARY = "libnvidia-ml.so.1"
 LIBRARY_OVERRIDE = "ENVPIN_NVML_LIBRARY"
 
+# nvmlReturn_t (NVIDIA/go-nvml gen/nvml/nvml.h l.1295-1330 at 2f9e261).
 ERRORS = {
     1: "NVML_ERROR_UNINITIALIZED",
     2: "NVML_ERROR_INVALID_ARGUMENT",
@@ -41,9 +42,22 @@ ERRORS = {
     19: "NVML_ERROR_IN_USE",
     20: "NVML_ERROR_MEMORY",
     21: "NVML_ERROR_NO_DATA",
+    22: "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED",
+    23: "NVML_ERROR_INSUFFICIENT_RESOURCES",
+    24: "NVML_ERROR_FREQ_NOT_SUPPORTED",
+    25: "NVML_ERROR_ARGUMENT_VERSION_MISMATCH",
+    26: "NVML_ERROR_DEPRECATED",
+    27: "NVML_ERROR_NOT_READY",
+    28: "NVML_ERROR_GPU_NOT_FOUND",
+    29: "NVML_ERROR_INVALID_STATE",
+    30: "NVML_ERROR_RESET_TYPE_NOT_SUPPORTED",
     999: "NVML_ERROR_UNKNOWN",
 }
+INVALID_ARGUMENT = 2
 NOT_SUPPORTED = 3
+NOT_FOUND = 6
+FUNCTION_NOT_FOUND = 13
+ARGUMENT_VERSION_MISMATCH = 25
 # nvmlInit failures that simply mean "no usable NVIDIA GPU here".
 NO_GPU_CODES = (6, 9, 12)
 
@@ -71,6 +85,59 @@ class _PciInfo(ctypes.Structure):
         ("busId", ctypes.c_char * 32),
         ("_reserved", ctypes.c_char * 64),  # room for fields later drivers may add
     ]
+
+
+#: NVML_NVLINK_MAX_LINKS of the current nvml.h (NVIDIA/go-nvml gen/nvml/nvml.h l.455 at 2f9e261, NVML API 13):
+#: it grew from 12 to 18 (2022) to 36 (2026), and a link beyond what a GPU has answers INVALID_ARGUMENT, so
+#: asking for the newest maximum is right on every driver.
+NVLINK_MAX_LINKS = 36
+NVML_FEATURE_ENABLED = 1
+# nvmlGpuFabricState_t (nvml.h l.3800-3803) and the health summary of nvmlGpuFabricInfo_v3_t (l.3890-3893).
+_FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
+_FABRIC_HEALTH = {0: "not supported", 1: "healthy", 2: "unhealthy", 3: "limited capacity"}
+
+
+class _FabricInfoV1(ctypes.Structure):
+    """nvmlGpuFabricInfo_t (nvml.h l.3813-3819), for nvmlDeviceGetGpuFabricInfo (deprecated in NVML 13)."""
+
+    _fields_ = [
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_int),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),
+    ]
+
+
+class _FabricInfoV2(ctypes.Structure):
+    """nvmlGpuFabricInfo_v2_t (nvml.h l.3924-3932): a version first, a health mask last."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_int),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),
+        ("healthMask", ctypes.c_uint),
+    ]
+
+
+class _FabricInfoV3(ctypes.Structure):
+    """nvmlGpuFabricInfo_v3_t = nvmlGpuFabricInfoV_t (nvml.h l.3943-3953): v2 and a health summary."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_int),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),
+        ("healthMask", ctypes.c_uint),
+        ("healthSummary", ctypes.c_ubyte),
+    ]
+
+
+def struct_version(struct: Any, version: int) -> int:
+    """NVML_STRUCT_VERSION(data, ver) of nvml.h l.141-142: the structure's size, the version in the top byte."""
+    return int(ctypes.sizeof(struct)) | (version << 24)
 
 
 class Nvml(object):
@@ -142,6 +209,112 @@ def load_library(ctx: Context) -> Any:
         raise Unavailable("%s could not be loaded (%s)" % (name, describe(exc))) from None
 
 
+def nvlink_active_links(nv: Nvml, handle: Any) -> Optional[int]:
+    """How many of the GPU's NVLink links are active (nvmlDeviceGetNvLinkState for every link up to
+    NVLINK_MAX_LINKS; a link that answers INVALID_ARGUMENT or NOT_SUPPORTED is no link); None when this NVML
+    has no such function."""
+    fn = getattr(nv.lib, "nvmlDeviceGetNvLinkState", None)
+    if fn is None:
+        return None
+    active = 0
+    for link in range(NVLINK_MAX_LINKS):
+        state = ctypes.c_int(0)
+        rc = fn(handle, ctypes.c_uint(link), ctypes.byref(state))
+        if rc == 0:
+            active += 1 if state.value == NVML_FEATURE_ENABLED else 0
+        elif rc == FUNCTION_NOT_FOUND:
+            return None
+        elif rc not in (INVALID_ARGUMENT, NOT_SUPPORTED):
+            raise NvmlError("nvmlDeviceGetNvLinkState", rc, nv.error_text(rc))
+    return active
+
+
+def _fabric_info(nv: Nvml, handle: Any) -> Optional[Any]:
+    """The filled fabric structure (v3, else v2 through nvmlDeviceGetGpuFabricInfoV, else v1 through the
+    deprecated nvmlDeviceGetGpuFabricInfo of drivers before it), or None where the GPU or this NVML has no
+    fabric information."""
+    fn = getattr(nv.lib, "nvmlDeviceGetGpuFabricInfoV", None)
+    if fn is not None:
+        for struct, version in ((_FabricInfoV3, 3), (_FabricInfoV2, 2)):
+            info = struct()
+            info.version = struct_version(struct, version)  # "The caller must set the version field" (l.7835)
+            rc = fn(handle, ctypes.byref(info))
+            if rc == 0:
+                return info
+            if rc == ARGUMENT_VERSION_MISMATCH:
+                continue
+            if rc == NOT_SUPPORTED:
+                return None
+            if rc == FUNCTION_NOT_FOUND:
+                break
+            raise NvmlError("nvmlDeviceGetGpuFabricInfoV", rc, nv.error_text(rc))
+    old = getattr(nv.lib, "nvmlDeviceGetGpuFabricInfo", None)
+    if old is None:
+        return None
+    first = _FabricInfoV1()
+    rc = old(handle, ctypes.byref(first))
+    if rc in (NOT_SUPPORTED, FUNCTION_NOT_FOUND):
+        return None
+    if rc != 0:
+        raise NvmlError("nvmlDeviceGetGpuFabricInfo", rc, nv.error_text(rc))
+    return first
+
+
+def fabric(nv: Nvml, handle: Any) -> Optional[Dict[str, Any]]:
+    """The GPU's NVLink fabric (NVSwitch systems register their GPUs with the Fabric Manager; nvml.h
+    l.7815-7817): its state, and once the state is "completed" the probe's status, clique and health. None
+    where there is no fabric to speak of (no such function, NOT_SUPPORTED, or state "not supported"). The
+    cluster UUID is left out: it names one NVLink domain, not its kind."""
+    info = _fabric_info(nv, handle)
+    if info is None or info.state == 0:
+        return None
+    out: Dict[str, Any] = {"state": _FABRIC_STATES.get(info.state, "state %d" % info.state)}
+    if info.state == 3:  # "Must be checked only if state returns complete" (l.3816)
+        out["status"] = "NVML_SUCCESS" if info.status == 0 else ERRORS.get(info.status, "NVML error %d" % info.status)
+        out["clique_id"] = int(info.cliqueId)
+        if isinstance(info, _FabricInfoV3):
+            out["health"] = _FABRIC_HEALTH.get(info.healthSummary, "summary %d" % info.healthSummary)
+    return out
+
+
+def mig_devices(nv: Nvml, handle: Any) -> int:
+    """How many MIG devices the GPU holds now (nvmlDeviceGetMaxMigDeviceCount, then a handle for each index;
+    NOT_FOUND at an index is an empty slot)."""
+    most = nv.uint(("nvmlDeviceGetMaxMigDeviceCount",), handle)
+    fn = nv.lib.nvmlDeviceGetMigDeviceHandleByIndex
+    count = 0
+    for index in range(most):
+        mig = ctypes.c_void_p()
+        rc = fn(handle, ctypes.c_uint(index), ctypes.byref(mig))
+        if rc == 0:
+            count += 1
+        elif rc != NOT_FOUND:
+            raise NvmlError("nvmlDeviceGetMigDeviceHandleByIndex", rc, nv.error_text(rc))
+    return count
+
+
+def _optional_field(
+    out: Dict[str, Any], name: str, source: str, fn: Callable[[], Any], keep_zero: bool = False
+) -> None:
+    """A field that exists only where there is something to record (a GPU without NVLink, fabric or MIG gets
+    none, so reports and locks of such machines keep their fields): fn's None (or 0, unless `keep_zero`)
+    adds nothing; a failure is recorded as the field's error."""
+    try:
+        result = fn()
+    except NvmlError as exc:
+        if exc.code in (NOT_SUPPORTED, FUNCTION_NOT_FOUND):
+            return
+        out[name] = {"error": str(exc), "source": source}
+        return
+    except AttributeError:  # an NVML older than the function
+        return
+    except Exception as exc:
+        out[name] = {"error": describe(exc), "source": source}
+        return
+    if result or (keep_zero and result == 0):
+        out[name] = value(result, source)
+
+
 def _device_fields(nv: Nvml, index: int, handle: Any) -> Dict[str, Any]:
     p = "devices.%d." % index
     src = "nvml:"
@@ -208,6 +381,21 @@ def _device_fields(nv: Nvml, index: int, handle: Any) -> Dict[str, Any]:
     out[p + "vbios"] = _nvml_field(
         src + "nvmlDeviceGetVbiosVersion", lambda: nv.string(("nvmlDeviceGetVbiosVersion",), handle)
     )
+    _optional_field(
+        out,
+        p + "nvlink_active_links",
+        src + "nvmlDeviceGetNvLinkState (links 0-%d)" % (NVLINK_MAX_LINKS - 1),
+        lambda: nvlink_active_links(nv, handle),
+    )
+    _optional_field(out, p + "fabric", src + "nvmlDeviceGetGpuFabricInfoV", lambda: fabric(nv, handle))
+    if out[p + "mig"].get("value") == "enabled":
+        _optional_field(
+            out,
+            p + "mig_devices",
+            src + "nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex",
+            lambda: mig_devices(nv, handle),
+            keep_zero=True,  # MIG on without instances: CUDA sees no device on this GPU
+        )
     return out
 
 
@@ -394,6 +582,7 @@ def collect_gpu(ctx: Context) -> Dict[str, Any]:
         src = "ctypes %s, nvidia-smi" % NVML_LIBRARY
         make = (lambda: {"error": why, "source": src}) if nvml_error else (lambda: unavailable(why, src))
         section = {k: make() for k in ("backend", "driver_version", "count")}
+    ctx.cache["gpu_devices"] = devices_of(section)
     section["kernel_module"] = capture(ctx.path("/proc/driver/nvidia/version"), _kernel_module, ctx)
     drv = section.get("driver_version", {})
     if "value" in drv:
@@ -401,3 +590,17 @@ def collect_gpu(ctx: Context) -> Dict[str, Any]:
     else:
         section["driver_major"] = dict(drv)
     return section
+
+
+def devices_of(section: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The GPUs a gpu section read, in NVML's order: index, model, compute capability and UUID (None where a
+    field was not read), for the collectors that map device names to GPUs (envpin.probe.distributed)."""
+    count = section.get("count", {}).get("value")
+    out: List[Dict[str, Any]] = []
+    for index in range(count if isinstance(count, int) else 0):
+        device: Dict[str, Any] = {"index": index}
+        for key, name in (("name", "name"), ("cc", "compute_capability"), ("uuid", "uuid")):
+            got = section.get("devices.%d.%s" % (index, name), {}).get("value")
+            device[key] = got if isinstance(got, str) else None
+        out.append(device)
+    return out

@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tup
 
 from envpin import __version__
 from envpin.portable.atomic import replace_all, write_into, write_target
-from envpin.probe import cpu, cudalibs, envvars, fields, nvml, pyenv, secrets, system, tf
+from envpin.probe import cpu, cudalibs, distributed, envvars, fields, nvml, pyenv, secrets, system, tf
 from envpin.probe._common import Context, describe, guarded_section, value
 
 PROBE_SCHEMA = 1
@@ -31,6 +31,8 @@ COLLECTORS = (
     ("cuda", cudalibs.collect_cuda),
     ("gpu", nvml.collect_gpu),
     ("env", envvars.collect_env),
+    # After cuda (the NCCL release whose rules apply), gpu (the devices) and packages (Horovod).
+    ("distributed", distributed.collect_distributed),
 )
 
 
@@ -181,16 +183,34 @@ def to_markdown(report: Dict[str, Any]) -> str:
     ]
     for section in fields.SECTIONS:
         body = report.get(section)
-        if not isinstance(body, dict):
+        if not isinstance(body, dict) or not body:  # the distributed section is empty without one
             continue
         lines += ["## %s" % section, "", "| | field | value | source |", "| --- | --- | --- | --- |"]
         for key, text, src in _field_rows(body):
             mark = "**F**" if "%s.%s" % (section, key) in fp_keys else ""
             lines.append("| %s | `%s` | %s | %s |" % (mark, key.replace("|", "\\|"), _md(text), _md(src)))
         lines.append("")
+        if section == "distributed":
+            lines += _nccl_settings_markdown(body)
     if isinstance(report.get("selftest"), dict):
         lines += _selftest_markdown(report["selftest"])
     return "\n".join(lines)
+
+
+def _nccl_settings_markdown(section: Dict[str, Any]) -> List[str]:
+    """Every variable NCCL sees, its value and where it comes from, in one table (the fields spread it over
+    nccl.effective.<NAME>.value and .source)."""
+    effective = section.get("nccl.effective", {})
+    settings = effective.get("value") if isinstance(effective, dict) else None
+    if not isinstance(settings, dict) or not settings:
+        return []
+    lines = ["### NCCL settings in effect", "", "| variable | value | from |", "| --- | --- | --- |"]
+    for name in sorted(settings):
+        got = settings[name] if isinstance(settings[name], dict) else {}
+        lines.append(
+            "| `%s` | %s | %s |" % (_md(name), _md(str(got.get("value", ""))), _md(str(got.get("source", ""))))
+        )
+    return [*lines, ""]
 
 
 def _selftest_markdown(result: Dict[str, Any]) -> List[str]:

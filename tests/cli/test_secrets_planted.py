@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.cli.test_probe_run import run_probe
-from tests.unit.test_secrets_planted import PLANTED
+from tests.unit.test_secrets_planted import PLANTED, planted_nccl_conf
 
 
 def test_forty_planted_secrets_never_reach_any_output(tmp_path: Path) -> None:
@@ -72,3 +72,23 @@ def test_anonymized_reports_are_named_host(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert all(p.name.startswith("host-") for p in out.iterdir())
+
+
+def test_planted_secrets_in_nccl_conf_files_never_reach_any_output(tmp_path: Path) -> None:
+    """The same secrets in ~/.nccl.conf and in the file NCCL_CONF_FILE names (which replaces it), through the
+    real probe: JSON, Markdown and stdout."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".nccl.conf").write_text(planted_nccl_conf())
+    (tmp_path / "job.conf").write_text(planted_nccl_conf())
+    for env in ({"HOME": str(home)}, {"HOME": str(home), "NCCL_CONF_FILE": str(tmp_path / "job.conf")}):
+        out = tmp_path / ("job" if "NCCL_CONF_FILE" in env else "home")
+        res = run_probe("--json", str(out) + ".json", "--markdown", str(out) + ".md", env=env)
+        assert res.returncode == 0, res.stderr
+        stdout = run_probe(env=env)
+        report = json.loads(Path(str(out) + ".json").read_text())
+        assert any(k.startswith("nccl.conf.") for k in report["distributed"])  # the file was read
+        blobs = {"json": Path(str(out) + ".json").read_text(), "md": Path(str(out) + ".md").read_text()}
+        blobs["stdout"], blobs["stderr"] = stdout.stdout, res.stderr + stdout.stderr
+        leaks = [(n, w) for n, (_, secret) in PLANTED.items() for w, text in blobs.items() if secret in text]
+        assert leaks == []

@@ -7,8 +7,8 @@ must mean the same thing on every version (re.split on empty matches, for one, d
 Standard library only, Python 3.6 syntax; no annotations (they would have to be 3.6-compatible and the
 repository's linter targets 3.10). Usage: python pythons_calls.py REPO < calls.json, where calls.json is
 ``[{"id": ..., "module": ..., "func": ..., "args": [...], "kwargs": {...}}, ...]``. Arguments may be
-tagged ``{"$set": [...]}``, ``{"$tuple": [...]}`` or ``{"$context": {"root": ..., "environ": ...}}`` (a
-probe Context); results tag sets, tuples, named tuples and objects the same way.
+tagged ``{"$set": [...]}``, ``{"$tuple": [...]}``, ``{"$bytes": latin-1 text}`` or ``{"$context": {"root": ...,
+"environ": ...}}`` (a probe Context); results tag sets, tuples, named tuples and objects the same way.
 Warnings are recorded per call (never printed), exceptions as ``{"$raised": type, "message": text}``.
 """
 
@@ -27,6 +27,8 @@ def decode(value):
             return set(decode(v) for v in value["$set"])
         if list(value) == ["$tuple"]:
             return tuple(decode(v) for v in value["$tuple"])
+        if list(value) == ["$bytes"]:
+            return value["$bytes"].encode("latin-1")
         if list(value) == ["$context"]:
             from envpin.probe._common import Context
 

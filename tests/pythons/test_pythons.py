@@ -138,6 +138,37 @@ def test_probe_from_the_source_tree(old_python: str, tmp_path: Path) -> None:
     assert valid_report(res.stdout, old_python)["host"]["hostname"]["value"] == secrets.HOST
 
 
+def test_probe_with_a_distributed_stack(old_python: str, tmp_path: Path) -> None:
+    """An ~/.nccl.conf, NCCL_CONF_FILE, a topology file and TF_CONFIG: the old interpreter's distributed
+    section is the host's, with nothing on stderr and no address or host of the cluster in it."""
+    stub = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); import runpy; runpy.run_module('envpin.probe', "
+        "run_name='__main__', alter_sys=True)"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".nccl.conf").write_bytes(NCCL_CONF)
+    (tmp_path / "job.conf").write_text("NCCL_PROTO=Simple\nNCCL_ALGO=Tree\n")
+    (tmp_path / "topo.xml").write_text("<system/>\n")
+    env = {"HOME": str(home), "NCCL_TOPO_FILE": str(tmp_path / "topo.xml"), "TF_CONFIG": TF_CONFIG}
+    sections = {}
+    for python in (old_python, sys.executable):
+        for extra in ({}, {"NCCL_CONF_FILE": str(tmp_path / "job.conf")}):
+            res = run(
+                [python, "-W", "error", "-I", "-S", "-c", stub, "--no-selftest", "--json", "-"], env={**env, **extra}
+            )
+            assert (res.returncode, res.stderr.decode()) == (0, "")
+            report = valid_report(res.stdout, python)
+            sections[(python, bool(extra))] = report["distributed"]
+            assert "10.0.0.7" not in res.stdout.decode() and "w0:1" not in res.stdout.decode()
+    for extra in (False, True):
+        assert sections[(old_python, extra)] == sections[(sys.executable, extra)]
+    home_file, job_file = sections[(old_python, False)], sections[(old_python, True)]
+    assert home_file["nccl.from_files"]["value"]["NCCL_ALGO"] == "Ring"  # \r dropped (NCCL 2.30.3 on)
+    assert job_file["nccl.from_files"]["value"] == {"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}
+    assert home_file["tf_config.cluster"]["value"] == {"chief": 1, "worker": 2}
+
+
 def test_probe_from_the_payload(old_python: str, pyz: Path, tmp_path: Path) -> None:
     """The archive images carry, both ways they use it: run directly and imported from PYTHONPATH."""
     res = run([old_python, "-W", "error", "-I", "-S", str(pyz), "--no-selftest", "--json", "-"], env=PLANTED_ENV)
@@ -407,6 +438,7 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
     add("envpin.probe.system", "collect_memory", ctx)
     add("envpin.probe.envvars", "collect_env", ctx)
 
+    _distributed_calls(add, tmp_path)
     add("envpin.probe.fields", "flatten", report)
     add("envpin.probe.fields", "fingerprint_fields", report)
     add("envpin.probe.fields", "fingerprint", report)
@@ -479,6 +511,55 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
     )
     add("envpin.probe.selftest.compare", "clean_tf_message", "  {{function_node f}}  first line\nsecond")
     return calls
+
+
+NCCL_CONF = (
+    b"NCCL_ALGO=Ring\r\n# NCCL_PROTO=LL\nNCCL_SOCKET_IFNAME==ens1f0\nNCCL_COMM_ID=10.0.0.7:4242\nno equals\n"
+    + b"#"
+    + b"y" * 4100
+    + b"NCCL_BUFFSIZE=1048576\nNCCL_NUL=a\x00b\n\xff\xfe=1\nNCCL_UTF8=\xc3\xbc\n"
+)
+TF_CONFIG = '{"cluster": {"worker": ["w0:1", "w1:1"], "chief": ["c:1"]}, "task": {"type": "worker", "index": 1}}'
+
+
+def _distributed_calls(add: Any, tmp_path: Path) -> None:
+    """The distributed section's parsers and rules, and its collector over files of known content."""
+    n, d = "envpin.probe.nccl", "envpin.probe.distributed"
+    versions = [{"$tuple": list(v)} for v in ((2, 22, 3), (2, 28, 3), (2, 30, 7))] + [None]
+    for version in versions:
+        add(n, "parse_conf", {"$bytes": NCCL_CONF.decode("latin-1")}, version)
+        add(n, "conf_files", {"HOME": "/h", "NCCL_CONF_FILE": "/j.conf"}, version, "/pw")
+        for kind, setting in (("net", None), ("net", "a,,libb.so,/c.so"), ("tuner", "none"), ("profiler", "p")):
+            add(n, "plugin_candidates", kind, setting, version)
+        add(n, "static_plugin", "stat", version)
+    for text in ("2.28.3", "2.30.7-1", "x", None):
+        add(n, "parse_version", text)
+    files = [{"$tuple": ["home", [{"$tuple": ["NCCL_A", "1"]}, {"$tuple": ["NCCL_A", "2"]}]]}]
+    add(n, "resolve", {"NCCL_B": "e"}, [*files, {"$tuple": ["etc", [{"$tuple": ["NCCL_B", "3"]}]]}])
+    devices = [
+        {"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "uuid": "GPU-8932f937-d72c"},
+        {"index": 1, "name": "NVIDIA A100", "cc": "8.0", "uuid": "GPU-11111111-0000"},
+    ]
+    for raw in ("1,0", "0,2,-1,1", "GPU-8932", "GPU-,0", "MIG-GPU-1/1/0", "", " 1"):
+        add(d, "visible_devices", raw, devices)
+    for raw in (TF_CONFIG, '{"cluster": {"worker": {"3": "h:1"}}}', "{not json", "[1]", '{"cluster": []}'):
+        add(d, "tf_config_shape", raw)
+    for env in ({}, {"HOROVOD_FUSION_THRESHOLD": "0", "HOROVOD_ENABLE_XLA_OPS": "1"}):
+        for version in ({"$tuple": [0, 28, 1]}, {"$tuple": [0, 22, 0]}, None):
+            add(d, "horovod_settings", env, version)
+    for raw in ("10.0.0.1:1234", "[fe80::1]:5000", "fe80::1", "host", "h:x"):
+        add("envpin.probe.envvars", "address_redacted", raw)
+    for name, raw in (("NCCL_COMM_ID", "h:1"), ("TF_CONFIG", TF_CONFIG), ("NCCL_SOCKET_MAGIC", "77")):
+        add("envpin.probe.envvars", "env_field", name, raw)
+    root = tmp_path / "dist-root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "nccl.conf").write_bytes(b"NCCL_ALGO=Tree\nNCCL_PROTO=Simple\n")
+    home = tmp_path / "dist-home"
+    home.mkdir()
+    (home / ".nccl.conf").write_bytes(NCCL_CONF)
+    (tmp_path / "topo.xml").write_text("<system/>\n")
+    environ = {"HOME": str(home), "NCCL_TOPO_FILE": str(tmp_path / "topo.xml"), "TF_CONFIG": TF_CONFIG}
+    add(d, "collect_distributed", {"$context": {"root": str(root), "environ": environ}})
 
 
 def _same_results(python: str, calls: list[dict[str, Any]]) -> dict[str, Any]:

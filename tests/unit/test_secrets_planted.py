@@ -3,6 +3,8 @@ the Markdown or stdout; --anonymize replaces host name, user name and home folde
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from envpin.probe import envvars, secrets
@@ -113,3 +115,26 @@ def test_anonymize_never_renames_keys_or_words_inside_text() -> None:
         "container": {"runtime": {"value": "docker run by gpu"}},
     }
     assert secrets.anonymize(report, {"user": "gpu", "host": "docker", "home": "/"}) == report
+
+
+def planted_nccl_conf() -> str:
+    """Every planted secret as an NCCL configuration file has it: as a value, as a name, in a comment, in a
+    line NCCL skips, and behind host-identifying variables."""
+    lines = [f"{name}={value}" for name, (value, _) in PLANTED.items()]
+    lines += [f"{secret}=1" for _, secret in PLANTED.values() if "=" not in secret and "\n" not in secret]
+    lines += [f"# {value}" for value, _ in PLANTED.values()]
+    lines += [f"{value}" for value, _ in PLANTED.values() if "=" not in value]
+    return "\n".join(lines) + "\n"
+
+
+def test_planted_secrets_in_nccl_conf_never_reach_the_report(tmp_path: Path) -> None:
+    from envpin.probe import collect, to_json, to_markdown
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".nccl.conf").write_text(planted_nccl_conf())
+    report = collect(environ={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert report["distributed"]["nccl.conf.home"]["value"]["settings"]  # the file was read and recorded
+    blobs = {"json": to_json(report), "markdown": to_markdown(report)}
+    leaks = [(name, where) for name, (_, secret) in PLANTED.items() for where, text in blobs.items() if secret in text]
+    assert leaks == []
