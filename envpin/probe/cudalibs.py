@@ -146,26 +146,25 @@ def _ld_cache_names(ctx: Context) -> List[str]:
     return found
 
 
-# An absolute path to a shared object among the cache's NUL-separated strings. The cache's own string table
-# shares suffixes (a soname is stored as the tail of its path), so the paths are what can be read reliably.
-_CACHE_PATH = re.compile(rb"(?:^|\x00)(/[^\x00]*/(lib[^\x00/]*\.so[^\x00/]*))(?=\x00)")
-
 #: The loader's own folders after LD_LIBRARY_PATH and the cache (glibc's trusted directories; Debian's
 #: multiarch ones are in the cache).
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
 
-def ld_cache_paths(ctx: Context) -> Dict[str, str]:
-    """basename -> path of every library /etc/ld.so.cache names (the first path given for a name; the loader
-    would choose among several by architecture and hardware capabilities)."""
-    if "ldcache_paths" not in ctx.cache:
-        found: Dict[str, str] = {}
-        for m in _CACHE_PATH.finditer(_ld_cache_data(ctx)):
-            name = m.group(2).decode("utf-8", "surrogateescape")
-            found.setdefault(name, m.group(1).decode("utf-8", "surrogateescape"))
-        ctx.cache["ldcache_paths"] = found
-    paths: Dict[str, str] = ctx.cache["ldcache_paths"]
-    return paths
+def ld_cache_path(ctx: Context, name: str) -> Optional[str]:
+    """The path /etc/ld.so.cache gives for a library name: the first NUL-terminated absolute path among its
+    strings that ends in ``/<name>`` (the cache's string table stores a soname as the tail of its path, so
+    the paths are what can be read without parsing its binary entries; with several, the loader would
+    choose by architecture and hardware capabilities). None when the cache names no such library."""
+    data = _ld_cache_data(ctx)
+    needle = b"/" + name.encode("utf-8", "surrogateescape") + b"\x00"
+    at = data.find(needle)
+    while at >= 0:
+        path = data[data.rfind(b"\x00", 0, at) + 1 : at + len(needle) - 1]
+        if path.startswith(b"/"):
+            return path.decode("utf-8", "surrogateescape")
+        at = data.find(needle, at + 1)
+    return None
 
 
 def find_library(ctx: Context, name: str) -> Optional[Tuple[str, str]]:
@@ -183,7 +182,7 @@ def find_library(ctx: Context, name: str) -> Optional[Tuple[str, str]]:
             candidate = os.path.join(directory, name)
             if os.path.isfile(candidate):
                 return "LD_LIBRARY_PATH", candidate
-    cached = ld_cache_paths(ctx).get(name)
+    cached = ld_cache_path(ctx, name)
     if cached is not None and os.path.isfile(ctx.path(cached)):
         return "/etc/ld.so.cache", ctx.path(cached)
     for directory in DEFAULT_DIRS:

@@ -155,7 +155,8 @@ def _collect_nccl(ctx: Context, out: Dict[str, Any]) -> None:
     environ = ctx.environ
     found: Dict[str, Any] = {}
     parsed: List[Tuple[str, List[Tuple[str, str]]]] = []
-    for label, path in nccl.conf_files(environ, version, _passwd_home()):
+    passwd_home = _passwd_home() if nccl.rules_of(version) < nccl.FGETS_SINCE else None  # $HOME from 2.30.3
+    for label, path in nccl.conf_files(environ, version, passwd_home):
         source = "file:" + _LABELS[label]
         try:  # /etc/nccl.conf under the probe's root; the files a variable names as the process opens them
             got = _read_conf(ctx.path(path) if label == "etc" else path, version)
