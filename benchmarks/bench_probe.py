@@ -2,6 +2,17 @@
 
     .venv/bin/python benchmarks/bench_probe.py [--runs 9] [--json]
     .venv/bin/python benchmarks/bench_probe.py --images [--image REF ...] [--runs 9] [--json]
+    .venv/bin/python benchmarks/bench_probe.py --against DIR [--runs 21] [--json]
+
+--against DIR: this checkout's probe against the one in DIR (a copy of an earlier envpin, e.g.
+``git archive <commit> envpin | tar -x -C DIR``), side by side: CPU time of the probe process (user + system,
+getrusage of the children), the two alternating run by run after one warm-up each, in two settings: *bare*
+(this machine as it is) and *distributed* (a temporary HOME with a ``.nccl.conf`` of twelve settings,
+NCCL_CONF_FILE naming a second file, a topology file, NCCL_ALGO, TF_CONFIG and CUDA_VISIBLE_DEVICES set), so
+the cost of the distributed section shows both where it records nothing and where it records everything it
+can here; and the collectors' own CPU time in this process, all of them and the distributed section's (what
+the new section costs without the interpreter's start-up around it). Goal: this checkout <= 1.05x DIR's in
+both.
 
 --images: the probe inside a container of each stand-in image (scripts/services.sh), three ways side by side,
 all with that image's own Python, alternating run by run after one warm-up each, CPU time of the probe
@@ -50,6 +61,7 @@ GOAL_SPEEDUP = 5.0
 GOAL_FIELDS = 2.0
 GOAL_SECONDS = 0.3
 GOAL_IN_IMAGE = 1.1
+GOAL_AGAINST = 1.05
 #: The stand-in images scripts/services.sh pushes to the local registry (Python 3.11, 3.9 and 3.6).
 STAND_INS = (
     "127.0.0.1:5000/nvidia/tensorflow:20.02-tf2-py3",
@@ -181,13 +193,143 @@ def in_images(images: list[str], runs: int, as_json: bool) -> int:
     return 0 if met else 1
 
 
+_NCCL_CONF = "".join(
+    f"{line}\n"
+    for line in (
+        "# written by bench_probe.py",
+        "NCCL_ALGO=Ring",
+        "NCCL_PROTO=Simple",
+        "NCCL_NVLS_ENABLE=0",
+        "NCCL_MIN_NCHANNELS=4",
+        "NCCL_MAX_NCHANNELS=4",
+        "NCCL_BUFFSIZE=4194304",
+        "NCCL_SOCKET_IFNAME==eth0",
+        "NCCL_IB_HCA=mlx5_0",
+        "NCCL_DEBUG=WARN",
+        "NCCL_P2P_DISABLE=0",
+        "NCCL_SHM_DISABLE=0",
+        "NCCL_IB_DISABLE=1",
+    )
+)
+
+
+def _distributed_env(tmp: Path) -> dict[str, str]:
+    """The distributed inputs the probe can read on a machine without GPUs or NCCL: configuration files, a
+    topology file, NCCL and TensorFlow cluster variables."""
+    home = tmp / "home"
+    home.mkdir()
+    (home / ".nccl.conf").write_text(_NCCL_CONF)
+    (tmp / "job.conf").write_text(f"NCCL_ALGO=Tree\nNCCL_GRAPH_FILE={tmp / 'graph.xml'}\n")
+    (tmp / "graph.xml").write_text('<graphs version="1"><graph id="0" pattern="4" nchannels="2"/></graphs>\n')
+    (tmp / "topo.xml").write_text('<system version="1"><cpu numaid="0" arch="x86_64"/></system>\n')
+    return {
+        "HOME": str(home),
+        "NCCL_CONF_FILE": str(tmp / "job.conf"),
+        "NCCL_TOPO_FILE": str(tmp / "topo.xml"),
+        "NCCL_ALGO": "Ring",
+        "TF_CONFIG": json.dumps(
+            {
+                "cluster": {"worker": ["w0:2222", "w1:2222"], "chief": ["c0:2222"]},
+                "task": {"type": "worker", "index": 1},
+            }
+        ),
+        "CUDA_VISIBLE_DEVICES": "0",
+    }
+
+
+def _collector_times(env: dict[str, str], runs: int) -> dict[str, float]:
+    """CPU milliseconds of this checkout's collectors in this process (median of `runs` probes, each on a
+    fresh context, as envpin.probe.report.collect runs them): all of them, and the distributed section's."""
+    from envpin.probe._common import Context
+    from envpin.probe.report import COLLECTORS
+
+    total: list[float] = []
+    mine: list[float] = []
+    for _ in range(runs):
+        ctx = Context(environ=env)
+        spent = {}
+        for name, fn in COLLECTORS:
+            start = time.process_time()
+            fn(ctx)
+            spent[name] = time.process_time() - start
+        total.append(sum(spent.values()) * 1000)
+        mine.append(spent["distributed"] * 1000)
+    return {"all": round(statistics.median(total), 2), "distributed": round(statistics.median(mine), 2)}
+
+
+def against(baseline: Path, runs: int, as_json: bool) -> int:
+    """This checkout's probe against DIR's, alternating, CPU time of each probe process, bare and with the
+    distributed inputs planted."""
+    import resource
+
+    if not (baseline / "envpin" / "probe" / "__main__.py").is_file():
+        sys.stderr.write(f"{baseline} holds no envpin/probe to compare with\n")
+        return 2
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    cmd = [
+        sys.executable,
+        "-I",
+        "-c",
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); import runpy; "
+        "runpy.run_module('envpin.probe', run_name='__main__', alter_sys=True)",
+    ]
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="envpin-bench-against-") as tmp:
+        settings = {"bare": {}, "distributed": _distributed_env(Path(tmp))}
+        for setting, extra in settings.items():
+            env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **extra}
+            cpu: dict[str, list[float]] = {"this": [], "baseline": []}
+            fields_seen = {}
+            for i in range(runs + 1):
+                for who, repo in (("this", REPO), ("baseline", baseline)):
+                    out = Path(tmp) / f"{who}.json"
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    subprocess.run(
+                        [*cmd, str(repo), "--no-selftest", "--json", str(out)],
+                        env=env,
+                        check=True,
+                        stdout=subprocess.DEVNULL,
+                        cwd=tmp,
+                    )
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    if i:  # the first round warms the file cache
+                        cpu[who].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+                    else:
+                        fields_seen[who] = probe_fields(json.loads(out.read_text()))
+            med = {who: statistics.median(times) for who, times in cpu.items()}
+            rows[setting] = {
+                "cpu_s": {who: round(v, 4) for who, v in med.items()},
+                "ratio": round(med["this"] / med["baseline"], 3),
+                "fields": fields_seen,
+                "collectors_ms": _collector_times(env, runs),
+            }
+    met = all(r["ratio"] <= GOAL_AGAINST for r in rows.values())
+    if as_json:
+        doc = {"runs": runs, "load_average": load, "goal": GOAL_AGAINST, "met": met, "settings": rows}
+        print(json.dumps(doc, indent=2, sort_keys=True))
+        return 0 if met else 1
+    print(f"probe CPU, this checkout against {baseline} (median of {runs}, alternating; load average {' '.join(load)})")
+    print(f"{'setting':<12} {'this':>9} {'baseline':>9} {'ratio':>7} {'fields':>13} {'collectors (distributed)':>26}")
+    for setting, r in rows.items():
+        c, f, k = r["cpu_s"], r["fields"], r["collectors_ms"]
+        print(
+            f"{setting:<12} {c['this']:8.4f}s {c['baseline']:8.4f}s {r['ratio']:6.3f}x "
+            f"{f['this']:>6}/{f['baseline']:<6} {k['all']:>12.2f} ms ({k['distributed']:.2f} ms)"
+        )
+    print(f"goal: this <= {GOAL_AGAINST}x the baseline in both settings: {'met' if met else 'NOT met'}")
+    return 0 if met else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=9, help="measured runs of each command (default 9)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     ap.add_argument("--images", action="store_true", help="the probe inside containers of the stand-in images")
     ap.add_argument("--image", action="append", help="with --images: this image instead of the stand-ins")
+    ap.add_argument("--against", type=Path, help="compare with the probe of this earlier envpin copy (a folder)")
     args = ap.parse_args()
+    if args.against is not None:
+        return against(args.against, args.runs, args.json)
     if args.images:
         return in_images(args.image or list(STAND_INS), args.runs, args.json)
 
