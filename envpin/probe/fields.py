@@ -6,9 +6,13 @@ matching rule of ``RULES``:
 
 * breaking: can change numerical results (versions of TF/CUDA/cuDNN/cuBLAS/NCCL, GPU model and compute
   capability, driver major, CPU ISA level when computing on CPU, thread settings, oneDNN, determinism
-  variables, XLA flags, package contents, the self-test's golden hash);
-* risk: may change results or speed (driver minor, kernel, container runtime, cgroup limits, CPU model);
-* info: volatile or bookkeeping (hostname, UUIDs, PCI addresses, time, PIDs, paths of the interpreter).
+  variables, XLA flags, package contents, the self-test's golden hash; NCCL settings wherever they are
+  made, NCCL's topology files and plugins, the GPUs a process sees and their order, NVLink and the NVSwitch
+  fabric, a TF_CONFIG cluster's shape);
+* risk: may change results or speed (driver minor, kernel, container runtime, cgroup limits, CPU model, the
+  bytes of an NCCL configuration file whose settings are the same);
+* info: volatile or bookkeeping (hostname, UUIDs, PCI addresses, time, PIDs, paths of the interpreter,
+  addresses and task indices that differ per job).
 
 The fingerprint hashes exactly the breaking fields (``fingerprint_fields``), except TensorFlow runtime
 settings, which only exist when the probed process had imported TensorFlow: hashing them would make one
@@ -72,6 +76,10 @@ class Rule(object):
         self.cpu_only = cpu_only
         self.fingerprint = fingerprint
         self.absent = absent
+        # The pattern's text before its first wildcard: a key that does not start with it cannot match, and
+        # is not matched (nor the pattern compiled) at all.
+        cut = min([i for i in (pattern.find("*"), pattern.find("?"), pattern.find("[")) if i >= 0] or [len(pattern)])
+        self.literal = pattern[:cut]
 
 
 #: NCCL variables that are not numerics settings, whether the environment sets them (env.*) or an NCCL
@@ -294,7 +302,7 @@ DEFAULT_RULE = Rule("*", RISK, "unclassified field")
 @functools.lru_cache(maxsize=65536)
 def rule_for(key: str) -> Rule:
     for rule in RULES:
-        if fnmatch.fnmatchcase(key, rule.pattern):
+        if key.startswith(rule.literal) and fnmatch.fnmatchcase(key, rule.pattern):
             return rule
     return DEFAULT_RULE
 
