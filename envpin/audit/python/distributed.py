@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from envpin.knowledge.reciperecords import Guarded
 
 #: The page of the distributed recipe, and the table it comes from.
-RECIPE = ("The distributed recipe (envpin recipe --distributed)", "distributed.md")
+RECIPE = ("The distributed recipe", "distributed.md")
 _STRATEGY = "strategy = tf.distribute.MirroredStrategy()\n"
 
 PY_DIST_MWMS = Rule(
@@ -233,7 +233,22 @@ def _guarded(s: Script, key: str, gid: str) -> Guarded | None:
 
 
 def _called(c: Call, g: Guarded) -> bool:
+    """A call of one of the entry's APIs (its last name first: most calls are of none)."""
+    if c.last not in {a.rsplit(".", 1)[-1] for a in g.apis}:
+        return False
     return any(matches(n, canonical(a), frozenset()) for n in c.narrowed() for a in g.apis)
+
+
+def _distributed_script(s: Script) -> bool:
+    """Whether the script can be about tf.distribute at all: it names tf.distribute, or calls a method a strategy
+    has (scope, run, a dataset's distribution). The checks that walk the script ask this first."""
+    return any(
+        (c.name or "").startswith(("tf.distribute.", "tf.compat.v1.distribute."))
+        or c.attr in _RUNS
+        or c.attr in _DISTRIBUTES
+        or c.attr == "scope"
+        for c in s.calls
+    )
 
 
 # --- strategies -------------------------------------------------------------------------------------------
@@ -289,18 +304,17 @@ def _distributes(s: Script, names: set[str]) -> bool:
 def _scopes(s: Script, names: set[str]) -> list[ast.With | ast.AsyncWith]:
     """The `with STRATEGY.scope():` blocks."""
     out: list[ast.With | ast.AsyncWith] = []
-    for node in ast.walk(s.tree):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                e = item.context_expr
-                if (
-                    isinstance(e, ast.Call)
-                    and isinstance(e.func, ast.Attribute)
-                    and e.func.attr == "scope"
-                    and _is_strategy(s, e.func.value, names)
-                ):
-                    out.append(node)
-                    break
+    for node in s.withs:
+        for item in node.items:
+            e = item.context_expr
+            if (
+                isinstance(e, ast.Call)
+                and isinstance(e.func, ast.Attribute)
+                and e.func.attr == "scope"
+                and _is_strategy(s, e.func.value, names)
+            ):
+                out.append(node)
+                break
     return out
 
 
@@ -395,6 +409,8 @@ _IN_SCOPE = ("generator-in-scope-raises", "generator-in-scope")
 
 
 def check_generator(s: Script) -> None:
+    if not _distributed_script(s):
+        return
     names = _strategy_names(s)
     scopes = _scopes(s, names)
     made = next((g for g in (_guarded(s, "hazards", h) for h in _IN_SCOPE) if g is not None), None)
@@ -468,6 +484,8 @@ def _call_of(s: Script, node: ast.Call) -> Call:
 
 
 def check_sample(s: Script) -> None:
+    if not _distributed_script(s):
+        return
     names = _strategy_names(s)
     if not _distributes(s, names):
         return
@@ -527,6 +545,8 @@ def _unseeded_shuffles(s: Script, roots: list[ast.AST]) -> Iterator[ast.Call]:
 
 
 def check_shuffle(s: Script) -> None:
+    if not _distributed_script(s):
+        return
     names = _strategy_names(s)
     scoped = bool(_scopes(s, names))
     roots: list[tuple[ast.AST, str]] = []
@@ -571,10 +591,11 @@ def check_shuffle(s: Script) -> None:
 
 def check_parameter_server(s: Script) -> None:
     g = _guarded(s, "hazards", "parameter-server-strategy")
-    if g is None or not determinism_on(s):
+    found = [c for c in s.calls if (c.name or "").endswith("ParameterServerStrategy")] if g is not None else []
+    if g is None or not found or not determinism_on(s):
         return
-    for c in s.calls:
-        if _called(c, g) and (c.name or "").endswith("ParameterServerStrategy"):
+    for c in found:
+        if _called(c, g):
             s.add(
                 PY_DIST_PSS,
                 c.node.lineno,

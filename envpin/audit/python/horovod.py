@@ -51,7 +51,7 @@ PY_HOROVOD_AUTOTUNE = Rule(
     autofix="Comments the line.",
     references=(
         ("Horovod: Autotune", "https://horovod.readthedocs.io/en/stable/autotune_include.html"),
-        ("The distributed recipe (envpin recipe --distributed)", "distributed.md"),
+        ("The distributed recipe", "distributed.md"),
         SCRIPTS,
     ),
     language="python",
