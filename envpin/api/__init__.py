@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
     from envpin.api.environment import LockRequest as LockRequest
     from envpin.api.environment import LockResult as LockResult
     from envpin.api.environment import PlannedBuild as PlannedBuild
+    from envpin.api.environment import RecipeResult as RecipeResult
     from envpin.api.environment import RenderResult as RenderResult
     from envpin.api.environment import build_environment as build_environment
     from envpin.api.environment import build_formats as build_formats

@@ -15,19 +15,37 @@ if TYPE_CHECKING:
     from envpin.image.build import BuildResult
     from envpin.image.buildlog import ProgressCallback
     from envpin.knowledge.catalog import Entry
-    from envpin.knowledge.recipes import Recipe
+    from envpin.knowledge.recipes import Distributed, Recipe
     from envpin.knowledge.sync import ImageRead
 
 DEFAULT_IMAGES_DIR = Path("images")
 
 
-def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None) -> tuple[Entry, Recipe]:
-    """The recipe of an NGC image (`ngc`), or of a stock TensorFlow GPU image (`stock`, or `tf` alone)."""
+@dataclass(frozen=True, slots=True)
+class RecipeResult(Value):
+    """`envpin recipe`: the image, its recipe, and the distributed recipe for its TensorFlow when asked for."""
+
+    entry: Entry
+    recipe: Recipe
+    distributed: Distributed | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """What `envpin recipe --json` prints: the tag, the recipe's hash and entries, and the distributed recipe
+        (its hash and entries) when asked for."""
+        out: dict[str, object] = {"tag": self.entry.tag, "hash": self.recipe.hash, **self.recipe.to_dict()}
+        if self.distributed is not None:
+            out["distributed"] = {"hash": self.distributed.hash, **self.distributed.to_dict()}
+        return out
+
+
+def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None, distributed: bool = False) -> RecipeResult:
+    """The recipe of an NGC image (`ngc`), or of a stock TensorFlow GPU image (`stock`, or `tf` alone); with
+    `distributed`, also the distributed recipe for its TensorFlow (NCCL, Horovod, tf.distribute)."""
     from envpin.environment.plan import make_plan
 
     _need_base("recipe", ngc, stock, tf)
-    plan = make_plan(ngc=ngc, stock=stock, tf=tf)
-    return plan.entry, plan.recipe
+    plan = make_plan(ngc=ngc, stock=stock, tf=tf, distributed=distributed)
+    return RecipeResult(plan.entry, plan.recipe, plan.distributed)
 
 
 def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None) -> None:
@@ -68,15 +86,26 @@ class EnvironmentInputs(Value):
     name: str | None = None
     out: Path | None = None
     lock: Path | None = None
+    #: Bake the distributed recipe in beside the base recipe (NCCL, Horovod); None: as the folder's lock records.
+    distributed: bool | None = None
 
     def __post_init__(self) -> None:
-        """`lock` names the image as `ngc`, `stock` and `tf` do: given together, one of them would be ignored."""
+        """`lock` names the image as `ngc`, `stock` and `tf` do: given together, one of them would be ignored; and
+        a build from the lock takes whether it is distributed from the lock, so `distributed` cannot go with it."""
         named = next((param(k) for k in ("ngc", "stock", "tf") if getattr(self, k) is not None), None)
         if self.lock is not None and named is not None:
             lock = param("lock")
             raise UsageError(
                 f"give {lock} or {named}, not both: each names the image to build",
                 hint=f"{lock} builds everything from the lock; {named} renders anew (without {lock})",
+            )
+        if self.distributed is not None and named is None:
+            dist = param("distributed")
+            raise UsageError(
+                f"{dist} says what a new render bakes in; a build from the lock takes it from the lock "
+                "(its [distributed] table), so it cannot change it",
+                hint=f"name the image to render it anew with or without the distributed recipe, e.g. "
+                f"{param('ngc')} RELEASE {dist}, or build from the lock as it is",
             )
 
     @property
@@ -111,6 +140,7 @@ def _plan_and_target(
             requirements=inputs.requirements,
             base_image=inputs.base_image,
             ca_bundle=inputs.ca_bundle,
+            distributed=bool(inputs.distributed),
         )
     except UnknownTF as unknown:
         from envpin.knowledge import imageconfig
@@ -128,12 +158,20 @@ def _plan_and_target(
             tf_source="image",
             base_digest=got.digest,
             base_declared=imageconfig.version_env(got.env),
+            distributed=bool(inputs.distributed),
         )
     if inputs.out is not None:
         from envpin.files.write import check_output_path
 
         check_output_path(inputs.out, "out")
-    return plan, inputs.out if inputs.out is not None else DEFAULT_IMAGES_DIR / plan.name
+    target = inputs.out if inputs.out is not None else DEFAULT_IMAGES_DIR / plan.name
+    if inputs.distributed is None and plan.distributed is None:
+        from envpin.environment.render import choose_distributed
+        from envpin.knowledge import recipes
+
+        if choose_distributed(None, target):  # a re-render keeps the distributed recipe the folder's lock records
+            plan = plan.replace(distributed=recipes.distributed(plan.tf_version))
+    return plan, target
 
 
 def _read_unknown_tf(
@@ -195,10 +233,13 @@ def render_environment(
     force: bool = False,
     write: bool = True,
     formats: tuple[str, ...] | None = None,
+    distributed: bool | None = None,
 ) -> RenderResult:
     """Resolve, render, and (unless write=False, as for a dry run) write the environment folder.
 
-    formats: docker and/or apptainer; None keeps what the folder's lock records (docker for a new folder)."""
+    formats: docker and/or apptainer; None keeps what the folder's lock records (docker for a new folder).
+    distributed: bake the distributed recipe's variables in beside the base recipe (the plan and the lock record
+    it, so a build or a check from the lock renders the same); None keeps what the folder's lock records."""
     from envpin.environment.render import (
         DEF_NAME,
         apptainer_from,
@@ -221,6 +262,7 @@ def render_environment(
         ca_bundle=ca_bundle,
         name=name,
         out=out,
+        distributed=distributed,
     )
     plan, target = _plan_and_target(inputs, notes, keep=write)
     chosen = choose_formats(formats, target)

@@ -43,6 +43,25 @@ StockOpt = Annotated[
     ),
 ]
 
+DistributedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--distributed",
+        help="Add the distributed recipe: NCCL pinned to Ring with NVLS off, Horovod autotuning off, and what a "
+        "tf.distribute script must set itself (with sources, versions and costs).",
+    ),
+]
+#: render and build --ngc: bake the distributed recipe in, or not; unsaid, a re-render keeps what the folder holds.
+BakeDistributedOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--distributed/--no-distributed",
+        help="Bake the distributed recipe's NCCL and Horovod settings into the image (envpin recipe --distributed "
+        "lists them). Default: what the folder's lock records, else not.",
+        show_default=False,
+    ),
+]
+
 
 recipe_app = command_app()
 
@@ -54,16 +73,17 @@ def recipe_cmd(
     stock: StockOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = Format.text,
+    distributed: DistributedOpt = False,
 ) -> None:
     """Show the determinism recipe an image gets: env vars, Python steps, caveats, sources."""
     from envpin import api
     from envpin.views import console, environment
 
-    entry, recipe = api.recipe_for(ngc, tf, stock)
+    res = api.recipe_for(ngc, tf, stock, distributed=distributed)
     if wants_json(fmt, as_json):
-        console.print_json({"tag": entry.tag, "hash": recipe.hash, **recipe.to_dict()})
+        console.print_json(res.to_json())
     else:
-        environment.recipe(entry.tag, recipe, console.results())
+        environment.recipe_result(res, console.results())
 
 
 render_app = command_app()
@@ -89,6 +109,7 @@ def render_cmd(
             "Default: what the folder holds, else docker.",
         ),
     ] = None,
+    distributed: BakeDistributedOpt = None,
 ) -> None:
     """Write the environment folder: Dockerfile or Apptainer definition, plan.json, envpin.lock, envpin.pyz."""
     from envpin import api
@@ -105,6 +126,7 @@ def render_cmd(
         out=out,
         force=force,
         formats=tuple(formats) if formats else None,
+        distributed=distributed,
     )
     environment.rendered(res, console.out(), console.err())
 
@@ -150,6 +172,7 @@ def build_cmd(
             help="Rebuild with podman in a scratch store; exit 1 unless it gives the image envpin.lock records.",
         ),
     ] = False,
+    distributed: BakeDistributedOpt = None,
 ) -> None:
     """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
     from envpin import api
@@ -171,6 +194,7 @@ def build_cmd(
         name=name,
         out=out,
         lock=lock,
+        distributed=distributed,
     )
     request = (
         api.DryRunRequest(inputs)

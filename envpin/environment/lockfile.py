@@ -91,6 +91,15 @@ class Recipe(Value):
 
 
 @dataclass(frozen=True, slots=True)
+class Distributed(Value):
+    """The distributed recipe baked in beside the base recipe (only in the lock of an image rendered with it):
+    its hash and the variables it sets."""
+
+    hash: str
+    env: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class Expected(Value):
     """The reference machine's result-affecting fingerprint (golden hashes excluded: see Lock.golden)."""
 
@@ -136,6 +145,7 @@ class Lock(Value):
     golden: dict[str, str] = field(default_factory=dict)
     image: Image | None = None
     envpin_version: str = __version__
+    distributed: Distributed | None = None
 
     # --- derive ---------------------------------------------------------------------------------------
 
@@ -180,6 +190,9 @@ class Lock(Value):
             # Kept across input changes: its own inputs_hash says which inputs it was built from, and a
             # build of the new inputs replaces it (build --check can then show where the image changed).
             image=previous.image if previous else None,
+            distributed=Distributed(d["distributed"]["hash"], dict(d["distributed"]["env"]))
+            if "distributed" in d
+            else None,
         )
 
     def expected_image(self) -> Image | None:
@@ -196,11 +209,13 @@ class Lock(Value):
         derived = Lock.from_plan(plan, {}).to_toml()
         mine = self.to_toml()
         out = []
-        for table in ("inputs", "base", "recipe"):
-            for key in sorted(set(mine[table]) | set(derived[table])):
+        for table in ("inputs", "base", "recipe", "distributed"):
+            # [distributed] only in the lock of a distributed render; its presence is what plan_of reads
+            mine_t, derived_t = mine.get(table, {}), derived.get(table, {})
+            for key in sorted(set(mine_t) | set(derived_t)):
                 if (table, key) in _NOT_DERIVED:
                     continue
-                have, want = mine[table].get(key), derived[table].get(key)
+                have, want = mine_t.get(key), derived_t.get(key)
                 if isinstance(have, dict) and isinstance(want, dict):  # recipe.env: name the variable
                     pairs = [(f"{table}.{key}.{k}", have.get(k), want.get(k)) for k in sorted({*have, *want})]
                 else:
@@ -358,7 +373,7 @@ class Lock(Value):
                     else (entry.portable_value(what), f"the catalog's {what}")
                     for what, env in (("cuda", "CUDA_VERSION"), ("cudnn", "CUDNN_VERSION"))
                 },
-                env=dict(self.recipe.env),
+                env={**self.recipe.env, **(self.distributed.env if self.distributed is not None else {})},
                 unset=self.recipe.unset,
             ),
         )
@@ -449,6 +464,8 @@ class Lock(Value):
             data["golden"] = dict(self.golden)
         if self.image is not None:
             data["image"] = {**_fields(self.image), "layers": list(self.image.layers)}
+        if self.distributed is not None:
+            data["distributed"] = {"hash": self.distributed.hash, "env": dict(self.distributed.env)}
         data["lock"]["self_hash"] = self_hash(data)
         return _sorted(data)
 
@@ -526,6 +543,7 @@ def plan_of(locked: Lock, folder: Path) -> BuildPlan:
         ca_bundle=folder / "ca-bundle.crt" if inp.ca_bundle_hash else None,
         tf_source=inp.tf_version_source if inp.tf_version_source != "catalog" else None,
         base_declared=locked.base.declared or None,
+        distributed=locked.distributed is not None,
     )
 
 
@@ -567,6 +585,16 @@ def recorded_files(path: Path) -> dict[str, str]:
     return {k: v for k, v in files.items() if isinstance(v, str) and _contained(k)}
 
 
+def recorded_distributed(path: Path) -> bool:
+    """Whether any envpin.lock (even of another schema or a failed self-hash) has a [distributed] table: a
+    re-render that does not say keeps what the folder holds, as it keeps its formats."""
+    try:
+        data = tomllib.loads(read_regular(path).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return False
+    return isinstance(data.get("distributed"), dict)
+
+
 def _contained(rel: str) -> bool:
     """A path inside the environment folder: relative, no '..', no backslashes."""
     return bool(rel) and not rel.startswith("/") and "\\" not in rel and ".." not in rel.split("/")
@@ -575,7 +603,7 @@ def _contained(rel: str) -> bool:
 def _parse(data: dict[str, Any], origin: str) -> Lock:
     """Typed view of checked TOML; any wrong shape is one LockError naming the key."""
     s = _Shape(origin)
-    s.keys(data, "", {"lock", "inputs", "base", "recipe", "files", "expected", "golden", "image"})
+    s.keys(data, "", {"lock", "inputs", "base", "recipe", "files", "expected", "golden", "image", "distributed"})
     meta = s.table(data, "lock")
     s.keys(meta, "lock", {"schema", "envpin_version", "inputs_hash", "self_hash"})
     inp = s.table(data, "inputs")
@@ -602,6 +630,13 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
             )
         expected = Expected(fp, fp_fields)
     golden = s.str_map(data, "golden", data.get("golden", {}))
+    distributed = None
+    if "distributed" in data:
+        dist = s.table(data, "distributed")
+        s.keys(dist, "distributed", {"hash", "env"})
+        distributed = Distributed(
+            s.text(dist, "distributed.hash", dist.get("hash")), s.str_map(dist, "distributed.env", dist.get("env", {}))
+        )
     image = None
     if "image" in data:
         img = s.table(data, "image")
@@ -644,6 +679,7 @@ def _parse(data: dict[str, Any], origin: str) -> Lock:
         expected=expected,
         golden=golden,
         image=image,
+        distributed=distributed,
     )
 
 

@@ -45,6 +45,8 @@ class BuildPlan(Value):
     #: The version variables the base image's config declares at base_digest (ENV name -> value), when read.
     #: A fact about the pinned digest, recorded in the lock; not an input, so not in to_dict.
     base_declared: dict[str, str] | None = field(default=None, compare=False)
+    #: The distributed recipe baked in beside the base recipe, None when it was not asked for.
+    distributed: recipes.Distributed | None = None
 
     @property
     def image(self) -> str:
@@ -88,10 +90,14 @@ class BuildPlan(Value):
 
     def to_dict(self) -> dict[str, Any]:
         e = self.entry
-        # Only a stock plan names its distribution: NGC plans (and their inputs hashes) stay as they were.
+        # Only a stock plan names its distribution, and only a distributed one its distributed recipe: the other
+        # plans (and their inputs hashes) stay as they were.
         stock_only = {"distribution": e.distribution} if e.distribution != "ngc" else {}
+        dist = self.distributed
+        distributed = {"distributed": {"hash": dist.hash, "env": dist.env_dict()}} if dist is not None else {}
         return {
             **stock_only,
+            **distributed,
             "plan_schema": PLAN_SCHEMA,
             "envpin_version": __version__,
             "name": self.name,
@@ -235,11 +241,13 @@ def make_plan(
     cat: catalog.Catalog | None = None,
     tf_source: str | None = None,
     base_declared: dict[str, str] | None = None,
+    distributed: bool = False,
 ) -> BuildPlan:
     """Resolve user input into a plan, or raise an EnvpinError saying exactly what is wrong.
 
     The base is the NGC image of `ngc`, else the stock TensorFlow GPU image that `stock` names (a version or
-    tag) or, with neither, the newest stock image of `tf` (envpin.knowledge.stock)."""
+    tag) or, with neither, the newest stock image of `tf` (envpin.knowledge.stock). `distributed` adds the
+    distributed recipe for its TensorFlow (recipes.distributed)."""
     if ngc is not None and stock is not None:
         raise UsageError(
             f"give {param('ngc')} or {param('stock')}, not both",
@@ -285,6 +293,7 @@ def make_plan(
         requirements=reqs,
         ca_bundle=ca,
         base_declared=base_declared,
+        distributed=recipes.distributed(tf_version) if distributed else None,
     )
 
 

@@ -73,6 +73,14 @@ def choose_formats(asked: Sequence[str] | None, folder: Path) -> tuple[str, ...]
     return formats_of(lockfile.recorded_files(folder / lockfile.LOCK_NAME))
 
 
+def choose_distributed(asked: bool | None, folder: Path) -> bool:
+    """Whether to bake the distributed recipe into `folder`: as asked; else as its envpin.lock records (a
+    re-render keeps what the folder holds); else not."""
+    if asked is not None:
+        return asked
+    return lockfile.recorded_distributed(folder / lockfile.LOCK_NAME)
+
+
 def formats_of(files: Iterable[str]) -> tuple[str, ...]:
     """The formats whose files a lock's [files] lists (a lock always describes at least one: else Docker's)."""
     have = set(files)
@@ -109,6 +117,9 @@ def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[st
         "cudnn": d["catalog"]["cudnn"],
         "driver_min": d["catalog"]["driver_min"],
         "recipe_env": list(plan.recipe.env_dict().items()),
+        "distributed": plan.distributed,
+        "distributed_env": list(plan.distributed.env_dict().items()) if plan.distributed is not None else [],
+        "distributed_vars": _distributed_vars(plan),
         "def_from": def_from,
         "def_pinned": def_pinned,
         "def_named": plan.from_ref.partition("@")[0],
@@ -130,6 +141,28 @@ def render(plan: BuildPlan, formats: Sequence[str] = DEFAULT_FORMATS) -> dict[st
         files["ca-bundle.crt"] = plan.ca_bundle
     files[PAYLOAD_NAME] = payload()
     return dict(sorted(files.items()))
+
+
+def _distributed_vars(plan: BuildPlan) -> list[dict[str, str]]:
+    """The distributed recipe's variables as the files comment them: name, value, why, which library versions
+    read it (and whether the image's, as the catalog gives it, does) and the source's address."""
+    dist = plan.distributed
+    if dist is None:
+        return []
+    out = []
+    for v in sorted(dist.records.env, key=lambda v: v.name):
+        version = plan.entry.portable_value(v.library) if v.library in ("nccl", "horovod") else None
+        reading = v.reading(version)
+        unverified = f"; unverified: {v.unverified}" if v.unverified else ""
+        out.append(
+            {
+                "name": v.name,
+                "value": v.value or "",
+                "why": v.why + (f" ({reading})" if reading else "") + unverified,
+                "url": dist.source_url(v.source),
+            }
+        )
+    return out
 
 
 # --- the lock a command acts on -----------------------------------------------------------------------

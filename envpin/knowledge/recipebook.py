@@ -1,14 +1,15 @@
 """The whole recipe table as typed records (`recipes.book()`): the settings every recipe shares, the rows, the op
-entries of every version, and what the script audit reads. The records of entries a resolved recipe holds too
-(variables, steps, notes, op entries, NGC overrides, advice) are envpin.knowledge.reciperecords'; the entries only
-the table holds (rows, overridden requests, built-on APIs) are here, each made from its entry by `of()`.
+entries of every version, the distributed recipe, and what the script audit reads. The records of entries a
+resolved recipe holds too (variables, steps, notes, op entries, NGC overrides, advice, the distributed parts) are
+envpin.knowledge.reciperecords'; the entries only the table holds (rows, overridden requests, built-on APIs) are
+here, each made from its entry by `of()`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envpin.knowledge.reciperecords import Advice, NgcOverride, Note, OpEntry, Step, Variable
+from envpin.knowledge.reciperecords import Advice, DistributedRecords, NgcOverride, Note, OpEntry, Step, Variable
 from envpin.portable.versions import major_minor
 from envpin.probe import runtime
 from envpin.record import Value
@@ -108,6 +109,8 @@ class RecipeBook(Value):
     ngc_overrides: tuple[NgcOverride, ...]
     advice: tuple[Advice, ...]
     sources: dict[str, dict[str, str]]
+    #: The distributed recipe, all versions (None for a table without one).
+    distributed: DistributedRecords | None = None
 
     @classmethod
     def of(cls, data: Item) -> RecipeBook:
@@ -126,6 +129,7 @@ class RecipeBook(Value):
             ngc_overrides=tuple(map(NgcOverride.of, data.get("ngc_overrides", ()))),
             advice=tuple(map(Advice.of, data.get("advice", ()))),
             sources=data["sources"],
+            distributed=DistributedRecords.of(data["distributed"]) if "distributed" in data else None,
         )
 
     def overridden_on(self, tf_version: str) -> tuple[Overridden, ...]:

@@ -35,12 +35,65 @@ class Variable(Value):
     instead: str | None = None
     #: What is not settled yet about it (a source not read).
     unverified: str | None = None
+    #: A distributed variable's reader (nccl, horovod) and the versions of it that read the variable (None: open).
+    library: str | None = None
+    library_min: str | None = None
+    library_max: str | None = None
+    #: The source of the version range, where another than `source` settles it.
+    range_source: str | None = None
 
     @classmethod
     def of(cls, item: Item) -> Variable:
         return cls(
-            item["name"], item["why"], item["source"], item.get("value"), item.get("instead"), item.get("unverified")
+            item["name"],
+            item["why"],
+            item["source"],
+            item.get("value"),
+            item.get("instead"),
+            item.get("unverified"),
+            item.get("library"),
+            item.get("library_min"),
+            item.get("library_max"),
+            item.get("range_source"),
         )
+
+    def readers(self) -> str | None:
+        """Which versions of `library` read the variable, in words ("NCCL 2.5 and later", "NCCL 2.4"), None for a
+        variable of no library."""
+        if self.library is None:
+            return None
+        name = {"nccl": "NCCL", "horovod": "Horovod"}.get(self.library, self.library)
+        lo, hi = self.library_min, self.library_max
+        if lo is None and hi is None:
+            return name
+        if lo == hi:
+            return f"{name} {lo}"
+        if hi is None:
+            return f"{name} {lo} and later"
+        return f"{name} up to {hi}" if lo is None else f"{name} {lo} to {hi}"
+
+    def reading(self, version: str | None) -> str:
+        """Who reads the variable and whether the image's `library` at `version` does, in words ("read by NCCL
+        2.5 and later; not read by this image's NCCL 2.4.8"); "" for a variable of no library."""
+        readers = self.readers()
+        if readers is None:
+            return ""
+        reads = self.read_by(version)
+        name = readers.split(" ", 1)[0]
+        if reads is None or (self.library_min is None and self.library_max is None):
+            return f"read by {readers}"
+        return f"read by {readers}; {'read' if reads else 'not read'} by this image's {name} {version}"
+
+    def read_by(self, version: str | None) -> bool | None:
+        """Whether `library` at `version` (MAJOR.MINOR...) reads the variable; None when that is not known (no
+        version, no library, or a version that is no version)."""
+        from envpin.portable.versions import major_minor
+        from envpin.probe import runtime
+
+        mm = major_minor(version) if version else None
+        if self.library is None or mm is None:
+            return None
+        return runtime.within(mm, self.library_min, self.library_max)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +248,108 @@ class Advice(Value):
     @classmethod
     def of(cls, item: Item) -> Advice:
         return cls(item["id"], item["tf_min"], item["tf_max"], item["text"], item["doc"], item["source"])
+
+
+@dataclass(frozen=True, slots=True)
+class Guarded(Value):
+    """A setting a distributed training script makes itself (`code`: a strategy's argument), or a pattern of one that
+    breaks or narrows determinism (`hazards`), for TensorFlow `tf_min`..`tf_max`: `apis` are the calls it is about,
+    `text` what to do or what happens."""
+
+    id: str
+    what: str
+    text: str
+    apis: tuple[str, ...]
+    tf_min: str | None
+    tf_max: str | None
+    source: str
+    range_source: str | None = None
+    unverified: str | None = None
+
+    @classmethod
+    def of(cls, item: Item) -> Guarded:
+        return cls(
+            item["id"],
+            item["what"],
+            item["text"],
+            tuple(item["apis"]),
+            item["tf_min"],
+            item["tf_max"],
+            item["source"],
+            item.get("range_source"),
+            item.get("unverified"),
+        )
+
+    def applies_to(self, tf_version: str | None) -> bool:
+        """Whether it is about TensorFlow `tf_version` (False for no version, or one without a minor)."""
+        from envpin.portable.versions import major_minor
+        from envpin.probe import runtime
+
+        mm = major_minor(tf_version) if tf_version else None
+        return mm is not None and runtime.within(mm, self.tf_min, self.tf_max)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost(Value):
+    """What a distributed setting (`about`: a variable of env or an id of code) costs or gives up."""
+
+    about: str
+    text: str
+    source: str
+    unverified: str | None = None
+
+    @classmethod
+    def of(cls, item: Item) -> Cost:
+        return cls(item["about"], item["text"], item["source"], item.get("unverified"))
+
+
+@dataclass(frozen=True, slots=True)
+class Caveat(Value):
+    """A sentence of the distributed recipe with its source, and what is not settled about it."""
+
+    text: str
+    source: str
+    unverified: str | None = None
+
+    @classmethod
+    def of(cls, item: Item) -> Caveat:
+        return cls(item["text"], item["source"], item.get("unverified"))
+
+
+@dataclass(frozen=True, slots=True)
+class DistributedRecords(Value):
+    """The distributed recipe as typed records: the variables baked into the image (`env`), the shared ones it
+    relies on (`uses_common`: names of the base recipe's common env), what a script sets itself (`code`), the
+    hazards of distributed scripts, the costs and the caveats. The whole table's (recipes.book().distributed)
+    or one TensorFlow version's (Distributed.records)."""
+
+    summary: str
+    env: tuple[Variable, ...]
+    uses_common: tuple[str, ...]
+    code: tuple[Guarded, ...]
+    hazards: tuple[Guarded, ...]
+    cost: tuple[Cost, ...]
+    caveats: tuple[Caveat, ...]
+
+    @classmethod
+    def of(cls, item: Item) -> DistributedRecords:
+        return cls(
+            summary=item["summary"],
+            env=tuple(map(Variable.of, item["env"])),
+            uses_common=tuple(item["uses_common"]),
+            code=tuple(map(Guarded.of, item["code"])),
+            hazards=tuple(map(Guarded.of, item["hazards"])),
+            cost=tuple(map(Cost.of, item["cost"])),
+            caveats=tuple(map(Caveat.of, item["caveats"])),
+        )
+
+    def hazard(self, hid: str) -> Guarded | None:
+        """The hazard `hid` (the script rules look theirs up by id)."""
+        return next((h for h in self.hazards if h.id == hid), None)
+
+    def setting(self, sid: str) -> Guarded | None:
+        """The code setting `sid`."""
+        return next((c for c in self.code if c.id == sid), None)
 
 
 @dataclass(frozen=True, slots=True)

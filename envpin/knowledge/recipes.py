@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from envpin.knowledge.recipebook import RecipeBook
-    from envpin.knowledge.reciperecords import Item, RecipeRecords, Variable
+    from envpin.knowledge.reciperecords import DistributedRecords, Item, RecipeRecords, Variable
 
 #: Distributions a recipe row is for (the schema's enum of match.distribution).
 DISTRIBUTIONS = ("ngc", "stock")
@@ -97,6 +97,86 @@ class Recipe(Value):
 
     def source_url(self, sid: str) -> str:
         return self.sources[sid]["url"]
+
+
+@dataclass(frozen=True, slots=True)
+class Distributed(Value):
+    """The distributed recipe for one TensorFlow version (`distributed()`): the variables baked into the image with
+    the NCCL or Horovod versions that read them, the shared variables of the base recipe it relies on, the settings
+    and hazards of distributed scripts on this version, what the settings cost, and caveats. Its fields hold the
+    table's entries as recipes.json has them (what to_dict, the hash and `envpin recipe --json` are made of); read
+    them as typed records through `records`. Apart from Recipe, so a recipe's hash (and every lock of an image
+    rendered without it) stays what it was."""
+
+    tf_version: str
+    summary: str
+    env: tuple[dict[str, Any], ...]
+    uses_common: tuple[str, ...]
+    code: tuple[dict[str, Any], ...]
+    hazards: tuple[dict[str, Any], ...]
+    cost: tuple[dict[str, Any], ...]
+    caveats: tuple[dict[str, Any], ...]
+    sources: dict[str, dict[str, str]]
+
+    @property
+    def records(self) -> DistributedRecords:
+        """The parts as typed records (envpin.knowledge.reciperecords), field for field."""
+        from envpin.knowledge.reciperecords import DistributedRecords
+
+        return DistributedRecords.of(self.to_dict())
+
+    def env_dict(self) -> dict[str, str]:
+        """The variables the distributed recipe sets, name -> value (sorted by name)."""
+        return {e["name"]: e["value"] for e in sorted(self.env, key=lambda e: e["name"])}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tf_version": self.tf_version,
+            "summary": self.summary,
+            "env": list(self.env),
+            "uses_common": list(self.uses_common),
+            "code": list(self.code),
+            "hazards": list(self.hazards),
+            "cost": list(self.cost),
+            "caveats": list(self.caveats),
+        }
+
+    @property
+    def hash(self) -> str:
+        """sha256 over the canonical JSON of the resolved distributed recipe (the plan, labels and lock carry it)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+    def source_url(self, sid: str) -> str:
+        return self.sources[sid]["url"]
+
+
+def distributed(tf_version: str) -> Distributed:
+    """The distributed recipe for TensorFlow `tf_version` (MAJOR.MINOR...): every variable (an image may carry
+    another NCCL than its catalog entry says, so none is left out: each says which versions read it), the code
+    settings and hazards whose TensorFlow range holds the version, every cost and caveat."""
+    data = table()
+    part = data.get("distributed")
+    if part is None:
+        raise RecipeError("the recipe table has no distributed recipe", hint="reinstall envpin")
+    mm = major_minor(tf_version)
+    if mm is None:
+        raise RecipeError(f"TensorFlow '{tf_version}' has no MAJOR.MINOR", hint=f"pass {param('tf')} MAJOR.MINOR")
+
+    def here(items: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+        return tuple(i for i in items if runtime.within(mm, i["tf_min"], i["tf_max"]))
+
+    return Distributed(
+        tf_version=tf_version,
+        summary=part["summary"],
+        env=tuple(part["env"]),
+        uses_common=tuple(part["uses_common"]),
+        code=here(part["code"]),
+        hazards=here(part["hazards"]),
+        cost=tuple(part["cost"]),
+        caveats=tuple(part["caveats"]),
+        sources=data["sources"],
+    )
 
 
 @lru_cache(maxsize=1)
@@ -168,9 +248,37 @@ def _problems(data: dict[str, Any]) -> Iterator[str]:
     for n, item in enumerate(data.get("built_on", [])):
         if item["calls"] not in named:
             yield f"built_on[{n}].calls: {item['calls']!r} is no API an op entry lists"
+    yield from _distributed_problems(data)
     unused = sorted(set(sources) - cited)
     if unused:
         yield f"sources: defined but cited by nothing: {unused}"
+
+
+def _distributed_problems(data: dict[str, Any]) -> Iterator[str]:
+    """The distributed part: its variables are not the base recipe's (an image would set one twice), the shared
+    ones it names are in common.env, its code and hazard ids are unique, and each cost is about one of its
+    variables or code settings."""
+    part = data.get("distributed")
+    if part is None:
+        return
+    base = {e["name"] for e in data["common"]["env"]} | {e["name"] for row in data["recipes"] for e in row["env"]}
+    names = [e["name"] for e in part["env"]]
+    for n, name in enumerate(names):
+        if name in base:
+            yield f"distributed.env[{n}].name: {name!r} is a variable of the base recipe (keep it there, once)"
+        if names.count(name) > 1:
+            yield f"distributed.env[{n}].name: {name!r} is listed twice"
+    common = {e["name"] for e in data["common"]["env"]}
+    for n, name in enumerate(part["uses_common"]):
+        if name not in common:
+            yield f"distributed.uses_common[{n}]: {name!r} is not a variable of common.env"
+    ids = [i["id"] for key in ("code", "hazards") for i in part[key]]
+    for hid in sorted({i for i in ids if ids.count(i) > 1}):
+        yield f"distributed: duplicate code or hazard id {hid!r}"
+    about = set(names) | {i["id"] for i in part["code"]}
+    for n, item in enumerate(part["cost"]):
+        if item["about"] not in about:
+            yield f"distributed.cost[{n}].about: {item['about']!r} is no variable or code setting here"
 
 
 def _citations(node: Any, path: str) -> Iterator[tuple[str, str]]:

@@ -12,19 +12,62 @@ TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.api.environment import LockChecks, RenderResult
+    from envpin.api.environment import LockChecks, RecipeResult, RenderResult
     from envpin.image.build import BuildResult
-    from envpin.knowledge.recipes import Recipe
+    from envpin.knowledge.catalog import Entry
+    from envpin.knowledge.reciperecords import Guarded
+    from envpin.knowledge.recipes import Distributed, Recipe
 
 #: An :emoji: code, which rich would replace in the heading (it is printed as markup).
 _EMOJI = re.compile(r":\S*?:")
 
 
-def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
-    """The recipe of `tag`: its heading, the environment table, then one line per step, op and caveat. On a
-    Plain console (no terminal) without loading rich where envpin.views.plaintable lays the table out (the same
-    bytes as rich's), else through rich."""
-    heading = f"{tag}: TensorFlow {r.tf_version} → recipe {r.id}"
+def recipe_result(res: RecipeResult, console: Console | Plain) -> None:
+    """`envpin recipe`: the image's recipe, then the distributed recipe when it was asked for."""
+    console = recipe(res.entry.tag, res.recipe, console)
+    if res.distributed is not None:
+        distributed(res.entry, res.recipe, res.distributed, console)
+
+
+def _headed_table(
+    console: Console | Plain, heading: list[tuple[str, bool]], summary: str, title: str, rows: list[list[str]]
+) -> Console | Plain:
+    """A heading (its pieces, each bold or not), a summary line, then a variable/value/why table. On a Plain
+    console (no terminal) without loading rich where envpin.views.plaintable lays the table out (the same bytes
+    as rich's), else through rich; returns the console the lines that follow are written to."""
+    headers = ["variable", "value", "why (source)"]
+    table = None
+    if isinstance(console, Plain):
+        from envpin.views import plaintable
+
+        width = width_of(console.file)
+        if width is not None and _plain_heading("".join(t for t, _ in heading), width):
+            table = plaintable.render(title, headers, rows, width, first_no_wrap=False, fold=frozenset({2}))
+    if table is not None:
+        console.print("".join(t for t, _ in heading))
+        say(console, summary)
+        console.file.write(table)
+        console.file.flush()
+        return console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console.rich() if isinstance(console, Plain) else console
+    console.print("".join(f"[bold]{escape(t)}[/]" if bold else escape(t) for t, bold in heading))
+    say(console, summary)
+    t = Table(title=title)
+    t.add_column(headers[0])
+    t.add_column(headers[1])
+    t.add_column(headers[2], overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    return console
+
+
+def recipe(tag: str, r: Recipe, console: Console | Plain) -> Console | Plain:
+    """The recipe of `tag`: its heading, the environment table, then one line per step, op and caveat; returns
+    the console it wrote to (rich's, once a table needed it)."""
     parts = r.records
     rows = []
     for e in parts.env:
@@ -34,33 +77,8 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         rows.append([u.name, "must NOT be set", f"{u.why} ({r.source_url(u.source)})"])
     for u in parts.no_effect:
         rows.append([u.name, f"no effect: use {u.instead}", f"{u.why} ({r.source_url(u.source)})"])
-    headers = ["variable", "value", "why (source)"]
-    table = None
-    if isinstance(console, Plain):
-        from envpin.views import plaintable
-
-        width = width_of(console.file)
-        if width is not None and _plain_heading(heading, width):
-            table = plaintable.render("environment", headers, rows, width, first_no_wrap=False, fold=frozenset({2}))
-    if table is not None:
-        console.print(heading)
-        say(console, r.summary)
-        console.file.write(table)
-        console.file.flush()
-    else:
-        from rich.markup import escape
-        from rich.table import Table
-
-        console = console.rich() if isinstance(console, Plain) else console
-        console.print(f"[bold]{escape(tag)}[/]: TensorFlow {escape(r.tf_version)} → recipe [bold]{escape(r.id)}[/]")
-        say(console, r.summary)
-        t = Table(title="environment")
-        t.add_column(headers[0])
-        t.add_column(headers[1])
-        t.add_column(headers[2], overflow="fold")
-        for row in rows:
-            t.add_row(*row)
-        console.print(t)
+    heading = [(tag, True), (f": TensorFlow {r.tf_version} → recipe ", False), (r.id, True)]
+    console = _headed_table(console, heading, r.summary, "environment", rows)
     say(console, "Python steps: " + ", ".join(s.step for s in parts.steps))
     for s in parts.steps:
         if s.step == "keras3_no_auto_xla":  # the one step that asks something of the model code itself
@@ -86,6 +104,69 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> None:
         say(console, f"NGC differs from stock TensorFlow here: {o.op}: {o.why} ({r.source_url(o.source)})")
     for a in parts.advice:
         say(console, f"common advice that is wrong here: {a.text} (see {HOMEPAGE}/blob/main/{a.doc})")
+    return console
+
+
+def _versions(lo: str | None, hi: str | None) -> str:
+    """A TensorFlow range in words: 'every TensorFlow', 'TensorFlow 2.4 and later', 'TensorFlow 2.2 to 2.4'."""
+    if lo is None and hi is None:
+        return "every TensorFlow"
+    if lo == hi:
+        return f"TensorFlow {lo}"
+    if hi is None:
+        return f"TensorFlow {lo} and later"
+    return f"TensorFlow up to {hi}" if lo is None else f"TensorFlow {lo} to {hi}"
+
+
+def _cited(d: Distributed, source: str, range_source: str | None = None, unverified: str | None = None) -> str:
+    """'(URL[; versions: URL][; unverified: ...])': where a distributed fact comes from, and what is not settled."""
+    parts = [d.source_url(source)]
+    if range_source is not None and range_source != source:
+        parts.append(f"versions: {d.source_url(range_source)}")
+    if unverified is not None:
+        parts.append(f"unverified: {unverified}")
+    return f"({'; '.join(parts)})"
+
+
+def _guarded(kind: str, d: Distributed, g: Guarded) -> str:
+    return (
+        f"{kind} ({_versions(g.tf_min, g.tf_max)}): {g.what}: {g.text} "
+        f"{_cited(d, g.source, g.range_source, g.unverified)}"
+    )
+
+
+def distributed(entry: Entry, r: Recipe, d: Distributed, console: Console | Plain) -> None:
+    """The distributed recipe for the image `entry`: its heading, the table of the variables baked in (with the
+    NCCL or Horovod versions that read each, and whether the image's does), the base recipe's variables it keeps,
+    then one line per script setting, hazard, cost and caveat, each with its source."""
+    parts = d.records
+    rows = []
+    for v in parts.env:
+        version = entry.portable_value(v.library) if v.library in ("nccl", "horovod") else None
+        reading = v.reading(version)
+        rows.append(
+            [
+                v.name,
+                v.value or "",
+                f"{v.why}{f'; {reading}' if reading else ''} {_cited(d, v.source, v.range_source, v.unverified)}",
+            ]
+        )
+    heading = [(entry.tag, True), (f": distributed recipe for TensorFlow {d.tf_version}", False)]
+    say(console, "")
+    console = _headed_table(console, heading, parts.summary, "distributed environment", rows)
+    base = r.env_dict()
+    for name in parts.uses_common:
+        say(console, f"kept in the base recipe above (every image sets it): {name}={base.get(name, '?')}")
+    for c in parts.code:
+        say(console, _guarded("in the script", d, c))
+    if not parts.code:
+        say(console, f"in the script: no tf.distribute setting is sourced for TensorFlow {d.tf_version}")
+    for h in parts.hazards:
+        say(console, _guarded("hazard", d, h))
+    for cost in parts.cost:
+        say(console, f"cost of {cost.about}: {cost.text} {_cited(d, cost.source, None, cost.unverified)}")
+    for n in parts.caveats:
+        say(console, f"caveat: {n.text} {_cited(d, n.source, None, n.unverified)}")
 
 
 def _plain_heading(text: str, width: int) -> bool:
@@ -109,7 +190,8 @@ def rendered(res: RenderResult, console: Console, note: Console) -> None:
     notice([p.entry], note, (*PLAN_FIELDS, "digest") if pinned else PLAN_FIELDS)  # one line for weak grades
     say(
         note,
-        f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}) for "
+        f"rendered {p.entry.tag} (TensorFlow {p.tf_version}, recipe {p.recipe.id}"
+        f"{' and the distributed recipe' if p.distributed is not None else ''}) for "
         f"{' and '.join(res.formats)} into {res.out}/",
     )
     say(console, str(res.out))

@@ -31,13 +31,22 @@ CASES = [
 GOLDEN_FILES = ("Dockerfile", "plan.json", ".dockerignore", DEF_NAME)
 #: Stock TensorFlow GPU images (Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu), rendered from --stock.
 STOCK_CASES = ["2.20.0-gpu"]
+#: Rendered with the distributed recipe (render --distributed), each into the folder TAG-distributed: an NGC image
+#: whose NCCL (2.23) reads all but NCCL_TREE_THRESHOLD, one whose NCCL 2.4 reads only that, and a stock image.
+DISTRIBUTED = "-distributed"
+DISTRIBUTED_CASES = [("24.12-tf2-py3", None), ("19.10-py3", None), ("2.20.0-gpu", None)]
+ALL = [*CASES, *((t, None) for t in STOCK_CASES), *((t + DISTRIBUTED, tf) for t, tf in DISTRIBUTED_CASES)]
 
 
 def _plan(tag: str, tf: str | None):  # type: ignore[no-untyped-def]
-    return make_plan(stock=tag) if tag in STOCK_CASES else make_plan(ngc=tag, tf=tf)
+    distributed = tag.endswith(DISTRIBUTED)
+    tag = tag.removesuffix(DISTRIBUTED)
+    if tag in STOCK_CASES:
+        return make_plan(stock=tag, distributed=distributed)
+    return make_plan(ngc=tag, tf=tf, distributed=distributed)
 
 
-@pytest.mark.parametrize("tag, tf", [*CASES, *((t, None) for t in STOCK_CASES)])
+@pytest.mark.parametrize("tag, tf", ALL)
 def test_golden(tag: str, tf: str | None, update_golden: bool) -> None:
     files = render(_plan(tag, tf), tuple(FORMATS))
     folder = HERE / tag
@@ -57,7 +66,7 @@ def _hadolint() -> str:
     return exe
 
 
-@pytest.mark.parametrize("tag, tf", [*CASES, *((t, None) for t in STOCK_CASES)])
+@pytest.mark.parametrize("tag, tf", ALL)
 def test_hadolint_clean(tag: str, tf: str | None) -> None:
     proc = subprocess.run(
         [_hadolint(), "--no-color", str(HERE / tag / "Dockerfile")], capture_output=True, text=True, timeout=60

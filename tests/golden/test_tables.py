@@ -17,6 +17,8 @@ CASES = {
     "recipe-20.02": ("recipe", "--ngc", "20.02-tf2-py3"),
     "recipe-23.03-tf1": ("recipe", "--ngc", "23.03-tf1-py3"),
     "recipe-stock-2.20": ("recipe", "--stock", "2.20"),
+    # the distributed recipe after the base one: NCCL 2.23 reads all but NCCL_TREE_THRESHOLD
+    "recipe-24.12-distributed": ("recipe", "--ngc", "24.12-tf2-py3", "--distributed"),
 }
 WIDTHS = (None, "80", "200")
 

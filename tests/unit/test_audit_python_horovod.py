@@ -71,3 +71,40 @@ def test_fix_comments_the_import_once_and_leaves_strings_alone(tmp_path: Path) -
     note = "# envpin audit: py-horovod-fusion: set HOROVOD_FUSION_THRESHOLD=0 in the image (ENV) or before hvd.init()\n"
     assert once == text.replace("\nimport horovod", "\n" + note + "import horovod") and twice == once
     assert [f.rule for f in first.fixed[0].outcome.commented] == ["py-horovod-fusion"]
+
+
+# --- py-horovod-autotune: the distributed recipe's HOROVOD_AUTOTUNE -------------------------------------------
+
+FUSED = "import os\nos.environ['HOROVOD_FUSION_THRESHOLD'] = '0'\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "image", "line"),
+    [
+        ("1", None, 3),  # reported where the script sets it
+        ("0", None, None),
+        (None, None, None),  # unset: Horovod does not autotune
+        (None, "1", 3),  # the image's value: reported on the import
+        ("0", "1", None),  # the script's setting is what the process sees
+        ("-1", None, None),  # Horovod autotunes only for a number above 0
+        ("yes", None, None),  # strtol gives 0: off
+    ],
+)
+def test_autotune_on_is_a_finding(tmp_path: Path, value: str | None, image: str | None, line: int | None) -> None:
+    setting = f"os.environ['HOROVOD_AUTOTUNE'] = '{value}'\n" if value is not None else ""
+    text = FUSED + setting + "import horovod.tensorflow as hvd\n"
+    got = seen(tmp_path, text, "2.8", image={"HOROVOD_AUTOTUNE": image} if image else {})
+    assert {x for x in got if x[1] == "py-horovod-autotune"} == ({(line, "py-horovod-autotune")} if line else set())
+
+
+def test_autotune_without_horovod_is_nothing(tmp_path: Path) -> None:
+    assert seen(tmp_path, "import os\nos.environ['HOROVOD_AUTOTUNE'] = '1'\n", "2.8") == set()
+
+
+def test_autotune_message_quotes_the_distributed_recipe(tmp_path: Path) -> None:
+    [f] = [
+        f
+        for f in findings(tmp_path, FUSED + "os.environ['HOROVOD_AUTOTUNE'] = '1'\nimport horovod\n", "2.8")
+        if f.rule == "py-horovod-autotune"
+    ]
+    assert f.line == 3 and "the distributed recipe sets 0" in f.message and "fusion threshold" in f.message

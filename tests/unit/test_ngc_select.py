@@ -130,8 +130,9 @@ def test_callers_agree() -> None:
     assert api.catalog_release("20.03") == CAT.select("20.03")
     assert api.catalog_entries(tf="2.1") == CAT.select(None, parse_tf_spec("2.1"))
     assert api.catalog_entries(flavor="tf1") == CAT.select(None, flavor="tf1")
-    entry, recipe = api.recipe_for("20.02", "2.1")
-    assert entry == CAT.select("20.02", parse_tf_spec("2.1"), single=True)[0] and recipe.id == "ngc-tf2.0-2.4"
+    res = api.recipe_for("20.02", "2.1")
+    assert res.entry == CAT.select("20.02", parse_tf_spec("2.1"), single=True)[0] and res.recipe.id == "ngc-tf2.0-2.4"
+    assert res.distributed is None
     assert sync.select_entries(CAT, ["20.03-tf2-py3,20.02-tf1-py3"]) == [
         CAT.select("20.02-tf1-py3")[0],
         CAT.select("20.03-tf2-py3")[0],

@@ -38,8 +38,8 @@ def catalog_image() -> tuple[str, str]:
 
 
 def recipe() -> tuple[str, str]:
-    entry, recipe = api.recipe_for("20.02", None)
-    return entry.tag, str(recipe.env)
+    res = api.recipe_for("20.02", None)
+    return res.entry.tag, str(res.recipe.env)
 
 
 def diff() -> tuple[str, str, str | None, str | None, int]:

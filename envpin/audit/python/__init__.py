@@ -3,11 +3,12 @@ by importing or running the script, judged against the TensorFlow the image hold
 same run, the lock, or --tf) and the recipe table's facts for that version.
 
 One module per hazard family holds its Rule records, the checks that report them and their mechanical fixes:
-`ops`, `switch`, `seeding`, `data`, `xla`, `environment`, `horovod` (envpin.audit.rules.script_families lists
-them). They share a small core: `names` resolves what a name in the script is (imports, aliases, star imports),
-`script` walks the script once, `table` matches calls against the recipe table's entries, `audit` runs the
-checks, `fixer` applies the fixes with the edits of `edits`. Nothing here imports the rule registry but the
-runner and the applier, so the registry can list the families' rules without a cycle.
+`ops`, `switch`, `seeding`, `data`, `xla`, `environment`, `horovod`, `distributed`
+(envpin.audit.rules.script_families lists them). They share a small core: `names` resolves what a name in the
+script is (imports, aliases, star imports), `script` walks the script once, `table` matches calls against the
+recipe table's entries, `audit` runs the checks, `fixer` applies the fixes with the edits of `edits`. Nothing
+here imports the rule registry but the runner and the applier, so the registry can list the families' rules
+without a cycle.
 """
 
 #: What `envpin audit` treats as a Python script rather than a Dockerfile.

@@ -140,6 +140,32 @@ class Fixing(Value):
             self.edits.before.setdefault(note_line(self.lines, first.lineno), []).extend([head, *before])
         return True
 
+    def add_argument(self, call: ast.Call, text: str) -> bool:
+        """Add `text` (`name=value`) as the last argument of `call`, right before its closing parenthesis, with a
+        comma where one is needed; False (nothing changed) when the call does not end in `)` where ast says."""
+        end_line, end_col = call.end_lineno, call.end_col_offset
+        if end_line is None or end_col is None:
+            return False
+        raw = self.lines[end_line - 1].rstrip("\r\n").encode("utf-8")
+        if raw[end_col - 1 : end_col] != b")":
+            return False
+        args: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+        if not args:
+            insert = text
+        else:
+            last = max(args, key=lambda a: (a.end_lineno or 0, a.end_col_offset or 0))
+            between = self.span(last.end_lineno or end_line, last.end_col_offset or 0, end_line, end_col - 1)
+            insert = text if "," in between.split("#", 1)[0] else f", {text}"
+        self.edits.cuts.setdefault(end_line, []).append((end_col - 1, end_col - 1, insert))
+        return True
+
+    def span(self, line: int, col: int, end_line: int, end_col: int) -> str:
+        """The source text from (line, col) to (end_line, end_col): UTF-8 byte columns, as ast gives them."""
+        rows = [self.lines[n - 1].rstrip("\r\n").encode("utf-8") for n in range(line, end_line + 1)]
+        if len(rows) == 1:
+            return rows[0][col:end_col].decode("utf-8", "replace")
+        return b"\n".join([rows[0][col:], *rows[1:-1], rows[-1][:end_col]]).decode("utf-8", "replace")
+
 
 def note_line(lines: list[str], at: int) -> int:
     """Where lines inserted above the statement on `at` go: right above it, or above the `# envpin: ignore=`

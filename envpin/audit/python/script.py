@@ -96,6 +96,7 @@ class Script:
         calls: list[ast.Call] = []
         assigns: list[ast.AST] = []
         binders: list[ast.AST] = []  # imports and definitions: what Names reads
+        withs: list[ast.With | ast.AsyncWith] = []  # the with blocks (a strategy's scope is one)
         for node in walk(tree):
             kind = type(node)
             if kind is ast.Call:
@@ -104,7 +105,10 @@ class Script:
                 assigns.append(node)
             elif kind in _BINDERS:
                 binders.append(node)
+            elif kind is ast.With or kind is ast.AsyncWith:
+                withs.append(node)  # type: ignore[arg-type]
         self.names = Names(tree, binders)
+        self.withs = withs
         self.calls: list[Call] = []
         self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)
         self.assigned: dict[str, list[ast.expr]] = {}

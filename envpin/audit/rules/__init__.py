@@ -38,10 +38,11 @@ DOCKERFILE_FAMILIES: tuple[ModuleType, ...] = (base_image, determinism, horovod,
 def script_families() -> tuple[ModuleType, ...]:
     """The families of the training-script audit, in their rules' order (the reference's): ops the recipe table
     lists as raising or nondeterministic, the determinism switch, seeds, the input pipeline, XLA, environment
-    variables, Horovod. Imported when first asked for: an audit of Dockerfiles alone loads none of them."""
-    from envpin.audit.python import data, environment, horovod, ops, seeding, switch, xla
+    variables, Horovod, tf.distribute. Imported when first asked for: an audit of Dockerfiles alone loads none of
+    them."""
+    from envpin.audit.python import data, distributed, environment, horovod, ops, seeding, switch, xla
 
-    return (ops, switch, seeding, data, xla, environment, horovod)
+    return (ops, switch, seeding, data, xla, environment, horovod, distributed)
 
 
 def families() -> tuple[ModuleType, ...]:
