@@ -136,12 +136,19 @@ def _ld_cache_data(ctx: Context) -> bytes:
     return data
 
 
+_CACHE_NAME = re.compile(rb"lib[A-Za-z0-9_+\-]*\.so[0-9.]*$")
+
+
 def _ld_cache_names(ctx: Context) -> List[str]:
     if "ldcache" not in ctx.cache:
-        names: List[str] = []
-        for m in re.finditer(rb"(?:^|\x00)(lib[A-Za-z0-9_+\-]*\.so[0-9.]*)\x00", _ld_cache_data(ctx)):
-            names.append(m.group(1).decode("ascii", "replace"))
-        ctx.cache["ldcache"] = sorted(set(names))
+        # The old format stores each soname as a string of its own, glibc's current one ("glibc-ld.so.cache1.1")
+        # only as the tail of its path: the names are the last component of every string that is one.
+        names = set()
+        for text in _ld_cache_data(ctx).split(b"\x00"):
+            m = _CACHE_NAME.match(text.rsplit(b"/", 1)[-1])
+            if m is not None:
+                names.add(m.group(0).decode("ascii", "replace"))
+        ctx.cache["ldcache"] = sorted(names)
     found: List[str] = ctx.cache["ldcache"]
     return found
 

@@ -321,3 +321,21 @@ def test_simd_flags_keep_arithmetic_extensions_only() -> None:
     simd = [f for f in flags if cpu._SIMD.match(f)]
     assert "smep" not in simd and "hypervisor" not in simd and "fpu" not in simd
     assert {"avx2", "fma", "avx512f", "amx_tile", "sse4_2"} <= set(simd)
+
+
+@pytest.mark.parametrize(
+    "cache",
+    [
+        # glibc's current format: each soname is only the tail of its path in the string table
+        b"glibc-ld.so.cache1.1\x00\x00/usr/lib/x86_64-linux-gnu/libcudnn.so.8\x00/lib/libnccl.so.2\x00",
+        # the old format: the soname as a string of its own, then its path
+        b"ld.so-1.7.0\x00libcudnn.so.8\x00/usr/lib/x86_64-linux-gnu/libcudnn.so.8\x00libnccl.so.2\x00/lib/libnccl.so.2\x00",
+    ],
+)
+def test_the_ld_cache_names_its_libraries_in_either_format(tmp_path: Path, cache: bytes) -> None:
+    """The dynamic loader's cache is read for the sonames it offers (an earlier reader found none in glibc's
+    current format, so no library was ever tried by its soname)."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "ld.so.cache").write_bytes(cache)
+    ctx = Context(root=str(tmp_path), environ={})
+    assert cudalibs._ld_cache_names(ctx) == ["libcudnn.so.8", "libnccl.so.2"]
