@@ -111,18 +111,17 @@ def replica_note(data: dict[str, Any]) -> list[str]:
     return [f"  {note}"] if note else []
 
 
-def distributed_line(shape: dict[str, Any], counts: str, also: str = "") -> str:
-    """What each run of study or cost was, and whose numbers (`counts`) are taken (`also`: what else)."""
+def distributed_line(shape: dict[str, Any], counts: str | None, also: str = "") -> str:
+    """What each run of study or cost was, and whose numbers (`counts`, None: nobody's) are taken (`also`:
+    what else)."""
     replicas = shape["replicas"]
     strategy = f", {replicas} replica{'s' if replicas != 1 else ''} ({shape['strategy']})" if replicas else ""
     if shape["tasks"]:
         names = ", ".join(f"{t['type']} {t['index']}" for t in shape["tasks"])
         chief = shape["chief"]
         head = f"{chief['type']} {chief['index']}" if chief else "the first task"
-        return (
-            f"each run: {shape['processes']} processes ({names}){strategy}, every one run to its end; "
-            f"{counts} from {head}, the chief{also}"
-        )
+        whose = f"; {counts} from {head}, the chief" if counts else ""
+        return f"each run: {shape['processes']} processes ({names}){strategy}, every one run to its end{whose}{also}"
     devices = f" on {', '.join(shape['devices'])}" if shape["devices"] else ""
     return f"each run: one process{strategy}{devices}"
 
@@ -194,7 +193,10 @@ def show_cost(data: dict[str, Any], console: Console) -> None:
         )
     console.print(table)
     if data.get("distributed"):
-        say(console, distributed_line(data["distributed"], "step times"))
+        if unit == "step":
+            say(console, distributed_line(data["distributed"], "step times"))
+        else:  # no Keras steps: the command's wall time, launcher and every worker in it
+            say(console, distributed_line(data["distributed"], None, "; each time is the whole command's"))
     ci = data["overhead_ci95"]
     interval = f" (95% CI {ci[0]:+.1%} to {ci[1]:+.1%})" if ci else ""
     say(console, f"overhead of the recipe: {data['overhead']:+.1%} per {unit}{interval}")

@@ -247,6 +247,9 @@ def test_the_study_line_names_the_processes_and_whose_numbers_count() -> None:
         "each run: 2 processes (worker 0, worker 1), 2 replicas (MultiWorkerMirroredStrategy), every one run to "
         "its end; step times from worker 0, the chief"
     )
+    assert distributed_line(workers, None, "; each time is the whole command's").endswith(
+        "every one run to its end; each time is the whole command's"
+    )
     mirrored = tasks.shape([_record(1, strategy=MIRRORED)]).to_dict()
     assert distributed_line(mirrored, "x") == (
         "each run: one process, 2 replicas (MirroredStrategy) on /job:localhost/replica:0/task:0/device:CPU:0, "
