@@ -125,12 +125,23 @@ def bisect_runs(
     keep: Path | None = None,
     timeout: float | None = None,
     reader_python: str | None = None,
+    replica: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> BisectResult:
-    """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs."""
+    """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs. Of a
+    distributed command, one replica's dumps are compared: `replica` K is task K of a run of several
+    TF_CONFIG tasks (default: the chief), or device K of a one-process strategy (default: 0)."""
     from envpin.runs.bisect import bisect
     from envpin.runs.launch import check_count, check_seed, check_timeout
 
+    if replica is not None:  # a replica the runs do not have is known only once the first has run
+        check_count(
+            replica,
+            "replica",
+            low=0,
+            high=None,
+            hint=f"pass {param('replica')} K, a replica numbered from 0, or leave it out for the chief",
+        )
     check_seed(seed)
     if steps is not None:
         check_count(steps, "steps", high=None, hint="pass the number of training steps to record")
@@ -158,6 +169,7 @@ def bisect_runs(
             op_regex=op_regex,
             timeout=timeout,
             reader_python=reader_python,
+            replica=replica,
             progress=progress,
         )
     if keep is None:

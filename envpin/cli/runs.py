@@ -72,6 +72,15 @@ def bisect_cmd(
             "(default: the one that made them; needed when they ran in a container).",
         ),
     ] = None,
+    replica: Annotated[
+        int | None,
+        typer.Option(
+            "--replica",
+            metavar="K",
+            help="Of a distributed command, compare replica K's dumps: task K of a run of several TF_CONFIG "
+            "processes (default: the chief), or device K of one process's strategy (default: 0).",
+        ),
+    ] = None,
     keep: KeepOpt = None,
     timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
@@ -97,6 +106,7 @@ def bisect_cmd(
             keep=keep,
             timeout=timeout,
             reader_python=reader_python,
+            replica=replica,
             progress=update,
         )
     data = result.to_dict()

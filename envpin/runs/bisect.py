@@ -14,7 +14,8 @@ from typing import Any
 
 from envpin.errors import param, shown
 from envpin.record import Value
-from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, unseeded
+from envpin.runs import tasks
+from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, same_shape, unseeded
 
 #: Path fragments of frames that belong to Python, TensorFlow, Keras or envpin's hook, not to the script.
 _NO_READER = 3  # dumpdiff.py's exit status when its TensorFlow has no DebugDataReader
@@ -40,6 +41,8 @@ class BisectResult(Value):
     notes: list[dict[str, Any]] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     dumps: list[str] = field(default_factory=list)
+    #: Which replica's dumps were compared (a distributed command, or `replica` given), else None.
+    replica: dict[str, Any] | None = None
 
     @property
     def identical(self) -> bool:
@@ -65,6 +68,7 @@ class BisectResult(Value):
             "recipe_table": self.notes,
             "seconds": [round(s, 3) for s in self.seconds],
             "dumps": self.dumps,
+            **({"replica": self.replica} if self.replica is not None else {}),
         }
 
 
@@ -119,7 +123,9 @@ def table_notes(op_type: str, tf_version: str | None, device: str | None) -> lis
     return notes
 
 
-def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | None, root: Path) -> dict[str, Any]:
+def _reader(
+    python: str, a: str, b: str, max_ops: int | None, timeout: float | None, root: Path, device: str | None = None
+) -> dict[str, Any]:
     """Run the dump comparison on the Python that made the dumps (it imports TensorFlow's reader). The
     program runs from a folder of its own: a script's folder comes first on sys.path, and envpin/runs holds
     bisect.py, which would shadow the standard library's bisect module that TensorFlow imports."""
@@ -128,6 +134,7 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
     program = folder / "dumpdiff.py"
     program.write_bytes((resources.files("envpin.runs") / "dumpdiff.py").read_bytes())
     args = [python, str(program), a, b] + (["--max-ops", str(max_ops)] if max_ops is not None else [])
+    args += ["--device", device] if device is not None else []
     try:
         proc = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -168,8 +175,11 @@ def _reader(python: str, a: str, b: str, max_ops: int | None, timeout: float | N
     return result
 
 
-def _dump_of(run: Run) -> tuple[str, dict[str, Any]]:
+def _dump_of(run: Run, chosen: tasks.Replica | None = None) -> tuple[str, dict[str, Any]]:
+    """The dump of the run's training process (of replica `chosen`'s task, in a run of several tasks)."""
     record = run.tf_record
+    if chosen is not None and chosen.mode == "task" and chosen.task is not None:
+        record = tasks.by_task(run.records).get(chosen.task)
     if record is None:
         raise RunError(
             "the command never imported TensorFlow in a Python envpin could observe",
@@ -196,10 +206,12 @@ def bisect(
     op_regex: str | None = None,
     timeout: float | None = None,
     reader_python: str | None = None,
+    replica: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> BisectResult:
     """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared by
-    `reader_python` (default: the Python that made the dumps)."""
+    `reader_python` (default: the Python that made the dumps). Of a distributed command, the dumps of one
+    replica are compared: `replica` K (default: the chief, or replica 0), see envpin.runs.tasks."""
     specs = [
         RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
         for i in range(2)
@@ -211,14 +223,18 @@ def bisect(
         jobs=1,
         timeout=timeout,
         progress=progress,
-        fatal=lambda run: _partial(run) or unseeded(run) is not None,
+        # a replica the first run did not have is known then: the second run is not made
+        fatal=lambda run: _partial(run) or unseeded(run) is not None or _chosen(run, replica) is None,
     )
     for run in runs:
         if _partial(run):
             raise failed(run)
     for run in runs:
         check_seeded(run)
-    (dump_a, record), (dump_b, _) = _dump_of(runs[0]), _dump_of(runs[1])
+    chosen = _replica(runs[0], replica)
+    shape = same_shape(runs)
+    (dump_a, record), (dump_b, record_b) = _dump_of(runs[0], chosen), _dump_of(runs[1], chosen)
+    device = chosen.device if chosen.mode == "device" else None
     if progress is not None:
         progress("comparing the two dumps op by op")
     python = reader_python or str(record["python"])
@@ -227,12 +243,14 @@ def bisect(
             f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
             hint=f"pass {param('reader_python')} with a Python of this machine that has TensorFlow 2.2 or later",
         )
-    found = _reader(python, dump_a, dump_b, max_ops, timeout, root)
+    found = _reader(python, dump_a, dump_b, max_ops, timeout, root, device)
     if not found["executions"] or not any(found["executions"]):
+        where = f" on {device}" if device else ""
         raise RunError(
-            f"TensorFlow {record.get('tf_version')}'s debugger dumped no op execution in either run",
+            f"TensorFlow {record.get('tf_version')}'s debugger dumped no op execution{where} in either run",
             hint="check that the command runs TensorFlow ops after it imports TensorFlow "
-            f"({param('op_regex')} may match no op type)",
+            f"({param('op_regex')} may match no op type)"
+            + (f"; the strategy's devices are {', '.join(shape.devices)}" if device else ""),
         )
     first = found.get("first_difference")
     # Nothing compared and no op execution left without its counterpart: neither identical nor different. (Op
@@ -268,7 +286,66 @@ def bisect(
         notes=notes,
         seconds=[r.seconds for r in runs],
         dumps=[dump_a, dump_b],
+        replica=_said(chosen, shape, [record, record_b], found, first)
+        if shape.distributed or replica is not None
+        else None,
     )
+
+
+def _chosen(run: Run, index: int | None) -> tasks.Replica | None:
+    """Replica `index` of `run`, or None when the run has no such replica."""
+    try:
+        return tasks.replica(run.shape, index)
+    except tasks.ReplicaRangeError:
+        return None
+
+
+def _replica(run: Run, index: int | None) -> tasks.Replica:
+    """Replica `index` of the first run, or the error that says which replicas there are."""
+    try:
+        return tasks.replica(run.shape, index)
+    except tasks.ReplicaRangeError as exc:
+        raise RunError(
+            str(exc),
+            hint=f"pass {param('replica')} between 0 and {tasks.replicas(run.shape) - 1}, or leave it out for the "
+            "chief (replica 0 of one process)",
+        ) from None
+
+
+#: Op types that combine the values of every replica (TensorFlow's collectives and NCCL's all-reduce).
+_COLLECTIVE = re.compile(r"^(Collective|Nccl)")
+
+
+def _said(
+    chosen: tasks.Replica,
+    shape: tasks.Shape,
+    records: Sequence[dict[str, Any]],
+    found: dict[str, Any],
+    first: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Which replica was read, for the report: its index, what it is (a task and its pids, or a device) and
+    the run's shape; when its first difference is a collective, that it came from another replica."""
+    note = None
+    if first and _COLLECTIVE.match(str(first.get("op_type"))) and chosen.of > 1:
+        others = " or ".join(str(i) for i in range(chosen.of) if i != chosen.index)
+        note = (
+            f"{first['op_type']} combines the values of every replica, and nothing compared before it on this "
+            f"replica differed: the difference came in from another replica (compare {param('replica')} {others})"
+        )
+    return {
+        "index": chosen.index,
+        "of": chosen.of,
+        "mode": chosen.mode,
+        "task": chosen.task.to_dict() if chosen.task is not None else None,
+        "chief": chosen.task is not None and chosen.task == shape.chief,
+        "device": chosen.device,
+        "pids": [r.get("pid") for r in records],
+        "other_devices": found.get("other_devices"),
+        "description": chosen.describe(),
+        "shape": shape.to_dict(),
+        "shape_description": shape.describe(),
+        "note": note,
+    }
 
 
 def _partial(run: Run) -> bool:

@@ -15,13 +15,25 @@ from typing import Any
 
 from envpin.errors import UsageError, param
 from envpin.record import Value
-from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
+from envpin.runs import tasks
+from envpin.runs.launch import (
+    Run,
+    RunSpec,
+    Srun,
+    check_seeded,
+    failed,
+    run_all,
+    same_shape,
+    shape_changed,
+    unusable,
+)
 from envpin.runs.study import BOOTSTRAP, BOOTSTRAP_SEED
 
 
 def step_time(run: Run) -> float | None:
-    """The median time of a run's Keras training steps after the first, or None with fewer than 2 steps."""
-    record = run.tf_record
+    """The median time of a run's Keras training steps after the first, or None with fewer than 2 steps (of
+    the chief, in a run of several TF_CONFIG tasks: they step together)."""
+    record = run.chief_record
     steps = list(record.get("step_seconds", ())) if record else []
     return statistics.median(steps[1:]) if len(steps) >= 2 else None
 
@@ -59,10 +71,12 @@ class CostResult(Value):
     run_seconds: dict[str, list[float]]
     tf_version: str | None
     recipe: str | None
+    #: What every run was (processes, replicas); said in the report only for a distributed command.
+    shape: tasks.Shape | None = None
 
     def to_dict(self) -> dict[str, Any]:
         ci = overhead_ci(self.off, self.on)
-        return {
+        data = {
             "command": self.command,
             "repeat": self.repeat,
             "seed": self.seed,
@@ -75,6 +89,9 @@ class CostResult(Value):
             "overhead_ci95": list(ci) if ci else None,
             "run_seconds": self.run_seconds,
         }
+        if self.shape is not None and self.shape.distributed:
+            data["distributed"] = self.shape.to_dict()
+        return data
 
 
 def cost(
@@ -96,12 +113,23 @@ def cost(
             RunSpec(label=f"without recipe {i + 1}", seed=seed),
             RunSpec(label=f"with recipe {i + 1}", seed=seed, recipe=True),
         ]
-    runs = run_all(command, specs, root, jobs=1, timeout=timeout, progress=progress, slurm=slurm, fatal=unusable)
+    changed = shape_changed()
+    runs = run_all(
+        command,
+        specs,
+        root,
+        jobs=1,
+        timeout=timeout,
+        progress=progress,
+        slurm=slurm,
+        fatal=lambda run: unusable(run) or changed(run),
+    )
     for run in runs:
         if run.failed:
             raise failed(run)
     for run in runs:
         check_seeded(run)
+    shape = same_shape(runs)
     if not any(r.tf_record for r in runs if r.spec.recipe):
         raise UsageError(
             "the command never imported TensorFlow in a Python envpin could observe: the recipe had nothing to act on",
@@ -127,4 +155,5 @@ def cost(
         },
         tf_version=with_recipe.get("tf_version") if with_recipe else None,
         recipe=(with_recipe.get("recipe") or {}).get("id") if with_recipe else None,
+        shape=shape,
     )

@@ -1,5 +1,8 @@
 """Compare two TensorFlow debugger dumps op execution by op execution (a program, standard library at import
-time, Python 3.6+): ``python dumpdiff.py DUMP_A DUMP_B [--max-ops N]`` prints one JSON object.
+time, Python 3.6+): ``python dumpdiff.py DUMP_A DUMP_B [--max-ops N] [--device NAME]`` prints one JSON
+object. With ``--device`` only the op executions on that device are compared (one replica of a strategy
+that runs several in one process, each on its own device): a graph op's device is where its trace says it
+ran, an eager op's where its outputs are (one without outputs has none, and is left out).
 
 It runs on the Python of the environment that made the dumps (TensorFlow's reader,
 ``tensorflow.python.debug.lib.debug_events_reader.DebugDataReader``, must match the writer), so the host
@@ -35,6 +38,10 @@ if TYPE_CHECKING:
 _SUFFIX = re.compile(r"_[0-9]+$")
 #: Ops whose output is uninitialised memory by design: their values differ without anything being wrong.
 UNINITIALISED = frozenset({"Empty", "_ScopedAllocator", "TensorListReserve"})
+#: A resource handle serialised into a string (an iterator's string handle, which MirroredStrategy's
+#: multi-device iterator passes to its per-device functions) names its resource by its address in memory:
+#: the address is left out of the comparison, the resource's name and device are kept.
+_ADDRESS = re.compile(rb"(Resource-[0-9]+-at-)0x[0-9a-f]+")
 
 
 def _stem(name: "Optional[str]") -> str:
@@ -52,16 +59,44 @@ def _frames(stack: "Optional[Sequence[Sequence[Any]]]") -> "List[Dict[str, Any]]
     return out
 
 
-def _index(reader: "Any") -> "List[Event]":
-    """Every op execution of one dump: (wall time, key, kind, digest), in the order they happened."""
+def same_device(a: "Optional[str]", b: "Optional[str]") -> bool:
+    """Whether two device names name one device: '/job:localhost/replica:0/task:0/device:CPU:1' and
+    '/device:cpu:1' do (the job, replica and task are compared only when both names have them)."""
+    if not a or not b:
+        return False
+    a, b = a.lower(), b.lower()
+    head_a, _, tail_a = a.rpartition("device:")
+    head_b, _, tail_b = b.rpartition("device:")
+    if not tail_a or tail_a != tail_b:
+        return False
+    return not (head_a.strip("/") and head_b.strip("/")) or head_a.rstrip("/") == head_b.rstrip("/")
+
+
+def _device(reader: "Any", kind: str, digest: "Any") -> "Optional[str]":
+    """Where one execution ran: a graph op's trace names its device, an eager op's outputs theirs."""
+    if kind == "graph":
+        return str(reader.read_graph_execution_trace(digest).device_name or "") or None
+    execution = reader.read_execution(digest)
+    ids = execution.output_tensor_device_ids or ()
+    return str(reader.device_name_by_id(ids[0])) if ids else None
+
+
+def _index(reader: "Any", device: "Optional[str]" = None) -> "List[Event]":
+    """Every op execution of one dump (only those on `device` when given): (wall time, key, kind, digest), in
+    the order they happened. Occurrences are counted among the executions kept, so another device's
+    executions of the same eager op do not shift them."""
     seen: Dict[Place, int] = {}
     events: List[Event] = []
     for digest in reader.executions(digest=True):
+        if device is not None and not same_device(_device(reader, "eager", digest), device):
+            continue
         key = ("eager", _stem(digest.op_type), "", 0)
         seen[key] = seen.get(key, -1) + 1
         events.append((digest.wall_time, (*key, seen[key]), "eager", digest))
     names: Dict[str, str] = {}
     for digest in reader.graph_execution_traces(digest=True):
+        if device is not None and not same_device(_device(reader, "graph", digest), device):
+            continue
         graph = names.get(digest.graph_id)
         if graph is None:
             graph = names[digest.graph_id] = _stem(reader.graph_by_id(digest.graph_id).name)
@@ -89,7 +124,8 @@ def _values(reader: "Any", kind: str, digest: "Any") -> "List[Value]":
             array = None
         if array is not None and array.dtype == object:
             array = np.array(
-                [v if isinstance(v, bytes) else repr(v).encode() for v in array.ravel()], dtype=object
+                [_ADDRESS.sub(rb"\1ADDRESS", v) if isinstance(v, bytes) else repr(v).encode() for v in array.ravel()],
+                dtype=object,
             ).reshape(array.shape)
         out.append(array)
     return out
@@ -179,10 +215,18 @@ def _fingerprint(values: "Sequence[Value]") -> str:
     return h.hexdigest()
 
 
+#: The functions of tf.data's multi-device iterator (tensorflow/python/data/ops/multi_device_iterator_ops.py),
+#: through which MirroredStrategy feeds each device: one function serves every device's shard, on threads
+#: of their own, so its calls for the shards interleave in another order in every run.
+_ITERATOR_FUNCTIONS = frozenset(
+    {"_init_func", "_next_func", "_finalize_func", "_remote_init_func", "_remote_next_func", "_remote_finalize_func"}
+)
+
+
 def _unordered(key: "Key") -> bool:
     """tf.data runs its functions on several threads at once (a parallel map keeps its output order, not
     the order of its calls): their executions are compared as a multiset, not one by one."""
-    return key[0] == "graph" and key[1].startswith("Dataset_")
+    return key[0] == "graph" and (key[1].startswith("Dataset_") or key[1] in _ITERATOR_FUNCTIONS)
 
 
 def _fingerprints(reader: "Any", events: "Sequence[Event]") -> "Dict[Place, List[Tuple[Key, str]]]":
@@ -221,22 +265,14 @@ def _extra(readers: "Sequence[Any]", events_a: "Sequence[Event]", events_b: "Seq
     return extra
 
 
-def diff(root_a: str, root_b: str, max_ops: "Optional[int]" = None) -> "Dict[str, Any]":
-    """The first op execution of run A whose output differs from run B's, or none, as a plain dict."""
-    from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
-
-    readers: List[Any] = []
-    for root in (root_a, root_b):
-        reader = DebugDataReader(root)
-        reader.update()
-        readers.append(reader)
-    events_a, events_b = _index(readers[0]), _index(readers[1])
-    by_key = {e[1]: e for e in events_b}
-    extra = _extra(readers, events_a, events_b)
-    keys_a = {e[1] for e in events_a}
+def _start(
+    readers: "Sequence[Any]", events: "Sequence[Sequence[Event]]", max_ops: "Optional[int]", device: "Optional[str]"
+) -> "Dict[str, Any]":
+    """The result before the walk: counts, and run B's op executions run A never had (A's missing ones are
+    counted in the walk)."""
     result: Dict[str, Any] = {
         "tf_version": None,
-        "executions": [len(events_a), len(events_b)],
+        "executions": [len(events[0]), len(events[1])],
         "compared": 0,
         "unmatched": 0,
         "unmatched_data": 0,
@@ -244,12 +280,35 @@ def diff(root_a: str, root_b: str, max_ops: "Optional[int]" = None) -> "Dict[str
         "first_difference": None,
         "max_ops": max_ops,
     }
-    # An op run B executed and run A never did (A's missing ones are counted in the walk below).
-    for e in events_b:
+    if device is not None:  # only then: the result of a whole dump stays as it was
+        result["device"] = device
+        result["other_devices"] = [
+            len(r.executions(digest=True)) + len(r.graph_execution_traces(digest=True)) - len(e)
+            for r, e in zip(readers, events)
+        ]
+    keys_a = {e[1] for e in events[0]}
+    for e in events[1]:
         if e[1] not in keys_a:
             result["unmatched_data" if _unordered(e[1]) else "unmatched"] += 1
     with contextlib.suppress(Exception):
         result["tf_version"] = readers[0].tensorflow_version()
+    return result
+
+
+def diff(root_a: str, root_b: str, max_ops: "Optional[int]" = None, device: "Optional[str]" = None) -> "Dict[str, Any]":
+    """The first op execution of run A whose output differs from run B's, or none, as a plain dict (of the
+    executions on `device` only, when given)."""
+    from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
+
+    readers: List[Any] = []
+    for root in (root_a, root_b):
+        reader = DebugDataReader(root)
+        reader.update()
+        readers.append(reader)
+    events_a, events_b = _index(readers[0], device), _index(readers[1], device)
+    by_key = {e[1]: e for e in events_b}
+    extra = _extra(readers, events_a, events_b)
+    result = _start(readers, (events_a, events_b), max_ops, device)
     for _, key, kind, digest in events_a:
         if max_ops is not None and result["compared"] >= max_ops:
             break
@@ -279,6 +338,8 @@ def diff(root_a: str, root_b: str, max_ops: "Optional[int]" = None) -> "Dict[str
             if found is None:
                 found = {"kind": "outputs", "a": len(values_a), "b": len(values_b)}
             where = _where(readers[0], kind, digest)
+            if device is not None:  # where it ran (a graph op's creation often names no device)
+                where["device"] = _device(readers[0], kind, digest)
             if kind == "eager":
                 where["output_slot"] = slot
             where["index"] = result["compared"] - 1
@@ -291,20 +352,24 @@ def diff(root_a: str, root_b: str, max_ops: "Optional[int]" = None) -> "Dict[str
 
 def main(argv: "Optional[List[str]]" = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    max_ops = None
+    max_ops, device = None, None
     if "--max-ops" in args:
         at = args.index("--max-ops")
         max_ops = int(args[at + 1])
         del args[at : at + 2]
+    if "--device" in args:
+        at = args.index("--device")
+        device = args[at + 1]
+        del args[at : at + 2]
     if len(args) != 2:
-        sys.stderr.write("usage: dumpdiff.py DUMP_A DUMP_B [--max-ops N]\n")
+        sys.stderr.write("usage: dumpdiff.py DUMP_A DUMP_B [--max-ops N] [--device NAME]\n")
         return 2
     try:
         from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader  # noqa: F401
     except ImportError as exc:
         sys.stderr.write("this Python's TensorFlow cannot read debugger dumps (%s)\n" % exc)
         return 3
-    sys.stdout.write(json.dumps(diff(args[0], args[1], max_ops), sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(diff(args[0], args[1], max_ops, device), sort_keys=True) + "\n")
     return 0
 
 

@@ -14,6 +14,11 @@ TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the envi
 - ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when a process that imported TensorFlow
   ends: TensorFlow's
   version, the Keras ``History`` of every ``fit``, the time of each training step, errors.
+
+A distributed command runs several such processes, or one process over several devices: each record also
+says which task of ``TF_CONFIG`` its process was (type and index, and how many tasks each job of the cluster
+has; never its hosts), the tf.distribute strategy it created (class, replica count, devices) and an exception
+that ended it, so the host can tell the workers apart, pick the chief and see one that failed.
 """
 
 import atexit
@@ -44,6 +49,10 @@ if TYPE_CHECKING:
         step_seconds: List[float]
         stopped_after_steps: Optional[int]
         errors: List[str]
+        task: Optional[Dict[str, Any]]
+        cluster: Optional[Dict[str, int]]
+        strategy: Optional[Dict[str, Any]]
+        uncaught: Optional[str]
 
 
 #: What this process saw and did; written as JSON when it exits.
@@ -60,6 +69,10 @@ RECORD: "Record" = {
     "step_seconds": [],
     "stopped_after_steps": None,
     "errors": [],
+    "task": None,
+    "cluster": None,
+    "strategy": None,
+    "uncaught": None,
 }
 #: Exit status of a process whose TensorFlow has no debugger dumps (the host refuses with a clear error).
 NO_DEBUGGER = 86
@@ -91,6 +104,88 @@ def _write_record() -> None:
         os.replace(path + ".tmp", path)
     except OSError:
         pass
+
+
+#: The most characters of an uncaught exception's message kept in the record.
+_UNCAUGHT = 500
+
+
+def tf_config(raw: "Optional[str]") -> "Dict[str, Any]":
+    """What the record keeps of TF_CONFIG: this process's task ({"type": str, "index": int}) and how many tasks
+    each job of the cluster has ({"worker": 2}); hosts and ports are left out. A value TensorFlow could not use
+    either gives an error instead (recorded, the run goes on: TensorFlow itself will say more)."""
+    if raw is None or not raw.strip():
+        return {}
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        return {"error": "TF_CONFIG is not JSON: %s" % exc}
+    if not isinstance(data, dict):
+        return {"error": "TF_CONFIG is not a JSON object"}
+    found: "Dict[str, Any]" = {}
+    cluster = data.get("cluster")
+    if isinstance(cluster, dict):
+        found["cluster"] = {
+            str(job): len(hosts) for job, hosts in sorted(cluster.items()) if isinstance(hosts, (list, dict))
+        }
+    task = data.get("task")
+    if isinstance(task, dict) and isinstance(task.get("type"), str):
+        index = task.get("index", 0)
+        if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+            found["task"] = {"type": task["type"], "index": index}
+        else:
+            found["error"] = "TF_CONFIG's task index %r is not a count" % (index,)
+    return found
+
+
+def _strategy_seen(strategy: "Any") -> None:
+    """A tf.distribute strategy the script created: its class, replica count and devices (the last one wins;
+    TensorFlow's own default strategy is not one the script created)."""
+    name = type(strategy).__name__
+    if name.startswith("_Default"):
+        return
+    devices = getattr(getattr(strategy, "extended", None), "worker_devices", None) or ()
+    RECORD["strategy"] = {
+        "class": name,
+        "replicas": int(strategy.num_replicas_in_sync),
+        "devices": [str(d) for d in devices],
+    }
+
+
+def _watch_strategies(tf: "ModuleType") -> None:
+    """Learn the strategies the script creates: tf.distribute.Strategy's constructor, which every TF2 strategy
+    calls once its devices are known, records each one after it ran (nothing else changes)."""
+    base = getattr(getattr(tf, "distribute", None), "Strategy", None)
+    original = getattr(base, "__init__", None)
+    if base is None or original is None or getattr(original, "_envpin_hooked", False):
+        return
+
+    def __init__(self: "Any", *args: "Any", **kwargs: "Any") -> None:
+        original(self, *args, **kwargs)
+        try:
+            _strategy_seen(self)
+        except Exception as exc:  # recorded; the strategy is the script's and works as before
+            RECORD["errors"].append("strategy: %s: %s" % (type(exc).__name__, exc))
+
+    setattr(__init__, "_envpin_hooked", True)  # noqa: B010 (an attribute functions do not declare)
+    setattr(base, "__init__", __init__)  # noqa: B010
+
+
+def _excepthook(previous: "Any") -> "Any":
+    """sys.excepthook that notes an exception that ends the process, then hands it on: a worker of a
+    distributed run may fail while its launcher still exits 0."""
+
+    def hook(kind: "Any", value: "Any", tb: "Any") -> None:
+        try:
+            text = "%s: %s" % (getattr(kind, "__name__", kind), value)
+            RECORD["uncaught"] = text if len(text) <= _UNCAUGHT else text[: _UNCAUGHT - 3] + "..."
+        except Exception:
+            RECORD["uncaught"] = "an exception that could not be shown"
+        previous(kind, value, tb)
+
+    return hook
 
 
 def _recipe_environment() -> None:
@@ -216,6 +311,10 @@ def _ready() -> None:
     RECORD["tf_version"] = getattr(tf, "__version__", None) or getattr(tf, "VERSION", None)
     seed = _env_int("ENVPIN_SEED")
     RECORD["seed"] = seed
+    config = tf_config(os.environ.get("TF_CONFIG"))
+    RECORD["task"], RECORD["cluster"] = config.get("task"), config.get("cluster")
+    if "error" in config:
+        RECORD["errors"].append("TF_CONFIG: %s" % config["error"])
     try:
         RECORD["gpus"] = len(tf.config.list_physical_devices("GPU"))
     except Exception:
@@ -237,6 +336,10 @@ def _ready() -> None:
         _keras()
     except Exception as exc:
         RECORD["errors"].append("keras: %s: %s" % (type(exc).__name__, exc))
+    try:
+        _watch_strategies(tf)
+    except Exception as exc:
+        RECORD["errors"].append("strategy: %s: %s" % (type(exc).__name__, exc))
 
 
 if TYPE_CHECKING:
@@ -312,6 +415,7 @@ def install() -> None:
     if os.environ.get("ENVPIN_RUNS_RECIPE") == "1":
         _recipe_environment()
     atexit.register(_write_record)
+    sys.excepthook = _excepthook(sys.excepthook)
     sys.meta_path.insert(0, _Finder())
     _chain()
 

@@ -33,6 +33,7 @@ from typing import Any
 from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular, read_tail
 from envpin.record import Value
+from envpin.runs import tasks
 
 #: The seed a run receives; the hook seeds Python, NumPy and TensorFlow with it.
 SEED_VAR = "ENVPIN_SEED"
@@ -119,16 +120,29 @@ class Run(Value):
 
     @property
     def failed(self) -> bool:
-        """It exited non-zero, was killed, or ran past `timeout` (whatever status it ended with)."""
-        return self.returncode != 0 or self.timed_out
+        """It exited non-zero, was killed, or ran past `timeout` (whatever status it ended with), or one of the
+        tasks of a distributed run did not run whole (its launcher may still have exited 0)."""
+        return self.returncode != 0 or self.timed_out or bool(self.task_problems)
 
     @property
     def tf_record(self) -> dict[str, Any] | None:
         """The record of the process that imported TensorFlow (the one with the most steps, then the first)."""
-        with_tf = [r for r in self.records if r.get("tf_version")]
-        if not with_tf:
-            return None
-        return sorted(with_tf, key=lambda r: (-len(r.get("step_seconds", ())), r.get("started", 0)))[0]
+        return tasks.main_record(self.records)
+
+    @property
+    def chief_record(self) -> dict[str, Any] | None:
+        """The record that speaks for the run: the chief's in a run of TF_CONFIG tasks, else `tf_record`."""
+        return tasks.chief_record(self.records)
+
+    @property
+    def shape(self) -> tasks.Shape:
+        """Its processes (TF_CONFIG tasks) and replicas."""
+        return tasks.shape(self.records)
+
+    @property
+    def task_problems(self) -> list[str]:
+        """Why a run of TF_CONFIG tasks did not run whole: a training task without a record, one that raised."""
+        return tasks.problems(self.records)
 
     def log_tail(self, lines: int = 5) -> str:
         """The last lines of the run's stderr for a one-line error: control characters (a progress bar's
@@ -405,7 +419,7 @@ def run_once(
     if slurm is not None:
         records = sorted(records + node_records(_stdout_tail(out)), key=lambda r: r.get("started", 0))
     run = Run(spec=spec, folder=out, returncode=code, seconds=seconds, records=records, timed_out=timed_out)
-    record = run.tf_record
+    record = run.chief_record
     if record is not None:  # Keras History: the last value of each key (the script's own line wins)
         run.metrics = {k: v[-1] for k, v in sorted(record.get("history", {}).items()) if v and _KERAS_NAME.match(k)}
     run.metrics.update(metrics_line(_stdout_tail(out)))
@@ -442,6 +456,37 @@ def check_seeded(run: Run) -> None:
     error = unseeded(run)
     if error is not None:
         raise error
+
+
+def same_shape(runs: Sequence[Run]) -> tasks.Shape:
+    """The shape every run had (processes, replicas), or the error naming two runs that differ: a run over 2
+    workers and one over 1, or over 2 replicas and 4, measure different things and are never compared."""
+    first = runs[0].shape if runs else tasks.Shape()
+    for run in runs[1:]:
+        other = run.shape
+        if other.key() != first.key():
+            raise RunError(
+                f"the runs are not comparable: {runs[0].spec.label} ran as {first.describe()}, "
+                f"{run.spec.label} as {other.describe()}",
+                hint="give every run the same workers and devices (a launcher or a script that picks them from "
+                "what is free, or from the seed, makes runs of different shapes)",
+            )
+    return first
+
+
+def shape_changed() -> Callable[[Run], bool]:
+    """A `fatal` test for run_all: True for a run whose shape differs from the first run's (no further run
+    starts: same_shape then names both)."""
+    first: list[tasks.Shape] = []
+    lock = threading.Lock()
+
+    def changed(run: Run) -> bool:
+        with lock:
+            if not first:
+                first.append(run.shape)
+            return run.shape.key() != first[0].key()
+
+    return changed
 
 
 def unusable(run: Run) -> bool:
@@ -487,10 +532,21 @@ def run_all(
 def failed(run: Run) -> RunError:
     """The error for a run that exited non-zero or was killed, with the end of its stderr. Only a run envpin
     stopped is said to have run past `timeout` (the out-of-memory killer's SIGKILL is not a timeout)."""
-    if run.timed_out:
+    problems = run.task_problems
+    if run.timed_out:  # the tasks it killed left no record: only one that had raised before says something
+        before = tasks.raised(run.records)
         return RunError(
-            f"the command did not finish within {param('timeout')} ({run.spec.label}, {run.seconds:.0f} s)",
-            hint=f"raise {param('timeout')}, or make the runs shorter (fewer epochs or steps)",
+            f"the command did not finish within {param('timeout')} ({run.spec.label}, {run.seconds:.0f} s)"
+            + (f"; before that, {'; '.join(before)}" if before else ""),
+            hint=f"raise {param('timeout')}, or make the runs shorter (fewer epochs or steps)"
+            + ("; a worker that fails leaves the others waiting for it in their collectives" if before else ""),
+        )
+    if run.returncode == 0 and problems:
+        return RunError(
+            f"a distributed run did not run whole ({run.spec.label}, the command exited with status 0): "
+            + "; ".join(problems),
+            hint="every training task of TF_CONFIG must run to its end for the run to count; run the command by "
+            f"itself to see why; with {param('keep')} DIR its output stays in DIR/{run.folder.name}",
         )
     if run.returncode < 0:
         try:
@@ -502,8 +558,9 @@ def failed(run: Run) -> RunError:
         how = f"exited with status {run.returncode}"
     tail = run.log_tail()
     # The work folder is removed when the command ends unless it was `keep`'s: name the run's folder in it.
+    named = f"; {'; '.join(problems)}" if problems else ""
     return RunError(
-        f"the command {how} ({run.spec.label})" + (f": {tail}" if tail else ""),
+        f"the command {how} ({run.spec.label}){named}" + (f": {tail}" if tail else ""),
         hint=f"run the command by itself to see why; with {param('keep')} DIR its output stays in "
         f"DIR/{run.folder.name}",
     )

@@ -17,7 +17,18 @@ from typing import Any
 
 from envpin.errors import UsageError, param
 from envpin.record import Value
-from envpin.runs.launch import Run, RunSpec, Srun, check_seeded, failed, run_all, unusable
+from envpin.runs import tasks
+from envpin.runs.launch import (
+    Run,
+    RunSpec,
+    Srun,
+    check_seeded,
+    failed,
+    run_all,
+    same_shape,
+    shape_changed,
+    unusable,
+)
 
 #: Bootstrap resamples and the seed of their generator (fixed: the interval is part of the report).
 BOOTSTRAP = 2000
@@ -178,9 +189,11 @@ class StudyResult(Value):
     metrics: list[MetricStats] = field(default_factory=list)
     per_run: list[dict[str, Any]] = field(default_factory=list)
     tf_version: str | None = None
+    #: What every run was (processes, replicas); said in the report only for a distributed command.
+    shape: tasks.Shape | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "command": self.command,
             "runs_per_arm": self.runs,
             "seed": self.seed,
@@ -189,6 +202,9 @@ class StudyResult(Value):
             "metrics": [m.to_dict() for m in self.metrics],
             "runs": self.per_run,
         }
+        if self.shape is not None and self.shape.distributed:
+            data["distributed"] = self.shape.to_dict()
+        return data
 
 
 def plan(runs: int, seed: int, recipes: Sequence[bool]) -> list[RunSpec]:
@@ -241,13 +257,14 @@ def study(
         timeout=timeout,
         progress=progress,
         slurm=slurm,
-        fatal=unusable,
+        fatal=_stops(),
     )
     for run in done:
         if run.failed:
             raise failed(run)
     for run in done:
         check_seeded(run)
+    shape = same_shape(done)
     if not any(run.metrics for run in done):
         raise UsageError(
             "the command reported no metrics",
@@ -258,6 +275,7 @@ def study(
     if not stats:
         raise UsageError("no metric was reported by every run", hint="report the same metric names in every run")
     record = next((r.tf_record for r in done if r.tf_record), None)
+    distributed = shape.distributed
     return StudyResult(
         command=list(command),
         runs=runs,
@@ -271,8 +289,25 @@ def study(
                 "recipe": r.spec.recipe,
                 "seconds": round(r.seconds, 3),
                 "metrics": {k: as_json_number(v) for k, v in r.metrics.items()},
+                **(_processes(r) if distributed else {}),
             }
             for r in done
         ],
         tf_version=record.get("tf_version") if record else None,
+        shape=shape,
     )
+
+
+def _stops() -> Callable[[Run], bool]:
+    """No further run starts once one is unusable or has another shape than the first."""
+    changed = shape_changed()
+    return lambda run: unusable(run) or changed(run)
+
+
+def _processes(run: Run) -> dict[str, Any]:
+    """A distributed run's processes in the report: each training task with its pid, and whose metrics count."""
+    head = tasks.chief_record(run.records)
+    processes = [{"task": t.to_dict(), "pid": r.get("pid")} for t, r in tasks.by_task(run.records).items()]
+    if not processes and head is not None:  # one process: the one that trained
+        processes = [{"task": None, "pid": head.get("pid")}]
+    return {"processes": processes, "metrics_from_pid": head.get("pid") if head else None}

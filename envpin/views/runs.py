@@ -28,6 +28,8 @@ def bisect_lines(data: dict[str, Any]) -> list[str]:
         f"compared {data['compared']} op executions (run 1 executed {data['executions'][0]}, "
         f"run 2 {data['executions'][1]})",
     ]
+    if data.get("replica"):
+        lines[1:1] = replica_lines(data["replica"])
     first = data["first_difference"]
     if data["identical"]:
         lines.append(f"bit-identical: all {data['compared']} op executions compared gave the same bits in both runs")
@@ -67,6 +69,7 @@ def bisect_lines(data: dict[str, Any]) -> list[str]:
         lines.append(f"  different number of outputs: {diff['a']} against {diff['b']}")
     if first.get("unordered"):
         lines.append("  (tf.data functions run concurrently: their calls are compared as a set, not one by one)")
+    lines += replica_note(data)
     notes = data["recipe_table"]
     if not notes:
         lines.append(f"  envpin's recipe table lists nothing for {first['op_type']} on TensorFlow {data['tf_version']}")
@@ -78,6 +81,49 @@ def bisect_lines(data: dict[str, Any]) -> list[str]:
         )
         lines.append(f"  recipe table: {note['op']} ({note['devices']}): {what}: {note['detail']} [{note['source']}]")
     return lines
+
+
+def replica_lines(replica: dict[str, Any]) -> list[str]:
+    """Which replica of a distributed command bisect read, and what the runs were."""
+    pids = replica.get("pids") or [None, None]
+    which = f"pid {pids[0]} in run 1, {pids[1]} in run 2"
+    if replica["mode"] == "task":
+        task = replica["task"]
+        chief = ", the chief" if replica.get("chief") else ""
+        what = f"{task['type']} {task['index']}{chief} ({which})"
+    elif replica["mode"] == "device":
+        what = f"device {replica['device']} of one process ({which})"
+    else:
+        what = f"the one process ({which})"
+    lines = [f"replica {replica['index']} of {replica['of']}: {what}; each run: {replica['shape_description']}"]
+    other = replica.get("other_devices")
+    if other:
+        lines.append(
+            f"  compared only the op executions on {replica['device']}: {other[0]} in run 1 and {other[1]} in "
+            "run 2 ran elsewhere"
+        )
+    return lines
+
+
+def replica_note(data: dict[str, Any]) -> list[str]:
+    """The note bisect adds when one replica's first difference is a collective."""
+    note = (data.get("replica") or {}).get("note")
+    return [f"  {note}"] if note else []
+
+
+def distributed_line(shape: dict[str, Any], counts: str | None, also: str = "") -> str:
+    """What each run of study or cost was, and whose numbers (`counts`, None: nobody's) are taken (`also`:
+    what else)."""
+    replicas = shape["replicas"]
+    strategy = f", {replicas} replica{'s' if replicas != 1 else ''} ({shape['strategy']})" if replicas else ""
+    if shape["tasks"]:
+        names = ", ".join(f"{t['type']} {t['index']}" for t in shape["tasks"])
+        chief = shape["chief"]
+        head = f"{chief['type']} {chief['index']}" if chief else "the first task"
+        whose = f"; {counts} from {head}, the chief" if counts else ""
+        return f"each run: {shape['processes']} processes ({names}){strategy}, every one run to its end{whose}{also}"
+    devices = f" on {', '.join(shape['devices'])}" if shape["devices"] else ""
+    return f"each run: one process{strategy}{devices}"
 
 
 def show_bisect(data: dict[str, Any], console: Console) -> None:
@@ -110,6 +156,15 @@ def show_study(data: dict[str, Any], console: Console) -> None:
             f"{_g(ci[0])} to {_g(ci[1])}" if ci else "-",
         )
     console.print(table)
+    if data.get("distributed"):
+        say(
+            console,
+            distributed_line(
+                data["distributed"],
+                "Keras History",
+                " (a metrics line on stdout counts whichever process printed it last)",
+            ),
+        )
     for m in data["metrics"]:
         say(console, ("[recipe on] " if m["recipe"] else "") + m["verdict"])
 
@@ -137,6 +192,11 @@ def show_cost(data: dict[str, Any], console: Console) -> None:
             " ".join(_g(v) for v in data["run_seconds"][key]),
         )
     console.print(table)
+    if data.get("distributed"):
+        if unit == "step":
+            say(console, distributed_line(data["distributed"], "step times"))
+        else:  # no Keras steps: the command's wall time, launcher and every worker in it
+            say(console, distributed_line(data["distributed"], None, "; each time is the whole command's"))
     ci = data["overhead_ci95"]
     interval = f" (95% CI {ci[0]:+.1%} to {ci[1]:+.1%})" if ci else ""
     say(console, f"overhead of the recipe: {data['overhead']:+.1%} per {unit}{interval}")

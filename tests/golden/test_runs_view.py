@@ -60,6 +60,81 @@ def _bisect(first: dict | None) -> dict:
     }
 
 
+#: Replica 0 of a 2-worker MultiWorkerMirroredStrategy run, whose first difference is the all-reduce (the
+#: planted op ran on worker 1), and replica 1 of a one-process MirroredStrategy run over 2 CPU devices.
+WORKERS_SHAPE = {
+    "processes": 2,
+    "tasks": [{"type": "worker", "index": 0}, {"type": "worker", "index": 1}],
+    "cluster": {"worker": 2},
+    "chief": {"type": "worker", "index": 0},
+    "replicas": 2,
+    "strategy": "CollectiveAllReduceStrategy",
+    "devices": ["/job:worker/replica:0/task:0/device:CPU:0"],
+}
+DEVICES = ["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"]
+COLLECTIVE = {
+    "kind": "graph",
+    "graph": "step",
+    "op_type": "CollectiveReduceV2",
+    "op_name": "CollectiveReduceV2",
+    "output_slot": 0,
+    "index": 72,
+    "unordered": False,
+    "difference": {
+        "kind": "values",
+        "dtype": "float32",
+        "shape": [9],
+        "elements": 9,
+        "bit_equal": 8,
+        "max_abs": 7.451e-09,
+        "max_rel": 2.817e-07,
+    },
+}
+
+
+def _bisect_replica(mode: str) -> dict:
+    if mode == "task":
+        data = _bisect(COLLECTIVE)
+        data["source"] = {"file": "train.py", "line": 54, "function": "step"}
+        data["recipe_table"] = []
+        data["replica"] = {
+            "index": 0,
+            "of": 2,
+            "mode": "task",
+            "task": {"type": "worker", "index": 0},
+            "chief": True,
+            "device": None,
+            "pids": [24188, 24574],
+            "other_devices": None,
+            "shape": WORKERS_SHAPE,
+            "shape_description": "2 processes (worker 0, worker 1), 2 replicas (CollectiveAllReduceStrategy)",
+            "note": "CollectiveReduceV2 combines the values of every replica, and nothing compared before it on "
+            "this replica differed: the difference came in from another replica (compare --replica 1)",
+        }
+        return data
+    data = _bisect(None)
+    data["replica"] = {
+        "index": 1,
+        "of": 2,
+        "mode": "device",
+        "task": None,
+        "chief": False,
+        "device": DEVICES[1],
+        "pids": [17349, 17501],
+        "other_devices": [1604, 1604],
+        "shape": {**WORKERS_SHAPE, "processes": 1, "tasks": [], "cluster": {}, "chief": None, "devices": DEVICES},
+        "shape_description": "one process, 2 replicas (MirroredStrategy)",
+        "note": None,
+    }
+    return data
+
+
+def _study_distributed() -> dict:
+    data = _study()
+    data["distributed"] = WORKERS_SHAPE
+    return data
+
+
 def _study() -> dict:
     metrics = [
         MetricStats("test_accuracy", False, [0.79, 0.77, 0.80, 0.78, 0.80], [0.74, 0.83, 0.85, 0.83, 0.84]),
@@ -93,6 +168,9 @@ def _cost() -> dict:
         ("bisect-identical.txt", view.show_bisect, _bisect(None)),
         ("study.txt", view.show_study, _study()),
         ("cost.txt", view.show_cost, _cost()),
+        ("bisect-replica-task.txt", view.show_bisect, _bisect_replica("task")),
+        ("bisect-replica-device.txt", view.show_bisect, _bisect_replica("device")),
+        ("study-distributed.txt", view.show_study, _study_distributed()),
     ],
 )
 def test_runs_views(name: str, show, data: dict, update_golden: bool) -> None:  # type: ignore[no-untyped-def]

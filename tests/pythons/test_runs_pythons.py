@@ -116,3 +116,50 @@ def test_the_slurm_node_bootstrap_on_an_image_python(old_python: str, tmp_path: 
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().strip().endswith("/hook/sitecustomize.py")
+
+
+#: tf.distribute as far as the hook watches it: Strategy's constructor, which each strategy calls.
+FAKE_DISTRIBUTE = """
+class _Extended(object):
+    worker_devices = ("/job:worker/replica:0/task:1/device:CPU:0",)
+class Strategy(object):
+    def __init__(self, extended):
+        self.extended = extended
+    num_replicas_in_sync = 2
+class MultiWorkerMirroredStrategy(Strategy):
+    def __init__(self):
+        super(MultiWorkerMirroredStrategy, self).__init__(_Extended())
+distribute = _NS(Strategy=Strategy, MultiWorkerMirroredStrategy=MultiWorkerMirroredStrategy)
+"""
+
+
+def test_the_hook_records_the_task_the_strategy_and_an_uncaught_exception_on_an_image_python(
+    old_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker of a multi-worker run: its TF_CONFIG task and cluster shape (no hosts), the strategy it created
+    and the exception that ended it are in its record; the exception still reaches the terminal."""
+    site = tmp_path / "site"
+    (site / "tensorflow").mkdir(parents=True)
+    (site / "tensorflow" / "__init__.py").write_text(FAKE_TF + FAKE_DISTRIBUTE)
+    script = tmp_path / "worker.py"
+    script.write_text("import tensorflow\ntensorflow.distribute.MultiWorkerMirroredStrategy()\nraise KeyError('w1')\n")
+    config = {"cluster": {"worker": ["10.1.1.1:1", "10.1.1.2:1"]}, "task": {"type": "worker", "index": 1}}
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    spec = launch.RunSpec("a", seed=5)
+    run = launch.run_once([old_python, "-W", "error", str(script)], spec, launch.hook_folder(tmp_path), tmp_path / "r")
+    assert run.returncode == 1 and "KeyError: 'w1'" in run.log_tail()
+    [record] = run.records
+    assert record["errors"] == [] and record["task"] == {"type": "worker", "index": 1}
+    assert record["cluster"] == {"worker": 2} and "10.1.1" not in json.dumps(record)
+    assert record["strategy"] == {
+        "class": "MultiWorkerMirroredStrategy",
+        "replicas": 2,
+        "devices": ["/job:worker/replica:0/task:1/device:CPU:0"],
+    }
+    assert record["uncaught"] == "KeyError: 'w1'"
+    assert run.task_problems == [
+        "worker 0 of the 2 training tasks of TF_CONFIG left no record (it did not start, did not import "
+        "TensorFlow, or ended without Python's shutdown: killed, os._exit)",
+        f"worker 1 (pid {record['pid']}) raised KeyError: 'w1'",
+    ]
