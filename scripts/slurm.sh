@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/slurm.sh -- a real Slurm cluster for envpin's `slurm` test tier (tests/slurm): Debian 12's
 # slurm-wlm 22.05 with munge, one controller container and N node containers on one Docker network,
-# built from the debootstrapped bookworm rootfs scripts/services.sh caches (no image is pulled).
+# built from the debootstrapped bookworm rootfs scripts/services.sh caches (no image is pulled), with
+# tensorflow-cpu in a venv of its own on every node for the multi-worker self-test (envpin fleet selftest).
 # This host is the cluster's login node: it gets slurm-client and a munged of its own, and finds the
 # cluster through SLURM_CONF=$RUN_DIR/slurm/conf/slurm.conf (printed by `up` and `status`).
 #
@@ -16,7 +17,7 @@ LOG_TAG=slurm # the prefix of services.sh's say/warn/die/on_err messages
 source "$HERE/services.sh" # its functions and paths; its main does not run when sourced
 
 # Bump to force a rebuild of the cluster image (part of its content key).
-readonly SLURM_RECIPE_VERSION=1
+readonly SLURM_RECIPE_VERSION=2
 readonly PREFIX=envpin-slurm
 readonly NETWORK=$PREFIX
 readonly CONTROLLER=$PREFIX-ctl
@@ -42,6 +43,15 @@ readonly IN_KEY=/etc/envpin-slurm/munge.key.in
 readonly IN_TASK_ENV=/etc/envpin-slurm/task-env
 readonly IN_TASK_PROLOG=/usr/local/lib/envpin-slurm/task-prolog
 readonly IN_ENTRYPOINT=/usr/local/sbin/envpin-slurm-entrypoint
+# TensorFlow on the nodes, for `envpin fleet selftest --slurm` (MultiWorkerMirroredStrategy across nodes): the
+# version the host's `pip install -e '.[tf]'` resolves pyproject's tf extra to (tests/unit/test_slurm_script.py
+# keeps it inside the extra), in a venv of its own, so the nodes' python3 stays without TensorFlow as the probe
+# tests expect. The wheels are downloaded on this host (the containers need not reach PyPI) for the nodes'
+# Python (bookworm's 3.11, checked in the chroot) and installed offline in the chroot.
+readonly NODE_TF_REQUIREMENT=tensorflow-cpu==2.21.0
+readonly NODE_PYTHON=3.11
+readonly IN_TF_VENV=/opt/envpin-tf
+readonly IN_WHEELS=/tmp/envpin-wheels
 
 node_name() { printf '%s-n%d' "$PREFIX" "$1"; }
 
@@ -102,8 +112,93 @@ EOF
 # --------------------------------------------------------------------------
 # the image: the services.sh bookworm rootfs + slurm packages, installed in a chroot on this host
 # --------------------------------------------------------------------------
-image_key() { # needs ROOTFS_TARBALL
-  sha256_text "$SLURM_RECIPE_VERSION|$(<"$ROOTFS_TARBALL.sha256")|${NODE_PACKAGES[*]}|$(entrypoint_text)|$(task_prolog_text)"
+image_key() { # needs ROOTFS_TARBALL and WHEELS_DIR
+  sha256_text "$SLURM_RECIPE_VERSION|$(<"$ROOTFS_TARBALL.sha256")|${NODE_PACKAGES[*]}|$(entrypoint_text)|$(task_prolog_text)|$NODE_TF_REQUIREMENT|$IN_TF_VENV|$(<"$WHEELS_DIR/SHA256SUMS")"
+}
+
+# --------------------------------------------------------------------------
+# the nodes' TensorFlow wheels: downloaded once on this host, cached by what was asked for
+# --------------------------------------------------------------------------
+# pip download's --platform takes exact tags (pip 23 adds no older manylinux ones): every glibc tag a bookworm
+# node (glibc 2.36) runs, the legacy aliases, and pure wheels.
+node_platforms() {
+  local m
+  for ((m = 36; m >= 17; m--)); do printf -- '--platform=manylinux_2_%d_x86_64\n' "$m"; done
+  printf -- '--platform=%s\n' manylinux2014_x86_64 manylinux2010_x86_64 manylinux1_x86_64 linux_x86_64 any
+}
+
+host_pip() { # a pip on this host for `pip download` (Debian's python3-pip, else a venv of ours)
+  if /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+    printf '%s\n' /usr/bin/python3
+    return 0
+  fi
+  local venv="$IMAGE_CACHE/pip-venv"
+  [[ -x $venv/bin/python ]] || run_logged "$LOG_DIR/slurm-image.log" /usr/bin/python3 -m venv "$venv"
+  printf '%s\n' "$venv/bin/python"
+}
+
+WHEELS_DIR=""
+ensure_wheels() { # sets WHEELS_DIR: NODE_TF_REQUIREMENT and its dependencies as wheels for the nodes
+  local log="$LOG_DIR/slurm-image.log" key dir py started
+  step "slurm node wheels" "$log"
+  [[ $(dpkg --print-architecture) == amd64 ]] || die "the nodes' TensorFlow wheels are fetched for x86_64 only"
+  key=$(sha256_text "$NODE_TF_REQUIREMENT|cp${NODE_PYTHON/./}|$(node_platforms | tr '\n' ' ')")
+  dir="$IMAGE_CACHE/wheels-${key:0:16}"
+  WHEELS_DIR=$dir
+  [[ -s $dir/SHA256SUMS ]] && return 0
+  mkdir -p "$IMAGE_CACHE"
+  safe_rm_tree "$dir.tmp"
+  mkdir -p "$dir.tmp"
+  py=$(host_pip)
+  started=$(date +%s)
+  say "image: pip download $NODE_TF_REQUIREMENT for the nodes (Python $NODE_PYTHON) into $dir (log: $log)"
+  local platforms=()
+  mapfile -t platforms < <(node_platforms)
+  run_logged "$log" "$py" -m pip download --disable-pip-version-check --no-input --dest "$dir.tmp" \
+    --only-binary=:all: --implementation=cp --python-version="$NODE_PYTHON" \
+    --abi="cp${NODE_PYTHON/./}" --abi=abi3 --abi=none "${platforms[@]}" "$NODE_TF_REQUIREMENT"
+  (cd "$dir.tmp" && sha256sum -- *.whl | LC_ALL=C sort -k2 >SHA256SUMS.tmp && mv -f SHA256SUMS.tmp SHA256SUMS)
+  rm -rf "$dir"
+  mv -f "$dir.tmp" "$dir"
+  local old
+  for old in "$IMAGE_CACHE"/wheels-*; do
+    [[ -d $old && $old != "$dir" ]] && safe_rm_tree "$old"
+  done
+  say "image: $(wc -l <"$dir/SHA256SUMS") wheels, $(du -sm "$dir" | cut -f1) MB, in $(($(date +%s) - started))s"
+}
+
+# install_node_tf ROOT : the TensorFlow venv in the chroot ROOT, from the cached wheels, without network.
+install_node_tf() {
+  local work=$1 log="$LOG_DIR/slurm-image.log" have
+  have=$(chroot "$work" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  [[ $have == "$NODE_PYTHON" ]] ||
+    die "the nodes' python3 is $have, the wheels are for $NODE_PYTHON: change NODE_PYTHON in $0"
+  say "image: $NODE_TF_REQUIREMENT into $IN_TF_VENV (offline, from $WHEELS_DIR) -- about a minute"
+  run_logged "$log" chroot "$work" python3 -m venv "$IN_TF_VENV"
+  install -d "$work$IN_WHEELS"
+  # Read-only: nothing in the chroot (nor the clean-up after it) can touch the cache.
+  mount --bind "$WHEELS_DIR" "$work$IN_WHEELS"
+  mount -o remount,bind,ro "$work$IN_WHEELS"
+  # A clean environment: this host's PIP_* settings (its indexes, find-links, caches) mean nothing there.
+  CUR_LOG=$log
+  printf '\n### %s: pip install %s (chroot, offline)\n' "$(date -u +%FT%TZ)" "$NODE_TF_REQUIREMENT" >>"$log"
+  if ! chroot "$work" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    "$IN_TF_VENV/bin/python" -m pip install --no-index --find-links "$IN_WHEELS" "$NODE_TF_REQUIREMENT" \
+    >>"$log" 2>&1; then
+    umount "$work$IN_WHEELS" || true
+    die "pip install of $NODE_TF_REQUIREMENT in the node image failed (log: $log)"
+  fi
+  umount "$work$IN_WHEELS"
+  rmdir "$work$IN_WHEELS"
+  # It imports (TensorFlow reads /proc as it loads).
+  mount -t proc proc "$work/proc"
+  printf '\n### %s: import tensorflow (chroot)\n' "$(date -u +%FT%TZ)" >>"$log"
+  have=$(chroot "$work" env -i PATH=/usr/bin:/bin TF_CPP_MIN_LOG_LEVEL=2 "$IN_TF_VENV/bin/python" -c \
+    'import tensorflow as tf; print(tf.__version__)' 2>>"$log") || have=""
+  umount "$work/proc"
+  [[ -n $have ]] || die "tensorflow does not import in the node image (log: $log)"
+  say "image: tensorflow $have in $IN_TF_VENV"
 }
 
 local_image_label() {
@@ -115,7 +210,7 @@ build_rootfs() { # build_rootfs KEY TARBALL : base rootfs + packages in a chroot
   step "slurm image rootfs" "$log"
   safe_rm_tree "$work"
   mkdir -p "$work"
-  say "image: installing ${NODE_PACKAGES[*]} into a bookworm chroot -- about a minute (log: $log)"
+  say "image: installing ${NODE_PACKAGES[*]} into a bookworm chroot (log: $log)"
   run_logged "$log" tar --numeric-owner --xattrs -xpf "$ROOTFS_TARBALL" -C "$work"
   # apt inside the chroot resolves and reaches the mirror exactly as this host does.
   cp /etc/hosts "$work/etc/hosts"
@@ -131,6 +226,7 @@ build_rootfs() { # build_rootfs KEY TARBALL : base rootfs + packages in a chroot
   run_logged "$log" chroot "$work" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y --no-install-recommends "${NODE_PACKAGES[@]}"
   run_logged "$log" chroot "$work" apt-get clean
+  install_node_tf "$work"
   # The cluster's key is mounted at run time; no key is baked into the image.
   rm -f "$work/etc/munge/munge.key" "$work/usr/sbin/policy-rc.d" "$work/etc/hosts" "$work/etc/resolv.conf" \
     "$work"/dev/{null,zero,random,urandom}
@@ -154,6 +250,7 @@ ensure_image() {
   local log="$LOG_DIR/slurm-image.log" key tarball
   step "slurm image" "$log"
   ensure_rootfs bookworm
+  ensure_wheels
   key=$(image_key)
   if [[ $(local_image_label "$IMAGE_NAME") == "$key" ]]; then
     say "image: $IMAGE_NAME up to date (key ${key:0:12})"
@@ -170,7 +267,7 @@ ensure_image() {
     --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     --change "ENTRYPOINT [\"$IN_ENTRYPOINT\"]" \
     --change "LABEL $LABEL=\"1\" $IMAGE_KEY_LABEL=\"$key\"" \
-    --message "envpin Slurm test cluster (slurm-wlm + munge, Debian bookworm)" \
+    --message "envpin Slurm test cluster (slurm-wlm + munge, $NODE_TF_REQUIREMENT in $IN_TF_VENV, Debian bookworm)" \
     "$tarball" "$IMAGE_NAME" >>"$log" 2>&1; then
     die "docker import of $IMAGE_NAME failed (log: $log)"
   fi
@@ -434,7 +531,7 @@ usage() {
 usage: bash scripts/slurm.sh COMMAND [--nodes N]   (as root; dockerd must answer)
 
   up [--nodes N]   build the image $IMAGE_NAME (slurm-wlm 22.05 + munge on the services.sh bookworm
-                   rootfs), start $CONTROLLER and N nodes (default 3) on network $NETWORK, install
+                   rootfs, $NODE_TF_REQUIREMENT in $IN_TF_VENV), start $CONTROLLER and N nodes (default 3) on network $NETWORK, install
                    slurm-client and munge on this host and start its munged, wait until sinfo shows
                    every node idle; does nothing when that cluster is already up
   down             remove the containers, the network, the image and $SLURM_DIR; stop the host munged

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,7 +17,17 @@ import tests.props  # noqa: F401 (registers and loads the Hypothesis profile bef
 
 REPO = Path(__file__).resolve().parent.parent
 #: Tests with these markers need a real component; in CI (CI=true) skipping them is a failure.
-REAL_COMPONENT_MARKERS = ("docker", "tensorflow", "podman", "slurm", "pypi", "pythons", "renderers", "oldtf")
+REAL_COMPONENT_MARKERS = (
+    "docker",
+    "tensorflow",
+    "podman",
+    "slurm",
+    "pypi",
+    "pythons",
+    "renderers",
+    "oldtf",
+    "trackers",
+)
 #: The user's folders envpin reads or writes (cache, state, config, Docker logins) and the switches that
 #: change what it does; each test run gets its own before anything is collected (conftest.py is imported
 #: before any test module, so a module that loads the catalog at import time sees these too).
@@ -89,6 +100,7 @@ FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
     "tf": ("tensorflow",),
     "oldtf": ("oldtf", "slow"),
     "pythons": ("pythons",),
+    "trackers": ("trackers",),
 }
 
 
@@ -135,6 +147,19 @@ class Result:
     code: int
     stdout: str
     stderr: str
+
+
+#: A line of the progress display as stderr shows it when it is not a terminal (envpin.views.console.progress_line).
+PROGRESS_LINE = re.compile(r"^[^:]+: (.+; )?(\d+ h )?(\d+ min )?(\d+ s )?elapsed(, about .+ left)?$")
+
+
+def error_after_progress(stderr: str) -> list[str]:
+    """The lines of a command that failed after some work: its progress lines first (the display's, never
+    anything else), then what the error contract says, which is returned (one error line, one hint line)."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    rest = [line for line in lines if not PROGRESS_LINE.match(line)]
+    assert not rest or lines[-len(rest) :] == rest, stderr  # no progress line after the error
+    return rest
 
 
 @pytest.fixture

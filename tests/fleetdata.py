@@ -180,3 +180,55 @@ def write_slurm_run(
     folder.mkdir(parents=True, exist_ok=True)
     write_outcomes(folder, outcomes)
     return folder
+
+
+#: The multi-worker self-test's device class on the test cluster's CPU nodes, and two weights hashes.
+CPU_CLASS = "cpu:x86-64-v3;intra_op=2;inter_op=2;onednn=off"
+WEIGHTS, OTHER_WEIGHTS = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+
+
+def worker_payload(index: int, weights: str = WEIGHTS, grad: str = "1" * 64, **extra: Any) -> dict[str, Any]:
+    """A worker's payload as `python -m envpin.probe.replicas --worker` prints it (one replica per worker)."""
+    trace = [
+        {"name": "grad-allreduce/w0", "step": 0, "replica": index, "dtype": "float32", "shape": [2], "sha256": grad},
+        {"name": "weights/w0", "step": 0, "replica": index, "dtype": "float32", "shape": [2], "sha256": weights[7:]},
+    ]
+    return {
+        "setup": "multi_worker",
+        "role": "worker",
+        "task_index": index,
+        "num_workers": 2,
+        "resolver": "SlurmClusterResolver",
+        "communication": "RING",
+        "tf_version": "2.21.0",
+        "device_class": CPU_CLASS,
+        "replica_hashes": {str(index): weights},
+        "trace": trace,
+        "seconds": 7.5,
+        **extra,
+    }
+
+
+def worker_task_result(*payloads: dict[str, Any] | str, status: str = "ok") -> dict[str, Any]:
+    """What envpin.fleet.nodetask --workers sends back: the probe's output, then one entry per run."""
+    runs = [
+        {"exit_code": 0, "stdout": p if isinstance(p, str) else json.dumps(p) + "\n", "stderr": "", "trace": ""}
+        for p in payloads
+    ]
+    return {"status": status, "report": "{}", "exit_code": 0, "stderr": "", "workers": runs}
+
+
+def write_selftest_run(folder: Path, results: dict[str, dict[str, Any] | None], runs: int = 2) -> Path:
+    """A folder as `envpin fleet selftest --slurm` leaves it, written by its own writers: each node's report
+    (tests.fleetdata.node) and the self-test's result judged from the nodes' task results."""
+    from envpin.fleet import multiworker
+    from envpin.fleet.slurm import NodeOutcome, write_outcomes
+
+    nodes = [multiworker.node_runs(n, r, None if r else ("failed", "no result"), runs) for n, r in results.items()]
+    verdict = multiworker.judge(nodes, runs, launcher="slurm", job="42")
+    folder.mkdir(parents=True, exist_ok=True)
+    text = multiworker.document_text(verdict).encode()
+    write_outcomes(
+        folder, [NodeOutcome(n, "ok", data=node(n)) for n in results], {folder / multiworker.RESULT_NAME: text}
+    )
+    return folder

@@ -44,11 +44,21 @@ if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
     from envpin.api.environment import plan_from_lock as plan_from_lock
     from envpin.api.environment import recipe_for as recipe_for
     from envpin.api.environment import render_environment as render_environment
+    from envpin.api.evidence import Attestation as Attestation
+    from envpin.api.evidence import AttestVerification as AttestVerification
+    from envpin.api.evidence import KeyPair as KeyPair
+    from envpin.api.evidence import SbomResult as SbomResult
+    from envpin.api.evidence import attest_keygen as attest_keygen
+    from envpin.api.evidence import attest_sign as attest_sign
+    from envpin.api.evidence import attest_verify as attest_verify
+    from envpin.api.evidence import image_sbom as image_sbom
     from envpin.api.fleet import FleetManifest as FleetManifest
     from envpin.api.fleet import FleetProbe as FleetProbe
     from envpin.api.fleet import FleetReport as FleetReport
+    from envpin.api.fleet import FleetSelftest as FleetSelftest
     from envpin.api.fleet import fleet_manifest as fleet_manifest
     from envpin.api.fleet import fleet_report as fleet_report
+    from envpin.api.fleet import fleet_selftest as fleet_selftest
     from envpin.api.fleet import probe_fleet as probe_fleet
     from envpin.api.probe import DiffResult as DiffResult
     from envpin.api.probe import HostProbeRequest as HostProbeRequest
@@ -65,5 +75,8 @@ if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
     from envpin.api.runs import study_runs as study_runs
     from envpin.api.selftest import SelftestError as SelftestError
     from envpin.api.selftest import run_selftest as run_selftest
+    from envpin.api.track import RunsDiff as RunsDiff
+    from envpin.api.track import TrackedRun as TrackedRun
+    from envpin.api.track import diff_runs as diff_runs
 
 lazy_exports(__name__)

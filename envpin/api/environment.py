@@ -7,32 +7,42 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from envpin.errors import UsageError, param
+from envpin.errors import RecipeError, UsageError, param
 from envpin.record import Value
 
 if TYPE_CHECKING:
     from envpin.environment.plan import BuildPlan
     from envpin.image.build import BuildResult
-    from envpin.image.buildlog import ProgressCallback
     from envpin.knowledge.catalog import Entry
     from envpin.knowledge.recipes import Distributed, Recipe
     from envpin.knowledge.sync import ImageRead
+    from envpin.record import ProgressCallback
 
 DEFAULT_IMAGES_DIR = Path("images")
 
 
 @dataclass(frozen=True, slots=True)
 class RecipeResult(Value):
-    """`envpin recipe`: the image, its recipe, and the distributed recipe for its TensorFlow when asked for."""
+    """`envpin recipe`: the image, its recipe, and the distributed recipe for its TensorFlow when asked for. With
+    no image (`--tf` alone, a TensorFlow no stock image in the catalog holds): the table's recipe for a stock
+    build of that TensorFlow, and the NGC releases that ship it."""
 
-    entry: Entry
+    entry: Entry | None
     recipe: Recipe
     distributed: Distributed | None = None
+    #: With no image: the NGC releases (YY.MM) with a tag of this TensorFlow, oldest first.
+    ngc_releases: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        """What `envpin recipe --json` prints: the tag, the recipe's hash and entries, and the distributed recipe
-        (its hash and entries) when asked for."""
-        out: dict[str, object] = {"tag": self.entry.tag, "hash": self.recipe.hash, **self.recipe.to_dict()}
+        """What `envpin recipe --json` prints: the tag (null with no image, then `ngc_releases` too), the recipe's
+        hash and entries, and the distributed recipe (its hash and entries) when asked for."""
+        out: dict[str, object] = {
+            "tag": self.entry.tag if self.entry is not None else None,
+            "hash": self.recipe.hash,
+            **self.recipe.to_dict(),
+        }
+        if self.entry is None:
+            out["ngc_releases"] = list(self.ngc_releases)
         if self.distributed is not None:
             out["distributed"] = {"hash": self.distributed.hash, **self.distributed.to_dict()}
         return out
@@ -44,8 +54,41 @@ def recipe_for(ngc: str | None, tf: str | None, stock: str | None = None, distri
     from envpin.environment.plan import make_plan
 
     _need_base("recipe", ngc, stock, tf)
+    if ngc is None and stock is None and tf is not None:
+        table_only = _table_recipe(tf, distributed)
+        if table_only is not None:
+            return table_only
     plan = make_plan(ngc=ngc, stock=stock, tf=tf, distributed=distributed)
     return RecipeResult(plan.entry, plan.recipe, plan.distributed)
+
+
+def _table_recipe(tf: str, distributed: bool) -> RecipeResult | None:
+    """`recipe --tf X.Y` for a TensorFlow no stock image in the catalog holds (2.17, 1.15): the recipe table
+    still covers stock builds of it, so that row, with the NGC releases that ship it; None when a stock image
+    holds it (the image's recipe is the answer)."""
+    from envpin.environment.plan import ngc_releases
+    from envpin.knowledge import recipes
+    from envpin.knowledge import stock as stock_table
+    from envpin.knowledge.versions import parse_tf_spec
+
+    spec = parse_tf_spec(tf)
+    if stock_table.load().filtered(spec):
+        return None
+    try:
+        recipe = recipes.select(spec.text, "stock")
+    except RecipeError as exc:
+        covered = [r.get("match", {}) for r in recipes.rows() if r["match"]["distribution"] == "stock"]
+        low = min((m["tf_min"] for m in covered), key=_version_key)
+        high = max((m["tf_max"] for m in covered if m["tf_max"]), key=_version_key)
+        raise UsageError(
+            exc.message, hint=exc.hint or f"the recipe table covers stock TensorFlow {low} to {high}"
+        ) from None
+    extra = recipes.distributed(spec.text) if distributed else None
+    return RecipeResult(None, recipe, extra, ngc_releases(spec))
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
 
 
 def _need_base(command: str, ngc: str | None, stock: str | None, tf: str | None) -> None:
@@ -418,7 +461,7 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
             # digest is resolved again and compared with the pinned one.
             ca_bundle = folder / "ca-bundle.crt" if plan.ca_bundle else None
             plan = replace(plan, base_digest=None)
-        return building.build(
+        result = building.build(
             plan,
             folder,
             chosen.engine,
@@ -434,6 +477,11 @@ def build_environment(request: BuildRequest, progress: ProgressCallback | None =
             started=started,
             progress=progress,
         )
+        if request.check:
+            return result
+        from envpin.evidence.write import after_build
+
+        return after_build(result, chosen.engine)
     finally:
         chosen.engine.close()
 
@@ -490,6 +538,12 @@ class LockResult(Value):
     #: "image" (pip inside a container of the image) or "host" (uv, for the image's Python and tags).
     resolver: str = "image"
     exit_code: int = 0
+    #: The upload-time cut-off the resolution ran with (UTC), or None.
+    exclude_newer: str | None = None
+    #: Whether the cut-off came from the lock being rewritten (a re-lock keeps it) rather than from the caller.
+    cutoff_kept: bool = False
+    #: pylock.toml written beside the lock, when asked for.
+    pylock: Path | None = None
 
 
 def lock_requirements(
@@ -501,27 +555,47 @@ def lock_requirements(
     out: Path | None = None,
     resolver: str = "auto",
     stock: str | None = None,
+    exclude_newer: str | None = None,
+    pylock: bool = False,
 ) -> LockResult:
     """Resolve requirements.in for the target image and write requirements.lock with hashes. resolver: auto
-    (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve)."""
+    (inside the image when its Python is 3.7+, on the host for 3.6), image or host (envpin.environment.resolve).
+
+    exclude_newer: only files uploaded before this date ('2024-03-01': 00:00 UTC) or UTC time are candidates,
+    and the lock records it; None keeps the cut-off the lock being rewritten records (none for a new lock),
+    'none' drops it. pylock: write pylock.toml (PEP 751) beside the lock, with the same files and hashes."""
     from envpin.environment import resolve
     from envpin.environment.plan import make_plan
-    from envpin.files.write import check_output_file
+    from envpin.files.read import read_regular
+    from envpin.files.write import atomic_write, check_output_file
     from envpin.image.docker import docker_client
 
     if out is not None:
         check_output_file(out, "out")
+    cut = resolve.cutoff(exclude_newer) if exclude_newer is not None else None
     _need_base("lock", ngc, stock, tf)
     plan = make_plan(ngc=ngc, stock=stock, tf=tf, base_image=base_image)  # the image named, before any file is read
     text = resolve.read_requirements_in(source)
     image = plan.build_from or plan.image
+    target = out or source.with_name("requirements.lock")
+    kept = False
+    if exclude_newer is None and target.is_file():
+        try:
+            cut = resolve.recorded_cutoff(read_regular(target, 16 << 20).decode("utf-8", "replace"))
+        except OSError:
+            cut = None
+        kept = cut is not None
     client = docker_client()  # resolution runs containers of the image: Docker only
     try:
-        res = resolve.resolve(client, image, text, resolver)
+        res = resolve.resolve(client, image, text, resolver, cut)
     finally:
         client.close()
-    target = out or source.with_name("requirements.lock")
-    resolve.write_lock(target, res.locked, image, res.facts.python, source, text, res.where)
+    body = resolve.lock_text(res, image, source, text)
+    pylock_path = target.with_name("pylock.toml") if pylock else None
+    pylock_body = resolve.pylock_text(res, image, body) if pylock else None  # both made before either is written
+    atomic_write(target, body.encode(), make_parents=False)
+    if pylock_path is not None and pylock_body is not None:
+        atomic_write(pylock_path, pylock_body.encode(), make_parents=False)
     return LockResult(
         target,
         image,
@@ -529,6 +603,9 @@ def lock_requirements(
         len(res.facts.dists),
         tuple(f"{r.name}=={r.version}" for r in res.locked),
         res.where,
+        exclude_newer=cut,
+        cutoff_kept=kept,
+        pylock=pylock_path,
     )
 
 
@@ -536,6 +613,8 @@ def lock_requirements(
 class LockCheck(Value):
     path: Path
     problems: list[str]
+    #: What a re-lock of a requirements lock without its cut-off would change (not a problem: what it holds back).
+    notes: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -555,10 +634,40 @@ class LockChecks(Value):
 
 def check_lock_file(lock: Path | None = None) -> LockChecks:
     """`envpin lock --check`: --lock, else ./envpin.lock, else every images/*/envpin.lock (what a pre-commit hook
-    or CI job wants: one command for all environments of a repository), each checked for staleness."""
+    or CI job wants: one command for all environments of a repository), each checked for staleness. `lock` may
+    name a requirements lock instead. A requirements lock with a cut-off (the one named, or the one beside an
+    envpin.lock) is re-resolved without it, and the check notes what that would change."""
     from envpin.environment import render
+    from envpin.environment.lockfile import LOCK_NAME
 
-    return LockChecks([LockCheck(path, check_lock(path)) for path in render.find_all(lock)])
+    if lock is not None and lock.is_file() and lock.name != LOCK_NAME:
+        return LockChecks([LockCheck(lock, [], tuple(_cutoff_notes(lock)))])
+    checks = []
+    for path in render.find_all(lock):
+        beside = path.parent / "requirements.lock"
+        checks.append(LockCheck(path, check_lock(path), tuple(_cutoff_notes(beside)) if beside.is_file() else ()))
+    return LockChecks(checks)
+
+
+def _cutoff_notes(path: Path) -> list[str]:
+    """resolve.cutoff_drift for one requirements lock: Docker and the index only for a lock with a cut-off."""
+    from envpin.environment import resolve
+    from envpin.environment.requirements import read_text
+    from envpin.errors import EnvpinError
+    from envpin.image.docker import docker_client
+
+    if resolve.recorded_cutoff(read_text(path)) is None:
+        return []
+    try:
+        client = docker_client()
+    except EnvpinError as exc:
+        return [f"{path}: not re-locked without its cut-off: {exc}"]
+    try:
+        return resolve.cutoff_drift(client, path)
+    except EnvpinError as exc:
+        return [f"{path}: not re-locked without its cut-off: {exc}"]
+    finally:
+        client.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,6 +683,10 @@ class LockRequest(Value):
     resolver: str = "auto"
     #: A stock TensorFlow GPU image instead of an NGC one (--stock).
     stock: str | None = None
+    #: Upload-time cut-off (a date or UTC time; 'none' drops a recorded one; None keeps what the lock records).
+    exclude_newer: str | None = None
+    #: Write pylock.toml (PEP 751) beside the lock too.
+    pylock: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,4 +708,6 @@ def lock_or_check(request: LockRequest | LockCheckRequest) -> LockResult | LockC
         out=request.out,
         resolver=request.resolver,
         stock=request.stock,
+        exclude_newer=request.exclude_newer,
+        pylock=request.pylock,
     )

@@ -10,10 +10,10 @@ from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from envpin.fleet.aggregate import FleetResult
+    from envpin.fleet.multiworker import MultiWorker
     from envpin.fleet.slurm import NodeOutcome
+    from envpin.record import ProgressCallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ def fleet_report(
     paths: list[Path], html: Path | None = None, *, expect: int | None = None, expect_nodes: Path | None = None
 ) -> FleetReport:
     """`envpin fleet report`: every node's report (files, folders, Slurm error files, collected Kubernetes
-    output) compared at once.
+    output) compared at once, with the verdict of any multi-worker self-test among them (`fleet selftest`).
 
     `html` is where the caller will write the HTML page (the library returns data; envpin.views.fleet draws
     the page): it is checked here, before any report is read, so a path that cannot take the page, or one
@@ -64,8 +64,11 @@ def fleet_report(
         expected = aggregate.Expected.nodes(inputs.read_node_list(expect_nodes), str(expect_nodes))
     elif expect is not None:
         expected = aggregate.Expected(expect)
-    entries = inputs.read(paths, aggregate.Reducer().add)  # each report reduced as read (bounded memory)
-    result = aggregate.aggregate([(e.name, e.item) for e in entries], [e.source for e in entries], expected)
+    selftests: list[MultiWorker] = []
+    entries = inputs.read(paths, aggregate.Reducer(), selftests)  # each report reduced as read (bounded memory)
+    result = aggregate.aggregate(
+        [(e.name, e.item) for e in entries], [e.source for e in entries], expected, multiworker=selftests
+    )
     return FleetReport(result, html)
 
 
@@ -84,25 +87,51 @@ def fleet_manifest(
     out: Path | None = None,
     selftest: bool | None = None,
     quick: bool = False,
+    workers: int | None = None,
+    runs: int | None = None,
 ) -> FleetManifest:
     """`envpin fleet manifest --kubernetes`: the DaemonSet (and its payload ConfigMap) that probes every GPU
-    node; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
+    node, or with `workers` the multi-worker self-test's indexed Job (and its headless Service) over that many
+    GPU nodes; written atomically to `out`, else returned for stdout. Warnings: an image not pinned by digest."""
     from envpin.environment.payload import payload
     from envpin.files.write import atomic_write, check_output_file
     from envpin.fleet import kubernetes as kube
+    from envpin.fleet import multiworker
 
     if not kubernetes:
         raise UsageError(
             f"say which manifest to write: {param('kubernetes')}",
             hint=f"{param('kubernetes', command='fleet manifest')} {param('image')} REGISTRY/REPOSITORY:TAG@sha256:...",
         )
+    if workers is None and runs is not None:
+        raise UsageError(f"{param('runs')} counts the runs of {param('workers')}", hint=f"add {param('workers')} N")
+    if workers is not None:
+        if workers < 2:
+            raise UsageError(
+                f"{param('workers')} must be at least 2, not {workers}",
+                hint="one node's own determinism is the probe's self-test (leave the option out)",
+            )
+        if selftest is not None or quick:
+            raise UsageError(
+                f"{param('workers')} writes the multi-worker self-test, whose pods probe without the self-test",
+                hint=f"drop {param('selftest')}/{param('quick')}",
+            )
+        if runs is not None and not 1 <= runs <= multiworker.MAX_RUNS:
+            raise UsageError(
+                f"{param('runs')} must be from 1 to {multiworker.MAX_RUNS}, not {runs}", hint="the default is 2"
+            )
     if out is not None:
         check_output_file(out, "out")
     warnings = []
     if image is None:
         image = _newest_ngc_image()
         warnings.append(f"no {param('image')} given: using {image}, the newest NGC TensorFlow image in the catalog")
-    manifest = kube.render(image, namespace, payload(), selftest=selftest, quick=quick)
+    if workers is not None:
+        manifest = kube.render_selftest(
+            image, namespace, payload(), workers, multiworker.DEFAULT_RUNS if runs is None else runs
+        )
+    else:
+        manifest = kube.render(image, namespace, payload(), selftest=selftest, quick=quick)
     if not manifest.pinned:
         warnings.append(
             f"{image} is not pinned by digest: nodes that pull it at different times may run "
@@ -139,6 +168,31 @@ class FleetProbe(Value):
         """0: every node probed and consistent; 1: a node failed or timed out, or a breaking difference."""
         return int(self.result.exit_code)
 
+    def to_json(self) -> dict[str, object]:
+        """What `fleet probe --format json` prints: the job, where each node's report or error went, and the
+        fleet result `fleet report --format json` gives for the folder (under "fleet")."""
+        return _launched_json(self.job_id, self.partition, self.out, self.outcomes, self.result)
+
+
+def _launched_json(
+    job_id: str | None, partition: str, out: Path, outcomes: list[NodeOutcome], result: FleetResult
+) -> dict[str, object]:
+    return {
+        "job_id": job_id,
+        "partition": partition,
+        "out": str(out),
+        "nodes": [
+            {
+                "node": o.node,
+                "status": o.status,
+                "report": None if o.report is None else str(o.report),
+                "error": o.error,
+            }
+            for o in outcomes
+        ],
+        "fleet": result.to_json(),
+    }
+
 
 def probe_fleet(
     *,
@@ -150,7 +204,7 @@ def probe_fleet(
     out: Path | None = None,
     timeout: int | None = None,
     slurm_args: list[str] | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     selftest: bool | None = None,
     quick: bool = False,
 ) -> FleetProbe:
@@ -183,3 +237,71 @@ def _probe_args(selftest: bool | None, quick: bool) -> list[str]:
     the nodes' Python has TensorFlow unless `selftest` says otherwise."""
     chosen = [] if selftest is None else ["--selftest"] if selftest else ["--no-selftest"]
     return chosen + (["--quick"] if quick else [])
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSelftest(Value):
+    """`envpin fleet selftest --slurm`: each node's probe report (or error) and its MultiWorkerMirroredStrategy
+    worker, the verdict across the workers (`selftest`, also written to out/_fleet-selftest.json), and the
+    fleet comparison of the nodes with it (what `envpin fleet report out` shows again)."""
+
+    job_id: str | None
+    partition: str
+    out: Path
+    outcomes: list[NodeOutcome]
+    selftest: MultiWorker
+    result: FleetResult
+
+    @property
+    def exit_code(self) -> int:
+        """0: every worker ran, all agree and repeat, and the nodes are consistent; 1: otherwise."""
+        return int(self.result.exit_code)
+
+    def to_json(self) -> dict[str, object]:
+        """What `fleet selftest --format json` prints: as `fleet probe`'s, the workers' verdict in the fleet
+        result's "multiworker"."""
+        return _launched_json(self.job_id, self.partition, self.out, self.outcomes, self.result)
+
+
+def fleet_selftest(
+    *,
+    slurm: bool = False,
+    nodes: int | None = None,
+    partition: str | None = None,
+    python: str | None = None,
+    runs: int | None = None,
+    steps: int | None = None,
+    port_base: int | None = None,
+    out: Path | None = None,
+    timeout: int | None = None,
+    slurm_args: list[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> FleetSelftest:
+    """`envpin fleet selftest --slurm`: the multi-worker self-test (MultiWorkerMirroredStrategy, RING) across
+    `nodes` (2) nodes of a Slurm partition, one worker per node, `runs` (2) times; each node is probed too.
+    `python` is the interpreter with TensorFlow on the nodes (python3 from their PATH). Writes `out`
+    (./fleet-selftest): <node>.json or <node>.error.txt and _fleet-selftest.json."""
+    from envpin.fleet import multiworker
+    from envpin.fleet import slurm as slurm_backend
+
+    if not slurm:
+        raise UsageError(
+            "fleet selftest needs to know how to reach the nodes",
+            hint=f"add {param('slurm')}; on Kubernetes it is an indexed Job: "
+            f"{param('workers', command='fleet manifest')} N",
+        )
+    target = out or Path("fleet-selftest")
+    job_id, used, outcomes, verdict = slurm_backend.selftest(
+        target,
+        nodes=slurm_backend.SELFTEST_NODES if nodes is None else nodes,
+        partition=partition,
+        python=python or "python3",
+        runs=multiworker.DEFAULT_RUNS if runs is None else runs,
+        steps=steps,
+        port_base=port_base,
+        timeout=slurm_backend.SELFTEST_TIMEOUT_S if timeout is None else timeout,
+        slurm_args=slurm_args or (),
+        progress=progress,
+    )
+    fleet = slurm_backend.fleet_result(outcomes, multiworker=(verdict,))
+    return FleetSelftest(job_id, used, target, list(outcomes), verdict, fleet)

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
     from envpin.environment.lockfile import Lock
     from envpin.image.probing import ImageProbe
+    from envpin.record import ProgressCallback, ProgressEvent
     from envpin.reports.diff import Difference
+    from envpin.reports.scope import Subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,10 @@ class VerifyResult(Value):
     compared: str = ""
     #: What --record --force recorded over: the report's contradictions of the lock.
     warnings: list[str] = field(default_factory=list)
+    #: What was compared, one line each (fingerprint fields, installed files, start-up hooks, golden hashes).
+    checked: list[str] = field(default_factory=list)
+    #: What could not be compared, each with why (no self-test, no image ID to compare, an older reference).
+    unchecked: list[str] = field(default_factory=list)
 
 
 def verify_environment(
@@ -53,8 +59,9 @@ def verify_environment(
     cuDNN, or the recipe's environment not in force), naming the fields, unless force=True; it writes the lock
     only when something new was added, and never overwrites a recorded value. UsageError for `report` with
     `host`, and for `force` without `record`."""
+    from envpin.environment.lockfile import fingerprint_fields, golden_not_checked
     from envpin.environment.render import checked_lock, find_lock
-    from envpin.reports import diff
+    from envpin.reports import diff, scope
 
     if report is not None and host:
         raise UsageError(
@@ -70,7 +77,7 @@ def verify_environment(
     locked, plan = checked_lock(path)
     if not record and locked.expected is None:
         locked.verify({}, str(path))  # the LockError that says there is no reference yet, before any probe
-    actual, subject, source = _verify_subject(locked, path, report, host, progress)
+    actual, subject, source, probed = _verify_subject(locked, path, report, host, progress)
     done: list[str] = []
     warnings: list[str] = []
     if record:
@@ -92,10 +99,18 @@ def verify_environment(
             if done:
                 locked.write(path)
     checked = locked.verify(actual, str(path))
+    image = locked.expected_image()
+    reference = scope.Reference(
+        fields=dict(locked.expected.fields) if locked.expected is not None and locked.expected.fields else None,
+        golden=dict(locked.golden),
+        image_id=image.id if image is not None else None,
+        image_engine=image.engine if image is not None else None,
+    )
+    covered = scope.verification_scope(actual, reference, len(fingerprint_fields(actual)), record, probed)
     return VerifyResult(
         diffs=checked.differences,
         recorded=done,
-        notes=checked.notes,
+        notes=[n for n in checked.notes if n != golden_not_checked()],  # said with its reason in `unchecked`
         expected_fingerprint=checked.expected_fingerprint,
         actual_fingerprint=checked.actual_fingerprint,
         lock=path,
@@ -105,6 +120,8 @@ def verify_environment(
         if report is None and not host
         else f"verify: {subject} against the reference of {path}",
         warnings=warnings,
+        checked=covered.checked,
+        unchecked=covered.unchecked,
     )
 
 
@@ -114,16 +131,22 @@ def _verify_subject(
     report: Path | None,
     host: bool,
     progress: Callable[[str], None] | None,
-) -> tuple[dict[str, Any], str, str]:
-    """(the report to compare, how the first line names it, what the JSON names as its source)."""
+) -> tuple[dict[str, Any], str, str, Subject]:
+    """(the report to compare, how the first line names it, what the JSON names as its source, the image
+    probed as the host knows it)."""
     from envpin.reports import diff
+    from envpin.reports.scope import Subject
 
     if report is not None:
-        return diff.load_report(report), f"report {report}", str(report)
+        return diff.load_report(report), f"report {report}", str(report), Subject()
     if host:
         from envpin.probe.report import collect
 
-        return collect(), f"this machine ({param('host')}: the host, not the lock's image)", "host"
+        # verify hashes the installed files as the image probe does: a verdict must see a file edited in place
+        if progress is not None:
+            progress("checking the installed files against their RECORD hashes")
+        report_ = collect(check_files=True)
+        return report_, f"this machine ({param('host')}: the host, not the lock's image)", "host", Subject()
     import tempfile
 
     from envpin.errors import EngineError
@@ -151,7 +174,7 @@ def _verify_subject(
             actual = diff.load_report(written[0])
     finally:
         client.close()
-    return actual, f"image {image.id[:19]}… ({image.tag})", f"image {image.id}"
+    return actual, f"image {image.id[:19]}… ({image.tag})", f"image {image.id}", Subject(image.id, image.engine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +185,9 @@ class ProbeResult(Value):
     written: list[str]
     report_on_stdout: bool
     selftest: str | None = None  # the self-test's one-line outcome, when it ran or was asked for
-    exit_code: int = 0  # 1 when the self-test failed
+    exit_code: int = 0  # 1 when the self-test failed, 2 when it did not finish in time (inconclusive)
+    #: The report itself when it was asked for a summary rather than written anywhere (`summary`).
+    report: dict[str, object] | None = field(default=None, repr=False, compare=False)
 
 
 def probe_machine(
@@ -174,10 +199,20 @@ def probe_machine(
     selftest: bool = False,
     quick: bool = False,
     anonymize: bool = False,
+    replicas: int | None = None,
+    timeout: float | None = None,
+    summary: bool = False,
+    check_files: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> ProbeResult:
     """Probe this machine and write the report(s): both into the folder `out`, the JSON to `json_file`, the
-    Markdown to `markdown` ('-': stdout); with no destination the JSON goes to stdout. `quick` shortens the
-    self-test, which runs here only with `selftest` (UsageError otherwise)."""
+    Markdown to `markdown` ('-': stdout); with no destination the JSON goes to stdout, or with `summary` the
+    report comes back in the result instead (for a person's summary). `quick` shortens the self-test, which
+    runs here only with `selftest` (UsageError otherwise); `replicas` adds the multi-replica self-test to it;
+    `timeout` limits each self-test child (CPU seconds); `check_files` hashes every installed file against its
+    RECORD (seconds with TensorFlow installed; off by default on a host). `progress` hears how far the
+    self-test is, and that it ended before anything is written."""
+    from envpin.api.selftest import _SELFTEST_TITLE, _check_replicas, _check_timeout, _parts_reported
     from envpin.files.write import check_output_file, check_output_folder
     from envpin.probe.fields import fingerprint_fields
     from envpin.probe.report import collect, one_file, write_reports
@@ -187,6 +222,13 @@ def probe_machine(
             f"{param('quick')} shortens the self-test, which runs on this machine only with {param('selftest')}",
             hint=f"add {param('selftest')}, or drop {param('quick')}",
         )
+    if replicas is not None and not selftest:
+        raise UsageError(
+            f"{param('replicas')} adds to the self-test, which runs on this machine only with {param('selftest')}",
+            hint=f"add {param('selftest')}, or drop {param('replicas')}",
+        )
+    _check_replicas(replicas)
+    _check_timeout(timeout, selftest)
     both = one_file(str(json_file) if json_file else None, str(markdown) if markdown else None)
     if both is not None:
         raise UsageError(
@@ -196,13 +238,33 @@ def probe_machine(
     for path, name in ((out, "out"), (json_file, "json_file"), (markdown, "markdown")):
         if path is not None and (str(path) != "-" or name == "out"):  # '-': stdout, except for a folder
             (check_output_folder if name == "out" else check_output_file)(path, name)
-    report = collect(selftest=selftest, quick=quick, with_tf=with_tf, anonymize=anonymize)
     try:
-        written = write_reports(
-            report,
-            out_dir=str(out) if out else None,
-            json_path=str(json_file) if json_file else None,
-            markdown_path=str(markdown) if markdown else None,
+        report = collect(
+            selftest=selftest,
+            quick=quick,
+            with_tf=with_tf,
+            anonymize=anonymize,
+            replicas=replicas,
+            timeout=timeout,
+            progress=_parts_reported(progress) if selftest else None,
+            check_files=check_files,
+        )
+    finally:
+        if progress is not None and selftest:
+            from envpin.record import ProgressEvent
+
+            progress(ProgressEvent(_SELFTEST_TITLE, done=True))
+    kept = summary and not (out or json_file or markdown)
+    try:
+        written = (
+            []
+            if kept
+            else write_reports(
+                report,
+                out_dir=str(out) if out else None,
+                json_path=str(json_file) if json_file else None,
+                markdown_path=str(markdown) if markdown else None,
+            )
         )
     except BrokenPipeError:
         raise  # stdout's reader went away (`envpin probe | head`): the CLI ends quietly
@@ -210,12 +272,13 @@ def probe_machine(
         from envpin.files.write import write_hint
 
         raise UsageError(f"cannot write the report: {exc}", hint=write_hint(exc)) from None
-    on_stdout = not (out or json_file or markdown) or "-" in (str(json_file), str(markdown))
-    failed, line = False, None
+    on_stdout = not (out or json_file or markdown or kept) or "-" in (str(json_file), str(markdown))
+    failed, line, unfinished = False, None, False
     if "selftest" in report:
-        from envpin.probe.selftest.run import verdict
+        from envpin.probe.selftest.run import timed_out, verdict
 
         failed, line = verdict(report["selftest"], insisted=True)
+        unfinished = not failed and bool(timed_out(report["selftest"]))
     return ProbeResult(
         report["fingerprint"],
         len(fingerprint_fields(report)),
@@ -223,7 +286,8 @@ def probe_machine(
         [w for w in written if w != "-"],
         on_stdout,
         line,
-        1 if failed else 0,
+        1 if failed else 2 if unfinished else 0,
+        report if kept else None,
     )
 
 
@@ -236,15 +300,25 @@ def probe_image(
     quick: bool = False,
     anonymize: bool = False,
     progress: Callable[[str], None] | None = None,
+    replicas: int | None = None,
+    timeout: float | None = None,
 ) -> ImageProbe:
     """`envpin probe --image`: the probe in a throwaway container of `image`, reports into `out` (./reports);
     the self-test runs where the image has TensorFlow unless selftest is False."""
+    from envpin.api.selftest import _check_replicas, _check_timeout
     from envpin.environment.plan import validate_image_ref
     from envpin.files.write import check_output_folder
     from envpin.image import probing
     from envpin.image.docker import docker_client
 
     ref = validate_image_ref(image)
+    if replicas is not None and selftest is False:
+        raise UsageError(
+            f"{param('replicas')} adds to the self-test, which {param('selftest')} false leaves out",
+            hint=f"drop {param('replicas')}",
+        )
+    _check_replicas(replicas)
+    _check_timeout(timeout, selftest is not False)
     if out is not None:
         check_output_folder(out, "out")
     if gpus not in probing.GPU_CHOICES:
@@ -263,6 +337,8 @@ def probe_image(
             quick=quick,
             anonymize=anonymize,
             progress=progress,
+            replicas=replicas,
+            timeout=timeout,
         )
     finally:
         client.close()
@@ -320,6 +396,10 @@ class HostProbeRequest(Value):
     selftest: bool = False  # opt-in on this machine
     quick: bool = False
     anonymize: bool = False
+    replicas: int | None = None  # the multi-replica self-test too
+    timeout: float | None = None  # CPU seconds per self-test child
+    summary: bool = False  # no destination: the report comes back for a summary, not as JSON on stdout
+    check_files: bool = False  # installed files against RECORD (the image probe always checks them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,13 +412,16 @@ class ImageProbeRequest(Value):
     selftest: bool | None = None  # None: where the image has TensorFlow, as in every image the probe runs in
     quick: bool = False
     anonymize: bool = False
+    replicas: int | None = None  # the multi-replica self-test too
+    timeout: float | None = None  # CPU seconds per self-test child
 
 
 def run_probe(
     request: HostProbeRequest | ImageProbeRequest,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str | ProgressEvent], None] | None = None,
 ) -> ProbeResult | ImageProbe:
-    """`envpin probe`: this machine or an image, as the request says."""
+    """`envpin probe`: this machine or an image, as the request says. `progress` hears the image probe's steps
+    (text), and this machine's self-test as events with done/total."""
     if isinstance(request, ImageProbeRequest):
         return probe_image(
             request.image,
@@ -348,6 +431,8 @@ def run_probe(
             quick=request.quick,
             anonymize=request.anonymize,
             progress=progress,
+            replicas=request.replicas,
+            timeout=request.timeout,
         )
     return probe_machine(
         out=request.out,
@@ -357,4 +442,9 @@ def run_probe(
         selftest=request.selftest,
         quick=request.quick,
         anonymize=request.anonymize,
+        replicas=request.replicas,
+        timeout=request.timeout,
+        summary=request.summary,
+        progress=progress,
+        check_files=request.check_files,
     )

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from envpin.errors import UsageError, param
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
+    from envpin.record import ProgressCallback
     from envpin.runs.bisect import BisectResult
     from envpin.runs.cost import CostResult
     from envpin.runs.launch import Srun
@@ -126,7 +127,7 @@ def bisect_runs(
     timeout: float | None = None,
     reader_python: str | None = None,
     replica: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BisectResult:
     """Run `command` twice with the same seed under TensorFlow's debugger; the first op that differs. Of a
     distributed command, one replica's dumps are compared: `replica` K is task K of a run of several
@@ -186,7 +187,7 @@ def study_runs(
     jobs: int = 1,
     keep: Path | None = None,
     timeout: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     slurm: bool = False,
     partition: str | None = None,
     slurm_args: list[str] | None = None,
@@ -227,7 +228,7 @@ def cost_runs(
     seed: int = 42,
     keep: Path | None = None,
     timeout: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     slurm: bool = False,
     partition: str | None = None,
     slurm_args: list[str] | None = None,

@@ -34,12 +34,18 @@ COMMANDS: dict[str, str] = {
     "probe": "probe:probe_app",
     "diff": "probe:diff_app",
     "verify": "probe:verify_app",
+    "sbom": "sbom:sbom_app",
+    "attest": "attest:attest_app",
+    "attest keygen": "attest:keygen_app",
+    "attest sign": "attest:sign_app",
+    "attest verify": "attest:verify_app",
     "selftest": "selftest:selftest_app",
     "doctor": "doctor:doctor_app",
     "audit": "audit:audit_app",
     "bisect": "runs:bisect_app",
     "study": "runs:study_app",
     "cost": "runs:cost_app",
+    "runs": "track:runs_app",
     "catalog": "catalog:catalog_app",
     "catalog show": "catalog:show_app",
     "catalog sync": "catalog:sync_app",
@@ -47,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "fleet report": "fleet:report_app",
     "fleet manifest": "fleet:manifest_app",
     "fleet probe": "fleet:probe_app",
+    "fleet selftest": "fleet:selftest_app",
 }
 
 
@@ -157,7 +164,13 @@ def _root(
         bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr (errors still).")
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Progress as plain lines even when stderr is not a terminal.")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Every progress change as a line when stderr is not a terminal (else: as work units end, "
+            "others at most every few seconds).",
+        ),
     ] = False,
 ) -> None:
     from envpin.views import console
@@ -260,6 +273,10 @@ def _unexpected(exc: Exception) -> NoReturn:
         sys.exit(2)
     if not _is_usage_error(exc):
         _internal_error(exc)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `envpin`, `envpin fleet`: asked for nothing, not wrongly
+        sys.stdout.write(exc.ctx.get_help() + "\n")  # type: ignore[attr-defined]
+        sys.stdout.flush()
+        sys.exit(0)
     # Option-parsing errors: one line and a hint, exit 2, like every other bad input.
     _say(f"error: {exc.format_message()}")  # type: ignore[attr-defined]
     ctx = getattr(exc, "ctx", None)

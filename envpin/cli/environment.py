@@ -128,7 +128,7 @@ def render_cmd(
         formats=tuple(formats) if formats else None,
         distributed=distributed,
     )
-    environment.rendered(res, console.out(), console.err())
+    environment.rendered(res, console.results(), console.notes())
 
 
 build_app = command_app()
@@ -173,8 +173,11 @@ def build_cmd(
         ),
     ] = False,
     distributed: BakeDistributedOpt = None,
+    fmt: FormatOpt = Format.text,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images)."""
+    """Render the environment, pin the base by digest, and build it (Docker, or podman for bit-identical images).
+    Prints the tag it built (--format json: what the build did, as JSON; --dry-run: the plan as JSON)."""
     from envpin import api
     from envpin.errors import UsageError
     from envpin.views import console, environment
@@ -205,7 +208,7 @@ def build_cmd(
     )
     with console.progress_feed() as progress:
         built = api.build_or_plan(request, progress)
-    environment.build_outcome(built, console.out(), console.err())
+    environment.build_outcome(built, wants_json(fmt, as_json), console.out(), console.err())
     raise typer.Exit(built.exit_code)
 
 
@@ -240,6 +243,19 @@ def lock_cmd(
             "when it can, else the host: the Python 3.6 images).",
         ),
     ] = Resolver.auto,
+    exclude_newer: Annotated[
+        str | None,
+        typer.Option(
+            "--exclude-newer",
+            metavar="DATE",
+            help="Only files uploaded before DATE (2024-03-01: 00:00 UTC; or a UTC time) are candidates; "
+            "recorded in the lock, and kept by a re-lock without this option; none drops it. For an NGC base, "
+            "the first day of the month after its release (docs/lock.md).",
+        ),
+    ] = None,
+    pylock: Annotated[
+        bool, typer.Option("--pylock", help="Write pylock.toml (PEP 751) beside the lock, with the same files.")
+    ] = False,
 ) -> None:
     """Lock requirements.in for the target image; or, with --check, test envpin.lock for staleness."""
     from envpin import api
@@ -255,6 +271,8 @@ def lock_cmd(
             "--tf": tf,
             "--base-image": base_image,
             "--out": out,
+            "--exclude-newer": exclude_newer,
+            "--pylock": True if pylock else None,
         }
         ignored = next((name for name, v in given.items() if v is not None), None)
         if ignored is not None:  # what it names would be ignored: the check reads everything from the lock
@@ -276,7 +294,15 @@ def lock_cmd(
         )
     else:
         request = api.LockRequest(
-            requirements_in, ngc, tf=tf, base_image=base_image, out=out, resolver=str(value(resolver)), stock=stock
+            requirements_in,
+            ngc,
+            tf=tf,
+            base_image=base_image,
+            out=out,
+            resolver=str(value(resolver)),
+            stock=stock,
+            exclude_newer=exclude_newer,
+            pylock=pylock,
         )
     with console.progress("envpin lock") as update:
         update("checking" if check else f"resolving for the {ngc or stock or tf} image")

@@ -1,4 +1,5 @@
-"""`envpin fleet report`, `fleet manifest` and `fleet probe --slurm`: many machines at once."""
+"""`envpin fleet report`, `fleet manifest`, `fleet probe --slurm` and `fleet selftest --slurm`: many machines
+at once."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ fleet_app = command_app(
 report_app = command_app()
 manifest_app = command_app()
 probe_app = command_app()
+selftest_app = command_app()
 
 
 @fleet_app.callback()
@@ -100,15 +102,34 @@ def fleet_manifest(
         ),
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            metavar="N",
+            help="Instead: the multi-worker self-test, an indexed Job of N MultiWorkerMirroredStrategy workers "
+            "on N GPU nodes (TF_CONFIG from each pod's index).",
+        ),
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", metavar="R", help="With --workers: runs of the workers (default 2).")
+    ] = None,
 ) -> None:
-    """Print (or write) the manifest that probes every GPU node; docs/fleet.md shows how to collect the
-    reports for `envpin fleet report`."""
+    """Print (or write) the manifest that probes every GPU node, or with --workers the multi-worker
+    self-test's; docs/fleet.md shows how to collect the output for `envpin fleet report`."""
     from envpin import api
     from envpin.views import console, fleet
 
     check_quick(selftest, quick)
     res = api.fleet_manifest(
-        kubernetes=kubernetes, image=image, namespace=namespace, out=out, selftest=selftest, quick=quick
+        kubernetes=kubernetes,
+        image=image,
+        namespace=namespace,
+        out=out,
+        selftest=selftest,
+        quick=quick,
+        workers=workers,
+        runs=runs,
     )
     fleet.manifest(res, console.out(), console.err())
 
@@ -160,6 +181,8 @@ def fleet_probe(
         ),
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    fmt: FormatOpt = Format.text,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run the probe once on every node and collect one report per node.
 
@@ -170,18 +193,99 @@ def fleet_probe(
     from envpin.views import slurm as slurm_view
 
     check_quick(selftest, quick)
-    res = api.probe_fleet(
-        slurm=slurm,
-        nodes=nodes,
-        partition=partition,
-        image=image,
-        runtime=runtime,
-        out=out,
-        timeout=timeout,
-        slurm_args=slurm_args,
-        progress=lambda text: console.say(console.err(), text),
-        selftest=selftest,
-        quick=quick,
-    )
-    slurm_view.probed(res, console.out(), console.err())
+    with console.progress("fleet probe") as update:
+        res = api.probe_fleet(
+            slurm=slurm,
+            nodes=nodes,
+            partition=partition,
+            image=image,
+            runtime=runtime,
+            out=out,
+            timeout=timeout,
+            slurm_args=slurm_args,
+            progress=update,
+            selftest=selftest,
+            quick=quick,
+        )
+    slurm_view.probed(res, wants_json(fmt, as_json), console.out(), console.err())
+    raise typer.Exit(res.exit_code)
+
+
+@selftest_app.command("selftest")
+def fleet_selftest(
+    slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", metavar="N", help="Workers, one per node (default 2).")
+    ] = None,
+    partition: Annotated[
+        str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python", metavar="PATH", help="The nodes' interpreter with TensorFlow (default: python3 on their PATH)."
+        ),
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", metavar="R", help="Runs of the workers, one after another (default 2).")
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option("--steps", metavar="S", help="Training steps per run (default: the self-test's).")
+    ] = None,
+    port_base: Annotated[
+        int | None,
+        typer.Option(
+            "--port-base", metavar="PORT", help="Run k listens on PORT+k on every node (default: from the job id)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Write DIR/<node>.json (or .error.txt) and DIR/_fleet-selftest.json; default ./fleet-selftest.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        int | None,
+        typer.Option(
+            "--timeout", metavar="SECONDS", help="Limit for the allocation and for each node's task (default 600)."
+        ),
+    ] = None,
+    slurm_args: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--slurm-arg", metavar="OPTION", help="Extra salloc option, repeatable: --slurm-arg=--account=ml."
+        ),
+    ] = None,
+    fmt: FormatOpt = Format.text,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the multi-worker self-test across nodes: one MultiWorkerMirroredStrategy worker per node (RING
+    collectives, the cluster from SlurmClusterResolver), trained twice; each node is probed as well. Says per
+    node whether its worker ran and repeated itself, and across nodes whether every worker holds the same
+    weights, naming the first collective that differs. `envpin fleet report DIR` reads the folder back.
+    On Kubernetes: `envpin fleet manifest --kubernetes --workers N` (an indexed Job).
+
+    Exit 0: every worker ran, all agree and repeat, and the nodes are consistent; 1: a worker failed or
+    workers differ, or the nodes differ in a breaking field; 2: bad input or no Slurm."""
+    from envpin import api
+    from envpin.views import console
+    from envpin.views import slurm as slurm_view
+
+    with console.progress("fleet selftest") as update:
+        res = api.fleet_selftest(
+            slurm=slurm,
+            nodes=nodes,
+            partition=partition,
+            python=python,
+            runs=runs,
+            steps=steps,
+            port_base=port_base,
+            out=out,
+            timeout=timeout,
+            slurm_args=slurm_args,
+            progress=update,
+        )
+    slurm_view.selftested(res, wants_json(fmt, as_json), console.out(), console.err())
     raise typer.Exit(res.exit_code)

@@ -70,8 +70,36 @@ def probe_cmd(
     gpus: Annotated[
         Gpus, typer.Option("--gpus", help="With --image: GPUs when the host has the NVIDIA runtime or CDI (auto).")
     ] = Gpus.auto,
+    replicas: Annotated[
+        int | None,
+        typer.Option("--replicas", metavar="N", help="Self-test: also the multi-replica self-test over N devices."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Self-test: CPU seconds each child may use (default: ENVPIN_SELFTEST_TIMEOUT or 600; wall 4x).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            help="What stdout shows when no file is named: text (a summary) or json (the report); "
+            "default: text on a terminal, json in a pipe or file.",
+        ),
+    ] = None,
+    check_files: Annotated[
+        bool,
+        typer.Option(
+            "--check-files",
+            help="Hash every installed file against its RECORD (seconds with TensorFlow; --image always does).",
+        ),
+    ] = False,
 ) -> None:
-    """Record everything on this machine that can change a training result (JSON on stdout by default).
+    """Record everything on this machine that can change a training result: its JSON report on stdout in a
+    pipe or file, a summary on a terminal (--format json for the report there).
 
     With --image, the probe runs inside a container of that image instead (any NGC image: nothing is
     installed), with GPUs when this host can give them; exit 1 when the probe fails in the container."""
@@ -86,8 +114,24 @@ def probe_cmd(
             )
         console.say(console.err(), "warning: --json FILE is deprecated; use --output FILE (-o FILE)")
         json_file = old_json
-    # Only around a container (pull, start): a host probe takes a tenth of a second and may be printing
-    # its JSON on stdout, which a spinner on the same terminal would interleave with.
+    if fmt is Format.json and image is None:
+        if json_file is not None and str(json_file) != "-":
+            raise UsageError(
+                "--format json prints the JSON report on stdout, and --output FILE writes it to FILE",
+                hint="give one of them (--output - is stdout too)",
+            )
+        json_file = Path("-")
+    stdout_report = image is None and "-" in (str(json_file), str(markdown))
+    if fmt is Format.text and stdout_report:
+        raise UsageError(
+            "--format text shows a summary on stdout, and '-' writes the report there",
+            hint="write the report to a file, or drop --format text",
+        )
+    # A summary only where nothing else takes stdout: the report asked for in a file or folder leaves it the
+    # lines that say where the report went.
+    summary = fmt is Format.text or (fmt is None and console.stdout_is_terminal())
+    # Progress around a container (pull, start) and around this machine's self-test, which ends it before the
+    # report is written: a host probe alone takes a tenth of a second.
     request: api.HostProbeRequest | api.ImageProbeRequest
     if image is None:
         request = api.HostProbeRequest(
@@ -98,24 +142,51 @@ def probe_cmd(
             selftest=bool(selftest),
             quick=quick,
             anonymize=anonymize,
+            replicas=replicas,
+            timeout=timeout,
+            summary=summary,
+            check_files=check_files,
         )
-    elif json_file or markdown or with_tf:
+    elif json_file or markdown or with_tf or fmt is Format.json:
         raise UsageError(
-            "--image writes both reports into --out; --output, --markdown and --with-tf are for probing this machine",
+            "--image writes both reports into --out; --output, --markdown, --format json and --with-tf are for "
+            "probing this machine",
             hint="drop them, or give --out DIR",
         )
     else:
         check_quick(selftest, quick)
         request = api.ImageProbeRequest(
-            image=image, out=out, gpus=str(value(gpus)), selftest=selftest, quick=quick, anonymize=anonymize
+            image=image,
+            out=out,
+            gpus=str(value(gpus)),
+            selftest=selftest,
+            quick=quick,
+            anonymize=anonymize,
+            replicas=replicas,
+            timeout=timeout,
         )
-    with console.progress(f"probing {image}") if image else contextlib.nullcontext(None) as update:
+    title = f"probing {image}" if image else "probing this machine" if selftest else None
+    with console.progress(title) if title else contextlib.nullcontext(None) as update:
         res = api.run_probe(request, progress=update)
     if isinstance(res, api.ProbeResult):
         probe.probed(res, console.out(), console.err())
+        if res.exit_code == 2:
+            raise _unfinished(res.selftest)
         raise typer.Exit(res.exit_code)
     probe.image_probed(res, console.out(), console.err())
+    if res.timed_out:
+        raise _unfinished(res.selftest)
     raise typer.Exit(0 if res.exit_code == 0 else 1)
+
+
+def _unfinished(line: str | None) -> Exception:
+    """A self-test that ran out of time: inconclusive, exit 2 (never a failed check)."""
+    from envpin.errors import SelftestTimeout
+
+    return SelftestTimeout(
+        line or "self-test timed out (inconclusive)",
+        hint="raise --timeout (CPU seconds per self-test child) or run on a less loaded machine",
+    )
 
 
 diff_app = command_app()
@@ -177,8 +248,9 @@ def verify_cmd(
     from envpin import api
     from envpin.views import console, diff
 
-    probing = report is None and not host
-    with console.progress("probing the lock's image") if probing else contextlib.nullcontext(None) as update:
+    # the lock's image starts a container; the host's probe hashes every installed file (seconds)
+    title = None if report is not None else "probing this machine" if host else "probing the lock's image"
+    with console.progress(title) if title else contextlib.nullcontext(None) as update:
         res = api.verify_environment(lock, report, record, host=host, force=force, progress=update)
     diff.verification(res, wants_json(fmt, as_json), console.out(), console.err())
     raise typer.Exit(res.exit_code)

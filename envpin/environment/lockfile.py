@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from envpin.reports.diff import Difference
 
 LOCK_NAME = "envpin.lock"
+#: What `envpin build` writes beside the lock after a build (envpin.evidence.write): the image's CycloneDX SBOM.
+#: A build output, not an input: the lock does not hash it, and it is no foreign file in the folder.
+SBOM_NAME = "sbom.cdx.json"
 #: 2: the golden hash lives in [golden] only; [files] lists one payload artifact; no [build] table.
 LOCK_SCHEMA = 2
 HEADER = (
@@ -312,7 +315,7 @@ class Lock(Value):
                 problems.append(f"{rel}: missing or edited in {folder}")
         from envpin.files.read import folder_files
 
-        foreign = (rel for rel in folder_files(folder) if rel not in self.files and rel != LOCK_NAME)
+        foreign = (rel for rel in folder_files(folder) if rel not in self.files and rel not in (LOCK_NAME, SBOM_NAME))
         for n, rel in enumerate(foreign if folder.is_dir() else ()):
             if n == 20:
                 problems.append(f"more files in {folder} that envpin did not generate")
@@ -335,9 +338,7 @@ class Lock(Value):
             expected = Expected(fingerprint=_fingerprint_of(fp_fields), fields=fp_fields)
             done.append(f"expected fingerprint {expected.fingerprint}")
         golden = dict(self.golden)
-        found = report_golden(report)
-        if found is not None:
-            device, digest = found
+        for device, digest in report_goldens(report):
             have = golden.get(device)
             if have is None:
                 golden[device] = digest
@@ -414,33 +415,34 @@ class Lock(Value):
         from envpin.probe import fields
         from envpin.reports.diff import Difference
 
-        found = report_golden(report)
-        if found is None:
+        found = report_goldens(report)
+        if not found:
             return [], [golden_not_checked()] if self.golden else []
-        device, digest = found
-        key = GOLDEN_PREFIX + device
-        want = self.golden.get(device)
-        if want is None:
-            return [
-                Difference(
-                    key,
-                    fields.INFO,
-                    None,
-                    digest,
-                    f"no golden hash recorded for this device class ({param('record', command='verify')} adds it)",
+        diffs = []
+        for device, digest in found:
+            key = GOLDEN_PREFIX + device
+            want = self.golden.get(device)
+            if want is None:
+                diffs.append(
+                    Difference(
+                        key,
+                        fields.INFO,
+                        None,
+                        digest,
+                        f"no golden hash recorded for this device class ({param('record', command='verify')} adds it)",
+                    )
                 )
-            ], []
-        if want != digest:
-            return [
-                Difference(
-                    key,
-                    fields.BREAKING,
-                    want,
-                    digest,
-                    "training on this device class no longer gives the recorded weights",
+            elif want != digest:
+                diffs.append(
+                    Difference(
+                        key,
+                        fields.BREAKING,
+                        want,
+                        digest,
+                        "training on this device class no longer gives the recorded weights",
+                    )
                 )
-            ], []
-        return [], []
+        return diffs, []
 
     # --- serialise ----------------------------------------------------------------------------------------
 
@@ -750,10 +752,8 @@ def fingerprint_fields(report: dict[str, Any], flat: dict[str, str] | None = Non
     from envpin.probe import fields
 
     out = fields.fingerprint_fields(report, flat)
-    # A report has at most one golden field, the one golden_field names.
-    golden = fields.golden_field(report)
-    if golden is not None:
-        out.pop(golden[0], None)
+    for key, _digest in fields.golden_fields(report):
+        out.pop(key, None)
     return out
 
 
@@ -763,14 +763,12 @@ def _fingerprint_of(fp_fields: dict[str, str]) -> str:
     return fields.fingerprint_of_fields(fp_fields)
 
 
-def report_golden(report: dict[str, Any]) -> tuple[str, str] | None:
-    """(device class, golden training hash) from a report's self-test, if it ran and gave one."""
+def report_goldens(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(device class, hash) of every golden hash of a report's self-test: the golden training hash, then the
+    multi-replica ones (their class counted); empty when the self-test did not run or gave none."""
     from envpin.probe import fields
 
-    found = fields.golden_field(report)
-    if found is None:
-        return None
-    return found[0][len(GOLDEN_PREFIX) :], found[1]
+    return [(key[len(GOLDEN_PREFIX) :], digest) for key, digest in fields.golden_fields(report)]
 
 
 def self_hash(data: dict[str, Any]) -> str:

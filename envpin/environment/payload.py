@@ -1,7 +1,8 @@
 """envpin.pyz: the one artifact that carries envpin's standard-library part into images.
 
 It holds the probe, the runtime helper, the standard-library core they share and the recipe table
-(everything under envpin/probe and envpin/portable, plus envpin/__init__.py and envpin/data/recipes.json),
+(everything under envpin/probe and envpin/portable, plus envpin/__init__.py, the Keras callback envpin/keras.py
+and envpin/data/recipes.json),
 as a zip that Python imports from PYTHONPATH
 (``PYTHONPATH=/opt/envpin/envpin.pyz python3 -m envpin.probe``) or runs directly
 (``python3 envpin.pyz`` runs the probe). The same bytes go into every environment folder, the compose
@@ -31,6 +32,8 @@ IMAGE_PATH = "/opt/envpin/envpin.pyz"
 _PKG = Path(__file__).resolve().parent.parent
 #: The packages that travel whole (standard library only, Python 3.6+).
 _PACKAGES = ("portable", "probe")
+#: The modules of the top package that travel beside them (standard library only until used).
+_MODULES = ("__init__.py", "keras.py")
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip can record
 _MAIN = (
     b'"""python3 envpin.pyz [probe options]: run the envpin probe from this archive."""\n'
@@ -42,7 +45,9 @@ _MAIN = (
 
 def members() -> dict[str, bytes]:
     """Archive path -> bytes of every file the payload holds, read from the installed package."""
-    files: dict[str, bytes] = {"__main__.py": _MAIN, "envpin/__init__.py": (_PKG / "__init__.py").read_bytes()}
+    files: dict[str, bytes] = {"__main__.py": _MAIN}
+    for name in _MODULES:
+        files["envpin/" + name] = (_PKG / name).read_bytes()
     for path in _package_files():
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json"):
             files["envpin/" + path.relative_to(_PKG).as_posix()] = path.read_bytes()
@@ -66,20 +71,13 @@ def build(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-@functools.lru_cache(maxsize=1)
-def _cached(key: tuple[tuple[str, int, int], ...]) -> bytes:
+@functools.cache
+def payload() -> bytes:
+    """The payload for the installed envpin, built once per process from the sources it then finds."""
     return build(members())
 
 
-def payload() -> bytes:
-    """The payload for the installed envpin (rebuilt when any member's size or mtime changes)."""
-    key = []
-    for path in [*_package_files(), _PKG / "__init__.py", _PKG / "data" / "recipes.json"]:
-        if path.is_file() and "__pycache__" not in path.parts:
-            st = path.stat()
-            key.append((str(path), st.st_size, st.st_mtime_ns))
-    return _cached(tuple(key))
-
-
+@functools.cache
 def payload_hash() -> str:
+    """Its hash, once per process (a render serialises its plan, which names it, half a dozen times)."""
     return sha256_bytes(payload())

@@ -198,6 +198,20 @@ def resolve_tf(entry: catalog.Entry, tf_spec: TFSpec | None, tf_source: str | No
     raise UnknownTF(entry)
 
 
+def ngc_releases(tf_spec: TFSpec, cat: catalog.Catalog | None = None) -> tuple[str, ...]:
+    """The NGC releases (YY.MM, oldest first) with a tag whose TensorFlow fits `tf_spec`: where to go when no
+    stock image holds that TensorFlow."""
+    entries = (cat or catalog.load()).select(None, tf=tf_spec, notify=False)
+    return tuple(sorted({e.release for e in entries}, key=lambda r: tuple(int(p) for p in r.split("."))))
+
+
+def listed(releases: tuple[str, ...], most: int = 6) -> str:
+    """Releases for one line: all of them, or past `most` the first and the last with the count."""
+    if len(releases) <= most:
+        return ", ".join(releases)
+    return f"{releases[0]} to {releases[-1]} ({len(releases)} releases)"
+
+
 def _known_digest(entry: catalog.Entry, build_from: str | None) -> str | None:
     """The digest the catalog file recorded for the tag, when it was read from the repository the build pulls
     from (a digest read from one mirror says nothing about what another repository holds under that tag). One
@@ -262,7 +276,18 @@ def make_plan(
     if ngc_spec is None:
         from envpin.knowledge import stock as stock_table
 
-        entry = stock_table.load().select(stock, tf_spec)
+        try:
+            entry = stock_table.load().select(stock, tf_spec)
+        except UsageError as exc:
+            held = ngc_releases(tf_spec) if stock is None and tf_spec is not None else ()
+            if not held or tf_spec is None:
+                raise
+            raise UsageError(
+                exc.message,
+                hint=f"NGC releases with TensorFlow {tf_spec.text}: {listed(held)}; give {param('ngc')} "
+                f"{held[-1]} {param('tf')} {tf_spec.text} (`{param('tf', command='catalog')} {tf_spec.text}` lists "
+                f"their tags); stock images envpin knows: `{param('stock', command='catalog')}`",
+            ) from None
         tf_version, tf_source = entry.tf_version or "", "catalog"  # the tag names it
         recipe = recipes.select(tf_version, "stock", None)
     else:

@@ -3,6 +3,7 @@ folder's lock a command acts on (find_lock, checked_lock)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shlex
@@ -34,8 +35,9 @@ def template_env(package: str = "envpin.environment", autoescape: bool = False) 
     """The one way envpin loads templates: those in `package`'s templates/ folder, as package resources
     (envpin.environment: Dockerfile, Apptainer definition; envpin.fleet: Kubernetes manifest, HTML fleet
     report). StrictUndefined, so a missing value is an error, never an empty string.
-    autoescape=True for HTML. One per process, so compiled templates are reused. Filters: `sh` (one POSIX
-    shell word) and `q` (a JSON string, which YAML reads as a double-quoted scalar)."""
+    autoescape=True for HTML. One per process, so compiled templates are reused, and their compiled code is
+    kept in envpin's cache folder for the next process (_bytecode_cache). Filters: `sh` (one POSIX shell word)
+    and `q` (a JSON string, which YAML reads as a double-quoted scalar)."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader(package, "templates"),
         undefined=jinja2.StrictUndefined,
@@ -43,10 +45,41 @@ def template_env(package: str = "envpin.environment", autoescape: bool = False) 
         autoescape=autoescape,
         trim_blocks=True,
         lstrip_blocks=True,
+        bytecode_cache=_bytecode_cache(f"{package}{'-autoescape' if autoescape else ''}"),
     )
     env.filters["sh"] = shlex.quote  # one word for a POSIX shell, whatever the value holds
     env.filters["q"] = lambda v: json.dumps(str(v))  # nothing a value holds can change a YAML structure
     return env
+
+
+class _Cache(jinja2.FileSystemBytecodeCache):
+    """jinja2's compiled templates in a folder of their own; one that cannot be read or written is no cache
+    (the template is compiled, the command goes on), and jinja2 recompiles a template whose source or jinja2
+    or Python version is not the cached one's."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # a damaged or foreign file: compiled afresh, and replaced
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+def _bytecode_cache(name: str) -> jinja2.BytecodeCache | None:
+    """Compiled templates kept in envpin's cache folder (envpin.knowledge.facts.cache_dir()/templates/NAME, one
+    folder per template environment: jinja2 keys the code by the template alone), so that a command loads
+    the code instead of compiling the template; None where the folder cannot be made."""
+    from envpin.knowledge.facts import cache_dir
+
+    folder = cache_dir() / "templates" / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return _Cache(str(folder))
 
 
 def _env() -> jinja2.Environment:
@@ -257,7 +290,7 @@ def check_folder(out: Path, files: dict[str, bytes], force: bool) -> list[str]:
         # but only those still exactly as envpin wrote them, even when the lock itself is not trusted.
         old = recorded or lockfile.recorded_files(lock_path)
         return [rel for rel in old if rel not in files and _unchanged(out, rel, old[rel])]
-    known = {*files, *recorded, lockfile.LOCK_NAME}
+    known = {*files, *recorded, lockfile.LOCK_NAME, lockfile.SBOM_NAME}
     foreign = next((rel for rel in folder_files(out) if rel not in known), None) if out.is_dir() else None
     if foreign is not None:
         raise RenderError(

@@ -22,12 +22,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
-from envpin.errors import EngineError, EnvpinError, RequirementsError, param
+from envpin.errors import EngineError, EnvpinError, RequirementsError, param, shown
 from envpin.files.read import read_regular, sha256_bytes
 from envpin.files.write import atomic_write
 from envpin.knowledge.facts import cache_dir
@@ -71,12 +71,23 @@ print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'dists': {x['name
                   'tags': tags()}))
 """
 # A recent pip (for --dry-run --report) goes to /tmp/pip in the throwaway container only. The dry run installs
-# nothing, so a PEP 668 marker (Debian 12, Ubuntu 24.04 bases) is overridden for it.
+# nothing, so a PEP 668 marker (Debian 12, Ubuntu 24.04 bases) is overridden for it. {pip}: the pip to bootstrap,
+# {options}: more resolver options (a cut-off).
 _RESOLVE = (
-    "set -e; python3 -m pip install -q --disable-pip-version-check --no-cache-dir --target /tmp/pip 'pip>=23.1' "
-    ">/work/pip-bootstrap.log 2>&1 || { cat /work/pip-bootstrap.log >&2; exit 3; }; "
+    "set -e; python3 -m pip install -q --disable-pip-version-check --no-cache-dir --target /tmp/pip '{pip}' "
+    ">/work/pip-bootstrap.log 2>&1 || {{ cat /work/pip-bootstrap.log >&2; exit 3; }}; "
     "PYTHONPATH=/tmp/pip PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --disable-pip-version-check --dry-run "
-    "--quiet --report /work/report.json -c /work/constraints.txt -r /work/requirements.in"
+    "--quiet --report /work/report.json -c /work/constraints.txt -r /work/requirements.in{options}"
+)
+#: The pip the image resolver bootstraps: any that has --dry-run --report; with a cut-off, one that has
+#: --uploaded-prior-to (pip 26.1, which needs Python 3.10).
+_PIP = "pip>=23.1"
+_PIP_CUTOFF = "pip>=26.1"
+CUTOFF_IMAGE_MIN = (3, 10)
+#: How a requirements lock records its cut-off (one header line), and how it says where it was resolved.
+_CUTOFF_LINE = re.compile(r"^# exclude-newer: (\S+)", re.M)
+_FROM_LINE = re.compile(
+    r"^# envpin: locked from (\S+) \((sha256:[0-9a-f]{64})\) (inside (\S+)|on the host for (\S+)'s Python)", re.M
 )
 
 
@@ -91,11 +102,80 @@ class ImageFacts(Value):
 
 
 @dataclass(frozen=True, slots=True)
+class LockedFile(Value):
+    """One file a locked requirement may install: its file name, where the index serves it, its sha256
+    ('sha256:…'), and whether it is a wheel or a source distribution."""
+
+    name: str
+    url: str
+    sha256: str
+    kind: str = "wheel"
+
+
+@dataclass(frozen=True, slots=True)
 class Resolved(Value):
     facts: ImageFacts
     locked: tuple[Requirement, ...]
     #: "image" or "host": where the resolution ran.
     where: str
+    #: The files behind each locked requirement (Requirement.key -> files), what pylock.toml lists.
+    files: dict[str, tuple[LockedFile, ...]] = field(default_factory=dict)
+    #: The upload-time cut-off the resolution ran with ('2024-03-01T00:00:00Z'), or None.
+    exclude_newer: str | None = None
+
+
+def cutoff(value: str) -> str | None:
+    """A cut-off as given (`exclude_newer`): a date (midnight UTC starting it) or an RFC 3339 time with a zone,
+    as the UTC time both resolvers are given ('2024-03-01T00:00:00Z'); 'none' for no cut-off. Durations and
+    local times are refused: the same lock must re-lock the same on any machine, in any time zone, later."""
+    from datetime import datetime, timezone
+
+    text = value.strip()
+    if text.lower() == "none":
+        return None
+    bad = RequirementsError(
+        f"{param('exclude_newer')} {shown(text)!r} is not a date or a UTC time",
+        hint="give a date (2024-03-01: files uploaded before 00:00 UTC that day) or a time with its zone "
+        "(2024-03-01T12:00:00Z), or none",
+    )
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        text += "T00:00:00Z"
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})", text):
+        raise bad
+    # Python 3.10's fromisoformat takes 3 or 6 digits of a fraction only: pad (or cut) it to microseconds.
+    text = re.sub(r"\.(\d+)", lambda m: "." + (m.group(1) + "000000")[:6], text)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise bad from None
+    return when.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def recorded_cutoff(text: str) -> str | None:
+    """The cut-off a requirements lock's header records, or None."""
+    m = _CUTOFF_LINE.search(text)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class Origin(Value):
+    """What a requirements lock's header says it was resolved from: the source file's name and digest, the
+    image, where it ran ("image" or "host"), and the cut-off."""
+
+    source: str
+    source_hash: str
+    image: str
+    where: str
+    exclude_newer: str | None
+
+
+def recorded_origin(text: str) -> Origin | None:
+    """The origin an envpin-written requirements lock records, or None (a lock written by hand or pip-compile)."""
+    m = _FROM_LINE.search(text)
+    if m is None:
+        return None
+    where = "image" if m.group(4) else "host"
+    return Origin(m.group(1), m.group(2), m.group(4) or m.group(5), where, recorded_cutoff(text))
 
 
 def read_requirements_in(path: Path) -> str:
@@ -212,14 +292,22 @@ def _conflict_hint(logs: str) -> str:
     return " / ".join((keep or lines)[-3:])
 
 
-def choose(resolver: str, python: str) -> str:
-    """Where to resolve: `resolver` as asked, or for auto the image when its Python runs a recent pip."""
+def choose(resolver: str, python: str, exclude_newer: str | None = None) -> str:
+    """Where to resolve: `resolver` as asked, or for auto the image when its Python runs a recent pip (with a
+    cut-off, one with --uploaded-prior-to: Python 3.10)."""
     if resolver not in RESOLVERS:
         raise RequirementsError(f"unknown resolver {resolver!r}", hint="use one of " + ", ".join(RESOLVERS))
     from envpin.portable.versions import major_minor
 
     version = major_minor(python) or (0, 0)
-    where = resolver if resolver != "auto" else ("image" if version >= IMAGE_RESOLVER_MIN else "host")
+    least = CUTOFF_IMAGE_MIN if exclude_newer else IMAGE_RESOLVER_MIN
+    where = resolver if resolver != "auto" else ("image" if version >= least else "host")
+    if where == "image" and exclude_newer and version < CUTOFF_IMAGE_MIN:
+        raise RequirementsError(
+            f"the image's Python {python} cannot run the pip that resolves with a cut-off inside it "
+            "(--uploaded-prior-to is pip 26.1's, which needs Python 3.10)",
+            hint=f"use {param('resolver')} host (or auto)",
+        )
     if where == "image" and version < IMAGE_RESOLVER_MIN:
         raise RequirementsError(
             f"the image's Python {python} cannot run the pip that resolves inside it (pip>=23.1 needs Python 3.7)",
@@ -235,22 +323,34 @@ def choose(resolver: str, python: str) -> str:
     return where
 
 
-def resolve(client: Any, image: str, requirements_in: str, resolver: str = "auto") -> Resolved:
-    """Resolve for the image, in it or on the host (see the module docstring)."""
+def resolve(
+    client: Any, image: str, requirements_in: str, resolver: str = "auto", exclude_newer: str | None = None
+) -> Resolved:
+    """Resolve for the image, in it or on the host (see the module docstring); with `exclude_newer` (a UTC
+    time, as `cutoff` gives it) only files uploaded before it are candidates."""
     facts = image_facts(client, image)
-    where = choose(resolver, facts.python)
+    where = choose(resolver, facts.python, exclude_newer)
     if where == "image":
-        return Resolved(facts, resolve_in_image(client, image, requirements_in, facts), "image")
-    return Resolved(facts, resolve_on_host(image, requirements_in, facts), "host")
+        locked, files = resolve_in_image(client, image, requirements_in, facts, exclude_newer)
+    else:
+        locked, files = resolve_on_host(image, requirements_in, facts, exclude_newer)
+    return Resolved(facts, locked, where, files, exclude_newer)
 
 
-def resolve_in_image(client: Any, image: str, requirements_in: str, facts: ImageFacts) -> tuple[Requirement, ...]:
-    """pip --dry-run --report inside the image; the locked requirements the base lacks."""
+Files = dict[str, tuple[LockedFile, ...]]
+
+
+def resolve_in_image(
+    client: Any, image: str, requirements_in: str, facts: ImageFacts, exclude_newer: str | None = None
+) -> tuple[tuple[Requirement, ...], Files]:
+    """pip --dry-run --report inside the image; the locked requirements the base lacks, and their files."""
+    options = f" --uploaded-prior-to {exclude_newer}" if exclude_newer else ""
+    script = _RESOLVE.format(pip=_PIP_CUTOFF if exclude_newer else _PIP, options=options)
     with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
         work = Path(tmp)
         (work / "requirements.in").write_text(requirements_in)
         (work / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(facts.dists.items())))
-        code, logs = _run(client, image, ["/bin/sh", "-c", _RESOLVE], work)
+        code, logs = _run(client, image, ["/bin/sh", "-c", script], work)
         if code == 3:
             raise EngineError(
                 f"could not install a recent pip inside {image} to resolve with: {_conflict_hint(logs)}",
@@ -265,6 +365,7 @@ def resolve_in_image(client: Any, image: str, requirements_in: str, facts: Image
             )
         report = json.loads((work / "report.json").read_text())
     locked = []
+    files: Files = {}
     for item in report.get("install", []):
         meta = item.get("metadata", {})
         name, version = meta.get("name"), meta.get("version")
@@ -276,8 +377,16 @@ def resolve_in_image(client: Any, image: str, requirements_in: str, facts: Image
                 f"pip chose {name or info.get('url')} from a source without a sha256 hash (VCS or local path)",
                 hint="lock only packages published on an index",
             )
-        locked.append(Requirement(name, version, (f"sha256:{digest}",)))
-    return tuple(sorted(locked, key=lambda r: r.key))
+        req = Requirement(name, version, (f"sha256:{digest}",))
+        url = str(info.get("url") or "")
+        filename = url.rsplit("/", 1)[-1].split("#", 1)[0]
+        files[req.key] = (LockedFile(filename, url, f"sha256:{digest}", _kind(filename)),)
+        locked.append(req)
+    return tuple(sorted(locked, key=lambda r: r.key)), files
+
+
+def _kind(filename: str) -> str:
+    return "wheel" if filename.endswith(".whl") else "sdist"
 
 
 # --------------------------------------------------------------------------- resolution on the host
@@ -355,28 +464,34 @@ def uv_binary() -> str:
     return found
 
 
-def _files_for(package: dict[str, Any], accepted: frozenset[str]) -> tuple[list[str], str]:
-    """(sha256 hashes, kind) of the package's files the image's pip would install: its wheels whose tags the
-    image accepts; else its source distribution (built in the image); ([], "") when there is neither."""
+def _files_for(package: dict[str, Any], accepted: frozenset[str]) -> tuple[LockedFile, ...]:
+    """The package's files the image's pip would install: its wheels whose tags the image accepts; else its
+    source distribution (built in the image); () when there is neither."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-    hashes: list[str] = []
+    wheels: list[LockedFile] = []
     for wheel in package.get("wheels") or []:
-        url = str(wheel.get("url") or wheel.get("path") or wheel.get("name") or "")
+        url = str(wheel.get("url") or wheel.get("path") or "")
+        filename = str(wheel.get("name") or url.rsplit("/", 1)[-1])
         try:
-            _, _, _, wheel_tags = parse_wheel_filename(url.rsplit("/", 1)[-1])
+            _, _, _, wheel_tags = parse_wheel_filename(filename)
         except InvalidWheelFilename:
             continue
         digest = (wheel.get("hashes") or {}).get("sha256")
         if digest and any(str(t) in accepted for t in wheel_tags):
-            hashes.append(f"sha256:{digest}")
-    if hashes:
-        return sorted(hashes), "wheel"
-    digest = ((package.get("sdist") or {}).get("hashes") or {}).get("sha256")
-    return ([f"sha256:{digest}"], "sdist") if digest else ([], "")
+            wheels.append(LockedFile(filename, url, f"sha256:{digest}"))
+    if wheels:
+        return tuple(sorted(wheels, key=lambda f: f.sha256))
+    sdist = package.get("sdist") or {}
+    digest = (sdist.get("hashes") or {}).get("sha256")
+    url = str(sdist.get("url") or sdist.get("path") or "")
+    name = str(sdist.get("name") or url.rsplit("/", 1)[-1])
+    return (LockedFile(name, url, f"sha256:{digest}", "sdist"),) if digest else ()
 
 
-def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tuple[Requirement, ...]:
+def resolve_on_host(
+    image: str, requirements_in: str, facts: ImageFacts, exclude_newer: str | None = None
+) -> tuple[tuple[Requirement, ...], Files]:
     """uv resolves for the image's Python and platform with the image's packages as pinned stand-ins; the
     result keeps only what the base lacks, each with the hashes of the files the image's pip accepts."""
     if facts.tags is None:
@@ -427,6 +542,7 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
             # the resolution itself. The target's version, platform and markers come from the flags above.
             "--python",
             sys.executable,
+            *(["--exclude-newer", exclude_newer] if exclude_newer else []),
         ]
         try:
             proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
@@ -442,6 +558,7 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
             )
         lock = tomllib.loads((work / "pylock.toml").read_text(encoding="utf-8"))
     locked: list[Requirement] = []
+    files: Files = {}
     for package in lock.get("packages", []):
         name, version = str(package.get("name", "")), str(package.get("version", ""))
         if _key(name) in unpinned:
@@ -451,30 +568,119 @@ def resolve_on_host(image: str, requirements_in: str, facts: ImageFacts) -> tupl
             )
         if _key(name) in base:
             continue  # the image has exactly this version: it was a constraint
-        hashes, _ = _files_for(package, accepted)
-        if not hashes:
+        chosen = _files_for(package, accepted)
+        if not chosen:
             raise RequirementsError(
                 f"no file of {name} {version} installs in {image}: no wheel its pip accepts "
                 f"(Python {facts.python}, {platform}) and no source distribution",
                 hint=f"pin another version of {name} in the requirements",
             )
-        locked.append(Requirement(name, version, tuple(hashes)))
-    return tuple(sorted(locked, key=lambda r: r.key))
+        req = Requirement(name, version, tuple(f.sha256 for f in chosen))
+        files[req.key] = chosen
+        locked.append(req)
+    return tuple(sorted(locked, key=lambda r: r.key)), files
 
 
-def write_lock(
-    out: Path, reqs: tuple[Requirement, ...], image: str, python: str, source: Path, text: str, where: str = "image"
-) -> None:
+def lock_text(res: Resolved, image: str, source: Path, text: str) -> str:
+    """The requirements lock for a resolution: a header saying what it was locked from, where, and the cut-off
+    (what a re-lock takes again), then one hashed line per package the base lacks."""
     how = (
         f"inside {image}"
-        if where == "image"
+        if res.where == "image"
         else f"on the host for {image}'s Python and the wheel tags its pip accepts"
     )
     header = (
         f"# envpin: locked from {source.name} ({sha256_bytes(text.encode())}) {how}\n"
-        f"# for Python {python} on linux/amd64. Packages the base image already has are not listed:\n"
+        f"# for Python {res.facts.python} on linux/amd64. Packages the base image already has are not listed:\n"
         "# they stay exactly as the base image ships them. Regenerate with `envpin lock`, do not edit.\n"
     )
-    body = render_lock(reqs, header)
-    parse_lock(body, str(out))  # what we write must be what render/build accept
-    atomic_write(out, body.encode(), make_parents=False)
+    if res.exclude_newer:
+        header += (
+            f"# exclude-newer: {res.exclude_newer} (only files uploaded before then were candidates; a re-lock\n"
+            "# keeps this cut-off, so the same inputs lock the same later)\n"
+        )
+    body = render_lock(res.locked, header)
+    parse_lock(body, str(source.with_name("requirements.lock")))  # what we write must be what render/build accept
+    return body
+
+
+def pylock_text(res: Resolved, image: str, lock_body: str) -> str:
+    """pylock.toml (PEP 751) for the same packages, files and hashes as the requirements lock `lock_body`,
+    checked with packaging's own reader of the format before it is written. [tool.envpin] names the image,
+    the cut-off and the digest of the requirements lock it mirrors."""
+    import tomli_w
+    from packaging.pylock import Pylock, PylockValidationError
+
+    packages: list[dict[str, Any]] = []
+    for req in res.locked:
+        entry: dict[str, Any] = {"name": req.key, "version": req.version}
+        if req.marker:
+            entry["marker"] = req.marker
+        chosen = res.files.get(req.key, ())
+        entries = [(f.kind, {"name": f.name, "url": f.url, "hashes": {"sha256": f.sha256[7:]}}) for f in chosen]
+        wheels = [e for kind, e in entries if kind == "wheel"]
+        sdists = [e for kind, e in entries if kind != "wheel"]
+        if wheels:
+            entry["wheels"] = wheels
+        elif sdists:
+            entry["sdist"] = sdists[0]
+        packages.append(entry)
+    major, _, rest = res.facts.python.partition(".")
+    minor = rest.partition(".")[0]
+    tool: dict[str, Any] = {
+        "image": image,
+        "python": res.facts.python,
+        "requirements-lock": sha256_bytes(lock_body.encode()),
+    }
+    if res.exclude_newer:
+        tool["exclude-newer"] = res.exclude_newer
+    data: dict[str, Any] = {
+        "lock-version": "1.0",
+        "created-by": "envpin",
+        "requires-python": f"=={major}.{minor}.*",
+        "environments": [f"python_version == '{major}.{minor}' and sys_platform == 'linux'"],
+        "packages": packages,
+        "tool": {"envpin": tool},
+    }
+    try:
+        Pylock.from_dict(data)
+    except PylockValidationError as exc:  # a file without a URL (pip resolved a local path): not lockable here
+        raise RequirementsError(
+            f"pylock.toml for {image} would not be valid: {exc}", hint="lock only packages published on an index"
+        ) from exc
+    return tomli_w.dumps(data)
+
+
+def cutoff_drift(client: Any, lock_path: Path) -> list[str]:
+    """What a re-lock of the requirements lock at `lock_path` without its recorded cut-off would change, one
+    note (re-resolved from the source file its header names, beside it, for the same image and resolver);
+    [] for a lock with no cut-off. What `lock --check` says: the cut-off is holding those updates back."""
+    text = read_text(lock_path)
+    origin = recorded_origin(text)
+    if origin is None or origin.exclude_newer is None:
+        return []
+    cut = origin.exclude_newer
+    source = lock_path.with_name(origin.source)
+    try:
+        source_text = read_requirements_in(source)
+    except EnvpinError:
+        return [f"{lock_path}: not re-locked without its cut-off {cut}: {source} is not beside it"]
+    if sha256_bytes(source_text.encode()) != origin.source_hash:
+        return [f"{lock_path}: not re-locked without its cut-off {cut}: {source} changed since it was locked"]
+    fresh = resolve(client, origin.image, source_text, origin.where, None)
+    old = {r.key: r for r in parse_lock(text, str(lock_path))}
+    new = {r.key: r for r in fresh.locked}
+    changes = []
+    for key in sorted({*old, *new}):
+        a, b = old.get(key), new.get(key)
+        if a is None and b is not None:
+            changes.append(f"{b.name} {b.version} (new)")
+        elif b is None and a is not None:
+            changes.append(f"{a.name} {a.version} (dropped)")
+        elif a is not None and b is not None and a.version != b.version:
+            changes.append(f"{a.name} {a.version} -> {b.version}")
+        elif a is not None and b is not None and a.hashes != b.hashes:
+            changes.append(f"{a.name} {a.version} (other files)")
+    if not changes:
+        return [f"{lock_path}: a re-lock without its cut-off {cut} gives the same packages"]
+    return [f"{lock_path}: a re-lock without its cut-off {cut} would change {len(changes)}: " + ", ".join(changes)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -22,7 +23,10 @@ from envpin.portable.atomic import kind_of as _kind
 
 TYPE_CHECKING = False  # typing's, without importing typing (every command loads this module)
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
     from io import BufferedReader
+    from json import JSONDecoder
     from typing import Any
 
 
@@ -71,7 +75,12 @@ def read_regular(path: Path | str, limit: int = MAX_READ_BYTES, *, truncate: boo
     """The bytes of a regular file, at most `limit` of them: a longer file raises OSError (EFBIG), or is cut
     at `limit` with `truncate`. A FIFO, device, socket or folder raises OSError; nothing blocks."""
     with _open_regular(path) as fh:
-        data = fh.read(limit + 1)
+        # Read what the file's size says first: read(limit + 1) alone would allocate the whole bound (64 MiB)
+        # for every file. A file longer than its size says (still growing, or /proc's) is read on to the bound.
+        want = min(os.fstat(fh.fileno()).st_size, limit) + 1
+        data = fh.read(want)
+        if len(data) == want <= limit:
+            data += fh.read(limit + 1 - want)
     if len(data) > limit:
         if truncate:
             return data[:limit]
@@ -118,34 +127,137 @@ def read_user_text(
 MAX_JSON_DEPTH = 64
 
 
-def parse_json(text: str, origin: str, error: type[EnvpinError], hint: str | None = None) -> Any:
+def parse_json(
+    text: str,
+    origin: str,
+    error: type[EnvpinError],
+    hint: str | None = None,
+    *,
+    depth: bool = True,
+    members: Members | None = None,
+) -> Any:
     """The one way envpin parses JSON it did not just write: syntax errors, integers of more than 4,300
-    digits (Python's conversion limit) and nesting deeper than MAX_JSON_DEPTH all become one `error`."""
+    digits (Python's conversion limit) and nesting deeper than MAX_JSON_DEPTH all become one `error`.
+    `depth=False` leaves the nesting to the caller (check_depth), for one that walks the document anyway.
+    `members`: an object's members whose text `members` knows are not parsed again (Members)."""
     import json
 
+    if members is not None:
+        data = members.parse(text)
+        if data is not None:
+            if depth:
+                check_depth(data, origin, error, hint)
+            return data
     try:
         data = json.loads(text)
     except RecursionError:
-        raise error(f"{origin} is nested more than {MAX_JSON_DEPTH} levels deep", hint=hint) from None
+        raise error(too_deep(origin), hint=hint) from None
     except json.JSONDecodeError as exc:
         raise error(
             f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint=hint
         ) from None
     except ValueError as exc:  # int('9' * 5000): the digit limit
         raise error(f"{origin} holds a number too long to read ({str(exc).split(':')[0]})", hint=hint) from None
-    level, depth = [data], 0
-    while level:
+    if depth:
+        check_depth(data, origin, error, hint)
+    return data
+
+
+class Members:
+    """The top-level members of one JSON object (a fleet's first report), kept to read many alike faster: a
+    member of a later object whose text is the same text (a section no node differs in) is not parsed
+    again, it is the value kept (shared between the objects read, so never to be changed). Everything is
+    read by json's own scanner, member by member; text that is not a JSON object read this way (invalid,
+    or another kind of value) is left to json.loads, which reads it or says why."""
+
+    __slots__ = ("_known", "_last")
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str, Any]] = {}
+        self._last: tuple[str, dict[str, tuple[int, int]]] | None = None
+
+    def keep(self, values: dict[str, Any]) -> None:
+        """Keep the members of the object parsed last, with these values (equal to those parsed: the
+        caller's own copy); only objects, arrays and strings, whose text ends where their value does."""
+        if self._last is not None:
+            text, spans = self._last
+            self._known = {k: (text[a:b], values[k]) for k, (a, b) in spans.items() if k in values and text[a] in '{["'}
+
+    def parse(self, text: str) -> dict[str, Any] | None:
+        """The object `text` holds, or None when it is not one read this way (json.loads then decides)."""
+        decoder, skip = _json_parts()
+        read, known = decoder.raw_decode, self._known
+        out: dict[str, Any] = {}
+        spans: dict[str, tuple[int, int]] = {}
+        try:
+            i = skip(text, 0).end()
+            if text[i : i + 1] != "{":
+                return None
+            i = skip(text, i + 1).end()
+            if text[i : i + 1] == "}":
+                i += 1
+            else:
+                while True:  # as json's own object parser: a string, ':', a value, then ',' or '}'
+                    if text[i : i + 1] != '"':
+                        return None
+                    key, i = read(text, i)
+                    i = skip(text, i).end()
+                    if text[i : i + 1] != ":":
+                        return None
+                    i = skip(text, i + 1).end()
+                    hit = known.get(key)
+                    if hit is not None and text.startswith(hit[0], i):
+                        value, end = hit[1], i + len(hit[0])
+                    else:
+                        value, end = read(text, i)
+                    out[key], spans[key] = value, (i, end)
+                    i = skip(text, end).end()
+                    mark, i = text[i : i + 1], i + 1
+                    if mark == "}":
+                        break
+                    if mark != ",":
+                        return None
+                    i = skip(text, i).end()
+            if skip(text, i).end() != len(text):
+                return None
+        except (ValueError, RecursionError):  # json.loads says what is wrong (JSONDecodeError is a ValueError)
+            return None
+        self._last = (text, spans)
+        return out
+
+
+@functools.cache
+def _json_parts() -> tuple[JSONDecoder, Callable[[str, int], re.Match[str]]]:
+    """A decoder as json.loads uses it (strict, no hooks), and what skips JSON's insignificant whitespace
+    (RFC 8259, section 2: space, tab, line feed, carriage return; what json.decoder skips), made once."""
+    import re
+    from json import JSONDecoder
+    from typing import cast
+
+    skip = re.compile(r"[ \t\n\r]*").match  # matches everywhere (the empty string at least)
+    return JSONDecoder(), cast("Callable[[str, int], re.Match[str]]", skip)
+
+
+def too_deep(origin: str) -> str:
+    """The message for a document nested deeper than MAX_JSON_DEPTH."""
+    return f"{origin} is nested more than {MAX_JSON_DEPTH} levels deep"
+
+
+def check_depth(data: Any, origin: str, error: type[EnvpinError], hint: str | None = None, level: int = 1) -> None:
+    """Refuse `data` (a part of a parsed document at nesting `level`, the document itself being 1) when it
+    reaches deeper than MAX_JSON_DEPTH; counted level by level, without recursion."""
+    nodes, depth = [data], level - 1
+    while nodes:
         depth += 1
         if depth > MAX_JSON_DEPTH:
-            raise error(f"{origin} is nested more than {MAX_JSON_DEPTH} levels deep", hint=hint)
+            raise error(too_deep(origin), hint=hint)
         nxt: list[Any] = []
-        for node in level:
+        for node in nodes:
             if isinstance(node, dict):
-                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
+                nxt += [v for v in node.values() if isinstance(v, (dict, list))]
             elif isinstance(node, list):
-                nxt.extend(v for v in node if isinstance(v, (dict, list)))
-        level = nxt
-    return data
+                nxt += [v for v in node if isinstance(v, (dict, list))]
+        nodes = nxt
 
 
 def folder_files(folder: Path) -> Iterator[str]:

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import reduce
+from itertools import chain, compress, filterfalse
+from operator import getitem, is_not, ne
+from typing import Any, Protocol
 
 from envpin.environment.lockfile import GOLDEN_PREFIX  # the key prefix of golden hashes, defined once
 from envpin.errors import ReportError, shown
@@ -43,6 +46,28 @@ GOLDEN_REASON = "golden training hash: nodes of one device class train different
 #: The environment variable the Kubernetes manifest sets to the node's name (a pod's hostname is its own name).
 NODE_NAME_ENV = "ENVPIN_NODE_NAME"
 _ORDER = {"breaking": 0, "risk": 1, "info": 2}
+
+
+class MultiWorker(Protocol):
+    """What the fleet needs of a verdict across nodes (envpin.fleet.multiworker.MultiWorker, the multi-worker
+    self-test): its status (CONSISTENT, DIFFERS or FAILED), one line saying it, its JSON and where it was read."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def source(self) -> str | None: ...
+
+    @property
+    def nodes(self) -> tuple[str, ...]: ...
+
+    def golden(self) -> tuple[str, str] | None:
+        """(counted device class, hash) when the verdict gives a golden hash of its nodes, else None."""
+        ...
+
+    def line(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +214,9 @@ class FleetResult(Value):
     #: Nodes found that the expected names do not list, and nodes found beyond an expected count.
     unexpected: tuple[str, ...] = ()
     surplus: int = 0
+    #: Multi-worker self-tests read with the reports (envpin.fleet.multiworker): a worker that did not run fails
+    #: the fleet, workers or runs that differ are a breaking difference.
+    multiworker: tuple[MultiWorker, ...] = ()
     _by_name: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)
 
     def node(self, name: str) -> Node:
@@ -236,6 +264,7 @@ class FleetResult(Value):
             out.append(f"{_n(len(self.unexpected), 'node')} not in {listed} ({_few(self.unexpected)})")
         if self.surplus:
             out.append(f"{_n(self.surplus, 'node')} more than expected ({self.found()} found, {count} expected)")
+        out += [m.line() for m in self.multiworker if m.status == FAILED]
         return out
 
     @property
@@ -245,7 +274,9 @@ class FleetResult(Value):
         c = self.counts()
         if c[FAILED] or c[TIMED_OUT] or c[MISSING] or c["unexpected"] or not c[OK]:
             return FAILED
-        return DIFFERS if c["breaking"] else CONSISTENT
+        if any(m.status == FAILED for m in self.multiworker):
+            return FAILED
+        return DIFFERS if c["breaking"] or any(m.status == DIFFERS for m in self.multiworker) else CONSISTENT
 
     @property
     def exit_code(self) -> int:
@@ -274,9 +305,13 @@ class FleetResult(Value):
             probed = f"{_n(c[OK], 'node')} consistent (no breaking differences); {_n(c['risk'], 'risk difference')}"
         else:
             probed = f"{_n(c[OK], 'node')} consistent" + (" except informational differences" if c["info"] else "")
+        differing = [m.line() for m in self.multiworker if m.status == DIFFERS]
+        agreeing = [m.line() for m in self.multiworker if m.status == CONSISTENT]
         if self.status == FAILED:
-            return "failed: " + "; ".join([*problems, probed])
-        return probed
+            return "failed: " + "; ".join([*problems, probed, *differing, *agreeing])
+        if differing:
+            return "; ".join([*differing, probed, *agreeing])
+        return "; ".join([probed, *agreeing])
 
     def to_json(self) -> dict[str, Any]:
         """The whole result; print it with sorted keys (envpin.views.console.print_json)."""
@@ -294,7 +329,17 @@ class FleetResult(Value):
             "informational": list(self.informational),
             "golden": [g.to_json() for g in self.golden],
             "nodes": {n.name: n.to_json() for n in self.nodes},
+            # Only when there is one: fleet results without a self-test read as they always did.
+            **(
+                {"multiworker": [m.to_json() | {"source": m.source} for m in self.multiworker]}
+                if self.multiworker
+                else {}
+            ),
         }
+
+
+def _multiworker_json(m: MultiWorker) -> dict[str, Any]:
+    return m.to_json() | {"source": m.source}
 
 
 def to_json_text(result: FleetResult) -> str:
@@ -354,7 +399,7 @@ class Compact:
     whether it computes on a GPU. The report itself is not kept: a fleet costs the fields that vary
     between nodes (host name, PID, time, GPU UUIDs: about 2 KB a node), not the whole parsed report."""
 
-    __slots__ = ("changed", "device_class", "golden", "gpu", "key", "missing", "reducer")
+    __slots__ = ("changed", "device_class", "goldens", "gpu", "key", "missing", "reducer")
 
     def __init__(
         self,
@@ -363,11 +408,16 @@ class Compact:
         missing: frozenset[str],
         key: tuple[frozenset[tuple[str, str]], frozenset[str]],
         device_class: str,
-        golden: str | None,
+        goldens: tuple[tuple[str, str], ...],
         gpu: bool,
     ) -> None:
         self.reducer, self.changed, self.missing, self.key = reducer, changed, missing, key
-        self.device_class, self.golden, self.gpu = device_class, golden, gpu
+        self.device_class, self.goldens, self.gpu = device_class, goldens, gpu
+
+    @property
+    def golden(self) -> str | None:
+        """The golden training hash (of the node's own device class); the multi-replica ones are in goldens."""
+        return next((h for dc, h in self.goldens if dc == self.device_class), None)
 
     def get(self, key: str) -> str | None:
         """The report's flattened value of `key` (envpin.probe.fields.flatten), None when it has none."""
@@ -387,25 +437,202 @@ class Compact:
 
 _NONE: frozenset[Any] = frozenset()
 
+#: Checks the nesting of a part of a report at its level (the report is level 1): envpin.fleet.inputs.read
+#: passes one that refuses a report nested deeper than envpin.files.read.MAX_JSON_DEPTH.
+Nesting = Callable[[Any, int], None]
+
+
+def _as_section(value: Any) -> dict[str, Any]:
+    """A report's section as flatten reads it: a value that is not an object holds no fields."""
+    return value if isinstance(value, dict) else {}
+
+
+def _leaves(node: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], Any]]) -> bool:
+    """Collect the booleans and numbers under `node` with their paths. Two parts that are equal (==) flatten
+    to the same text unless such a leaf differs in type (1, 1.0, true) or sign (0.0, -0.0), which their
+    repr tells; False when `node` holds something else equality cannot vouch for (a value of no JSON type,
+    a key that is not a string)."""
+    kind = type(node)
+    if kind is str or node is None:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _leaves(v, (*path, k), out) for k, v in node.items())
+    if kind is list:
+        return all(_leaves(v, (*path, i), out) for i, v in enumerate(node))
+    if kind is bool or kind is int or kind is float:
+        out.append((path, node))
+        return True
+    return False
+
+
+class _Leaves:
+    """The booleans and numbers of a section (_leaves: path from the section, value, the field holding it),
+    grouped by the length of their path, so that another report's section is checked against them without a
+    loop in Python over its leaves: the types must be the same, and a float zero's sign (repr)."""
+
+    __slots__ = ("groups", "zeros")
+
+    def __init__(self, paths: list[tuple[Any, ...]], values: list[Any], owners: list[str]) -> None:
+        by_length: dict[int, list[tuple[tuple[Any, ...], Any, str]]] = {}
+        for path, value, owner in zip(paths, values, owners, strict=True):
+            by_length.setdefault(len(path), []).append((path, value, owner))
+        self.groups = [
+            (
+                tuple(zip(*(p for p, _, _ in group), strict=True)),
+                tuple(type(v) for _, v, _ in group),
+                tuple(o for *_, o in group),
+            )
+            for _, group in sorted(by_length.items())
+        ]
+        self.zeros = tuple(
+            (p, repr(v), o) for p, v, o in zip(paths, values, owners, strict=True) if type(v) is float and v == 0
+        )
+
+    def retyped(self, tree: dict[str, Any]) -> set[str] | None:
+        """The fields whose booleans and numbers are not of the same types in `tree` (None: one of them is not
+        where it is here)."""
+        out: set[str] = set()
+        try:
+            for columns, types, owners in self.groups:
+                found: Iterator[Any] = map(tree.__getitem__, columns[0])
+                for keys in columns[1:]:
+                    found = map(getitem, found, keys)
+                out.update(compress(owners, map(is_not, map(type, found), types)))
+            for path, text, owner in self.zeros:
+                if repr(reduce(getitem, path, tree)) != text:
+                    out.add(owner)
+        except (KeyError, IndexError, TypeError):
+            return None
+        return out
+
+
+class _Section:
+    """One section of a Reducer's first report: the parsed section, its flattened fields (all, and per field
+    when no field's name is a dotted prefix of another's, so that fields flatten to keys of their own), and
+    where its booleans and numbers are (_leaves), so that an equal section or field of another report is
+    known to flatten the same without flattening it."""
+
+    __slots__ = ("fields", "flat", "leaves", "names", "tree", "untrusted", "values")
+
+    def __init__(self, name: str, tree: dict[str, Any], share: Callable[[str], str]) -> None:
+        from envpin.probe import fields
+
+        self.tree = tree
+        self.names = tuple(tree)
+        self.values = tuple(tree.values())
+        self.fields: dict[str, dict[str, str]] | None = {}
+        self.flat: dict[str, str] = {}
+        paths: list[tuple[Any, ...]] = []
+        values: list[Any] = []
+        owners: list[str] = []
+        untrusted: set[str] = set()
+        for field_name in sorted(tree):
+            own: dict[str, str] = {}
+            fields.flatten_field(f"{name}.{field_name}", tree[field_name], own)
+            own = {share(k): share(v) for k, v in own.items()}
+            self.fields[field_name] = own
+            self.flat.update(own)
+            found: list[tuple[tuple[Any, ...], Any]] = []
+            if not _leaves(tree[field_name], (field_name,), found):
+                untrusted.add(field_name)
+            for path, value in found:
+                paths.append(path)
+                values.append(value)
+                owners.append(field_name)
+        self.leaves = _Leaves(paths, values, owners)
+        self.untrusted = frozenset(untrusted)
+        if any(n[:i] in tree for n in tree for i, c in enumerate(n) if c == "."):
+            self.fields = None
+
+    def same(self, tree: dict[str, Any]) -> bool:
+        """Whether another report's section flattens as this one does, told without flattening it."""
+        if tree is self.tree:
+            return True
+        if self.untrusted or tree != self.tree:
+            return False
+        return self.leaves.retyped(tree) == set()
+
+    def unequal(self, tree: dict[str, Any]) -> list[str] | None:
+        """The fields of `tree` (another report's section) that may not flatten as this one's do: not equal, or
+        equal with a number of another type; None when the section is to be flattened whole (fields added,
+        removed, or named so that their keys can overlap)."""
+        if self.fields is None or tree.keys() != self.tree.keys():
+            return None
+        names = set(compress(self.names, map(ne, map(tree.__getitem__, self.names), self.values)))
+        retyped = self.leaves.retyped(tree)
+        return sorted(names | self.untrusted | (set(self.names) if retyped is None else retyped))
+
+    def diff(
+        self, tree: dict[str, Any], name: str, fields_: list[str] | None, changed: dict[str, str], missing: list[str]
+    ) -> None:
+        """Add what `tree` (another report's section `name`) flattens to where it differs from this one to
+        `changed` (key -> its value there) and `missing` (keys it lacks), flattening only `fields_` (unequal)."""
+        from envpin.probe import fields
+
+        now: dict[str, str] = {}
+        if fields_ is None:
+            for field_name in sorted(tree):
+                fields.flatten_field(f"{name}.{field_name}", tree[field_name], now)
+            old: Iterable[str] = self.flat
+        else:
+            for field_name in fields_:
+                fields.flatten_field(f"{name}.{field_name}", tree[field_name], now)
+            assert self.fields is not None  # unequal() gives fields only then
+            old = chain.from_iterable(map(self.fields.__getitem__, fields_))
+        _differences(self.flat, now, old, changed, missing)
+
+
+def _differences(
+    base: Mapping[str, str], now: dict[str, str], old: Iterable[str], changed: dict[str, str], missing: list[str]
+) -> None:
+    """What `now` holds that `base` does not (or otherwise) into `changed`; the keys of `old` (base's) that
+    `now` lacks into `missing`."""
+    changed.update(compress(now.items(), map(ne, map(base.get, now), now.values())))
+    missing.extend(filterfalse(now.__contains__, old))
+
 
 class Reducer:
     """Reports to Compact records as they are read, so a fleet's parsed reports need never be held at once
     (envpin.fleet.inputs.read hands each report to `add` and keeps only the record). Field names and values
     seen before are shared, not stored again. One Reducer per fleet: its records are differences from the
-    first report it read."""
+    first report it read.
+
+    The first report is flattened whole and kept (parsed, and flattened per section and field); each later
+    one is compared with it section by section (a section that is the first report's own object, as
+    envpin.files.read.Members makes the sections whose text is the same, at no cost) and, in a section that
+    is not equal, field by field: only the fields that differ are flattened and have their nesting checked,
+    and the fingerprint's fields are the flat differences that are result-affecting
+    (envpin.probe.fields.fingerprinted), so a report costs less than parsing it."""
 
     def __init__(self) -> None:
         self.base: dict[str, str] = {}
         self.base_fp: dict[str, str] = {}
         self._first = True
         self._pool: dict[str, str] = {}
+        self._tree: dict[str, Any] = {}
+        self._sections: dict[str, _Section] = {}
+        self._raw: tuple[Any, ...] = ()
+        self._sections_flat: dict[str, str] = {}
+        self._golden: dict[str, str] = {}
+        self._cpu_compute = False
 
     def _shared(self, text: str) -> str:
         return self._pool.setdefault(text, text)
 
-    def add(self, report: Mapping[str, Any], origin: str | None = None) -> Compact:
+    @property
+    def reference(self) -> Mapping[str, Any] | None:
+        """The first report, as the Reducer keeps it to compare the others with (None before it); a reader
+        that shares its unchanged parts with the reports it reads next (envpin.files.read.Members) makes
+        those comparisons free. Never to be changed."""
+        return None if self._first else self._tree
+
+    def add(self, report: Mapping[str, Any], origin: str | None = None, *, nesting: Nesting | None = None) -> Compact:
         """The record of one report; with `origin` (what an error message calls it) it is checked first
-        (envpin.reports.diff.check_report), else the caller has checked it. Raises ReportError."""
+        (envpin.reports.diff.check_report), else the caller has checked it. Raises ReportError.
+
+        `nesting`: for a report whose nesting was not checked when it was parsed (envpin.files.read.parse_json
+        with depth=False): called on every part of it that differs from the first report (the first report
+        whole), so a report too deep is refused as its parser would have refused it."""
         from envpin.environment import lockfile
         from envpin.probe import fields
         from envpin.reports import diff
@@ -413,26 +640,88 @@ class Reducer:
         report = dict(report)
         if origin is not None:
             diff.check_report(report, origin)
+        if self._first:
+            if nesting is not None:
+                nesting(report, 1)
+            return self._add_first(report)
+        share = self._shared
+        # The sections that may flatten otherwise than the first report's: not the same object (envpin.files.
+        # read.Members shares the sections whose text is the same), and not equal, or equal with a number of
+        # another type (1, 1.0, true).
+        sections = self._sections
+        others = list(compress(sections, map(is_not, map(report.get, sections), self._raw)))
+        redo = [n for n in others if not sections[n].same(_as_section(report.get(n)))]
+        # Which fields to flatten, and the nesting of all that is new checked before anything is flattened.
+        work = []
+        deep: list[Any] = []
+        for name in redo:
+            tree = _as_section(report.get(name))
+            fields_ = sections[name].unequal(tree)
+            deep.append(tree if fields_ is None else [tree[n] for n in fields_])
+            work.append((name, tree, fields_))
+        if nesting is not None:
+            first = self._tree
+            deep += [report[k] for k in report.keys() - sections.keys() if report[k] is not first.get(k)]
+            deep += [report.get(n) for n in others if not isinstance(report.get(n), dict)]  # not flattened
+            nesting(deep, 1)  # all of it at once: its items are at level 2, the fields in them at 3
+        changed: dict[str, str] = {}
+        missing: list[str] = []
+        for name, tree, fields_ in work:
+            self._sections[name].diff(tree, name, fields_, changed, missing)
+        flat = dict(self._sections_flat)
+        flat.update(changed)
+        for k in missing:
+            del flat[k]
+        gpu = fields.gpu_present(flat)
+        device_class = share(fields.device_class(report, flat))
+        golden = dict(fields.golden_fields(report, flat))
+        goldens = tuple((share(k[len(GOLDEN_PREFIX) :]), share(h)) for k, h in golden.items())
+        base_fp, cpu = self.base_fp, not gpu
+        if cpu == self._cpu_compute:  # the same fields are result-affecting as in the first report
+            fp_changed = (
+                frozenset((share(k), share(v)) for k, v in changed.items() if fields.fingerprinted(k, cpu)) or _NONE
+            )
+            fp_missing = frozenset(share(k) for k in missing if k in base_fp) or _NONE
+        else:  # a CPU-only report among GPU ones, or the other way round: CPU features count for one of them
+            flat.update(golden)
+            fp = lockfile.fingerprint_fields(report, flat)
+            base = self.base
+            fp_changed = (
+                frozenset((share(k), share(changed.get(k, base.get(k, v)))) for k, v in fp.items() - base_fp.items())
+                or _NONE
+            )
+            fp_missing = frozenset(k for k in base_fp if k not in fp) or _NONE
+        _differences(self._golden, golden, self._golden, changed, missing)
+        pool = self._pool.setdefault
+        record = {pool(k, k): pool(v, v) for k, v in changed.items()}
+        gone = frozenset(pool(k, k) for k in missing) or _NONE
+        return Compact(self, record, gone, (fp_changed, fp_missing), device_class, goldens, gpu)
+
+    def _add_first(self, report: dict[str, Any]) -> Compact:
+        """The first report: flattened whole, its fields kept to compare the next ones with."""
+        import copy
+
+        from envpin.environment import lockfile
+        from envpin.probe import fields
+
         flat = fields.flatten(report)
         fp = lockfile.fingerprint_fields(report, flat)
-        found = lockfile.report_golden(report)
-        device_class = self._shared(found[0] if found else fields.device_class(report, flat))
-        golden = self._shared(found[1]) if found else None
+        share = self._shared
+        device_class = share(fields.device_class(report, flat))
+        goldens = tuple((share(dc), share(h)) for dc, h in lockfile.report_goldens(report))
         gpu = fields.gpu_present(flat)
-        if self._first:
-            self._first = False
-            share = self._shared
-            self.base = {share(k): v if v is None else share(v) for k, v in flat.items()}
-            self.base_fp = {share(k): self.base[k] for k in fp}
-            return Compact(self, {}, _NONE, (_NONE, _NONE), device_class, golden, gpu)
-        base, base_fp, share = self.base, self.base_fp, self._shared
-        changed = {share(k): v if v is None else share(v) for k, v in flat.items() - base.items()}
-        missing = frozenset(share(k) for k in base.keys() - flat.keys()) or _NONE
-        fp_changed = (
-            frozenset((share(k), changed.get(k, base.get(k, v))) for k, v in fp.items() - base_fp.items()) or _NONE
-        )
-        fp_missing = frozenset(k for k in base_fp if k not in fp) or _NONE
-        return Compact(self, changed, missing, (fp_changed, fp_missing), device_class, golden, gpu)
+        self._first = False
+        self.base = {share(k): share(v) for k, v in flat.items()}
+        self.base_fp = {share(k): self.base[k] for k in fp}
+        self._cpu_compute = not gpu
+        self._tree = copy.deepcopy(report)  # the caller's report may change after this
+        for name in fields.SECTIONS:
+            tree = self._tree.get(name)
+            self._sections[name] = _Section(name, tree if isinstance(tree, dict) else {}, share)
+        self._sections_flat = {k: v for section in self._sections.values() for k, v in section.flat.items()}
+        self._raw = tuple(map(self._tree.get, self._sections))
+        self._golden = {k: v for k, v in self.base.items() if k not in self._sections_flat}
+        return Compact(self, {}, _NONE, (_NONE, _NONE), device_class, goldens, gpu)
 
 
 @dataclass(slots=True)
@@ -446,6 +735,7 @@ def aggregate(
     reports: Sequence[tuple[str, Mapping[str, Any] | NodeFailure | Compact]],
     sources: Sequence[str | None] | None = None,
     expected: Expected | None = None,
+    multiworker: Sequence[MultiWorker] = (),
 ) -> FleetResult:
     """The fleet view of (node name, report, Compact record or NodeFailure) pairs; duplicate names get
     '#2', '#3'... Records must all come from one Reducer (reports given as such join it). With `expected`,
@@ -479,7 +769,7 @@ def aggregate(
     for p in probed:
         nodes[p.name] = Node(p.name, OK, p.source, None, class_of[p.name], p.record.device_class, p.record.golden)
     spreads, informational = _spreads(probed)
-    golden = _golden(probed)
+    golden = _golden(probed, [(mg, m.nodes) for m in multiworker if (mg := m.golden()) is not None])
     spreads += [_golden_spread(g) for g in golden if not g.consistent]
     spreads.sort(key=lambda s: (_ORDER.get(s.severity, 9), s.key))
     outliers = {n for c in classes if not c.reference for n in c.nodes}
@@ -512,6 +802,7 @@ def aggregate(
         unnamed_missing=unnamed_missing,
         unexpected=tuple(unexpected),
         surplus=surplus,
+        multiworker=tuple(multiworker),
     )
 
 
@@ -611,26 +902,34 @@ def _spreads(probed: list[_Probed]) -> tuple[list[Spread], list[str]]:
     return spreads, informational
 
 
-def _golden(probed: list[_Probed]) -> list[GoldenGroup]:
-    """Per device class that has at least one golden hash: the hashes and who gave them."""
+def _golden(probed: list[_Probed], across: Sequence[tuple[tuple[str, str], tuple[str, ...]]] = ()) -> list[GoldenGroup]:
+    """Per device class that has at least one golden hash: the hashes and who gave them. A multi-replica
+    hash's class is its node's class counted (envpin.probe.fields.counted_class); the nodes of that base
+    class without it were not checked. `across`: ((class, hash), nodes) of verdicts across nodes (the
+    multi-worker self-test), whose nodes gave that hash together."""
+    from envpin.probe import fields
+
     by_class: dict[str, list[_Probed]] = {}
+    hashes: dict[str, dict[str, list[str]]] = {}
     for p in probed:
         by_class.setdefault(p.record.device_class, []).append(p)
+        for dc, h in p.record.goldens:
+            hashes.setdefault(dc, {}).setdefault(h, []).append(p.name)
+    for (dc, h), names in across:
+        given = hashes.setdefault(dc, {}).setdefault(h, [])
+        given += [n for n in names if n not in given]
     out = []
-    for dc in sorted(by_class):
-        members = by_class[dc]
-        hashes: dict[str, list[str]] = {}
-        for p in members:
-            if p.record.golden is not None:
-                hashes.setdefault(p.record.golden, []).append(p.name)
-        if hashes:
-            out.append(
-                GoldenGroup(
-                    dc,
-                    {h: tuple(sorted(hashes[h])) for h in sorted(hashes)},
-                    tuple(sorted(p.name for p in members if p.record.golden is None)),
-                )
+    for dc in sorted(hashes):
+        found = hashes[dc]
+        gave = {n for names in found.values() for n in names}
+        members = by_class.get(fields.base_class(dc), [])
+        out.append(
+            GoldenGroup(
+                dc,
+                {h: tuple(sorted(found[h])) for h in sorted(found)},
+                tuple(sorted(p.name for p in members if p.name not in gave)),
             )
+        )
     return out
 
 

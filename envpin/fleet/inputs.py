@@ -10,7 +10,10 @@ Accepted inputs (a folder is searched, not recursively, for ``*.json``, ``*.log`
   ``[pod/<pod>/<container>] ``; each pod's lines hold one report, or whatever the probe printed when it
   failed, which makes that node a failed one (not bad input);
 * the pod list ``kubectl get pods -o json`` writes: it names each pod's node, and a pod whose probe did not
-  finish or failed becomes a node that timed out or failed, so a node that gave no output is never dropped.
+  finish or failed becomes a node that timed out or failed, so a node that gave no output is never dropped;
+* the multi-worker self-test's result (``_fleet-selftest.json``, envpin.fleet.multiworker), which
+  ``envpin fleet selftest`` writes beside its nodes' reports: not a node, but a verdict across them that joins
+  the fleet's (collected with ``selftests``).
 
 Bad input (a path that does not exist, a folder without any of these, a file that is none of them) is a
 ReportError: one message, exit 2. ``read_node_list`` reads the node list of ``--expect-nodes FILE``.
@@ -19,17 +22,24 @@ ReportError: one message, exit 2. ``read_node_list`` reads the node list of ``--
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envpin.errors import ReportError, UsageError, param, shown
-from envpin.fleet.aggregate import FAILED, TIMED_OUT, NodeFailure, kubernetes_node_name, node_name
+from envpin.fleet.aggregate import FAILED, TIMED_OUT, Compact, NodeFailure, kubernetes_node_name, node_name
 from envpin.record import Value
+
+if TYPE_CHECKING:
+    from envpin.files.read import Members
+    from envpin.fleet.aggregate import Reducer
+    from envpin.fleet.multiworker import MultiWorker
 
 #: The init container that runs the probe in envpin's manifest (envpin.fleet.kubernetes); only pods with one are read.
 PROBE_CONTAINER = "envpin-probe"
+#: The container of the multi-worker self-test's Job that runs the workers (one JSON line per run).
+WORKER_CONTAINER = "envpin-worker"
 SUFFIXES = (".json", ".log")
 #: What `fleet probe --slurm` writes for a node without a report: <node>.error.txt (error_file_text).
 ERROR_SUFFIX = ".error.txt"
@@ -61,7 +71,7 @@ class Entry(Value):
     """One node's input to envpin.fleet.aggregate: its name, its report or failure, where it came from."""
 
     name: str
-    item: Mapping[str, Any] | NodeFailure
+    item: Mapping[str, Any] | NodeFailure | Compact  # a report's record when a Reducer took it
     source: str
 
 
@@ -146,13 +156,24 @@ def output_clash(paths: Sequence[Path], output: Path) -> str | None:
     return None
 
 
-def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None = None) -> list[Entry]:
+def read(
+    paths: Sequence[Path],
+    reducer: Reducer | None = None,
+    selftests: list[MultiWorker] | None = None,
+) -> list[Entry]:
     """Every node the inputs name, in a deterministic order (files in the order given, pods by name).
-    `keep` (e.g. envpin.fleet.aggregate.Reducer.add) turns each checked report file into what its entry
-    holds, as it is read: the parsed report is then dropped, so a large fleet's reports are never all held."""
-    from envpin.files.read import read_user_text
+    With `reducer`, each checked report file's entry holds its record (Reducer.add), made as it is read:
+    the parsed report is then dropped, so a large fleet's reports are never all held, and the reducer
+    checks the nesting of only what differs from its first report. Multi-worker self-test results found
+    among the files are appended to `selftests` (without it, such a file is bad input)."""
+    from envpin.files.read import Members, read_user_text
+    from envpin.fleet import multiworker
 
+    # With a reducer: the sections of a report whose text is its first report's are not parsed again.
+    members = None if reducer is None else Members()
     entries: list[Entry] = []
+    worker_lines: dict[str, list[str]] = {}  # the multi-worker self-test's worker containers, by pod
+    worker_sources: list[str] = []
     pods: dict[str, _Pod] = {}
     logs: dict[str, tuple[Mapping[str, Any] | str, str]] = {}
     for path in files_of(paths):
@@ -161,28 +182,53 @@ def read(paths: Sequence[Path], keep: Callable[[Mapping[str, Any]], Any] | None 
             entries.append(Entry(path.name[: -len(ERROR_SUFFIX)], parse_error_file(text, str(path)), str(path)))
             continue
         text = read_user_text(path, "probe report", ReportError)
-        first = next((line for line in text.split("\n") if line.strip()), "")
-        if _PREFIX.match(first):
-            for pod, outcome in parse_kubectl_log(text, str(path)).items():
+        if _PREFIX.match(_first_line(text)):
+            for pod, outcome in parse_kubectl_log(text, str(path), worker_lines).items():
                 logs[pod] = (outcome, str(path))
+            worker_sources.append(str(path))
             continue
-        data = _json(text, path)
-        if _is_pod_list(data):
-            for p in parse_pod_list(data, str(path)):
+        origin = str(path)
+        data, report = _document(text, path, members)
+        if report:
+            item = data if reducer is None else _reduced(reducer, data, origin, members)
+            entries.append(Entry(node_name(data, path.stem), item, origin))
+        elif _is_pod_list(data):
+            for p in parse_pod_list(data, origin):
                 pods[p.pod] = p
-            continue
-        from envpin.reports.diff import check_report
-
-        try:
-            check_report(data, str(path))
-        except ReportError as exc:
-            raise ReportError(exc.message, hint=exc.hint or _hint()) from None
-        entries.append(Entry(node_name(data, path.stem), data if keep is None else keep(data), str(path)))
+        elif selftests is None:
+            raise ReportError(f"{path} is a multi-worker self-test result, not a probe report", hint=_hint())
+        else:
+            selftests.append(multiworker.from_document(data, origin))
     for pod in sorted(set(logs) | set(pods)):
         entries.append(_pod_entry(pod, logs.get(pod), pods.get(pod)))
+    if worker_lines:
+        if selftests is None:
+            raise ReportError(
+                f"{', '.join(worker_sources)} holds the multi-worker self-test's worker output, not probe reports",
+                hint=_hint(),
+            )
+        selftests.append(kubernetes_workers(worker_lines, pods, ", ".join(worker_sources)))
     if not entries:
         raise ReportError(f"no probe reports or probe pods in {', '.join(str(p) for p in paths)}", hint=_hint())
     return entries
+
+
+class _Nesting:
+    """Refuses a part of the report `origin` nested deeper than envpin.files.read.MAX_JSON_DEPTH, as
+    parse_json would have refused the report (envpin.fleet.aggregate.Reducer.add's `nesting`)."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def __call__(self, part: object, level: int) -> None:
+        from envpin.files.read import check_depth
+
+        try:
+            check_depth(part, self.origin, ReportError, None, level)
+        except ReportError as exc:  # the hint is built only when it is shown
+            raise ReportError(exc.message, hint=_hint()) from None
 
 
 def error_file_text(status: str, error: str) -> str:
@@ -234,10 +280,53 @@ def read_node_list(path: Path) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _json(text: str, path: Path) -> Any:
+def _json(text: str, path: Path, depth: bool = True, members: Members | None = None) -> Any:
     from envpin.files.read import parse_json
 
-    return parse_json(text, str(path), ReportError, hint=_hint())
+    return parse_json(text, str(path), ReportError, hint=_hint(), depth=depth, members=members)
+
+
+def _document(text: str, path: Path, members: Members | None) -> tuple[Any, bool]:
+    """A JSON file parsed, and whether it is a probe report (checked: check_report) rather than a pod list or
+    a multi-worker self-test result. With `members` (a Reducer takes the reports), a report's nesting is left
+    to the Reducer (Reducer.add's `nesting`); anything else's is checked here, before any other error, as
+    parse_json does."""
+    from envpin.files.read import check_depth
+    from envpin.fleet import multiworker
+    from envpin.reports.diff import check_report
+
+    origin, deferred = str(path), members is not None
+    data = _json(text, path, depth=not deferred, members=members)
+    report = not (_is_pod_list(data) or multiworker.is_document(data))
+    if deferred and not report:
+        check_depth(data, origin, ReportError, _hint())
+    if report:
+        try:
+            check_report(data, origin)
+        except ReportError as exc:
+            if deferred:  # too deep comes first, as when the parser checks
+                check_depth(data, origin, ReportError, _hint())
+            raise ReportError(exc.message, hint=exc.hint or _hint()) from None
+    return data, report
+
+
+def _reduced(reducer: Reducer, report: Mapping[str, Any], origin: str, members: Members | None) -> Compact:
+    """The report's record; the first one's sections are kept in `members` for the reports read next."""
+    first = reducer.reference is None
+    record = reducer.add(report, nesting=_Nesting(origin))
+    if first and members is not None and reducer.reference is not None:
+        members.keep(dict(reducer.reference))
+    return record
+
+
+def _first_line(text: str) -> str:
+    """The first line that is not blank, found without splitting the whole text into lines."""
+    body = text.lstrip()
+    if not body:
+        return ""
+    at = len(text) - len(body)
+    end = text.find("\n", at)
+    return text[text.rfind("\n", 0, at) + 1 : end if end >= 0 else len(text)]
 
 
 def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status: _Pod | None) -> Entry:
@@ -261,8 +350,11 @@ def _pod_entry(pod: str, log: tuple[Mapping[str, Any] | str, str] | None, status
     )
 
 
-def parse_kubectl_log(text: str, origin: str = "log") -> dict[str, Mapping[str, Any] | str]:
-    """`kubectl logs --prefix` output -> pod name -> its report, or why its output is not one."""
+def parse_kubectl_log(
+    text: str, origin: str = "log", workers: dict[str, list[str]] | None = None
+) -> dict[str, Mapping[str, Any] | str]:
+    """`kubectl logs --prefix` output -> pod name -> its report, or why its output is not one. The lines of
+    the multi-worker self-test's worker container go to `workers` (pod -> lines) when it is given."""
     lines: dict[str, list[str]] = {}
     for number, line in enumerate(text.split("\n"), 1):
         m = _PREFIX.match(line)
@@ -273,8 +365,31 @@ def parse_kubectl_log(text: str, origin: str = "log") -> dict[str, Mapping[str, 
                     hint="collect with 'kubectl logs --prefix' only (docs/fleet.md)",
                 )
             continue
+        if workers is not None and m.group(2) == WORKER_CONTAINER:
+            workers.setdefault(m.group(1), []).append(line[m.end() :])
+            continue
         lines.setdefault(m.group(1), []).append(line[m.end() :])
     return {pod: report_from_output(body, f"pod {pod}") for pod, body in lines.items()}
+
+
+def kubernetes_workers(lines: Mapping[str, list[str]], pods: Mapping[str, _Pod], source: str) -> MultiWorker:
+    """The multi-worker self-test of an indexed Job (envpin fleet manifest --kubernetes --workers): each pod's
+    worker lines (one JSON line per run) as that node's runs, the node from the pod list when it was given,
+    judged as a Slurm run is (no traces: the first differing collective is named by its hash alone)."""
+    from envpin.fleet import multiworker
+
+    found = []
+    runs = max(len([ln for ln in body if ln.strip()]) for body in lines.values())
+    for pod in sorted(lines):
+        listed = pods.get(pod)
+        name = (listed.node if listed is not None else None) or pod
+        payloads = [multiworker.worker_payload(ln) for ln in lines[pod] if ln.strip()]
+        why = f"pod {pod}: a line of its output is not a worker's result"
+        reasons = [None if p is not None else why for p in payloads]
+        found.append(multiworker.NodeRuns(name, tuple(payloads), tuple(reasons), ()))
+    short = {n.node: f"{len(n.payloads)} of {runs} runs in its output" for n in found if len(n.payloads) < runs}
+    nodes = [n.replace(status=FAILED, reason=short[n.node]) if n.node in short else n for n in found]
+    return multiworker.judge(nodes, runs, launcher="kubernetes").replace(source=source)
 
 
 def report_from_output(lines: list[str], name: str) -> Mapping[str, Any] | str:

@@ -28,7 +28,7 @@ import secrets
 import shutil
 import subprocess
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,10 +37,11 @@ from envpin.errors import ReportError, SlurmError, UsageError, param
 from envpin.files.read import parse_json
 from envpin.fleet.aggregate import FAILED, OK, TIMED_OUT  # a node's outcome: the fleet report's statuses
 from envpin.fleet.inputs import ERROR_SUFFIX, error_file_text  # the error file `fleet report` reads back
-from envpin.record import Value
+from envpin.record import ProgressCallback, ProgressEvent, Value
 
 if TYPE_CHECKING:
     from envpin.fleet.aggregate import FleetResult
+    from envpin.fleet.multiworker import MultiWorker
     from envpin.portable.imageref import ImageRef
 
 CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
@@ -48,6 +49,10 @@ CLIENTS = ("sinfo", "salloc", "srun", "squeue", "scontrol", "scancel")
 RUNTIMES = ("apptainer", "singularity", "pyxis")
 JOB_NAME = "envpin-fleet-probe"
 DEFAULT_TIMEOUT_S = 300
+#: `envpin fleet selftest --slurm`: its job name, its node count and time limit unless given.
+SELFTEST_JOB_NAME = "envpin-fleet-selftest"
+SELFTEST_NODES = 2
+SELFTEST_TIMEOUT_S = 600
 #: srun gets this long beyond the probe's own limit (archive transfer, interpreter and container start).
 GRACE_S = 60
 SINFO_FORMAT = "%N|%P|%T|%E"
@@ -229,18 +234,30 @@ def task_command(
     image: str | None = None,
     runtime: str = "apptainer",
     probe_args: Sequence[str] = (),
+    python: str = "python3",
 ) -> list[str]:
-    """The command each task runs: the node-side task under python3, inside `image` when given. The probe
-    runs the determinism self-test by default where TensorFlow is importable (probe_args: --no-selftest,
-    --quick). /bin/sh starts it only after checking that the program is on the node's PATH (_START)."""
-    python = ["python3", "-c", task_source(), payload_sha256, str(timeout), *probe_args]
+    """The command each task runs: the node-side task under `python` (python3 from the node's PATH), inside
+    `image` when given. The probe runs the determinism self-test by default where TensorFlow is importable
+    (probe_args: --no-selftest, --quick; or the multi-worker self-test's --workers ..., nodetask.WORKERS).
+    /bin/sh starts it only after checking that the program is on the node's PATH (_START)."""
+    python_cmd = [python, "-c", task_source(), payload_sha256, str(timeout), *probe_args]
     if image is None or runtime == "pyxis":
-        return ["/bin/sh", "-c", _START, "envpin-task", *python]
+        return ["/bin/sh", "-c", _START, "envpin-task", *python_cmd]
     # --nv binds the node's NVIDIA driver and devices into the container (a warning on a node without GPUs).
-    return ["/bin/sh", "-c", _START, "envpin-task", runtime, "exec", "--nv", apptainer_image(image), *python]
+    return ["/bin/sh", "-c", _START, "envpin-task", runtime, "exec", "--nv", apptainer_image(image), *python_cmd]
 
 
-def salloc_command(p: Plan, timeout: int, extra: Sequence[str] = (), token: str | None = None) -> list[str]:
+def worker_task_args(runs: int, port_base: int, steps: int | None) -> list[str]:
+    """The node-side task's options for the multi-worker self-test (envpin.fleet.nodetask --workers): `runs`
+    runs of one MultiWorkerMirroredStrategy worker per node, its cluster from SlurmClusterResolver."""
+    from envpin.fleet.nodetask import WORKERS
+
+    return [WORKERS, str(runs), str(port_base), "--resolver", "slurm", *(["--steps", str(steps)] if steps else [])]
+
+
+def salloc_command(
+    p: Plan, timeout: int, extra: Sequence[str] = (), token: str | None = None, job_name: str = JOB_NAME
+) -> list[str]:
     """Allocate the nodes and return at once (--no-shell); give up when Slurm cannot within `timeout`.
     The time limit outlives the probe, so the allocation never ends under a running task. `token` goes into
     the job's comment, so an interrupted run finds its job before salloc has said its id (release)."""
@@ -251,7 +268,7 @@ def salloc_command(p: Plan, timeout: int, extra: Sequence[str] = (), token: str 
         f"--partition={p.partition}",
         f"--nodes={p.count}",
         "--ntasks-per-node=1",
-        f"--job-name={JOB_NAME}",
+        f"--job-name={job_name}",
         f"--time={minutes}",
         f"--immediate={timeout}",
     ]
@@ -323,7 +340,13 @@ def release(token: str, salloc_said: str) -> list[str]:
 
 
 def srun_command(
-    job_id: str, count: int, task: Sequence[str], *, image: str | None = None, runtime: str = "apptainer"
+    job_id: str,
+    count: int,
+    task: Sequence[str],
+    *,
+    image: str | None = None,
+    runtime: str = "apptainer",
+    job_name: str = JOB_NAME,
 ) -> list[str]:
     """Exactly one task on each of the job's `count` nodes, all fed the same standard input. /tmp as the
     working directory (a login node's folder need not exist on the nodes); no MPI plugin; one failing
@@ -338,7 +361,7 @@ def srun_command(
         "--chdir=/tmp",
         "--mpi=none",
         "--kill-on-bad-exit=0",
-        f"--job-name={JOB_NAME}",
+        f"--job-name={job_name}",
     ]
     if image is not None and runtime == "pyxis":
         cmd.append("--container-image=" + pyxis_image(image))
@@ -351,21 +374,52 @@ def parse_job_id(salloc_stderr: str) -> str | None:
     return m.group(1) if m else None
 
 
+def task_line(line: str) -> tuple[str, int, int, str, str] | None:
+    """One line of the node task's protocol (envpin.fleet.nodetask.frame): (node, index, lines in all, digest,
+    chunk); None for a line that is not the task's (a TaskProlog's, a shell's)."""
+    from envpin.fleet.nodetask import MARK, VERSION
+
+    if not line.startswith(MARK + " "):
+        return None
+    cols = line.rstrip("\r\n").split(" ")
+    if len(cols) not in (7, 8) or cols[1] != VERSION or not cols[3].isdigit() or not cols[4].isdigit():
+        return None
+    return cols[2], int(cols[3]), int(cols[4]), cols[5], cols[6] if len(cols) > 6 else ""
+
+
+class Arrivals:
+    """The nodes whose result lines have all come in, counted while srun still runs (for progress; what the
+    lines hold is read at the end by parse_task_output)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], set[int]] = {}
+        self.whole: set[str] = set()
+
+    def add(self, line: str) -> bool:
+        """Take one line of srun's output: True when it completes a node's result not counted before."""
+        read = task_line(line)
+        if read is None:
+            return False
+        node, seq, total, digest, _chunk = read
+        seen = self._seen.setdefault((node, digest), set())
+        seen.add(seq)
+        if node in self.whole or seen != set(range(total)):
+            return False
+        self.whole.add(node)
+        return True
+
+
 def parse_task_output(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """srun's standard output -> (node -> the task's result, node -> why its lines could not be read).
     Lines that are not the task's (a TaskProlog's, a shell's) are skipped."""
-    from envpin.fleet.nodetask import MARK, VERSION
-
     pieces: dict[str, dict[str, dict[int, str]]] = {}
     totals: dict[tuple[str, str], int] = {}
     for line in text.splitlines():
-        if not line.startswith(MARK + " "):
+        read = task_line(line)
+        if read is None:
             continue
-        cols = line.split(" ")
-        if len(cols) not in (7, 8) or cols[1] != VERSION or not cols[3].isdigit() or not cols[4].isdigit():
-            continue
-        node, seq, total, digest = cols[2], int(cols[3]), int(cols[4]), cols[5]
-        pieces.setdefault(node, {}).setdefault(digest, {})[seq] = cols[6] if len(cols) > 6 else ""
+        node, seq, total, digest, chunk = read
+        pieces.setdefault(node, {}).setdefault(digest, {})[seq] = chunk
         totals[(node, digest)] = total
     results: dict[str, dict[str, Any]] = {}
     broken: dict[str, str] = {}
@@ -488,6 +542,64 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no message"
 
 
+def _partition_plan(partition: str | None, nodes: int | None) -> Plan:
+    cmd = ["sinfo", "-h", "-N", "-o", SINFO_FORMAT] + ([f"--partition={partition}"] if partition else [])
+    proc = _run(cmd, "sinfo")
+    if proc.returncode != 0:
+        raise SlurmError(
+            f"sinfo failed: {_last_line(proc.stderr)}", hint="is SLURM_CONF right and slurmctld up? try `scontrol ping`"
+        )
+    return plan(proc.stdout, partition, nodes)
+
+
+def _allocated(
+    p: Plan,
+    timeout: int,
+    slurm_args: Sequence[str],
+    job_name: str,
+    say: Callable[[str], None],
+    body: Callable[[str], list[NodeOutcome]],
+) -> tuple[str | None, list[NodeOutcome]]:
+    """Allocate the plan's nodes, run `body(job id)` in the allocation, release it whatever happens."""
+    say(
+        f"allocating {p.count} node(s) in partition {p.partition}"
+        + (f" ({len(p.left_out)} left out: not usable)" if p.left_out else "")
+    )
+    token = f"envpin-{secrets.token_hex(8)}"
+    alloc = None
+    job_id = None
+    try:
+        alloc = allocate(salloc_command(p, timeout, slurm_args, token, job_name), timeout + 60, token)
+        job_id = parse_job_id(alloc.stderr)
+        if job_id is None:
+            raise SlurmError(
+                f"salloc refused the request: {_said(alloc.stderr)}",
+                hint=f"check the partition and the {param('slurm_args')} options (salloc --help)",
+            )
+        if alloc.returncode != 0:
+            raise SlurmError(
+                f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
+                f"within {timeout} s: {_said(alloc.stderr)}",
+                hint=f"the nodes may be busy: retry later, or with a longer {param('timeout')}",
+            )
+        return job_id, body(job_id)
+    finally:
+        if job_id is not None:
+            _run(["scancel", job_id], "scancel")
+        elif alloc is not None:  # salloc gave no id: make sure no job of this run is left either way
+            release(token, alloc.stderr)
+
+
+def _steps(progress: ProgressCallback | None) -> Callable[[str], None]:
+    """What the Slurm steps say (allocating, launching) as progress events, or to nobody."""
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(ProgressEvent("slurm", text))
+
+    return say
+
+
 def probe(
     out: Path,
     *,
@@ -497,7 +609,7 @@ def probe(
     runtime: str = "apptainer",
     timeout: int = DEFAULT_TIMEOUT_S,
     slurm_args: Sequence[str] = (),
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     probe_args: Sequence[str] = (),
 ) -> tuple[str | None, str, list[NodeOutcome]]:
     """Probe the nodes; write out/<node>.json for each ok node and out/<node>.error.txt for each other one.
@@ -505,7 +617,7 @@ def probe(
     from envpin.environment.payload import payload
     from envpin.files.write import check_output_folder
 
-    say = progress or (lambda _text: None)
+    say = _steps(progress)
     if runtime not in RUNTIMES:
         raise UsageError(f"{param('runtime')} must be one of {', '.join(RUNTIMES)}", hint="apptainer is the default")
     if timeout < 1:
@@ -515,88 +627,236 @@ def probe(
     archive = payload()
     sha = hashlib.sha256(archive).hexdigest()
     task = task_command(sha, timeout, image=image, runtime=runtime, probe_args=probe_args)
-
-    cmd = ["sinfo", "-h", "-N", "-o", SINFO_FORMAT] + ([f"--partition={partition}"] if partition else [])
-    proc = _run(cmd, "sinfo")
-    if proc.returncode != 0:
-        raise SlurmError(
-            f"sinfo failed: {_last_line(proc.stderr)}", hint="is SLURM_CONF right and slurmctld up? try `scontrol ping`"
-        )
-    p = plan(proc.stdout, partition, nodes)
+    p = _partition_plan(partition, nodes)
     outcomes = [NodeOutcome(n.name, FAILED, error=n.why_not) for n in p.left_out]
     job_id = None
     if p.count:
-        say(
-            f"allocating {p.count} node(s) in partition {p.partition}"
-            + (f" ({len(p.left_out)} left out: not usable)" if p.left_out else "")
-        )
-        token = f"envpin-{secrets.token_hex(8)}"
-        alloc = None
-        try:
-            alloc = allocate(salloc_command(p, timeout, slurm_args, token), timeout + 60, token)
-            job_id = parse_job_id(alloc.stderr)
-            if job_id is None:
-                raise SlurmError(
-                    f"salloc refused the request: {_said(alloc.stderr)}",
-                    hint=f"check the partition and the {param('slurm_args')} options (salloc --help)",
-                )
-            if alloc.returncode != 0:
-                raise SlurmError(
-                    f"salloc could not allocate {p.count} node(s) in partition {p.partition} "
-                    f"within {timeout} s: {_said(alloc.stderr)}",
-                    hint=f"the nodes may be busy: retry later, or with a longer {param('timeout')}",
-                )
-            outcomes += _run_tasks(job_id, p, task, archive, timeout, image, runtime, say)
-        finally:
-            if job_id is not None:
-                _run(["scancel", job_id], "scancel")
-            elif alloc is not None:  # salloc gave no id: make sure no job of this run is left either way
-                release(token, alloc.stderr)
+
+        def body(job: str) -> list[NodeOutcome]:
+            allocated, launched = _launch(job, p, task, archive, timeout, say, JOB_NAME, image, runtime, nodes=progress)
+            return [launched.outcome(n, timeout) for n in allocated]
+
+        job_id, got = _allocated(p, timeout, slurm_args, JOB_NAME, say, body)
+        outcomes += got
     outcomes.sort(key=lambda o: o.node)
     write_outcomes(out, outcomes)
     return job_id, p.partition, [_with_path(out, o) for o in outcomes]
 
 
-def _run_tasks(
+def selftest(
+    out: Path,
+    *,
+    nodes: int = SELFTEST_NODES,
+    partition: str | None = None,
+    python: str = "python3",
+    runs: int = 2,
+    steps: int | None = None,
+    port_base: int | None = None,
+    timeout: int = SELFTEST_TIMEOUT_S,
+    slurm_args: Sequence[str] = (),
+    progress: ProgressCallback | None = None,
+) -> tuple[str | None, str, list[NodeOutcome], MultiWorker]:
+    """The multi-worker self-test across `nodes` nodes: one srun step, one task per node, which probes its
+    node and then runs one MultiWorkerMirroredStrategy worker `runs` times (envpin.fleet.nodetask --workers;
+    the workers find each other through SlurmClusterResolver). Writes out/<node>.json (the node's probe
+    report) or out/<node>.error.txt, and out/_fleet-selftest.json (envpin.fleet.multiworker: the workers and
+    the verdict across them). Returns (job id, partition, one probe outcome per node, the verdict)."""
+    from envpin.environment.payload import payload
+    from envpin.files.write import check_output_folder
+    from envpin.fleet import multiworker
+
+    say = _steps(progress)
+    if nodes < 2:
+        raise UsageError(
+            f"{param('nodes')} must be at least 2 for a multi-worker self-test, not {nodes}",
+            hint=f"one node's own determinism is the probe's self-test: {param('slurm', command='fleet probe')}",
+        )
+    if not 1 <= runs <= multiworker.MAX_RUNS:
+        raise UsageError(
+            f"{param('runs')} must be from 1 to {multiworker.MAX_RUNS}, not {runs}",
+            hint="two runs (the default) show whether each worker repeats itself",
+        )
+    if steps is not None and steps < 1:
+        raise UsageError(f"{param('steps')} must be at least 1, not {steps}", hint="leave it out for the default")
+    if port_base is not None and not 1024 <= port_base <= 65535 - runs:
+        raise UsageError(
+            f"{param('port_base')} must be from 1024 to {65535 - runs}, not {port_base}",
+            hint="run k of the workers listens on the port base + k on every node",
+        )
+    if timeout < 1:
+        raise UsageError(f"{param('timeout')} must be at least 1 second", hint=f"the default is {SELFTEST_TIMEOUT_S}")
+    check_output_folder(out, "out")
+    require_clients()
+    archive = payload()
+    sha = hashlib.sha256(archive).hexdigest()
+    p = _partition_plan(partition, nodes)
+    found: list[multiworker.NodeRuns] = []
+
+    def body(job: str) -> list[NodeOutcome]:
+        base = multiworker.port_base_for(job) if port_base is None else port_base
+        args = worker_task_args(runs, base, steps)
+        task = task_command(sha, timeout, probe_args=args, python=python)
+        what = f"one probe and {runs} multi-worker run(s) (ports {base}..{base + runs - 1})"
+        allocated, launched = _launch(job, p, task, archive, timeout, say, SELFTEST_JOB_NAME, what=what, nodes=progress)
+        got = []
+        for n in allocated:
+            result = launched.results.get(n)
+            o = launched.outcome(n, timeout, _probe_part(result))
+            got.append(o)
+            failure = None if result is not None else (o.status, o.error or "no result from the node")
+            found.append(multiworker.node_runs(n, result, failure, runs))
+        return got
+
+    job_id, outcomes = _allocated(p, timeout, slurm_args, SELFTEST_JOB_NAME, say, body)
+    outcomes.sort(key=lambda o: o.node)
+    verdict = multiworker.judge(found, runs, launcher="slurm", job=job_id, steps=steps)
+    verdict = verdict.replace(source=str(out / multiworker.RESULT_NAME))
+    text = multiworker.document_text(verdict).encode("utf-8")
+    write_outcomes(out, outcomes, {out / multiworker.RESULT_NAME: text})
+    return job_id, p.partition, [_with_path(out, o) for o in outcomes], verdict
+
+
+def _probe_part(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The probe's part of a --workers task result, as a probe task's result (what `outcome` reads)."""
+    if result is None:
+        return None
+    report = result.get("report")
+    if isinstance(report, str) and report.strip():
+        return {"status": OK, "report": report}
+    if "exit_code" in result:
+        said = _last_line(str(result.get("stderr") or "")) if result.get("stderr") else "no output on stderr"
+        return {"status": FAILED, "error": f"the probe exited with status {result['exit_code']}: {said}"}
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Launched(Value):
+    """What one srun step brought back: each node's task result, or why its lines could not be read, srun's
+    and slurmstepd's errors per node, and whether envpin had to stop srun."""
+
+    results: dict[str, dict[str, Any]]
+    broken: dict[str, str]
+    errors: dict[str, list[str]]
+    timed_out: bool
+
+    def outcome(self, node: str, timeout: int, result: dict[str, Any] | None = None) -> NodeOutcome:
+        """The node's probe outcome (`result`: the task's result as the probe's, when the caller reshaped it)."""
+        got = self.results.get(node) if result is None else result
+        return outcome(node, got, self.broken.get(node), self.errors.get(node, []), self.timed_out, timeout)
+
+
+def _launch(
     job_id: str,
     p: Plan,
     task: list[str],
     archive: bytes,
     timeout: int,
-    image: str | None,
-    runtime: str,
     say: Callable[[str], None],
-) -> list[NodeOutcome]:
-    nodelist = _run(["squeue", "-h", "-j", job_id, "-o", "%N"], "squeue").stdout.strip()
-    expanded = _run(["scontrol", "show", "hostnames", nodelist], "scontrol")
-    allocated = expanded.stdout.split()
-    if expanded.returncode != 0 or len(allocated) != p.count:
-        raise SlurmError(
-            f"cannot read the nodes of job {job_id} (squeue said {nodelist!r})",
-            hint="see `scontrol show job " + job_id + "`",
-        )
-    say(f"job {job_id}: one probe task on each of {nodelist} (limit {timeout} s per node)")
-    cmd = srun_command(job_id, p.count, task, image=image, runtime=runtime)
+    job_name: str,
+    image: str | None = None,
+    runtime: str = "apptainer",
+    what: str = "one probe task",
+    nodes: ProgressCallback | None = None,
+) -> tuple[list[str], Launched]:
+    """One srun step of `task` on every node of the job, the archive on its standard input: (the job's
+    nodes, what came back). `nodes` hears how many nodes' results have come in whole, as they come."""
+    allocated, nodelist = job_nodes(job_id, p.count)
+    say(f"job {job_id}: {what} on each of {nodelist} (limit {timeout} s per node)")
+    cmd = srun_command(job_id, p.count, task, image=image, runtime=runtime, job_name=job_name)
+    arrivals, expected = Arrivals(), set(allocated)
+
+    def counted() -> None:
+        if nodes is not None:  # a name the job does not list is not one of its nodes (parse_task_output says more)
+            done = len(arrivals.whole & expected)
+            nodes(ProgressEvent("nodes", completed=done, total=len(expected), unit="nodes"))
+
+    def arrived(line: bytes) -> None:
+        if arrivals.add(line.decode("utf-8", "replace")):
+            counted()
+
+    counted()
     srun = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    timed_out = False
     try:
-        stdout, stderr = srun.communicate(archive, timeout=timeout + GRACE_S)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        srun.terminate()
-        try:
-            stdout, stderr = srun.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            srun.kill()
-            stdout, stderr = srun.communicate()
+        stdout, stderr, timed_out = communicate(srun, archive, timeout + GRACE_S, arrived)
     finally:
         if srun.poll() is None:  # interrupted: leave no srun behind
             srun.kill()
             with contextlib.suppress(Exception):
-                srun.communicate(timeout=5)
+                srun.wait(timeout=5)  # communicate's threads read what is left of its pipes
     results, broken = parse_task_output(stdout.decode("utf-8", "replace"))
     errors = node_errors(stderr.decode("utf-8", "replace"), allocated)
-    return [outcome(n, results.get(n), broken.get(n), errors.get(n, []), timed_out, timeout) for n in allocated]
+    return allocated, Launched(results, broken, errors, timed_out)
+
+
+def communicate(
+    proc: subprocess.Popen[bytes], data: bytes, timeout: float, on_line: Callable[[bytes], None]
+) -> tuple[bytes, bytes, bool]:
+    """proc.communicate(data) within `timeout` seconds, handing each line of stdout to `on_line` as it comes:
+    (stdout, stderr, whether it ran out of time). One that does is terminated, and killed after 15 s more.
+    An error of `on_line` never stops the reading (proc would block on a full pipe): it is raised at the end."""
+    import threading
+
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    out: list[bytes] = []
+    err: list[bytes] = []
+    failed: list[BaseException] = []
+
+    def feed() -> None:
+        try:
+            stdin.write(data)
+        except (BrokenPipeError, ValueError):  # proc exited without reading all of it
+            pass
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
+
+    def read_out() -> None:
+        for line in iter(stdout.readline, b""):
+            out.append(line)
+            try:
+                on_line(line)
+            except Exception as exc:
+                if not failed:
+                    failed.append(exc)
+
+    def read_err() -> None:
+        err.append(stderr.read())
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (feed, read_out, read_err)]
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for t in threads:
+        t.join()
+    for stream in (stdout, stderr):
+        stream.close()
+    if failed:
+        raise failed[0]
+    return b"".join(out), b"".join(err), timed_out
+
+
+def job_nodes(job_id: str, count: int) -> tuple[list[str], str]:
+    """The job's nodes, one name each, and Slurm's host list of them."""
+    nodelist = _run(["squeue", "-h", "-j", job_id, "-o", "%N"], "squeue").stdout.strip()
+    expanded = _run(["scontrol", "show", "hostnames", nodelist], "scontrol")
+    allocated = expanded.stdout.split()
+    if expanded.returncode != 0 or len(allocated) != count:
+        raise SlurmError(
+            f"cannot read the nodes of job {job_id} (squeue said {nodelist!r})",
+            hint="see `scontrol show job " + job_id + "`",
+        )
+    return allocated, nodelist
 
 
 def _with_path(out: Path, o: NodeOutcome) -> NodeOutcome:
@@ -604,13 +864,13 @@ def _with_path(out: Path, o: NodeOutcome) -> NodeOutcome:
     return NodeOutcome(o.node, o.status, out / (safe_file_name(o.node) + suffix), o.error, o.data)
 
 
-def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
-    """Each node's report or its error, all at once; a node's file from an earlier run of the other kind is
-    removed, so the folder never shows a stale report for a node that failed this time."""
+def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome], extra: Mapping[Path, bytes] | None = None) -> None:
+    """Each node's report or its error (and the `extra` files), all at once; a node's file from an earlier run
+    of the other kind is removed, so the folder never shows a stale report for a node that failed this time."""
     from envpin.files.write import atomic_write_many
     from envpin.probe.report import to_json
 
-    files: dict[Path, bytes] = {}
+    files: dict[Path, bytes] = dict(extra or {})
     stale: list[Path] = []
     for o in outcomes:
         base = out / safe_file_name(o.node)
@@ -630,9 +890,9 @@ def write_outcomes(out: Path, outcomes: Sequence[NodeOutcome]) -> None:
 # --------------------------------------------------------------------------- what the reports say together
 
 
-def fleet_result(outcomes: Sequence[NodeOutcome]) -> FleetResult:
-    """The fleet comparison of the nodes (envpin.fleet.aggregate, as `fleet report` makes it): a node that
-    failed or timed out stays in it as such."""
+def fleet_result(outcomes: Sequence[NodeOutcome], multiworker: Sequence[MultiWorker] = ()) -> FleetResult:
+    """The fleet comparison of the nodes (envpin.fleet.aggregate, as `fleet report` makes it), with the
+    multi-worker self-test's verdict when there is one: a node that failed or timed out stays in it as such."""
     from envpin.fleet import aggregate
 
     entries: list[tuple[str, Any]] = []
@@ -641,4 +901,6 @@ def fleet_result(outcomes: Sequence[NodeOutcome]) -> FleetResult:
             entries.append((o.node, o.data))
         else:
             entries.append((o.node, aggregate.NodeFailure(o.status, o.error or "no report")))
-    return aggregate.aggregate(entries, sources=[str(o.report) if o.report else None for o in outcomes])
+    return aggregate.aggregate(
+        entries, sources=[str(o.report) if o.report else None for o in outcomes], multiworker=multiworker
+    )

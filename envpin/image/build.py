@@ -24,10 +24,10 @@ if TYPE_CHECKING:
 
     from envpin.environment.lockfile import Image, Lock
     from envpin.environment.plan import BuildPlan
-    from envpin.image.buildlog import ProgressCallback
     from envpin.image.buildstate import BuildRecord
     from envpin.image.engine import Engine, ReproducibleEngine
     from envpin.image.model import BuildContext, ImageFacts
+    from envpin.record import ProgressCallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +50,25 @@ class BuildResult(Value):
     @property
     def exit_code(self) -> int:
         return 1 if self.problem else 0
+
+    def to_json(self) -> dict[str, object]:
+        """What `envpin build --format json` prints: the image, how it came about, and the lock it belongs to."""
+        from envpin.environment.lockfile import LOCK_NAME
+
+        return {
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "engine": self.engine,
+            "up_to_date": self.up_to_date,
+            "seconds": round(self.seconds, 1),
+            "out": str(self.out),
+            "lock": str(self.out / LOCK_NAME),
+            "inputs_hash": self.plan.inputs_hash,
+            "from": self.plan.from_ref,
+            "notes": list(self.notes),
+            "warnings": list(self.warnings),
+            "problem": self.problem,
+        }
 
 
 def _reproducible(engine: Engine) -> ReproducibleEngine | None:

@@ -12,33 +12,16 @@ import contextlib
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 from envpin.errors import EngineError
 from envpin.files.write import atomic_write
 from envpin.image.model import BuildOutcome
-from envpin.record import Value
+from envpin.record import ProgressCallback, ProgressEvent
 
 #: Log lines an error message quotes.
 TAIL = 20
-
-
-@dataclass(frozen=True, slots=True)
-class ProgressEvent(Value):
-    """One moment of a long operation, for the caller to show (the CLI: envpin.views.console.Progress)."""
-
-    #: The operation, e.g. "building envpin/20.02-tf2:0b63722adfbe"; one display per title.
-    title: str
-    #: What it does now ("step 2/7 (COPY ...)"); None when it has only begun.
-    step: str | None = None
-    #: The operation ended, well or not: its display goes.
-    done: bool = False
-
-
-#: What library functions take as `progress=`.
-ProgressCallback = Callable[[ProgressEvent], None]
 
 
 def save_log(path: Path, lines: Iterable[str]) -> None:
@@ -83,8 +66,19 @@ class BuildLog:
             m = self._step.match(line.strip())
             if m:
                 self._steps += 1
-                self.current = f"step {m.group(1)}/{m.group(2)} ({m.group(3)[:60]})"
-                self._emit(ProgressEvent(self.title, self.current))
+                number, total, what = int(m.group(1)), int(m.group(2)), m.group(3)[:60]
+                self.current = f"step {number}/{total} ({what})"
+                # "STEP 2/7" begins step 2: one of seven is done (an engine's odd count is shown without one)
+                counted = 1 <= number <= total
+                self._emit(
+                    ProgressEvent(
+                        self.title,
+                        what if counted else self.current,
+                        completed=number - 1 if counted else None,
+                        total=total if counted else None,
+                        unit="steps",
+                    )
+                )
             elif "Using cache" in line:
                 self._cached += 1
 

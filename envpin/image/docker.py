@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envpin.errors import EngineError
-from envpin.image.buildlog import BuildLog, ProgressCallback
+from envpin.image.buildlog import BuildLog
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
+from envpin.record import ProgressCallback
 
 if TYPE_CHECKING:
     from docker import DockerClient

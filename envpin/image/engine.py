@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from envpin.errors import EngineError, UsageError, param, shown
-from envpin.image.buildlog import ProgressCallback
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
-from envpin.record import Value
+from envpin.record import ProgressCallback, Value
 
 if TYPE_CHECKING:
     from envpin.environment.lockfile import Lock

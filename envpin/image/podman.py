@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import EngineError, param
-from envpin.image.buildlog import BuildLog, ProgressCallback
+from envpin.image.buildlog import BuildLog
 from envpin.image.model import BuildContext, BuildOutcome, ImageFacts
-from envpin.record import Value
+from envpin.record import ProgressCallback, Value
 
 _STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
 #: Mode and owner every build-context file gets, whatever the checkout's umask or the user.

@@ -36,6 +36,7 @@ class ImageProbe(Value):
     written: tuple[str, ...]
     log_tail: tuple[str, ...]
     selftest: str | None = None  # the self-test's one-line outcome, read from the written report
+    timed_out: bool = False  # the self-test did not finish in time: inconclusive, not a failed probe
 
 
 def _device_requests(gpus: str, gpu_access: Callable[[], str | None]) -> tuple[list[Any] | None, str]:
@@ -71,11 +72,13 @@ def run(
     quick: bool = False,
     anonymize: bool = False,
     progress: Callable[[str], None] | None = None,
+    replicas: int | None = None,
+    timeout: float | None = None,
 ) -> ImageProbe:
     """Probe `image` in a throwaway container; the reports land in `out` (created if its parent exists).
 
     selftest None is the probe's own default: the self-test runs where the image has TensorFlow."""
-    from docker.errors import APIError, ImageNotFound
+    from docker.errors import APIError
 
     from envpin.environment.payload import payload
 
@@ -84,24 +87,15 @@ def run(
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder", hint=f"choose another {param('out')}")
     requests, said = _device_requests(gpus, gpu_access)
-    try:
-        client.images.get(image)
-    except ImageNotFound:
-        if progress:
-            progress(f"pulling {image}")
-        try:
-            client.images.pull(image)
-        except APIError as exc:
-            raise EngineError(
-                f"cannot pull {image}: {exc.explanation or exc}",
-                hint="check the name and `docker login`, or build the image first",
-            ) from None
+    _ensure_image(client, image, progress)
     created = not out.exists()
     out.mkdir(exist_ok=True)
     before = set(os.listdir(out))
     command = f"PYTHONPATH={MOUNT}${{PYTHONPATH:+:$PYTHONPATH}} exec python3 -m envpin.probe --out /reports"
     command += {None: "", True: " --selftest", False: " --no-selftest"}[selftest] + (" --quick" if quick else "")
     command += " --anonymize" if anonymize else ""
+    command += f" --replicas {int(replicas)}" if replicas else ""
+    command += f" --timeout {float(timeout):g}" if timeout else ""
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     with tempfile.TemporaryDirectory(prefix="envpin-probe-") as tmp:
         archive = Path(tmp) / "envpin.pyz"
@@ -116,6 +110,8 @@ def run(
                 detach=True,
                 environment=env,
                 device_requests=requests,
+                # The host's UTS namespace: the report names this machine (its hostname), not the container ID.
+                uts_mode="host",
                 volumes={
                     str(archive): {"bind": MOUNT, "mode": "ro"},
                     str(out.resolve()): {"bind": "/reports", "mode": "rw"},
@@ -140,8 +136,90 @@ def run(
         code,
         written,
         tuple(logs.strip().splitlines()[-15:]),
-        _selftest_line(written, insisted=selftest is True),
+        *_selftest_line(written, insisted=selftest is True),
     )
+
+
+def _ensure_image(client: Any, image: str, progress: Callable[[str], None] | None) -> None:
+    """Pull `image` unless the engine has it (an EngineError when it cannot be pulled)."""
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        client.images.get(image)
+    except ImageNotFound:
+        if progress:
+            progress(f"pulling {image}")
+        try:
+            client.images.pull(image)
+        except APIError as exc:
+            raise EngineError(
+                f"cannot pull {image}: {exc.explanation or exc}",
+                hint="check the name and `docker login`, or build the image first",
+            ) from None
+
+
+#: The most an in-image reading may print: a dpkg status database of a large image is a few MiB.
+INVENTORY_LIMIT = 128 * 1024 * 1024
+
+
+def read_inventory(client: Any, image: str, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """What envpin.probe.inventory reads inside `image` (its dpkg database, os-release, Python distributions),
+    from the same envpin.pyz the probe runs, mounted read-only in a throwaway container without GPUs and
+    without the network. An EngineError when the container cannot start, fails, or prints no JSON object."""
+    from docker.errors import APIError
+
+    from envpin.environment.payload import payload
+
+    _ensure_image(client, image, progress)
+    command = f"PYTHONPATH={MOUNT}${{PYTHONPATH:+:$PYTHONPATH}} exec python3 -m envpin.probe.inventory"
+    with tempfile.TemporaryDirectory(prefix="envpin-inventory-") as tmp:
+        archive = Path(tmp) / "envpin.pyz"
+        archive.write_bytes(payload())
+        if progress:
+            progress(f"reading the packages of {image}")
+        try:
+            container = client.containers.run(
+                image,
+                ["-c", command],
+                entrypoint=["/bin/sh"],
+                detach=True,
+                network_disabled=True,
+                volumes={str(archive): {"bind": MOUNT, "mode": "ro"}},
+            )
+        except APIError as exc:
+            raise EngineError(
+                f"cannot start a container of {image}: {exc.explanation or exc}",
+                hint="`envpin doctor` checks the engine",
+            ) from None
+        try:
+            code = int(container.wait(timeout=600)["StatusCode"])
+            out = container.logs(stdout=True, stderr=False)
+            err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+        finally:
+            container.remove(force=True)
+    tail = " | ".join(err.strip().splitlines()[-3:]) or "no output"
+    if code != 0:
+        raise EngineError(
+            f"reading the packages inside {image} failed, exit {code}: {tail}",
+            hint=f"`{param('image', command='probe')} {image}` shows whether the image's python3 runs envpin's probe",
+        )
+    return _inventory_json(out, image, tail)
+
+
+def _inventory_json(out: bytes, image: str, tail: str) -> dict[str, Any]:
+    import json
+
+    last = out.strip().rsplit(b"\n", 1)[-1] if len(out) <= INVENTORY_LIMIT else b""
+    try:
+        found = json.loads(last.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        found = None
+    if not isinstance(found, dict) or not isinstance(found.get("python"), dict):
+        raise EngineError(
+            f"reading the packages inside {image} printed no inventory: {tail}",
+            hint=f"`{param('image', command='probe')} {image}` shows whether the image's python3 runs envpin's probe",
+        )
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,18 +273,19 @@ def lock_image(locked: Lock, lock_path: Path, connect: Callable[[], Any]) -> Loc
     )
 
 
-def _selftest_line(written: tuple[str, ...], insisted: bool) -> str | None:
+def _selftest_line(written: tuple[str, ...], insisted: bool) -> tuple[str | None, bool]:
     """What the self-test in the container found, from the JSON report it wrote (None: no report, or no
-    self-test in it)."""
+    self-test in it), and whether it ran out of time."""
     from envpin.files.read import parse_json, read_regular
-    from envpin.probe.selftest.run import verdict
+    from envpin.probe.selftest.run import timed_out, verdict
 
     for path in written:
         if path.endswith(".json"):
             try:  # what the container left there: a regular file of bounded size, else no report
                 report = parse_json(read_regular(path).decode("utf-8"), path, EngineError)
             except (OSError, ValueError, EngineError):
-                return None
+                return None, False
             if isinstance(report, dict) and "selftest" in report:
-                return verdict(report["selftest"], insisted=insisted)[1]
-    return None
+                failed, line = verdict(report["selftest"], insisted=insisted)
+                return line, not failed and bool(timed_out(report["selftest"]))
+    return None, False

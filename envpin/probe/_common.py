@@ -84,10 +84,17 @@ class Context(object):
     """What every collector may consult: the filesystem root to read /proc, /sys and /etc under,
     the environment, and options. A context also caches results shared between collectors."""
 
-    def __init__(self, root: str = "/", environ: Optional[Dict[str, str]] = None, with_tf: bool = False) -> None:
+    def __init__(
+        self,
+        root: str = "/",
+        environ: Optional[Dict[str, str]] = None,
+        with_tf: bool = False,
+        check_files: bool = False,
+    ) -> None:
         self.root = root or "/"
         self.environ = dict(os.environ if environ is None else environ)
         self.with_tf = with_tf
+        self.check_files = check_files  # hash every installed file against RECORD (seconds: envpin.probe.installed)
         self.cache: Dict[str, Any] = {}
 
     def path(self, absolute: str) -> str:

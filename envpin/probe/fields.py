@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from envpin.portable import device
@@ -80,6 +81,17 @@ class Rule(object):
         # is not matched (nor the pattern compiled) at all.
         cut = min([i for i in (pattern.find("*"), pattern.find("?"), pattern.find("[")) if i >= 0] or [len(pattern)])
         self.literal = pattern[:cut]
+        # What follows it: "" (the pattern is the key itself) and "*" (any key that starts with it) match
+        # without compiling the pattern.
+        self.tail = pattern[cut:]
+
+    def matches(self, key: str) -> bool:
+        """fnmatch's answer (case-sensitive) for `key`."""
+        if not key.startswith(self.literal):
+            return False
+        if self.tail == "*":
+            return True
+        return key == self.literal if not self.tail else fnmatch.fnmatchcase(key, self.pattern)
 
 
 #: NCCL variables that are not numerics settings, whether the environment sets them (env.*) or an NCCL
@@ -143,6 +155,19 @@ RULES = [
     Rule("packages.paths", INFO, "where packages were found"),
     Rule("packages.count", INFO, "number of distributions (each one is compared)"),
     Rule("packages.shadowed*", RISK, "a distribution installed twice on sys.path"),
+    Rule("packages.record_check*", INFO, "what the RECORD check covered (its findings are packages.changed, .missing)"),
+    Rule(
+        "packages.changed",
+        BREAKING,
+        "installed files whose content no longer matches their distribution's RECORD: edited after install",
+    ),
+    Rule("packages.missing", BREAKING, "installed files their distribution's RECORD lists that are gone"),
+    Rule(
+        "packages.startup_hooks",
+        BREAKING,
+        "code every interpreter runs at start-up without an import: sitecustomize, usercustomize, .pth import lines",
+        absent=INFO,
+    ),
     Rule("packages.*", BREAKING, "package contents"),
     Rule("tensorflow.location", INFO, "where TensorFlow is installed"),
     Rule("tensorflow.runtime", INFO, "runtime settings are only read when TensorFlow is imported"),
@@ -302,7 +327,7 @@ DEFAULT_RULE = Rule("*", RISK, "unclassified field")
 @functools.lru_cache(maxsize=65536)
 def rule_for(key: str) -> Rule:
     for rule in RULES:
-        if key.startswith(rule.literal) and fnmatch.fnmatchcase(key, rule.pattern):
+        if rule.matches(key):
             return rule
     return DEFAULT_RULE
 
@@ -360,6 +385,20 @@ def field_text(field: Any) -> Optional[str]:
     return "error: malformed field"
 
 
+def flatten_field(key: str, field: Any, out: Dict[str, str]) -> None:
+    """Add one field of a section (a dict with its value, or an error, redaction or unavailability) to
+    `out` under its dotted `key` ('cpu.isa_level')."""
+    if type(field) is dict and "value" in field:
+        v = field["value"]
+        if type(v) is str:
+            out[key] = v
+        else:
+            flatten_value(key, v, out)
+    else:
+        text = field_text(field)
+        out[key] = "error: malformed field" if text is None else text
+
+
 def flatten(report: Dict[str, Any]) -> Dict[str, str]:
     """Every field of every section as dotted key -> string, plus golden.<device class>."""
     out: Dict[str, str] = {}
@@ -368,20 +407,10 @@ def flatten(report: Dict[str, Any]) -> Dict[str, str]:
         if not isinstance(fields, dict):
             continue
         for name in sorted(fields):
-            key = "%s.%s" % (section, name)
-            field = fields[name]
-            if type(field) is dict and "value" in field:
-                v = field["value"]
-                if type(v) is str:
-                    out[key] = v
-                else:
-                    flatten_value(key, v, out)
-            else:
-                text = field_text(field)
-                out[key] = "error: malformed field" if text is None else text
-    golden = golden_field(report)
-    if golden is not None:
-        out[golden[0]] = golden[1]
+            flatten_field("%s.%s" % (section, name), fields[name], out)
+    # `out` holds the sections' fields, all a device class taken from the fields reads.
+    for key, digest in golden_fields(report, out):
+        out[key] = digest
     return out
 
 
@@ -407,14 +436,60 @@ def _flat_sections(report: Dict[str, Any]) -> Dict[str, str]:
     return flatten(stripped)
 
 
-def golden_field(report: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+#: How the multi-replica self-test's hashes extend a device class: a per-replica hash compares only at one
+#: replica count (MirroredStrategy) or worker count (MWMS), so the count is part of its class.
+_COUNTED = re.compile(r";(?:replicas|workers)=\d+$")
+
+
+def counted_class(device_class_: str, what: str, count: int) -> str:
+    """'cpu:...;onednn=off;replicas=2': the class of a per-replica hash (`what`: replicas or workers)."""
+    return "%s;%s=%d" % (device_class_, what, count)
+
+
+def base_class(device_class_: str) -> str:
+    """The device class without the replica or worker count :func:`counted_class` added."""
+    return _COUNTED.sub("", device_class_)
+
+
+def _replica_golden(part: Any, what: str, fallback: str) -> Optional[Tuple[str, str]]:
+    """(key, hash) of one multi-replica set-up: its first run's per-replica hashes, when they all agree."""
+    if not isinstance(part, dict):
+        return None
+    runs = part.get("replica_hashes")
+    first = runs[0] if isinstance(runs, list) and runs and isinstance(runs[0], dict) else None
+    if not first:
+        return None
+    hashes = set(first.values())
+    if len(hashes) != 1:
+        return None  # replicas that disagree have no golden hash: the verdict says why
+    digest = hashes.pop()
+    if not isinstance(digest, str) or not digest:
+        return None
+    chosen = part.get("device_class")
+    cls = chosen if isinstance(chosen, str) and chosen else fallback
+    return "golden.%s" % counted_class(cls, what, len(first)), digest
+
+
+def golden_fields(report: Dict[str, Any], flat: Optional[Dict[str, str]] = None) -> List[Tuple[str, str]]:
+    """Every golden hash of a report's self-test as (key, hash), keys 'golden.<device class>': the golden
+    training hash, then one per multi-replica set-up (MirroredStrategy, MWMS) whose replicas agree, its class
+    counted (:func:`counted_class`). `flat`: the report's sections flattened, when the caller has them (a
+    class the self-test does not give is read from them)."""
     selftest = report.get("selftest")
     if not isinstance(selftest, dict):
-        return None
+        return []
+    out = []
     golden = selftest.get("golden")
-    if not isinstance(golden, dict) or not isinstance(golden.get("hash"), str) or not golden["hash"]:
-        return None
-    return "golden.%s" % device_class(report), golden["hash"]
+    cls = device_class(report, flat)
+    if isinstance(golden, dict) and isinstance(golden.get("hash"), str) and golden["hash"]:
+        out.append(("golden.%s" % cls, golden["hash"]))
+    multi = selftest.get("replicas")
+    if isinstance(multi, dict):
+        for part, what in (("mirrored", "replicas"), ("multi_worker", "workers")):
+            found = _replica_golden(multi.get(part), what, cls)
+            if found is not None:
+                out.append(found)
+    return out
 
 
 def severity(key: str, cpu_compute: bool, absent: bool = False) -> Tuple[str, str]:
@@ -438,12 +513,14 @@ def fingerprint_fields(report: Dict[str, Any], flat: Optional[Dict[str, str]] = 
     if flat is None:
         flat = flatten(report)
     cpu_compute = not gpu_present(flat)
-    out = {}
-    for key in sorted(flat):
-        taken = _fingerprinted(key)
-        if taken or (taken is False and cpu_compute):
-            out[key] = flat[key]
-    return out
+    return {key: flat[key] for key in sorted(flat) if fingerprinted(key, cpu_compute)}
+
+
+def fingerprinted(key: str, cpu_compute: bool) -> bool:
+    """Whether the field `key` is one fingerprint_fields takes, for a report that computes on its CPU (has
+    no GPU) or not."""
+    taken = _fingerprinted(key)
+    return bool(taken or (taken is False and cpu_compute))
 
 
 @functools.lru_cache(maxsize=65536)

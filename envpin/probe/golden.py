@@ -16,14 +16,18 @@ Eigen's, so either changes the float32 rounding and therefore the final weights.
 import argparse
 import hashlib
 import os
-import platform
-import subprocess
 import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from envpin.portable import device
 from envpin.probe import seeding, tfchild
+from envpin.probe.deviceclass import (  # the key a golden hash is stored under
+    _threads_field,
+    _threads_source,
+    device_class,
+    onednn_from_tf,
+    tf_gpus,
+)
 
 MODEL = "envpin-golden-cnn-v1"
 STEPS = 40
@@ -33,135 +37,6 @@ CLASSES = 10
 EXAMPLES = 256
 LEARNING_RATE = 0.05
 SEED = 1234
-
-# oneDNN-relevant extensions beyond the psABI level: oneDNN dispatches different kernels for them.
-_ONEDNN_FEATURES = ("avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8")
-
-
-# --------------------------------------------------------------------------------------- device class
-
-
-def _cpu_flags() -> List[str]:
-    try:
-        with open("/proc/cpuinfo", "rb") as fh:
-            text = fh.read(4 * 1024 * 1024).decode("utf-8", "replace")
-    except OSError:
-        return []
-    for line in text.splitlines():
-        key, sep, val = line.partition(":")
-        if sep and key.strip() in ("flags", "Features"):
-            return sorted(set(val.split()))
-    return []
-
-
-def cpu_isa(flags: Optional[Sequence[str]] = None, machine: Optional[str] = None) -> str:
-    """'x86-64-v4+amx_bf16+avx512_bf16+...' on x86-64; the machine name plus a few SIMD features on Arm."""
-    flags = _cpu_flags() if flags is None else list(flags)
-    machine = machine or platform.machine() or "unknown"
-    if machine in device.X86_64:
-        from envpin.probe.cpu import isa_level
-
-        try:
-            level = isa_level(set(flags))
-        except ValueError:
-            level = "x86-64"
-        extras = [f for f in _ONEDNN_FEATURES if f in flags]
-        return "+".join([level, *extras])
-    extras = [f for f in ("asimd", "sve", "sve2", "bf16", "i8mm", "sme") if f in flags]
-    return "+".join([machine, *extras])
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _threads_field(explicit: Optional[int], env_value: Optional[str]) -> str:
-    if explicit is not None and explicit > 0:
-        return str(explicit)
-    # Not set: TensorFlow sizes the pool from the CPUs this process may use. The class holds the effective
-    # count, so "not set" on a 2-CPU machine and an explicit 2 compare equal (measured: same weights).
-    return device.thread_count(env_value, str(usable_cpus()))
-
-
-def _threads_source(explicit: Optional[int], env_name: str) -> str:
-    if explicit is not None and explicit > 0:
-        return "argument"
-    raw = os.environ.get(env_name, "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return env_name
-    return "default (usable CPUs)"
-
-
-def onednn_setting(
-    tf_version: Optional[str] = None,
-    environ: Optional[Mapping[str, str]] = None,
-    machine: Optional[str] = None,
-    flags: Optional[Sequence[str]] = None,
-) -> str:
-    """'on' or 'off' as TensorFlow will decide it: TF_ENABLE_ONEDNN_OPTS wins; unset, the default rule of
-    :func:`envpin.portable.device.onednn_default` for this CPU; 'unknown' without a TensorFlow version."""
-    env = os.environ if environ is None else environ
-    explicit = device.onednn_switch(env.get("TF_ENABLE_ONEDNN_OPTS"))
-    if explicit is not None:
-        return explicit
-    if tf_version is None:
-        from envpin.probe.runtime import installed_tf_version
-
-        tf_version = installed_tf_version()
-    return device.onednn_default(tf_version, _cpu_flags() if flags is None else flags, machine or platform.machine())
-
-
-def _nvidia_smi_gpus() -> List[Tuple[str, str]]:
-    try:
-        proc = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            universal_newlines=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    if proc.returncode != 0:
-        return []
-    gpus = []
-    for line in proc.stdout.splitlines():
-        name, _, cc = line.partition(",")
-        if name.strip():
-            gpus.append((name.strip(), cc.strip()))
-    return gpus
-
-
-def device_class(
-    gpus: Optional[Sequence[Tuple[str, str]]] = None,
-    intra_op: Optional[int] = None,
-    inter_op: Optional[int] = None,
-    onednn: Optional[str] = None,
-    environ: Optional[Mapping[str, str]] = None,
-    cpu: Optional[str] = None,
-) -> str:
-    """The key a golden hash is stored under: machines with equal classes should train bit-identically.
-
-    The format is envpin.portable.device's (the one rule). Without arguments the GPUs come from nvidia-smi
-    and the rest from this process's environment; the golden child passes what TensorFlow itself reports
-    (a CPU-only TF on a GPU host trains on the CPU).
-    """
-    env = os.environ if environ is None else environ
-    if gpus is None:
-        gpus = _nvidia_smi_gpus()
-    if gpus:
-        return device.device_class(gpus, "", "", "", "")
-    return device.device_class(
-        [],
-        cpu or cpu_isa(),
-        _threads_field(intra_op, env.get("TF_NUM_INTRAOP_THREADS")),
-        _threads_field(inter_op, env.get("TF_NUM_INTEROP_THREADS")),
-        onednn or onednn_setting(environ=env),
-    )
-
 
 # --------------------------------------------------------------------------------------- the child
 
@@ -260,37 +135,21 @@ def _train_graph_tf1(tf: Any, steps: int, intra: Optional[int], inter: Optional[
     return list(weights), float(value)
 
 
-def _tf_gpus(tf: Any) -> List[Tuple[str, str]]:
-    lister = getattr(getattr(tf, "config", None), "list_physical_devices", None) or getattr(
-        getattr(getattr(tf, "config", None), "experimental", None), "list_physical_devices", None
-    )
-    if lister is None:
-        return []
-    gpus = []
-    for dev in lister("GPU"):
-        name, cc = dev.name, ""
-        details = getattr(tf.config.experimental, "get_device_details", None)
-        if details is not None:
-            d = details(dev)
-            name = d.get("device_name", name)
-            if d.get("compute_capability"):
-                cc = "%d.%d" % tuple(d["compute_capability"])
-        gpus.append((name, cc))
-    return gpus
+def train_once(
+    steps: int = STEPS,
+    intra_op: Optional[int] = None,
+    inter_op: Optional[int] = None,
+    replicas: Optional[int] = None,
+    trace_dir: Optional[str] = None,
+    replica_steps: Optional[int] = None,
+) -> Dict[str, Any]:
+    """One golden training run in this process (which must be fresh); returns the JSON-able result.
 
-
-def _onednn_from_tf(tf_version: str) -> str:
-    """TensorFlow's own answer once it is imported; the documented rule only where it cannot tell."""
-    from envpin.probe.tf import onednn_enabled
-
-    enabled = onednn_enabled()
-    if enabled is None:
-        return onednn_setting(tf_version)
-    return "on" if enabled else "off"
-
-
-def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Optional[int] = None) -> Dict[str, Any]:
-    """One golden training run in this process (which must be fresh); returns the JSON-able result."""
+    With `replicas`, the process then runs the multi-replica self-test's MirroredStrategy set-up too
+    (:mod:`envpin.probe.replicas`), its result under ``mirrored``: the two golden children are the two fresh
+    runs it needs, so it costs no TensorFlow start-up of its own. The devices are split before the first op,
+    which leaves the golden training's numerics alone (the split of a CPU into logical devices shares its
+    thread pools; tests/tf/test_selftest_replicas.py compares the hashes with and without)."""
     started = time.time()
     try:
         tf, det = tfchild.import_tensorflow(determinism=True)
@@ -304,12 +163,25 @@ def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
             tf.config.threading.set_intra_op_parallelism_threads(intra_op)
         if inter_op is not None:
             tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+    mirrored: Optional[Dict[str, Any]] = None
+    devices: Optional[Tuple[List[str], str]] = None
+    if replicas:
+        from envpin.probe import replicas as multi
+
+        too_old = multi.too_old(tf)
+        if too_old:
+            mirrored = {"skipped": too_old}
+        else:
+            try:
+                devices = multi.prepare_devices(tf, replicas)
+            except ValueError as exc:
+                mirrored = {"error": str(exc)}
     _seed_everything(tf)
     if eager:
         weights, loss = _train_eager(tf, steps)
     else:
         weights, loss = _train_graph_tf1(tf, steps, intra_op, inter_op)
-    onednn = _onednn_from_tf(version)
+    onednn = onednn_from_tf(version)
     settings = {
         "intra_op": _threads_field(intra_op, os.environ.get("TF_NUM_INTRAOP_THREADS")),
         "inter_op": _threads_field(inter_op, os.environ.get("TF_NUM_INTEROP_THREADS")),
@@ -318,9 +190,14 @@ def train_once(steps: int = STEPS, intra_op: Optional[int] = None, inter_op: Opt
         "onednn": onednn,
         "env": tfchild.relevant_env(),
     }
+    if devices is not None:
+        trace = os.path.join(trace_dir, "mirrored-%d.bin" % os.getpid()) if trace_dir else None
+        mirrored = multi.mirrored_run(tf, det, devices[0], devices[1], replica_steps or multi.STEPS, trace)
+    extra = {} if mirrored is None else {"mirrored": mirrored}
     return {
+        **extra,
         "hash": weights_digest(weights),
-        "device_class": device_class(gpus=_tf_gpus(tf), intra_op=intra_op, inter_op=inter_op, onednn=onednn),
+        "device_class": device_class(gpus=tf_gpus(tf), intra_op=intra_op, inter_op=inter_op, onednn=onednn),
         "tf_version": version,
         "model": MODEL,
         "steps": steps,
@@ -341,10 +218,17 @@ def run_golden(
     inter_op: Optional[int] = None,
     environ: Optional[Mapping[str, str]] = None,
     runs: int = 2,
-    timeout: float = 600,
+    timeout: Optional[float] = None,
     python: Optional[str] = None,
+    replicas: Optional[int] = None,
+    trace_dir: Optional[str] = None,
+    replica_steps: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Train in ``runs`` fresh processes (at once, up to the child limit) and compare the weight hashes.
+
+    With ``replicas`` each child also runs the MirroredStrategy set-up (:func:`train_once`); their
+    results come back under ``mirrored_runs``, (payload, None) per child, for
+    :func:`envpin.probe.replicas.assemble_mirrored`.
 
     The children inherit ``environ`` (default: this process's environment), so TF_ENABLE_ONEDNN_OPTS,
     TF_NUM_*_THREADS, OMP_NUM_THREADS and the like pass through; explicit thread counts are passed as
@@ -355,14 +239,20 @@ def run_golden(
         args += ["--intra-op", str(intra_op)]
     if inter_op is not None:
         args += ["--inter-op", str(inter_op)]
+    if replicas:
+        args += ["--replicas", str(replicas), "--replica-steps", str(replica_steps or 0)]
+        args += ["--trace-dir", trace_dir] if trace_dir else []
     env = tfchild.child_env(environ, determinism=True)
     results = tfchild.run_children("envpin.probe.golden", args, env, timeout, python, runs)
     payloads = []
+    mirrored_runs = []
     for payload, error, _seconds in results:
         if payload is None:
-            return {"error": error, "steps": steps}
+            return dict(tfchild.failure(error, "golden training"), steps=steps)
         if "skipped" in payload:
             return {"skipped": payload["skipped"], "steps": steps}
+        if "mirrored" in payload:
+            mirrored_runs.append((payload.pop("mirrored"), None))
         payloads.append(payload)
     first = payloads[0]
     hashes = [p["hash"] for p in payloads]
@@ -373,6 +263,8 @@ def run_golden(
     out["seconds"] = [p["seconds"] for p in payloads]
     out["final_losses"] = [p["final_loss"] for p in payloads]
     out.pop("final_loss", None)
+    if mirrored_runs:
+        out["mirrored_runs"] = mirrored_runs
     return out
 
 
@@ -389,10 +281,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--steps", type=_positive, default=STEPS)
     parser.add_argument("--intra-op", type=_positive, default=None, help="intra-op threads (default: TF's)")
     parser.add_argument("--inter-op", type=_positive, default=None, help="inter-op threads (default: TF's)")
+    parser.add_argument("--replicas", type=_positive, default=None, help="then the MirroredStrategy set-up")
+    parser.add_argument("--replica-steps", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--trace-dir", default=None, help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
     if opts.child:
         with tfchild.StdoutToStderr():
-            result = train_once(opts.steps, opts.intra_op, opts.inter_op)
+            result = train_once(
+                opts.steps, opts.intra_op, opts.inter_op, opts.replicas, opts.trace_dir, opts.replica_steps or None
+            )
     else:
         result = run_golden(opts.steps, opts.intra_op, opts.inter_op)
     tfchild.emit(result)

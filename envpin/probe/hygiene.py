@@ -5,7 +5,8 @@ and after the *target* runs:
 
 * ``hash()`` of a string and the iteration order of a set of strings (PYTHONHASHSEED);
 * a digest of Python's ``random`` state and of NumPy's legacy global RandomState, and every
-  ``numpy.random.default_rng()`` created without a seed;
+  ``numpy.random.default_rng()`` created without a seed while the program runs (not while a library is
+  being imported);
 * if the target imported TensorFlow: whether its global seed is set, one draw from ``tf.random.uniform``,
   one from an unseeded Keras initializer and the state of ``tf.random.get_global_generator()`` if the
   target created it.
@@ -23,7 +24,7 @@ import os
 import runpy
 import sys
 from types import FrameType, ModuleType
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envpin.probe import tfchild
 
@@ -125,27 +126,32 @@ _RANDOM_FUNCS = (
 )
 
 
+def _where_called(skip: Sequence[str]) -> Tuple[Optional[str], bool]:
+    """The first caller outside the files in *skip*, and whether the call happens while a module is being
+    imported: libraries that draw at import time (rich's style ids under Keras 3, SciPy 1.17's generated
+    docstring examples) are not the program using an unseeded RNG."""
+    frame: Optional[FrameType] = sys._getframe(2)
+    caller = None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib"):
+            return caller, True
+        if caller is None and os.path.abspath(name) not in skip:
+            caller = "%s:%d" % (name, frame.f_lineno)
+        frame = frame.f_back
+    return caller, False
+
+
 def _watch_python_random(draws: Dict[str, Any]) -> None:
     """Count draws from the global random instance, telling apart draws made while a module is being
-    imported (libraries taking an id or a temporary name, e.g. rich's style ids under Keras 3) from draws
-    made while the program runs, and remember where the first runtime draw came from."""
+    imported from draws made while the program runs, and remember where the first runtime draw came from."""
     import random
 
-    this = os.path.abspath(__file__)
+    skip = (os.path.abspath(__file__), os.path.abspath(random.__file__))
 
     def wrap(fn: Any) -> Any:
         def spy(*args: Any, **kwargs: Any) -> Any:
-            frame: Optional[FrameType] = sys._getframe(1)
-            caller = None
-            importing = False
-            while frame is not None:
-                name = frame.f_code.co_filename
-                if name.startswith("<frozen importlib"):
-                    importing = True
-                    break
-                if caller is None and name != random.__file__ and os.path.abspath(name) != this:
-                    caller = "%s:%d" % (name, frame.f_lineno)
-                frame = frame.f_back
+            caller, importing = _where_called(skip)
             if importing:
                 draws["import_time"] += 1
             else:
@@ -183,17 +189,20 @@ def child(target: str, script: Optional[str], script_args: Sequence[str], seed: 
         rec["numpy_start"] = _numpy_state_digest(np)
         original = np.random.default_rng
 
+        skip = (os.path.abspath(__file__),)
+
         def default_rng(seed: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if seed is None:
+            if seed is None and not _where_called(skip)[1]:
                 unseeded_rngs.append("default_rng()")
             return original(seed, *args, **kwargs)
 
         np.random.default_rng = default_rng
     if target == "recipe":
         try:
-            import envpin
+            # what envpin.enable_determinism runs (the root's is this function, handed over)
+            from envpin.probe.runtime import enable_determinism
 
-            report = envpin.enable_determinism(seed=seed)
+            report = enable_determinism(seed=seed)
             rec["recipe"] = {"applied": report.get("applied", []), "recipe": report.get("recipe")}
         except Exception as exc:
             rec["target_error"] = "envpin.enable_determinism is unusable here: %s: %s" % (type(exc).__name__, exc)
@@ -369,7 +378,7 @@ def run_hygiene(
     script_args: Sequence[str] = (),
     quick: bool = False,
     environ: Optional[Dict[str, str]] = None,
-    timeout: float = 600,
+    timeout: Optional[float] = None,
     python: Optional[str] = None,
     runs: int = 2,
     seed: int = SEED,
@@ -389,6 +398,10 @@ def run_hygiene(
     payloads = []
     for payload, error, _seconds in results:
         if payload is None:
+            failed = tfchild.failure(error, "seed hygiene")
+            if "timed_out" in failed:
+                entry = {"check": "hygiene", "status": "skipped", "message": failed["timed_out"]["message"], "fix": ""}
+                return [dict(entry, timed_out=failed["timed_out"])]
             return [{"check": "hygiene", "status": "skipped", "message": "a hygiene run failed: %s" % error, "fix": ""}]
         payloads.append(payload)
     out = compare_runs(payloads, target)

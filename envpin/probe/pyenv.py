@@ -11,7 +11,8 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from envpin.probe._common import Context, capture, read_file, value
+from envpin.probe import installed
+from envpin.probe._common import Context, capture, read_file, unavailable, value
 
 _HEADER = re.compile(r"^(Name|Version):[ \t]*(.*?)\s*$", re.MULTILINE)
 
@@ -56,8 +57,8 @@ def _dist_entry(location: str, entry: str) -> Optional[Dict[str, str]]:
     if not os.path.isfile(meta):
         return None
     name, version = _metadata(meta, entry)
-    # RECORD lists every installed file with its sha256, so hashing it hashes the installed contents
-    # (as installed: a file edited in place afterwards is not seen).
+    # RECORD lists every installed file with its sha256, so hashing it hashes the installed contents as
+    # installed; a file edited in place afterwards is found by envpin.probe.installed.
     digest_source = meta
     for candidate in lists:
         if os.path.isfile(candidate):
@@ -140,13 +141,36 @@ def collect_packages(ctx: Context) -> Dict[str, Any]:
     if "value" not in scan:
         return {"distributions": scan}
     dists, shadowed, paths = scan["value"]
-    return {
+    out: Dict[str, Any] = {
         "distributions": value({d["name"]: d["version"] for d in dists}, src),
         "count": value(len(dists), src),
         "site_hash": value(site_hash(dists), "sha256 over name==version + sha256(RECORD) of every distribution"),
         "shadowed": value(shadowed, src + " (later duplicates on sys.path)"),
         "paths": value(paths, "sys.path"),
+        "startup_hooks": capture(
+            "sitecustomize/usercustomize on sys.path, *.pth with import lines in site-packages folders",
+            installed.startup_hooks,
+            paths,
+        ),
     }
+    record_src = "each installed file's size and hash against its distribution's RECORD"
+    if not ctx.check_files:
+        out["record_check"] = unavailable(
+            "not checked: this probe left the installed files out (a probe inside an image checks them, a probe "
+            "of the host when asked)",
+            record_src,
+        )
+        return out
+    checked = capture(record_src, installed.check_installed, dists)
+    if "value" not in checked:
+        out["record_check"] = checked
+        return out
+    out["record_check"] = value(checked["value"]["totals"], record_src)
+    # Only when a file differs: the report of an environment as installed keeps the fields it had before.
+    for name in ("changed", "missing"):
+        if checked["value"][name]:
+            out[name] = value(checked["value"][name], record_src)
+    return out
 
 
 def collect_python(ctx: Context) -> Dict[str, Any]:

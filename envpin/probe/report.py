@@ -7,10 +7,10 @@ import os
 import re
 import sys
 import time
-from typing import Any, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple  # noqa: F401 (Tuple: a type comment)
 
-from envpin import __version__
 from envpin.portable.atomic import replace_all, write_into, write_target
+from envpin.portable.version import __version__
 from envpin.probe import cpu, cudalibs, distributed, envvars, fields, nvml, pyenv, secrets, system, tf
 from envpin.probe._common import Context, describe, guarded_section, value
 
@@ -50,7 +50,14 @@ def tensorflow_missing() -> Optional[str]:
     return None
 
 
-def _selftest(compare: bool, quick: bool, requested: bool) -> Dict[str, Any]:
+def _selftest(
+    compare: bool,
+    quick: bool,
+    requested: bool,
+    replicas: Optional[int] = None,
+    timeout: Optional[float] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+) -> Dict[str, Any]:
     """The determinism self-test lives in its own module, imported only when it runs (it imports TF).
 
     Not requested explicitly (the default), it runs where TensorFlow is importable and otherwise records why
@@ -64,7 +71,7 @@ def _selftest(compare: bool, quick: bool, requested: bool) -> Dict[str, Any]:
     except Exception as exc:
         return {"error": "self-test unavailable: " + describe(exc)}
     try:
-        result = run_selftest(compare=compare, quick=quick)
+        result = run_selftest(compare=compare, quick=quick, replicas=replicas, timeout=timeout, progress=progress)
     except Exception as exc:
         return {"error": "self-test failed to run: " + describe(exc)}
     if not isinstance(result, dict):
@@ -81,18 +88,28 @@ def collect(
     root: Optional[str] = None,
     environ: Optional[Dict[str, str]] = None,
     anonymize: bool = False,
+    replicas: Optional[int] = None,
+    timeout: Optional[float] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+    check_files: bool = False,
 ) -> Dict[str, Any]:
     """Probe this process's environment and return the report (a JSON-able dict).
 
     selftest: True runs the determinism self-test, False leaves it out, None (what images run by default)
     runs it where TensorFlow is importable and otherwise records why not. quick/compare are handed to the
-    self-test; quick never shortens the fingerprint.
+    self-test; quick never shortens the fingerprint; replicas adds the multi-replica self-test to it; timeout
+    is each self-test child's limit in CPU seconds (default: ENVPIN_SELFTEST_TIMEOUT or 600).
     with_tf imports TensorFlow to read runtime settings (seconds). root reads /proc, /sys and /etc under
     another folder (default: ENVPIN_PROBE_ROOT or /). anonymize replaces the host name, user name and home
-    folder by <host>, <user> and <home> everywhere (before the fingerprint is taken)."""
+    folder by <host>, <user> and <home> everywhere (before the fingerprint is taken). progress(done, total,
+    part) hears how far the self-test is (envpin.probe.selftest.run.run_selftest). check_files hashes every
+    installed file against its distribution's RECORD (seconds with TensorFlow installed; what the image probe
+    and `verify` do, while a probe of the host leaves it out unless asked)."""
     started = time.monotonic()
     env = dict(os.environ if environ is None else environ)
-    ctx = Context(root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf)
+    ctx = Context(
+        root=root or env.get("ENVPIN_PROBE_ROOT") or "/", environ=env, with_tf=with_tf, check_files=check_files
+    )
     report: Dict[str, Any] = {"probe_schema": PROBE_SCHEMA, "envpin_version": __version__}
     for name, fn in COLLECTORS:
         report[name] = guarded_section(name, fn, ctx)
@@ -100,7 +117,14 @@ def collect(
             build = report[name].get("build_info", {})
             ctx.cache["tf_build_info"] = build.get("value") if isinstance(build, dict) else None
     if selftest is not False:
-        report["selftest"] = _selftest(compare=compare, quick=quick, requested=bool(selftest))
+        report["selftest"] = _selftest(
+            compare=compare,
+            quick=quick,
+            requested=bool(selftest),
+            replicas=replicas,
+            timeout=timeout,
+            progress=progress,
+        )
     report = secrets.scrub(report)
     who = None
     if anonymize:
@@ -108,19 +132,23 @@ def collect(
         who = secrets.identity(env, str(hostname.get("value", "")) if isinstance(hostname, dict) else "")
         report = secrets.anonymize(report, who)
     errors = sorted(k for k, v in fields.flatten(report).items() if v.startswith("error:"))
+    options: Dict[str, Any] = {
+        "selftest": "auto" if selftest is None else selftest,
+        "quick": quick,
+        "compare": compare,
+        "with_tf": with_tf,
+        "root": ctx.root,
+        "anonymize": anonymize,
+    }
+    if replicas:
+        options["replicas"] = replicas  # only when asked: reports without it keep their exact form
+    if timeout:
+        options["timeout"] = timeout
+    if check_files:
+        options["check_files"] = True  # only when asked: reports without it keep their exact form
     report["probe"] = {
         "duration_s": value(round(time.monotonic() - started, 3), "time.monotonic()"),
-        "options": value(
-            {
-                "selftest": "auto" if selftest is None else selftest,
-                "quick": quick,
-                "compare": compare,
-                "with_tf": with_tf,
-                "root": ctx.root,
-                "anonymize": anonymize,
-            },
-            "arguments",
-        ),
+        "options": value(options, "arguments"),
         "interpreter": value(sys.executable, "sys.executable"),
         "errors": value(errors, "fields that recorded an error"),
     }

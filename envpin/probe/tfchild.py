@@ -105,27 +105,58 @@ def tail(text: str, lines: int = 6, chars: int = 1200) -> str:
     return "\n".join(kept)[-chars:]
 
 
+class slot(object):
+    """Hold one child slot for a group of children that must run at once (the workers of one
+    multi-worker run: started one by one, the first would wait for its peers while they wait for a slot)."""
+
+    def __enter__(self) -> "slot":
+        self._sem = _semaphore()
+        self._sem.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._sem.release()
+
+
+class _NoSlot(object):
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
 def run_child(
-    module: str, args: List[str], env: Dict[str, str], timeout: float, python: Optional[str] = None
+    module: str,
+    args: List[str],
+    env: Dict[str, str],
+    timeout: Optional[float] = None,
+    python: Optional[str] = None,
+    slot: bool = True,
 ) -> Tuple[Optional[Dict[str, Any]], Optional[str], float]:
     """Run ``python -m module args`` and parse the one JSON object it prints.
 
     Returns (payload, error, seconds): payload is None when the child failed, and error then says how
-    (exit status or signal, and the tail of its stderr). Never raises for a failing child.
+    (exit status or signal, and the tail of its stderr; a :class:`ChildTimeout` when it ran out of time).
+    Never raises for a failing child. `timeout`: CPU seconds (default :func:`default_timeout`), with a wall
+    limit of WALL_FACTOR times that. ``slot=False`` when the caller already holds a slot for this child's
+    group (:class:`slot`).
     """
+    timeout = default_timeout() if timeout is None else timeout
     cmd = [python or sys.executable, "-m", module, *list(args)]
     started = time.time()
-    with _semaphore():
+    with _semaphore() if slot else _NoSlot():
         try:
-            proc = subprocess.run(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=timeout
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env
             )
-        except subprocess.TimeoutExpired:
-            return None, "%s timed out after %d s" % (module, timeout), time.time() - started
         except OSError as exc:
             return None, "could not start %s: %s" % (cmd[0], exc), time.time() - started
+        stdout, stderr, timed_out = _wait(proc, timeout, started)
     seconds = time.time() - started
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if timed_out is not None:
+        return None, ChildTimeout(module, timeout, seconds, timed_out), seconds
+    lines = [ln for ln in stdout.splitlines() if ln.strip()]
     payload = None
     if lines:
         try:
@@ -140,8 +171,100 @@ def run_child(
             how += " (SIGILL: this CPU lacks an instruction the TensorFlow build needs, e.g. AVX)"
     else:
         how = "exited with status %d" % proc.returncode
-    detail = tail(proc.stderr)
+    detail = tail(stderr)
     return None, "%s %s%s" % (module, how, (": " + detail) if detail else ""), seconds
+
+
+# --------------------------------------------------------------------------------------- time limits
+
+#: The default limit of a child, in CPU seconds; ENVPIN_SELFTEST_TIMEOUT (or --timeout) sets it.
+DEFAULT_TIMEOUT = 600.0
+#: A child may run this many times its CPU limit in wall time: on a loaded machine it gets less CPU per
+#: second, and a child waiting for a peer (an MWMS worker whose partner died) uses none.
+WALL_FACTOR = 4.0
+_POLL_S = 0.5
+
+
+def default_timeout() -> float:
+    """The child limit in CPU seconds: ENVPIN_SELFTEST_TIMEOUT when it is a positive number, else 600."""
+    raw = os.environ.get("ENVPIN_SELFTEST_TIMEOUT", "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if value > 0 else DEFAULT_TIMEOUT
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """User + system CPU seconds of a running process, all its threads (Linux /proc); None elsewhere."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            text = fh.read()
+        fields = text[text.rindex(")") + 2 :].split()
+        ticks = float(os.sysconf("SC_CLK_TCK"))
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime: fields 14 and 15 of stat(5)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _wait(proc: Any, limit: float, started: float) -> Tuple[str, str, Optional[float]]:
+    """Wait for `proc`, reading its output; stop it once it has used `limit` CPU seconds or WALL_FACTOR times
+    that in wall time. Returns (stdout, stderr, CPU seconds used when it was stopped, else None)."""
+    cpu: Optional[float] = 0.0
+    while True:
+        try:
+            out, err = proc.communicate(timeout=_POLL_S)
+            return out, err, None
+        except subprocess.TimeoutExpired:
+            pass
+        now = cpu_seconds(proc.pid)
+        cpu = now if now is not None else cpu
+        wall = time.time() - started
+        if (now is not None and now > limit) or wall > limit * WALL_FACTOR or (now is None and wall > limit):
+            proc.kill()
+            out, err = proc.communicate()
+            return out, err, float(cpu or 0.0)
+
+
+class ChildTimeout(str):
+    """The error of a child stopped at its time limit: not a failure of what it tested but an unfinished
+    test (inconclusive). A str, so it reads like any other child error; :meth:`info` says what it used."""
+
+    module: str
+    limit: float
+    wall: float
+    cpu: float
+
+    def __new__(cls, module: str, limit: float, wall: float, cpu: float) -> "ChildTimeout":
+        text = "%s ran out of time after %.0f s wall, %.0f s CPU (limit %.0f s CPU, %.0f s wall)" % (
+            module,
+            wall,
+            cpu,
+            limit,
+            limit * WALL_FACTOR,
+        )
+        self = str.__new__(cls, text)
+        self.module, self.limit, self.wall, self.cpu = module, limit, wall, cpu
+        return self
+
+    def info(self, what: str) -> Dict[str, Any]:
+        return {
+            "what": what,
+            "module": self.module,
+            "limit_cpu_s": round(self.limit, 1),
+            "limit_wall_s": round(self.limit * WALL_FACTOR, 1),
+            "wall_s": round(self.wall, 1),
+            "cpu_s": round(self.cpu, 1),
+            "message": "%s: %s" % (what, self),
+        }
+
+
+def failure(error: Optional[str], what: str) -> Dict[str, Any]:
+    """A child's failure as a result: ``{"timed_out": ...}`` for a timeout (inconclusive, never a FAIL),
+    else ``{"error": ...}``."""
+    if isinstance(error, ChildTimeout):
+        return {"timed_out": error.info(what)}
+    return {"error": str(error)}
 
 
 class StdoutToStderr(object):
@@ -161,7 +284,12 @@ class StdoutToStderr(object):
 
 
 def run_children(
-    module: str, args: List[str], env: Dict[str, str], timeout: float, python: Optional[str] = None, runs: int = 2
+    module: str,
+    args: List[str],
+    env: Dict[str, str],
+    timeout: Optional[float] = None,
+    python: Optional[str] = None,
+    runs: int = 2,
 ) -> List[Any]:
     """Run the same child `runs` times in parallel fresh processes (comparing fresh processes is the point)."""
     results: List[Any] = [None] * runs

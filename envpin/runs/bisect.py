@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from envpin.errors import param, shown
-from envpin.record import Value
+from envpin.record import ProgressCallback, ProgressEvent, Value
 from envpin.runs import tasks
 from envpin.runs.launch import Run, RunError, RunSpec, check_seeded, failed, run_all, same_shape, unseeded
 
@@ -195,6 +195,10 @@ def _dump_of(run: Run, chosen: tasks.Replica | None = None) -> tuple[str, dict[s
     return str(record["dump"]), record
 
 
+#: What a bisect reports done/total of: its two runs, then the comparison of their dumps.
+_STEPS = 3
+
+
 def bisect(
     command: list[str],
     root: Path,
@@ -207,7 +211,7 @@ def bisect(
     timeout: float | None = None,
     reader_python: str | None = None,
     replica: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BisectResult:
     """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared by
     `reader_python` (default: the Python that made the dumps). Of a distributed command, the dumps of one
@@ -216,13 +220,19 @@ def bisect(
         RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
         for i in range(2)
     ]
+
+    def report(step: str | None, completed: int) -> None:
+        """Three steps: the two runs, then the comparison of their dumps."""
+        if progress is not None:
+            progress(ProgressEvent("bisect", step, completed=completed, total=_STEPS, unit="steps"))
+
     runs = run_all(
         command,
         specs,
         root,
         jobs=1,
         timeout=timeout,
-        progress=progress,
+        progress=None if progress is None else (lambda event: report(None, event.completed or 0)),
         # a replica the first run did not have is known then: the second run is not made
         fatal=lambda run: _partial(run) or unseeded(run) is not None or _chosen(run, replica) is None,
     )
@@ -235,8 +245,7 @@ def bisect(
     shape = same_shape(runs)
     (dump_a, record), (dump_b, record_b) = _dump_of(runs[0], chosen), _dump_of(runs[1], chosen)
     device = chosen.device if chosen.mode == "device" else None
-    if progress is not None:
-        progress("comparing the two dumps op by op")
+    report("comparing the two dumps op by op", len(specs))
     python = reader_python or str(record["python"])
     if reader_python is None and not Path(python).exists():
         raise RunError(
@@ -244,6 +253,7 @@ def bisect(
             hint=f"pass {param('reader_python')} with a Python of this machine that has TensorFlow 2.2 or later",
         )
     found = _reader(python, dump_a, dump_b, max_ops, timeout, root, device)
+    report("dumps compared", _STEPS)
     if not found["executions"] or not any(found["executions"]):
         where = f" on {device}" if device else ""
         raise RunError(

@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError, param
-from envpin.record import Value
+from envpin.record import ProgressCallback, Value
 from envpin.runs import tasks
 from envpin.runs.launch import (
     Run,
@@ -101,7 +101,7 @@ def cost(
     repeat: int = 3,
     seed: int = 42,
     timeout: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     slurm: Srun | None = None,
 ) -> CostResult:
     """Alternate runs without and with the recipe, one at a time (timings of parallel runs mean little)."""

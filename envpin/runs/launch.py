@@ -32,7 +32,7 @@ from typing import Any
 
 from envpin.errors import UsageError, param, shown
 from envpin.files.read import read_regular, read_tail
-from envpin.record import Value
+from envpin.record import ProgressCallback, ProgressEvent, Value
 from envpin.runs import tasks
 
 #: The seed a run receives; the hook seeds Python, NumPy and TensorFlow with it.
@@ -500,15 +500,22 @@ def run_all(
     root: Path,
     jobs: int = 1,
     timeout: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     slurm: Srun | None = None,
     fatal: Callable[[Run], bool] | None = None,
 ) -> list[Run]:
     """Every run, `jobs` at a time, in the order of `specs` (each one a Slurm task with `slurm`). Once a run is
     `fatal` (the caller will refuse it) or could not be made, no further run starts: those under way end, and
-    the runs made are returned (a command that fails after an hour must not be run 2n times first)."""
+    the runs made are returned (a command that fails after an hour must not be run 2n times first).
+    `progress` hears "k of n runs done" before the first run and as each one ends."""
     hook = hook_folder(root)
-    done, stop = [0], threading.Event()
+    done, stop, counting = [0], threading.Event(), threading.Lock()
+
+    def report(count: int) -> None:
+        if progress is not None:
+            progress(ProgressEvent("runs", completed=count, total=len(specs), unit="runs"))
+
+    report(0)
 
     def one(index: int) -> Run | None:
         if stop.is_set():
@@ -520,9 +527,9 @@ def run_all(
             raise
         if fatal is not None and fatal(run):
             stop.set()
-        done[0] += 1
-        if progress is not None:
-            progress(f"{done[0]}/{len(specs)} runs done")
+        with counting:  # each count reported once, in order, whichever thread ends a run
+            done[0] += 1
+            report(done[0])
         return run
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

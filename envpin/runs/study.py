@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envpin.errors import UsageError, param
-from envpin.record import Value
+from envpin.record import ProgressCallback, Value
 from envpin.runs import tasks
 from envpin.runs.launch import (
     Run,
@@ -240,7 +240,7 @@ def study(
     recipes: Sequence[bool] = (False,),
     jobs: int = 1,
     timeout: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     slurm: Srun | None = None,
 ) -> StudyResult:
     """Run both arms (per recipe setting) and compare them metric by metric (each run a Slurm task with

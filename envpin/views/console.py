@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from envpin.image.buildlog import ProgressEvent
+    from envpin.record import ProgressEvent
+
+    #: What console.progress yields: a step's text, or an event with done/total.
+    Update = Callable[[str | ProgressEvent], None]
 
 
 def _unreadable(value: str | None) -> bool:
@@ -116,6 +119,15 @@ def plain_possible() -> bool:
         return False
 
 
+def stdout_is_terminal() -> bool:
+    """Whether a person reads stdout (a terminal), not a pipe or a file: what a command with a JSON result
+    chooses its default output by."""
+    try:
+        return bool(sys.stdout.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def width_of(stream: Any) -> int | None:
     """The width rich gives a console on `stream` that is not a terminal: 120, or COLUMNS when set to a number;
     None where rich would decide otherwise (COLUMNS set to something else)."""
@@ -148,52 +160,180 @@ def note(text: str) -> None:
     sys.stderr.flush()
 
 
-def print_json(data: Any) -> None:
-    """Canonical JSON on stdout: sorted keys, two-space indent, trailing newline."""
-    sys.stdout.write(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+def print_json(data: Any, ascii_only: bool = False) -> None:
+    """Canonical JSON on stdout: sorted keys, two-space indent, trailing newline; `ascii_only` for what holds
+    probe reports' text (undecodable bytes arrive as lone surrogates, which only a \\u escape can carry)."""
+    sys.stdout.write(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=ascii_only) + "\n")
     sys.stdout.flush()
 
 
-class Progress:
-    """The one progress display: a spinner, the current step and the elapsed time on a terminal's stderr,
-    gone before the result is printed. Off when stderr is not a terminal (plain lines with -v) and with -q."""
+#: Plain progress lines (stderr not a terminal): one whenever a unit of work ends; otherwise a change is shown
+#: at most once every THROTTLE_S (a command over within that time prints none), and while nothing changes
+#: the line is repeated every HEARTBEAT_S, so a CI log shows that a long run is still running.
+THROTTLE_S = 5.0
+HEARTBEAT_S = 30.0
+_TICK_S = 1.0
 
-    def __init__(self, title: str) -> None:
+
+def duration(seconds: float) -> str:
+    """Seconds as a person reads them in a progress line: "42 s", "3 min 5 s", "1 h 2 min"."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def progress_line(
+    title: str, step: str | None, completed: int | None, total: int | None, unit: str, elapsed: float
+) -> str:
+    """The one progress text, live on a terminal or a plain line: "study: 3/10 runs; 1 min 2 s elapsed, about
+    2 min 25 s left". The estimate assumes the units left take as long as those done took on average."""
+    parts = []
+    if completed is not None and total is not None:
+        parts.append(f"{completed}/{total}" + (f" {unit}" if unit else ""))
+    if step:
+        parts.append(step)
+    timing = f"{duration(elapsed)} elapsed"
+    left = elapsed * (total - completed) / completed if completed and total is not None else 0.0
+    if left >= 0.5:  # some done, some left, and a second or more of it
+        timing += f", about {duration(left)} left"
+    return f"{title}: {'; '.join([*parts, timing])}"
+
+
+class Progress:
+    """The one progress display: the title, how far the work is when it has a known total (done/total), the
+    current step, the elapsed time and an estimate of the time left. On a terminal's stderr a live line (a
+    spinner), gone before the result is printed; otherwise plain lines on stderr, throttled (THROTTLE_S,
+    HEARTBEAT_S; with -v every change); nothing with -q. Updates may come from several threads (runs made
+    `jobs` at a time)."""
+
+    def __init__(self, title: str, clock: Callable[[], float] | None = None) -> None:
+        import threading
         import time
 
-        self._clock = time.monotonic
+        self._clock = clock or time.monotonic
         self._start = self._clock()
-        self._step = "starting"
         self._title = title
+        self._step: str | None = "starting"
+        self._completed: int | None = None
+        self._total: int | None = None
+        self._unit = ""
+        self._lock = threading.Lock()
         self._err = err()
         self._live: Any = None
-        if self._err.is_terminal and not settings["quiet"]:
+        self._ticker: Any = None
+        self._stop = threading.Event()
+        #: When the last plain line was written (the start counts: a first line waits THROTTLE_S) and whether
+        #: a change since then is not shown yet (the start is one: work still "starting" after THROTTLE_S says so).
+        self._shown_at = self._start
+        self._pending = True
+        self._closed = settings["quiet"]
+        if self._closed:
+            return
+        if self._err.is_terminal:
             from rich.live import Live
             from rich.spinner import Spinner
 
             self._spinner = Spinner("dots")
             self._live = Live(self, console=self._err, refresh_per_second=4, transient=True)
+        else:
+            self._ticker = threading.Thread(target=self._tick_until_stopped, name="envpin-progress", daemon=True)
 
     def __rich__(self) -> Any:
         """Drawn again at every refresh, so the elapsed time runs between steps."""
-        self._spinner.update(text=f"{self._title}: {self._step} ({self.elapsed:.0f} s)")
+        from rich.text import Text
+
+        self._spinner.update(text=Text(self.text()))
         return self._spinner
 
     def __enter__(self) -> Progress:
         if self._live:
             self._live.__enter__()
+        if self._ticker is not None:
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """The display goes (the operation ended): no more lines; the live line is cleared."""
+        with self._lock:
+            if self._closed and self._live is None and self._ticker is None:
+                return
+            self._closed = True
+        self._stop.set()
+        if self._ticker is not None and self._ticker.is_alive():
+            self._ticker.join()
+        self._ticker = None
         if self._live:
-            self._live.__exit__(*exc)
+            live, self._live = self._live, None
+            live.__exit__(None, None, None)
+
+    def text(self) -> str:
+        """What the display says now."""
+        return progress_line(self._title, self._step, self._completed, self._total, self._unit, self.elapsed)
 
     def step(self, text: str) -> None:
-        self._step = text
-        if self._live:
-            self._live.refresh()
-        elif settings["verbose"] and not settings["quiet"]:
-            say(self._err, f"{self._title}: {text}")
+        """A new current step, without a count."""
+        self.update(text)
+
+    def update(self, news: str | ProgressEvent) -> None:
+        """A step (text), or an event: its step, and done/total when it has them (its title is the display's
+        own here; progress_feed opens one display per title); an event with done=True ends the display."""
+        if isinstance(news, str):
+            changes: dict[str, Any] = {"_step": news}
+        elif news.done:
+            self.close()
+            return
+        else:
+            changes = {"_step": news.step}
+            if news.total is not None:
+                changes.update(_completed=news.completed, _total=news.total, _unit=news.unit)
+        with self._lock:
+            if self._closed:
+                return
+            ended = "_total" in changes and (changes["_completed"], changes["_total"]) != (
+                self._completed,
+                self._total,
+            )
+            for name, value in changes.items():
+                setattr(self, name, value)
+            if self._live:
+                self._live.refresh()
+                return
+            now = self._clock()
+            if ended or settings["verbose"] or now - self._shown_at >= THROTTLE_S:
+                self._write(now)
+            else:
+                self._pending = True
+
+    def tick(self) -> None:
+        """Plain lines between updates: a change held back by the throttle once THROTTLE_S have passed, and the
+        line again after HEARTBEAT_S without one."""
+        with self._lock:
+            if self._closed or self._live:
+                return
+            now = self._clock()
+            waited = now - self._shown_at
+            if (self._pending and waited >= THROTTLE_S) or waited >= HEARTBEAT_S:
+                self._write(now)
+
+    def _tick_until_stopped(self) -> None:
+        while not self._stop.wait(_TICK_S):
+            self.tick()
+
+    def _write(self, now: float) -> None:
+        """One plain line (the caller holds the lock)."""
+        self._shown_at, self._pending = now, False
+        say(
+            self._err,
+            progress_line(self._title, self._step, self._completed, self._total, self._unit, now - self._start),
+        )
 
     @property
     def elapsed(self) -> float:
@@ -201,23 +341,24 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress(title: str) -> Iterator[Callable[[str], None]]:
-    """A Progress for a command: yields the callback api functions take as progress=."""
+def progress(title: str) -> Iterator[Update]:
+    """A Progress for a command: yields the callback api functions take as progress= (a step's text, or an
+    event with done/total; the display keeps the command's title)."""
     with Progress(title) as shown:
-        yield shown.step
+        yield shown.update
 
 
 @contextlib.contextmanager
 def progress_feed() -> Iterator[Callable[[ProgressEvent], None]]:
-    """The callback library functions take as progress= when they report events (envpin.image.buildlog):
-    one Progress per operation they start, gone when it ends and, at the latest, when the command's call
-    returns or fails."""
+    """The callback library functions take as progress= when they report events that name their operation
+    (envpin.image.buildlog): one Progress per operation they start, gone when it ends and, at the latest,
+    when the command's call returns or fails."""
     shown: dict[str, Progress] = {}
 
     def close(title: str) -> None:
         display = shown.pop(title, None)
         if display is not None:
-            display.__exit__(None, None, None)
+            display.close()
 
     def on(event: ProgressEvent) -> None:
         if event.done:
@@ -227,8 +368,8 @@ def progress_feed() -> Iterator[Callable[[ProgressEvent], None]]:
             for other in list(shown):
                 close(other)  # one display at a time: a new operation replaces the last one's
             shown[event.title] = Progress(event.title).__enter__()
-        if event.step is not None:
-            shown[event.title].step(event.step)
+        if event.step is not None or event.total is not None:
+            shown[event.title].update(event)
 
     try:
         yield on

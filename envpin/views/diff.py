@@ -63,10 +63,26 @@ def table(diffs: list[Difference], a_label: str, b_label: str, width: int = 48) 
     return t
 
 
-def _show(diffs: list[Difference], notes: list[str], a_label: str, b_label: str, console: Console) -> None:
+def _show(
+    diffs: list[Difference],
+    notes: list[str],
+    a_label: str,
+    b_label: str,
+    console: Console,
+    scope: tuple[list[str], list[str]] = ([], []),
+) -> None:
+    """The verdict, qualified by what was compared and what was not (`scope`, verify only), then the table."""
     from envpin.reports import diff
 
-    say(console, diff.verdict(diffs))
+    checked, unchecked = scope
+    verdict = diff.verdict(diffs)
+    if unchecked:
+        verdict += f" in what was compared ({len(unchecked)} thing{'s' if len(unchecked) != 1 else ''} not compared)"
+    say(console, verdict)
+    for line in checked:
+        say(console, f"compared: {line}")
+    for line in unchecked:
+        say(console, f"not compared: {line}")
     for n in notes:
         say(console, n)
     if len(diffs) > MAX_TABLE_ROWS:
@@ -113,7 +129,9 @@ def verification(res: VerifyResult, as_json: bool, console: Console, note: Conso
                 recorded=res.recorded,
                 compared=res.compared,
                 fingerprint={"expected": res.expected_fingerprint, "actual": res.actual_fingerprint},
+                checked=res.checked,
+                not_checked=res.unchecked,
             )
         )
     else:
-        _show(res.diffs, res.notes, "expected (lock)", "actual", console)
+        _show(res.diffs, res.notes, "expected (lock)", "actual", console, (res.checked, res.unchecked))

@@ -1,4 +1,5 @@
-"""View of `envpin doctor`: the verdict first, then each reason with its fix, then every check."""
+"""View of `envpin doctor`: the verdict first, then each reason with its fix, then every check (a reason's
+message once: its check line points up to it)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def diagnosis(d: Diagnosis, console: Console) -> None:
             say(console, f"    {'how to find out' if c.status == 'unknown' else 'fix'}: {c.fix}")
     say(console, "checks:")
     width = max(len(c.name) for c in d.checks)
-    for c in d.checks:
-        say(console, f"  {_LABEL[c.status]:<11} {c.name:<{width}}  {c.message}")
+    for c in d.checks:  # a reason's message is printed once, above, with its fix
+        message = "(the reason above)" if c in d.reasons else c.message
+        say(console, f"  {_LABEL[c.status]:<11} {c.name:<{width}}  {message}".rstrip())
     say(console, f"probe the image here with: {d.readings.compose_advice}")

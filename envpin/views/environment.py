@@ -23,8 +23,26 @@ _EMOJI = re.compile(r":\S*?:")
 
 
 def recipe_result(res: RecipeResult, console: Console | Plain) -> None:
-    """`envpin recipe`: the image's recipe, then the distributed recipe when it was asked for."""
-    console = recipe(res.entry.tag, res.recipe, console)
+    """`envpin recipe`: the image's recipe, then the distributed recipe when it was asked for. With no image, the
+    stock build's recipe, led by a line that says so and names the NGC releases that ship the TensorFlow."""
+    if res.entry is None:
+        from envpin.environment.plan import listed
+
+        tf = res.recipe.tf_version
+        from envpin.errors import param
+
+        ngc = (
+            f"; NGC releases with it: {listed(res.ngc_releases)} (`envpin recipe {param('ngc')} RELEASE "
+            f"{param('tf')} {tf}` for NVIDIA's build)"
+            if res.ngc_releases
+            else "; no NGC release in the catalog ships it"
+        )
+        say(
+            console,
+            f"no stock TensorFlow GPU image in the catalog holds TensorFlow {tf}: the recipe of a stock "
+            f"TensorFlow {tf} build{ngc}",
+        )
+    console = recipe(res.entry.tag if res.entry is not None else "no image", res.recipe, console)
     if res.distributed is not None:
         distributed(res.entry, res.recipe, res.distributed, console)
 
@@ -135,14 +153,14 @@ def _guarded(kind: str, d: Distributed, g: Guarded) -> str:
     )
 
 
-def distributed(entry: Entry, r: Recipe, d: Distributed, console: Console | Plain) -> None:
+def distributed(entry: Entry | None, r: Recipe, d: Distributed, console: Console | Plain) -> None:
     """The distributed recipe for the image `entry`: its heading, the table of the variables baked in (with the
     NCCL or Horovod versions that read each, and whether the image's does), the base recipe's variables it keeps,
     then one line per script setting, hazard, cost and caveat, each with its source."""
     parts = d.records
     rows = []
     for v in parts.env:
-        version = entry.portable_value(v.library) if v.library in ("nccl", "horovod") else None
+        version = entry.portable_value(v.library) if entry is not None and v.library in ("nccl", "horovod") else None
         reading = v.reading(version)
         rows.append(
             [
@@ -151,7 +169,10 @@ def distributed(entry: Entry, r: Recipe, d: Distributed, console: Console | Plai
                 f"{v.why}{f'; {reading}' if reading else ''} {_cited(d, v.source, v.range_source, v.unverified)}",
             ]
         )
-    heading = [(entry.tag, True), (f": distributed recipe for TensorFlow {d.tf_version}", False)]
+    heading = [
+        (entry.tag if entry is not None else "no image", True),
+        (f": distributed recipe for TensorFlow {d.tf_version}", False),
+    ]
     say(console, "")
     console = _headed_table(console, heading, parts.summary, "distributed environment", rows)
     base = r.env_dict()
@@ -179,7 +200,7 @@ def _plain_heading(text: str, width: int) -> bool:
     )
 
 
-def rendered(res: RenderResult, console: Console, note: Console) -> None:
+def rendered(res: RenderResult, console: Console | Plain, note: Console | Plain) -> None:
     """The folder's path on stdout (for scripts), what was rendered on stderr."""
     from envpin.views.catalog import PLAN_FIELDS, notice
 
@@ -197,11 +218,12 @@ def rendered(res: RenderResult, console: Console, note: Console) -> None:
     say(console, str(res.out))
 
 
-def build_outcome(res: BuildResult | PlannedBuild, console: Console, note: Console) -> None:
+def build_outcome(res: BuildResult | PlannedBuild, as_json: bool, console: Console, note: Console) -> None:
+    """A dry run's plan is JSON either way; a build's result is its tag, or with `as_json` all of it."""
     if isinstance(res, PlannedBuild):
         dry_run(res, console, note)
     else:
-        built(res, console, note)
+        built(res, as_json, console, note)
 
 
 def lock_outcome(res: LockResult | LockChecks, console: Console, note: Console) -> None:
@@ -219,7 +241,8 @@ def dry_run(res: PlannedBuild, console: Console, note: Console) -> None:
     say(note, f"dry run: would build {res.plan.entry.tag} from {res.out}/ (nothing written)")
 
 
-def built(res: BuildResult, console: Console, note: Console) -> None:
+def built(res: BuildResult, as_json: bool, console: Console, note: Console) -> None:
+    """The tag on stdout (or the JSON), what it took and what to know on stderr."""
     state = "up to date" if res.up_to_date else "built"
     say(
         note,
@@ -232,7 +255,12 @@ def built(res: BuildResult, console: Console, note: Console) -> None:
         say(note, f"warning: {line}")
     if res.problem:
         say(note, f"not reproduced: {res.problem}")
-    say(console, res.tag)
+    if as_json:
+        from envpin.views.console import print_json
+
+        print_json(res.to_json())
+    else:
+        say(console, res.tag)
 
 
 def locked(res: LockResult, console: Console, note: Console) -> None:
@@ -242,13 +270,21 @@ def locked(res: LockResult, console: Console, note: Console) -> None:
         f"locked {len(res.locked)} packages for Python {res.python} in {res.image} "
         f"({res.base_count} packages of the base kept as they are; {where}) -> {res.out}",
     )
+    if res.exclude_newer:
+        how = "kept from the lock it rewrote" if res.cutoff_kept else "recorded in the lock"
+        say(note, f"cut-off: only files uploaded before {res.exclude_newer} ({how})")
     say(console, str(res.out))
+    if res.pylock is not None:
+        say(console, str(res.pylock))
 
 
 def lock_check(res: LockChecks, console: Console) -> None:
     for check in res.checks:
+        for line in check.notes:
+            say(console, f"note: {line}")
         if not check.problems:
-            say(console, f"{check.path} is up to date with its inputs")
+            if check.path.name == "envpin.lock":
+                say(console, f"{check.path} is up to date with its inputs")
             continue
         say(console, f"{check.path} is stale ({len(check.problems)} problem{'' if len(check.problems) == 1 else 's'}):")
         for p in check.problems:

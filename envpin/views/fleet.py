@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from envpin.api import FleetManifest, FleetReport
     from envpin.fleet.aggregate import FleetResult, Node, Spread
+    from envpin.fleet.multiworker import MultiWorker
 
 _STYLE = {"breaking": "bold red", "risk": "yellow", "info": "dim"}
 #: Node names listed per value/class before "and N more": a summary stays readable for thousands of nodes.
@@ -73,6 +74,12 @@ def summary(result: FleetResult, console: Console, command: str | None = None) -
             )
     if result.golden:
         console.print(_golden(result))
+    if result.multiworker:
+        from envpin.fleet import multiworker
+
+        for m in result.multiworker:
+            if isinstance(m, multiworker.MultiWorker):
+                console.print(multiworker_table(m))
     failed = [n for n in result.nodes if n.status != "ok"]
     if failed:
         console.print(_failed(failed))
@@ -139,6 +146,29 @@ def _golden(result: FleetResult) -> Table:
             Text(shown(g.device_class, 200)),
             Text("consistent" if g.consistent else "differs", style="" if g.consistent else "bold red"),
             Text("\n".join(lines)),
+        )
+    return t
+
+
+def multiworker_table(m: MultiWorker) -> Table:
+    """The multi-worker self-test's workers, one row per node: did it run, its weights per run, did it repeat
+    (the verdict across them leads the summary)."""
+    from rich.text import Text
+
+    from envpin.fleet.multiworker import COMMUNICATION, STRATEGY
+
+    title = f"multi-worker self-test ({STRATEGY}, {COMMUNICATION}, {len(m.workers)} workers, {m.runs} runs"
+    title += f", {m.launcher}" + (f" job {m.job}" if m.job else "") + ")"
+    t = _table(title, "node", "worker", "status", "weights per run", "repeats")
+    for w in m.workers:
+        weights = ", ".join(h[:19] + "…" for h in w.hashes) if w.hashes else (w.reason or "")
+        repeats = {True: "yes", False: "NO", None: "-"}[w.repeats]
+        t.add_row(
+            Text(shown(w.node, 60)),
+            Text("-" if w.task_index is None else str(w.task_index)),
+            Text(w.status.replace("_", " "), style="" if w.status == "ok" else "bold red"),
+            Text(shown(weights, 400)),
+            Text(repeats, style="bold red" if w.repeats is False else ""),
         )
     return t
 

@@ -38,3 +38,14 @@ def show(result: dict[str, Any], console: Console) -> None:
         console.print(table)
     for line in s["lines"]:
         say(console, line)
+    for line in failed(result):
+        say(console, line)
+
+
+def failed(result: dict[str, Any]) -> list[str]:
+    """What made the self-test fail (exit 1), last, so the exit status is never the only sign: a heading with
+    the count, then each problem on its own line; nothing when it did not fail."""
+    found = result.get("problems") or []
+    if not found:
+        return []
+    return [f"self-test FAILED: {len(found)} problem{'' if len(found) == 1 else 's'}", *(f"  - {p}" for p in found)]

@@ -25,7 +25,8 @@ def test_shell_completion_completes_commands_and_choices() -> None:
 
 
 def test_progress_is_off_in_a_pipe_and_plain_lines_with_verbose(tmp_path: Path) -> None:
-    """stderr is a pipe here: no spinner; -v prints the steps as lines (a CI log); -q prints nothing."""
+    """stderr is a pipe here: no spinner; a command over within a few seconds prints no progress line, -v
+    prints every step as one (a CI log); -q prints nothing. (Plain lines as work units end: test_progress.)"""
     out = tmp_path / "env"
     assert run_envpin("render", "--ngc", "20.02", "--tf", "2.1", "--out", str(out)).code == 0
     lock = str(out / "envpin.lock")

@@ -128,3 +128,16 @@ def test_driver_and_gpus_read_through_nvidia_smi(tmp_path: Path) -> None:
     read = Readings(docker=DOCKER_OK, driver_version=nv["version"], driver_source=nv["source"], gpus=nv["gpus"])
     d = diagnose(target_from_ngc("22.06-tf2-py3"), read)
     assert d.verdict == FORWARD_COMPAT
+
+
+def test_each_reason_is_printed_once() -> None:
+    """A reason is the verdict's, with its fix; the check it comes from points up to it instead of repeating it."""
+    human = run_envpin("doctor", "--ngc", "22.06-tf2-py3", env={readings.FAKE_ENV: ""})
+    out = json.loads(run_envpin("doctor", "--ngc", "22.06-tf2-py3", "--json", env={readings.FAKE_ENV: ""}).stdout)
+    reasons = out["reasons"]
+    if not reasons:
+        pytest.skip("this host gives doctor no reason to list (every check passed)")
+    for c in out["checks"]:
+        assert human.stdout.count(c["message"]) == 1, (c["message"], human.stdout)
+    checks = human.stdout.split("\nchecks:\n", 1)[1]
+    assert checks.count("(the reason above)") == len(reasons)

@@ -35,7 +35,7 @@ def test_python_3_6_lock_follows_markers_and_keeps_the_base(index: None) -> None
     """pydantic 1.x needs dataclasses on Python < 3.7 only: resolving for 3.6 from a 3.11 host must lock it.
     `tensorflow` is satisfied by NVIDIA's local version, numpy by the image's; neither is locked."""
     facts = resolve.ImageFacts("3.6.9", NGC_20_02, CP36_TAGS)
-    locked = {r.key: r for r in resolve.resolve_on_host("ngc", "tensorflow\npydantic==1.9.2\npandas\n", facts)}
+    locked = {r.key: r for r in resolve.resolve_on_host("ngc", "tensorflow\npydantic==1.9.2\npandas\n", facts)[0]}
     assert {"pydantic", "dataclasses", "pandas"} <= set(locked)
     assert not {"tensorflow", "numpy", "six", "protobuf"} & set(locked)
     assert locked["dataclasses"].version == "0.8" and locked["pandas"].version == "1.1.5"  # the last for 3.6

@@ -48,3 +48,37 @@ def test_probe_output_through_a_descriptor_or_a_link_is_written_into(tmp_path: P
         assert proc.returncode == 0, proc.stderr
         assert link.is_symlink() and json.loads((real / "r.json").read_text())["probe_schema"] == 1
         (real / "r.json").write_text("old\n")
+
+
+def test_on_a_terminal_probe_sums_the_report_up_and_gives_json_elsewhere(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """stdout a terminal (a pseudo-terminal here): a summary of a dozen lines, not the report's hundreds of
+    lines of JSON, and stderr says how to get it; a pipe, a file or --format json get the JSON."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("envpin")), "probe"], stdout=follower, stderr=subprocess.PIPE, text=True
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    _, stderr = proc.communicate(timeout=120)
+    lines = shown.decode().splitlines()
+    assert proc.returncode == 0 and lines[0].startswith("fingerprint sha256:") and len(lines) < 20, lines
+    assert any(line.startswith("  python:") for line in lines) and '"probe_schema"' not in shown.decode()
+    assert "the whole report: --format json" in stderr
+    as_json = cli("probe", "--format", "json")  # and what a pipe gets without asking (test_cli_conventions)
+    assert as_json.code == 0 and json.loads(as_json.stdout)["probe_schema"] == 1
+    as_text = cli("probe", "--format", "text")
+    assert as_text.code == 0 and as_text.stdout.startswith("fingerprint sha256:") and "  os:" in as_text.stdout
+    both = cli("probe", "--format", "json", "-o", str(tmp_path / "r.json"))
+    assert both.code == 2 and "--format json prints the JSON report on stdout" in both.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import error_after_progress
+
 pytestmark = pytest.mark.slow
 SCRIPTS = Path(__file__).resolve().parents[1] / "runs" / "scripts"
 WORKERS = (sys.executable, str(SCRIPTS / "workers.py"))
@@ -103,7 +105,7 @@ if replica == option("--exit-task"):
 def _one_error(result) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     """One error line and one hint line, exit 2 (the error may quote a failed command's stderr: its traceback
     is the command's, on the error line, not envpin's)."""
-    lines = result.stderr.strip().splitlines()
+    lines = error_after_progress(result.stderr)  # after the progress lines of the runs made
     assert result.code == 2, result.stderr
     assert len(lines) == 2 and lines[0].startswith("error:") and lines[1].startswith("hint:"), result.stderr
     return lines[0], lines[1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.unit.test_runs_failures import _one_error
+from tests.conftest import error_after_progress
 
 #: A TensorFlow stand-in for what cannot be installed here: a release newer than the recipe table, or one whose
 #: seeding refuses (the hook records the error and lets the command go on).
@@ -60,6 +60,16 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except OSError:
         return False
+
+
+def _one_error(result) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """After the progress lines of the runs made (stderr is not a terminal), one error line and one hint line,
+    exit 2."""
+    lines = error_after_progress(result.stderr)
+    assert result.code == 2, result.stderr
+    assert len(lines) == 2 and lines[0].startswith("error:") and lines[1].startswith("hint:"), result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0], lines[1]
 
 
 def test_a_killed_run_is_not_called_a_timeout(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

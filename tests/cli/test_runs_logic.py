@@ -80,10 +80,18 @@ def test_the_hook_refuses_a_tensorflow_without_debugger_dumps(tmp_path: Path) ->
 def test_a_command_without_tensorflow_or_metrics_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bisect = cli("bisect", "--", sys.executable, "-c", "print(1)")
     assert bisect.code == 2 and "never imported TensorFlow" in bisect.stderr
+    # of its 3 steps (the two runs, then the comparison of their dumps) the runs were made: no dump to compare
+    assert [line.split(";")[0] for line in bisect.stderr.splitlines() if line.startswith("bisect: ")] == [
+        f"bisect: {k}/3 steps" for k in range(3)
+    ]
     study_ = cli("study", "-n", "2", "-j", "2", "--", sys.executable, "-c", "print(1)")
     assert study_.code == 2 and "reported no metrics" in study_.stderr and "envpin_metrics" in study_.stderr
     cost = cli("cost", "-r", "2", "--", sys.executable, "-c", "print(1)")
     assert cost.code == 2 and "never imported TensorFlow" in cost.stderr
+    # stderr is not a terminal: progress as plain lines, one as each run ends (docs/cli.md "Progress")
+    assert [line.split(";")[0] for line in cost.stderr.splitlines() if line.startswith("cost: ")] == [
+        f"cost: {k}/4 runs" for k in range(5)
+    ]
     slow = cli("study", "-n", "2", "--timeout", "0.5", "--", sys.executable, "-c", "import time; time.sleep(30)")
     assert slow.code == 2 and "did not finish within --timeout" in slow.stderr
     failing = cli("cost", "-r", "2", "--", sys.executable, "-c", "import sys; sys.exit('boom')")
@@ -103,6 +111,10 @@ def test_study_reads_the_metrics_line_and_writes_the_figure(cli, tmp_path: Path)
         "study", "-n", "3", "-j", "2", "--html", str(html), "--format", "json", "--", sys.executable, str(script)
     )
     assert result.code == 0, result.stderr
+    # Two runs at a time, each count once and in order (the estimate of the time left: tests/unit/test_progress)
+    progress = [line for line in result.stderr.splitlines() if line.startswith("study: ")]
+    assert [line.split(";")[0] for line in progress] == [f"study: {k}/6 runs" for k in range(7)], result.stderr
+    assert "left" not in progress[0] + progress[-1] and progress[-1].endswith(" elapsed"), progress
     data = json.loads(result.stdout)
     [metric] = data["metrics"]
     assert metric["fixed"]["std"] == 0.0 and metric["varied"]["std"] > 0 and metric["ratio"] == 0.0

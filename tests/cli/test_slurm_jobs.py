@@ -112,3 +112,43 @@ def test_the_task_start_execs_the_program_it_checked() -> None:
     assert proc.returncode == 0, proc.stderr
     results, broken = slurm.parse_task_output(proc.stdout.decode())
     assert broken == {} and results["node-7"]["status"] == "ok"
+
+
+def test_srun_output_is_read_line_by_line_as_it_comes() -> None:
+    """What `fleet probe` reads of srun while it runs (each line to a callback: nodes counted as their results
+    come in), then all of its stdout and stderr as communicate() gives them; a process past its limit is
+    stopped and said to be."""
+    lines = [*slurm_lines("n1"), *slurm_lines("n2")]
+    script = (
+        "import sys\n"
+        "data = sys.stdin.buffer.read()\n"
+        "for line in sys.argv[1:]:\n"
+        "    print(line, flush=True)\n"
+        "sys.stderr.write('read %d bytes\\n' % len(data))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *lines], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    arrivals, counts = slurm.Arrivals(), []
+
+    def arrived(line: bytes) -> None:
+        if arrivals.add(line.decode()):
+            counts.append(len(arrivals.whole))
+
+    out, err, timed_out = slurm.communicate(proc, b"x" * 200_000, 60, arrived)  # more than a pipe holds
+    assert (counts, timed_out) == ([1, 2], False)
+    assert out.decode().splitlines() == lines and err == b"read 200000 bytes\n"
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert slurm.communicate(sleeper, b"", 0.2, lambda _line: None)[2] is True
+    assert sleeper.returncode is not None
+
+
+def slurm_lines(node: str) -> list[str]:
+    from envpin.fleet import nodetask
+
+    return nodetask.frame(node, {"status": "ok", "report": os.urandom(1500).hex()})

@@ -78,6 +78,7 @@ def test_arrival(docker_client, stand_in_image: str, tmp_path: Path, monkeypatch
         "images/20.02-tf2/envpin.lock",
         "images/20.02-tf2/envpin.pyz",
         "images/20.02-tf2/plan.json",
+        "images/20.02-tf2/sbom.cdx.json",  # nothing machine-local in it: the teammate's build writes the same
     ]
 
     # The teammate: a clean clone, another machine's state (nothing built there), no image yet.

@@ -75,6 +75,7 @@ def test_build_from_mirror_pins_digest_and_is_a_noop_the_second_time(
         "envpin.lock",
         "envpin.pyz",
         "plan.json",
+        "sbom.cdx.json",  # the CycloneDX SBOM of the image just built (docs/evidence.md)
     ]
     # The probe and helper are importable inside the image with the image's own Python.
     out_text = docker_client.containers.run(
@@ -186,7 +187,7 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
             sys.executable,
             "-m",
             "envpin",
-            "-v",  # stderr is a pipe: -v prints the progress steps as lines
+            "-v",  # stderr is a pipe: -v prints every progress step as a line (not throttled)
             "build",
             "--ngc",
             "20.02-tf2-py3",
@@ -205,9 +206,9 @@ def test_ctrl_c_during_build_leaves_a_consistent_lock(stand_in_image: str, tmp_p
     install_step = None
     with proc.stderr:
         for line in proc.stderr:
-            # Progress lines (-v) read "building TAG: step N/M (INSTRUCTION...)"; the pip install is the RUN step
-            # right after COPY requirements.lock.
-            m = re.search(r"step (\d+)/\d+ \((\w+)", line)
+            # Progress lines (-v) read "building TAG: K/M steps; INSTRUCTION...; ..." (K steps done, step K+1
+            # running); the pip install is the RUN step right after COPY requirements.lock.
+            m = re.search(r": (\d+)/\d+ steps; (\w+)", line)
             if m and "COPY requirements.lock" in line:
                 install_step = int(m.group(1)) + 1
             elif m and install_step is not None and int(m.group(1)) == install_step:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,9 @@ def test_probe_an_image_without_gpus(stand_in_image: str, tmp_path: Path) -> Non
     assert report["fingerprint"].startswith("sha256:") and report["python"]["version"]["value"].startswith("3.11")
     # This host has no NVIDIA runtime: said, and the container still ran (unlike compose.yaml's GPU request).
     assert "without GPUs: this host has no NVIDIA container runtime" in res.stderr
+    # Named after this machine (the container shares its hostname), not after the container's ID.
+    assert all(p.name.startswith(socket.gethostname() + "-") for p in written), written
+    assert report["host"]["hostname"]["value"] == socket.gethostname()
 
 
 def test_a_failing_probe_fails_the_command(docker_client: Any, stand_in_image: str, tmp_path: Path) -> None:

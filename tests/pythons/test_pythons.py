@@ -417,6 +417,7 @@ def _calls(tmp_path: Path) -> list[dict[str, Any]]:
     add("envpin.probe.nvml", "parse_smi", "garbage, row\n", query, "nvidia-smi")
     for name in ("Demo_Pkg", "zope.interface", "A--B__c", "tensorflow-gpu"):
         add("envpin.probe.pyenv", "normalize", name)
+    _installed_calls(add, tmp_path)
     for name, raw in [
         ("CUDA_DEVICE_ORDER", "PCI_BÜS_ID"),
         ("XLA_FLAGS", PLANTED_ENV["XLA_FLAGS"]),
@@ -560,6 +561,23 @@ def _distributed_calls(add: Any, tmp_path: Path) -> None:
     (tmp_path / "topo.xml").write_text("<system/>\n")
     environ = {"HOME": str(home), "NCCL_TOPO_FILE": str(tmp_path / "topo.xml"), "TF_CONFIG": TF_CONFIG}
     add(d, "collect_distributed", {"$context": {"root": str(root), "environ": environ}})
+
+
+def _installed_calls(add: Any, tmp_path: Path) -> None:
+    """The RECORD check and the start-up hooks on a scratch site-packages: one distribution as installed,
+    one with a file edited (same size), one removed, a sitecustomize.py and a .pth with an import line."""
+    from envpin.probe import pyenv
+    from tests.unit.test_probe_installed import make_site
+
+    clean, bad = make_site(tmp_path / "clean"), make_site(tmp_path / "bad")
+    (bad / "demo" / "core.py").write_bytes(b"def add(a, b):\n    return a - b\n")
+    (bad / "demo" / "__init__.py").unlink()
+    (bad / "sitecustomize.py").write_text("x = 1\n")
+    (bad / "hook.pth").write_text("import os\n")
+    for site in (clean, bad):
+        add("envpin.probe.pyenv", "scan_distributions", [str(site)])
+        add("envpin.probe.installed", "check_installed", pyenv.scan_distributions([str(site)])[0])
+        add("envpin.probe.installed", "startup_hooks", [str(site)])
 
 
 def _same_results(python: str, calls: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 RUN_DIR = Path(os.environ.get("ENVPIN_TEST_RUN_DIR", "/run/envpin-test"))
 CONF = Path(os.environ.get("ENVPIN_SLURM_CONF", str(RUN_DIR / "slurm" / "conf" / "slurm.conf")))
 SLURM_SH = REPO / "scripts" / "slurm.sh"
+#: The nodes' interpreter with TensorFlow (scripts/slurm.sh installs tensorflow-cpu into IN_TF_VENV).
+NODE_TF_PYTHON = "/opt/envpin-tf/bin/python"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ class Cluster:
     def node_exec(self, node: str, *cmd: str) -> None:
         """Run a command inside a node's container (the nodes are containers named after their hosts)."""
         subprocess.run([docker(), "exec", node, *cmd], check=True, capture_output=True, timeout=60)
+
+    def node_has(self, node: str, path: str) -> bool:
+        """Whether `path` exists inside a node's container."""
+        proc = subprocess.run([docker(), "exec", node, "test", "-e", path], capture_output=True, timeout=60)
+        return proc.returncode == 0
 
     def node_env(self, node: str, *pairs: str) -> None:
         """Set (none given: clear) environment variables for every task on `node`, as a site's TaskProlog

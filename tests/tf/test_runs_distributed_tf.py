@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import error_after_progress
 from tests.tf.test_runs_tf import SCRIPTS, _line_of, run_envpin
 
 pytestmark = pytest.mark.slow
@@ -79,7 +80,7 @@ def test_a_worker_that_fails_makes_the_run_fail_and_is_named(tmp_path: Path) -> 
     keep = tmp_path / "keep"
     command = [*WORKERS, "--ignore-status", "--", *MWMS, "--fail-task", "1"]
     result = run_envpin("study", "-n", "2", "--keep", str(keep), "--", *command)
-    lines = result.stderr.strip().splitlines()
+    lines = error_after_progress(result.stderr)  # after the progress lines of the runs made
     assert result.code == 2 and len(lines) == 2 and not result.stdout, result.stderr
     assert "a distributed run did not run whole (fixed 1, the command exited with status 0): worker 1 (pid" in lines[0]
     assert "raised RuntimeError: planted failure of worker 1 after training" in lines[0]

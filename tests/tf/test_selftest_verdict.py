@@ -57,3 +57,23 @@ def test_hash_seed_unset_is_a_real_finding(tmp_path: Path) -> None:
     )
     problems = run.problems(json.loads(out.read_text())["selftest"])
     assert proc.returncode == 1 and len(problems) == 1 and problems[0].startswith("PYTHONHASHSEED"), problems
+
+
+def test_a_failing_selftest_says_what_failed(tmp_path: Path) -> None:
+    """Exit 1 is never the only sign: the last lines name each problem (stdout for text; stderr beside --json's
+    "problems"). A script that draws from Python's random module unseeded is a hygiene finding."""
+    script = tmp_path / "unseeded.py"
+    script.write_text("import random\nprint(random.random())\n")
+    args = ("selftest", "--quick", "--hygiene-script", str(script))
+    text = run_envpin(*args, env={"PYTHONHASHSEED": "0"})
+    assert text.code == 1, text.stderr
+    tail = text.stdout.splitlines()
+    heading = next(i for i, line in enumerate(tail) if line.startswith("self-test FAILED: "))
+    listed = [line[4:] for line in tail[heading + 1 :]]
+    assert tail[heading] == f"self-test FAILED: {len(listed)} problem{'' if len(listed) == 1 else 's'}"
+    assert listed and all(line.startswith("python-random: ") for line in listed), listed
+    as_json = run_envpin(*args, "--json", env={"PYTHONHASHSEED": "0"})
+    assert as_json.code == 1
+    problems = json.loads(as_json.stdout)["problems"]
+    assert [p[:14] for p in problems] == ["python-random:"]
+    assert f"self-test FAILED: 1 problem\n  - {problems[0]}\n" in as_json.stderr

@@ -103,3 +103,13 @@ def test_probe_output_option_and_the_deprecated_json_file(cli, tmp_path: Path) -
     assert "warning: --json FILE is deprecated; use --output FILE (-o FILE)" in old.stderr
     both = cli("probe", "--json", "x", "-o", "y")
     assert both.code == 2 and both.stderr.startswith("error: --json FILE is the old spelling of --output FILE")
+
+
+@pytest.mark.parametrize("args", [(), ("fleet",)])
+def test_no_arguments_print_the_help_on_stdout(cli, args: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """`envpin` (or a group) alone asks for nothing wrong: the page `--help` prints, on stdout, exit 0."""
+    res = cli(*args)
+    helped = cli(*args, "--help")
+    assert res.code == helped.code == 0, res.stderr
+    assert res.stdout == helped.stdout and res.stdout.startswith("Usage: envpin")
+    assert "error:" not in res.stderr and "hint:" not in res.stderr

@@ -14,10 +14,11 @@ from envpin.environment.lockfile import Image, Lock
 from envpin.errors import EngineError, UsageError
 from envpin.image import engine as engines
 from envpin.image.build import require_bit_identical
-from envpin.image.buildlog import BuildLog, ProgressEvent
+from envpin.image.buildlog import BuildLog
 from envpin.image.docker import DockerEngine
 from envpin.image.engine import Engine, ReproducibleEngine, resolve_engine
 from envpin.image.podman import PodmanEngine
+from envpin.record import ProgressEvent
 
 PROTOCOL_MEMBERS = ("build", "exists", "inspect", "close")
 REPRODUCIBLE_MEMBERS = ("version", "storage_driver", "scratch")
@@ -200,12 +201,15 @@ def test_the_build_log_reports_steps_keeps_the_tail_and_writes_the_file(tmp_path
         for n in range(30):
             log.add(f"line {n}")
         error = log.failure("the podman build failed", "boom")
-    assert [(e.step, e.done) for e in events] == [
-        (None, False),
-        ("step 1/3 (FROM base)", False),
-        ("step 2/3 (COPY requirements.lock /opt/envpin/requirements.lock)", False),
-        (None, True),
+    # "STEP 2/3" begins the second step: one of three done
+    assert [(e.step, e.completed, e.total, e.done) for e in events] == [
+        (None, None, None, False),
+        ("FROM base", 0, 3, False),
+        ("COPY requirements.lock /opt/envpin/requirements.lock", 1, 3, False),
+        (None, None, None, True),
     ]
+    assert {e.unit for e in events if e.total} == {"steps"}
+    assert log.current == "step 2/3 (COPY requirements.lock /opt/envpin/requirements.lock)"  # as errors name it
     assert {e.title for e in events} == {"building t:1"}
     assert error.message.startswith("the podman build failed at step 2/3 (COPY requirements.lock")
     assert error.message.splitlines()[1:] == [f"  | line {n}" for n in range(10, 30)]
@@ -225,7 +229,8 @@ def test_a_library_build_log_without_a_callback_reports_to_nobody(tmp_path: Path
 
 
 def test_progress_feed_opens_one_display_per_operation(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI side: events become Progress displays (plain lines with -v when stderr is no terminal)."""
+    """The CLI side: events become Progress displays (plain lines when stderr is no terminal; with -v every
+    change, not only a unit of work that ended)."""
     from envpin.views import console
 
     seen: list[str] = []
@@ -233,7 +238,40 @@ def test_progress_feed_opens_one_display_per_operation(monkeypatch: pytest.Monke
     monkeypatch.setitem(console.settings, "verbose", True)
     with console.progress_feed() as progress:
         progress(ProgressEvent("building a"))
-        progress(ProgressEvent("building a", "step 1/2 (FROM x)"))
+        progress(ProgressEvent("building a", "FROM x", completed=0, total=2, unit="steps"))
         progress(ProgressEvent("building a", done=True))
-        progress(ProgressEvent("building b", "step 1/1 (FROM y)"))
-    assert seen == ["building a: step 1/2 (FROM x)", "building b: step 1/1 (FROM y)"]
+        progress(ProgressEvent("building b", "pulling"))
+    assert seen == ["building a: 0/2 steps; FROM x; 0 s elapsed", "building b: pulling; 0 s elapsed"]
+
+
+def test_build_prints_its_tag_or_with_format_json_what_it_did(capsys: pytest.CaptureFixture[str]) -> None:
+    """`envpin build`: the tag on stdout (what a script takes), or with --format json the image, the engine,
+    the lock and what to know; the summary line stays on stderr either way."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from envpin.environment.plan import make_plan
+    from envpin.image.build import BuildResult, image_tag
+    from envpin.views import environment
+
+    plan = make_plan(ngc="20.02-tf2-py3", base_digest="sha256:" + "2" * 64)
+    res = BuildResult(
+        plan, Path("images/x"), "sha256:" + "3" * 64, image_tag(plan), False, 12.34, "podman", warnings=("w",)
+    )
+    for as_json in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        environment.build_outcome(res, as_json, Console(file=out), Console(file=err, width=200))
+        assert err.getvalue().startswith(f"built with podman: {res.tag} (sha256:333333333333) in 12.3 s;")
+        assert "warning: w" in err.getvalue()
+        printed = out.getvalue() + capsys.readouterr().out  # the JSON is written on stdout itself
+        if not as_json:
+            assert printed == res.tag + "\n"
+            continue
+        data = json.loads(printed)
+        assert (data["tag"], data["engine"], data["lock"], data["up_to_date"]) == (
+            res.tag, "podman", "images/x/envpin.lock", False
+        )  # fmt: skip
+        assert data["from"].endswith("@sha256:" + "2" * 64) and data["inputs_hash"] == plan.inputs_hash
+        assert (data["seconds"], data["warnings"], data["problem"]) == (12.3, ["w"], None)

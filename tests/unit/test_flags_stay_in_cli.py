@@ -20,6 +20,7 @@ PROGRAMS = (
     "envpin.probe.selftest.run",
     "envpin.probe.hygiene",
     "envpin.probe.golden",
+    "envpin.probe.replicas",
     "envpin.probe.runtime",
     "envpin.runs.dumpdiff",
     "envpin.runs.nodeboot",
@@ -34,18 +35,31 @@ OTHER_PROGRAMS: dict[str, dict[str, frozenset[str]]] = {
     "envpin.doctor.diagnosis": {"docker run, nvidia-smi": frozenset({"--gpus", "--format"})},
     "envpin.environment.resolve": {
         "pip install --dry-run --report, uv pip compile": frozenset(
-            {"-q", "--quiet", "--target", "--dry-run", "--report", "-r", "--format", "-o", "--python"}
+            {
+                "-q",
+                "--quiet",
+                "--target",
+                "--dry-run",
+                "--report",
+                "-r",
+                "--format",
+                "-o",
+                "--python",
+                "--exclude-newer",
+            }
         )
     },
     "envpin.fleet.inputs": {"kubectl get -o": frozenset({"-o"})},
     "envpin.fleet.kubernetes": {
-        "the in-image probe (python3 envpin.pyz)": frozenset({"--json", "--selftest", "--no-selftest", "--quick"})
+        "the in-image probe (python3 envpin.pyz)": frozenset({"--json", "--selftest", "--no-selftest", "--quick"}),
+        "the multi-worker self-test's worker (python -m envpin.probe.replicas)": frozenset({"--resolver", "--steps"}),
     },
     "envpin.api.fleet": {
         "the in-image probe (python3 envpin.pyz)": frozenset({"--selftest", "--no-selftest", "--quick"})
     },
     "envpin.fleet.slurm": {
-        "salloc, srun, sinfo, squeue, scontrol": frozenset({"--partition", "--nodes", "-o", "-j", "-n", "-v"})
+        "salloc, srun, sinfo, squeue, scontrol": frozenset({"--partition", "--nodes", "-o", "-j", "-n", "-v"}),
+        "the multi-worker self-test's worker (python -m envpin.probe.replicas)": frozenset({"--resolver", "--steps"}),
     },
     "envpin.runs.launch": {"srun": frozenset({"--nodes", "--partition"})},
     "envpin.image.podman": {
@@ -53,7 +67,7 @@ OTHER_PROGRAMS: dict[str, dict[str, frozenset[str]]] = {
     },
     "envpin.image.probing": {
         "the in-image probe (python3 -m envpin.probe)": frozenset(
-            {"--out", "--anonymize", "--quick", "--selftest", "--no-selftest"}
+            {"--out", "--anonymize", "--quick", "--selftest", "--no-selftest", "--replicas", "--timeout"}
         )
     },
     "envpin.audit.pipspec": {"pip": frozenset({"-r", "--target", "--timeout", "--python", "--report"})},
@@ -67,6 +81,9 @@ OTHER_PROGRAMS: dict[str, dict[str, frozenset[str]]] = {
     # text whoever called the fix, so a fixed script does not depend on its caller.
     "envpin.audit.python.edits": {"the marker comment in a fixed script": frozenset({"--fix"})},
     "envpin.probe.nvml": {"nvidia-smi": frozenset({"--format"})},
+    # strict mode of a tracked run asks envpin's own command line, in a child, to compare with the lock
+    "envpin.probe.track": {"envpin verify (a child of the tracked run)": frozenset({"--lock", "--report", "--json"})},
+    "envpin.probe.deviceclass": {"nvidia-smi": frozenset({"--format"})},
     "envpin.runs.bisect": {"the dump reader (envpin/runs/dumpdiff.py)": frozenset({"--max-ops"})},
 }
 _OPTION = re.compile(r"(?<![\w/.-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")

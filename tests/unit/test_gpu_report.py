@@ -69,3 +69,19 @@ def test_fleet_report_puts_both_runs_in_one_class(cli, tmp_path: Path) -> None: 
     doc = json.loads(res.stdout)
     assert res.code == 0 and doc["status"] == "consistent"
     assert doc["counts"]["classes"] == 1 and doc["counts"]["nodes"] == 2 and doc["counts"]["breaking"] == 0
+
+
+def test_the_terminal_summary_of_a_gpu_report() -> None:
+    """What `envpin probe` shows a person (stdout a terminal) of a GPU host's report: the device class, the
+    GPU and its driver, what CUDA loaded, and "not found" for what the host lacks (no TensorFlow there)."""
+    from envpin.views.probe import summary_rows
+
+    rows = dict(summary_rows(_load(REPORT)))
+    assert list(rows) == [
+        "device", "host", "os", "cpu", "memory", "gpus", "cuda", "python", "tensorflow", "packages", "errors",
+    ]  # fmt: skip
+    assert rows["device"] == "gpu:NVIDIA H200;cc=9.0;count=1"
+    assert rows["gpus"] == "1 (NVIDIA H200), driver 580.159.04"
+    assert rows["cuda"] == "runtime 13.0, cuDNN 9.14.0, NCCL 2.28.3"
+    assert rows["tensorflow"] == "not found" and rows["host"] == "<host>, in a docker container"  # anonymized
+    assert rows["errors"] == ", ".join(_load(REPORT)["probe"]["errors"]["value"])

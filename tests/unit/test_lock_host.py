@@ -113,7 +113,10 @@ def test_only_files_the_image_accepts_are_hashed() -> None:
             _wheel("numpy-1.19.5-cp36-cp36m-manylinux_2_28_x86_64.whl", "d" * 64),
         ],
     }
-    assert resolve._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'a' * 64}"], "wheel")
+    name = "numpy-1.19.5-cp36-cp36m-manylinux2010_x86_64.whl"
+    assert resolve._files_for(package, frozenset(CP36_TAGS)) == (
+        resolve.LockedFile(name, f"https://files.example/{name}", f"sha256:{'a' * 64}", "wheel"),
+    )
 
 
 def test_without_an_accepted_wheel_the_source_distribution_is_locked() -> None:
@@ -121,8 +124,9 @@ def test_without_an_accepted_wheel_the_source_distribution_is_locked() -> None:
         "sdist": {"hashes": {"sha256": "s" * 64}},
         "wheels": [_wheel("x-1.0-cp39-cp39-manylinux2014_x86_64.whl", "a" * 64)],
     }
-    assert resolve._files_for(package, frozenset(CP36_TAGS)) == ([f"sha256:{'s' * 64}"], "sdist")
-    assert resolve._files_for({"wheels": package["wheels"]}, frozenset(CP36_TAGS)) == ([], "")
+    (sdist,) = resolve._files_for(package, frozenset(CP36_TAGS))
+    assert (sdist.sha256, sdist.kind) == (f"sha256:{'s' * 64}", "sdist")
+    assert resolve._files_for({"wheels": package["wheels"]}, frozenset(CP36_TAGS)) == ()
 
 
 def test_an_image_whose_pip_cannot_say_is_refused_before_resolving() -> None:

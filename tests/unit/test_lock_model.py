@@ -229,11 +229,23 @@ def test_cli_record_with_selftest_then_plain_verify(cli, tmp_path: Path, report:
     assert f"recorded: golden hash for {DEVICE}" in rec.stderr
     res = cli("verify", "--lock", str(lock), "--report", str(plain))
     assert res.code == 0, res.stdout
-    not_checked = "golden hash not checked: the report has no self-test (probe with `envpin probe --selftest`)"
-    assert res.stdout.splitlines()[:2] == ["identical", not_checked]
+    not_checked = (
+        "golden training hash: none checked (the report has no self-test: probe with `envpin probe --selftest`)"
+    )
+    out = res.stdout.splitlines()
+    # the report is a host probe, which leaves the installed files out unless asked: said, never assumed
+    assert out[0] == "identical in what was compared (2 things not compared)"
+    assert f"not compared: {not_checked}" in out and not any(line.startswith("golden hash") for line in out)
+    assert any(
+        line.startswith("not compared: installed files against RECORD: the probe left them out")
+        and "envpin probe --check-files" in line
+        for line in out
+    ), out
     assert res.stderr.splitlines()[0] == f"verify: report {plain} against the reference of {lock}"
     doc = json.loads(cli("verify", "--lock", str(lock), "--report", str(plain), "--json").stdout)
-    assert doc["verdict"] == "identical" and doc["notes"] == [not_checked] and doc["recorded"] == []
+    assert doc["verdict"] == "identical" and doc["notes"] == [] and doc["recorded"] == []
+    assert doc["not_checked"][-1] == not_checked and len(doc["not_checked"]) == 2
+    assert doc["checked"][0].endswith(" fingerprint fields")
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(_with_golden(report, "sha256:" + "b" * 64)))
     bad = cli("verify", "--lock", str(lock), "--report", str(changed), "--json")

@@ -18,7 +18,8 @@ PROBE_DIR = REPO / "envpin" / "probe"
 
 # --- static: standard library only, Python 3.6 -----------------------------------------------------------
 
-OPTIONAL_LAZY = {"tensorflow", "numpy", "fwr13y", "tfdeterminism", "keras", "horovod"}
+#: Frameworks and experiment trackers a probe module uses only where they are installed, inside a function.
+OPTIONAL_LAZY = {"tensorflow", "numpy", "fwr13y", "tfdeterminism", "keras", "horovod", "mlflow", "tensorboard", "wandb"}
 
 
 def _imports(tree: ast.AST):  # type: ignore[no-untyped-def]

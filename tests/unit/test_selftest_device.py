@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envpin.portable import device
-from envpin.probe import golden
+from envpin.probe import deviceclass
 
 V3 = [
     "lm",
@@ -39,23 +39,23 @@ V4 = [*V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
 
 
 def test_cpu_isa_level_and_onednn_relevant_features() -> None:
-    assert golden.cpu_isa(V3, "x86_64") == "x86-64-v3"
-    assert golden.cpu_isa([*V4, "amx_tile", "avx512_vnni"], "x86_64") == "x86-64-v4+avx512_vnni+amx_tile"
-    assert golden.cpu_isa(["fp", "asimd", "sve"], "aarch64") == "aarch64+asimd+sve"
+    assert deviceclass.cpu_isa(V3, "x86_64") == "x86-64-v3"
+    assert deviceclass.cpu_isa([*V4, "amx_tile", "avx512_vnni"], "x86_64") == "x86-64-v4+avx512_vnni+amx_tile"
+    assert deviceclass.cpu_isa(["fp", "asimd", "sve"], "aarch64") == "aarch64+asimd+sve"
 
 
 def test_cpu_device_class_holds_threads_and_onednn() -> None:
     env = {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_NUM_INTRAOP_THREADS": "4"}
-    cls = golden.device_class(gpus=[], environ=env, cpu="x86-64-v3")
-    assert cls == f"cpu:x86-64-v3;intra_op=4;inter_op={golden.usable_cpus()};onednn=off"
-    assert golden.device_class(gpus=[], intra_op=1, inter_op=1, onednn="on", cpu="x86-64-v4") == (
+    cls = deviceclass.device_class(gpus=[], environ=env, cpu="x86-64-v3")
+    assert cls == f"cpu:x86-64-v3;intra_op=4;inter_op={deviceclass.usable_cpus()};onednn=off"
+    assert deviceclass.device_class(gpus=[], intra_op=1, inter_op=1, onednn="on", cpu="x86-64-v4") == (
         "cpu:x86-64-v4;intra_op=1;inter_op=1;onednn=on"
     )
 
 
 def test_gpu_device_class_is_model_compute_capability_and_count() -> None:
     gpus = [("NVIDIA A100-SXM4-80GB", "8.0")] * 2
-    assert golden.device_class(gpus=gpus, intra_op=1) == "gpu:NVIDIA A100-SXM4-80GB;cc=8.0;count=2"
+    assert deviceclass.device_class(gpus=gpus, intra_op=1) == "gpu:NVIDIA A100-SXM4-80GB;cc=8.0;count=2"
 
 
 VNNI = [*V4, "avx512_vnni"]
@@ -75,7 +75,7 @@ VNNI = [*V4, "avx512_vnni"]
     ],
 )
 def test_onednn_setting(version: str, env: dict, machine: str, flags: list[str], expected: str) -> None:
-    assert golden.onednn_setting(version, env, machine, flags) == expected
+    assert deviceclass.onednn_setting(version, env, machine, flags) == expected
 
 
 def test_report_side_builds_the_self_tests_class_from_the_same_readings() -> None:
@@ -87,12 +87,12 @@ def test_report_side_builds_the_self_tests_class_from_the_same_readings() -> Non
         "tensorflow.version": "2.21.0",
         "env.TF_NUM_INTEROP_THREADS": "1",
     }
-    assert device.from_flat(flat) == golden.device_class(
+    assert device.from_flat(flat) == deviceclass.device_class(
         gpus=[],
         inter_op=1,
         cpu="x86-64-v3",
         environ={"TF_NUM_INTRAOP_THREADS": "4"},
-        onednn=golden.onednn_setting("2.21.0", {}, "x86_64", V3),
+        onednn=deviceclass.onednn_setting("2.21.0", {}, "x86_64", V3),
     )
     assert device.from_flat(flat) == "cpu:x86-64-v3;intra_op=4;inter_op=1;onednn=off"
     # A field the probe could not read never becomes part of the class.

@@ -259,6 +259,18 @@ def test_missing_and_damaged_lines_are_named() -> None:
     assert results == {} and "damaged" in broken["n1"]
 
 
+def test_a_node_counts_once_when_all_its_lines_are_in() -> None:
+    """While srun runs, each node whose result lines have all come in counts once (progress: k of n nodes)."""
+    a, b = _lines("n1", {"status": "ok", "report": os.urandom(2000).hex()}), _lines("n2", {"status": "ok"})
+    arrivals = slurm.Arrivals()
+    # n2's one line comes in before n1's last; a line that comes twice, or another program's, counts nothing
+    completed = [arrivals.add(line) for line in ["prolog says hi", a[0], b[0], *a[1:], a[0]]]
+    assert completed == [False, False, True, *[False] * (len(a) - 2), True, False]
+    assert arrivals.whole == {"n1", "n2"}
+    missing = slurm.Arrivals()
+    assert not any(missing.add(line) for line in a[:-1]) and missing.whole == set()
+
+
 @settings(max_examples=examples(50), deadline=None)
 @given(
     results=st.dictionaries(

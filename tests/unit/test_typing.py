@@ -39,6 +39,7 @@ def catalog_image() -> tuple[str, str]:
 
 def recipe() -> tuple[str, str]:
     res = api.recipe_for("20.02", None)
+    assert res.entry is not None  # None: a recipe for a TensorFlow no image holds (recipe --tf 2.17)
     return res.entry.tag, str(res.recipe.env)
 
 

@@ -195,6 +195,7 @@ def finish_check(
         "op": op,
         "seconds": round(seconds, 3),
         "runs": runs,
+        "comparisons": len(comparisons),
         "differing_elements": None,
         "max_abs_diff": None,
     }

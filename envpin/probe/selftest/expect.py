@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 RAISES = "raises-under-determinism"
 SILENT = "NONDETERMINISTIC"
+#: Comparisons a check the table lists as nondeterministic gets at least (it stops at the first difference):
+#: at the lowest rate measured here (weighted Bincount on CPU differed in 2 of 50 runs, p = 0.04), 113
+#: comparisons that all agree happen with probability 0.96 ** 113 < 1 %. Agreement after them is reported
+#: (the table may not cover this platform) but fails nothing: a race that did not show on a loaded machine
+#: is no evidence that the op is deterministic.
+SILENT_COMPARISONS = 113
 _OVERRIDE_VERDICTS = {"deterministic": "deterministic", "nondeterministic": SILENT, "raises": RAISES}
 
 
@@ -108,10 +114,16 @@ def expected(
 def surprise(check: "Dict[str, Any]") -> "Optional[str]":
     """A sentence when the verdict contradicts the expectation; None when it fits (or cannot be judged).
 
-    A silently nondeterministic op may still agree in every run of a short battery, so "deterministic"
-    where NONDETERMINISTIC was expected is no surprise; a skipped check proves nothing either way."""
+    A silently nondeterministic op may agree in a few runs, so "deterministic" where NONDETERMINISTIC was
+    expected is a surprise only after SILENT_COMPARISONS comparisons (the battery gives such a check that
+    many); a skipped check proves nothing either way."""
     want = (check.get("expected") or {}).get("verdict")
     got = check.get("verdict")
-    if want is None or got == "skipped" or got == want or (want == SILENT and got == "deterministic"):
+    if want is None or got == "skipped" or got == want:
         return None
+    if want == SILENT and got == "deterministic":
+        compared = int(check.get("comparisons") or 0)
+        if compared < SILENT_COMPARISONS:
+            return None
+        return "expected %s here, but %d comparisons agreed (a miss has a chance under 1 %%)" % (want, compared)
     return "expected %s here, got %s" % (want, got)

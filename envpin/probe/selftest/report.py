@@ -17,8 +17,9 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
     ``{"cells": [...], "verdict": ...}``); ``notes`` (``{"check", "message"}`` for every check that is not
     deterministic or whose verdict contradicts the recipe table, the surprise first); ``golden``
     (``{"text"}`` plus ``hash``, ``device_class``, ``runs_equal``, ``steps`` when there is a hash, else
-    ``reason``); ``hygiene`` and ``errors`` (one line each); ``lines`` (everything under
-    the table as plain lines). A skipped self-test has ``skipped`` (the reason), no rows, and one line.
+    ``reason``); ``hygiene``, ``errors`` and ``timed_out`` (one line each); ``replicas`` (the multi-replica
+    self-test, one line per set-up and per problem); ``lines`` (everything under the table as plain lines).
+    A skipped self-test has ``skipped`` (the reason), no rows, and one line.
     """
     if "skipped" in result:
         return {
@@ -34,6 +35,8 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
             "golden": {"text": ""},
             "hygiene": [],
             "errors": [],
+            "timed_out": [],
+            "replicas": [],
             "lines": ["self-test skipped: %s" % result["skipped"]],
         }
     det = result.get("determinism", {})
@@ -68,6 +71,8 @@ def summary(result: Dict[str, Any]) -> Dict[str, Any]:
         "golden": _golden(result.get("golden") or {}),
         "hygiene": [_hygiene(h) for h in result.get("hygiene", [])],
         "errors": [str(e) for e in result.get("errors", [])],
+        "timed_out": [str(t.get("message")) for t in result.get("timed_out", []) if isinstance(t, dict)],
+        "replicas": replica_lines(result["replicas"]) if isinstance(result.get("replicas"), dict) else [],
     }
     out["lines"] = _lines(out)
     return out
@@ -86,6 +91,11 @@ def outcome(result: Any, problems: List[str]) -> str:
     ran = [c for c in result.get("checks") or [] if c.get("verdict") != "skipped"]
     if problems:
         verdict = "FAILED (%d problem%s)" % (len(problems), "" if len(problems) == 1 else "s")
+    elif s["timed_out"]:
+        verdict = "inconclusive (%d child%s ran out of time)" % (
+            len(s["timed_out"]),
+            "" if len(s["timed_out"]) == 1 else "ren",
+        )
     elif not ran and (result.get("golden") or {}).get("runs_equal") is not True:
         verdict = "inconclusive (no check could run here, and no golden runs were compared)"  # not "passed"
     else:
@@ -104,7 +114,8 @@ def _note(check: Dict[str, Any]) -> str:
 
 def _golden(gold: Dict[str, Any]) -> Dict[str, Any]:
     if "hash" not in gold:
-        reason = gold.get("skipped") or gold.get("error")
+        late = gold.get("timed_out")
+        reason = gold.get("skipped") or gold.get("error") or (late.get("message") if isinstance(late, dict) else None)
         return {"text": "golden hash not available: %s" % reason, "reason": reason}
     state = "equal in two fresh runs" if gold["runs_equal"] else "DIFFERENT in two fresh runs"
     return {
@@ -114,6 +125,56 @@ def _golden(gold: Dict[str, Any]) -> Dict[str, Any]:
         "runs_equal": gold["runs_equal"],
         "steps": gold["steps"],
     }
+
+
+def _hash_text(hashes: Any) -> str:
+    """The per-replica hashes of the first run: one hash when every replica holds the same weights."""
+    first = hashes[0] if hashes else {}
+    values = sorted(set(first.values()))
+    if len(values) == 1:
+        return "every replica %s" % values[0]
+    return ", ".join("replica %s %s" % (k, v) for k, v in sorted(first.items()))
+
+
+def replica_lines(multi: Dict[str, Any]) -> List[str]:
+    """The multi-replica self-test as plain lines: one per set-up, then its problems."""
+    if "skipped" in multi:
+        return ["multi-replica self-test skipped: %s" % multi["skipped"]]
+    lines = []
+    mirrored = multi.get("mirrored") or {}
+    if "error" in mirrored or "skipped" in mirrored:
+        lines.append("MirroredStrategy: could not run: %s" % mirrored.get("error", mirrored.get("skipped")))
+    elif mirrored:
+        state = "equal in %d fresh runs" % mirrored["runs"] if mirrored.get("runs_equal") else "DIFFERENT between runs"
+        lines.append(
+            "MirroredStrategy over %d devices (%s, %s): %s; %s"
+            % (
+                multi.get("replicas", 0),
+                mirrored.get("device_kind"),
+                mirrored.get("cross_device_ops"),
+                state,
+                _hash_text(mirrored.get("replica_hashes")),
+            )
+        )
+    worker = multi.get("multi_worker")
+    if isinstance(worker, dict) and ("error" in worker or "skipped" in worker):
+        lines.append("MultiWorkerMirroredStrategy: could not run: %s" % worker.get("error", worker.get("skipped")))
+    elif isinstance(worker, dict):
+        agree = "workers agree" if worker.get("workers_equal") else "workers DISAGREE"
+        runs = worker.get("runs_equal")
+        repeat = {True: "equal in %d runs" % worker["runs"], False: "DIFFERENT between runs", None: "one run"}[runs]
+        lines.append(
+            "MultiWorkerMirroredStrategy, %d workers on loopback (%s): %s, %s; %s"
+            % (
+                (worker.get("workers") or [0])[0],
+                worker.get("communication"),
+                agree,
+                repeat,
+                _hash_text(worker.get("replica_hashes")),
+            )
+        )
+    lines += ["problem: %s" % p for p in multi.get("problems", [])]
+    return lines
 
 
 def _hygiene(h: Dict[str, Any]) -> str:
@@ -130,8 +191,10 @@ def _lines(s: Dict[str, Any]) -> List[str]:
     if s["without_determinism"]:
         lines.append("without determinism: %s" % s["without_determinism"])
     lines.append(s["golden"]["text"])
+    lines += s["replicas"]
     lines += ["hygiene %s" % h for h in s["hygiene"]]
     lines += ["error: %s" % e for e in s["errors"]]
+    lines += ["timed out (inconclusive): %s" % t for t in s["timed_out"]]
     return lines
 
 
@@ -169,7 +232,11 @@ def render_markdown(result: Dict[str, Any]) -> str:
         ]
     else:
         lines.append("- not available: %s" % gold["reason"])
+    if s["replicas"]:
+        lines += ["", "### Multi-replica self-test", ""] + ["- %s" % _cell(r) for r in s["replicas"]]
     lines += ["", "### Seed hygiene", ""] + ["- %s" % h for h in s["hygiene"]]
     if s["errors"]:
         lines += ["", "### Errors", ""] + ["- %s" % _cell(e) for e in s["errors"]]
+    if s["timed_out"]:
+        lines += ["", "### Did not finish (inconclusive)", ""] + ["- %s" % _cell(t) for t in s["timed_out"]]
     return "\n".join(lines) + "\n"
