@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from envpin.errors import param
-from envpin.views.console import Plain, say, width_of
+from envpin.views.console import Plain, say
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -102,30 +102,6 @@ def notice(entries: Iterable[Entry], console: Console | Plain, names: Iterable[s
         say(console, line)
 
 
-def _print_table(title: str, headers: list[str], rows: list[list[str]], console: Console | Plain) -> None:
-    """A table with a no-wrap first column: laid out without rich where envpin.views.plaintable takes it (the
-    same bytes), else through rich."""
-    if isinstance(console, Plain):
-        from envpin.views import plaintable
-
-        width = width_of(console.file)
-        text = plaintable.render(title, headers, rows, width) if width is not None else None
-        if text is not None:
-            console.file.write(text)
-            console.file.flush()
-            return
-        console = console.rich()
-    from rich.table import Table
-
-    t = Table(title=title)
-    t.add_column(headers[0], no_wrap=True)
-    for header in headers[1:]:
-        t.add_column(header)
-    for row in rows:
-        t.add_row(*row)
-    console.print(t)
-
-
 def table(entries: list[Entry], console: Console | Plain, note: Console | Plain | None = None) -> None:
     """The release table on `console`; each value shows its grade when weaker than NVIDIA's own text, and the
     TensorFlow version's grade has a column. With `note` (stderr, given when the listing was chosen by
@@ -147,8 +123,10 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
             else:
                 cells.append(graded(fact))
         rows.append(cells)
-    _print_table(
-        "NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)", headers, rows, console
+    from envpin.views import tables
+
+    console = tables.show(
+        console, "NGC TensorFlow releases (— = unknown; (grade) = evidence below NVIDIA's own text)", headers, rows
     )
     images = f"{len(entries)} image{'' if len(entries) == 1 else 's'}"
     say(
@@ -194,24 +172,20 @@ def table(entries: list[Entry], console: Console | Plain, note: Console | Plain 
 def stock_table(entries: list[Entry], console: Console, note: Console | None = None) -> None:
     """The stock TensorFlow GPU images (Docker Hub's tensorflow/tensorflow:X.Y.Z-gpu) with the facts a plan
     uses; weak-grade values show their grade, and `note` (stderr) gets one notice line for them."""
-    from rich.table import Table
-
     from envpin.knowledge.stock import RECORDED
+    from envpin.views import tables
 
-    t = Table(
-        title="stock TensorFlow GPU images, tensorflow/tensorflow (— = unknown; (grade) = a third party's statement)"
-    )
-    t.add_column("tag", no_wrap=True)
-    for name in RECORDED:
-        t.add_column(name.replace("_", " "))
-    t.add_column("digest a source states")
-    for e in entries:
-        t.add_row(
+    headers = ["tag", *(name.replace("_", " ") for name in RECORDED), "digest a source states"]
+    rows = [
+        [
             e.tag,
             *(graded(e.facts[n]) for n in RECORDED),
             f"{e.stated_digest.value[:19]}… ({e.stated_digest.kind})" if e.stated_digest else "—",
-        )
-    console.print(t)
+        ]
+        for e in entries
+    ]
+    title = "stock TensorFlow GPU images, tensorflow/tensorflow (— = unknown; (grade) = a third party's statement)"
+    tables.show(console, title, headers, rows)
     images = f"{len(entries)} image{'' if len(entries) == 1 else 's'}"
     say(
         console,
@@ -225,21 +199,16 @@ def stock_table(entries: list[Entry], console: Console, note: Console | None = N
 def detail(entries: list[Entry], console: Console, note: Console | None = None) -> None:
     """Every field of each tag with its value, grade and source (or why it is unknown), further sources that
     agree and sources that disagree; with `note` (stderr), one notice line when a value rests on a weak grade."""
-    from rich.table import Table
-
     from envpin.knowledge.fields import FIELDS
+    from envpin.views import tables
 
     for e in entries:
-        t = Table(title=f"{e.image}", show_lines=False)
-        t.add_column("field")
-        t.add_column("value")
-        t.add_column("grade")
-        t.add_column("source / why unknown", overflow="fold")
+        rows = []
         for name in FIELDS:
             fact = e.facts[name]
             where = e.source_url(name) if fact.known else (fact.reason or "")
-            t.add_row(name, cell(fact.value), fact.kind or "—", where or "")
-        console.print(t)
+            rows.append([name, cell(fact.value), fact.kind or "—", where or ""])
+        tables.show(console, e.image, ["field", "value", "grade", "source / why unknown"], rows, fold=frozenset({3}))
         for name in FIELDS:
             fact = e.facts[name]
             for sid in fact.also:

@@ -50,37 +50,22 @@ def recipe_result(res: RecipeResult, console: Console | Plain) -> None:
 def _headed_table(
     console: Console | Plain, heading: list[tuple[str, bool]], summary: str, title: str, rows: list[list[str]]
 ) -> Console | Plain:
-    """A heading (its pieces, each bold or not), a summary line, then a variable/value/why table. On a Plain
-    console (no terminal) without loading rich where envpin.views.plaintable lays the table out (the same bytes
-    as rich's), else through rich; returns the console the lines that follow are written to."""
-    headers = ["variable", "value", "why (source)"]
-    table = None
+    """A heading (its pieces, each bold or not), a summary line, then a variable/value/why table (its sources
+    under it, envpin.views.tables); returns the console the lines that follow are written to."""
+    from envpin.views import tables
+
     if isinstance(console, Plain):
-        from envpin.views import plaintable
-
         width = width_of(console.file)
-        if width is not None and _plain_heading("".join(t for t, _ in heading), width):
-            table = plaintable.render(title, headers, rows, width, first_no_wrap=False, fold=frozenset({2}))
-    if table is not None:
+        if width is None or not _plain_heading("".join(t for t, _ in heading), width):
+            console = console.rich()
+    if isinstance(console, Plain):
         console.print("".join(t for t, _ in heading))
-        say(console, summary)
-        console.file.write(table)
-        console.file.flush()
-        return console
-    from rich.markup import escape
-    from rich.table import Table
+    else:
+        from rich.markup import escape
 
-    console = console.rich() if isinstance(console, Plain) else console
-    console.print("".join(f"[bold]{escape(t)}[/]" if bold else escape(t) for t, bold in heading))
+        console.print("".join(f"[bold]{escape(t)}[/]" if bold else escape(t) for t, bold in heading))
     say(console, summary)
-    t = Table(title=title)
-    t.add_column(headers[0])
-    t.add_column(headers[1])
-    t.add_column(headers[2], overflow="fold")
-    for row in rows:
-        t.add_row(*row)
-    console.print(t)
-    return console
+    return tables.show(console, title, ["variable", "value", "why (source)"], rows, fold=frozenset({2}))
 
 
 def recipe(tag: str, r: Recipe, console: Console | Plain) -> Console | Plain:

@@ -7,11 +7,12 @@ rich takes about 0.25 s CPU to lay out the catalog's table, this about 2 ms. `en
 and its start-up target is 1.3x. On a terminal rich draws every table.
 
 Only text whose layout needs no Unicode width tables is taken: printable ASCII and the em dash (each one cell), no
-markup brackets and no :emoji: codes; anything else returns None and rich renders it. The layout follows rich 13-15:
-each column as wide as its widest cell, and when the table is wider than the console, the widest wrappable columns
-narrowed first (then all evenly), words wrapped greedily and a word longer than its cell cut with "…", or in a
-column of overflow="fold" folded onto the next lines. tests/golden/test_tables.py pins the bytes of the catalog's
-and the recipe's tables at three widths.
+markup brackets and no :emoji: codes; anything else returns None and rich draws it. The column widths come from
+`fit` on both paths (rich gets them as fixed widths), so the two draw the same bytes: no word is ever cut (a
+column is at least as wide as its longest word, a column of prose folds a longer word onto the next line; columns
+that cannot fit are left out, and envpin.views.tables says so under the table), words wrap greedily as rich
+wraps them. tests/golden/test_tables.py pins the bytes of
+the catalog's and the recipe's tables at three widths.
 """
 
 from __future__ import annotations
@@ -26,25 +27,85 @@ _WORD = re.compile(r"\s*\S+\s*")
 _TRAILING = re.compile(r"\s+$")
 
 
-def render(
-    title: str,
+def fit(
     headers: list[str],
     rows: list[list[str]],
     width: int,
     *,
-    first_no_wrap: bool = True,
+    no_wrap: frozenset[int] = frozenset({0}),
+    fold: frozenset[int] = frozenset(),
+) -> tuple[list[int], list[int]]:
+    """Column widths (padding included) for a table on a console `width` wide in which no word is cut: each
+    column at least as wide as its longest word (a no-wrap column as its longest cell), the room left given to
+    the columns that wrap, those that lack least first. Columns that still do not fit are left out from the
+    right, never the first. Returns (the kept columns' widths, the indexes of the columns left out)."""
+    columns = list(zip(headers, *rows, strict=True))
+    natural, floor = _natural(columns), _floor(columns, no_wrap, fold)
+    kept = list(range(len(columns)))
+    while len(kept) > 1 and sum(floor[i] for i in kept) + len(kept) + 1 > width:
+        kept.pop()
+    room = width - len(kept) - 1
+    need = [natural[i] - floor[i] for i in kept]
+    extra = room - sum(floor[i] for i in kept)
+    if extra >= sum(need):
+        return [natural[i] for i in kept], [i for i in range(len(columns)) if i not in kept]
+    # The columns that lack least get all they lack first (the leftmost on a tie), the next one what is left:
+    # as few columns wrap as the room allows.
+    shares, left = [0] * len(need), max(extra, 0)
+    for k in sorted(range(len(need)), key=lambda k: (need[k], k)):
+        shares[k] = min(need[k], left)
+        left -= shares[k]
+    widths = [floor[i] + share for i, share in zip(kept, shares, strict=True)]
+    return widths, [i for i in range(len(columns)) if i not in kept]
+
+
+def least(
+    headers: list[str],
+    rows: list[list[str]],
+    *,
+    no_wrap: frozenset[int] = frozenset({0}),
+    fold: frozenset[int] = frozenset(),
+) -> int:
+    """The narrowest console on which `fit` leaves no column out."""
+    floor = _floor(list(zip(headers, *rows, strict=True)), no_wrap, fold)
+    return sum(floor) + len(floor) + 1
+
+
+def _natural(columns: list[tuple[str, ...]]) -> list[int]:
+    """Each column's width with padding when nothing wraps: its longest cell."""
+    return [max(len(c) for c in column) + 2 for column in columns]
+
+
+#: The narrowest a column of prose (`fold`) gets, padding included, before another column is left out.
+PROSE = 22
+
+
+def _floor(columns: list[tuple[str, ...]], no_wrap: frozenset[int], fold: frozenset[int]) -> list[int]:
+    """Each column's narrowest width with padding that cuts no word (a no-wrap column: its longest cell); a
+    column of prose folds a longer word onto the next line and goes no narrower than PROSE."""
+    natural = _natural(columns)
+    floor = [
+        natural[i] if i in no_wrap else max((len(w) for c in column for w in c.split()), default=0) + 2
+        for i, column in enumerate(columns)
+    ]
+    return [min(f, PROSE) if i in fold else f for i, f in enumerate(floor)]
+
+
+def render(
+    title: str,
+    headers: list[str],
+    rows: list[list[str]],
+    widths: list[int],
+    *,
+    no_wrap: frozenset[int] = frozenset(),
     fold: frozenset[int] = frozenset(),
 ) -> str | None:
-    """The table as rich prints it on a console `width` columns wide that is not a terminal; None when this
-    module does not take the text or the layout (rich then renders it). The first column is no_wrap=True
-    unless `first_no_wrap` is False; the columns numbered in `fold` have overflow="fold" (else "ellipsis")."""
+    """The table with these column widths (from `fit`) as rich draws it with fixed column widths on a stream
+    that is not a terminal; None when this module does not take the text (rich then draws it)."""
     texts = [title, *headers, *(c for row in rows for c in row)]
     if not rows or any(not _TAKEN.fullmatch(t) or _EMOJI.search(t) for t in texts):
         return None
-    wrap = [i > 0 or not first_no_wrap for i in range(len(headers))]
-    widths = _widths(headers, rows, width - len(headers) - 1, wrap)
-    if widths is None:
-        return None
+    wrap = [i not in no_wrap for i in range(len(headers))]
     total = sum(widths) + len(widths) + 1
     heading = title.rstrip()
     if len(title) > total:
@@ -60,55 +121,6 @@ def render(
         out += _row(row, widths, "│", wrap, fold)
     out.append(_rule("└", "─", "┴", "┘", widths))
     return "\n".join(out) + "\n"
-
-
-def _widths(headers: list[str], rows: list[list[str]], room: int, wrap: list[bool]) -> list[int] | None:
-    """Each column's width with its padding, as rich's Table computes them for `room` cells (borders excluded)."""
-    if room < 1:
-        return None
-    columns = list(zip(headers, *rows, strict=True))
-    widths = [min(max(min(len(c) + 2, room) if c else 2 for c in column), room) for column in columns]
-    if sum(widths) > room:
-        widths = _collapse(widths, wrap, room)
-        if sum(widths) > room:
-            widths = _reduce(sum(widths) - room, [1] * len(widths), widths, widths)
-        widths = [
-            min(w, max(min(len(c), w - 2) + 2 if c else 2 for c in column)) if w >= 3 else w
-            for w, column in zip(widths, columns, strict=True)
-        ]
-    return widths if all(w >= 3 for w in widths) else None
-
-
-def _collapse(widths: list[int], wrapable: list[bool], room: int) -> list[int]:
-    """Narrow the widest wrappable columns, step by step down to the next widest, until the table fits."""
-    excess = sum(widths) - room
-    while sum(widths) and excess > 0:
-        widest = max(w for w, ok in zip(widths, wrapable, strict=True) if ok)
-        second = max(w if ok and w != widest else 0 for w, ok in zip(widths, wrapable, strict=True))
-        ratios = [1 if (w == widest and ok) else 0 for w, ok in zip(widths, wrapable, strict=True)]
-        if not any(ratios) or widest == second:
-            break
-        widths = _reduce(excess, ratios, [min(excess, widest - second)] * len(widths), widths)
-        excess = sum(widths) - room
-    return widths
-
-
-def _reduce(total: int, ratios: list[int], maximums: list[int], values: list[int]) -> list[int]:
-    """Take `total` off `values` in proportion to `ratios`, at most `maximums` each, rounding as rich does."""
-    ratios = [r if m else 0 for r, m in zip(ratios, maximums, strict=True)]
-    left, share = total, sum(ratios)
-    if not share:
-        return values[:]
-    out = []
-    for r, m, v in zip(ratios, maximums, values, strict=True):
-        if r and share > 0:
-            taken = min(m, round(r * left / share))
-            out.append(v - taken)
-            left -= taken
-            share -= r
-        else:
-            out.append(v)
-    return out
 
 
 def _rule(left: str, fill: str, mid: str, right: str, widths: list[int]) -> str:

@@ -99,8 +99,7 @@ def test_cost_reports_the_overhead_of_the_recipe() -> None:
     assert data["unit"] == "step" and data["recipe"] and len(data["with_recipe"]["values"]) == 2
     low, high = data["overhead_ci95"]
     assert isinstance(data["overhead"], float) and low <= data["overhead"] <= high
-    text = run_envpin("cost", "--repeat", "2", "--", sys.executable, str(SCRIPTS / "dense.py"))
-    assert text.code == 0 and "overhead of the recipe:" in text.stdout
+    # One invocation: the text form of the same result is tests/golden/runs/cost.txt (test_runs_view.py).
 
 
 def test_bisect_with_the_smallest_max_ops_compares_one_execution_and_zero_is_refused() -> None:

@@ -279,7 +279,8 @@ def test_cli_recipe_and_dry_run_for_a_stock_image(cli, tmp_path: Path) -> None: 
     assert not (tmp_path / "images").exists()
 
 
-def test_cli_catalog_lists_and_shows_stock_images(cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_catalog_lists_and_shows_stock_images(cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "200")  # every cell on one line
     res = cli("catalog", "--stock")
     assert res.code == 0 and "2.20.0-gpu" in res.stdout and "3.10 (third-party)" in res.stdout
     assert res.stderr.count("notice:") == 1
