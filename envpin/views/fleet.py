@@ -212,18 +212,22 @@ def _unexpected(result: FleetResult, console: Console, command: str | None) -> N
         )
 
 
-def _values(s: Spread) -> str:
-    """The most common value first; minority values name their nodes."""
+def _groups(s: Spread) -> list[tuple[str, tuple[str, ...], bool]]:
+    """The field's values with their nodes, the most common first, each marked when it is the common one."""
     groups: list[tuple[str, tuple[str, ...]]] = [(v, n) for v, n in s.values.items()]
     if s.absent:
         groups.append(("(not checked)" if s.golden else "(absent)", s.absent))
     groups.sort(key=lambda g: (-len(g[1]), g[0]))
+    return [(v, n, v == s.common or (s.common is None and v == "(absent)")) for v, n in groups]
+
+
+def _values(s: Spread) -> str:
+    """The most common value first; minority values name their nodes."""
+    groups = _groups(s)
     lines = []
-    for value, nodes in groups[:VALUES_SHOWN]:
-        shown_value = shown(value, 60)
-        is_common = value == s.common or (s.common is None and value == "(absent)")
+    for value, nodes, is_common in groups[:VALUES_SHOWN]:
         who = "" if is_common else f": {_names(nodes, 3)}"
-        lines.append(f"{shown_value} ({len(nodes)}{who})")
+        lines.append(f"{shown(value, 60)} ({len(nodes)}{who})")
     if len(groups) > VALUES_SHOWN:
         lines.append(f"… {len(groups) - VALUES_SHOWN} more values")
     return "\n".join(lines)
@@ -293,6 +297,18 @@ def html_context(result: FleetResult) -> dict[str, Any]:
         "golden": result.golden,
         "columns": columns,
         "fields": result.spreads,
+        # each field's values, whole, with how many nodes hold each; a minority value names its nodes (50 at most)
+        "values": {
+            sp.key: [
+                (
+                    v,
+                    len(ns),
+                    None if common else ", ".join(ns[:50]) + (f" and {len(ns) - 50} more" if len(ns) > 50 else ""),
+                )
+                for v, ns, common in _groups(sp)
+            ]
+            for sp in result.spreads
+        },
         "hidden_columns": len(result.spreads) - len(columns),
         "rows": rows,
         "failed": failed,
