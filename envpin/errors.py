@@ -96,14 +96,20 @@ class SlurmError(EnvpinError):
     """A Slurm client command failed: no controller answers, or the allocation was refused or timed out."""
 
 
-def interrupted(exc: BaseException) -> bool:
-    """Whether `exc` is Ctrl-C, or came from it: Python wraps an exception raised while a class is created
-    (a KeyboardInterrupt inside ``__set_name__``, e.g. while ipaddress is imported) in a RuntimeError."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be (envpin.cli's handler), so that the same clean-up runs: the runs
+    under way stopped with their process trees, work folders removed; the exit status is 143, not 130."""
+
+
+def interrupted(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM (Terminated) that `exc` is or came from, else None: Python wraps an exception
+    raised while a class is created (a KeyboardInterrupt inside ``__set_name__``, e.g. while ipaddress is
+    imported) in a RuntimeError, and click an interrupt in Abort."""
     seen = 0
     current: BaseException | None = exc
     while current is not None and seen < 16:
         if isinstance(current, KeyboardInterrupt):
-            return True
+            return current
         current = current.__cause__ or current.__context__
         seen += 1
-    return False
+    return None

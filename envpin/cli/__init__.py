@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from envpin import __version__
-from envpin.errors import EnvpinError, interrupted, shown, speaking
+from envpin.errors import EnvpinError, Terminated, interrupted, shown, speaking
 
 if TYPE_CHECKING:
     from typer import _click as click  # Typer's own copy of click: the types it builds commands of
@@ -145,7 +145,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_state = {"debug": False}
+_state = {"debug": False, "terminated": False}
 
 
 def _version(value: bool) -> None:
@@ -207,6 +207,9 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     if argv is None:
         _open_closed_streams()
+        import signal
+
+        signal.signal(signal.SIGTERM, _on_sigterm)
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     command = None
@@ -236,12 +239,27 @@ def main(argv: list[str] | None = None) -> None:
         raise
     except EnvpinError as exc:
         _failed(exc, command, args)
-    except KeyboardInterrupt:
-        _say("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _stopped(exc)
     except Exception as exc:
         _unexpected(exc)
     _finish(rc)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's cancel, `kill`, a container stop) becomes Terminated: the clean-up of Ctrl-C runs
+    (runs stopped with their trees, work folders removed) instead of Python's default of dying on the spot."""
+    _state["terminated"] = True  # Typer returns 130 for any KeyboardInterrupt, Terminated included
+    raise Terminated()
+
+
+def _stopped(exc: KeyboardInterrupt | None) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (143), one line."""
+    if isinstance(exc, Terminated) or _state.get("terminated"):
+        _say("terminated (SIGTERM)")
+        sys.exit(143)
+    _say("interrupted")
+    sys.exit(130)
 
 
 def _failed(exc: EnvpinError, command: click.Command | None, args: list[str]) -> NoReturn:
@@ -262,8 +280,7 @@ def _unexpected(exc: Exception) -> NoReturn:
     """What no command raises on purpose: Ctrl-C wrapped by Python or click (130), a path the system cannot
     follow and click's option-parsing errors (one error line and a hint, exit 2), else an internal error."""
     if type(exc).__name__ == "Abort" or interrupted(exc):
-        _say("interrupted")
-        sys.exit(130)
+        _stopped(interrupted(exc))
     if isinstance(exc, OSError) and exc.errno not in _PATH_ERRNOS:
         _internal_error(exc)
     _warnings()
@@ -288,12 +305,11 @@ def _finish(rc: object) -> NoReturn:
     """The command returned: its notices (or, when click turned Ctrl-C into a silent Exit(130), one line)."""
     try:  # Ctrl-C after the command's own output (while the notices print) is Ctrl-C too
         if rc == 130:  # no command exits 130 by itself
-            _say("interrupted")
+            _stopped(None)
         else:
             _warnings()
-    except KeyboardInterrupt:
-        _say("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _stopped(exc)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

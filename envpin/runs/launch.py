@@ -363,10 +363,11 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a run that ran past its `timeout` with everything it started (a wrapper script's training process
-    would otherwise go on, orphaned, after envpin has reported the run stopped). Each process is stopped
-    (SIGSTOP) before any is killed, so none can react to another's end (a wrapper exiting 0 once its child
-    dies, a retry loop starting another), and found before its parent dies (its orphans are re-parented)."""
+    """Stop a run (past its `timeout`, or envpin itself interrupted or terminated) with everything it started
+    (a wrapper script's training process would otherwise go on, orphaned, after envpin has reported the run
+    stopped). Each process is stopped (SIGSTOP) before any is killed, so none can react to another's end (a
+    wrapper exiting 0 once its child dies, a retry loop starting another), and found before its parent dies
+    (its orphans are re-parented); then what is left of the run's process group (see `_reap`)."""
     with contextlib.suppress(OSError):
         os.kill(proc.pid, signal.SIGSTOP)
     tree: list[int] = []
@@ -380,6 +381,21 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     proc.kill()
+    _reap(proc)
+
+
+#: The runs under way, in any thread: what an interrupt of envpin stops (`run_all`).
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill what the command left running in its process group once it has ended (a server or a logger
+    started in the background would outlive the run, and the study, and hold its files): each run starts a
+    session of its own, so the group is the run's alone. A process that left the group (setsid) is not
+    reached."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def run_once(
@@ -399,21 +415,34 @@ def run_once(
     start, timed_out = time.perf_counter(), False
     with open(out / "stdout.log", "wb") as so, open(out / "stderr.log", "wb") as se:
         try:
+            # A session of its own: its process group is the run's (`_reap`); a Ctrl-C on the terminal reaches
+            # envpin alone, which stops the run's whole tree (below) instead of leaving it to each process.
             proc = subprocess.Popen(
-                command, stdout=so, stderr=se, env=env, stdin=subprocess.DEVNULL if data is None else subprocess.PIPE
+                command,
+                stdout=so,
+                stderr=se,
+                env=env,
+                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                start_new_session=True,
             )
         except OSError as exc:
             raise RunError(f"cannot run {command[0]}: {exc.strerror or exc}", hint="check the command") from exc
         with proc:
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
             try:
                 proc.communicate(data, timeout=timeout)  # the bundle on srun's standard input, or nothing
             except subprocess.TimeoutExpired:
                 _kill_tree(proc)
                 timed_out = True
             except BaseException:
-                proc.kill()
+                _kill_tree(proc)
                 raise
+            finally:
+                with _LIVE_LOCK:
+                    _LIVE.discard(proc)
             code = proc.wait()
+            _reap(proc)
     seconds = time.perf_counter() - start
     records = _records(out)
     if slurm is not None:
@@ -533,7 +562,17 @@ def run_all(
         return run
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return [run for run in pool.map(one, range(len(specs))) if run is not None]
+        try:
+            return [run for run in pool.map(one, range(len(specs))) if run is not None]
+        except BaseException:
+            # Ctrl-C or SIGTERM (envpin.cli raises Terminated) reaches this thread, not the workers waiting on
+            # their runs: stop every run's whole tree now, or leaving the pool would wait for them to end.
+            stop.set()
+            with _LIVE_LOCK:
+                live = list(_LIVE)
+            for proc in live:
+                _kill_tree(proc)
+            raise
 
 
 def failed(run: Run) -> RunError:
