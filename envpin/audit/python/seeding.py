@@ -16,7 +16,7 @@ from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS
 from envpin.audit.python.script import Call, Script
 from envpin.audit.python.switch import determinism_on
-from envpin.audit.python.table import matches, meetable
+from envpin.audit.python.table import holds, matches, meetable, short
 from envpin.audit.rule import Rule
 from envpin.errors import param
 from envpin.knowledge.recipes import Recipe
@@ -266,9 +266,17 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
         return "", False
     for kind, items in (("raises", records.raises), ("stays nondeterministic", records.silent)):
         for e in meetable(items, keras, "no_global_seed"):
+            how = f"{kind} ({e.item.exception})" if e.item.exception is not None else kind
             for c in (n for call in s.calls for n in call.narrowed()):
-                if c.kw("seed") is None and any(matches(c, a, frozenset()) for a in e.apis):
-                    how = f"{kind} ({e.item.exception})" if e.item.exception is not None else kind
+                method = e.item.methods.get(c.attr or "") if c.name is None else None
+                if method is not None and holds(c.node, method) and determinism_on(s, usable=True):
+                    # a method the entry names (model.fit: its default shuffle is an unseeded random op)
+                    return (
+                        f"; on TensorFlow {s.target.tf_version} the table says {c.attr}() on line {c.node.lineno} "
+                        f"{how}: {short(e.item.op)}",
+                        kind == "raises",
+                    )
+                if holds(c.node, e.item.arguments) and any(matches(c, a, frozenset()) for a in e.apis):
                     name = c.name or ""
                     return (
                         f"; on TensorFlow {s.target.tf_version} the table says an unseeded "

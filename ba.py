@@ -1,0 +1,2 @@
+import tensorflow as tf
+y = tf.nn.bias_add(x, b)

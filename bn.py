@@ -1,0 +1,3 @@
+import tensorflow as tf
+bn = tf.keras.layers.BatchNormalization()
+y = bn(x, training=False)
