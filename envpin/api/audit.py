@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from envpin.errors import UsageError, param
@@ -58,11 +59,25 @@ def audit_files(
         raise UsageError(
             f"{param('context')} {context} is not a directory", hint="give the folder `docker build` is given"
         )
-    resolver = None
+    resolver: Callable[[str], str] | None = None
     if fix and resolve:
-        from envpin.registry.client import RegistryClient
+        from envpin.registry.client import RegistryClient, Unreachable
 
-        resolver = RegistryClient().resolve_digest
+        client = RegistryClient()
+
+        def pin(ref: str) -> str:
+            """The digest FROM is pinned to; an unreachable registry names the way audit goes on without it."""
+            try:
+                return client.resolve_digest(ref)
+            except Unreachable as exc:
+                raise Unreachable(
+                    exc.message,
+                    hint=f"check the network or proxy, or add {param('no_resolve')}: {param('fix')} then comments "
+                    "FROM instead of pinning it by digest",
+                ) from None
+
+        resolver = pin
+
     paths = [str(p) for p in dockerfiles]
     lock_target = _lock_target() if tf is None and any(audit.is_script(p) for p in paths) else None
     return audit.run(

@@ -296,23 +296,38 @@ def _run(
     fixed: list[FixedFile] = []
     remaining: list[Finding] = []
     outputs: dict[Path, tuple[bytes, int]] = {}
-    for path, text in scripts.items():
-        out = _output_path(path, fix_out, in_place)
-        _check_output(out, Path(path), in_place)
-        outcome = fix_script(text, path, findings[path], aim)
-        remaining.extend(
-            _kept(_Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim), config)
-        )
-        fixed.append(FixedFile(path, str(out), outcome))
-        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
+    # The Dockerfiles first: the scripts run in the image the fixed Dockerfile builds, so they are judged, fixed
+    # and re-audited against it (a switch its ENV now sets is not inserted into a script again).
+    refixed: list[Dockerfile] = []
+    df_left: list[Finding] = []
+    df_outputs: dict[Path, tuple[bytes, int]] = {}
     for df in parsed:
         out = _output_path(df.path, fix_out, in_place)
         _check_output(out, Path(df.path), in_place)
         outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
         again = parse(outcome.text, str(out), build_args)
-        remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
+        refixed.append(again)
+        df_left.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
-        outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
+        df_outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
+    if scripts:
+        aim = _script_target(refixed, target, tf, lock_target)
+    script_fixes: list[FixedFile] = []
+    for path, text in scripts.items():
+        out = _output_path(path, fix_out, in_place)
+        _check_output(out, Path(path), in_place)
+        mine = (
+            _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim), config) if parsed else findings[path]
+        )
+        outcome = fix_script(text, path, mine, aim)
+        remaining.extend(
+            _kept(_Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim), config)
+        )
+        script_fixes.append(FixedFile(path, str(out), outcome))
+        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
+    fixed = script_fixes + fixed
+    remaining.extend(df_left)
+    outputs.update(df_outputs)
     from envpin.files.write import atomic_write_many
 
     # All or nothing: every fixed file is staged beside its target before any is renamed into place.

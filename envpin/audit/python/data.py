@@ -353,9 +353,9 @@ def _shared_draw(s: Script, cls: ast.ClassDef) -> tuple[str, int] | None:
             name = s.names.resolve(node.func) or ""
             last = name.rsplit(".", 1)[-1]
             if name.startswith(("random.", "np.random.", "tf.random.")) and last not in _NOT_DRAWS:
-                if name.startswith("tf.random.") and (last.startswith("stateless") or node.keywords and any(
-                    k.arg == "seed" for k in node.keywords
-                )):
+                if name.startswith("tf.random.") and (
+                    last.startswith("stateless") or (node.keywords and any(k.arg == "seed" for k in node.keywords))
+                ):
                     continue
                 return name, node.lineno
     return None

@@ -87,6 +87,7 @@ PY_OP_NONDETERMINISTIC = Rule(
 
 RULES: tuple[Rule, ...] = (PY_OP_RAISES, PY_OP_NONDETERMINISTIC)
 
+
 def _condition_holds(s: Script, c: Call, item: OpEntry) -> bool:
     """The entry's conditions on the call, as the table states them (OpEntry.arguments: a seed not given, weights
     given, interpolation left at 'nearest'), on the arguments of the layer the call makes (OpEntry.layer_call:

@@ -264,14 +264,15 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
     records, keras = s.target.records, s.keras_major()
     if records is None:
         return "", False
+    method_hit: tuple[str, bool] | None = None  # a method the table names: told when no unseeded call is
     for kind, items in (("raises", records.raises), ("stays nondeterministic", records.silent)):
         for e in meetable(items, keras, "no_global_seed"):
             how = f"{kind} ({e.item.exception})" if e.item.exception is not None else kind
             for c in (n for call in s.calls for n in call.narrowed()):
                 method = e.item.methods.get(c.attr or "") if c.name is None else None
-                if method is not None and holds(c.node, method) and determinism_on(s, usable=True):
-                    # a method the entry names (model.fit: its default shuffle is an unseeded random op)
-                    return (
+                if method is not None and method_hit is None and holds(c.node, method) and determinism_on(s, True):
+                    # model.fit: its default shuffle is an unseeded random op, which raises under determinism
+                    method_hit = (
                         f"; on TensorFlow {s.target.tf_version} the table says {c.attr}() on line {c.node.lineno} "
                         f"{how}: {short(e.item.op)}",
                         kind == "raises",
@@ -284,6 +285,8 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
                         f"line {c.node.lineno}",
                         kind == "raises",
                     )
+    if method_hit is not None:
+        return method_hit
     return "", False
 
 

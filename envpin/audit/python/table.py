@@ -61,8 +61,8 @@ def _keras_in(item: OpEntry, major: int) -> bool:
 def matches(c: Call, api: str, compat_split: frozenset[str]) -> bool:
     """Whether a call is of a (canonical) API of the table. TensorFlow exports an op under several modules
     (tf.unsorted_segment_sum, tf.math..., tf.compat.v1...), so tf. names match on their last component, raw_ops
-    only raw_ops, tf.sparse only tf.sparse, and compat.v1 only compat.v1 where both spellings are listed apart; Keras names match on the
-    class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is a layer)."""
+    only raw_ops, tf.sparse only tf.sparse, and compat.v1 only compat.v1 where both spellings are listed apart;
+    Keras names match on the class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is a layer)."""
     name = c.name
     if not name:
         return False
@@ -138,9 +138,13 @@ def argument(node: ast.Call, name: str, position: int | None = None) -> ast.expr
     """The expression a call passes as argument `name` (by keyword, or at `position` among its positional
     arguments), None when it leaves it out."""
     given = next((k.value for k in node.keywords if k.arg == name), None)
-    if given is None and position is not None and len(node.args) > position:
-        if not any(isinstance(a, ast.Starred) for a in node.args[: position + 1]):
-            given = node.args[position]
+    if (
+        given is None
+        and position is not None
+        and len(node.args) > position
+        and not any(isinstance(a, ast.Starred) for a in node.args[: position + 1])
+    ):
+        given = node.args[position]
     return given
 
 
