@@ -62,7 +62,8 @@ def matches(c: Call, api: str, compat_split: frozenset[str]) -> bool:
     """Whether a call is of a (canonical) API of the table. TensorFlow exports an op under several modules
     (tf.unsorted_segment_sum, tf.math..., tf.compat.v1...), so tf. names match on their last component, raw_ops
     only raw_ops, tf.sparse only tf.sparse, and compat.v1 only compat.v1 where both spellings are listed apart;
-    Keras names match on the class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is a layer)."""
+    Keras names match on the class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is
+    a layer)."""
     name = c.name
     if not name:
         return False
