@@ -1,2 +1,0 @@
-import os
-os.environ["TF_CUDNN_USE_AUTOTUNE"] = "1"

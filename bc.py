@@ -1,2 +1,0 @@
-import tensorflow as tf
-y = tf.math.bincount(a, weights=w)
