@@ -152,7 +152,10 @@ def test_batch_norm_called_with_training_off_while_trainable_raises(
 def test_bias_add_on_stock_1_14_to_2_0_unless_patched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     text = "import tensorflow as tf\n\ny = tf.nn.bias_add(x, b)\n"
     assert rules(audit(cli, tmp_path, text, "1.15")) == {(3, "py-op-nondeterministic")}
-    patched = "from fwr13y.d9m.tensorflow import enable_determinism\nimport tensorflow as tf\n\nenable_determinism()\ny = tf.nn.bias_add(x, b)\n"
+    patched = (
+        "from fwr13y.d9m.tensorflow import enable_determinism\nimport tensorflow as tf\n\n"
+        "enable_determinism()\ny = tf.nn.bias_add(x, b)\n"
+    )
     assert rules(audit(cli, tmp_path, patched, "1.15")) == set()
     assert rules(audit(cli, tmp_path, text, "2.1")) == set()
     # NGC's TF 1.15 covers it with TF_DETERMINISTIC_OPS: the entry is stock only
