@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from envpin.errors import UsageError, param
@@ -26,6 +27,7 @@ def audit_files(
     use_config: bool = True,
     context: Path | None = None,
     read_context: bool = True,
+    explain: bool = False,
 ) -> AuditRun:
     """`envpin audit`: findings for each Dockerfile and Python script (`.py`), and with fix=True the corrected
     files. The nearest pyproject.toml with [tool.envpin.audit] (from the working directory up) adds ignores and
@@ -34,7 +36,9 @@ def audit_files(
 
     `output` is the format the caller will show the result in (tty, json, sarif, gcc or github), kept in the
     result. `resolve` (asking registries for the digests FROM is pinned to) only matters with `fix`;
-    `read_context=False` reads the Dockerfiles alone, so a `context` would go unread. Every parameter is
+    `read_context=False` reads the Dockerfiles alone, so a `context` would go unread. A folder stands for the
+    Python scripts under it, audited together (a script that trains through another's model or trainer is judged
+    to train); `explain` keeps why each script is judged to train or not (AuditRun.explained). Every parameter is
     checked before any file is read."""
     from envpin import audit
     from envpin.audit import config as audit_config
@@ -58,13 +62,27 @@ def audit_files(
         raise UsageError(
             f"{param('context')} {context} is not a directory", hint="give the folder `docker build` is given"
         )
-    resolver = None
+    resolver: Callable[[str], str] | None = None
     if fix and resolve:
-        from envpin.registry.client import RegistryClient
+        from envpin.registry.client import RegistryClient, Unreachable
 
-        resolver = RegistryClient().resolve_digest
+        client = RegistryClient()
+
+        def pin(ref: str) -> str:
+            """The digest FROM is pinned to; an unreachable registry names the way audit goes on without it."""
+            try:
+                return client.resolve_digest(ref)
+            except Unreachable as exc:
+                raise Unreachable(
+                    exc.message,
+                    hint=f"check the network or proxy, or add {param('no_resolve')}: {param('fix')} then comments "
+                    "FROM instead of pinning it by digest",
+                ) from None
+
+        resolver = pin
+
     paths = [str(p) for p in dockerfiles]
-    lock_target = _lock_target() if tf is None and any(audit.is_script(p) for p in paths) else None
+    lock_target = _lock_target() if tf is None and any(audit.is_script(p) or Path(p).is_dir() for p in paths) else None
     return audit.run(
         paths,
         lock_target=lock_target,
@@ -80,6 +98,7 @@ def audit_files(
         in_place=in_place,
         resolve=resolver,
         output=output,
+        explain=explain,
     )
 
 

@@ -89,6 +89,8 @@ class AuditRun(Value):
     fail_on: str
     fixed: list[FixedFile] = field(default_factory=list)
     output: str = "tty"
+    #: With explain: why each script is judged to train or not (path -> words).
+    explained: dict[str, str] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -183,6 +185,7 @@ def run(
     read_context: bool = True,
     lock_target: ScriptTarget | None = None,
     output: str = "tty",
+    explain: bool = False,
 ) -> AuditRun:
     """Audit files (Dockerfiles, and Python scripts: `.py`); with do_fix, write corrected copies and report what
     is left in them. `config` (from pyproject.toml) and inline suppressions silence findings before anything is
@@ -207,6 +210,7 @@ def run(
             f"{param('fix_out')} names one output file, but several files were given",
             hint=f"fix them one at a time, or drop {param('fix_out')} to write <file>.envpin-fixed",
         )
+    paths = _expanded(paths)
     # a file named twice (Dockerfile and ./Dockerfile, a glob that also matches it) is audited once, as it was
     # first named: its findings are not reported twice, nor counted as two files
     firsts: dict[str, str] = {}
@@ -228,6 +232,7 @@ def run(
             context,
             read_context,
             lock_target,
+            explain,
         ).replace(output=output)
 
 
@@ -261,6 +266,7 @@ def _run(
     context: Path | None,
     read_context: bool,
     lock_target: ScriptTarget | None = None,
+    explain: bool = False,
 ) -> AuditRun:
     # Plain audits go on past lines the builder rejects (each is a parse-error finding); --fix rewrites
     # files, so it needs every line understood.
@@ -268,7 +274,7 @@ def _run(
     scripts: dict[str, str] = {}
     encodings: dict[str, str] = {}  # a script's own (PEP 263), which --fix writes it back in
     if any(map(is_script, paths)):  # the script audit loads only for a run with scripts
-        from envpin.audit.python.audit import audit_script, read_script_encoded
+        from envpin.audit.python.audit import audit_script, peers_of, read_script_encoded
 
         for p in paths:
             if is_script(p):
@@ -279,12 +285,22 @@ def _run(
         return None if not read_context else (context if context is not None else Path(df.path).parent)
 
     findings = {df.path: _kept(df, audit(df, target=target, tf=tf, context=where(df)), config) for df in parsed}
+    if TYPE_CHECKING:
+        from envpin.audit.python.script import Peer
+    peers: dict[str, Peer] = {}
+    explained: dict[str, str] = {}
     if scripts:
         aim = _script_target(parsed, target, tf, lock_target)
+        # the scripts of one run see each other: a model or trainer imported from another one counts
+        peers = peers_of(scripts, aim) if len(scripts) > 1 else {}
         for path, text in scripts.items():
-            findings[path] = _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim), config)
+            findings[path] = _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim, peers), config)
+        if explain:
+            from envpin.audit.python.audit import explain as why
+
+            explained = {path: why(text, path, aim, peers) for path, text in scripts.items()}
     if not do_fix:
-        return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on)
+        return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on, explained=explained)
     from envpin.audit.python.fixer import fix_script
 
     for path in scripts:
@@ -296,23 +312,40 @@ def _run(
     fixed: list[FixedFile] = []
     remaining: list[Finding] = []
     outputs: dict[Path, tuple[bytes, int]] = {}
-    for path, text in scripts.items():
-        out = _output_path(path, fix_out, in_place)
-        _check_output(out, Path(path), in_place)
-        outcome = fix_script(text, path, findings[path], aim)
-        remaining.extend(
-            _kept(_Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim), config)
-        )
-        fixed.append(FixedFile(path, str(out), outcome))
-        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
+    # The Dockerfiles first: the scripts run in the image the fixed Dockerfile builds, so they are judged, fixed
+    # and re-audited against it (a switch its ENV now sets is not inserted into a script again).
+    refixed: list[Dockerfile] = []
+    df_left: list[Finding] = []
+    df_outputs: dict[Path, tuple[bytes, int]] = {}
     for df in parsed:
         out = _output_path(df.path, fix_out, in_place)
         _check_output(out, Path(df.path), in_place)
         outcome = fix(df, findings[df.path], target=target, tf=tf, resolve=resolve, build_args=build_args)
         again = parse(outcome.text, str(out), build_args)
-        remaining.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
+        refixed.append(again)
+        df_left.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
-        outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
+        df_outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
+    if scripts:
+        aim = _script_target(refixed, target, tf, lock_target)
+    script_fixes: list[FixedFile] = []
+    for path, text in scripts.items():
+        out = _output_path(path, fix_out, in_place)
+        _check_output(out, Path(path), in_place)
+        mine = (
+            _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim), config) if parsed else findings[path]
+        )
+        outcome = fix_script(text, path, mine, aim)
+        remaining.extend(
+            _kept(
+                _Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim, peers), config
+            )
+        )
+        script_fixes.append(FixedFile(path, str(out), outcome))
+        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
+    fixed = script_fixes + fixed
+    remaining.extend(df_left)
+    outputs.update(df_outputs)
     from envpin.files.write import atomic_write_many
 
     # All or nothing: every fixed file is staged beside its target before any is renamed into place.
@@ -321,7 +354,29 @@ def _run(
         {out: mode for out, (_, mode) in outputs.items()},
         make_parents=False,
     )
-    return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed)
+    return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed, explained=explained)
+
+
+#: Folders an audit of a package never descends into: environments, caches, VCS data.
+_SKIPPED = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "site-packages", ".tox"})
+
+
+def _expanded(paths: Sequence[str]) -> list[str]:
+    """The paths with each folder replaced by the Python scripts under it, sorted (`envpin audit src/`: a package
+    is audited as a whole, so its modules see each other's imports); a folder with none is a usage error."""
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        found: list[str] = []
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED and not d.startswith("."))
+            found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith((".py", ".pyw")))
+        if not found:
+            raise UsageError(f"{p}: is a folder with no Python script in it", hint="name the scripts or Dockerfiles")
+        out.extend(found)
+    return out
 
 
 def _encoded(text: str, encoding: str, path: str) -> bytes:

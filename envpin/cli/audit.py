@@ -65,6 +65,12 @@ def audit_cmd(
         list[str] | None, typer.Option("--build-arg", help="NAME=VALUE, as given to docker build.")
     ] = None,
     target: Annotated[str | None, typer.Option("--target", help="Audit the image of this stage.")] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain", help="Also say, for each training script, why it was judged to train (the call and line)."
+        ),
+    ] = False,
     tf: Annotated[
         str | None,
         typer.Option(
@@ -101,6 +107,7 @@ def audit_cmd(
         use_config=not no_config,
         context=context,
         read_context=not no_context,
+        explain=explain,
     )
     audit.audited(res, fix, console.results(), console.notes())
     raise typer.Exit(res.exit_code)

@@ -7,7 +7,7 @@ here, each made from its entry by `of()`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from envpin.knowledge.reciperecords import Advice, DistributedRecords, NgcOverride, Note, OpEntry, Step, Variable
 from envpin.portable.versions import major_minor
@@ -16,6 +16,8 @@ from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing (annotations are strings here)
 if TYPE_CHECKING:
+    from typing import Any
+
     from envpin.knowledge.reciperecords import Item
 
 
@@ -32,6 +34,7 @@ class Overridden(Value):
     effect: str
     source: str
     range_source: str | None = None
+    unverified: str | None = None
 
     @classmethod
     def of(cls, item: Item) -> Overridden:
@@ -43,6 +46,7 @@ class Overridden(Value):
             item["effect"],
             item["source"],
             item.get("range_source"),
+            item.get("unverified"),
         )
 
 
@@ -53,10 +57,23 @@ class BuiltOn(Value):
     apis: tuple[str, ...]
     calls: str
     source: str
+    keras_min: str | None = None
+    keras_max: str | None = None
+    #: When the APIs run `calls` only under a condition, and the arguments of a call that show it holds.
+    condition: str | None = None
+    arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, item: Item) -> BuiltOn:
-        return cls(tuple(item["apis"]), item["calls"], item["source"])
+        return cls(
+            tuple(item["apis"]),
+            item["calls"],
+            item["source"],
+            item.get("keras_min"),
+            item.get("keras_max"),
+            item.get("condition"),
+            dict(item.get("arguments", {})),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +128,8 @@ class RecipeBook(Value):
     sources: dict[str, dict[str, str]]
     #: The distributed recipe, all versions (None for a table without one).
     distributed: DistributedRecords | None = None
+    #: What tf.data keeps as it is whatever a script's request says (map then batch: fused, in order).
+    kept_order: tuple[Overridden, ...] = ()
 
     @classmethod
     def of(cls, data: Item) -> RecipeBook:
@@ -130,7 +149,13 @@ class RecipeBook(Value):
             advice=tuple(map(Advice.of, data.get("advice", ()))),
             sources=data["sources"],
             distributed=DistributedRecords.of(data["distributed"]) if "distributed" in data else None,
+            kept_order=tuple(map(Overridden.of, data.get("kept_order", ()))),
         )
+
+    def kept_order_on(self, tf_version: str) -> tuple[Overridden, ...]:
+        """What tf.data keeps in order on TensorFlow `tf_version` whatever the script asks."""
+        mm = major_minor(tf_version)
+        return tuple(o for o in self.kept_order if mm is not None and runtime.within(mm, o.tf_min, o.tf_max))
 
     def overridden_on(self, tf_version: str) -> tuple[Overridden, ...]:
         """What op determinism overrides on TensorFlow `tf_version` (none for a version without a minor)."""

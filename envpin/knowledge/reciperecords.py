@@ -41,6 +41,9 @@ class Variable(Value):
     library_max: str | None = None
     #: The source of the version range, where another than `source` settles it.
     range_source: str | None = None
+    #: Of a variable that must not be set: the values that do harm (lower case; empty: any), the default.
+    harmful: tuple[str, ...] = ()
+    default: str | None = None
 
     @classmethod
     def of(cls, item: Item) -> Variable:
@@ -55,7 +58,20 @@ class Variable(Value):
             item.get("library_min"),
             item.get("library_max"),
             item.get("range_source"),
+            tuple(item.get("harmful", ())),
+            item.get("default"),
         )
+
+    def rule(self) -> str:
+        """What a recipe table says of a variable that must not be set: "must NOT be set", or the values that
+        do harm and the default ("not 0 or false (default 1)")."""
+        if not self.harmful:
+            return "must NOT be set"
+        return f"not {' or '.join(self.harmful)}" + (f" (default {self.default})" if self.default else "")
+
+    def harms(self, value: str | None) -> bool:
+        """Whether setting the variable to `value` does harm (None: a value the script computes, taken to)."""
+        return not self.harmful or value is None or value.strip().lower() in self.harmful
 
     def readers(self) -> str | None:
         """Which versions of `library` read the variable, in words ("NCCL 2.5 and later", "NCCL 2.4"), None for a
@@ -171,6 +187,16 @@ class OpEntry(Value):
     api_conditions: dict[str, str] = field(default_factory=dict)
     escape_hatch: Hatch | None = None
     work_around: Note | None = None
+    #: Conditions on a call's arguments (name -> {given, in, default, position}): all must hold.
+    arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Conditions on the arguments the layer the API makes is called with; the entry needs such a call.
+    layer_call: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Method names whose calls the entry is about, each with conditions on its arguments.
+    methods: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Calls (dotted names) that, made by the script, take the entry away (a patch).
+    unless_called: tuple[str, ...] = ()
+    #: The one distribution (stock, ngc) the entry is about; None: both.
+    distribution: str | None = None
 
     @classmethod
     def of(cls, item: Item, raises: bool) -> OpEntry:
@@ -199,6 +225,11 @@ class OpEntry(Value):
             api_conditions=dict(item.get("api_conditions", {})),
             escape_hatch=Hatch.of(hatch) if hatch is not None else None,
             work_around=Note.of(work) if work is not None else None,
+            arguments=dict(item.get("arguments", {})),
+            layer_call=dict(item.get("layer_call", {})),
+            methods=dict(item.get("methods", {})),
+            unless_called=tuple(item.get("unless_called", ())),
+            distribution=item.get("distribution"),
         )
 
 

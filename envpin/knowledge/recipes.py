@@ -288,7 +288,7 @@ def _citations(node: Any, path: str) -> Iterator[tuple[str, str]]:
             if path == "" and key == "sources":
                 continue
             where = schema.where(path, key)
-            if key in ("source", "range_source") and isinstance(value, str):
+            if key in ("source", "range_source", "value_source") and isinstance(value, str):
                 yield where, value
             else:
                 yield from _citations(value, where)

@@ -107,10 +107,14 @@ def resolve(
             "steps": list(row["steps"]),
             "caveats": list(row["caveats"]) + list(common["caveats"]),
             "raises_under_determinism": [
-                r for r in table["raises_under_determinism"] if within(mm, r["tf_min"], r["tf_max"])
+                r
+                for r in table["raises_under_determinism"]
+                if within(mm, r["tf_min"], r["tf_max"]) and r.get("distribution", distribution) == distribution
             ],
             "nondeterministic_under_determinism": [
-                r for r in table.get("nondeterministic_under_determinism", ()) if within(mm, r["tf_min"], r["tf_max"])
+                r
+                for r in table.get("nondeterministic_under_determinism", ())
+                if within(mm, r["tf_min"], r["tf_max"]) and r.get("distribution", distribution) == distribution
             ],
         }
     raise LookupError("no determinism recipe covers TensorFlow %s (%s)" % (tf_version, distribution))

@@ -58,6 +58,10 @@ class NotFound(RegistryError):
     """HTTP 404: the registry does not hold the tag or manifest (`catalog sync` reports it and goes on)."""
 
 
+class Unreachable(RegistryError):
+    """No answer from the registry (network, proxy, DNS): a command that can do without it says how."""
+
+
 def parse_ref(ref: str) -> ImageRef:
     """A reference the registry can be asked about (tag or digest required), as a RegistryError if not."""
     try:
@@ -288,7 +292,7 @@ class RegistryClient:
                 hint=f"give the CA that signed it with {param('ca_bundle')} CA.pem (a private registry or an "
                 "intercepting proxy)",
             )
-        return RegistryError(
+        return Unreachable(
             f"registry {ref.api_host} is unreachable: {shown(reason, 200)}",
             hint=f"check the network or proxy, or build from a reachable mirror with {param('base_image')}",
         )

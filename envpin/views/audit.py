@@ -110,6 +110,14 @@ def audited(res: AuditRun, fixing: bool, console: Console | Plain, note: Console
     else:
         colour = _takes_colour(console)
         _write_lines(console, (tty_line(f, colour) for f in res.findings))
+        _explained(res, console)
         _say(console, summary)
         return
+    _explained(res, note)  # machine formats keep stdout parseable
     _say(note, summary)
+
+
+def _explained(res: AuditRun, out: Console | Plain) -> None:
+    """With --explain: why each script was judged to train, or not."""
+    for path, why in res.explained.items():
+        _say(out, f"{path}: {why}")

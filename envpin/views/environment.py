@@ -77,7 +77,7 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> Console | Plain:
         unverified = f"; unverified {e.unverified}" if e.unverified is not None else ""
         rows.append([e.name, e.value or "", f"{e.why}{unverified} ({r.source_url(e.source)})"])
     for u in parts.unset:
-        rows.append([u.name, "must NOT be set", f"{u.why} ({r.source_url(u.source)})"])
+        rows.append([u.name, u.rule(), f"{u.why} ({r.source_url(u.source)})"])
     for u in parts.no_effect:
         rows.append([u.name, f"no effect: use {u.instead}", f"{u.why} ({r.source_url(u.source)})"])
     heading = [(tag, True), (f": TensorFlow {r.tf_version} → recipe ", False), (r.id, True)]

@@ -240,7 +240,7 @@ def test_a_forgotten_continuation_still_audits_the_rest_of_the_file() -> None:
 def test_missing_and_directory_inputs(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _one_line_error(cli("audit", "nope", cwd=tmp_path), "nope: no such file")
     (tmp_path / "dir").mkdir()
-    _one_line_error(cli("audit", "dir", cwd=tmp_path), "dir: is a directory")
+    _one_line_error(cli("audit", "dir", cwd=tmp_path), "dir: is a folder with no Python script in it")
 
 
 def test_option_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -604,7 +604,7 @@ def test_a_script_in_its_declared_encoding_is_audited_and_fixed_in_it(cli: Cli, 
     ("kind", "args", "message"),
     [
         ("fifo", ("train.py",), "train.py: cannot read: not a regular file (a FIFO)"),
-        ("folder", ("train.py",), "train.py: is a directory, not a Python script"),
+        ("folder", ("train.py",), "train.py: is a folder with no Python script in it"),
         ("missing", ("train.py",), "train.py: no such file"),
         ("script", ("train.py", "--tf", ""), "'' is not a TensorFlow version"),
         ("script", ("train.py", "--tf", "2.x"), "'2.x' is not a TensorFlow version"),

@@ -23,7 +23,7 @@ def test_the_names_are_the_tables() -> None:
     [
         "from os import environ\nenviron['TF_CUDNN_USE_AUTOTUNE'] = '0'\n",
         "import os as o\no.environ.update(TF_CUDNN_USE_AUTOTUNE='0')\n",
-        "import os\nos.environ.update({'TF_CUDNN_USE_AUTOTUNE': '1'})\n",
+        "import os\nos.environ.update({'TF_CUDNN_USE_AUTOTUNE': '0'})\n",
         "import os\nos.putenv('TF_CUDNN_USE_AUTOTUNE', '0')\n",
         "import os\nos.environ.setdefault('TF_CUDNN_USE_AUTOTUNE', '0')\n",
         "get_ipython().run_line_magic('set_env', 'TF_CUDNN_USE_AUTOTUNE 0')\n",  # a notebook's %set_env

@@ -125,13 +125,16 @@ def test_the_real_table_names_only_checks_the_battery_has() -> None:
 
 
 def test_weighted_bincount_on_cpu_is_listed_per_device_in_the_real_table() -> None:
-    """The CPU kernel sums per-thread partial bins: nondeterministic on CPU under determinism; on a GPU it
-    raises from TF 2.7. A "cpu" entry never applies on a GPU, nor a "gpu" one on the CPU."""
+    """The CPU kernel sums per-thread partial bins: nondeterministic on CPU under determinism from TF 2.15, where
+    a weighted call runs as DenseBincount (up to 2.14 it runs as UnsortedSegmentSum: deterministic, on a GPU from
+    2.7 too); on a GPU DenseBincount raises. A "cpu" entry never applies on a GPU, nor a "gpu" one on the CPU."""
     table = recipes.table()
     cpu = expect.expected("bincount", "2.21.0", False, table)
     assert cpu["verdict"] == expect.SILENT and cpu["source"].endswith("bincount_op.cc")
     assert expect.expected("bincount", "2.21.0", True, table)["verdict"] == expect.RAISES
-    assert expect.expected("bincount", "2.12.1", False, table)["verdict"] == expect.SILENT
+    assert expect.expected("bincount", "2.15.1", False, table)["verdict"] == expect.SILENT
+    assert expect.expected("bincount", "2.12.1", False, table)["verdict"] == "deterministic"
+    assert expect.expected("bincount", "2.12.1", True, table)["verdict"] == "deterministic"
     assert expect.expected("matmul", "2.21.0", False, table)["verdict"] == "deterministic"
 
 

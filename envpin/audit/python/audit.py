@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.engine import merge
-from envpin.audit.python.script import Script, ScriptTarget
+from envpin.audit.python.script import Peer, Script, ScriptTarget, module_names
 from envpin.audit.rules import script_families
 from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
@@ -19,8 +19,10 @@ __all__ = [
     "ScriptTarget",
     "audit_script",
     "declared_encoding",
+    "explain",
     "is_script",
     "parse_script",
+    "peers_of",
     "read_script",
     "read_script_encoded",
     "run_checks",
@@ -61,12 +63,47 @@ def run_checks(s: Script) -> list[Finding]:
     return s.findings
 
 
-def audit_script(text: str, path: str = "train.py", target: ScriptTarget | None = None) -> list[Finding]:
-    """All findings for one script, one per rule and line, sorted."""
+def audit_script(
+    text: str, path: str = "train.py", target: ScriptTarget | None = None, peers: Mapping[str, Peer] | None = None
+) -> list[Finding]:
+    """All findings for one script, one per rule and line, sorted; `peers`: the other scripts of the run
+    (peers_of), which its imports may reach."""
     tree = parse_script(text, path)
     if isinstance(tree, Finding):
         return [tree]
-    return merge(run_checks(Script(path, tree, target or ScriptTarget())))
+    return merge(run_checks(Script(path, tree, target or ScriptTarget(), peers)))
+
+
+def peers_of(texts: Mapping[str, str], target: ScriptTarget | None = None) -> dict[str, Peer]:
+    """The scripts of one run by every module name an import may reach them by (envpin.audit.python.script.
+    module_names): whether each uses TensorFlow and why it trains itself, so that a script that trains through
+    a model or trainer of another one is judged to train (`envpin audit src/`)."""
+    out: dict[str, Peer] = {}
+    for path, text in texts.items():
+        tree = parse_script(text, path)
+        if isinstance(tree, Finding):
+            continue
+        s = Script(path, tree, target or ScriptTarget())
+        peer = Peer(path, s.uses_tf(), None if s.is_test() else s.own_training_reason() if s.uses_tf() else None)
+        for name in module_names(path):
+            out.setdefault(name, peer)
+    return out
+
+
+def explain(text: str, path: str, target: ScriptTarget | None = None, peers: Mapping[str, Peer] | None = None) -> str:
+    """Why the audit judges the script to train, or why not (`envpin audit --explain`)."""
+    tree = parse_script(text, path)
+    if isinstance(tree, Finding):
+        return "not judged: Python cannot parse it"
+    s = Script(path, tree, target or ScriptTarget(), peers)
+    reason = s.training_reason()
+    if reason is not None:
+        return f"trains: {reason}"
+    if s.is_test():
+        return "does not train: a test module"
+    if not s.uses_tf():
+        return "does not train: it uses neither TensorFlow nor Keras (nor a module of the run that does)"
+    return "does not train: no call of its own, nor of a module of the run, trains"
 
 
 def read_script(path: str) -> str:

@@ -31,7 +31,9 @@ PY_DATA_NONDETERMINISTIC = Rule(
     title="tf.data is asked for nondeterministic order",
     finds="`deterministic=False` given to a call (`Dataset.map`, `interleave`, `batch`, ...), "
     "`options.deterministic = False` or `options.experimental_deterministic = False`, and "
-    "`parallel_interleave(..., sloppy=True)`.",
+    "`parallel_interleave(..., sloppy=True)` or `sloppy=` a variable (`sloppy=is_training`). Not a "
+    "`map(..., deterministic=False)` batched directly (`.map(...).batch(n)`) on a TensorFlow for which the "
+    "recipe table says tf.data fuses the two and keeps the order (measured on 2.21).",
     why="The pipeline then hands out elements in the order they finish, which changes from run to run, and "
     "so does the order of training batches. Where the recipe table says op determinism overrides the request "
     "(TF 2.7 and later) and the script or its image turns determinism on, the order is kept and only speed is "
@@ -83,15 +85,23 @@ PY_FIT_MULTIPROCESSING = Rule(
     severity="warning",
     title="Keras fit/evaluate with several worker processes",
     finds="`fit`, `fit_generator`, `evaluate` or `predict` with `use_multiprocessing=True` and `workers` other "
-    "than 1 (or not given as a constant).",
-    why="Worker processes fill the batch queue in the order they finish, so batches reach the model in a "
-    "different order in every run (and each worker's random state is its own). Use workers=1, or a "
-    "tf.data pipeline.",
+    "than 1 (or not given as a constant), given a generator or anything but a `keras.utils.Sequence` of the "
+    "script; given such a Sequence, only when its `__getitem__` draws from a global random generator "
+    "(`np.random.*`, `random.*`, unseeded `tf.random.*`).",
+    why="Worker processes fill the batch queue of a generator in the order they finish, so batches reach the "
+    "model in a different order in every run. A `keras.utils.Sequence` is handed to Keras' OrderedEnqueuer, "
+    "which returns batch i as the i-th, whichever worker built it: the order holds, but a global generator "
+    "drawn from in `__getitem__` is each worker's own copy, so a batch's random numbers depend on which worker "
+    "built it. Use workers=1, a Sequence that seeds per index, or a tf.data pipeline.",
     bad=HEAD + "def train(model, seq):\n    model.fit(seq, epochs=2, workers=8, use_multiprocessing=True)\n",
     good=HEAD + "def train(model, seq):\n    model.fit(seq, epochs=2)\n",
     autofix="Comments the line.",
     references=(
         ("Keras Sequence (use_multiprocessing)", "https://www.tensorflow.org/api_docs/python/tf/keras/utils/Sequence"),
+        (
+            "Keras 2.12 data_utils.OrderedEnqueuer",
+            "https://github.com/keras-team/keras/blob/v2.12.0/keras/utils/data_utils.py",
+        ),
         SCRIPTS,
     ),
     language="python",
@@ -169,13 +179,37 @@ def _unordered(s: Script, what: str, overridden: dict[str, Overridden], on: bool
     return f"{what}: the pipeline hands out elements in the order they finish", None
 
 
+def _batched_maps(s: Script) -> set[int]:
+    """The map() calls whose result the script batches directly: `ds.map(...).batch(n)` (ids of the nodes)."""
+    return {
+        id(c.node.func.value)
+        for c in s.calls
+        if c.attr == "batch" and isinstance(c.node.func, ast.Attribute) and isinstance(c.node.func.value, ast.Call)
+    }
+
+
+def _kept_order(s: Script) -> Overridden | None:
+    """The table's entry that tf.data keeps a map directly followed by batch in order, where it holds for the
+    script's TensorFlow (measured versions only)."""
+    version = s.target.tf_version
+    try:
+        kept = recipes.book().kept_order_on(version) if version else ()
+    except ValueError:
+        kept = ()
+    return next((k for k in kept if k.id == "tf-data-map-batch-fused"), None)
+
+
 def check_data(s: Script) -> None:
     apis = _map_hazard()
     overridden, on = _overridden(s)
     removes = f"remove deterministic=False ({param('fix', command='audit')} removes it)"
+    batched = _batched_maps(s)
+    kept = _kept_order(s)
     for c in s.calls:
         for k in c.node.keywords:
             if k.arg == "deterministic" and const(k.value) is False:
+                if kept is not None and c.attr == "map" and id(c.node) in batched:
+                    continue  # map(...).batch(...): fused on this TensorFlow, the batches keep their order
                 message, severity = _unordered(s, f"{c.attr or c.last}(deterministic=False)", overridden, on)
                 s.add(
                     PY_DATA_NONDETERMINISTIC,
@@ -190,6 +224,15 @@ def check_data(s: Script) -> None:
                     c.node.lineno,
                     f"{c.attr or c.last}(sloppy=True) hands out elements in the order they finish",
                     "remove sloppy=True",
+                )
+            elif k.arg == "sloppy" and not isinstance(k.value, ast.Constant):
+                shown = ast.unparse(k.value)
+                s.add(
+                    PY_DATA_NONDETERMINISTIC,
+                    c.node.lineno,
+                    f"{c.attr or c.last}(sloppy={shown}) hands out elements in the order they finish whenever "
+                    f"{shown} is true (in training, where the order of batches counts)",
+                    "pass sloppy=False, or leave sloppy out",
                 )
         if c.attr == "map" and _parallel(c) and c.node.args:
             fn: ast.AST | None = c.node.args[0]
@@ -255,7 +298,11 @@ def check_fit(s: Script) -> None:
             and const(c.kw("use_multiprocessing")) is True
         ):
             workers = c.kw("workers")
-            if workers is not None and const(workers) not in (0, 1):
+            if workers is None or const(workers) in (0, 1):
+                continue
+            x = c.node.args[0] if c.node.args else (c.kw("x") or c.kw("generator"))
+            seq = _sequence_class(s, x)
+            if seq is None:
                 s.add(
                     PY_FIT_MULTIPROCESSING,
                     c.node.lineno,
@@ -263,6 +310,59 @@ def check_fit(s: Script) -> None:
                     "processes finish",
                     "use workers=1 (or a tf.data pipeline)",
                 )
+                continue
+            draw = _shared_draw(s, seq)
+            if draw is not None:
+                s.add(
+                    PY_FIT_MULTIPROCESSING,
+                    c.node.lineno,
+                    f"{c.attr}(workers=..., use_multiprocessing=True) of the keras.utils.Sequence {seq.name}: "
+                    f"Keras keeps the batch order, but {seq.name}.__getitem__ draws from {draw[0]} (line "
+                    f"{draw[1]}), a global generator each worker process holds a copy of, so which random numbers "
+                    "a batch gets depends on the worker that builds it",
+                    "draw from a generator seeded per batch index in __getitem__ (numpy.random.default_rng((SEED, "
+                    "index))), or use workers=1",
+                )
+
+
+#: Keras' Sequence, as the imports name it: fit hands it to an OrderedEnqueuer, which keeps the batch order.
+_SEQUENCES = frozenset({"keras.utils.Sequence", "keras.utils.data_utils.Sequence", "keras.utils.PyDataset"})
+
+
+def _sequence_class(s: Script, x: ast.expr | None) -> ast.ClassDef | None:
+    """The class of the script's own keras.utils.Sequence that `x` makes (`Clips(...)`, or a name assigned once
+    from that), None when `x` is anything else (a generator, a name the script does not explain)."""
+    if isinstance(x, ast.Name) and len(s.assigned.get(x.id, [])) == 1:
+        x = s.assigned[x.id][0]
+    if not (isinstance(x, ast.Call) and isinstance(x.func, ast.Name)):
+        return None
+    cls = next((n for n in ast.walk(s.tree) if isinstance(n, ast.ClassDef) and n.name == x.func.id), None)
+    if cls is None or not any(s.names.resolve(b) in _SEQUENCES for b in cls.bases):
+        return None
+    return cls
+
+
+def _shared_draw(s: Script, cls: ast.ClassDef) -> tuple[str, int] | None:
+    """The first draw from a global random generator (Python's random, NumPy's np.random.*, TensorFlow's
+    stateful tf.random.*) in the Sequence's __getitem__, with its line."""
+    get = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__getitem__"), None)
+    if get is None:
+        return None
+    for node in sorted((n for n in ast.walk(get) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
+        if True:
+            name = s.names.resolve(node.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if name.startswith(("random.", "np.random.", "tf.random.")) and last not in _NOT_DRAWS:
+                if name.startswith("tf.random.") and (
+                    last.startswith("stateless") or (node.keywords and any(k.arg == "seed" for k in node.keywords))
+                ):
+                    continue
+                return name, node.lineno
+    return None
+
+
+#: Names under the random modules that make or seed a generator rather than draw from the global one.
+_NOT_DRAWS = frozenset({"seed", "default_rng", "RandomState", "Generator", "SeedSequence", "Random", "set_seed"})
 
 
 CHECKS = (check_data, check_fit)

@@ -17,9 +17,10 @@ PY_ENV_UNSET = Rule(
     severity="error",
     title="The script sets an environment variable the recipe says must not be set",
     finds='`os.environ` (or `os.putenv`) setting a variable the recipe table lists under "unset" '
-    "(`TF_CUDNN_USE_AUTOTUNE`).",
-    why="Setting TF_CUDNN_USE_AUTOTUNE at all, even to 0, together with the determinism switch thwarts the "
-    "deterministic cuDNN algorithm selection. Remove the line.",
+    "(`TF_CUDNN_USE_AUTOTUNE`) to a value the table lists as harmful (`0`, `false`) or to a computed one; "
+    "`TF_CUDNN_USE_AUTOTUNE=1`, TensorFlow's default, is harmless and not reported.",
+    why="TF_CUDNN_USE_AUTOTUNE=0 together with the determinism switch turns cuDNN autotuning off, which thwarts "
+    "the deterministic cuDNN algorithm selection. Remove the line.",
     bad="import os\n\nos.environ['TF_CUDNN_USE_AUTOTUNE'] = '0'\n",
     good="import os\n\nos.environ['TF_DETERMINISTIC_OPS'] = '1'\n",
     autofix="Comments the line.",
@@ -35,7 +36,7 @@ PY_ENV_NO_EFFECT = Rule(
     finds="`os.environ` setting a variable the recipe table lists as having no effect (the misspelt "
     "`TF_USE_CUDNN_AUTOTUNE`).",
     why="TensorFlow never reads the name, so the line does nothing but suggest it does; the name it does read, "
-    "TF_CUDNN_USE_AUTOTUNE, must not be set either. Remove the line.",
+    "TF_CUDNN_USE_AUTOTUNE, must not be set to 0 or false either. Remove the line.",
     bad="import os\n\nos.environ['TF_USE_CUDNN_AUTOTUNE'] = '0'\n",
     good="import os\n\nos.environ['TF_DETERMINISTIC_OPS'] = '1'\n",
     autofix="Comments the line.",
@@ -57,8 +58,8 @@ def check_env(s: Script) -> None:
     book = recipes.book()
     unset = {u.name: u for u in book.unset}
     no_effect = {u.name: u for u in book.no_effect}
-    for line, key, _ in s.env:
-        if key in unset:
+    for line, key, value in s.env:
+        if key in unset and unset[key].harms(value):
             s.add(PY_ENV_UNSET, line, f"{key} is set: {unset[key].why}", "remove the line")
         elif key in no_effect:
             s.add(PY_ENV_NO_EFFECT, line, f"{key} is never read: {no_effect[key].why}", "remove the line")

@@ -9,14 +9,25 @@ op changes the model.
 
 from __future__ import annotations
 
-import re
+import ast
 from collections.abc import Iterator
 
 from envpin.audit import facts
 from envpin.audit.python.names import canonical
 from envpin.audit.python.refs import HEAD, SCRIPTS, STATUS, TABLE
-from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile
-from envpin.audit.python.table import Entry, apis_of, condition, matches, meetable, only, short, tf_range
+from envpin.audit.python.script import Call, Script, const, is_model_compile
+from envpin.audit.python.table import (
+    Entry,
+    apis_of,
+    condition,
+    holds,
+    layer_calls,
+    matches,
+    meetable,
+    only,
+    short,
+    tf_range,
+)
 from envpin.audit.rule import Rule
 from envpin.knowledge import recipes
 from envpin.knowledge.recipes import Recipe
@@ -25,6 +36,7 @@ from envpin.portable.versions import major_minor
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from envpin.audit.python.edits import Fix, Startup
+    from envpin.knowledge.recipebook import BuiltOn
     from envpin.knowledge.reciperecords import OpEntry
 
 PY_OP_RAISES = Rule(
@@ -75,24 +87,22 @@ PY_OP_NONDETERMINISTIC = Rule(
 
 RULES: tuple[Rule, ...] = (PY_OP_RAISES, PY_OP_NONDETERMINISTIC)
 
-_DEFAULT_KW = re.compile(r"default (\w+)='(\w+)'")
 
-
-def _condition_holds(c: Call, item: OpEntry) -> bool:
-    """The entry's own condition, where its text states one a call shows: a seed (raises without one), weights."""
-    main = re.sub(r"\([^()]*\)", "", item.op)
-    if "seed" in main:
-        seeds = [c.kw(k) for k in ("seed", "seed2")]
-        given = [const(s) for s in seeds if s is not None]
-        if any(v not in (0, None) for v in given):
-            return False
-    if "with weights" in main and c.kw("weights") is None and len(c.node.args) < 2:
+def _condition_holds(s: Script, c: Call, item: OpEntry) -> bool:
+    """The entry's conditions on the call, as the table states them (OpEntry.arguments: a seed not given, weights
+    given, interpolation left at 'nearest'), on the arguments of the layer the call makes (OpEntry.layer_call:
+    a BatchNormalization called with training=False), and the patches that take it away (unless_called)."""
+    if item.arguments and not holds(c.node, item.arguments):
         return False
-    for key, default in _DEFAULT_KW.findall(main):  # "Keras UpSampling2D default interpolation='nearest'"
-        given = const(c.kw(key)) if c.kw(key) is not None else default
-        if given is not Missing and given != default:
-            return False
-    return True
+    if item.unless_called and _patched(s, item.unless_called):
+        return False
+    return not item.layer_call or any(holds(call, item.layer_call) for call in layer_calls(s, c.node))
+
+
+def _patched(s: Script, patches: tuple[str, ...]) -> bool:
+    """Whether the script calls one of `patches` (dotted names, however the script imported them)."""
+    wanted = {canonical(p) for p in patches}
+    return any(c.name in wanted for c in s.calls)
 
 
 #: id(entry) -> (the entry, its way out); the entry is kept so that its id is not reused while it is here.
@@ -154,11 +164,11 @@ def check_ops(s: Script) -> None:
     wanted = {last for last in lasts if not last.endswith("*")}
     prefixes = tuple(last[:-1] for last in lasts if last.endswith("*"))
     version = s.target.tf_version
-    for c, shown in _uses(s):
+    for c, shown, built_when in _uses(s, keras):
         last = c.name.rsplit(".", 1)[-1] if c.name else ""
         if last not in wanted and not (prefixes and last.startswith(prefixes)):
             continue
-        for item, when in _applying(s, c, raises, split):
+        for item, when in _applying(s, c, raises, split, built_when):
             hatch = _hatch_set(s, item)
             if hatch:  # the exception is turned off: the op runs its nondeterministic kernel instead
                 s.add(
@@ -179,7 +189,7 @@ def check_ops(s: Script) -> None:
                 _hatch(item, recipe),
                 severity="warning" if when else None,
             )
-        for item, when in _applying(s, c, silent, split):
+        for item, when in _applying(s, c, silent, split, built_when):
             s.add(
                 PY_OP_NONDETERMINISTIC,
                 c.node.lineno,
@@ -203,28 +213,49 @@ def _hatch_set(s: Script, item: OpEntry) -> str | None:
     return f"{hatch.name}={value} (" + (f"line {mine[0]})" if mine else "set in the image)")
 
 
-def _applying(s: Script, c: Call, entries: list[Entry], split: frozenset[str]) -> Iterator[tuple[OpEntry, str | None]]:
+def _applying(
+    s: Script, c: Call, entries: list[Entry], split: frozenset[str], built_when: str | None = None
+) -> Iterator[tuple[OpEntry, str | None]]:
     """(table item, the condition the script leaves open, else None) of each entry, outside XLA, that the call `c`
-    is an API of and whose condition the call does not rule out."""
+    is an API of and whose condition the call does not rule out; `built_when`: the condition under which the
+    library API called runs the entry's op (BuiltOn.condition), when the call does not show it."""
     for e in entries:
-        if not e.xla and any(matches(c, a, split) for a in e.apis) and _condition_holds(c, e.item):
-            yield e.item, condition(s, e.item, c)
+        if not e.xla and any(matches(c, a, split) for a in e.apis) and _condition_holds(s, c, e.item):
+            yield e.item, condition(s, e.item, c) or built_when
 
 
-def _uses(s: Script) -> Iterator[tuple[Call, str]]:
+def _uses(s: Script, keras: int | None) -> Iterator[tuple[Call, str, str | None]]:
     """Each call of a TensorFlow or Keras name, as the name the table's entries are matched against (a library
-    function the table says is built on a listed op counts as that op) and the words the message shows; a loss
-    named by string in compile() counts as a call of keras.losses.<name> (Keras resolves it so) on compile's line."""
-    built = {canonical(a): b.calls for b in recipes.book().built_on for a in b.apis}
+    function the table says is built on a listed op counts as that op, for the Keras it names), the words the
+    message shows, and the condition under which the library function runs the op, unless the call shows it
+    (BuiltOn.condition, .arguments); a loss named by string in compile() counts as a call of keras.losses.<name>
+    (Keras resolves it so) on compile's line."""
+    built = {
+        canonical(a): b for b in recipes.book().built_on if keras is None or _keras_admits(b, keras) for a in b.apis
+    }
+
+    def when(b: BuiltOn, node: ast.Call | None) -> str | None:
+        if b.condition is None or (node is not None and b.arguments and holds(node, b.arguments)):
+            return None
+        return b.condition
+
     for c in (n for call in s.calls for n in call.narrowed()):
         if c.name and c.name.startswith(("tf.", "keras.")):
-            op = built.get(c.name)
-            yield (c, c.name) if op is None else (Call(c.node, op, c.attr), f"{c.name} (built on {op})")
+            b = built.get(c.name)
+            if b is None:
+                yield c, c.name, None
+            else:
+                yield Call(c.node, b.calls, c.attr), f"{c.name} (built on {b.calls})", when(b, c.node)
         elif c.attr == "compile" and is_model_compile(c):
             loss = const(c.kw("loss"))
-            op = built.get(f"keras.losses.{loss}") if isinstance(loss, str) else None
-            if op is not None:
-                yield Call(c.node, op, c.attr), f"compile(loss={loss!r}) (built on {op})"
+            b = built.get(f"keras.losses.{loss}") if isinstance(loss, str) else None
+            if b is not None:
+                yield Call(c.node, b.calls, c.attr), f"compile(loss={loss!r}) (built on {b.calls})", when(b, None)
+
+
+def _keras_admits(b: BuiltOn, major: int) -> bool:
+    lo, hi = major_minor(b.keras_min), major_minor(b.keras_max)
+    return not ((lo is not None and lo[0] > major) or (hi is not None and hi[0] < major))
 
 
 CHECKS = (check_ops,)

@@ -6,6 +6,7 @@ checks (envpin.audit.rules.script_families) read this; nothing here knows a rule
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -42,6 +43,106 @@ class ScriptTarget(Value):
 
 #: Calls that train a model (method names): a script with none of them is a library module, not a training run.
 _TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "minimize", "apply_gradients"})
+#: Functions of a custom training loop, by name: calling one (or handing it to strategy.run) runs training.
+_STEP_FUNCTIONS = frozenset({"train_step", "training_step", "train_one_step", "distributed_train_step"})
+#: Framework trainers' entry points (tensorpack): a call of one runs a training loop.
+_TRAINER_CALLS = frozenset({"launch_train_with_config", "launch_train", "train_with_defaults"})
+#: TF1 sessions, whose run() of a train op is a training step.
+_SESSIONS = frozenset(
+    {"Session", "InteractiveSession", "MonitoredTrainingSession", "MonitoredSession", "SingularMonitoredSession"}
+)
+#: What a TF1 train op is called (`train_op`, `model.opt_op`, `self.update`, `optimizer_step`).
+_TRAIN_OP = re.compile(r"(^|_)(train|opt|optim|optimizer|update|updates|minimize|step)(_|$|op)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Peer(Value):
+    """Another script of the same run, as an import of it is judged: whether it uses TensorFlow, and why it
+    trains (its own training call), if it does."""
+
+    path: str
+    uses_tf: bool
+    reason: str | None
+
+
+def module_names(path: str) -> list[str]:
+    """The dotted names an import may reach a script by: its stem, then with each folder above it added
+    (pkg/models.py: models, pkg.models; a package's __init__.py: its folder's)."""
+    parts = path.replace("\\", "/").removesuffix(".envpin-fixed").removesuffix(".py").split("/")
+    parts = [p for p in parts if p not in ("", ".")]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return [".".join(parts[i:]) for i in range(len(parts) - 1, -1, -1) if parts[i:]]
+
+
+def _relative(here: list[str], level: int, module: str | None) -> list[str]:
+    """The absolute names `from .mod import x` (level dots) may stand for, from the script's own names."""
+    out = []
+    for name in here:
+        package = name.split(".")[:-level] if level <= name.count(".") else []
+        out.append(".".join([*package, *([module] if module else [])]))
+    return [o for o in dict.fromkeys(out)]
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name an attribute chain or a call's result starts from (`models.build` and `build()` -> models,
+    build)."""
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _trains_at(s: Script, c: Call) -> str | None:
+    """Why this call runs training, in words, or None."""
+    callee = c.last or (c.node.func.id if isinstance(c.node.func, ast.Name) else "")
+    if c.attr in _TRAIN_METHODS:
+        return f"calls {c.attr}()"
+    if c.last == "GradientTape":
+        return "records gradients with tf.GradientTape"
+    if c.name and (
+        (
+            c.name.startswith(("keras.optimizers.", "tf.train.", "tf.compat.v1.train."))
+            and c.last[:1].isupper()
+            and "Optimizer" in c.last
+        )
+        or c.last == "AdamOptimizer"
+    ):
+        return f"makes the optimizer {c.name}"
+    if c.name and c.name.startswith("tf.") and c.last.endswith("Estimator") and c.last[:1].isupper():
+        return f"makes the estimator {c.name}"
+    if c.name and c.name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) and c.last[:1].isupper():
+        return f"makes {c.name}"
+    if c.attr == "train" and any(k.arg in ("input_fn", "max_steps", "steps") for k in c.node.keywords):
+        return "calls an Estimator's train(input_fn=...)"
+    if callee in _TRAINER_CALLS:
+        return f"starts a framework trainer ({callee})"
+    handed = next((a.id for a in c.node.args if isinstance(a, ast.Name) and a.id in _STEP_FUNCTIONS), None)
+    if callee in _STEP_FUNCTIONS or (c.attr == "run" and handed):
+        return f"runs the training step {callee if callee in _STEP_FUNCTIONS else handed}"
+    if c.attr == "run" and _session_made(s) and any(_is_train_op(a) for a in [*c.node.args[:1], *_fetches(c)]):
+        return f"runs {ast.unparse(c.node.args[0]) if c.node.args else 'a train op'} in a TF1 Session"
+    if c.attr == "compile" and is_model_compile(c):
+        return "compiles a Keras model with a loss or an optimizer"
+    return None
+
+
+def _session_made(s: Script) -> bool:
+    return any(c.name is not None and c.name.startswith("tf.") and c.last in _SESSIONS for c in s.calls)
+
+
+def _fetches(c: Call) -> list[ast.expr]:
+    f = c.kw("fetches")
+    return [f] if f is not None else []
+
+
+def _is_train_op(node: ast.expr) -> bool:
+    """A fetch that names a train op: `train_op`, `model.opt_op`, or a list or dict holding one."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return any(_is_train_op(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return any(_is_train_op(v) for v in node.values if v is not None)
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name is not None and bool(_TRAIN_OP.search(name))
 
 
 @dataclass(slots=True)
@@ -90,8 +191,14 @@ _BINDERS = frozenset({ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunc
 class Script:
     """One walk over a script: what it calls, sets and assigns, and where."""
 
-    def __init__(self, path: str, tree: ast.Module, target: ScriptTarget) -> None:
+    def __init__(
+        self, path: str, tree: ast.Module, target: ScriptTarget, peers: Mapping[str, Peer] | None = None
+    ) -> None:
         self.path, self.tree, self.target = path, tree, target
+        #: The other scripts of the run by module name (envpin.audit.python.audit.peers_of), for imports.
+        self.peers: Mapping[str, Peer] = peers or {}
+        self._peers_bound: dict[str, Peer] | None = None
+        self._reason: str | bool | None = False  # not worked out yet
         # one walk; the nodes the rules read, sorted by type (a type test per node, not a chain of isinstance)
         calls: list[ast.Call] = []
         assigns: list[ast.AST] = []
@@ -193,8 +300,13 @@ class Script:
     # --- what the script is and does ----------------------------------------------------------------
 
     def uses_tf(self) -> bool:
-        return any(v.split(".", 1)[0] in ("tf", "keras") for v in self.names.alias.values()) or any(
-            s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star
+        """Whether the script uses TensorFlow or Keras: itself (tensorpack counts), or through a module of the run
+        it imports."""
+        return (
+            any(v.split(".", 1)[0] in ("tf", "keras") for v in self.names.alias.values())
+            or any(s.split(".", 1)[0] in ("tf", "keras") for s in self.names.star)
+            or self.names.uses("tensorpack")
+            or any(p.uses_tf for p in self._imported_peers().values())
         )
 
     def is_test(self) -> bool:
@@ -210,25 +322,67 @@ class Script:
 
     def trains(self) -> bool:
         """Whether the script runs training (not only defines layers or loads data, and is not a test)."""
-        if not self.uses_tf() or self.is_test():
-            return False
+        return self.training_reason() is not None
+
+    def training_reason(self) -> str | None:
+        """Why the script is judged to train (the call and its line, which `envpin audit --explain` shows), or
+        None: a call of its own that trains, else a call of a name it imports from a module of the run that
+        trains."""
+        if self._reason is not False:
+            return self._reason  # type: ignore[return-value]
+        reason = None
+        if self.uses_tf() and not self.is_test():
+            reason = self.own_training_reason() or self._peer_training_reason()
+        self._reason = reason
+        return reason
+
+    def own_training_reason(self) -> str | None:
+        """The first call of the script itself that trains, in words with its line."""
         for c in self.calls:
-            if c.attr in _TRAIN_METHODS or c.last == "GradientTape":
-                return True
-            if c.name and (
-                (
-                    c.name.startswith(("keras.optimizers.", "tf.train.", "tf.compat.v1.train."))
-                    and c.last[:1].isupper()
-                    and "Optimizer" in c.last
+            why = _trains_at(self, c)
+            if why is not None:
+                return f"{why} (line {c.node.lineno})"
+        return None
+
+    def _imported_peers(self) -> dict[str, Peer]:
+        """The modules of the run this script imports, by the local name each import binds (`from models import
+        build`: build; `import trainer`: trainer), relative imports resolved against the script's package."""
+        if self._peers_bound is not None:
+            return self._peers_bound
+        bound: dict[str, Peer] = {}
+        if self.peers:
+            here = module_names(self.path)
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Import):
+                    for a in node.names:
+                        peer = self.peers.get(a.name)
+                        if peer is not None and peer.path != self.path:
+                            bound[a.asname or a.name.split(".", 1)[0]] = peer
+                elif isinstance(node, ast.ImportFrom):
+                    bases = [node.module or ""] if not node.level else _relative(here, node.level, node.module)
+                    for a in node.names:
+                        for base in bases:
+                            peer = self.peers.get(f"{base}.{a.name}".strip(".")) or self.peers.get(base)
+                            if peer is not None and peer.path != self.path:
+                                bound[a.asname or a.name] = peer
+                                break
+        self._peers_bound = bound
+        return bound
+
+    def _peer_training_reason(self) -> str | None:
+        """A call of a name bound from a module of the run that trains (`from trainer import run; run(cfg)`), or
+        a training method of what such a name made (`model = models.build(); model.fit(...)`: the model is
+        TensorFlow's through the module)."""
+        peers = self._imported_peers()
+        for c in self.calls:
+            root = _root_name(c.node.func)
+            peer = peers.get(root) if root is not None else None
+            if peer is not None and peer.reason is not None:
+                return (
+                    f"calls {ast.unparse(c.node.func)} from {peer.path}, which trains: {peer.reason} "
+                    f"(line {c.node.lineno})"
                 )
-                or c.last == "AdamOptimizer"
-            ):
-                return True
-            if c.name and c.name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) and c.last[:1].isupper():
-                return True
-            if c.attr == "compile" and is_model_compile(c):
-                return True
-        return False
+        return None
 
     def first_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int:
         for node in ast.walk(self.tree):

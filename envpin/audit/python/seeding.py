@@ -16,7 +16,7 @@ from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS
 from envpin.audit.python.script import Call, Script
 from envpin.audit.python.switch import determinism_on
-from envpin.audit.python.table import matches, meetable
+from envpin.audit.python.table import holds, matches, meetable, short
 from envpin.audit.rule import Rule
 from envpin.errors import param
 from envpin.knowledge.recipes import Recipe
@@ -264,11 +264,20 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
     records, keras = s.target.records, s.keras_major()
     if records is None:
         return "", False
+    method_hit: tuple[str, bool] | None = None  # a method the table names: told when no unseeded call is
     for kind, items in (("raises", records.raises), ("stays nondeterministic", records.silent)):
         for e in meetable(items, keras, "no_global_seed"):
+            how = f"{kind} ({e.item.exception})" if e.item.exception is not None else kind
             for c in (n for call in s.calls for n in call.narrowed()):
-                if c.kw("seed") is None and any(matches(c, a, frozenset()) for a in e.apis):
-                    how = f"{kind} ({e.item.exception})" if e.item.exception is not None else kind
+                method = e.item.methods.get(c.attr or "") if c.name is None else None
+                if method is not None and method_hit is None and holds(c.node, method) and determinism_on(s, True):
+                    # model.fit: its default shuffle is an unseeded random op, which raises under determinism
+                    method_hit = (
+                        f"; on TensorFlow {s.target.tf_version} the table says {c.attr}() on line {c.node.lineno} "
+                        f"{how}: {short(e.item.op)}",
+                        kind == "raises",
+                    )
+                if holds(c.node, e.item.arguments) and any(matches(c, a, frozenset()) for a in e.apis):
                     name = c.name or ""
                     return (
                         f"; on TensorFlow {s.target.tf_version} the table says an unseeded "
@@ -276,6 +285,8 @@ def _unseeded_layers(s: Script) -> tuple[str, bool]:
                         f"line {c.node.lineno}",
                         kind == "raises",
                     )
+    if method_hit is not None:
+        return method_hit
     return "", False
 
 

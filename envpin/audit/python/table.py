@@ -61,8 +61,9 @@ def _keras_in(item: OpEntry, major: int) -> bool:
 def matches(c: Call, api: str, compat_split: frozenset[str]) -> bool:
     """Whether a call is of a (canonical) API of the table. TensorFlow exports an op under several modules
     (tf.unsorted_segment_sum, tf.math..., tf.compat.v1...), so tf. names match on their last component, raw_ops
-    only raw_ops, and compat.v1 only compat.v1 where both spellings are listed apart; Keras names match on the
-    class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is a layer)."""
+    only raw_ops, tf.sparse only tf.sparse, and compat.v1 only compat.v1 where both spellings are listed apart;
+    Keras names match on the class and the kind of module (keras.layers.experimental.preprocessing.RandomFlip is
+    a layer)."""
     name = c.name
     if not name:
         return False
@@ -75,6 +76,8 @@ def matches(c: Call, api: str, compat_split: frozenset[str]) -> bool:
     if root == "keras":
         return rest.split(".", 1)[0] in name.split(".")[1:-1]
     if ("raw_ops" in api) != ("raw_ops" in name):
+        return False
+    if (".sparse." in api) != (".sparse." in name):  # tf.sparse.bincount is not tf.math.bincount
         return False
     return not (last in compat_split and ("compat.v1" in api) != ("compat.v1" in name))
 
@@ -130,3 +133,63 @@ def condition(s: Script, item: OpEntry, c: Call) -> str | None:
 
 def only(condition: str | None) -> str:
     return f" only when {condition} (the script does not show whether it does)" if condition else ""
+
+
+def argument(node: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+    """The expression a call passes as argument `name` (by keyword, or at `position` among its positional
+    arguments), None when it leaves it out."""
+    given = next((k.value for k in node.keywords if k.arg == name), None)
+    if (
+        given is None
+        and position is not None
+        and len(node.args) > position
+        and not any(isinstance(a, ast.Starred) for a in node.args[: position + 1])
+    ):
+        given = node.args[position]
+    return given
+
+
+def holds(node: ast.Call, conditions: dict[str, dict[str, object]]) -> bool:
+    """Whether a call meets the table's conditions on its arguments (OpEntry.arguments, BuiltOn.arguments): each
+    named argument given or left out (`given`), or its constant value, its `default` when left out, one of `in`.
+    An argument the script computes may be anything: it is taken to meet its condition."""
+    for name, cond in conditions.items():
+        position = cond.get("position")
+        value = argument(node, name, position if isinstance(position, int) else None)
+        if "given" in cond and (value is not None) is not cond["given"]:
+            return False
+        if "in" in cond:
+            if value is None:
+                got: object = cond.get("default")
+            elif isinstance(value, ast.Constant):
+                got = value.value
+            else:
+                continue  # computed: it may have any value
+            allowed = cond["in"]
+            if not any(got == v and type(got) is type(v) for v in allowed):  # type: ignore[attr-defined]
+                return False
+    return True
+
+
+def layer_calls(s: Script, made: ast.Call) -> list[ast.Call]:
+    """The calls of the layer a constructor call makes: `Layer(...)(x, ...)`, and through the name or attribute it
+    is assigned to (`bn = Layer()` then `bn(x, ...)`; `self.bn = Layer()` then `self.bn(x, ...)`)."""
+    names: set[str] = set()
+    attrs: set[str] = set()
+    for node in ast.walk(s.tree):
+        if isinstance(node, ast.Assign) and node.value is made:
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    attrs.add(t.attr)
+    out = []
+    for c in s.calls:
+        f = c.node.func
+        if (
+            f is made
+            or (isinstance(f, ast.Name) and f.id in names)
+            or (isinstance(f, ast.Attribute) and f.attr in attrs)
+        ):
+            out.append(c.node)
+    return out

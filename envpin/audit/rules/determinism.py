@@ -119,13 +119,14 @@ D9M_UNAVAILABLE = Rule(
 CUDNN_AUTOTUNE_SET = Rule(
     id="cudnn-autotune-set",
     severity="error",
-    title="TF_CUDNN_USE_AUTOTUNE is set",
-    finds="`TF_CUDNN_USE_AUTOTUNE` (the name TensorFlow reads, `tensorflow/core/util/use_cudnn.cc`) set to any "
-    "value by an `ENV` of the produced image: setting it, to `0` in particular, thwarts deterministic cuDNN "
-    "algorithm selection (TF PR 24747).",
-    why="TensorFlow reads TF_CUDNN_USE_AUTOTUNE (tensorflow/core/util/use_cudnn.cc). Do not set it at "
-    "all, in particular not to 0, together with TF_DETERMINISTIC_OPS or TF_CUDNN_DETERMINISTIC: "
-    "turning autotuning off thwarts the deterministic cuDNN algorithm selection. Remove it.",
+    title="TF_CUDNN_USE_AUTOTUNE is set to turn autotuning off",
+    finds="`TF_CUDNN_USE_AUTOTUNE` (the name TensorFlow reads, `tensorflow/core/util/use_cudnn.cc`) set by an "
+    "`ENV` of the produced image to a value the recipe table lists as harmful (`0`, `false`) or to one the "
+    "Dockerfile computes: turning autotuning off thwarts deterministic cuDNN algorithm selection (TF PR "
+    "24747). `1` (or `true`), TensorFlow's default, is harmless and not reported.",
+    why="TensorFlow reads TF_CUDNN_USE_AUTOTUNE (tensorflow/core/util/use_cudnn.cc; default true). Setting it to "
+    "0 together with TF_DETERMINISTIC_OPS or TF_CUDNN_DETERMINISTIC turns autotuning off, which thwarts the "
+    "deterministic cuDNN algorithm selection. Remove it.",
     bad=EXAMPLE_BASE + "ENV TF_CUDNN_USE_AUTOTUNE=0\n",
     good=EXAMPLE_BASE,
     autofix="Removes the variable from every `ENV` of the produced stage and the stages it is built on (the rest "
@@ -316,6 +317,8 @@ def check_autotune(ctx: Context) -> None:
     fixes = param("fix", command="audit")
     for item in recipes.shared("unset"):
         for ins, value in ctx.env_settings(item.name):
+            if not item.harms(None if value is None or "$" in value else value):
+                continue  # a value the table says is harmless (TF_CUDNN_USE_AUTOTUNE=1, its default)
             ctx.add(
                 CUDNN_AUTOTUNE_SET,
                 ins.line,
