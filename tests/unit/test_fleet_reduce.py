@@ -122,9 +122,19 @@ def test_members_read_text_as_json_loads_does() -> None:
     for text in texts:
         assert Members().parse(text) == json.loads(text)
         assert list(Members().parse(text) or {}) == list(json.loads(text))
-    refused = ['{"a": 1,}', '{"a" 1}', '{"a": 1} x', "\ufeff{}", "[1]", '{"a": ' + "[" * 5000 + "]" * 5000 + "}"]
+    refused = ['{"a": 1,}', '{"a" 1}', '{"a": 1} x', "\ufeff{}", "[1]"]
     for text in refused:
         assert Members().parse(text) is None
+    # Nesting json's scanner cannot follow: refused where json.loads is (RecursionError up to 3.12; 3.13's
+    # scanner reads 5,000 levels), read where it reads it.
+    deep = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
+    try:
+        json.loads(deep)
+    except RecursionError:
+        assert Members().parse(deep) is None
+    else:
+        parsed = Members().parse(deep)
+        assert parsed is not None and list(parsed) == ["a"]
     for text in refused[:4]:  # parse_json says what json.loads says
         with pytest.raises(ReportError, match="is not valid JSON"):
             parse_json(text, "x", ReportError, members=Members())
