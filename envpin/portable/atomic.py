@@ -177,6 +177,23 @@ def kept_mode(path: str, default: int = 0o644) -> int:
     return st.st_mode & 0o777 if stat.S_ISREG(st.st_mode) else default
 
 
+def _keep_owner(staged: str, path: str) -> None:
+    """Give the staged file the owner and group of the regular file it replaces, where this process may (root,
+    or a group it is in): `audit --fix --in-place` by root on a user's script must leave the user's file, not
+    a root-owned one. A new file, or an owner this process may not give, keeps the process's own."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    mine = os.stat(staged)
+    if (st.st_uid, st.st_gid) == (mine.st_uid, mine.st_gid):
+        return
+    with contextlib.suppress(OSError):
+        os.chown(staged, st.st_uid if os.geteuid() == 0 else -1, st.st_gid)
+
+
 def replace_all(files: "Dict[str, bytes]", modes: "Optional[Dict[str, int]]" = None) -> None:
     """Write several files all or nothing: each is staged (fsynced) beside its target, then all are renamed
     into place together with signals held back. Renames need no free space, so a full disk or a permission
@@ -196,6 +213,7 @@ def replace_all(files: "Dict[str, bytes]", modes: "Optional[Dict[str, int]]" = N
                 fh.flush()
                 os.fsync(fh.fileno())
             os.chmod(tmp, modes[path] if modes and path in modes else kept_mode(path))
+            _keep_owner(tmp, path)
     except BaseException:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

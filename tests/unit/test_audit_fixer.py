@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
+
+import pytest
 
 from envpin.audit import MECHANICAL, audit, audit_text, fix, parse
 from envpin.audit.fix import MARKER
@@ -189,3 +192,17 @@ def test_a_finding_on_a_comment_line_gets_its_note_above_that_line(cli, tmp_path
     at = lines.index("# envpin: ignore=pip-unpined")
     assert lines[at - 1].startswith("# envpin audit: suppression-unknown: ")
     assert "suppression-unknown" in res.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another owner needs root (CI runs as root)")
+def test_fix_in_place_as_root_keeps_the_owner_of_the_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """root fixing a user's script in place leaves the user's file (owner, group, mode), not a root-owned copy."""
+    script = tmp_path / "train.py"
+    script.write_text("import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n")
+    os.chown(script, 1234, 1235)
+    os.chmod(script, 0o640)
+    res = cli("audit", "--fix", "--in-place", "--tf", "2.21", "train.py", cwd=tmp_path)
+    assert res.code == 0, res.stderr
+    st = script.stat()
+    assert "enable_op_determinism" in script.read_text()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (1234, 1235, 0o640)
