@@ -172,6 +172,13 @@ RULES = [
     Rule("tensorflow.location", INFO, "where TensorFlow is installed"),
     Rule("tensorflow.runtime", INFO, "runtime settings are only read when TensorFlow is imported"),
     Rule(
+        "tensorflow.runtime.tf32",
+        BREAKING,
+        "TensorFloat-32 math for float32 matmuls and convolutions on Ampere and later GPUs (on by default)",
+        fingerprint=False,
+        absent=INFO,
+    ),
+    Rule(
         "tensorflow.runtime.*",
         BREAKING,
         "TensorFlow runtime setting (threads, op determinism, build)",

@@ -143,6 +143,9 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
         out["intra_op_threads"] = threading.get_intra_op_parallelism_threads()
         out["inter_op_threads"] = threading.get_inter_op_parallelism_threads()
     out["op_determinism"] = _op_determinism(tf)
+    tf32 = getattr(getattr(config, "experimental", None), "tensor_float_32_execution_enabled", None)
+    if tf32 is not None:  # TF 2.4 and later: on by default, used on Ampere and later GPUs only
+        out["tf32"] = "on" if tf32() else "off"
     onednn = onednn_enabled()
     if onednn is not None:
         out["onednn"] = "on" if onednn else "off"

@@ -29,6 +29,7 @@ def test_with_tf_reads_runtime_and_keeps_fingerprint(tmp_path: Path) -> None:
     assert runtime["version"] == plain["tensorflow"]["version"]["value"].split("+")[0]
     assert runtime["git_version"].startswith("v")
     assert runtime["intra_op_threads"] == 0 and runtime["inter_op_threads"] == 0
+    assert runtime["tf32"] == "on"  # TensorFlow's default (2.4 and later); no GPU here to use it
     assert plain["fingerprint"] == fields.fingerprint(plain)
     # TF runtime fields are compared by diff but never hashed: the same environment keeps its fingerprint.
     # (TF_CPP_MIN_LOG_LEVEL is a logging variable, outside the fingerprint too.)

@@ -159,6 +159,20 @@ def test_tf_runtime_threads_breaking_but_probe_mode_is_info(report: dict[str, An
     assert fingerprint(a) == fingerprint(plain)
 
 
+def test_tf32_on_and_off_is_breaking_and_leaves_the_fingerprint(report: dict[str, Any]) -> None:
+    """TF32 changes float32 matmul and convolution results on Ampere and later GPUs: breaking, named with
+    its reason; like every runtime setting it is not hashed, and a report without it (TF < 2.4) is info."""
+    runtime = {"version": "2.21.0", "intra_op_threads": 0, "inter_op_threads": 0, "tf32": "on"}
+    on = _with(report, "tensorflow", "runtime", runtime)
+    off = _with(report, "tensorflow", "runtime", {**runtime, "tf32": "off"})
+    assert _severities(on, off) == {"tensorflow.runtime.tf32": "breaking"}
+    [found] = [d for d in diff.diff_reports(on, off) if d.key == "tensorflow.runtime.tf32"]
+    assert "TensorFloat-32" in found.reason
+    older = _with(report, "tensorflow", "runtime", {k: v for k, v in runtime.items() if k != "tf32"})
+    assert _severities(older, on) == {"tensorflow.runtime.tf32": "info"}
+    assert fingerprint(on) == fingerprint(off)
+
+
 def test_golden_hash_difference_is_breaking(report: dict[str, Any]) -> None:
     a, b = copy.deepcopy(report), copy.deepcopy(report)
     a["selftest"] = {"golden": {"hash": "sha256:" + "a" * 64, "device_class": "cpu-x"}}
