@@ -6,8 +6,9 @@ gets its own image ID (bit_identical False); envpin keeps that ID machine-local 
 Reading an image's ID and layers (`inspect`, `exists`) and the question whether the engine answers (`open`)
 are one GET request each to the engine's API where DOCKER_HOST points (the SDK's rules: unix://, default
 /var/run/docker.sock, podman's socket too; tcp:// with DOCKER_TLS_VERIFY and DOCKER_CERT_PATH), through
-`EngineAPI`. The SDK, whose import costs about 0.3 s of CPU, is opened only for what builds or runs
-containers (`DockerEngine.client`): `envpin lock` with its image's facts kept never imports it (docs/lock.md).
+`EngineAPI`. The SDK, whose import and connection cost more CPU than envpin's whole start-up, is opened only
+for what builds or runs containers (`DockerEngine.client`): `envpin lock` with its image's facts kept never
+imports it (docs/lock.md, "Speed of envpin lock").
 """
 
 from __future__ import annotations
@@ -88,13 +89,13 @@ class _UnixConnection(http.client.HTTPConnection):
 
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__("localhost", timeout=timeout)
-        self.path = path
+        self.socket_path = path
 
     def connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(self.timeout)
-            sock.connect(self.path)
+            sock.connect(self.socket_path)
         except BaseException:
             sock.close()
             raise
