@@ -129,6 +129,19 @@ def docker_client() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def docker_engine(docker_client: Any) -> Iterator[Any]:
+    """envpin's Docker engine (envpin.image.docker.DockerEngine) for the same engine: image facts over its API,
+    containers through `docker_client`."""
+    from envpin.image.docker import DockerEngine
+
+    engine = DockerEngine(docker_client)
+    try:
+        yield engine
+    finally:
+        engine.api.close()
+
+
+@pytest.fixture(scope="session")
 def local_registry() -> str:
     """'127.0.0.1:5000' once its /v2/ endpoint answers (CNCF distribution, no auth, plain HTTP)."""
     try:

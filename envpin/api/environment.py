@@ -568,7 +568,7 @@ def lock_requirements(
     from envpin.environment.plan import make_plan
     from envpin.files.read import read_regular
     from envpin.files.write import atomic_write, check_output_file
-    from envpin.image.docker import docker_client
+    from envpin.image.docker import DockerEngine
 
     if out is not None:
         check_output_file(out, "out")
@@ -585,11 +585,13 @@ def lock_requirements(
         except OSError:
             cut = None
         kept = cut is not None
-    client = docker_client()  # resolution runs containers of the image: Docker only
+    # Docker only (resolution may run containers of the image); not pinged: its first request, for the image's
+    # ID, says whether it answers, and the SDK is opened only when a container runs.
+    engine = DockerEngine()
     try:
-        res = resolve.resolve(client, image, text, resolver, cut)
+        res = resolve.resolve(engine, image, text, resolver, cut)
     finally:
-        client.close()
+        engine.close()
     body = resolve.lock_text(res, image, source, text)
     pylock_path = target.with_name("pylock.toml") if pylock else None
     pylock_body = resolve.pylock_text(res, image, body) if pylock else None  # both made before either is written
@@ -654,20 +656,17 @@ def _cutoff_notes(path: Path) -> list[str]:
     from envpin.environment import resolve
     from envpin.environment.requirements import read_text
     from envpin.errors import EnvpinError
-    from envpin.image.docker import docker_client
+    from envpin.image.docker import DockerEngine
 
     if resolve.recorded_cutoff(read_text(path)) is None:
         return []
+    engine = DockerEngine()
     try:
-        client = docker_client()
-    except EnvpinError as exc:
-        return [f"{path}: not re-locked without its cut-off: {exc}"]
-    try:
-        return resolve.cutoff_drift(client, path)
+        return resolve.cutoff_drift(engine, path)
     except EnvpinError as exc:
         return [f"{path}: not re-locked without its cut-off: {exc}"]
     finally:
-        client.close()
+        engine.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -307,5 +307,5 @@ def lock_cmd(
     with console.progress("envpin lock") as update:
         update("checking" if check else f"resolving for the {ngc or stock or tf} image")
         res = api.lock_or_check(request)
-    environment.lock_outcome(res, console.out(), console.err())
+    environment.lock_outcome(res, console.results(), console.notes())
     raise typer.Exit(res.exit_code)

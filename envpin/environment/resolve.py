@@ -24,7 +24,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from envpin.environment.requirements import Requirement, parse_lock, read_text, render_lock
 from envpin.errors import EngineError, EnvpinError, RequirementsError, param, shown
@@ -89,6 +89,19 @@ _CUTOFF_LINE = re.compile(r"^# exclude-newer: (\S+)", re.M)
 _FROM_LINE = re.compile(
     r"^# envpin: locked from (\S+) \((sha256:[0-9a-f]{64})\) (inside (\S+)|on the host for (\S+)'s Python)", re.M
 )
+
+
+class ContainerEngine(Protocol):
+    """What the lock needs of the engine (envpin.image.docker.DockerEngine; this layer does not import it):
+    whether it holds an image and the image's ID (`exists`, `inspect`: one API request each, without the Docker
+    SDK), and the SDK client that runs the throwaway containers (`client`, opened on first use)."""
+
+    def exists(self, image: str) -> bool: ...
+
+    def inspect(self, image: str) -> Any: ...
+
+    @property
+    def client(self) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,13 +205,14 @@ def read_requirements_in(path: Path) -> str:
     return text
 
 
-def _run(client: Any, image: str, command: list[str], work: Path) -> tuple[int, str]:
+def _run(engine: ContainerEngine, image: str, command: list[str], work: Path) -> tuple[int, str]:
     """Run `command` in a throwaway container of `image` with `work` (and the payload in it) at /work."""
     from docker.errors import APIError, ImageNotFound
 
     from envpin.environment.payload import PAYLOAD_NAME, payload
 
     (work / PAYLOAD_NAME).write_bytes(payload())
+    client = engine.client
     try:
         container = client.containers.run(
             image,
@@ -222,18 +236,18 @@ def _run(client: Any, image: str, command: list[str], work: Path) -> tuple[int, 
     return code, logs
 
 
-def image_facts(client: Any, image: str) -> ImageFacts:
+def image_facts(engine: ContainerEngine, image: str) -> ImageFacts:
     """The image's Python version, installed distributions and wheel tags, read in one throwaway container,
     or from the copy kept for the same local image (see _facts_cache: starting the container is most of
     what `envpin lock` adds to the resolver's own time)."""
-    cached = _facts_cache(client, image)
+    cached = _facts_cache(engine, image)
     if cached is not None:
         try:
             return _facts_from(json.loads(read_regular(cached, _FACTS_LIMIT).decode("utf-8")))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass  # none yet, or a damaged, oversized or non-regular copy: read again from the image (rewritten)
     with tempfile.TemporaryDirectory(prefix="envpin-lock-") as tmp:
-        code, logs = _run(client, image, ["python3", "-c", _LIST], Path(tmp))
+        code, logs = _run(engine, image, ["python3", "-c", _LIST], Path(tmp))
     lines = logs.strip().splitlines()
     if code != 0 or not lines:
         raise EngineError(f"could not list the packages in {image}: {lines[-1:] or 'no output'}")
@@ -261,18 +275,16 @@ def _facts_from(data: dict[str, Any]) -> ImageFacts:
     )
 
 
-def _facts_cache(client: Any, image: str) -> Path | None:
+def _facts_cache(engine: ContainerEngine, image: str) -> Path | None:
     """Where the facts of this local image are kept: $XDG_CACHE_HOME/envpin/lock-facts/, keyed by the image's
     ID (the digest of its config, so of its layers: the same ID is the same Python and packages) and by the
-    listing script; None when the image is not local yet (the container run pulls it and says what fails)."""
+    listing script; None when the image is not local yet (the container run pulls it and says what fails).
+    An engine that does not answer is an EngineError here, before anything else is tried."""
     import hashlib
 
-    from docker.errors import DockerException
-
-    try:
-        image_id = str(client.images.get(image).id)
-    except (DockerException, OSError):
+    if not engine.exists(image):
         return None
+    image_id = str(engine.inspect(image).id)
     key = hashlib.sha256(f"{image_id}\n{_LIST}".encode()).hexdigest()
     return cache_dir() / "lock-facts" / f"{key}.json"
 
@@ -324,14 +336,14 @@ def choose(resolver: str, python: str, exclude_newer: str | None = None) -> str:
 
 
 def resolve(
-    client: Any, image: str, requirements_in: str, resolver: str = "auto", exclude_newer: str | None = None
+    engine: ContainerEngine, image: str, requirements_in: str, resolver: str = "auto", exclude_newer: str | None = None
 ) -> Resolved:
     """Resolve for the image, in it or on the host (see the module docstring); with `exclude_newer` (a UTC
     time, as `cutoff` gives it) only files uploaded before it are candidates."""
-    facts = image_facts(client, image)
+    facts = image_facts(engine, image)
     where = choose(resolver, facts.python, exclude_newer)
     if where == "image":
-        locked, files = resolve_in_image(client, image, requirements_in, facts, exclude_newer)
+        locked, files = resolve_in_image(engine, image, requirements_in, facts, exclude_newer)
     else:
         locked, files = resolve_on_host(image, requirements_in, facts, exclude_newer)
     return Resolved(facts, locked, where, files, exclude_newer)
@@ -341,7 +353,7 @@ Files = dict[str, tuple[LockedFile, ...]]
 
 
 def resolve_in_image(
-    client: Any, image: str, requirements_in: str, facts: ImageFacts, exclude_newer: str | None = None
+    engine: ContainerEngine, image: str, requirements_in: str, facts: ImageFacts, exclude_newer: str | None = None
 ) -> tuple[tuple[Requirement, ...], Files]:
     """pip --dry-run --report inside the image; the locked requirements the base lacks, and their files."""
     options = f" --uploaded-prior-to {exclude_newer}" if exclude_newer else ""
@@ -350,7 +362,7 @@ def resolve_in_image(
         work = Path(tmp)
         (work / "requirements.in").write_text(requirements_in)
         (work / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(facts.dists.items())))
-        code, logs = _run(client, image, ["/bin/sh", "-c", script], work)
+        code, logs = _run(engine, image, ["/bin/sh", "-c", script], work)
         if code == 3:
             raise EngineError(
                 f"could not install a recent pip inside {image} to resolve with: {_conflict_hint(logs)}",
@@ -651,7 +663,7 @@ def pylock_text(res: Resolved, image: str, lock_body: str) -> str:
     return tomli_w.dumps(data)
 
 
-def cutoff_drift(client: Any, lock_path: Path) -> list[str]:
+def cutoff_drift(engine: ContainerEngine, lock_path: Path) -> list[str]:
     """What a re-lock of the requirements lock at `lock_path` without its recorded cut-off would change, one
     note (re-resolved from the source file its header names, beside it, for the same image and resolver);
     [] for a lock with no cut-off. What `lock --check` says: the cut-off is holding those updates back."""
@@ -667,7 +679,7 @@ def cutoff_drift(client: Any, lock_path: Path) -> list[str]:
         return [f"{lock_path}: not re-locked without its cut-off {cut}: {source} is not beside it"]
     if sha256_bytes(source_text.encode()) != origin.source_hash:
         return [f"{lock_path}: not re-locked without its cut-off {cut}: {source} changed since it was locked"]
-    fresh = resolve(client, origin.image, source_text, origin.where, None)
+    fresh = resolve(engine, origin.image, source_text, origin.where, None)
     old = {r.key: r for r in parse_lock(text, str(lock_path))}
     new = {r.key: r for r in fresh.locked}
     changes = []

@@ -223,7 +223,8 @@ class Progress:
         self._total: int | None = None
         self._unit = ""
         self._lock = threading.Lock()
-        self._err = err()
+        #: Where the lines go: rich's console on a terminal, else its Plain stand-in (no rich loaded; notes()).
+        self._err: Any = None
         self._live: Any = None
         self._ticker: Any = None
         self._stop = threading.Event()
@@ -234,6 +235,7 @@ class Progress:
         self._closed = settings["quiet"]
         if self._closed:
             return
+        self._err = notes()
         if self._err.is_terminal:
             from rich.live import Live
             from rich.spinner import Spinner

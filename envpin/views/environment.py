@@ -211,7 +211,7 @@ def build_outcome(res: BuildResult | PlannedBuild, as_json: bool, console: Conso
         built(res, as_json, console, note)
 
 
-def lock_outcome(res: LockResult | LockChecks, console: Console, note: Console) -> None:
+def lock_outcome(res: LockResult | LockChecks, console: Console | Plain, note: Console | Plain) -> None:
     if isinstance(res, LockResult):
         locked(res, console, note)
     else:
@@ -248,7 +248,7 @@ def built(res: BuildResult, as_json: bool, console: Console, note: Console) -> N
         say(console, res.tag)
 
 
-def locked(res: LockResult, console: Console, note: Console) -> None:
+def locked(res: LockResult, console: Console | Plain, note: Console | Plain) -> None:
     where = "resolved inside the image" if res.resolver == "image" else "resolved on the host with uv"
     say(
         note,
@@ -263,7 +263,7 @@ def locked(res: LockResult, console: Console, note: Console) -> None:
         say(console, str(res.pylock))
 
 
-def lock_check(res: LockChecks, console: Console) -> None:
+def lock_check(res: LockChecks, console: Console | Plain) -> None:
     for check in res.checks:
         for line in check.notes:
             say(console, f"note: {line}")

@@ -2,6 +2,7 @@
 
 from tests.engines import (  # noqa: F401 (fixtures, registered by being here)
     docker_client,
+    docker_engine,
     local_registry,
     stand_in_image,
     stand_in_image_bullseye,

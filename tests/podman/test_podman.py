@@ -265,3 +265,43 @@ def test_probe_in_a_podman_container_names_podman(stores: list[Store], stand_in_
     container = json.loads(probe.stdout)["container"]
     assert container["in_container"]["value"] is True
     assert container["runtime"]["value"] == "podman"
+
+
+def test_the_docker_engine_api_reads_podmans_socket(stores: list[Store], tmp_path: Path) -> None:
+    """DOCKER_HOST at podman's Docker-compatible socket (`podman system service`): the image facts envpin's Docker
+    engine reads over the API (what `envpin lock` keys its kept facts by) are podman's own."""
+    from envpin.errors import EngineError
+    from envpin.image.docker import DockerEngine, EngineAPI
+
+    store = stores[0]
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "Containerfile").write_text("FROM scratch\nCOPY x /x\n")
+    (context / "x").write_text("x\n")
+    built = store.run("build", "--quiet", "-t", "localhost/envpin-test/api-read:1", str(context))
+    assert built.returncode == 0, built.stderr
+    sock, log = tmp_path / "podman.sock", tmp_path / "service.log"
+    with log.open("wb") as out:
+        service = subprocess.Popen(
+            [store.podman, "system", "service", "--time=0", f"unix://{sock}"],
+            env={**os.environ, **store.env},
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+    engine = DockerEngine(api=EngineAPI({"DOCKER_HOST": f"unix://{sock}"}, timeout=30))
+    try:
+        deadline = time.monotonic() + 30
+        while service.poll() is None and time.monotonic() < deadline:  # until the service answers its ping
+            try:
+                if engine.api.get("/_ping")[0] == 200:
+                    break
+            except EngineError:
+                time.sleep(0.05)
+        assert service.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:] or "no answer in 30 s"
+        facts = engine.inspect("localhost/envpin-test/api-read:1")
+        assert facts.id == _image_id(store, "localhost/envpin-test/api-read:1") and len(facts.layers) == 1
+        assert not engine.exists("localhost/envpin-test/not-there:1")
+    finally:
+        engine.close()
+        service.terminate()
+        service.wait(timeout=30)
