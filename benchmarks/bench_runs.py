@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name, seconds in medians.items():
         peer, limit = TARGETS.get(name, (None, None))
+        if peer not in medians:  # a peer's own peer, left out by --only
+            peer, limit = None, None
         times = PEER_RUNS.get(name, 1)
         ratio = seconds / (times * medians[peer]) if peer else None
         rows.append(
