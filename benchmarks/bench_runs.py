@@ -1,7 +1,7 @@
 """Benchmark: what envpin's run hook (the sitecustomize that `bisect`, `study` and `cost` put on PYTHONPATH)
 costs a command, side by side with the same command without it.
 
-    .venv/bin/python benchmarks/bench_runs.py [--runs 5] [--json]
+    .venv/bin/python benchmarks/bench_runs.py [--runs 5] [--json] [--only VARIANT ...]
 
 Each variant runs as a fresh process; the variants alternate run by run after one unmeasured warm-up each,
 so all see the same machine state. The figure is the median CPU time of the child (user + system, getrusage),
@@ -11,8 +11,14 @@ which a shared machine moves far less than wall time. Targets, as ratios within 
 * a tiny Keras training (tests/runs/scripts/dense.py: 2 epochs of 8 steps) with the hook, seeded through
   ENVPIN_SEED (the `study` arms), <= 1.10x without it.
 
-The same training with full-tensor debugger dumps (what `bisect` does) is printed alongside, without a
-target: its cost is TensorFlow's debugger, which writes every op's output to disk.
+The same training with full-tensor debugger dumps (what each run of `bisect` does) is printed alongside,
+without a target: its cost is TensorFlow's debugger, which writes every op's output to disk. Against two of
+those runs:
+
+* `envpin bisect --whole-run` of the same training (its two runs and the comparison of their dumps, with
+  envpin's own start-up) <= 1.3x two dumped runs.
+
+`--only` measures the variants named and their peers (e.g. `--only bisect`).
 """
 
 from __future__ import annotations
@@ -34,7 +40,10 @@ TARGETS: dict[str, tuple[str, float | None]] = {
     "python -c pass, hook": ("python -c pass", 1.2),
     "keras fit, hook + seed": ("keras fit", 1.10),
     "keras fit, hook + dump": ("keras fit", None),
+    "bisect": ("keras fit, hook + dump", 1.3),
 }
+#: variant -> how many runs of its peer it is measured against (1 when not named)
+PEER_RUNS = {"bisect": 2}
 
 
 def _cpu_seconds(cmd: list[str], env: dict[str, str]) -> float:
@@ -65,12 +74,26 @@ def variants(root: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
         "keras fit": ([*py, str(TRAIN)], plain),
         "keras fit, hook + seed": ([*py, str(TRAIN)], hooked(launch.RunSpec("b", seed=1))),
         "keras fit, hook + dump": ([*py, str(TRAIN)], hooked(launch.RunSpec("b", seed=1, dump=True))),
+        # its two runs are the dumped run above (whole, seed 42 instead of 1: the same ops and sizes)
+        "bisect": ([*py, "-m", "envpin", "bisect", "--whole-run", "--", *py, str(TRAIN)], plain),
     }
 
 
-def measure(runs: int) -> dict[str, float]:
+def chosen(every: list[str], names: list[str] | None) -> list[str]:
+    """The variants to measure, in `every`'s order: `names` and their peers (all of them when None)."""
+    if not names:
+        return every
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}: pick from {', '.join(every)}")
+    wanted = set(names) | {TARGETS[n][0] for n in names if n in TARGETS}
+    return [name for name in every if name in wanted]
+
+
+def measure(runs: int, names: list[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="envpin-bench-runs-") as tmp:
-        cases = variants(Path(tmp))
+        every = variants(Path(tmp))
+        cases = {name: every[name] for name in chosen(list(every), names)}
         for cmd, env in cases.values():  # warm-up: file cache, .pyc files
             _cpu_seconds(cmd, env)
         times: dict[str, list[float]] = {name: [] for name in cases}
@@ -88,17 +111,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="CPU time of commands with and without envpin's run hook.")
     parser.add_argument("--runs", type=int, default=5, help="measured runs per variant (after one warm-up)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--only", nargs="+", metavar="VARIANT", help="measure these variants and their peers")
     args = parser.parse_args(argv)
-    medians = measure(args.runs)
+    medians = measure(args.runs, args.only)
     rows = []
     for name, seconds in medians.items():
         peer, limit = TARGETS.get(name, (None, None))
-        ratio = seconds / medians[peer] if peer else None
+        if peer not in medians:  # a peer's own peer, left out by --only
+            peer, limit = None, None
+        times = PEER_RUNS.get(name, 1)
+        ratio = seconds / (times * medians[peer]) if peer else None
         rows.append(
             {
                 "variant": name,
                 "cpu_seconds": round(seconds, 3),
-                "peer": peer,
+                "peer": peer if times == 1 or peer is None else f"{times} x {peer}",
                 "ratio": None if ratio is None else round(ratio, 3),
                 "target": limit,
                 "met": None if ratio is None or limit is None else ratio <= limit,

@@ -68,8 +68,8 @@ def bisect_cmd(
         str | None,
         typer.Option(
             "--reader-python",
-            help="Python with TensorFlow that compares the dumps "
-            "(default: the one that made them; needed when they ran in a container).",
+            help="Python with TensorFlow that compares the dumps (default: the second run's own process, as it "
+            "ends, else the Python that made them; needed when they ran in a container).",
         ),
     ] = None,
     replica: Annotated[

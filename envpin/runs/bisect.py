@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from envpin.errors import param, shown
 from envpin.record import ProgressCallback, ProgressEvent, Value
@@ -123,16 +123,60 @@ def table_notes(op_type: str, tf_version: str | None, device: str | None) -> lis
     return notes
 
 
-def _reader(
-    python: str, a: str, b: str, max_ops: int | None, timeout: float | None, root: Path, device: str | None = None
-) -> dict[str, Any]:
-    """Run the dump comparison on the Python that made the dumps (it imports TensorFlow's reader). The
-    program runs from a folder of its own: a script's folder comes first on sys.path, and envpin/runs holds
-    bisect.py, which would shadow the standard library's bisect module that TensorFlow imports."""
+def _program(root: Path) -> Path:
+    """dumpdiff.py in a folder of its own: run as a script, its folder comes first on sys.path, and envpin/runs
+    holds bisect.py, which would shadow the standard library's bisect module that TensorFlow imports."""
     folder = root / "reader"
     folder.mkdir(exist_ok=True)
     program = folder / "dumpdiff.py"
     program.write_bytes((resources.files("envpin.runs") / "dumpdiff.py").read_bytes())
+    return program
+
+
+def _usable(result: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether `result` is a comparison's result (dumpdiff.diff's dict)."""
+    return isinstance(result, dict) and {"executions", "compared", "unmatched"} <= set(result)
+
+
+def _asked(run: Run, chosen: tasks.Replica, max_ops: int | None, root: Path) -> str | None:
+    """What the second run's hook compares as it ends (RunSpec.compare): the first run's dump of the replica
+    chosen, against its own, with the TensorFlow the run has loaded. None when the first run has no dump to
+    compare (refused after the second run, as before)."""
+    try:
+        dump, _ = _dump_of(run, chosen)
+    except RunError:
+        return None
+    task = chosen.task.to_dict() if chosen.mode == "task" and chosen.task is not None else None
+    device = chosen.device if chosen.mode == "device" else None
+    ask = {"program": str(_program(root)), "dump": dump, "task": task, "device": device, "max_ops": max_ops}
+    return json.dumps(ask, sort_keys=True)
+
+
+def _compared(record: dict[str, Any], dump_a: str) -> dict[str, Any] | None:
+    """The comparison the second run's hook made as the run ended, or None when it made none against
+    `dump_a` (ENVPIN_RUNS_COMPARE did not reach it: a container that passes only the variables it names)."""
+    comparison = record.get("comparison")
+    if not isinstance(comparison, dict) or comparison.get("dump") != dump_a:
+        return None
+    if comparison.get("error") is not None:
+        raise RunError(
+            f"comparing the dumps failed (at the end of run 2): {shown(str(comparison['error']), 300)}",
+            hint=f"re-run with {param('keep')} DIR and open the dumps with TensorFlow's DebugDataReader",
+        )
+    result = comparison.get("result")
+    if not _usable(result):
+        raise RunError(
+            f"comparing the dumps gave no result envpin can read: {shown(json.dumps(result), 200)}",
+            hint=f"re-run with {param('keep')} DIR and open the dumps with TensorFlow's DebugDataReader",
+        )
+    return dict(result)
+
+
+def _reader(
+    python: str, a: str, b: str, max_ops: int | None, timeout: float | None, root: Path, device: str | None = None
+) -> dict[str, Any]:
+    """Run the dump comparison on `python` (it imports TensorFlow's reader), from the program's own folder."""
+    program = _program(root)
     args = [python, str(program), a, b] + (["--max-ops", str(max_ops)] if max_ops is not None else [])
     args += ["--device", device] if device is not None else []
     try:
@@ -165,7 +209,7 @@ def _reader(
         result = json.loads(lines[-1]) if lines else None
     except ValueError:
         result = None
-    if not isinstance(result, dict) or not {"executions", "compared", "unmatched"} <= set(result):
+    if not _usable(result):
         last = (proc.stdout.strip().splitlines() or ["nothing"])[-1]
         raise RunError(
             f"comparing the dumps gave no result envpin can read: {shown(last, 200)}",
@@ -213,9 +257,11 @@ def bisect(
     replica: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> BisectResult:
-    """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared by
-    `reader_python` (default: the Python that made the dumps). Of a distributed command, the dumps of one
-    replica are compared: `replica` K (default: the chief, or replica 0), see envpin.runs.tasks."""
+    """Two runs with seed `seed` (and the recipe if asked), dumped for `steps` Keras steps, compared by the
+    second run's own process as it ends (its TensorFlow is loaded already), or by `reader_python` when given
+    (and by the Python that made the dumps when the second run made no comparison). Of a distributed
+    command, the dumps of one replica are compared: `replica` K (default: the chief, or replica 0), see
+    envpin.runs.tasks."""
     specs = [
         RunSpec(label=f"run {i + 1}", seed=seed, recipe=recipe, dump=True, steps=steps, op_regex=op_regex)
         for i in range(2)
@@ -226,16 +272,31 @@ def bisect(
         if progress is not None:
             progress(ProgressEvent("bisect", step, completed=completed, total=_STEPS, unit="steps"))
 
+    def second(event: ProgressEvent) -> None:
+        """The second run's own count (0 before it, 1 once it ended) is the bisect's 1 or 2 of its steps."""
+        if event.completed:
+            report(None, 2)
+
     runs = run_all(
         command,
-        specs,
+        specs[:1],
         root,
         jobs=1,
         timeout=timeout,
         progress=None if progress is None else (lambda event: report(None, event.completed or 0)),
-        # a replica the first run did not have is known then: the second run is not made
-        fatal=lambda run: _partial(run) or unseeded(run) is not None or _chosen(run, replica) is None,
     )
+    # a replica the first run did not have is known then: the second run is not made
+    if not (_partial(runs[0]) or unseeded(runs[0]) is not None or _chosen(runs[0], replica) is None):
+        asked = None if reader_python is not None else _asked(runs[0], _replica(runs[0], replica), max_ops, root)
+        runs += run_all(
+            command,
+            [specs[1].replace(compare=asked)],
+            root,
+            jobs=1,
+            timeout=timeout,
+            progress=None if progress is None else second,
+            first=1,
+        )
     for run in runs:
         if _partial(run):
             raise failed(run)
@@ -246,13 +307,15 @@ def bisect(
     (dump_a, record), (dump_b, record_b) = _dump_of(runs[0], chosen), _dump_of(runs[1], chosen)
     device = chosen.device if chosen.mode == "device" else None
     report("comparing the two dumps op by op", len(specs))
-    python = reader_python or str(record["python"])
-    if reader_python is None and not Path(python).exists():
-        raise RunError(
-            f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
-            hint=f"pass {param('reader_python')} with a Python of this machine that has TensorFlow 2.2 or later",
-        )
-    found = _reader(python, dump_a, dump_b, max_ops, timeout, root, device)
+    found = None if reader_python is not None else _compared(record_b, dump_a)
+    if found is None:
+        python = reader_python or str(record["python"])
+        if reader_python is None and not Path(python).exists():
+            raise RunError(
+                f"the dumps were made by {python}, which does not exist here (the runs ran in a container?)",
+                hint=f"pass {param('reader_python')} with a Python of this machine that has TensorFlow 2.2 or later",
+            )
+        found = _reader(python, dump_a, dump_b, max_ops, timeout, root, device)
     report("dumps compared", _STEPS)
     if not found["executions"] or not any(found["executions"]):
         where = f" on {device}" if device else ""

@@ -4,9 +4,11 @@ object. With ``--device`` only the op executions on that device are compared (on
 that runs several in one process, each on its own device): a graph op's device is where its trace says it
 ran, an eager op's where its outputs are (one without outputs has none, and is left out).
 
-It runs on the Python of the environment that made the dumps (TensorFlow's reader,
+It runs where the dumps were made (TensorFlow's reader,
 ``tensorflow.python.debug.lib.debug_events_reader.DebugDataReader``, must match the writer), so the host
-never imports TensorFlow.
+never imports TensorFlow: in the process of bisect's second run, as it ends (envpin/runs/hook.py loads this
+file and calls ``diff``; that process has TensorFlow loaded already, where another would spend seconds
+importing it), or, as a program, on the Python that made the dumps or the one ``--reader-python`` names.
 
 Two runs execute the same ops, but not in the same order: ops of one graph without a data dependency run
 on several threads, and tf.data functions run beside the training step. So an execution is known by

@@ -11,6 +11,9 @@ TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the envi
   (``tf.debugging.experimental.enable_dump_debug_info``; the summary modes are avoided because
   DebugNumericSummaryV2 raises under determinism on a GPU);
 - ``ENVPIN_RUNS_STEPS=N``: stops training after N Keras training steps (and so the dump grows no more);
+- ``ENVPIN_RUNS_COMPARE=JSON`` (bisect's second run): when the process ends, once TensorFlow has closed its
+  dump, compares the first run's dump with this one's (``dumpdiff.diff``, loaded from the path the JSON names)
+  in this process, whose TensorFlow is loaded already, and keeps the result in the record (``comparison``);
 - ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when a process that imported TensorFlow
   ends: TensorFlow's
   version, the Keras ``History`` of every ``fit``, the time of each training step, errors.
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
         cluster: Optional[Dict[str, int]]
         strategy: Optional[Dict[str, Any]]
         uncaught: Optional[str]
+        comparison: Dict[str, Any]
 
 
 #: What this process saw and did; written as JSON when it exits.
@@ -97,6 +101,8 @@ def _write_record() -> None:
     import json  # here, not at start-up: json pulls in re, enum and collections (about 6 ms)
 
     RECORD["ended"] = time.time()
+    if os.environ.get("ENVPIN_RUNS_COMPARE") and RECORD["dump"] not in (None, "unavailable"):
+        _compare(os.environ["ENVPIN_RUNS_COMPARE"])
     path = os.path.join(out, "hook-%d.json" % os.getpid())
     try:
         with open(path + ".tmp", "w") as fh:
@@ -108,6 +114,40 @@ def _write_record() -> None:
 
 #: The most characters of an uncaught exception's message kept in the record.
 _UNCAUGHT = 500
+
+
+def _compare(raw: str) -> None:
+    """bisect's second run, as it ends: its dump against the first run's, read here with the TensorFlow this
+    process has loaded (another process would import it again: seconds of CPU). ``raw`` is bisect's JSON:
+    ``program`` (the path of dumpdiff.py), ``dump`` (the first run's dump of the replica compared), ``task``
+    (that replica's TF_CONFIG task, or null: every process that dumped compares), ``device`` and ``max_ops``
+    (dumpdiff.diff's). The record keeps ``{"dump": ..., "result": {...}}``, or ``{"dump": ..., "error": "..."}``
+    when the comparison failed."""
+    import json
+
+    found: "Dict[str, Any]" = {"dump": None}
+    try:
+        ask = json.loads(raw)
+        if ask.get("task") is not None and ask["task"] != RECORD["task"]:
+            return  # another task's process: the replica compared is not this one
+        found["dump"] = ask["dump"]
+        # Closes the dump, so that every event is on disk (TensorFlow's own atexit handler, which ran before
+        # this one, did already where it registers one; a second call does nothing).
+        experimental = sys.modules["tensorflow"].debugging.experimental
+        if hasattr(experimental, "disable_dump_debug_info"):
+            experimental.disable_dump_debug_info()
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_envpin_dumpdiff", ask["program"])
+        if spec is None or spec.loader is None:
+            raise ImportError("cannot load %s" % ask["program"])
+        dumpdiff = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(dumpdiff)
+        found["result"] = dumpdiff.diff(ask["dump"], RECORD["dump"], ask.get("max_ops"), ask.get("device"))
+    except Exception as exc:  # recorded: bisect reports it as the comparison's failure
+        text = "%s: %s" % (type(exc).__name__, exc)
+        found["error"] = text if len(text) <= _UNCAUGHT else text[: _UNCAUGHT - 3] + "..."
+    RECORD["comparison"] = found
 
 
 def tf_config(raw: "Optional[str]") -> "Dict[str, Any]":

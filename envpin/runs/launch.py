@@ -103,6 +103,9 @@ class RunSpec(Value):
     dump: bool = False
     steps: int | None = None
     op_regex: str | None = None
+    #: bisect's second run: what its hook compares, as the run ends, with the first run's dump
+    #: (ENVPIN_RUNS_COMPARE, JSON; envpin/runs/hook.py says what it holds).
+    compare: str | None = None
 
 
 @dataclass(slots=True)
@@ -285,6 +288,8 @@ def environment(spec: RunSpec, hook: Path, out: Path, base: dict[str, str] | Non
         env["ENVPIN_RUNS_STEPS"] = str(spec.steps)
     if spec.op_regex:
         env["ENVPIN_RUNS_OP_REGEX"] = spec.op_regex
+    if spec.compare is not None:
+        env["ENVPIN_RUNS_COMPARE"] = spec.compare
     return env
 
 
@@ -532,11 +537,13 @@ def run_all(
     progress: ProgressCallback | None = None,
     slurm: Srun | None = None,
     fatal: Callable[[Run], bool] | None = None,
+    first: int = 0,
 ) -> list[Run]:
     """Every run, `jobs` at a time, in the order of `specs` (each one a Slurm task with `slurm`). Once a run is
     `fatal` (the caller will refuse it) or could not be made, no further run starts: those under way end, and
     the runs made are returned (a command that fails after an hour must not be run 2n times first).
-    `progress` hears "k of n runs done" before the first run and as each one ends."""
+    `progress` hears "k of n runs done" before the first run and as each one ends. Run i's folder is
+    root/run-NNN, NNN being `first` + i (a caller that makes its runs in several calls numbers them on)."""
     hook = hook_folder(root)
     done, stop, counting = [0], threading.Event(), threading.Lock()
 
@@ -550,7 +557,7 @@ def run_all(
         if stop.is_set():
             return None
         try:
-            run = run_once(command, specs[index], hook, root / f"run-{index:03d}", timeout, slurm)
+            run = run_once(command, specs[index], hook, root / f"run-{first + index:03d}", timeout, slurm)
         except BaseException:
             stop.set()
             raise

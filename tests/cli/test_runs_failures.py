@@ -217,6 +217,17 @@ def test_a_slow_or_talkative_dump_reader_is_one_error_that_says_so(cli, tmp_path
     assert error == "error: comparing the dumps took longer than --timeout (8 s)" and "--max-ops" in hint
 
 
+def test_a_comparison_that_fails_at_the_end_of_the_second_run_is_one_error(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Without --reader-python the second run's hook compares the dumps as the run ends, with that run's
+    TensorFlow: one whose reader cannot read them gives one error line naming the reader's exception."""
+    script = _dumping_stand_in(tmp_path)
+    error, hint = _one_error(cli("bisect", "--", sys.executable, str(script)))
+    assert error == (
+        "error: comparing the dumps failed (at the end of run 2): TypeError: DebugDataReader() takes no arguments"
+    )
+    assert "--keep" in hint and "DebugDataReader" in hint
+
+
 def test_a_dump_reader_that_prints_no_result_is_one_error(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A --reader-python that prints a line looking like JSON but is not the comparison's result."""
     script = _dumping_stand_in(tmp_path)

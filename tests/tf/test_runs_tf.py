@@ -135,7 +135,9 @@ def test_bisect_calls_runs_that_took_different_paths_not_identical(tmp_path: Pat
 
 
 def test_bisect_names_only_dumps_that_still_exist(tmp_path: Path) -> None:
-    """The JSON's `dumps` are the kept ones (--keep); without it the work folder is removed and none is named."""
+    """The JSON's `dumps` are the kept ones (--keep); without it the work folder is removed and none is named.
+    The comparison reported is the one the second run's process made as it ended (its hook's record), with
+    the TensorFlow it had loaded: no third process imports TensorFlow to read the dumps."""
     args = ["bisect", "--steps", "1", "--max-ops", "2", "--format", "json"]
     command = ["--", sys.executable, str(SCRIPTS / "dense.py")]
     plain = run_envpin(*args, *command)
@@ -143,5 +145,11 @@ def test_bisect_names_only_dumps_that_still_exist(tmp_path: Path) -> None:
     assert json.loads(plain.stdout)["dumps"] == []
     kept = run_envpin(*args, "--keep", str(tmp_path / "k"), *command)
     assert kept.code == 0, kept.stderr
-    dumps = json.loads(kept.stdout)["dumps"]
+    report = json.loads(kept.stdout)
+    dumps = report["dumps"]
     assert len(dumps) == 2 and all(Path(d).is_dir() and Path(d).is_relative_to(tmp_path / "k") for d in dumps)
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "k" / "run-001").glob("hook-*.json"))]
+    second = next(r for r in records if r.get("dump") == dumps[1])
+    assert second["comparison"]["dump"] == dumps[0]
+    made = second["comparison"]["result"]
+    assert made["executions"] == report["executions"] and made["compared"] == report["compared"] == 2  # --max-ops

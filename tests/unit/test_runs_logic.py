@@ -175,6 +175,30 @@ def test_the_child_environment_carries_the_hook_and_the_seed(tmp_path: Path) -> 
     assert "ENVPIN_RUNS_DUMP" not in env  # a stale variable of the caller never reaches the child
     plain = launch.environment(launch.RunSpec("b", seed=None), tmp_path / "hook", tmp_path / "out", base)
     assert "ENVPIN_SEED" not in plain and "ENVPIN_RUNS_RECIPE" not in plain
+    assert "ENVPIN_RUNS_COMPARE" not in plain  # only bisect's second run compares as it ends
+    second = launch.RunSpec("run 2", seed=42, dump=True, compare='{"dump": "/w/run-000/dump-7"}')
+    assert launch.environment(second, tmp_path / "hook", tmp_path / "out", base)["ENVPIN_RUNS_COMPARE"] == (
+        '{"dump": "/w/run-000/dump-7"}'
+    )
+
+
+def test_bisect_takes_the_comparison_the_second_run_made_or_says_why_there_is_none() -> None:
+    """The second run's record holds the comparison its hook made as it ended (envpin/runs/hook.py): its result
+    is taken; one made against another dump, or none (the variable did not reach the run), leaves the comparison
+    to the reader program; a failed or unreadable one is one error."""
+    from envpin.runs.bisect import _compared
+
+    result = {"executions": [3, 3], "compared": 3, "unmatched": 0, "first_difference": None}
+    dump = "/w/run-000/dump-7"
+    assert _compared({"comparison": {"dump": dump, "result": result}}, dump) == result
+    assert _compared({"comparison": {"dump": "/w/run-000/dump-8", "result": result}}, dump) is None
+    assert _compared({}, dump) is None
+    with pytest.raises(launch.RunError) as err:
+        _compared({"comparison": {"dump": dump, "error": "KeyError: 'graph 1'"}}, dump)
+    assert err.value.message == "comparing the dumps failed (at the end of run 2): KeyError: 'graph 1'"
+    assert "keep" in str(err.value.hint)
+    with pytest.raises(launch.RunError, match="no result envpin can read"):
+        _compared({"comparison": {"dump": dump, "result": {"compared": 3}}}, dump)
 
 
 @pytest.mark.parametrize(
