@@ -1,0 +1,1 @@
+"""Font-transfer model and its input pipeline."""

@@ -1,0 +1,1 @@
+"""Reading the ship images and their run-length masks."""
