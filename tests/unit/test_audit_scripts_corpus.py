@@ -1,16 +1,20 @@
 """The audit of Python training scripts against a corpus with hand-judged answer keys (tests/audit_scripts/):
-TF1 sessions, TF2 Keras and custom loops, Keras 3; with and without hazards. Each case is a `train.py`, written
-for the corpus after the pattern of a public training script (its `origin.txt` names it), and `expected.txt`:
-`# tf: X.Y` (the TensorFlow it is judged against) and `LINE RULE` per finding a reviewer should get.
+TF1 graphs, Estimators, Keras 2 and 3, custom loops, distributed, exported notebooks and packages; with and without
+hazards. Each case is a `train.py` or a package of scripts (audited as a folder), written for the corpus after the
+pattern of a public training script (its `origin.txt` names it), and `expected.txt`: `# tf: X.Y` (the TensorFlow
+it is judged against), `# group:` (written-from: the rules were developed against it; held-out: read only after
+the rules were fixed) and `LINE RULE` (`FILE:LINE RULE` in a package) per finding a reviewer should get.
 
-Scored by rule id and line over the whole corpus: recall at least 90 % and at most one false alarm per ten
-scripts (the figures are printed, and recorded in docs/audit.md); the distributed cases (tf.distribute) exactly:
-every finding of their key and no other. --fix keeps every untouched line, parses, and
-a second --fix changes nothing."""
+Scored by rule id, file and line per group; the figures of both groups are computed here and must be the ones
+docs/audit.md states. The group the rules were written from must meet the targets (recall at least 90 %, at most one
+false alarm per ten scripts), and its distributed cases (tf.distribute) exactly: every finding of their key and no
+other. --fix keeps every untouched line, parses, and a second --fix changes nothing.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -21,80 +25,144 @@ from envpin.audit.python.fixer import FIXABLE
 from tests.conftest import REPO
 
 CORPUS = REPO / "tests" / "audit_scripts"
-CASES = sorted(p.parent.name for p in CORPUS.glob("*/train.py"))
+CASES = sorted(p.parent.name for p in CORPUS.glob("*/expected.txt"))
+#: The two groups of docs/audit.md: the scripts the rules were written from, and those read only after the rules
+#: were fixed (held out); `# group:` in each expected.txt.
+GROUPS = ("written-from", "held-out")
+DOC = REPO / "docs" / "audit.md"
+FIGURES = ("<!-- envpin:audit-corpus-figures -->", "<!-- /envpin:audit-corpus-figures -->")
+
+Entry = tuple[str, int, str]  # file (relative to the case), line, rule
 
 
-def _key(case: str) -> tuple[str, Counter[tuple[int, str]]]:
-    tf, keys = "", Counter[tuple[int, str]]()
+def _scripts(case: str) -> list[Path]:
+    return sorted(p for p in (CORPUS / case).rglob("*.py"))
+
+
+def _single(case: str) -> bool:
+    """A case of one script, `train.py` (else a package: its folder is audited as a whole)."""
+    return [p.name for p in _scripts(case)] == ["train.py"]
+
+
+def _key(case: str) -> tuple[str, Counter[Entry]]:
+    tf, keys = "", Counter[Entry]()
     for raw in (CORPUS / case / "expected.txt").read_text().splitlines():
         if raw.startswith("# tf:"):
             tf = raw.split(":", 1)[1].strip()
         line = raw.split("#", 1)[0].strip()
         if line:
-            number, rule = line.split()
-            keys[(int(number), rule)] += 1
+            where, rule = line.split()
+            file, _, number = where.rpartition(":")
+            keys[(file or "train.py", int(number), rule)] += 1
     assert tf, f"{case}: expected.txt names no '# tf: X.Y'"
     return tf, keys
 
 
-def _found(case: str, tf: str) -> Counter[tuple[int, str]]:
-    path = CORPUS / case / "train.py"
-    return Counter((f.line, f.rule) for f in run([str(path)], tf=tf, fail_on="info").findings)
+def _group(case: str) -> str:
+    for raw in (CORPUS / case / "expected.txt").read_text().splitlines():
+        if raw.startswith("# group:"):
+            group = raw.split(":", 1)[1].strip()
+            assert group in GROUPS, f"{case}: unknown group {group!r}"
+            return group
+    raise AssertionError(f"{case}: expected.txt names no '# group:'")
 
 
-def score() -> tuple[int, int, int, dict[str, dict[str, list[tuple[int, str]]]]]:
-    """(expected, found of those, false alarms, per-case misses and extras)."""
-    want_all = hit = extra = 0
-    detail: dict[str, dict[str, list[tuple[int, str]]]] = {}
+def _found(case: str, tf: str) -> Counter[Entry]:
+    folder = CORPUS / case
+    target = folder / "train.py" if _single(case) else folder
+    findings = run([str(target)], tf=tf, fail_on="info").findings
+    return Counter((Path(f.file).resolve().relative_to(folder).as_posix(), f.line, f.rule) for f in findings)
+
+
+def score(group: str | None = None) -> tuple[int, int, int, int, dict[str, dict[str, list[Entry]]]]:
+    """(scripts, expected, found of those, false alarms, per-case misses and extras) of a group (None: all)."""
+    scripts = want_all = hit = extra = 0
+    detail: dict[str, dict[str, list[Entry]]] = {}
     for case in CASES:
+        if group is not None and _group(case) != group:
+            continue
         tf, want = _key(case)
         got = _found(case, tf)
+        scripts += len(_scripts(case))
         want_all += sum(want.values())
         hit += sum((want & got).values())
         extra += sum((got - want).values())
         if want != got:
             detail[case] = {"missing": sorted(want - got), "extra": sorted(got - want)}
-    return want_all, hit, extra, detail
+    return scripts, want_all, hit, extra, detail
 
 
-def test_corpus_has_every_era_and_clean_scripts() -> None:
-    assert len(CASES) >= 12
+def figures() -> str:
+    """The table docs/audit.md shows between its corpus-figures markers, computed from the keys."""
+    rows = [
+        "| group | cases | scripts | expected findings | found | recall | false alarms | per ten scripts |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    names = {"written-from": "rules written from", "held-out": "held out (read after the rules were fixed)"}
+    for group in GROUPS:
+        cases = sum(1 for c in CASES if _group(c) == group)
+        scripts, want, hit, extra, _ = score(group)
+        rows.append(
+            f"| {names[group]} | {cases} | {scripts} | {want} | {hit} | {hit / want:.1%} | {extra} "
+            f"| {extra / scripts * 10:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def test_corpus_has_every_era_style_and_clean_scripts() -> None:
+    assert len(CASES) >= 40
     eras = {_key(c)[0].split(".")[0] + ("k3" if _key(c)[0] >= "2.16" else "") for c in CASES}
     assert {"1", "2", "2k3"} <= eras
     assert sum(1 for c in CASES if not _key(c)[1]) >= 3  # scripts a reviewer finds nothing in
+    assert sum(1 for c in CASES if not _single(c)) >= 3  # packages of several files
+    assert sum(1 for c in CASES if _single(c) and "# In[" in (CORPUS / c / "train.py").read_text("utf-8")) >= 2
     for case in CASES:
-        assert (CORPUS / case / "origin.txt").is_file(), case
+        origin = (CORPUS / case / "origin.txt").read_text(encoding="utf-8")
+        assert _group(case) == "written-from" or re.search(r"github\.com/\S+/blob/[0-9a-f]{40}/", origin), case
 
 
-def test_recall_and_false_alarms_meet_the_targets(capsys: pytest.CaptureFixture[str]) -> None:
-    want, hit, extra, detail = score()
-    recall = hit / want
+def test_recall_and_false_alarms_per_group(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
-        print(
-            f"\naudit corpus: {len(CASES)} scripts, {want} expected findings, {hit} found "
-            f"(recall {recall:.1%}), {extra} false alarm(s) ({extra / len(CASES) * 10:.2f} per ten scripts)"
-        )
-        for case, d in detail.items():
-            print(f"  {case}: {d}")
-    assert recall >= 0.90, detail
-    assert extra <= len(CASES) / 10, detail
+        for group in GROUPS:
+            scripts, want, hit, extra, detail = score(group)
+            print(
+                f"\naudit corpus, {group}: {scripts} scripts, {want} expected findings, {hit} found "
+                f"(recall {hit / want:.1%}), {extra} false alarm(s) ({extra / scripts * 10:.2f} per ten scripts)"
+            )
+            for case, d in detail.items():
+                print(f"  {case}: {d}")
+    # the targets hold for the scripts the rules were written from; the held-out figures are what they are,
+    # and docs/audit.md must say them (next test)
+    scripts, want, hit, extra, detail = score("written-from")
+    assert hit / want >= 0.90, detail
+    assert extra <= scripts / 10, detail
+
+
+def test_docs_state_the_corpus_figures_of_both_groups() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    begin, end = text.index(FIGURES[0]) + len(FIGURES[0]), text.index(FIGURES[1])
+    assert text[begin:end].strip() == figures(), "docs/audit.md: corpus figures are stale; paste figures()"
 
 
 #: The cases of distributed training (tf.distribute): their key must be met exactly, every finding and no other.
-DISTRIBUTED = [c for c in CASES if "tf.distribute." in (CORPUS / c / "train.py").read_text(encoding="utf-8")]
+DISTRIBUTED = [
+    c
+    for c in CASES
+    if _group(c) == "written-from" and "tf.distribute." in (CORPUS / c / "train.py").read_text(encoding="utf-8")
+]
 
 
 def test_distributed_cases_score_everything_and_no_false_alarm() -> None:
     assert len(DISTRIBUTED) >= 6
     assert sum(1 for c in DISTRIBUTED if not _key(c)[1]) >= 1  # one a reviewer finds nothing in
-    for case in DISTRIBUTED:
+    for case in DISTRIBUTED:  # the group the rules were written from; held-out ones are scored with their group
         tf, want = _key(case)
         got = _found(case, tf)
         assert got == want, {"case": case, "missing": sorted(want - got), "extra": sorted(got - want)}
         assert "github.com/" in (CORPUS / case / "origin.txt").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [c for c in CASES if _single(c)])
 def test_fix_keeps_untouched_lines_parses_and_is_idempotent(case: str, tmp_path: Path) -> None:
     tf, _ = _key(case)
     src = tmp_path / "train.py"

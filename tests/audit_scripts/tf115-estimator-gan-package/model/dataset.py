@@ -34,7 +34,7 @@ def input_fn(path, shuffle=True, num_epochs=None, batch=8, paired=True):
         return tf.estimator.inputs.numpy_input_fn(
             x={"source": source, "target": target}, y=None, shuffle=shuffle, num_epochs=num_epochs, batch_size=batch
         )
-    shape = (batch,) + source.shape[1:]
+    shape = (batch, *source.shape[1:])
 
     def unpaired():
         data = tf.data.Dataset.from_generator(
