@@ -480,8 +480,8 @@ def before_step(
     if resume["mode"] == "stop" and resume["point"] is not None:
         resume["interrupted"] = True
         _write_record()
-        for stream in (sys.stdout, sys.stderr):
-            flush = getattr(stream, "flush", None)
+        for name in ("stdout", "stderr"):  # the script's own buffered output (the hook writes nothing there)
+            flush = getattr(getattr(sys, name, None), "flush", None)
             if flush is not None:
                 flush()
         os._exit(INTERRUPTED)  # as a preempted job ends: no exit handler, no further save

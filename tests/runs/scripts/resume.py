@@ -39,7 +39,7 @@ checkpoint.restore(manager.latest_checkpoint)  # None: a fresh start
 def train(xb, yb):
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean((tf.matmul(xb, w) + b - yb) ** 2)
-    optimizer.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+    optimizer.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b], strict=True))
     return loss
 
 
