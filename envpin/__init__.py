@@ -49,3 +49,18 @@ def track(
 
     writers, skipped = writers_for(mlflow=mlflow, tensorboard=tensorboard, wandb=wandb)
     return start(seed=seed, strict=strict, lock=lock, report=report, writers=writers, skipped=skipped)
+
+
+def before_step(
+    step: "Optional[int]" = None, *, model: "Any" = None, optimizer: "Any" = None, iterator: "Any" = None
+) -> None:
+    """A custom training loop's step is about to begin, `step` steps done (default: the optimizer's
+    iterations). Under ``envpin resume-check`` the run hook records the training state here (the model's
+    variables, the optimizer's, the tf.data `iterator`'s state, the random generators) and may end the
+    process here, as a preempted job would end; anywhere else this does nothing. Call it at the top of each
+    step, after the previous step's checkpoint was saved and before the step takes its batch (docs/runs.md)."""
+    import sys
+
+    hook = getattr(sys.modules.get("sitecustomize"), "before_step", None)
+    if hook is not None and getattr(hook, "__module__", None) == "sitecustomize":
+        hook(step, model=model, optimizer=optimizer, iterator=iterator)

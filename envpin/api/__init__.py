@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
     from envpin.api.probe import verify_environment as verify_environment
     from envpin.api.runs import bisect_runs as bisect_runs
     from envpin.api.runs import cost_runs as cost_runs
+    from envpin.api.runs import resume_check as resume_check
     from envpin.api.runs import study_runs as study_runs
     from envpin.api.selftest import SelftestError as SelftestError
     from envpin.api.selftest import run_selftest as run_selftest

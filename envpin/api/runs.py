@@ -1,4 +1,5 @@
-"""`envpin bisect`, `envpin study`, `envpin cost`: the user's own training command, run several times."""
+"""`envpin bisect`, `envpin study`, `envpin cost`, `envpin resume-check`: the user's own training command, run
+several times."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from envpin.runs.bisect import BisectResult
     from envpin.runs.cost import CostResult
     from envpin.runs.launch import Srun
+    from envpin.runs.resume import ResumeResult
     from envpin.runs.study import StudyResult
 
 
@@ -247,3 +249,31 @@ def cost_runs(
     args = _command(command, srun)
     with _workdir(keep) as root:
         return cost(args, root, repeat=repeat, seed=seed, timeout=timeout, progress=progress, slurm=srun)
+
+
+def resume_check(
+    command: list[str],
+    *,
+    steps: int = 2,
+    seed: int = 42,
+    keep: Path | None = None,
+    timeout: float | None = None,
+    progress: ProgressCallback | None = None,
+) -> ResumeResult:
+    """Run `command` uninterrupted, interrupted as the step after `steps` steps begins, and resumed from the
+    interrupted run's checkpoint folder; compare the resumed run with the uninterrupted one bitwise and name
+    each part of the training state that was not restored (envpin.runs.resume)."""
+    from envpin.runs.launch import check_count, check_seed, check_timeout
+    from envpin.runs.resume import resume_check as check
+
+    check_count(
+        steps,
+        "steps",
+        high=None,
+        hint=f"pass {param('steps')} K, the training steps before the interruption (1 or more)",
+    )
+    check_seed(seed)
+    check_timeout(timeout)
+    args = _command(command)
+    with _workdir(keep) as root:
+        return check(args, root, steps=steps, seed=seed, timeout=timeout, progress=progress)

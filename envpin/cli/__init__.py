@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "bisect": "runs:bisect_app",
     "study": "runs:study_app",
     "cost": "runs:cost_app",
+    "resume-check": "runs:resume_app",
     "runs": "track:runs_app",
     "catalog": "catalog:catalog_app",
     "catalog show": "catalog:show_app",

@@ -1,5 +1,6 @@
-"""`envpin bisect`, `envpin study`, `envpin cost`: the user's training command, run several times under
-envpin's hook (seeds through ENVPIN_SEED, the recipe, TensorFlow's debugger dumps), see docs/runs.md."""
+"""`envpin bisect`, `envpin study`, `envpin cost`, `envpin resume-check`: the user's training command, run
+several times under envpin's hook (seeds through ENVPIN_SEED, the recipe, TensorFlow's debugger dumps, the
+resume point), see docs/runs.md."""
 
 from __future__ import annotations
 
@@ -266,3 +267,45 @@ def cost_cmd(
         console.print_json(result.to_dict())
     else:
         runs.show_cost(result.to_dict(), console.out())
+
+
+resume_app = command_app()
+
+
+@resume_app.command("resume-check", context_settings=_COMMAND_SETTINGS)
+def resume_cmd(
+    command: CommandArg,
+    steps: Annotated[
+        int,
+        typer.Option(
+            "--steps",
+            "-k",
+            metavar="K",
+            help="Interrupt the second run as the step after K training steps begins (1 or more).",
+        ),
+    ] = 2,
+    seed: SeedOpt = 42,
+    keep: KeepOpt = None,
+    timeout: TimeoutOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Does a run resumed from its checkpoint match an uninterrupted one? Runs the command uninterrupted,
+    interrupted after K steps, and again with the interrupted run's checkpoint folder kept
+    ($ENVPIN_RUNS_CHECKPOINT, or {checkpoint} in the command), compares the ends bitwise and names each part
+    of the training state the resumed run did not get back (weights, optimizer slots, the tf.data iterator,
+    random generators), with what to do about it.
+
+    Exit 0: the resumed run ended bit-identical to the uninterrupted one; 1: it did not, or it did not
+    resume; 2: the command cannot be checked (a run failed, no checkpoint written, K never reached)."""
+    from envpin import api
+    from envpin.views import console, runs
+
+    with console.progress("resume-check") as update:
+        result = api.resume_check(command, steps=steps, seed=seed, keep=keep, timeout=timeout, progress=update)
+    data = result.to_dict()
+    if wants_json(fmt, as_json):
+        console.print_json(data)
+    else:
+        runs.show_resume(data, console.out())
+    raise typer.Exit(0 if result.identical else 1)

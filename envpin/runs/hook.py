@@ -14,6 +14,12 @@ TensorFlow (and Keras, when Keras is what imports TensorFlow), then, as the envi
 - ``ENVPIN_RUNS_COMPARE=JSON`` (bisect's second run): when the process ends, once TensorFlow has closed its
   dump, compares the first run's dump with this one's (``dumpdiff.diff``, loaded from the path the JSON names)
   in this process, whose TensorFlow is loaded already, and keeps the result in the record (``comparison``);
+- ``ENVPIN_RUNS_RESUME=MODE:K`` (``envpin resume-check``): records the training state (weights, optimizer
+  slots and iterations, the tf.data iterator, the random generators of TensorFlow, Python and NumPy) as the
+  step after K steps done begins (``observe``), does the same and then ends the process there as a preempted
+  job would end (``stop``, exit status INTERRUPTED), or records it as the first step of a resumed run begins
+  (``resumed``); in every mode also as the process ends. Keras ``fit`` is observed through the callback; a
+  custom loop calls ``envpin.before_step(step, model=, optimizer=, iterator=)`` at the top of each step;
 - ``ENVPIN_RUNS_OUT=DIR``: writes what it saw to DIR/hook-PID.json when a process that imported TensorFlow
   ends: TensorFlow's
   version, the Keras ``History`` of every ``fit``, the time of each training step, errors.
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
         strategy: Optional[Dict[str, Any]]
         uncaught: Optional[str]
         comparison: Dict[str, Any]
+        resume: Dict[str, Any]
 
 
 #: What this process saw and did; written as JSON when it exits.
@@ -80,7 +87,9 @@ RECORD: "Record" = {
 }
 #: Exit status of a process whose TensorFlow has no debugger dumps (the host refuses with a clear error).
 NO_DEBUGGER = 86
-_STATE = {"tensorflow": False, "keras_importing": 0, "ready": False, "busy": False, "steps": 0}
+#: Exit status of a process the hook ended at its resume point (``ENVPIN_RUNS_RESUME=stop:K``).
+INTERRUPTED = 87
+_STATE: "Dict[str, Any]" = {"tensorflow": False, "keras_importing": 0, "ready": False, "busy": False, "steps": 0}
 
 
 def _env_int(name: str) -> "Optional[int]":
@@ -101,6 +110,9 @@ def _write_record() -> None:
     import json  # here, not at start-up: json pulls in re, enum and collections (about 6 ms)
 
     RECORD["ended"] = time.time()
+    resume = RECORD.get("resume")
+    if resume is not None and not resume.get("interrupted") and _STATE.get("resume_refs"):
+        resume["end"] = snapshot(*_STATE["resume_refs"])
     if os.environ.get("ENVPIN_RUNS_COMPARE") and RECORD["dump"] not in (None, "unavailable"):
         _compare(os.environ["ENVPIN_RUNS_COMPARE"])
     path = os.path.join(out, "hook-%d.json" % os.getpid())
@@ -289,13 +301,202 @@ def _dump(tf: "ModuleType", root: str) -> None:
     RECORD["dump"] = root
 
 
+def _digest(chunks: "Any") -> str:
+    """SHA-256 (its first 16 hex digits) over byte strings."""
+    import hashlib
+
+    sha = hashlib.sha256()
+    for chunk in chunks:
+        sha.update(chunk)
+    return sha.hexdigest()[:16]
+
+
+def _tensor_bytes(value: "Any") -> bytes:
+    array = value.numpy() if hasattr(value, "numpy") else value
+    return str(getattr(array, "dtype", "")).encode() + bytes(array.tobytes())
+
+
+def _variables(obj: "Any") -> "List[Any]":
+    """The variables of a Keras model or layer, a tf.Module, or a list of variables, in their order."""
+    if obj is None:
+        return []
+    if isinstance(obj, (list, tuple)):
+        return list(obj)
+    for name in ("weights", "variables"):
+        found = getattr(obj, name, None)
+        if callable(found):  # Keras 2 optimizers: variables()
+            found = found()
+        if found is not None:
+            return list(found)
+    return []
+
+
+def _iterations(optimizer: "Any") -> "Optional[int]":
+    value = getattr(optimizer, "iterations", None)
+    if value is None:
+        return None
+    return int(value.numpy() if hasattr(value, "numpy") else value)
+
+
+def _iterator_state(iterator: "Any") -> "Optional[str]":
+    """The digest of a tf.data iterator's serialized state (its position, its shuffle buffer, its seeds): what
+    tf.train.Checkpoint(iterator=...) saves."""
+    resource = getattr(iterator, "_iterator_resource", None)
+    if resource is None:
+        return None
+    tf = sys.modules["tensorflow"]
+    state = tf.raw_ops.SerializeIterator(resource_handle=resource, external_state_policy=0)
+    return _digest([tf.io.serialize_tensor(state).numpy()])
+
+
+def _generators_seen() -> "List[Any]":
+    return [g for g in (ref() for ref in _STATE.get("generators", ())) if g is not None]
+
+
+def _watch_generators(tf: "ModuleType") -> None:
+    """Learn the tf.random.Generator objects the script creates (every constructor, from_seed too, ends in
+    __init__), so that their states can be recorded; weak references, so none is kept alive."""
+    base = getattr(getattr(tf, "random", None), "Generator", None)
+    original = getattr(base, "__init__", None)
+    if base is None or original is None or getattr(original, "_envpin_hooked", False):
+        return
+    import weakref
+
+    _STATE["generators"] = []
+
+    def __init__(self: "Any", *args: "Any", **kwargs: "Any") -> None:
+        original(self, *args, **kwargs)
+        _STATE["generators"].append(weakref.ref(self))
+
+    setattr(__init__, "_envpin_hooked", True)  # noqa: B010 (an attribute functions do not declare)
+    setattr(base, "__init__", __init__)  # noqa: B010
+
+
+def _global_generator() -> "Any":
+    """TensorFlow's global generator if the script (or Keras) made it; asking for it would make one."""
+    module = sys.modules.get("tensorflow.python.ops.stateful_random_ops")
+    return getattr(module, "global_generator", None)
+
+
+def _op_seeds() -> "Optional[str]":
+    """The global seed and the sequence that gives ops without a seed of their own theirs (eager), or None
+    when no global seed is set."""
+    module = sys.modules.get("tensorflow.python.eager.context")
+    ctx = module.context() if module is not None and hasattr(module, "context") else None
+    rng = getattr(ctx, "_rng", None)
+    if rng is None:
+        return None
+    return _digest([repr((getattr(ctx, "_seed", None), rng.getstate())).encode()])
+
+
+def snapshot(model: "Any" = None, optimizer: "Any" = None, iterator: "Any" = None) -> "Dict[str, Any]":
+    """The training state as digests, each component None when it cannot be seen (or reading it failed: the
+    error is recorded); the run goes on unchanged."""
+    found: "Dict[str, Any]" = {}
+
+    def weights() -> "Any":
+        found_vars = _variables(model)
+        return _digest(_tensor_bytes(v) for v in found_vars) if found_vars else None
+
+    def slots() -> "Any":
+        own = getattr(optimizer, "iterations", None)
+        found_vars = [v for v in _variables(optimizer) if v is not own]
+        return _digest(_tensor_bytes(v) for v in found_vars) if found_vars else None
+
+    def generators() -> "Any":
+        known = [g for g in _generators_seen() if g is not _global_generator()]
+        return _digest(_tensor_bytes(g.state) for g in known) if known else None
+
+    def global_generator() -> "Any":
+        gen = _global_generator()
+        return _digest([_tensor_bytes(gen.state)]) if gen is not None else None
+
+    def python_random() -> "Any":
+        import random
+
+        return _digest([repr(random.getstate()).encode()])
+
+    def numpy_random() -> "Any":
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return None
+        kind, keys, pos, gauss, cached = numpy.random.get_state()
+        return _digest([keys.tobytes(), repr((kind, pos, gauss, cached)).encode()])
+
+    readers = (
+        ("weights", weights),
+        ("optimizer_iterations", lambda: _iterations(optimizer) if optimizer is not None else None),
+        ("optimizer_slots", slots),
+        ("iterator", lambda: _iterator_state(iterator) if iterator is not None else None),
+        ("generators", generators),
+        ("global_generator", global_generator),
+        ("op_seeds", _op_seeds),
+        ("python_random", python_random),
+        ("numpy_random", numpy_random),
+    )
+    for name, reader in readers:
+        try:
+            found[name] = reader()
+        except Exception as exc:  # recorded; the component is then not seen
+            found[name] = None
+            RECORD["errors"].append("resume: %s: %s: %s" % (name, type(exc).__name__, exc))
+    return found
+
+
+def _resume_mode() -> "Optional[Dict[str, Any]]":
+    """ENVPIN_RUNS_RESUME=MODE:K as the record's ``resume`` (mode, at), or None."""
+    raw = os.environ.get("ENVPIN_RUNS_RESUME", "").strip()
+    if not raw:
+        return None
+    mode, _, at = raw.partition(":")
+    if mode not in ("observe", "stop", "resumed") or not at.isdigit():
+        RECORD["errors"].append("ENVPIN_RUNS_RESUME=%r is not MODE:K: ignored" % raw)
+        return None
+    if "resume" not in RECORD:
+        RECORD["resume"] = {"mode": mode, "at": int(at), "point": None, "end": None, "interrupted": False}
+    return RECORD["resume"]
+
+
+def before_step(
+    step: "Optional[int]" = None, model: "Any" = None, optimizer: "Any" = None, iterator: "Any" = None
+) -> None:
+    """A training step is about to begin, `step` steps done (default: the optimizer's iterations, else the
+    steps this hook has counted). Under ENVPIN_RUNS_RESUME, records the state at the resume point and, in
+    ``stop`` mode, ends the process there; otherwise nothing. The Keras callback calls it; a custom loop
+    calls it through ``envpin.before_step``."""
+    resume = _resume_mode()
+    if resume is None:
+        return
+    _STATE["resume_refs"] = (model, optimizer, iterator)
+    _STATE["before"] = _STATE.get("before", 0) + 1
+    if step is None:
+        step = _iterations(optimizer) if optimizer is not None else None
+    if step is None:  # the calls before this one
+        step = _STATE["before"] - 1
+    if resume["point"] is not None:
+        return
+    if resume["mode"] == "resumed" or int(step) == resume["at"]:
+        resume["point"] = dict(snapshot(model, optimizer, iterator), steps=int(step))
+    if resume["mode"] == "stop" and resume["point"] is not None:
+        resume["interrupted"] = True
+        _write_record()
+        for name in ("stdout", "stderr"):  # the script's own buffered output (the hook writes nothing there)
+            flush = getattr(getattr(sys, name, None), "flush", None)
+            if flush is not None:
+                flush()
+        os._exit(INTERRUPTED)  # as a preempted job ends: no exit handler, no further save
+
+
 def _callback_class(base: type) -> type:
     """A subclass of this Keras's Callback (made with type(): the base is only known at run time) that times
     each training step and, after ENVPIN_RUNS_STEPS steps, stops the training. (Turning the dump off while
     the process runs crashes TensorFlow 2.21 with a segmentation fault: the run is ended instead.)"""
     steps = _env_int("ENVPIN_RUNS_STEPS")
+    resuming = bool(os.environ.get("ENVPIN_RUNS_RESUME"))
 
     def on_train_batch_begin(self: "Any", batch: int, logs: "Optional[Dict[str, Any]]" = None) -> None:
+        if resuming:
+            before_step(model=self.model, optimizer=getattr(self.model, "optimizer", None))
         self._envpin_t0 = time.perf_counter()
 
     def on_train_batch_end(self: "Any", batch: int, logs: "Optional[Dict[str, Any]]" = None) -> None:
@@ -380,6 +581,11 @@ def _ready() -> None:
         _watch_strategies(tf)
     except Exception as exc:
         RECORD["errors"].append("strategy: %s: %s" % (type(exc).__name__, exc))
+    if _resume_mode() is not None:
+        try:
+            _watch_generators(tf)
+        except Exception as exc:
+            RECORD["errors"].append("resume: generators: %s: %s" % (type(exc).__name__, exc))
 
 
 if TYPE_CHECKING:

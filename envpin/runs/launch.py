@@ -40,6 +40,11 @@ SEED_VAR = "ENVPIN_SEED"
 #: A metrics line on stdout: the last line that is a JSON object with this key (values must be numbers).
 METRICS_KEY = "envpin_metrics"
 _NO_DEBUGGER = 86  # envpin.runs.hook.NO_DEBUGGER (the hook runs elsewhere and is not imported here)
+#: The exit status of a process the hook ended at its resume point (envpin.runs.hook.INTERRUPTED).
+INTERRUPTED = 87
+#: Where resume-check's runs keep their checkpoints: this variable, and this word in the command's arguments.
+CHECKPOINT_VAR = "ENVPIN_RUNS_CHECKPOINT"
+CHECKPOINT_WORD = "{checkpoint}"
 _NODE_MARK = "@envpin-run-record"  # envpin.runs.nodeboot.MARK (a node program, not imported here)
 
 
@@ -106,6 +111,10 @@ class RunSpec(Value):
     #: bisect's second run: what its hook compares, as the run ends, with the first run's dump
     #: (ENVPIN_RUNS_COMPARE, JSON; envpin/runs/hook.py says what it holds).
     compare: str | None = None
+    #: resume-check: what the hook does at the resume point, MODE:K (ENVPIN_RUNS_RESUME; observe, stop,
+    #: resumed), and the run's checkpoint folder (CHECKPOINT_VAR, and CHECKPOINT_WORD in the command).
+    resume: str | None = None
+    checkpoint: str | None = None
 
 
 @dataclass(slots=True)
@@ -126,6 +135,11 @@ class Run(Value):
         """It exited non-zero, was killed, or ran past `timeout` (whatever status it ended with), or one of the
         tasks of a distributed run did not run whole (its launcher may still have exited 0)."""
         return self.returncode != 0 or self.timed_out or bool(self.task_problems)
+
+    @property
+    def interrupted(self) -> bool:
+        """The hook ended one of its processes at the resume point (resume-check's interrupted run)."""
+        return any((r.get("resume") or {}).get("interrupted") for r in self.records)
 
     @property
     def tf_record(self) -> dict[str, Any] | None:
@@ -290,6 +304,10 @@ def environment(spec: RunSpec, hook: Path, out: Path, base: dict[str, str] | Non
         env["ENVPIN_RUNS_OP_REGEX"] = spec.op_regex
     if spec.compare is not None:
         env["ENVPIN_RUNS_COMPARE"] = spec.compare
+    if spec.resume is not None:
+        env["ENVPIN_RUNS_RESUME"] = spec.resume
+    if spec.checkpoint is not None:
+        env[CHECKPOINT_VAR] = spec.checkpoint
     return env
 
 
@@ -410,6 +428,8 @@ def run_once(
     `out`."""
     out.mkdir(parents=True, exist_ok=True)
     env, data = environment(spec, hook, out), None
+    if spec.checkpoint is not None:
+        command = [arg.replace(CHECKPOINT_WORD, spec.checkpoint) for arg in command]
     if slurm is not None:
         data = bundle(hook)
         node_env = {k: env[k] for k in _NODE_VARS if k in env}

@@ -1,4 +1,5 @@
-"""Views of `envpin bisect`, `envpin study` and `envpin cost` (text; JSON goes through console.print_json)."""
+"""Views of `envpin bisect`, `envpin study`, `envpin cost` and `envpin resume-check` (text; JSON goes through
+console.print_json)."""
 
 from __future__ import annotations
 
@@ -200,3 +201,54 @@ def show_cost(data: dict[str, Any], console: Console) -> None:
     ci = data["overhead_ci95"]
     interval = f" (95% CI {ci[0]:+.1%} to {ci[1]:+.1%})" if ci else ""
     say(console, f"overhead of the recipe: {data['overhead']:+.1%} per {unit}{interval}")
+
+
+def resume_lines(data: dict[str, Any]) -> list[str]:
+    """The resume-check result as lines: the verdict, then each part of the training state at the resume
+    point, with advice and sources for each one not restored."""
+    k = data["steps"]
+    lines = [
+        f"resume-check: {' '.join(data['command'])} (seed {data['seed']}, interrupted after step {k}, "
+        f"{_tf(data['tf_version'])})"
+    ]
+    verdict = data["verdict"]
+    missing = [c["name"] for c in data["components"] if c["status"] == "not restored"]
+    if verdict == "identical":
+        lines.append("identical: the resumed run ended bit-identical to the uninterrupted one")
+    elif verdict == "not resumed":
+        lines.append(
+            f"not resumed: the resumed run started from step {data['resumed_from']}, not {k}: it did not restore "
+            "its checkpoint (does it read $ENVPIN_RUNS_CHECKPOINT, or {checkpoint} in the command?)"
+        )
+    elif verdict == "nondeterministic":
+        lines.append(
+            f"nondeterministic: two uninterrupted runs already differ after {k} steps, so the resume cannot be "
+            "judged (envpin bisect names the op that differs)"
+        )
+    else:
+        names = {c["key"]: c["name"] for c in data["components"]}
+        what = "; ".join(
+            [names.get(k, k) for k in data["end_differs"]] + [f"metric {m}" for m in data["metrics_differ"]]
+        )
+        lines.append(f"differs: the resumed run did not end as the uninterrupted one did ({what})")
+        if missing:
+            lines.append(f"  not restored at step {k}: {', '.join(missing)}")
+        else:
+            lines.append(
+                "  every part of the state envpin sees was restored: the difference comes from state it cannot "
+                "see (Keras fit's own iterator, a random op's state inside a tf.function, the script's own)"
+            )
+    lines.append(f"state as step {k + 1} begins, resumed against uninterrupted:")
+    for c in data["components"]:
+        lines.append(f"  {c['status']:<16} {c['name']}")
+    for c in data["components"]:
+        if c["advice"]:
+            lines.append(f"{c['name']}: {c['advice']} [{', '.join(c['sources'])}]")
+    if verdict == "identical" and missing:
+        lines.append(f"  ({', '.join(missing)} not restored, without changing the result)")
+    return lines
+
+
+def show_resume(data: dict[str, Any], console: Console) -> None:
+    for line in resume_lines(data):
+        say(console, line)
