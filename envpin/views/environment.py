@@ -68,6 +68,10 @@ def _headed_table(
     return tables.show(console, title, ["variable", "value", "why (source)"], rows, fold=frozenset({2}))
 
 
+#: Where a recipe entry holds, by the table's `devices` field.
+_WHERE = {"gpu": "on GPUs", "cpu": "on CPUs", "any": "on every device"}
+
+
 def recipe(tag: str, r: Recipe, console: Console | Plain) -> Console | Plain:
     """The recipe of `tag`: its heading, the environment table, then one line per step, op and caveat; returns
     the console it wrote to (rich's, once a table needed it)."""
@@ -87,7 +91,7 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> Console | Plain:
         if s.step == "keras3_no_auto_xla":  # the one step that asks something of the model code itself
             say(console, f"Keras 3 step: {s.why} ({r.source_url(s.source)})")
     for x in parts.raises:
-        where = "on GPUs" if x.devices == "gpu" else "on every device"
+        where = _WHERE[x.devices]
         unverified = f"; unverified: {x.unverified}" if x.unverified is not None else ""
         say(
             console,
@@ -95,7 +99,7 @@ def recipe(tag: str, r: Recipe, console: Console | Plain) -> Console | Plain:
             f"({r.source_url(x.source)}{unverified})",
         )
     for x in parts.silent:
-        where = "on GPUs" if x.devices == "gpu" else "on every device"
+        where = _WHERE[x.devices]
         unverified = f"; unverified: {x.unverified}" if x.unverified is not None else ""
         say(
             console,
