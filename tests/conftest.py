@@ -153,6 +153,12 @@ class Result:
 PROGRESS_LINE = re.compile(r"^[^:]+: (.+; )?(\d+ h )?(\d+ min )?(\d+ s )?elapsed(, about .+ left)?$")
 
 
+def said(stderr: str) -> list[str]:
+    """stderr's lines other than the progress display's: a command that works past 5 s under load prints those
+    first, before its own first line."""
+    return [line for line in stderr.splitlines() if not PROGRESS_LINE.match(line)]
+
+
 def error_after_progress(stderr: str) -> list[str]:
     """The lines of a command that failed after some work: its progress lines first (the display's, never
     anything else), then what the error contract says, which is returned (one error line, one hint line)."""

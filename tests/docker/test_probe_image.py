@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_envpin
+from tests.conftest import run_envpin, said
 from tests.engines import push_with_env
 
 
@@ -72,13 +72,13 @@ def test_verify_probes_the_lock_s_image_and_says_so(stand_in_image: str, tmp_pat
     assert none_yet.code == 2 and f"lock {lock} has no 'expected' table" in none_yet.stderr
     recorded = run_envpin("verify", "--record", cwd=tmp_path)
     assert recorded.code == 0, recorded.stderr
-    err = recorded.stderr.splitlines()
+    err = said(recorded.stderr)
     assert err[0] == first and "recorded: expected fingerprint sha256:" in recorded.stderr
     assert lockfile.read(tmp_path / lock).expected is not None
 
     again = run_envpin("verify", "--json", cwd=tmp_path)
     assert again.code == 0, again.stderr
-    assert again.stderr.splitlines()[0] == first
+    assert said(again.stderr)[0] == first
     doc = json.loads(again.stdout)
     assert doc["verdict"] in ("identical", "identical except informational differences"), doc
     assert doc["report"] == f"image {record.image_id}" and doc["compared"] == first
@@ -94,7 +94,7 @@ def test_verify_probes_the_lock_s_image_and_says_so(stand_in_image: str, tmp_pat
     refused = run_envpin("verify", "--report", str(host), "--record", cwd=tmp_path)
     assert refused.code == 2 and "image.envpin_plan is absent" in refused.stderr, refused.stderr
     on_purpose = run_envpin("verify", "--host", cwd=tmp_path)
-    assert on_purpose.code in (0, 1) and on_purpose.stderr.splitlines()[0].startswith("verify: this machine (--host")
+    assert on_purpose.code in (0, 1) and said(on_purpose.stderr)[0].startswith("verify: this machine (--host")
 
 
 def test_verify_without_the_image_says_how_to_build_it(docker_client: Any, stand_in_image: str, tmp_path: Path) -> None:

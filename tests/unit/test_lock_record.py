@@ -12,6 +12,7 @@ import pytest
 
 from envpin.environment import lockfile
 from envpin.probe import collect
+from tests.conftest import said
 from tests.unit.lock_reports import as_lock_image
 
 
@@ -107,8 +108,7 @@ def test_host_is_verified_only_on_purpose_and_says_so(  # type: ignore[no-untype
     assert res.code in (0, 1), res.stderr
     first = f"verify: this machine (--host: the host, not the lock's image) against the reference of {lock}"
     # Under load the RECORD check may print its progress first: the verdict's first line follows it.
-    said = [line for line in res.stderr.splitlines() if not line.startswith("probing this machine")]
-    assert said[0] == first, res.stderr
+    assert said(res.stderr)[0] == first, res.stderr
     doc = json.loads(res.stdout)
     assert doc["compared"] == first and doc["report"] == "host"
     # The host is no reference either: recording it is refused like any other contradicting report.
