@@ -15,6 +15,7 @@ from envpin.audit.check import Finding, finding
 from envpin.audit.python.names import Names, canonical
 from envpin.audit.rule import Rule
 from envpin.knowledge.recipes import Recipe
+from envpin.portable.versions import major_minor
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -214,7 +215,7 @@ class Script:
                 binders.append(node)
             elif kind is ast.With or kind is ast.AsyncWith:
                 withs.append(node)  # type: ignore[arg-type]
-        self.names = Names(tree, binders)
+        self.names = Names(tree, binders, tf2=(major_minor(target.tf_version) or (0, 0))[0] >= 2)
         self.withs = withs
         self.calls: list[Call] = []
         self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)

@@ -215,15 +215,17 @@ def check_seeds(s: Script) -> None:
         firsts: dict[str, Call] = {}
         for c in s.calls:
             name = c.name or ""
-            if name.startswith("random.") and c.last in _PY_RANDOM and not seeded["python"]:
-                firsts.setdefault("python", c)
-            elif (
-                name.startswith("np.random.")
-                and name.count(".") == 2
-                and c.last not in _NP_NOT_DRAWS
-                and not seeded["numpy"]
-            ):
-                firsts.setdefault("numpy", c)
+            key = (
+                "python"
+                if name.startswith("random.") and c.last in _PY_RANDOM
+                else "numpy"
+                if name.startswith("np.random.") and name.count(".") == 2 and c.last not in _NP_NOT_DRAWS
+                else None
+            )
+            # the first draw in the source, by line and column (the walk is breadth first: a draw nested in
+            # another call, np.random.random_sample(shape).astype(...), comes after a shallower one below it)
+            if key is not None and not seeded[key] and (key not in firsts or _before(c, firsts[key])):
+                firsts[key] = c
         for key, c in firsts.items():
             seed = "random.seed(SEED)" if key == "python" else "numpy.random.seed(SEED)"
             s.add(
@@ -254,6 +256,10 @@ def check_seeds(s: Script) -> None:
                 "use tf.random.Generator.from_seed(SEED)",
             )
         _clock_seed(s, c)
+
+
+def _before(a: Call, b: Call) -> bool:
+    return (a.node.lineno, a.node.col_offset) < (b.node.lineno, b.node.col_offset)
 
 
 def _unseeded_layers(s: Script) -> tuple[str, bool]:

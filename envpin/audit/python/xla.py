@@ -14,7 +14,8 @@ import re
 from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, STATUS
 from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile
-from envpin.audit.python.table import condition, matches, meetable, only, short, tf_range
+from envpin.audit.python.names import canonical
+from envpin.audit.python.table import built_on, condition, matches, meetable, only, short, tf_range
 from envpin.audit.rule import Rule
 from envpin.errors import param
 
@@ -77,18 +78,24 @@ _XLA_AUTO = re.compile(r"--tf_xla_auto_jit=(-?\d+|\w+)")
 
 
 def xla_raisers(s: Script) -> list[tuple[Call, OpEntry]]:
-    """Calls of ops whose XLA-compiled gradient raises on the script's TensorFlow (the table's XLA entries)."""
+    """Calls of ops whose XLA-compiled gradient raises on the script's TensorFlow (the table's XLA entries), and
+    of library APIs the table says are built on one (`built_on`: keras.applications.ResNet50 holds MaxPooling2D
+    layers); each call as the script names it."""
     records = s.target.records
     if records is None:
         return []
-    entries = [e for e in meetable(records.raises, s.keras_major()) if e.xla]
-    return [
-        (c, e.item)
-        for call in s.calls
-        for c in call.narrowed()
-        for e in entries
-        if any(matches(c, a, frozenset()) for a in e.apis)
-    ]
+    keras = s.keras_major()
+    entries = [e for e in meetable(records.raises, keras) if e.xla]
+    if not entries:
+        return []
+    built = built_on(keras)
+    out = []
+    for call in s.calls:
+        for c in call.narrowed():
+            b = built.get(c.name) if c.name else None
+            meant = c if b is None else Call(c.node, canonical(b.calls), c.attr)
+            out += [(c, e.item) for e in entries if any(matches(meant, a, frozenset()) for a in e.apis)]
+    return out
 
 
 def check_xla(s: Script) -> None:
@@ -97,10 +104,11 @@ def check_xla(s: Script) -> None:
     auto = [(c, item) for c, item in raisers if (item.keras_min or "").startswith("3")]
     if auto and s.keras_major() == 3:
         layer = auto[0][0]
-        kind = (layer.name or "").rsplit(".", 1)[-1]  # the layer's class: a table API matched its name
+        kind = (layer.name or "").rsplit(".", 1)[-1]  # the layer's class (or the application built on one)
         adds = f"pass jit_compile=False to compile() ({param('fix', command='audit')} adds it)"
         for c in s.calls:
-            if c.attr == "compile" and is_model_compile(c) and const(c.kw("jit_compile")) is not False:
+            # jit_compile=True is the script's own request: py-jit-compile reports it, once (one hazard)
+            if c.attr == "compile" and is_model_compile(c) and const(c.kw("jit_compile")) not in (False, True):
                 s.add(
                     PY_KERAS3_AUTO_XLA,
                     c.node.lineno,
@@ -199,13 +207,12 @@ def _only_compile_jit(fix: Fixing, line: int) -> bool:
     return len(sites) == 1 and isinstance(sites[0].func, ast.Attribute) and sites[0].func.attr == "compile"
 
 
-def _turned_off(fix: Fixing, f: Finding) -> bool:
-    """py-jit-compile of a compile(jit_compile=True) that the Keras 3 fix turned to jit_compile=False, when that
-    call's is the line's only jit_compile=True."""
-    turned = {g.line for g in fix.fixed if g.rule == PY_KERAS3_AUTO_XLA.id}
-    return f.line in turned and f.message.startswith("jit_compile=True ") and _only_compile_jit(fix, f.line)
+def _compile_jit_off(fix: Fixing, f: Finding) -> bool:
+    """py-jit-compile where an op then raises (an error) and the line's only jit_compile=True is a compile()
+    call's: jit_compile=False there, as for py-keras3-auto-xla (the model trains as without XLA); else commented."""
+    return f.severity == "error" and _only_compile_jit(fix, f.line) and _add_jit_false(fix, f)
 
 
-FIXES: dict[str, Fix] = {PY_KERAS3_AUTO_XLA.id: _add_jit_false}
-FOLLOW_UPS: dict[str, Fix] = {PY_JIT_COMPILE.id: _turned_off}
+FIXES: dict[str, Fix] = {PY_KERAS3_AUTO_XLA.id: _add_jit_false, PY_JIT_COMPILE.id: _compile_jit_off}
+FOLLOW_UPS: dict[str, Fix] = {}
 STARTUP: dict[str, Startup] = {}
