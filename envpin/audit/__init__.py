@@ -326,19 +326,28 @@ def _run(
         df_left.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
         df_outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
-    if scripts:
+    if scripts and parsed:  # judged against the image the fixed Dockerfile builds
         aim = _script_target(refixed, target, tf, lock_target)
+        peers = peers_of(scripts, aim) if len(scripts) > 1 else {}
     script_fixes: list[FixedFile] = []
+    outcomes: dict[str, tuple[Path, FixOutcome]] = {}
     for path, text in scripts.items():
         out = _output_path(path, fix_out, in_place)
         _check_output(out, Path(path), in_place)
         mine = (
-            _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim), config) if parsed else findings[path]
+            _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim, peers), config)
+            if parsed
+            else findings[path]
         )
-        outcome = fix_script(text, path, mine, aim)
+        outcomes[path] = (out, fix_script(text, path, mine, aim))
+    # the fixed scripts are one run as the scripts were: re-audited together (a switch inserted into the run's
+    # entry counts for the modules it imports)
+    texts = {str(out): outcome.text for out, outcome in outcomes.values()}
+    again = peers_of(texts, aim) if len(texts) > 1 else {}
+    for path, (out, outcome) in outcomes.items():
         remaining.extend(
             _kept(
-                _Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim, peers), config
+                _Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim, again), config
             )
         )
         script_fixes.append(FixedFile(path, str(out), outcome))

@@ -59,11 +59,35 @@ _TRAIN_OP = re.compile(r"(^|_)(train|opt|optim|optimizer|update|updates|minimize
 @dataclass(frozen=True, slots=True)
 class Peer(Value):
     """Another script of the same run, as an import of it is judged: whether it uses TensorFlow, and why it
-    trains (its own training call), if it does."""
+    trains (its own training call), if it does; and, for the run as a whole (Script.runs), the scripts of the run
+    it imports, whether it trains through them, the names its imports bind to them, and its own walk."""
 
     path: str
     uses_tf: bool
     reason: str | None
+    #: The paths of the scripts of the run it imports, in the order of its imports.
+    imports: tuple[str, ...] = ()
+    #: Whether it trains: itself, or through a name it imports from a script of the run that does.
+    trains: bool = False
+    #: What its imports bind to scripts of the run: (local name, the script's path, the name imported from it;
+    #: "" for the module itself: `import mnist_setup`).
+    bound: tuple[tuple[str, str, str], ...] = ()
+    #: Its own walk (without the run): what the run's rules read of it (its seeds, its switch, its functions).
+    walk: Script | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Value):
+    """One training run of several scripts: the entry script (it trains and no other training script of the run
+    imports it) and the scripts of the run it imports, directly or through each other, in the order of the
+    imports. A hazard of the whole run (no switch, no seed) is reported once: in `anchor` at `line`, the entry's
+    TensorFlow (or Keras) import, or, where the entry imports neither, the first script of the run that does."""
+
+    entry: str
+    #: The walks of the run's scripts, the entry first.
+    scripts: tuple[Script, ...]
+    anchor: str
+    line: int
 
 
 def module_names(path: str) -> list[str]:
@@ -177,6 +201,12 @@ class Call(Value):
         return bool(args) and not (len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is None)
 
 
+def _element(value: ast.expr, i: int) -> ast.expr:
+    """`value[i]`, placed where `value` is (what a tuple target's i-th name is bound to)."""
+    index = ast.copy_location(ast.Constant(i), value)
+    return ast.copy_location(ast.Subscript(value=value, slice=index, ctx=ast.Load()), value)
+
+
 def const(node: ast.AST | None) -> Any:
     return node.value if isinstance(node, ast.Constant) else Missing
 
@@ -199,6 +229,9 @@ class Script:
         #: The other scripts of the run by module name (envpin.audit.python.audit.peers_of), for imports.
         self.peers: Mapping[str, Peer] = peers or {}
         self._peers_bound: dict[str, Peer] | None = None
+        self._bindings: tuple[tuple[str, str, str], ...] = ()
+        self._runs: list[Run] | None = None
+        self._seeded: dict[str, bool] | None = None
         self._reason: str | bool | None = False  # not worked out yet
         # one walk; the nodes the rules read, sorted by type (a type test per node, not a chain of isinstance)
         calls: list[ast.Call] = []
@@ -253,6 +286,15 @@ class Script:
     def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Name):
             self.assigned.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            # `a, b = x, y` pairs them; `train, test = datasets()` binds each to that element of the value, an
+            # index into it (value[0], value[1]) up to a starred name
+            pairs = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+            for i, t in enumerate(target.elts):
+                if isinstance(t, ast.Starred) or (pairs and isinstance(value.elts[i], ast.Starred)):  # type: ignore[attr-defined]
+                    break
+                part = value.elts[i] if pairs else _element(value, i)  # type: ignore[attr-defined]
+                self._assign(t, part, line)
         elif isinstance(target, ast.Subscript) and self.names.resolve(target.value) == "os.environ":
             key = const(target.slice)
             if isinstance(key, str):
@@ -351,6 +393,7 @@ class Script:
         if self._peers_bound is not None:
             return self._peers_bound
         bound: dict[str, Peer] = {}
+        names: list[tuple[int, str, str, str]] = []  # (line, local name, path, the name imported from it)
         if self.peers:
             here = module_names(self.path)
             for node in ast.walk(self.tree):
@@ -358,17 +401,87 @@ class Script:
                     for a in node.names:
                         peer = self.peers.get(a.name)
                         if peer is not None and peer.path != self.path:
-                            bound[a.asname or a.name.split(".", 1)[0]] = peer
+                            local = a.asname or a.name.split(".", 1)[0]
+                            bound[local] = peer
+                            names.append((node.lineno, local, peer.path, ""))
                 elif isinstance(node, ast.ImportFrom):
                     bases = [node.module or ""] if not node.level else _relative(here, node.level, node.module)
                     for a in node.names:
                         for base in bases:
-                            peer = self.peers.get(f"{base}.{a.name}".strip(".")) or self.peers.get(base)
+                            whole = self.peers.get(f"{base}.{a.name}".strip("."))
+                            peer = whole or self.peers.get(base)
                             if peer is not None and peer.path != self.path:
                                 bound[a.asname or a.name] = peer
+                                names.append((node.lineno, a.asname or a.name, peer.path, "" if whole else a.name))
                                 break
         self._peers_bound = bound
+        self._bindings = tuple((local, path, name) for _, local, path, name in sorted(names))
         return bound
+
+    def bindings(self) -> tuple[tuple[str, str, str], ...]:
+        """What the script's imports bind to scripts of the run, in the order of the imports (Peer.bound)."""
+        self._imported_peers()
+        return self._bindings
+
+    def imported_paths(self) -> tuple[str, ...]:
+        """The paths of the scripts of the run it imports, in the order of its imports (Peer.imports)."""
+        return tuple(dict.fromkeys(path for _, path, _ in self.bindings()))
+
+    def runs(self) -> list[Run]:
+        """The training runs this script is part of: its own, where it trains and no other training script of
+        the run imports it (directly or through another script), and those of the entry scripts that import
+        it. A script alone (no other script of the run given) is a run of its own where it trains."""
+        if self._runs is not None:
+            return self._runs
+        by_path = {p.path: p for p in self.peers.values()}
+        me = Peer(self.path, self.uses_tf(), None, self.imported_paths(), self.trains(), self.bindings(), self)
+        by_path[self.path] = me
+
+        def walk_of(path: str) -> Script:
+            w = by_path[path].walk
+            return w if w is not None else self
+
+        def closure(path: str) -> list[str]:
+            order: list[str] = []
+            todo = [path]
+            while todo:
+                here = todo.pop()
+                if here in order or here not in by_path:
+                    continue
+                order.append(here)
+                todo.extend(reversed(by_path[here].imports))  # depth first, in the order of the imports
+            return order
+
+        training = [path for path, p in by_path.items() if p.trains]
+        reach = {path: closure(path) for path in training}
+        entries = [
+            e
+            for e in training
+            if not any(e in reach[o] and o not in reach[e] for o in training if o != e)  # an import cycle: both
+        ]
+        runs: list[Run] = []
+        for e in entries:
+            order = reach[e]
+            if self.path not in order:
+                continue
+            walks = tuple(walk_of(path) for path in order)
+            anchor = next((w for w in walks if w.tf_import_line() is not None), walks[0])
+            runs.append(Run(e, walks, anchor.path, anchor.first_import_line()))
+        self._runs = runs
+        return runs
+
+    def anchored_runs(self) -> list[Run]:
+        """The runs whose hazards of the whole run are reported in this script (Run.anchor)."""
+        return [r for r in self.runs() if r.anchor == self.path]
+
+    def run_seeded(self, key: str, runs: list[Run] | None = None) -> bool:
+        """Whether every run this script is part of seeds the generator `key` (tf, python, numpy; Script.seeded)
+        somewhere in its scripts (their imports run the module-level seeding before the run draws); the script's
+        own seeding where it is in no run."""
+        runs = self.runs() if runs is None else runs
+        if not runs:
+            return self.seeded()[key]
+        return all(any(w.seeded()[key] for w in r.scripts) for r in runs)
 
     def _peer_training_reason(self) -> str | None:
         """A call of a name bound from a module of the run that trains (`from trainer import run; run(cfg)`), or
@@ -386,12 +499,18 @@ class Script:
         return None
 
     def first_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int:
+        """The line of the script's first import of one of `roots` (canonical), else 1."""
+        line = self.tf_import_line(roots)
+        return 1 if line is None else line
+
+    def tf_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int | None:
+        """The line of the script's first import of one of `roots` (TensorFlow or Keras), None without one."""
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import) and any(canonical(a.name).split(".")[0] in roots for a in node.names):
                 return node.lineno
             if isinstance(node, ast.ImportFrom) and node.module and canonical(node.module).split(".")[0] in roots:
                 return node.lineno
-        return 1
+        return None
 
     def env_value(self, name: str) -> tuple[int, str | None] | None:
         """Where the script sets `name` in its environment (the last setting) and the value, if constant."""
@@ -401,6 +520,8 @@ class Script:
     def seeded(self) -> dict[str, bool]:
         """Which global generators the script seeds: tf, python, numpy. A call of a function with 'seed' in its
         name that the imports do not explain (seed_everything(), utils.set_seeds()) counts for all three."""
+        if self._seeded is not None:
+            return self._seeded
         out = {"tf": False, "python": False, "numpy": False}
         for c in self.calls:
             name, last = c.name or "", c.last
@@ -417,6 +538,7 @@ class Script:
                 "seed" in last.lower() and root not in ("tf", "keras", "np", "random")
             ):
                 out = dict.fromkeys(out, True)
+        self._seeded = out
         return out
 
     def keras_major(self) -> int | None:

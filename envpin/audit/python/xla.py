@@ -2,8 +2,8 @@
 (py-keras3-auto-xla), and XLA asked for by the script (py-jit-compile), an error where an op the script uses then
 raises (MaxPool's XLA gradient from TF 2.8).
 
-The fix adds `jit_compile=False` to Keras 3's `compile()`; where that call asked for `jit_compile=True`, the
-py-jit-compile finding of the line is fixed with it (a follow-up: it comes first in the findings' order).
+The fix adds `jit_compile=False` to Keras 3's `compile()`; a `compile(jit_compile=True)` is py-jit-compile's alone
+(one hazard, one finding), whose fix turns it to `jit_compile=False` where an op then raises.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ PY_KERAS3_AUTO_XLA = Rule(
     severity="error",
     title="Keras 3 compiles a model with MaxPooling through XLA",
     finds="On a TensorFlow for which the recipe table lists Keras 3's automatic XLA compilation as raising "
-    "(TF 2.16-2.19, which allow Keras 3.0-3.6), a script that uses a layer the entry names (MaxPooling) and "
-    "calls `compile()` without `jit_compile=False`. Scripts on `tf_keras` (`TF_USE_LEGACY_KERAS`, "
+    "(TF 2.16-2.19, which allow Keras 3.0-3.6), a script that uses a layer the entry names (MaxPooling), or a "
+    "`keras.applications` model the table says is built on one (ResNet, DenseNet, Inception, NASNet, VGG, "
+    "Xception), and calls `compile()` leaving `jit_compile` at its default or 'auto' (`jit_compile=True` is "
+    "`py-jit-compile`'s, reported once there). Scripts on `tf_keras` (`TF_USE_LEGACY_KERAS`, "
     "`import tf_keras`) are not Keras 3.",
     why="Keras 3 before 3.7 compiles with XLA by default (jit_compile='auto') and XLA's MaxPool gradient has no "
     "deterministic GPU implementation: the first training step raises. Pass jit_compile=False.",
@@ -64,8 +66,9 @@ PY_JIT_COMPILE = Rule(
     "2.2), and from 2.8 some of them raise instead (MaxPool's gradient).",
     bad=HEAD + "@tf.function(jit_compile=True)\ndef step(x):\n    return x * 2\n",
     good=HEAD + "@tf.function\ndef step(x):\n    return x * 2\n",
-    autofix="Comments the line (XLA was asked for on purpose); where it is Keras 3's `compile(jit_compile=True)` "
-    "that `--fix` turns to `jit_compile=False` for py-keras3-auto-xla, that fixes this finding too.",
+    autofix="Comments the line (XLA was asked for on purpose); where an op then raises (an error) and the line's "
+    "only `jit_compile=True` is a `compile()` call's, turns it to `jit_compile=False` (the model trains as "
+    "without XLA).",
     references=(FWR, STATUS, SCRIPTS),
     language="python",
     example_tf="2.8",
