@@ -12,9 +12,9 @@ import ast
 import re
 
 from envpin.audit.check import Finding
+from envpin.audit.python.names import canonical
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, STATUS
 from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile
-from envpin.audit.python.names import canonical
 from envpin.audit.python.table import built_on, condition, matches, meetable, only, short, tf_range
 from envpin.audit.rule import Rule
 from envpin.errors import param
