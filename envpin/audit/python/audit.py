@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.engine import merge
-from envpin.audit.python.script import Peer, Script, ScriptTarget, module_names
+from envpin.audit.python.script import Peer, Run, Script, ScriptTarget, make_runs, module_names
 from envpin.audit.rules import script_families
 from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
@@ -82,7 +82,7 @@ def peers_of(texts: Mapping[str, str], target: ScriptTarget | None = None) -> di
     (Script.runs)."""
     aim = target or ScriptTarget()
     first: dict[str, Peer] = {}  # by module name
-    mine: dict[str, tuple[ast.Module, Peer]] = {}  # by path
+    mine: dict[str, tuple[Script, Peer]] = {}  # by path
     for path, text in texts.items():
         tree = parse_script(text, path)
         if isinstance(tree, Finding):
@@ -91,13 +91,20 @@ def peers_of(texts: Mapping[str, str], target: ScriptTarget | None = None) -> di
         peer = Peer(
             path, s.uses_tf(), None if s.is_test() else s.own_training_reason() if s.uses_tf() else None, walk=s
         )
-        mine[path] = (tree, peer)
+        mine[path] = (s, peer)
         for name in module_names(path):
             first.setdefault(name, peer)
     final: dict[str, Peer] = {}
-    for path, (tree, peer) in mine.items():
-        seen = Script(path, tree, aim, first)  # with the run: its imports of it, and training through them
+    for path, (s, peer) in mine.items():
+        seen = s.with_peers(first)  # with the run: its imports of it, and training through them
         final[path] = peer.replace(imports=seen.imported_paths(), trains=seen.trains(), bound=seen.bindings())
+    runs = make_runs(final)
+    member: dict[str, list[Run]] = {}
+    for run in runs:
+        for w in run.scripts:
+            member.setdefault(w.path, []).append(run)
+    for path, peer in final.items():
+        final[path] = peer.replace(member_of=tuple(member.get(path, ())))
     return {name: final[peer.path] for name, peer in first.items()}
 
 

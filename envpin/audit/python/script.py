@@ -6,6 +6,7 @@ checks (envpin.audit.rules.script_families) read this; nothing here knows a rule
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,6 +75,35 @@ class Peer(Value):
     bound: tuple[tuple[str, str, str], ...] = ()
     #: Its own walk (without the run): what the run's rules read of it (its seeds, its switch, its functions).
     walk: Script | None = field(default=None, compare=False, repr=False)
+    #: The training runs it is part of (make_runs).
+    member_of: tuple[Run, ...] = field(default=(), compare=False, repr=False)
+
+
+def run_orders(by_path: Mapping[str, Peer]) -> list[tuple[str, tuple[str, ...]]]:
+    """The training runs of a set of scripts (by path): each entry script (it trains, and no other training script
+    imports it, directly or through other scripts; scripts that import each other are both entries) with the paths
+    of its run: itself, then the scripts it imports, depth first in the order of the imports."""
+
+    def closure(path: str) -> tuple[str, ...]:
+        order: dict[str, None] = {}
+        todo = [path]
+        while todo:
+            here = todo.pop()
+            if here in order or here not in by_path:
+                continue
+            order[here] = None
+            todo.extend(reversed(by_path[here].imports))
+        return tuple(order)
+
+    training = [path for path, p in by_path.items() if p.trains]
+    reach = {path: closure(path) for path in training}
+    within = {path: set(order) for path, order in reach.items()}
+    importers: dict[str, list[str]] = {}
+    for o in training:
+        for path in reach[o][1:]:
+            importers.setdefault(path, []).append(o)
+    # an entry: every training script that reaches it is one it reaches too (an import cycle), or none is
+    return [(e, reach[e]) for e in training if all(o in within[e] for o in importers.get(e, ()) if o != e)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +118,19 @@ class Run(Value):
     scripts: tuple[Script, ...]
     anchor: str
     line: int
+    #: The generators some script of the run seeds (tf, python, numpy; Script.seeded).
+    seeds: frozenset[str] = frozenset()
+
+
+def make_runs(by_path: Mapping[str, Peer]) -> list[Run]:
+    """The training runs of a set of scripts (by path; each Peer with its walk), as run_orders finds them."""
+    runs = []
+    for entry, order in run_orders(by_path):
+        walks = tuple(w for w in (by_path[path].walk for path in order) if w is not None)
+        anchor = next((w for w in walks if w.tf_import_line() is not None), walks[0])
+        seeds = frozenset(k for k in ("tf", "python", "numpy") if any(w.seeded()[k] for w in walks))
+        runs.append(Run(entry, walks, anchor.path, anchor.first_import_line(), seeds))
+    return runs
 
 
 def module_names(path: str) -> list[str]:
@@ -232,6 +275,9 @@ class Script:
         self._bindings: tuple[tuple[str, str, str], ...] = ()
         self._runs: list[Run] | None = None
         self._seeded: dict[str, bool] | None = None
+        self._tf_line: int | bool | None = False  # not worked out yet
+        #: What a family worked out once for this walk (a script of several runs is read for each).
+        self.memo: dict[str, Any] = {}
         self._reason: str | bool | None = False  # not worked out yet
         # one walk; the nodes the rules read, sorted by type (a type test per node, not a chain of isinstance)
         calls: list[ast.Call] = []
@@ -282,6 +328,13 @@ class Script:
         for node in binders:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = node
+
+    def with_peers(self, peers: Mapping[str, Peer]) -> Script:
+        """The same walk seen with the other scripts of the run (what its imports reach), without walking again."""
+        other = copy.copy(self)
+        other.peers, other.findings, other.memo = peers, [], {}
+        other._peers_bound, other._bindings, other._reason, other._runs = None, (), False, None
+        return other
 
     def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Name):
@@ -434,41 +487,15 @@ class Script:
         if self._runs is not None:
             return self._runs
         by_path = {p.path: p for p in self.peers.values()}
-        me = Peer(self.path, self.uses_tf(), None, self.imported_paths(), self.trains(), self.bindings(), self)
-        by_path[self.path] = me
-
-        def walk_of(path: str) -> Script:
-            w = by_path[path].walk
-            return w if w is not None else self
-
-        def closure(path: str) -> list[str]:
-            order: list[str] = []
-            todo = [path]
-            while todo:
-                here = todo.pop()
-                if here in order or here not in by_path:
-                    continue
-                order.append(here)
-                todo.extend(reversed(by_path[here].imports))  # depth first, in the order of the imports
-            return order
-
-        training = [path for path, p in by_path.items() if p.trains]
-        reach = {path: closure(path) for path in training}
-        entries = [
-            e
-            for e in training
-            if not any(e in reach[o] and o not in reach[e] for o in training if o != e)  # an import cycle: both
-        ]
-        runs: list[Run] = []
-        for e in entries:
-            order = reach[e]
-            if self.path not in order:
-                continue
-            walks = tuple(walk_of(path) for path in order)
-            anchor = next((w for w in walks if w.tf_import_line() is not None), walks[0])
-            runs.append(Run(e, walks, anchor.path, anchor.first_import_line()))
-        self._runs = runs
-        return runs
+        mine = by_path.get(self.path)
+        if mine is not None and mine.walk is not None:  # one of the scripts peers_of worked the runs out for
+            self._runs = list(mine.member_of)
+            return self._runs
+        by_path[self.path] = Peer(
+            self.path, self.uses_tf(), None, self.imported_paths(), self.trains(), self.bindings(), self
+        )
+        self._runs = [r for r in make_runs(by_path) if any(w is self for w in r.scripts)]
+        return self._runs
 
     def anchored_runs(self) -> list[Run]:
         """The runs whose hazards of the whole run are reported in this script (Run.anchor)."""
@@ -481,7 +508,7 @@ class Script:
         runs = self.runs() if runs is None else runs
         if not runs:
             return self.seeded()[key]
-        return all(any(w.seeded()[key] for w in r.scripts) for r in runs)
+        return all(key in r.seeds for r in runs)
 
     def _peer_training_reason(self) -> str | None:
         """A call of a name bound from a module of the run that trains (`from trainer import run; run(cfg)`), or
@@ -505,6 +532,13 @@ class Script:
 
     def tf_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int | None:
         """The line of the script's first import of one of `roots` (TensorFlow or Keras), None without one."""
+        if roots == ("tf", "keras"):
+            if self._tf_line is False:
+                self._tf_line = self._import_line(roots)
+            return self._tf_line
+        return self._import_line(roots)
+
+    def _import_line(self, roots: tuple[str, ...]) -> int | None:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import) and any(canonical(a.name).split(".")[0] in roots for a in node.names):
                 return node.lineno

@@ -197,13 +197,13 @@ def check_seeds(s: Script) -> None:
     seeded = s.seeded()
     runs = s.runs()  # the training runs the script is part of: its own, or those of the scripts importing it
     for run in s.anchored_runs():
-        if any(w.seeded()["tf"] for w in run.scripts):
+        if "tf" in run.seeds:
             continue
         layers, raises = next(
             (
-                (f"{found} of {w.path}" if w is not s else found, raised)
+                (f"{found} of {w.path}" if w.path != s.path else found, raised)
                 for w in run.scripts
-                for found, raised in [_unseeded_layers(w)]
+                for found, raised in [_layers_of(w)]
                 if found
             ),
             ("", False),
@@ -274,6 +274,13 @@ def check_seeds(s: Script) -> None:
                 "use tf.random.Generator.from_seed(SEED)",
             )
         _clock_seed(s, c)
+
+
+def _layers_of(s: Script) -> tuple[str, bool]:
+    """_unseeded_layers, once per walk (a module of many runs is asked for each)."""
+    if "unseeded_layers" not in s.memo:
+        s.memo["unseeded_layers"] = _unseeded_layers(s)
+    return s.memo["unseeded_layers"]  # type: ignore[no-any-return]
 
 
 def _before(a: Call, b: Call) -> bool:

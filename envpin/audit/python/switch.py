@@ -135,6 +135,13 @@ def determinism_on(s: Script, usable: bool = False) -> bool:
     return on
 
 
+def _switched(s: Script) -> bool:
+    """determinism_on, once per walk (a module of many runs is asked for each)."""
+    if "switched" not in s.memo:
+        s.memo["switched"] = determinism_on(s)
+    return bool(s.memo["switched"])
+
+
 def check_switch(s: Script) -> None:
     recipe, version = s.target.recipe, s.target.tf_version
     enables = [c for c in s.calls if c.last == "enable_op_determinism"]
@@ -161,7 +168,7 @@ def check_switch(s: Script) -> None:
                     f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
                     f"use the switch of recipe {recipe.id}: {wanted}",
                 )
-    runs = [r for r in s.anchored_runs() if not any(determinism_on(w) for w in r.scripts)]
+    runs = [r for r in s.anchored_runs() if not any(_switched(w) for w in r.scripts)]
     if not runs:
         return  # no run of its own, its run turns the switch on, or another script of the run reports it
     if recipe is not None and switch_name(recipe) is None:
