@@ -301,8 +301,6 @@ def _run(
             explained = {path: why(text, path, aim, peers) for path, text in scripts.items()}
     if not do_fix:
         return AuditRun(list(paths), [f for p in paths for f in findings.get(p, [])], fail_on, explained=explained)
-    from envpin.audit.python.fixer import fix_script
-
     for path in scripts:
         broken = next((f for f in findings[path] if f.rule == "parse-error"), None)
         if broken is not None:
@@ -326,23 +324,15 @@ def _run(
         df_left.extend(_kept(again, audit(again, target=target, tf=tf, context=where(df)), config))
         fixed.append(FixedFile(df.path, str(out), outcome))
         df_outputs[out] = (outcome.text.encode("utf-8"), os.stat(df.path).st_mode & 0o777)
-    if scripts:
+    if scripts and parsed:  # judged against the image the fixed Dockerfile builds
         aim = _script_target(refixed, target, tf, lock_target)
-    script_fixes: list[FixedFile] = []
-    for path, text in scripts.items():
-        out = _output_path(path, fix_out, in_place)
-        _check_output(out, Path(path), in_place)
-        mine = (
-            _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim), config) if parsed else findings[path]
-        )
-        outcome = fix_script(text, path, mine, aim)
-        remaining.extend(
-            _kept(
-                _Lines(str(out), source_lines(outcome.text)), audit_script(outcome.text, str(out), aim, peers), config
-            )
-        )
-        script_fixes.append(FixedFile(path, str(out), outcome))
-        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
+    script_fixes, script_left, script_outputs = (
+        _fix_scripts(scripts, encodings, findings, aim, bool(parsed), fix_out, in_place, config)
+        if scripts
+        else ([], [], {})
+    )
+    remaining.extend(script_left)
+    outputs.update(script_outputs)
     fixed = script_fixes + fixed
     remaining.extend(df_left)
     outputs.update(df_outputs)
@@ -355,6 +345,47 @@ def _run(
         make_parents=False,
     )
     return AuditRun([str(o) for o in outputs], remaining, fail_on, fixed, explained=explained)
+
+
+def _fix_scripts(
+    scripts: dict[str, str],
+    encodings: dict[str, str],
+    findings: dict[str, list[Finding]],
+    aim: ScriptTarget,
+    rejudge: bool,
+    fix_out: Path | None,
+    in_place: bool,
+    config: AuditConfig,
+) -> tuple[list[FixedFile], list[Finding], dict[Path, tuple[bytes, int]]]:
+    """--fix of the scripts of one run: each fixed (its findings judged again first where `rejudge`: against the
+    image the fixed Dockerfiles build), then the fixed scripts re-audited together, as one run (a switch inserted
+    into the run's entry counts for the modules it imports). The fixed files, the findings left in them and the
+    bytes and mode to write to each output."""
+    from envpin.audit.python.audit import audit_script, peers_of
+    from envpin.audit.python.fixer import fix_script
+
+    peers = peers_of(scripts, aim) if rejudge and len(scripts) > 1 else {}
+    outcomes: dict[str, tuple[Path, FixOutcome]] = {}
+    for path, text in scripts.items():
+        out = _output_path(path, fix_out, in_place)
+        _check_output(out, Path(path), in_place)
+        mine = (
+            _kept(_Lines(path, source_lines(text)), audit_script(text, path, aim, peers), config)
+            if rejudge
+            else findings[path]
+        )
+        outcomes[path] = (out, fix_script(text, path, mine, aim))
+    texts = {str(out): outcome.text for out, outcome in outcomes.values()}
+    fixed_peers = peers_of(texts, aim) if len(texts) > 1 else {}
+    done: list[FixedFile] = []
+    left: list[Finding] = []
+    outputs: dict[Path, tuple[bytes, int]] = {}
+    for path, (out, outcome) in outcomes.items():
+        lines = _Lines(str(out), source_lines(outcome.text))
+        left.extend(_kept(lines, audit_script(outcome.text, str(out), aim, fixed_peers), config))
+        done.append(FixedFile(path, str(out), outcome))
+        outputs[out] = (_encoded(outcome.text, encodings[path], path), os.stat(path).st_mode & 0o777)
+    return done, left, outputs
 
 
 #: Folders an audit of a package never descends into: environments, caches, VCS data.

@@ -505,7 +505,8 @@ def test_fix_counts_jit_compile_true_it_turned_off_as_fixed_not_commented(cli: C
     res = cli("audit", "--tf", "2.16", "--fix", "--format", "json", "train.py", cwd=tmp_path)
     [done] = json.loads(res.stdout)["fixed"]
     assert res.code == 0 and not done["commented"], res.stdout
-    assert sorted(f["rule"] for f in done["fixed"]) == ["py-jit-compile", "py-keras3-auto-xla"]
+    # one hazard, one finding: py-jit-compile (an error: the MaxPool gradient raises), which --fix turns off
+    assert [f["rule"] for f in done["fixed"]] == ["py-jit-compile"]
     assert (tmp_path / "train.py.envpin-fixed").read_text() == text.replace("jit_compile=True", "jit_compile=False")
 
 

@@ -144,11 +144,12 @@ def test_docs_state_the_corpus_figures_of_both_groups() -> None:
     assert text[begin:end].strip() == figures(), "docs/audit.md: corpus figures are stale; paste figures()"
 
 
-#: The cases of distributed training (tf.distribute): their key must be met exactly, every finding and no other.
+#: The cases of distributed training (tf.distribute, in any of their scripts): their key must be met exactly, every
+#: finding and no other.
 DISTRIBUTED = [
     c
     for c in CASES
-    if _group(c) == "written-from" and "tf.distribute." in (CORPUS / c / "train.py").read_text(encoding="utf-8")
+    if _group(c) == "written-from" and any("tf.distribute." in p.read_text(encoding="utf-8") for p in _scripts(c))
 ]
 
 
@@ -177,10 +178,10 @@ def test_fix_keeps_untouched_lines_parses_and_is_idempotent(case: str, tmp_path:
         "tf24-data-pipeline",
         "tf212-official-strategy-flags",
     )  # an options assignment is commented, not fixed; so is an AUTO that a function of the script returns
-    # the lines a fix may change: those that hold the removed keyword, the compile() call given jit_compile, the
-    # strategy given its implementation, the shuffle given its seed
+    # the lines a fix may change: those that hold the removed keyword, the compile() call given jit_compile (or its
+    # jit_compile=True turned off), the strategy given its implementation, the shuffle given its seed
     edited = {n for n, line in enumerate(text.splitlines(), 1) if "deterministic=False" in line}
-    changed = {"py-keras3-auto-xla", "py-dist-mwms-communication", "py-dist-unseeded-shuffle"}
+    changed = {"py-keras3-auto-xla", "py-jit-compile", "py-dist-mwms-communication", "py-dist-unseeded-shuffle"}
     edited |= {f.line for d in res.fixed for f in d.outcome.fixed if f.rule in changed}
     kept = iter(fixed.splitlines(keepends=True))
     for n, line in enumerate(text.splitlines(keepends=True), 1):

@@ -345,7 +345,11 @@ def test_every_source_is_cited_and_the_structured_facts_have_sources() -> None:
     assert {b["calls"] for b in recipes.built_on()} == {
         "tf.nn.sparse_softmax_cross_entropy_with_logits",
         "tf.nn.softmax_cross_entropy_with_logits",
+        "keras.layers.MaxPooling2D",  # the keras.applications models that hold MaxPooling2D layers (Keras 3)
     }
+    [apps] = [b for b in recipes.built_on() if b["calls"] == "keras.layers.MaxPooling2D"]
+    assert "keras.applications.ResNet50" in apps["apis"] and apps["keras_min"] == "3.0"
+    assert not any("MobileNet" in a or "EfficientNet" in a for a in apps["apis"])  # GlobalMaxPooling2D only
     assert "keras.losses.SparseCategoricalCrossentropy" in recipes.built_on()[0]["apis"]
     assert [c.get("context") for c in data["common"]["caveats"]].count("parallel_map") == 1
 

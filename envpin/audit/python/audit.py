@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 from envpin.audit.check import Finding, finding
 from envpin.audit.engine import merge
-from envpin.audit.python.script import Peer, Script, ScriptTarget, module_names
+from envpin.audit.python.script import Peer, Run, Script, ScriptTarget, make_runs, module_names
 from envpin.audit.rules import script_families
 from envpin.audit.rules.syntax import PARSE_ERROR
 from envpin.errors import EnvpinError, UsageError
@@ -77,17 +77,35 @@ def audit_script(
 def peers_of(texts: Mapping[str, str], target: ScriptTarget | None = None) -> dict[str, Peer]:
     """The scripts of one run by every module name an import may reach them by (envpin.audit.python.script.
     module_names): whether each uses TensorFlow and why it trains itself, so that a script that trains through
-    a model or trainer of another one is judged to train (`envpin audit src/`)."""
-    out: dict[str, Peer] = {}
+    a model or trainer of another one is judged to train (`envpin audit src/`); and which scripts of the run each
+    imports and whether it trains through them, so that a hazard of the whole run is judged once, for the run
+    (Script.runs)."""
+    aim = target or ScriptTarget()
+    first: dict[str, Peer] = {}  # by module name
+    mine: dict[str, tuple[Script, Peer]] = {}  # by path
     for path, text in texts.items():
         tree = parse_script(text, path)
         if isinstance(tree, Finding):
             continue
-        s = Script(path, tree, target or ScriptTarget())
-        peer = Peer(path, s.uses_tf(), None if s.is_test() else s.own_training_reason() if s.uses_tf() else None)
+        s = Script(path, tree, aim)
+        peer = Peer(
+            path, s.uses_tf(), None if s.is_test() else s.own_training_reason() if s.uses_tf() else None, walk=s
+        )
+        mine[path] = (s, peer)
         for name in module_names(path):
-            out.setdefault(name, peer)
-    return out
+            first.setdefault(name, peer)
+    final: dict[str, Peer] = {}
+    for path, (s, peer) in mine.items():
+        seen = s.with_peers(first)  # with the run: its imports of it, and training through them
+        final[path] = peer.replace(imports=seen.imported_paths(), trains=seen.trains(), bound=seen.bindings())
+    runs = make_runs(final)
+    member: dict[str, list[Run]] = {}
+    for run in runs:
+        for w in run.scripts:
+            member.setdefault(w.path, []).append(run)
+    for path, peer in final.items():
+        final[path] = peer.replace(member_of=tuple(member.get(path, ())))
+    return {name: final[peer.path] for name, peer in first.items()}
 
 
 def explain(text: str, path: str, target: ScriptTarget | None = None, peers: Mapping[str, Peer] | None = None) -> str:
@@ -98,9 +116,14 @@ def explain(text: str, path: str, target: ScriptTarget | None = None, peers: Map
     s = Script(path, tree, target or ScriptTarget(), peers)
     reason = s.training_reason()
     if reason is not None:
-        return f"trains: {reason}"
+        entries = [r.entry for r in s.runs() if r.entry != path]
+        part = f"; judged as a module of the training run of {', '.join(entries)}" if entries else ""
+        return f"trains: {reason}{part}"
     if s.is_test():
         return "does not train: a test module"
+    entries = [r.entry for r in s.runs()]
+    if entries:
+        return f"does not train itself: a module of the training run of {', '.join(entries)}"
     if not s.uses_tf():
         return "does not train: it uses neither TensorFlow nor Keras (nor a module of the run that does)"
     return "does not train: no call of its own, nor of a module of the run, trains"

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from envpin.audit.check import Finding
 from envpin.audit.python.names import canonical
 from envpin.audit.python.refs import HEAD, SCRIPTS
-from envpin.audit.python.script import Call, Script
+from envpin.audit.python.script import Call, Script, const
 from envpin.audit.python.switch import determinism_on
 from envpin.audit.python.table import matches
 from envpin.audit.rule import Rule
@@ -140,7 +140,9 @@ PY_DIST_SHUFFLE = Rule(
     finds="`Dataset.shuffle(buffer)` with no `seed` in a dataset given to `STRATEGY.experimental_distribute_"
     "dataset(...)`, built in the function given to `distribute_datasets_from_function(...)`, or given to a "
     "Keras `fit` in a script that builds its model under `STRATEGY.scope()` (followed through the variables "
-    "the script assigns it to). Info when the script sets a global TensorFlow seed.",
+    "the script assigns it to, an element of a tuple a function of the script returns, `train, test = "
+    "datasets()`, and a function of another script of the run that makes it: reported in that script). Info "
+    "when the run sets a global TensorFlow seed.",
     why="A shuffle without a seed takes one from the global seed in the order the process creates unseeded random "
     "ops (or, with none set, a new one each run), and NVIDIA found the seed of shuffle needed for determinism "
     "under tf.distribute; before TF 2.3 reshuffle_each_iteration=True was nondeterministic under MirroredStrategy. "
@@ -506,8 +508,15 @@ def check_sample(s: Script) -> None:
 
 def _sources(s: Script, node: ast.AST | None, seen: set[str], depth: int = 4) -> Iterator[ast.AST]:
     """The expressions a dataset is made of: `node`, and what every name in it is assigned anywhere in the script
-    (ds = ds.shuffle(...) chains), `depth` names deep."""
+    (ds = ds.shuffle(...) chains), `depth` names deep; an element of what a function of the script returns
+    (`train, test = datasets()`: train is the first element of its `return train, test`)."""
     if node is None:
+        return
+    picked = _returned_element(s, node)
+    if picked is not None:
+        if depth:
+            for element in picked:
+                yield from _sources(s, element, seen, depth - 1)
         return
     yield node
     if depth == 0:
@@ -527,6 +536,37 @@ def _sources(s: Script, node: ast.AST | None, seen: set[str], depth: int = 4) ->
             yield from _sources(s, s.functions[sub.func.id], seen, depth - 1)
 
 
+def _returned_element(s: Script, node: ast.AST) -> list[ast.expr] | None:
+    """For `f(...)[i]` of a function of the script whose returns are tuples (or lists): the i-th element of each;
+    None for anything else (then the whole function body is what the dataset is made of)."""
+    if not (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and isinstance(const(node.slice), int)
+    ):
+        return None
+    fn = s.functions.get(node.value.func.id)
+    if fn is None:
+        return None
+    i = const(node.slice)
+    returns = [r.value for r in _own_returns(fn) if r.value is not None]
+    if not returns or not all(isinstance(r, (ast.Tuple, ast.List)) and len(r.elts) > i for r in returns):
+        return None
+    return [r.elts[i] for r in returns]  # type: ignore[attr-defined]
+
+
+def _own_returns(fn: ast.AST) -> Iterator[ast.Return]:
+    """The return statements of a function, not those of the functions defined inside it."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def _unseeded_shuffles(s: Script, roots: list[ast.AST]) -> Iterator[ast.Call]:
     seen: set[str] = set()
     for root in roots:
@@ -544,9 +584,12 @@ def _unseeded_shuffles(s: Script, roots: list[ast.AST]) -> Iterator[ast.Call]:
                     yield sub
 
 
-def check_shuffle(s: Script) -> None:
+def _shuffle_roots(s: Script) -> list[tuple[ast.AST, str]]:
+    """The datasets the script distributes (what the shuffle rule follows back), with how: given to
+    experimental_distribute_dataset(), made by the function given to distribute_datasets_from_function(), or given
+    to fit() in a script that builds its model under a strategy's scope."""
     if not _distributed_script(s):
-        return
+        return []
     names = _strategy_names(s)
     scoped = bool(_scopes(s, names))
     roots: list[tuple[ast.AST, str]] = []
@@ -563,10 +606,45 @@ def check_shuffle(s: Script) -> None:
                 roots.append((fn, f"{func.attr}()"))
         elif scoped and c.attr in ("fit", "fit_generator") and (first is not None or c.kw("x") is not None):
             roots.append((first or c.kw("x"), "fit() under a strategy's scope"))  # type: ignore[arg-type]
+    return roots
+
+
+def _distributed_elsewhere(s: Script) -> Iterator[tuple[ast.AST, str]]:
+    """The functions of this script whose datasets another script of the run distributes (`dataset =
+    mnist_setup.mnist_dataset(64)` then fit() under the scope there), with how and where."""
+    users = {p.path: p for p in s.peers.values() if p.walk is not None and p.path != s.path}
+    for peer in users.values():
+        module = {local for local, path, name in peer.bound if path == s.path and not name}
+        functions = {local: name for local, path, name in peer.bound if path == s.path and name}
+        if not (module or functions):
+            continue
+        w = peer.walk
+        assert w is not None
+        for root, how in _shuffle_roots(w):
+            for node in _sources(w, root, set()):
+                for sub in ast.walk(node):
+                    if not isinstance(sub, ast.Call):
+                        continue
+                    f = sub.func
+                    name = (
+                        functions.get(f.id)
+                        if isinstance(f, ast.Name)
+                        else f.attr
+                        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in module
+                        else None
+                    )
+                    if name is not None and name in s.functions:
+                        yield s.functions[name], f"{how} in {peer.path} (through {ast.unparse(f)})"
+
+
+def check_shuffle(s: Script) -> None:
     g = _guarded(s, "hazards", "unseeded-shuffle-distributed")
-    if g is None or not roots:
+    if g is None:
         return
-    seeded = s.seeded()["tf"]
+    roots = [*_shuffle_roots(s), *_distributed_elsewhere(s)]
+    if not roots:
+        return
+    seeded = s.run_seeded("tf")
     done: set[int] = set()
     for root, how in roots:
         for shuffle in _unseeded_shuffles(s, [root]):

@@ -34,6 +34,12 @@ def canonical(dotted: str) -> str:
     return dotted
 
 
+#: TensorFlow 2's module aliases of Keras modules: its top-level package sets `tf.losses = keras.losses`, and so for
+#: metrics, optimizers and initializers ("Add module aliases" in tensorflow/api_template.__init__.py, TF 2.x;
+#: `_KerasLazyLoader(..., submodule="losses")` in the TF 2.16+ one). TensorFlow 1's modules of these names are its
+#: own (tf.losses.sparse_softmax_cross_entropy), so the aliases are resolved only for a TensorFlow 2 target.
+TF2_KERAS_ALIASES = ("losses", "metrics", "optimizers", "initializers")
+
 #: Star imports from these roots are resolved (what `from tensorflow.keras.layers import *` brings in).
 _STAR_ROOTS = ("tf", "keras", "np", "random", "os", "time")
 #: Standard-library modules whose names the rules read (os.environ, random.seed, time.time, ...).
@@ -43,9 +49,11 @@ _STDLIB = frozenset({"os", "random", "time", "datetime", "uuid", "secrets"})
 class Names:
     """The script's imports: local name -> canonical dotted name, and the modules star-imported."""
 
-    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None) -> None:
+    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None, tf2: bool = False) -> None:
         """`nodes`: the tree's imports and definitions (in ast.walk order), when the caller has walked it
-        already; module-level assignments are read from the tree's body."""
+        already; module-level assignments are read from the tree's body. `tf2`: the script runs TensorFlow 2, where
+        tf.losses, tf.metrics, tf.optimizers and tf.initializers are Keras' modules (TF2_KERAS_ALIASES)."""
+        self.tf2 = tf2
         self.alias: dict[str, str] = {}
         self.star: list[str] = []
         #: Names the script binds itself (def, class, assignment): a star import does not reach them.
@@ -116,7 +124,10 @@ class Names:
                 base = node.id  # used without its import (an import further down, or one --fix adds): still it
             else:
                 return None
-        return canonical(".".join([base, *reversed(parts)]))
+        name = canonical(".".join([base, *reversed(parts)]))
+        if self.tf2 and name.startswith("tf.") and name.split(".", 2)[1] in TF2_KERAS_ALIASES:
+            return "keras." + name[3:]  # tf.losses.SparseCategoricalCrossentropy is keras.losses' on TF 2
+        return name
 
     def star_alternatives(self, node: ast.AST) -> tuple[str, ...]:
         """For a name only star imports explain (`Dense(...)`, `MaxPooling2D.x`) while several modules were

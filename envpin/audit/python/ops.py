@@ -19,6 +19,7 @@ from envpin.audit.python.script import Call, Script, const, is_model_compile
 from envpin.audit.python.table import (
     Entry,
     apis_of,
+    built_on,
     condition,
     holds,
     layer_calls,
@@ -230,9 +231,7 @@ def _uses(s: Script, keras: int | None) -> Iterator[tuple[Call, str, str | None]
     message shows, and the condition under which the library function runs the op, unless the call shows it
     (BuiltOn.condition, .arguments); a loss named by string in compile() counts as a call of keras.losses.<name>
     (Keras resolves it so) on compile's line."""
-    built = {
-        canonical(a): b for b in recipes.book().built_on if keras is None or _keras_admits(b, keras) for a in b.apis
-    }
+    built = built_on(keras)
 
     def when(b: BuiltOn, node: ast.Call | None) -> str | None:
         if b.condition is None or (node is not None and b.arguments and holds(node, b.arguments)):
@@ -251,11 +250,6 @@ def _uses(s: Script, keras: int | None) -> Iterator[tuple[Call, str, str | None]
             b = built.get(f"keras.losses.{loss}") if isinstance(loss, str) else None
             if b is not None:
                 yield Call(c.node, b.calls, c.attr), f"compile(loss={loss!r}) (built on {b.calls})", when(b, None)
-
-
-def _keras_admits(b: BuiltOn, major: int) -> bool:
-    lo, hi = major_minor(b.keras_min), major_minor(b.keras_max)
-    return not ((lo is not None and lo[0] > major) or (hi is not None and hi[0] < major))
 
 
 CHECKS = (check_ops,)

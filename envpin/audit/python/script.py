@@ -6,6 +6,7 @@ checks (envpin.audit.rules.script_families) read this; nothing here knows a rule
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from envpin.audit.check import Finding, finding
 from envpin.audit.python.names import Names, canonical
 from envpin.audit.rule import Rule
 from envpin.knowledge.recipes import Recipe
+from envpin.portable.versions import major_minor
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -58,11 +60,77 @@ _TRAIN_OP = re.compile(r"(^|_)(train|opt|optim|optimizer|update|updates|minimize
 @dataclass(frozen=True, slots=True)
 class Peer(Value):
     """Another script of the same run, as an import of it is judged: whether it uses TensorFlow, and why it
-    trains (its own training call), if it does."""
+    trains (its own training call), if it does; and, for the run as a whole (Script.runs), the scripts of the run
+    it imports, whether it trains through them, the names its imports bind to them, and its own walk."""
 
     path: str
     uses_tf: bool
     reason: str | None
+    #: The paths of the scripts of the run it imports, in the order of its imports.
+    imports: tuple[str, ...] = ()
+    #: Whether it trains: itself, or through a name it imports from a script of the run that does.
+    trains: bool = False
+    #: What its imports bind to scripts of the run: (local name, the script's path, the name imported from it;
+    #: "" for the module itself: `import mnist_setup`).
+    bound: tuple[tuple[str, str, str], ...] = ()
+    #: Its own walk (without the run): what the run's rules read of it (its seeds, its switch, its functions).
+    walk: Script | None = field(default=None, compare=False, repr=False)
+    #: The training runs it is part of (make_runs).
+    member_of: tuple[Run, ...] = field(default=(), compare=False, repr=False)
+
+
+def run_orders(by_path: Mapping[str, Peer]) -> list[tuple[str, tuple[str, ...]]]:
+    """The training runs of a set of scripts (by path): each entry script (it trains, and no other training script
+    imports it, directly or through other scripts; scripts that import each other are both entries) with the paths
+    of its run: itself, then the scripts it imports, depth first in the order of the imports."""
+
+    def closure(path: str) -> tuple[str, ...]:
+        order: dict[str, None] = {}
+        todo = [path]
+        while todo:
+            here = todo.pop()
+            if here in order or here not in by_path:
+                continue
+            order[here] = None
+            todo.extend(reversed(by_path[here].imports))
+        return tuple(order)
+
+    training = [path for path, p in by_path.items() if p.trains]
+    reach = {path: closure(path) for path in training}
+    within = {path: set(order) for path, order in reach.items()}
+    importers: dict[str, list[str]] = {}
+    for o in training:
+        for path in reach[o][1:]:
+            importers.setdefault(path, []).append(o)
+    # an entry: every training script that reaches it is one it reaches too (an import cycle), or none is
+    return [(e, reach[e]) for e in training if all(o in within[e] for o in importers.get(e, ()) if o != e)]
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Value):
+    """One training run of several scripts: the entry script (it trains and no other training script of the run
+    imports it) and the scripts of the run it imports, directly or through each other, in the order of the
+    imports. A hazard of the whole run (no switch, no seed) is reported once: in `anchor` at `line`, the entry's
+    TensorFlow (or Keras) import, or, where the entry imports neither, the first script of the run that does."""
+
+    entry: str
+    #: The walks of the run's scripts, the entry first.
+    scripts: tuple[Script, ...]
+    anchor: str
+    line: int
+    #: The generators some script of the run seeds (tf, python, numpy; Script.seeded).
+    seeds: frozenset[str] = frozenset()
+
+
+def make_runs(by_path: Mapping[str, Peer]) -> list[Run]:
+    """The training runs of a set of scripts (by path; each Peer with its walk), as run_orders finds them."""
+    runs = []
+    for entry, order in run_orders(by_path):
+        walks = tuple(w for w in (by_path[path].walk for path in order) if w is not None)
+        anchor = next((w for w in walks if w.tf_import_line() is not None), walks[0])
+        seeds = frozenset(k for k in ("tf", "python", "numpy") if any(w.seeded()[k] for w in walks))
+        runs.append(Run(entry, walks, anchor.path, anchor.first_import_line(), seeds))
+    return runs
 
 
 def module_names(path: str) -> list[str]:
@@ -176,6 +244,12 @@ class Call(Value):
         return bool(args) and not (len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is None)
 
 
+def _element(value: ast.expr, i: int) -> ast.expr:
+    """`value[i]`, placed where `value` is (what a tuple target's i-th name is bound to)."""
+    index = ast.copy_location(ast.Constant(i), value)
+    return ast.copy_location(ast.Subscript(value=value, slice=index, ctx=ast.Load()), value)
+
+
 def const(node: ast.AST | None) -> Any:
     return node.value if isinstance(node, ast.Constant) else Missing
 
@@ -198,6 +272,12 @@ class Script:
         #: The other scripts of the run by module name (envpin.audit.python.audit.peers_of), for imports.
         self.peers: Mapping[str, Peer] = peers or {}
         self._peers_bound: dict[str, Peer] | None = None
+        self._bindings: tuple[tuple[str, str, str], ...] = ()
+        self._runs: list[Run] | None = None
+        self._seeded: dict[str, bool] | None = None
+        self._tf_line: int | bool | None = False  # not worked out yet
+        #: What a family worked out once for this walk (a script of several runs is read for each).
+        self.memo: dict[str, Any] = {}
         self._reason: str | bool | None = False  # not worked out yet
         # one walk; the nodes the rules read, sorted by type (a type test per node, not a chain of isinstance)
         calls: list[ast.Call] = []
@@ -214,7 +294,7 @@ class Script:
                 binders.append(node)
             elif kind is ast.With or kind is ast.AsyncWith:
                 withs.append(node)  # type: ignore[arg-type]
-        self.names = Names(tree, binders)
+        self.names = Names(tree, binders, tf2=(major_minor(target.tf_version) or (0, 0))[0] >= 2)
         self.withs = withs
         self.calls: list[Call] = []
         self.env: list[tuple[int, str, str | None]] = []  # (line, name, value when a constant)
@@ -249,9 +329,25 @@ class Script:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = node
 
+    def with_peers(self, peers: Mapping[str, Peer]) -> Script:
+        """The same walk seen with the other scripts of the run (what its imports reach), without walking again."""
+        other = copy.copy(self)
+        other.peers, other.findings, other.memo = peers, [], {}
+        other._peers_bound, other._bindings, other._reason, other._runs = None, (), False, None
+        return other
+
     def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Name):
             self.assigned.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            # `a, b = x, y` pairs them; `train, test = datasets()` binds each to that element of the value, an
+            # index into it (value[0], value[1]) up to a starred name
+            pairs = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+            for i, t in enumerate(target.elts):
+                if isinstance(t, ast.Starred) or (pairs and isinstance(value.elts[i], ast.Starred)):  # type: ignore[attr-defined]
+                    break
+                part = value.elts[i] if pairs else _element(value, i)  # type: ignore[attr-defined]
+                self._assign(t, part, line)
         elif isinstance(target, ast.Subscript) and self.names.resolve(target.value) == "os.environ":
             key = const(target.slice)
             if isinstance(key, str):
@@ -350,6 +446,7 @@ class Script:
         if self._peers_bound is not None:
             return self._peers_bound
         bound: dict[str, Peer] = {}
+        names: list[tuple[int, str, str, str]] = []  # (line, local name, path, the name imported from it)
         if self.peers:
             here = module_names(self.path)
             for node in ast.walk(self.tree):
@@ -357,17 +454,61 @@ class Script:
                     for a in node.names:
                         peer = self.peers.get(a.name)
                         if peer is not None and peer.path != self.path:
-                            bound[a.asname or a.name.split(".", 1)[0]] = peer
+                            local = a.asname or a.name.split(".", 1)[0]
+                            bound[local] = peer
+                            names.append((node.lineno, local, peer.path, ""))
                 elif isinstance(node, ast.ImportFrom):
                     bases = [node.module or ""] if not node.level else _relative(here, node.level, node.module)
                     for a in node.names:
                         for base in bases:
-                            peer = self.peers.get(f"{base}.{a.name}".strip(".")) or self.peers.get(base)
+                            whole = self.peers.get(f"{base}.{a.name}".strip("."))
+                            peer = whole or self.peers.get(base)
                             if peer is not None and peer.path != self.path:
                                 bound[a.asname or a.name] = peer
+                                names.append((node.lineno, a.asname or a.name, peer.path, "" if whole else a.name))
                                 break
         self._peers_bound = bound
+        self._bindings = tuple((local, path, name) for _, local, path, name in sorted(names))
         return bound
+
+    def bindings(self) -> tuple[tuple[str, str, str], ...]:
+        """What the script's imports bind to scripts of the run, in the order of the imports (Peer.bound)."""
+        self._imported_peers()
+        return self._bindings
+
+    def imported_paths(self) -> tuple[str, ...]:
+        """The paths of the scripts of the run it imports, in the order of its imports (Peer.imports)."""
+        return tuple(dict.fromkeys(path for _, path, _ in self.bindings()))
+
+    def runs(self) -> list[Run]:
+        """The training runs this script is part of: its own, where it trains and no other training script of
+        the run imports it (directly or through another script), and those of the entry scripts that import
+        it. A script alone (no other script of the run given) is a run of its own where it trains."""
+        if self._runs is not None:
+            return self._runs
+        by_path = {p.path: p for p in self.peers.values()}
+        mine = by_path.get(self.path)
+        if mine is not None and mine.walk is not None:  # one of the scripts peers_of worked the runs out for
+            self._runs = list(mine.member_of)
+            return self._runs
+        by_path[self.path] = Peer(
+            self.path, self.uses_tf(), None, self.imported_paths(), self.trains(), self.bindings(), self
+        )
+        self._runs = [r for r in make_runs(by_path) if any(w is self for w in r.scripts)]
+        return self._runs
+
+    def anchored_runs(self) -> list[Run]:
+        """The runs whose hazards of the whole run are reported in this script (Run.anchor)."""
+        return [r for r in self.runs() if r.anchor == self.path]
+
+    def run_seeded(self, key: str, runs: list[Run] | None = None) -> bool:
+        """Whether every run this script is part of seeds the generator `key` (tf, python, numpy; Script.seeded)
+        somewhere in its scripts (their imports run the module-level seeding before the run draws); the script's
+        own seeding where it is in no run."""
+        runs = self.runs() if runs is None else runs
+        if not runs:
+            return self.seeded()[key]
+        return all(key in r.seeds for r in runs)
 
     def _peer_training_reason(self) -> str | None:
         """A call of a name bound from a module of the run that trains (`from trainer import run; run(cfg)`), or
@@ -385,12 +526,25 @@ class Script:
         return None
 
     def first_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int:
+        """The line of the script's first import of one of `roots` (canonical), else 1."""
+        line = self.tf_import_line(roots)
+        return 1 if line is None else line
+
+    def tf_import_line(self, roots: tuple[str, ...] = ("tf", "keras")) -> int | None:
+        """The line of the script's first import of one of `roots` (TensorFlow or Keras), None without one."""
+        if roots == ("tf", "keras"):
+            if self._tf_line is False:
+                self._tf_line = self._import_line(roots)
+            return self._tf_line
+        return self._import_line(roots)
+
+    def _import_line(self, roots: tuple[str, ...]) -> int | None:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import) and any(canonical(a.name).split(".")[0] in roots for a in node.names):
                 return node.lineno
             if isinstance(node, ast.ImportFrom) and node.module and canonical(node.module).split(".")[0] in roots:
                 return node.lineno
-        return 1
+        return None
 
     def env_value(self, name: str) -> tuple[int, str | None] | None:
         """Where the script sets `name` in its environment (the last setting) and the value, if constant."""
@@ -400,6 +554,8 @@ class Script:
     def seeded(self) -> dict[str, bool]:
         """Which global generators the script seeds: tf, python, numpy. A call of a function with 'seed' in its
         name that the imports do not explain (seed_everything(), utils.set_seeds()) counts for all three."""
+        if self._seeded is not None:
+            return self._seeded
         out = {"tf": False, "python": False, "numpy": False}
         for c in self.calls:
             name, last = c.name or "", c.last
@@ -416,6 +572,7 @@ class Script:
                 "seed" in last.lower() and root not in ("tf", "keras", "np", "random")
             ):
                 out = dict.fromkeys(out, True)
+        self._seeded = out
         return out
 
     def keras_major(self) -> int | None:

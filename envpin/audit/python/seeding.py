@@ -15,7 +15,7 @@ from envpin.audit import facts
 from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS
 from envpin.audit.python.script import Call, Script
-from envpin.audit.python.switch import determinism_on
+from envpin.audit.python.switch import determinism_on, run_words
 from envpin.audit.python.table import holds, matches, meetable, short
 from envpin.audit.rule import Rule
 from envpin.errors import param
@@ -32,7 +32,9 @@ PY_NO_GLOBAL_SEED = Rule(
     finds="A script that trains but never calls `tf.random.set_seed`, `tf.compat.v1.set_random_seed` / "
     "`tf.set_random_seed`, or `keras.utils.set_random_seed`; and a script that turns determinism on (itself "
     "or its image) without a global seed and calls a random op the recipe table lists as raising then "
-    "(`tf.random.uniform` without a `seed` from TF 2.7).",
+    "(`tf.random.uniform` without a `seed` from TF 2.7). Scripts audited together are judged as runs, as for "
+    "`py-determinism-switch-missing`: a seed anywhere in the run counts, and the finding is reported once, where "
+    "that rule's is.",
     why="Initializers, Dropout and shuffles without a seed draw from a fresh random state in every run, so the "
     "weights differ from the first step; from TF 2.7 such ops even raise RuntimeError under determinism (the "
     "finding is then an error and names the first unseeded op or layer the recipe table lists).",
@@ -58,8 +60,10 @@ PY_UNSEEDED_RANDOM = Rule(
     id="py-unseeded-random",
     severity="warning",
     title="Python's or NumPy's global random generator is used without a seed",
-    finds="In a script that trains: calls of `random.*` or `numpy.random.*` (shuffle, choice, randint, ...) with "
-    "no `random.seed` / `numpy.random.seed` (or `keras.utils.set_random_seed`) anywhere in the script; "
+    finds="In a script that trains, or a module a training script of the same run imports (scripts audited "
+    "together, as for `py-determinism-switch-missing`): the first call of `random.*` or `numpy.random.*` "
+    "(shuffle, choice, randint, random_sample, ...) with no `random.seed` / `numpy.random.seed` (or "
+    "`keras.utils.set_random_seed`) anywhere in the run; "
     "`numpy.random.default_rng()` / `RandomState()` without a seed; "
     "`tf.random.Generator.from_non_deterministic_state()`.",
     why="Data order, augmentation and splits drawn from an unseeded generator change in every run, and the "
@@ -190,48 +194,64 @@ _SEED_KEYWORDS = frozenset({"seed", "random_state", "random_seed"})
 
 
 def check_seeds(s: Script) -> None:
-    trains = s.trains()
     seeded = s.seeded()
-    # a script that only turns determinism on is judged too: an unseeded random op of the table raises there
-    layers, raises = (
-        _unseeded_layers(s) if not seeded["tf"] and (trains or determinism_on(s, usable=True)) else ("", False)
-    )
-    if not seeded["tf"] and (trains or raises):
+    runs = s.runs()  # the training runs the script is part of: its own, or those of the scripts importing it
+    for run in s.anchored_runs():
+        if "tf" in run.seeds:
+            continue
+        layers, raises = next(
+            (
+                (f"{found} of {w.path}" if w.path != s.path else found, raised)
+                for w in run.scripts
+                for found, raised in [_layers_of(w)]
+                if found
+            ),
+            ("", False),
+        )
         s.add(
             PY_NO_GLOBAL_SEED,
-            s.first_import_line(),
-            (
-                "the script trains but sets no global TensorFlow seed: initializers, Dropout and shuffles draw "
-                "a new random state in every run"
-                if trains
-                else "the script turns determinism on but sets no global TensorFlow seed"
-            )
-            + layers,
-            "call tf.keras.utils.set_random_seed(SEED) (TF 2.7+) or tf.random.set_seed(SEED) before building the "
-            f"model ({param('fix', command='audit')} inserts it)",
+            run.line,
+            f"{run_words(s, run)} trains but sets no global TensorFlow seed: initializers, Dropout and shuffles "
+            "draw a new random state in every run" + layers,
+            _seed_fix(),
             severity="error" if raises else None,
         )
-    if trains:
+    if not runs and not seeded["tf"] and determinism_on(s, usable=True):
+        # a script that only turns determinism on is judged too: an unseeded random op of the table raises there
+        layers, raises = _unseeded_layers(s)
+        if raises:
+            s.add(
+                PY_NO_GLOBAL_SEED,
+                s.first_import_line(),
+                "the script turns determinism on but sets no global TensorFlow seed" + layers,
+                _seed_fix(),
+                severity="error",
+            )
+    if runs:  # a script that trains, or a module of a training run: its draws are the run's
         firsts: dict[str, Call] = {}
+        unseeded = {key: not s.run_seeded(key, runs) for key in ("python", "numpy")}
         for c in s.calls:
             name = c.name or ""
-            if name.startswith("random.") and c.last in _PY_RANDOM and not seeded["python"]:
-                firsts.setdefault("python", c)
-            elif (
-                name.startswith("np.random.")
-                and name.count(".") == 2
-                and c.last not in _NP_NOT_DRAWS
-                and not seeded["numpy"]
-            ):
-                firsts.setdefault("numpy", c)
+            key = (
+                "python"
+                if name.startswith("random.") and c.last in _PY_RANDOM
+                else "numpy"
+                if name.startswith("np.random.") and name.count(".") == 2 and c.last not in _NP_NOT_DRAWS
+                else None
+            )
+            # the first draw in the source, by line and column (the walk is breadth first: a draw nested in
+            # another call, np.random.random_sample(shape).astype(...), comes after a shallower one below it)
+            if key is not None and unseeded[key] and (key not in firsts or _before(c, firsts[key])):
+                firsts[key] = c
+        who = "the script" if all(len(r.scripts) == 1 for r in runs) else "the training run"
         for key, c in firsts.items():
             seed = "random.seed(SEED)" if key == "python" else "numpy.random.seed(SEED)"
             s.add(
                 PY_UNSEEDED_RANDOM,
                 c.node.lineno,
                 f"{c.name}() draws from {'Python' if key == 'python' else 'NumPy'}'s global generator, which "
-                "the script never seeds",
-                f"call {seed} once at start-up",
+                f"{who} never seeds",
+                f"call {seed} once at start-up" + ("" if who == "the script" else ", in the run's entry script"),
             )
     for c in s.calls:
         name = c.name or ""
@@ -254,6 +274,17 @@ def check_seeds(s: Script) -> None:
                 "use tf.random.Generator.from_seed(SEED)",
             )
         _clock_seed(s, c)
+
+
+def _layers_of(s: Script) -> tuple[str, bool]:
+    """_unseeded_layers, once per walk (a module of many runs is asked for each)."""
+    if "unseeded_layers" not in s.memo:
+        s.memo["unseeded_layers"] = _unseeded_layers(s)
+    return s.memo["unseeded_layers"]  # type: ignore[no-any-return]
+
+
+def _before(a: Call, b: Call) -> bool:
+    return (a.node.lineno, a.node.col_offset) < (b.node.lineno, b.node.col_offset)
 
 
 def _unseeded_layers(s: Script) -> tuple[str, bool]:
@@ -331,6 +362,13 @@ def _clock_in(s: Script, node: ast.AST, depth: int) -> str | None:
                 if found:
                     return found
     return None
+
+
+def _seed_fix() -> str:
+    return (
+        "call tf.keras.utils.set_random_seed(SEED) (TF 2.7+) or tf.random.set_seed(SEED) before building the "
+        f"model ({param('fix', command='audit')} inserts it)"
+    )
 
 
 def check_hashseed(s: Script) -> None:

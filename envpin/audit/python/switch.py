@@ -12,7 +12,7 @@ from __future__ import annotations
 from envpin.audit import facts
 from envpin.audit.check import Finding
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, TABLE
-from envpin.audit.python.script import Script
+from envpin.audit.python.script import Run, Script
 from envpin.audit.rule import Rule
 from envpin.errors import param
 from envpin.knowledge import recipes
@@ -41,7 +41,11 @@ PY_SWITCH_MISSING = Rule(
     "the switch the recipe has for its TensorFlow: `tf.config.experimental.enable_op_determinism()` "
     "from 2.8, `TF_DETERMINISTIC_OPS=1` from 2.1 (and in NGC TF1), `TF_CUDNN_DETERMINISTIC=1` on stock "
     "1.14-2.0. `TF_CUDNN_DETERMINISTIC` on 2.1 and later is read but covers cuDNN only: it is no switch "
-    "there, and the message says so.",
+    "there, and the message says so. Scripts audited together are judged as runs: a script that trains and that "
+    "no other training script imports is a run's entry, and the scripts it imports (directly or through each "
+    "other) are part of its run. A switch anywhere in the run counts for it, and the finding is reported once, "
+    "at the entry's TensorFlow or Keras import (where the entry imports neither: the first script of the run, "
+    "in the order of the imports, that does); a module of the run gets none of its own.",
     why="Without the switch cuDNN picks convolution algorithms by timing and many GPU kernels accumulate with "
     "atomics: two runs of the same script give different weights.",
     bad=HEAD + "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(loss='mse')\n"
@@ -131,6 +135,13 @@ def determinism_on(s: Script, usable: bool = False) -> bool:
     return on
 
 
+def _switched(s: Script) -> bool:
+    """determinism_on, once per walk (a module of many runs is asked for each)."""
+    if "switched" not in s.memo:
+        s.memo["switched"] = determinism_on(s)
+    return bool(s.memo["switched"])
+
+
 def check_switch(s: Script) -> None:
     recipe, version = s.target.recipe, s.target.tf_version
     enables = [c for c in s.calls if c.last == "enable_op_determinism"]
@@ -157,8 +168,9 @@ def check_switch(s: Script) -> None:
                     f"TensorFlow {version} does not read {key} (recipe {recipe.id} does not list it)",
                     f"use the switch of recipe {recipe.id}: {wanted}",
                 )
-    if not s.trains() or determinism_on(s):
-        return
+    runs = [r for r in s.anchored_runs() if not any(_switched(w) for w in r.scripts)]
+    if not runs:
+        return  # no run of its own, its run turns the switch on, or another script of the run reports it
     if recipe is not None and switch_name(recipe) is None:
         return  # no switch exists for this version: nothing to turn on
     where = f" for TensorFlow {version} ({s.target.label})" if version else ""
@@ -179,11 +191,25 @@ def check_switch(s: Script) -> None:
         if partial is not None
         else ""
     )
-    s.add(
-        PY_SWITCH_MISSING,
-        s.first_import_line(),
-        f"the script trains but turns no determinism switch on{where}{aside}, and the image does not either",
-        fix,
+    for run in runs:
+        s.add(
+            PY_SWITCH_MISSING,
+            run.line,
+            f"{run_words(s, run)} trains but turns no determinism switch on{where}{aside}, and the image does "
+            "not either",
+            fix,
+        )
+
+
+def run_words(s: Script, run: Run) -> str:
+    """Who trains, in a finding of the whole run: the script, or the run of its entry (several scripts)."""
+    if len(run.scripts) == 1:
+        return "the script"
+    others = ", ".join(w.path for w in run.scripts if w.path != s.path)
+    return (
+        f"the run of this script and the ones it imports ({others})"
+        if run.entry == s.path
+        else f"the run of {run.entry} (this script is the first of it to import TensorFlow or Keras)"
     )
 
 

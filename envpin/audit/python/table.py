@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 from envpin.audit.python.names import canonical
 from envpin.audit.python.script import Call, Script
+from envpin.knowledge import recipes
 from envpin.portable.versions import major_minor
 from envpin.record import Value
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
+    from envpin.knowledge.recipebook import BuiltOn
     from envpin.knowledge.reciperecords import Note, OpEntry
 
 
@@ -55,6 +57,17 @@ def meetable(items: tuple[OpEntry, ...], keras: int | None = None, context: str 
 def _keras_in(item: OpEntry, major: int) -> bool:
     """Whether the entry's Keras range (MAJOR.MINOR bounds, either open) admits Keras `major`."""
     lo, hi = major_minor(item.keras_min), major_minor(item.keras_max)
+    return not ((lo is not None and lo[0] > major) or (hi is not None and hi[0] < major))
+
+
+def built_on(keras: int | None) -> dict[str, BuiltOn]:
+    """The table's library APIs built on an op entry's API (`built_on`), by canonical name, for the script's Keras
+    (`keras`: 2 or 3, None when unknown: every one)."""
+    return {canonical(a): b for b in recipes.book().built_on if keras is None or _admits(b, keras) for a in b.apis}
+
+
+def _admits(b: BuiltOn, major: int) -> bool:
+    lo, hi = major_minor(b.keras_min), major_minor(b.keras_max)
     return not ((lo is not None and lo[0] > major) or (hi is not None and hi[0] < major))
 
 

@@ -2,8 +2,8 @@
 (py-keras3-auto-xla), and XLA asked for by the script (py-jit-compile), an error where an op the script uses then
 raises (MaxPool's XLA gradient from TF 2.8).
 
-The fix adds `jit_compile=False` to Keras 3's `compile()`; where that call asked for `jit_compile=True`, the
-py-jit-compile finding of the line is fixed with it (a follow-up: it comes first in the findings' order).
+The fix adds `jit_compile=False` to Keras 3's `compile()`; a `compile(jit_compile=True)` is py-jit-compile's alone
+(one hazard, one finding), whose fix turns it to `jit_compile=False` where an op then raises.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import ast
 import re
 
 from envpin.audit.check import Finding
+from envpin.audit.python.names import canonical
 from envpin.audit.python.refs import FWR, HEAD, SCRIPTS, STATUS
 from envpin.audit.python.script import Call, Missing, Script, const, is_model_compile
-from envpin.audit.python.table import condition, matches, meetable, only, short, tf_range
+from envpin.audit.python.table import built_on, condition, matches, meetable, only, short, tf_range
 from envpin.audit.rule import Rule
 from envpin.errors import param
 
@@ -28,8 +29,10 @@ PY_KERAS3_AUTO_XLA = Rule(
     severity="error",
     title="Keras 3 compiles a model with MaxPooling through XLA",
     finds="On a TensorFlow for which the recipe table lists Keras 3's automatic XLA compilation as raising "
-    "(TF 2.16-2.19, which allow Keras 3.0-3.6), a script that uses a layer the entry names (MaxPooling) and "
-    "calls `compile()` without `jit_compile=False`. Scripts on `tf_keras` (`TF_USE_LEGACY_KERAS`, "
+    "(TF 2.16-2.19, which allow Keras 3.0-3.6), a script that uses a layer the entry names (MaxPooling), or a "
+    "`keras.applications` model the table says is built on one (ResNet, DenseNet, Inception, NASNet, VGG, "
+    "Xception), and calls `compile()` leaving `jit_compile` at its default or 'auto' (`jit_compile=True` is "
+    "`py-jit-compile`'s, reported once there). Scripts on `tf_keras` (`TF_USE_LEGACY_KERAS`, "
     "`import tf_keras`) are not Keras 3.",
     why="Keras 3 before 3.7 compiles with XLA by default (jit_compile='auto') and XLA's MaxPool gradient has no "
     "deterministic GPU implementation: the first training step raises. Pass jit_compile=False.",
@@ -63,8 +66,9 @@ PY_JIT_COMPILE = Rule(
     "2.2), and from 2.8 some of them raise instead (MaxPool's gradient).",
     bad=HEAD + "@tf.function(jit_compile=True)\ndef step(x):\n    return x * 2\n",
     good=HEAD + "@tf.function\ndef step(x):\n    return x * 2\n",
-    autofix="Comments the line (XLA was asked for on purpose); where it is Keras 3's `compile(jit_compile=True)` "
-    "that `--fix` turns to `jit_compile=False` for py-keras3-auto-xla, that fixes this finding too.",
+    autofix="Comments the line (XLA was asked for on purpose); where an op then raises (an error) and the line's "
+    "only `jit_compile=True` is a `compile()` call's, turns it to `jit_compile=False` (the model trains as "
+    "without XLA).",
     references=(FWR, STATUS, SCRIPTS),
     language="python",
     example_tf="2.8",
@@ -77,18 +81,24 @@ _XLA_AUTO = re.compile(r"--tf_xla_auto_jit=(-?\d+|\w+)")
 
 
 def xla_raisers(s: Script) -> list[tuple[Call, OpEntry]]:
-    """Calls of ops whose XLA-compiled gradient raises on the script's TensorFlow (the table's XLA entries)."""
+    """Calls of ops whose XLA-compiled gradient raises on the script's TensorFlow (the table's XLA entries), and
+    of library APIs the table says are built on one (`built_on`: keras.applications.ResNet50 holds MaxPooling2D
+    layers); each call as the script names it."""
     records = s.target.records
     if records is None:
         return []
-    entries = [e for e in meetable(records.raises, s.keras_major()) if e.xla]
-    return [
-        (c, e.item)
-        for call in s.calls
-        for c in call.narrowed()
-        for e in entries
-        if any(matches(c, a, frozenset()) for a in e.apis)
-    ]
+    keras = s.keras_major()
+    entries = [e for e in meetable(records.raises, keras) if e.xla]
+    if not entries:
+        return []
+    built = built_on(keras)
+    out = []
+    for call in s.calls:
+        for c in call.narrowed():
+            b = built.get(c.name) if c.name else None
+            meant = c if b is None else Call(c.node, canonical(b.calls), c.attr)
+            out += [(c, e.item) for e in entries if any(matches(meant, a, frozenset()) for a in e.apis)]
+    return out
 
 
 def check_xla(s: Script) -> None:
@@ -97,10 +107,11 @@ def check_xla(s: Script) -> None:
     auto = [(c, item) for c, item in raisers if (item.keras_min or "").startswith("3")]
     if auto and s.keras_major() == 3:
         layer = auto[0][0]
-        kind = (layer.name or "").rsplit(".", 1)[-1]  # the layer's class: a table API matched its name
+        kind = (layer.name or "").rsplit(".", 1)[-1]  # the layer's class (or the application built on one)
         adds = f"pass jit_compile=False to compile() ({param('fix', command='audit')} adds it)"
         for c in s.calls:
-            if c.attr == "compile" and is_model_compile(c) and const(c.kw("jit_compile")) is not False:
+            # jit_compile=True is the script's own request: py-jit-compile reports it, once (one hazard)
+            if c.attr == "compile" and is_model_compile(c) and const(c.kw("jit_compile")) not in (False, True):
                 s.add(
                     PY_KERAS3_AUTO_XLA,
                     c.node.lineno,
@@ -199,13 +210,12 @@ def _only_compile_jit(fix: Fixing, line: int) -> bool:
     return len(sites) == 1 and isinstance(sites[0].func, ast.Attribute) and sites[0].func.attr == "compile"
 
 
-def _turned_off(fix: Fixing, f: Finding) -> bool:
-    """py-jit-compile of a compile(jit_compile=True) that the Keras 3 fix turned to jit_compile=False, when that
-    call's is the line's only jit_compile=True."""
-    turned = {g.line for g in fix.fixed if g.rule == PY_KERAS3_AUTO_XLA.id}
-    return f.line in turned and f.message.startswith("jit_compile=True ") and _only_compile_jit(fix, f.line)
+def _compile_jit_off(fix: Fixing, f: Finding) -> bool:
+    """py-jit-compile where an op then raises (an error) and the line's only jit_compile=True is a compile()
+    call's: jit_compile=False there, as for py-keras3-auto-xla (the model trains as without XLA); else commented."""
+    return f.severity == "error" and _only_compile_jit(fix, f.line) and _add_jit_false(fix, f)
 
 
-FIXES: dict[str, Fix] = {PY_KERAS3_AUTO_XLA.id: _add_jit_false}
-FOLLOW_UPS: dict[str, Fix] = {PY_JIT_COMPILE.id: _turned_off}
+FIXES: dict[str, Fix] = {PY_KERAS3_AUTO_XLA.id: _add_jit_false, PY_JIT_COMPILE.id: _compile_jit_off}
+FOLLOW_UPS: dict[str, Fix] = {}
 STARTUP: dict[str, Startup] = {}
