@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from envpin.api.environment import LockChecks, RecipeResult, RenderResult
     from envpin.image.build import BuildResult
     from envpin.knowledge.catalog import Entry
-    from envpin.knowledge.reciperecords import Guarded
+    from envpin.knowledge.distributedrecords import Guarded
     from envpin.knowledge.recipes import Distributed, Recipe
 
 #: An :emoji: code, which rich would replace in the heading (it is printed as markup).
