@@ -7,7 +7,7 @@ Kept apart from envpin.knowledge.recipes, which every recipe, render and audit i
 frozen, slotted dataclass costs about 1 ms to create (dataclasses compile its methods when the class is made),
 paid only by code that reads records. The distributed recipe's records (`Distributed.records`) are
 envpin.knowledge.distributedrecords, so a recipe without --distributed and a Dockerfile audit do not create
-their four classes (about 1.6 ms of a 0.1 s start-up; docs/cli.md, "Start-up").
+their four classes (about 1.4 ms of a 0.1 s start-up; docs/cli.md, "Start-up").
 """
 
 from __future__ import annotations
