@@ -24,22 +24,13 @@ if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
     from envpin.api.environment import BuildRequest as BuildRequest
     from envpin.api.environment import DryRunRequest as DryRunRequest
     from envpin.api.environment import EnvironmentInputs as EnvironmentInputs
-    from envpin.api.environment import LockCheck as LockCheck
-    from envpin.api.environment import LockCheckRequest as LockCheckRequest
-    from envpin.api.environment import LockChecks as LockChecks
-    from envpin.api.environment import LockRequest as LockRequest
-    from envpin.api.environment import LockResult as LockResult
     from envpin.api.environment import PlannedBuild as PlannedBuild
     from envpin.api.environment import RecipeResult as RecipeResult
     from envpin.api.environment import RenderResult as RenderResult
     from envpin.api.environment import build_environment as build_environment
     from envpin.api.environment import build_formats as build_formats
     from envpin.api.environment import build_or_plan as build_or_plan
-    from envpin.api.environment import check_lock as check_lock
-    from envpin.api.environment import check_lock_file as check_lock_file
     from envpin.api.environment import find_lock as find_lock
-    from envpin.api.environment import lock_or_check as lock_or_check
-    from envpin.api.environment import lock_requirements as lock_requirements
     from envpin.api.environment import plan_build as plan_build
     from envpin.api.environment import plan_from_lock as plan_from_lock
     from envpin.api.environment import recipe_for as recipe_for
@@ -60,6 +51,15 @@ if TYPE_CHECKING:  # the one declaration (see above): `name as name` exports it
     from envpin.api.fleet import fleet_report as fleet_report
     from envpin.api.fleet import fleet_selftest as fleet_selftest
     from envpin.api.fleet import probe_fleet as probe_fleet
+    from envpin.api.lock import LockCheck as LockCheck
+    from envpin.api.lock import LockCheckRequest as LockCheckRequest
+    from envpin.api.lock import LockChecks as LockChecks
+    from envpin.api.lock import LockRequest as LockRequest
+    from envpin.api.lock import LockResult as LockResult
+    from envpin.api.lock import check_lock as check_lock
+    from envpin.api.lock import check_lock_file as check_lock_file
+    from envpin.api.lock import lock_or_check as lock_or_check
+    from envpin.api.lock import lock_requirements as lock_requirements
     from envpin.api.probe import DiffResult as DiffResult
     from envpin.api.probe import HostProbeRequest as HostProbeRequest
     from envpin.api.probe import ImageProbeRequest as ImageProbeRequest

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from envpin.knowledge.reciperecords import Advice, DistributedRecords, NgcOverride, Note, OpEntry, Step, Variable
+from envpin.knowledge.distributedrecords import DistributedRecords
+from envpin.knowledge.reciperecords import Advice, NgcOverride, Note, OpEntry, Step, Variable
 from envpin.portable.versions import major_minor
 from envpin.probe import runtime
 from envpin.record import Value

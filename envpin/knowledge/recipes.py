@@ -31,8 +31,9 @@ TYPE_CHECKING = False  # typing's, without importing typing (annotations are str
 if TYPE_CHECKING:
     from typing import Any
 
+    from envpin.knowledge.distributedrecords import DistributedRecords
     from envpin.knowledge.recipebook import RecipeBook
-    from envpin.knowledge.reciperecords import DistributedRecords, Item, RecipeRecords, Variable
+    from envpin.knowledge.reciperecords import Item, RecipeRecords, Variable
 
 #: Distributions a recipe row is for (the schema's enum of match.distribution).
 DISTRIBUTIONS = ("ngc", "stock")
@@ -120,8 +121,8 @@ class Distributed(Value):
 
     @property
     def records(self) -> DistributedRecords:
-        """The parts as typed records (envpin.knowledge.reciperecords), field for field."""
-        from envpin.knowledge.reciperecords import DistributedRecords
+        """The parts as typed records (envpin.knowledge.distributedrecords), field for field."""
+        from envpin.knowledge.distributedrecords import DistributedRecords
 
         return DistributedRecords.of(self.to_dict())
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import re
 
 from envpin import HOMEPAGE
-from envpin.api.environment import LockResult, PlannedBuild
+from envpin.api.environment import PlannedBuild
 from envpin.views.console import Plain, say, width_of
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from envpin.api.environment import LockChecks, RecipeResult, RenderResult
+    from envpin.api.environment import RecipeResult, RenderResult
+    from envpin.api.lock import LockChecks, LockResult
     from envpin.image.build import BuildResult
     from envpin.knowledge.catalog import Entry
-    from envpin.knowledge.reciperecords import Guarded
+    from envpin.knowledge.distributedrecords import Guarded
     from envpin.knowledge.recipes import Distributed, Recipe
 
 #: An :emoji: code, which rich would replace in the heading (it is printed as markup).
@@ -216,6 +217,8 @@ def build_outcome(res: BuildResult | PlannedBuild, as_json: bool, console: Conso
 
 
 def lock_outcome(res: LockResult | LockChecks, console: Console | Plain, note: Console | Plain) -> None:
+    from envpin.api.lock import LockResult  # here: a recipe's or a render's view does not create lock classes
+
     if isinstance(res, LockResult):
         locked(res, console, note)
     else:

@@ -30,7 +30,7 @@ from envpin.knowledge import recipes
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
     from envpin.audit.python.edits import Fix, Fixing, Startup
-    from envpin.knowledge.reciperecords import Guarded
+    from envpin.knowledge.distributedrecords import Guarded
 
 #: The page of the distributed recipe, and the table it comes from.
 RECIPE = ("The distributed recipe", "distributed.md")
