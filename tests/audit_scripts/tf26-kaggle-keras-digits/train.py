@@ -1,7 +1,7 @@
 # This Python 3 environment comes with many helpful analytics libraries installed
 
-import numpy as np  # linear algebra
-import pandas as pd  # data processing
+import numpy as np  # noqa: F401  linear algebra
+import pandas as pd  # noqa: F401  data processing
 
 import os
 
