@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Result
+from tests.conftest import Result, error_after_progress
 
 #: The training scripts of the runs tests (tests/tf, tests/oldtf, tests/slurm share them).
 SCRIPTS = Path(__file__).resolve().parents[1] / "runs" / "scripts"
@@ -42,7 +42,7 @@ def _line_of(path: Path, needle: str) -> int:
 def test_bisect_refuses_tensorflow_2_1_clearly() -> None:
     result = run_envpin("bisect", "--steps", "2", "--", _python("2.1"), str(SCRIPTS / "dense.py"))
     assert result.code == 2
-    error, hint = result.stderr.strip().splitlines()
+    error, hint = error_after_progress(result.stderr)
     assert error.startswith("error: TensorFlow 2.1.") and "cannot dump tensor values with its debugger" in error
     assert "no DebugDataReader" in error and hint.startswith("hint: `envpin study` and `envpin cost`")
     assert "2.2 or later" in hint and "Traceback" not in result.stderr
