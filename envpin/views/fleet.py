@@ -221,6 +221,23 @@ def _groups(s: Spread) -> list[tuple[str, tuple[str, ...], bool]]:
     return [(v, n, v == s.common or (s.common is None and v == "(absent)")) for v, n in groups]
 
 
+def _html_values(s: Spread, shown_values: int = 20, names: int = 50) -> list[tuple[str, int, str | None]]:
+    """The page's values of a field: (value, nodes holding it, the nodes named or None for the common one)."""
+    groups = _groups(s)
+    out: list[tuple[str, int, str | None]] = [
+        (
+            v,
+            len(ns),
+            None if common else ", ".join(ns[:names]) + (f" and {len(ns) - names} more" if len(ns) > names else ""),
+        )
+        for v, ns, common in groups[:shown_values]
+    ]
+    if len(groups) > shown_values:
+        rest = groups[shown_values:]
+        out.append((f"… {len(rest)} more values", sum(len(ns) for _, ns, _ in rest), None))
+    return out
+
+
 def _values(s: Spread) -> str:
     """The most common value first; minority values name their nodes."""
     groups = _groups(s)
@@ -297,18 +314,9 @@ def html_context(result: FleetResult) -> dict[str, Any]:
         "golden": result.golden,
         "columns": columns,
         "fields": result.spreads,
-        # each field's values, whole, with how many nodes hold each; a minority value names its nodes (50 at most)
-        "values": {
-            sp.key: [
-                (
-                    v,
-                    len(ns),
-                    None if common else ", ".join(ns[:50]) + (f" and {len(ns) - 50} more" if len(ns) > 50 else ""),
-                )
-                for v, ns, common in _groups(sp)
-            ]
-            for sp in result.spreads
-        },
+        # each field's values, whole, with how many nodes hold each; a minority value names its nodes (50 at
+        # most); the 20 most common values of a field, then how many more (the page stays readable at 100k nodes)
+        "values": {sp.key: _html_values(sp) for sp in result.spreads},
         "hidden_columns": len(result.spreads) - len(columns),
         "rows": rows,
         "failed": failed,

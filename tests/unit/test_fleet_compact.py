@@ -63,3 +63,19 @@ def test_records_of_two_reducers_do_not_mix() -> None:
     with pytest.raises(ValueError, match="one Reducer"):
         aggregate([("x", a.add(node("x"))), ("y", b.add(node("y")))])
     assert isinstance(a.add(node("z")), Compact)
+
+
+def test_the_html_lists_a_field_s_values_whole_and_caps_a_long_tail() -> None:
+    """The page names each value with its node count and a minority value's nodes; a field with a value per
+    node (30 here) shows the 20 most common, then how many values and nodes are left."""
+    from envpin.fleet.aggregate import Spread
+    from envpin.views.fleet import _html_values
+
+    values = {"common": tuple(f"n{i:03d}" for i in range(100))}
+    values.update({f"v{i:02d}": (f"odd{i:02d}",) for i in range(29)})
+    spread = Spread("cuda.cudnn.version", "breaking", "why", values, (), "common")
+    shown = _html_values(spread)
+    assert shown[0] == ("common", 100, None) and shown[1] == ("v00", 1, "odd00")
+    assert len(shown) == 21 and shown[-1] == ("… 10 more values", 10, None)
+    many = Spread("k", "risk", "why", {"a": tuple(f"n{i}" for i in range(60)), "b": ("x",) * 70}, (), "b")
+    assert _html_values(many)[1][2].endswith(" and 10 more")
