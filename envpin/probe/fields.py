@@ -172,6 +172,13 @@ RULES = [
     Rule("tensorflow.location", INFO, "where TensorFlow is installed"),
     Rule("tensorflow.runtime", INFO, "runtime settings are only read when TensorFlow is imported"),
     Rule(
+        "tensorflow.runtime.keras_precision_policy",
+        BREAKING,
+        "Keras global dtype policy: mixed_float16 or mixed_bfloat16 compute in half precision",
+        fingerprint=False,
+        absent=INFO,
+    ),
+    Rule(
         "tensorflow.runtime.tf32",
         BREAKING,
         "TensorFloat-32 math for float32 matmuls and convolutions on Ampere and later GPUs (on by default)",

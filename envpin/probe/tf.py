@@ -146,6 +146,9 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
     tf32 = getattr(getattr(config, "experimental", None), "tensor_float_32_execution_enabled", None)
     if tf32 is not None:  # TF 2.4 and later: on by default, used on Ampere and later GPUs only
         out["tf32"] = "on" if tf32() else "off"
+    policy = _keras_policy()
+    if policy is not None:
+        out["keras_precision_policy"] = policy
     onednn = onednn_enabled()
     if onednn is not None:
         out["onednn"] = "on" if onednn else "off"
@@ -154,6 +157,21 @@ def _runtime(ctx: Context) -> Dict[str, Any]:
         info = dict(sysconfig.get_build_info())
         out["build_info"] = {k: info[k] for k in sorted(info) if k in _KEEP}
     return out
+
+
+def _keras_policy() -> Optional[str]:
+    """The Keras global dtype policy (float32, or mixed_float16/mixed_bfloat16: layers compute in half precision)
+    when the process has imported Keras (a tracked run's process, where the script may have set it); None
+    otherwise: importing Keras only to read its default would cost seconds and say nothing."""
+    for name in ("keras", "tf_keras"):
+        module = sys.modules.get(name)
+        mixed = getattr(module, "mixed_precision", None)
+        if mixed is not None and hasattr(mixed, "global_policy"):
+            try:
+                return str(mixed.global_policy().name)
+            except Exception:  # a Keras half imported, or one whose policy API differs: not read
+                return None
+    return None
 
 
 def onednn_enabled() -> Optional[bool]:

@@ -69,6 +69,9 @@ def test_a_keras_fit_logs_to_the_mlflow_server(mlflow_uri: str) -> None:
 
     record, report = read_mlflow(active.info.run_id, mlflow_uri)
     assert report["fingerprint"] == callback.run.record["fingerprint"]
+    # The run's own TensorFlow and Keras settings, read in its process: TF32 and the precision policy.
+    runtime = report["tensorflow"]["runtime"]["value"]
+    assert runtime["tf32"] == "on" and runtime["keras_precision_policy"] == "float32"
     assert record["end"]["weights_hash"] == got.data.tags["envpin.weights_hash"]
 
 
@@ -92,6 +95,29 @@ def test_runs_names_a_planted_change_between_two_mlflow_runs(  # type: ignore[no
     [breaking] = [d for d in out["differences"] if d["severity"] == "breaking"]
     assert breaking["key"] == "env.OMP_NUM_THREADS" and breaking["b"] == "3"
     assert out["a"]["tracker"] == "mlflow" and out["weights_hash"]["a"] == out["weights_hash"]["b"]
+
+
+def test_runs_names_a_mixed_precision_policy_the_script_set(cli, mlflow_uri: str) -> None:  # type: ignore[no-untyped-def]
+    """A script that sets Keras's global policy to mixed_float16 computes in half precision: between two tracked
+    runs that differ only in it, `envpin runs` names the policy, breaking."""
+    mlflow = _need("mlflow")
+    keras = _need("keras")
+    ids, before = [], keras.mixed_precision.global_policy().name
+    try:
+        for policy in ("float32", "mixed_float16"):
+            keras.mixed_precision.set_global_policy(policy)
+            with mlflow.start_run() as active:
+                envpin.track(seed=1, mlflow=True).finish(weights=_weights())
+            ids.append(active.info.run_id)
+    finally:
+        keras.mixed_precision.set_global_policy(before)
+    res = cli("runs", ids[0], ids[1], "--tracking-uri", mlflow_uri, "--format", "json")
+    assert res.code == 1, res.stderr
+    import json
+
+    [breaking] = [d for d in json.loads(res.stdout)["differences"] if d["severity"] == "breaking"]
+    assert breaking["key"] == "tensorflow.runtime.keras_precision_policy"
+    assert (breaking["a"], breaking["b"]) == ("float32", "mixed_float16")
 
 
 def test_tensorboard_text_and_hparams_read_back_with_tensorboards_reader(  # type: ignore[no-untyped-def]
