@@ -281,7 +281,8 @@ def write_all(texts: Dict[str, str]) -> None:
 
 
 def report_basename(report: Dict[str, Any]) -> str:
-    """``<hostname>-<UTC time>-<pid>``: unique per host, second and process."""
+    """``<hostname>-<UTC time>-<pid>``: unique per host, second and process (where the folder already holds
+    that name, `write_reports` adds -2, -3)."""
     host = report.get("host", {})
     name = str(host.get("hostname", {}).get("value", "host"))
     stamp = str(host.get("time_utc", {}).get("value", ""))
@@ -321,7 +322,13 @@ def write_reports(
         if not os.path.isdir(out_dir):
             os.mkdir(out_dir)  # its parent must exist: a mistyped path grows no tree of folders
             created = out_dir
-        base = os.path.join(out_dir, report_basename(report))
+        stem = report_basename(report)
+        base, n = os.path.join(out_dir, stem), 1
+        # Two probes of one host in one second as pid 1 (containers sharing the host's name) get one name:
+        # the later report takes the next free -2, -3 instead of replacing the earlier one.
+        while os.path.lexists(base + ".json") or os.path.lexists(base + ".md"):
+            n += 1
+            base = os.path.join(out_dir, "%s-%d" % (stem, n))
         texts[base + ".json"] = to_json(report)
         texts[base + ".md"] = to_markdown(report)
     if json_path:
