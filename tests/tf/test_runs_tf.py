@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Result
+from tests.conftest import Result, error_after_progress
 
 #: The training scripts of the runs tests (tests/tf, tests/oldtf, tests/slurm share them).
 SCRIPTS = Path(__file__).resolve().parents[1] / "runs" / "scripts"
@@ -106,7 +106,14 @@ def test_bisect_with_the_smallest_max_ops_compares_one_execution_and_zero_is_ref
     """--max-ops 1 gives a verdict on exactly one op execution; 0 is refused before TensorFlow starts (it once
     gave 'not identical' after comparing nothing)."""
     script = SCRIPTS / "dense.py"
-    one = run_envpin("bisect", "--max-ops", "1", "--steps", "2", "--format", "json", "--", sys.executable, str(script))
+    args = ("bisect", "--max-ops", "1", "--steps", "2", "--format", "json", "--", sys.executable, str(script))
+    one = run_envpin(*args)
+    if one.code == 2 and "killed by signal 11 (SIGSEGV)" in one.stderr:
+        # TensorFlow 2.21's own process (the first run) died of SIGSEGV here in one CI run of many, and not in
+        # reruns; envpin reported it as it must (one error, one hint, exit 2): that is checked, then one rerun.
+        lines = error_after_progress(one.stderr)
+        assert len(lines) == 2 and lines[0].startswith("error:") and lines[1].startswith("hint:"), one.stderr
+        one = run_envpin(*args)
     assert one.code in (0, 1), one.stderr
     data = json.loads(one.stdout)
     assert data["compared"] == 1 and data["identical"] is (one.code == 0)
