@@ -9,7 +9,19 @@ from typing import Annotated
 import typer
 
 from envpin.cli import LazyGroup
-from envpin.cli.options import Format, FormatOpt, JsonOpt, check_quick, command_app, output_file, wants_json
+from envpin.cli.options import (
+    FleetSlurmOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    PartitionOpt,
+    QuickOpt,
+    SallocArgOpt,
+    check_quick,
+    command_app,
+    output_file,
+    wants_json,
+)
 
 fleet_app = command_app(
     name="fleet",
@@ -101,7 +113,7 @@ def fleet_manifest(
             "(golden hashes); --selftest insists, --no-selftest leaves it out.",
         ),
     ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    quick: QuickOpt = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -136,13 +148,11 @@ def fleet_manifest(
 
 @probe_app.command("probe")
 def fleet_probe(
-    slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
+    slurm: FleetSlurmOpt = False,
     nodes: Annotated[
         int | None, typer.Option("--nodes", metavar="N", help="Probe N nodes (default: every node of the partition).")
     ] = None,
-    partition: Annotated[
-        str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
-    ] = None,
+    partition: PartitionOpt = None,
     image: Annotated[
         str | None, typer.Option("--image", metavar="IMAGE", help="Probe inside IMAGE on each node (see --runtime).")
     ] = None,
@@ -166,12 +176,7 @@ def fleet_probe(
             "--timeout", metavar="SECONDS", help="Limit for the allocation and for each node's probe (default 300)."
         ),
     ] = None,
-    slurm_args: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--slurm-arg", metavar="OPTION", help="Extra salloc option, repeatable: --slurm-arg=--account=ml."
-        ),
-    ] = None,
+    slurm_args: SallocArgOpt = None,
     selftest: Annotated[
         bool | None,
         typer.Option(
@@ -180,7 +185,7 @@ def fleet_probe(
             "TensorFlow; --selftest insists, --no-selftest leaves it out.",
         ),
     ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    quick: QuickOpt = False,
     fmt: FormatOpt = Format.text,
     as_json: JsonOpt = False,
 ) -> None:
@@ -213,13 +218,11 @@ def fleet_probe(
 
 @selftest_app.command("selftest")
 def fleet_selftest(
-    slurm: Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")] = False,
+    slurm: FleetSlurmOpt = False,
     nodes: Annotated[
         int | None, typer.Option("--nodes", metavar="N", help="Workers, one per node (default 2).")
     ] = None,
-    partition: Annotated[
-        str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
-    ] = None,
+    partition: PartitionOpt = None,
     python: Annotated[
         str | None,
         typer.Option(
@@ -252,12 +255,7 @@ def fleet_selftest(
             "--timeout", metavar="SECONDS", help="Limit for the allocation and for each node's task (default 600)."
         ),
     ] = None,
-    slurm_args: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--slurm-arg", metavar="OPTION", help="Extra salloc option, repeatable: --slurm-arg=--account=ml."
-        ),
-    ] = None,
+    slurm_args: SallocArgOpt = None,
     fmt: FormatOpt = Format.text,
     as_json: JsonOpt = False,
 ) -> None:

@@ -114,3 +114,13 @@ OutOpt = Annotated[Path | None, typer.Option("--out", help="Environment folder (
 NameOpt = Annotated[str | None, typer.Option("--name", help="Environment name (default <release>-<flavor>).")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite files that were edited by hand.")]
 LockOpt = Annotated[Path | None, typer.Option("--lock", help="envpin.lock to use (default: found as build finds it).")]
+PartitionOpt = Annotated[
+    str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
+]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="The short self-test battery.")]
+#: `fleet probe` and `fleet selftest`: the nodes are reached through an allocation (salloc, then srun in it).
+FleetSlurmOpt = Annotated[bool, typer.Option("--slurm", help="Reach the nodes through Slurm (salloc + srun).")]
+SallocArgOpt = Annotated[
+    list[str] | None,
+    typer.Option("--slurm-arg", metavar="OPTION", help="Extra salloc option, repeatable: --slurm-arg=--account=ml."),
+]

@@ -13,6 +13,7 @@ from envpin.cli.options import (
     FormatOpt,
     Gpus,
     JsonOpt,
+    QuickOpt,
     check_quick,
     command_app,
     output_file,
@@ -57,7 +58,7 @@ def probe_cmd(
             "default where the image has TensorFlow.",
         ),
     ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="The short self-test battery.")] = False,
+    quick: QuickOpt = False,
     anonymize: Annotated[
         bool, typer.Option("--anonymize", help="Replace host name, user name and home folder by placeholders.")
     ] = False,

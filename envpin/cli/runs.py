@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from envpin.cli.options import Format, FormatOpt, JsonOpt, command_app, output_file, wants_json
+from envpin.cli.options import Format, FormatOpt, JsonOpt, PartitionOpt, command_app, output_file, wants_json
 
 #: Everything after the first word of the command belongs to the command (its own -options included).
 _COMMAND_SETTINGS = {"allow_interspersed_args": False}
@@ -29,9 +29,6 @@ SlurmOpt = Annotated[
         help="Run each run as one Slurm task (srun); the hook travels "
         "on srun's standard input, no shared storage needed.",
     ),
-]
-PartitionOpt = Annotated[
-    str | None, typer.Option("--partition", metavar="P", help="Slurm partition (default: the default one).")
 ]
 SlurmArgOpt = Annotated[
     list[str] | None,

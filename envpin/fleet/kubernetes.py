@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envpin.errors import UsageError, shown
 from envpin.fleet.aggregate import NODE_NAME_ENV
@@ -125,12 +125,9 @@ def _encoded(payload: bytes) -> str:
 
 def render(image: str, namespace: str, payload: bytes, selftest: bool | None = None, quick: bool = False) -> Manifest:
     """The manifest (ConfigMap with the payload + DaemonSet) for `image` in `namespace`."""
-    from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
     from envpin.environment.render import template_env
-    from envpin.files.read import sha256_bytes
 
     ref = _pinned_ref(image)
-    encoded = _encoded(payload)
     text = (
         template_env("envpin.fleet")
         .get_template("kubernetes-probe.yaml.j2")
@@ -143,17 +140,27 @@ def render(image: str, namespace: str, payload: bytes, selftest: bool | None = N
             probe_container=PROBE_CONTAINER,
             probe_command=probe_command(selftest, quick),
             probe_memory="512Mi" if selftest is False else "4Gi",
-            node_name_env=NODE_NAME_ENV,
-            gpu_node_labels=GPU_NODE_LABELS,
-            payload_configmap=PAYLOAD_CONFIGMAP,
-            payload_annotation=PAYLOAD_ANNOTATION,
-            payload_hash=sha256_bytes(payload),
-            payload_name=PAYLOAD_NAME,
-            payload_path=IMAGE_PATH,
-            payload_b64=encoded,
+            **_payload_vars(payload, PAYLOAD_CONFIGMAP),
         )
     )
     return Manifest(text, image, ref.digest is not None)
+
+
+def _payload_vars(payload: bytes, configmap: str) -> dict[str, Any]:
+    """What both manifests' templates need to mount envpin's payload from its ConfigMap on a GPU node."""
+    from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
+    from envpin.files.read import sha256_bytes
+
+    return {
+        "node_name_env": NODE_NAME_ENV,
+        "gpu_node_labels": GPU_NODE_LABELS,
+        "payload_configmap": configmap,
+        "payload_annotation": PAYLOAD_ANNOTATION,
+        "payload_hash": sha256_bytes(payload),
+        "payload_name": PAYLOAD_NAME,
+        "payload_path": IMAGE_PATH,
+        "payload_b64": _encoded(payload),
+    }
 
 
 def worker_hosts(workers: int) -> list[str]:
@@ -174,13 +181,10 @@ def render_selftest(
     """The multi-worker self-test for `workers` pods on as many GPU nodes: the payload ConfigMap, a headless
     Service and an indexed Job whose pods probe their node and then run one MultiWorkerMirroredStrategy worker
     `runs` times, TF_CONFIG built from each pod's JOB_COMPLETION_INDEX."""
-    from envpin.environment.payload import IMAGE_PATH, PAYLOAD_NAME
     from envpin.environment.render import template_env
-    from envpin.files.read import sha256_bytes
     from envpin.probe import tfchild
 
     ref = _pinned_ref(image)
-    encoded = _encoded(payload)
     # What envpin's own TensorFlow children get (determinism on, TensorFlow's C++ chatter off), bar the path.
     env = {k: v for k, v in sorted(tfchild.child_env({}, determinism=True).items()) if k != "PYTHONPATH"}
     launcher = ["python3", "-c", WORKER_LAUNCHER, str(runs), str(port), *(["--steps", str(steps)] if steps else [])]
@@ -203,14 +207,7 @@ def render_selftest(
             worker_command=launcher,
             worker_hosts=",".join(worker_hosts(workers)),
             worker_env=env,
-            node_name_env=NODE_NAME_ENV,
-            gpu_node_labels=GPU_NODE_LABELS,
-            payload_configmap=SELFTEST_PAYLOAD_CONFIGMAP,
-            payload_annotation=PAYLOAD_ANNOTATION,
-            payload_hash=sha256_bytes(payload),
-            payload_name=PAYLOAD_NAME,
-            payload_path=IMAGE_PATH,
-            payload_b64=encoded,
+            **_payload_vars(payload, SELFTEST_PAYLOAD_CONFIGMAP),
         )
     )
     return Manifest(text, image, ref.digest is not None)
